@@ -1,0 +1,1 @@
+"""bin/bot: the wake loop, prompt handling and harness adapters."""

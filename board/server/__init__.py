@@ -1,0 +1,1 @@
+"""The board server: aiohttp app, services, store."""
