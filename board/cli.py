@@ -1,0 +1,273 @@
+"""The ``board`` command: serve, operate, and talk to a board from a shell."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import click
+
+from .client import BoardAPIError, BoardClient
+
+T = TypeVar("T")
+
+
+def _run(coro: Awaitable[T]) -> T:
+    return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+def _settings(db: str | None, **overrides: Any) -> Any:
+    from .server.settings import load
+
+    try:
+        return load({"db": db, **overrides})
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+async def _with_services(db: str | None, fn: Callable[[Any], Awaitable[T]]) -> T:
+    """Run ``fn(ctx)`` against the database directly (the operator's commands)."""
+    from .server.errors import BoardError
+    from .server.services.context import Context
+    from .server.store.db import Database, StoreError
+
+    settings = _settings(db)
+    database = Database(settings.db, readers=1)
+    try:
+        await database.open()
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        return await fn(Context(db=database, settings=settings))
+    except BoardError as exc:
+        raise click.ClickException(f"{exc.code}: {exc.message}") from None
+    finally:
+        await database.close()
+
+
+@click.group()
+@click.version_option(package_name="bot-board")
+def main() -> None:
+    """Bot Board: a message board where a fleet of coding-harness bots coordinates."""
+
+
+db_option = click.option("--db", envvar="BOARD_DB", help="SQLite database file [BOARD_DB].")
+
+
+@main.command()
+@db_option
+@click.option("--bind", envvar="BOARD_BIND", help="Address to listen on [127.0.0.1].")
+@click.option("--port", envvar="BOARD_PORT", type=int, help="Port [8080].")
+def serve(db: str | None, bind: str | None, port: int | None) -> None:
+    """Run the board server."""
+    from aiohttp import web
+
+    from .server.app import create_app
+    from .server.store.db import Database, StoreError
+
+    settings = _settings(db, bind=bind, port=port)
+    logging.basicConfig(
+        level=settings.log_level,
+        stream=sys.stderr,
+        format='{"at":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}',
+    )
+    if settings.bind not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(
+            f"warning: listening on {settings.bind}: anyone who can reach this address and post to a "
+            "bot can make it run commands on its machine. Keep the board on loopback or a private "
+            "network.",
+            err=True,
+        )
+    probe = Database(settings.db, exclusive=True)
+    try:
+        probe._take_lock()
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        if probe._lock_fd is not None:
+            os.close(probe._lock_fd)
+    click.echo(f"board: serving http://{settings.bind}:{settings.port} (database {settings.db})", err=True)
+    web.run_app(create_app(settings), host=settings.bind, port=settings.port, print=None, access_log=None)
+
+
+@main.group()
+def admin() -> None:
+    """Operator commands, run on the board's machine against its database."""
+
+
+@admin.group()
+def user() -> None:
+    """Humans."""
+
+
+@user.command("add")
+@db_option
+@click.argument("name")
+@click.option(
+    "--url",
+    envvar="BOARD_URL",
+    default="http://127.0.0.1:8080",
+    show_default=True,
+    help="The board's address, for the login link.",
+)
+def user_add(db: str | None, name: str, url: str) -> None:
+    """Create a human and print a one-time login link."""
+    from .server.services import auth
+
+    token = _run(_with_services(db, lambda ctx: auth.add_human(ctx, name)))
+    click.echo(f"Created human {name}. One-time login link:")
+    click.echo(f"{url.rstrip('/')}/login?token={token}")
+
+
+@admin.command("token")
+@db_option
+@click.argument("name")
+def admin_token(db: str | None, name: str) -> None:
+    """Issue an API token (bh_) for a human; printed once, as the last line."""
+    from .server.services import auth
+
+    token = _run(_with_services(db, lambda ctx: auth.human_token(ctx, name)))
+    click.echo(f"API token for {name} (shown once):")
+    click.echo(token)
+
+
+@admin.command("invite")
+@db_option
+@click.argument("workspace")
+@click.option("--uses", default=1, show_default=True, type=click.IntRange(1, 1000))
+@click.option(
+    "--expires-in",
+    default=86400,
+    show_default=True,
+    type=click.IntRange(60),
+    help="Seconds until the invite expires.",
+)
+def admin_invite(db: str | None, workspace: str, uses: int, expires_in: int) -> None:
+    """Issue an invite for bots to join WORKSPACE; the code is the last line."""
+    from .server.services import auth
+
+    req = auth.InviteRequest(workspace=workspace, uses=uses, expires_in=expires_in)
+    result = _run(_with_services(db, lambda ctx: auth.create_invite(ctx, None, req)))
+    click.echo(f"Invite to {workspace} ({uses} use(s), expires {result['expires_at']}):")
+    click.echo(result["invite"])
+
+
+# -- client verbs ------------------------------------------------------------------
+
+
+def _client_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option(
+        "--url",
+        envvar="BOARD_URL",
+        default="http://127.0.0.1:8080",
+        show_default=True,
+        help="The board [BOARD_URL].",
+    )(fn)
+    return click.option("--token", envvar="BOARD_TOKEN", required=True, help="Your token [BOARD_TOKEN].")(fn)
+
+
+def _call(url: str, token: str, fn: Callable[[BoardClient], Awaitable[Any]]) -> None:
+    async def go() -> Any:
+        async with BoardClient(url, token) as board:
+            return await fn(board)
+
+    try:
+        result = _run(go())
+    except BoardAPIError as exc:
+        raise click.ClickException(f"{exc.code}: {exc.message}") from None
+    click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+
+
+@main.command()
+@_client_options
+@click.argument("body")
+@click.option("--channel", help="Channel of a new root.")
+@click.option("--reply-to", type=int, help="Reply in this message's thread.")
+@click.option("--workspace", help="Workspace (humans, admin bots).")
+@click.option("--tag", "tags", multiple=True)
+def post(
+    url: str,
+    token: str,
+    body: str,
+    channel: str | None,
+    reply_to: int | None,
+    workspace: str | None,
+    tags: tuple[str, ...],
+) -> None:
+    """Post a message (BODY, or - to read it from stdin)."""
+    if body == "-":
+        body = sys.stdin.read()
+    _call(
+        url,
+        token,
+        lambda b: b.post(
+            body, channel=channel, reply_to=reply_to, workspace=workspace, tags=list(tags) or None
+        ),
+    )
+
+
+@main.command()
+@_client_options
+@click.option("--channel")
+@click.option("--workspace")
+@click.option("--thread", type=int)
+@click.option("--since", type=int)
+@click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--compact", is_flag=True, help="Triage rows instead of full messages.")
+def read(
+    url: str,
+    token: str,
+    channel: str | None,
+    workspace: str | None,
+    thread: int | None,
+    since: int | None,
+    limit: int,
+    compact: bool,
+) -> None:
+    """Read messages."""
+    _call(
+        url,
+        token,
+        lambda b: b.messages(
+            channel=channel,
+            workspace=workspace,
+            thread=thread,
+            since=since,
+            limit=limit,
+            view="compact" if compact else None,
+        ),
+    )
+
+
+@main.command()
+@_client_options
+@click.option("--since", type=int, default=0)
+@click.option("--wait", type=click.IntRange(0, 60), default=0)
+@click.option("--ack", is_flag=True, help="Mark what is shown as seen.")
+def inbox(url: str, token: str, since: int, wait: int, ack: bool) -> None:
+    """What is waiting for you."""
+    _call(url, token, lambda b: b.inbox(since=since, wait=wait or None, ack=ack, view="compact"))
+
+
+@main.command()
+@_client_options
+@click.argument("query")
+@click.option("--workspace")
+@click.option("--limit", type=int, default=20, show_default=True)
+def search(url: str, token: str, query: str, workspace: str | None, limit: int) -> None:
+    """Full-text search of messages."""
+    _call(url, token, lambda b: b.search(query, workspace=workspace, limit=limit, view="compact"))
+
+
+@main.command()
+@_client_options
+@click.argument("thread_id", type=int)
+@click.option("--note", default="")
+def claim(url: str, token: str, thread_id: int, note: str) -> None:
+    """Claim a thread."""
+    _call(url, token, lambda b: b.claim(thread_id, note))

@@ -1,0 +1,287 @@
+"""The async HTTP client of the board: used by every daemon, the CLI and the tests.
+
+One method per API route. Errors come back as :class:`BoardAPIError` carrying the
+board's error code, so callers branch on ``exc.code == "CLAIMED"`` rather than on
+status numbers. Daemons import this module and nothing else from the board.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+
+JSON = dict[str, Any]
+
+
+class BoardAPIError(Exception):
+    """An error answer from the board (or UNAVAILABLE when it could not be reached)."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: Mapping[str, Any] | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(f"{code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = dict(details or {})
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+def _params(values: Mapping[str, Any]) -> dict[str, str]:
+    out = {}
+    for key, value in values.items():
+        if value is None or value is False:
+            continue
+        if value is True:
+            out[key] = "true"
+        elif isinstance(value, list | tuple):
+            if value:
+                out[key] = ",".join(str(v) for v in value)
+        else:
+            out[key] = str(value)
+    return out
+
+
+def _body(values: Mapping[str, Any]) -> JSON:
+    return {key: value for key, value in values.items() if value is not None}
+
+
+class BoardClient:
+    """``async with BoardClient(url, token) as board: await board.me()``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        *,
+        timeout: float = 90.0,
+        session: aiohttp.ClientSession | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._session = session
+        self._owns_session = session is None
+
+    async def __aenter__(self) -> BoardClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None and self._owns_session:
+            await self._session.close()
+        self._session = None
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
+        return self._session
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        """One call; the decoded JSON answer, or :class:`BoardAPIError`."""
+        hdrs = dict(headers or {})
+        if self.token:
+            hdrs["Authorization"] = f"Bearer {self.token}"
+        try:
+            async with self._http().request(
+                method, self.base_url + path, json=json, params=_params(params or {}), headers=hdrs
+            ) as resp:
+                if resp.content_type == "application/json":
+                    data = await resp.json()
+                else:
+                    data = await resp.text()
+                if resp.status >= 400:
+                    error = data.get("error", {}) if isinstance(data, dict) else {}
+                    retry = resp.headers.get("Retry-After")
+                    raise BoardAPIError(
+                        resp.status,
+                        error.get("code", "UNAVAILABLE"),
+                        error.get("message", str(data)[:200]),
+                        error.get("details"),
+                        bool(error.get("retryable")),
+                        float(retry) if retry else None,
+                    )
+                return data
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise BoardAPIError(
+                0, "UNAVAILABLE", f"cannot reach {self.base_url}: {exc}", retryable=True
+            ) from exc
+
+    # -- discovery and identity -------------------------------------------------
+
+    async def health(self) -> JSON:
+        return await self.request("GET", "/healthz")
+
+    async def register(self, handle: str, invite: str, description: str = "") -> JSON:
+        return await self.request(
+            "POST",
+            "/api/agents",
+            json=_body({"handle": handle, "invite": invite, "description": description}),
+        )
+
+    async def me(self) -> JSON:
+        return await self.request("GET", "/api/me")
+
+    async def rotate(self) -> JSON:
+        return await self.request("POST", "/api/me/rotate")
+
+    async def agents(self, **params: Any) -> JSON:
+        return await self.request("GET", "/api/agents", params=params)
+
+    async def agent(self, handle: str) -> JSON:
+        return await self.request("GET", f"/api/agents/{handle}")
+
+    async def invite(self, workspace: str, uses: int = 1, expires_in: int | None = None) -> JSON:
+        return await self.request(
+            "POST",
+            "/api/invites",
+            json=_body({"workspace": workspace, "uses": uses, "expires_in": expires_in}),
+        )
+
+    async def revoke_token(self, handle: str) -> JSON:
+        return await self.request("DELETE", f"/api/agents/{handle}/token")
+
+    # -- workspaces -------------------------------------------------------------
+
+    async def workspaces(self, **params: Any) -> JSON:
+        return await self.request("GET", "/api/workspaces", params=params)
+
+    async def create_workspace(self, slug: str, name: str = "", seed: str = "", **extra: Any) -> JSON:
+        return await self.request(
+            "POST",
+            "/api/workspaces",
+            json=_body({"slug": slug, "name": name or None, "seed": seed or None, **extra}),
+        )
+
+    async def workspace(self, slug: str) -> JSON:
+        return await self.request("GET", f"/api/workspaces/{slug}")
+
+    async def patch_workspace(self, slug: str, **fields: Any) -> JSON:
+        return await self.request("PATCH", f"/api/workspaces/{slug}", json=_body(fields))
+
+    async def archive_workspace(self, slug: str) -> JSON:
+        return await self.request("POST", f"/api/workspaces/{slug}/archive")
+
+    async def delete_workspace(self, slug: str, confirm: str) -> JSON:
+        return await self.request("DELETE", f"/api/workspaces/{slug}", json={"confirm": confirm})
+
+    async def set_bots(self, slug: str, bots: list[str]) -> JSON:
+        return await self.request("PUT", f"/api/workspaces/{slug}/bots", json={"bots": bots})
+
+    # -- channels and conversations --------------------------------------------
+
+    async def channels(self, **params: Any) -> JSON:
+        return await self.request("GET", "/api/channels", params=params)
+
+    async def create_channel(self, slug: str, **fields: Any) -> JSON:
+        return await self.request("POST", "/api/channels", json=_body({"slug": slug, **fields}))
+
+    async def patch_channel(self, slug: str, **fields: Any) -> JSON:
+        return await self.request("PATCH", f"/api/channels/{slug}", json=_body(fields))
+
+    async def conversations(self, **params: Any) -> JSON:
+        return await self.request("GET", "/api/conversations", params=params)
+
+    async def open_conversation(self, participants: list[str], topic: str = "", **extra: Any) -> JSON:
+        return await self.request(
+            "POST", "/api/conversations", json=_body({"participants": participants, "topic": topic, **extra})
+        )
+
+    # -- messages ---------------------------------------------------------------
+
+    async def post(
+        self,
+        body: str,
+        *,
+        channel: str | None = None,
+        reply_to: int | None = None,
+        conversation: int | None = None,
+        request_id: str | None = None,
+        **extra: Any,
+    ) -> JSON:
+        return await self.request(
+            "POST",
+            "/api/messages",
+            json=_body(
+                {
+                    "body": body,
+                    "channel": channel,
+                    "reply_to": reply_to,
+                    "conversation": conversation,
+                    "request_id": request_id,
+                    **extra,
+                }
+            ),
+        )
+
+    async def messages(self, **params: Any) -> JSON:
+        return await self.request("GET", "/api/messages", params=params)
+
+    async def message(self, message_id: int) -> JSON:
+        return await self.request("GET", f"/api/messages/{message_id}")
+
+    async def thread(self, thread_id: int, **params: Any) -> JSON:
+        return await self.request("GET", f"/api/threads/{thread_id}", params=params)
+
+    async def inbox(self, **params: Any) -> JSON:
+        return await self.request("GET", "/api/inbox", params=params)
+
+    async def search(self, q: str, **params: Any) -> JSON:
+        return await self.request("GET", "/api/search", params={"q": q, **params})
+
+    async def receipts(self, message_ids: list[int], state: str = "seen") -> JSON:
+        return await self.request("POST", "/api/receipts", json={"message_ids": message_ids, "state": state})
+
+    # -- claims, wakes ----------------------------------------------------------
+
+    async def claim(self, thread_id: int, note: str = "", lease_minutes: int | None = None) -> JSON:
+        return await self.request(
+            "POST",
+            f"/api/threads/{thread_id}/claim",
+            json=_body({"note": note, "lease_minutes": lease_minutes}),
+        )
+
+    async def release(self, thread_id: int, reason: str = "") -> JSON:
+        return await self.request("POST", f"/api/threads/{thread_id}/release", json={"reason": reason})
+
+    async def handoff(self, thread_id: int, to: str, note: str = "") -> JSON:
+        return await self.request("POST", f"/api/threads/{thread_id}/handoff", json={"to": to, "note": note})
+
+    async def done(self, thread_id: int, summary: str = "") -> JSON:
+        return await self.request("POST", f"/api/threads/{thread_id}/done", json={"summary": summary})
+
+    async def claims(self, **params: Any) -> JSON:
+        return await self.request("GET", "/api/claims", params=params)
+
+    async def record_wake(self, **fields: Any) -> JSON:
+        return await self.request("POST", "/api/wakes", json=_body(fields))
+
+    async def wakes(self, **params: Any) -> JSON:
+        return await self.request("GET", "/api/wakes", params=params)
+
+    async def wake(self, **params: Any) -> JSON:
+        return await self.request("GET", "/api/wake", params=params)
+
+    # -- audit ------------------------------------------------------------------
+
+    async def audit(self, **params: Any) -> JSON:
+        return await self.request("GET", "/api/audit", params=params)

@@ -1,0 +1,172 @@
+"""Documents without data: the machine map, OpenAPI, house rules, health, metrics."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from importlib import resources
+from typing import Any
+
+from aiohttp import web
+
+from ... import __version__
+from ..errors import ERROR_CODES, Unauthenticated
+from ..services import auth
+from ..validation import json_schema
+from .keys import CONTEXT
+from .keys import ROUTES as ROUTE_TABLE
+from .metrics import METRICS
+from .routing import Call, Route
+
+PATH_PARAM = re.compile(r"{(\w+)}")
+
+
+def board_url(request: web.Request) -> str:
+    return f"{request.scheme}://{request.host}"
+
+
+def _doc(name: str, request: web.Request) -> web.Response:
+    text = resources.files("board.server.docs").joinpath(name).read_text(encoding="utf-8")
+    text = text.replace("{{BOARD_URL}}", board_url(request))
+    kind = "text/markdown" if name.endswith(".md") else "text/plain"
+    return web.Response(text=text, content_type=kind, charset="utf-8")
+
+
+async def agents_md(call: Call) -> web.Response:
+    return _doc("agents.md", call.request)
+
+
+async def admin_md(call: Call) -> web.Response:
+    return _doc("admin.md", call.request)
+
+
+async def llms_txt(call: Call) -> web.Response:
+    return _doc("llms.txt", call.request)
+
+
+async def healthz(call: Call) -> Any:
+    return {"ok": True, "version": __version__}
+
+
+async def api_map(call: Call) -> Any:
+    return {
+        "version": __version__,
+        "board": board_url(call.request),
+        "docs": {
+            "openapi": "/api/openapi.json",
+            "llms": "/llms.txt",
+            "agents": "/agents.md",
+            "admin": "/admin.md",
+        },
+        "routes": [
+            {"method": r.method, "path": r.path, "summary": r.summary, "auth": not r.public}
+            for r in call.request.app[ROUTE_TABLE]
+        ],
+    }
+
+
+def openapi(routes: list[Route]) -> dict[str, Any]:
+    """The OpenAPI 3.1 document, built from the route table and its declared input types."""
+    paths: dict[str, Any] = {}
+    error = {"$ref": "#/components/schemas/Error"}
+    for route in routes:
+        op: dict[str, Any] = {
+            "operationId": f"{route.method.lower()}_{route.path.strip('/').replace('/', '_')}".replace(
+                "{", ""
+            )
+            .replace("}", "")
+            .replace(".", "_"),
+            "summary": route.summary,
+            "responses": {
+                str(route.status): {"description": "OK"},
+                "default": {"description": "Error", "content": {"application/json": {"schema": error}}},
+            },
+        }
+        params = [
+            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+            for name in PATH_PARAM.findall(route.path)
+        ]
+        if route.query is not None:
+            schema = json_schema(route.query)
+            for name, prop in schema["properties"].items():
+                params.append(
+                    {
+                        "name": name,
+                        "in": "query",
+                        "required": name in schema.get("required", []),
+                        "schema": prop,
+                    }
+                )
+        if params:
+            op["parameters"] = params
+        if route.body is not None:
+            op["requestBody"] = {
+                "required": True,
+                "content": {"application/json": {"schema": json_schema(route.body)}},
+            }
+        op["security"] = [] if route.public else [{"bearer": []}]
+        paths.setdefault(route.path, {})[route.method.lower()] = op
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Bot Board",
+            "version": __version__,
+            "description": "The HTTP API of Bot Board. See /llms.txt for the protocol in prose.",
+        },
+        "paths": paths,
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {
+                        "error": {
+                            "type": "object",
+                            "required": ["code", "message", "retryable", "details"],
+                            "properties": {
+                                "code": {"type": "string", "enum": sorted(ERROR_CODES)},
+                                "message": {"type": "string"},
+                                "retryable": {"type": "boolean"},
+                                "details": {"type": "object"},
+                            },
+                        }
+                    },
+                }
+            },
+        },
+    }
+
+
+async def openapi_json(call: Call) -> Any:
+    return openapi(call.request.app[ROUTE_TABLE])
+
+
+def _loopback(request: web.Request) -> bool:
+    try:
+        return ipaddress.ip_address(request.remote or "").is_loopback
+    except ValueError:
+        return False
+
+
+async def metrics(call: Call) -> web.Response:
+    request = call.request
+    if not _loopback(request):
+        header = request.headers.get("Authorization", "")
+        token = header[7:].strip() if header[:7].lower() == "bearer " else None
+        if not token:
+            raise Unauthenticated("/metrics needs a token, or a request from loopback.")
+        await auth.authenticate(request.app[CONTEXT], token)
+    ctx = request.app[CONTEXT]
+    return web.Response(text=request.app[METRICS].render(ctx), content_type="text/plain", charset="utf-8")
+
+
+ROUTES = [
+    Route("GET", "/healthz", healthz, "Liveness: ok and version only.", public=True),
+    Route("GET", "/api", api_map, "The machine map: routes and documents."),
+    Route("GET", "/api/openapi.json", openapi_json, "This API as OpenAPI 3.1.", public=True),
+    Route("GET", "/llms.txt", llms_txt, "The protocol in prose.", public=True),
+    Route("GET", "/agents.md", agents_md, "House rules for bots.", public=True),
+    Route("GET", "/admin.md", admin_md, "House rules for admin bots.", public=True),
+    Route("GET", "/metrics", metrics, "Prometheus metrics (token or loopback).", public=True),
+]

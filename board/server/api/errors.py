@@ -1,0 +1,59 @@
+"""Every failure leaves as the one JSON error envelope; no trace reaches a client."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from ..errors import (
+    BoardError,
+    InvalidArgument,
+    LimitExceeded,
+    NotFound,
+    Unauthenticated,
+    Unavailable,
+)
+from .routing import json_response
+
+log = logging.getLogger("board.api")
+
+
+def error_response(exc: BoardError) -> web.Response:
+    headers = {}
+    retry_after = exc.details.get("retry_after")
+    if retry_after is not None:
+        headers["Retry-After"] = str(max(1, round(retry_after + 0.499)))
+    return json_response(exc.to_json(), exc.status, headers)
+
+
+def _from_http(exc: web.HTTPException) -> BoardError:
+    if exc.status == 404:
+        return NotFound("route")
+    if exc.status == 405:
+        return InvalidArgument(f"{exc.reason}: see /api for the methods of each route.")
+    if exc.status == 413:
+        return LimitExceeded("The request body is over 1 MB.")
+    if exc.status == 401:
+        return Unauthenticated(exc.reason)
+    return InvalidArgument(exc.reason)
+
+
+@web.middleware
+async def error_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except BoardError as exc:
+        return error_response(exc)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return error_response(_from_http(exc))
+    except Exception:
+        incident = secrets.token_hex(6)
+        log.exception("unhandled error %s on %s %s", incident, request.method, request.path)
+        return error_response(Unavailable(f"Internal error {incident}; it is logged. Retry later."))

@@ -1,0 +1,135 @@
+"""Routes for channels, conversations, messages, threads, inbox, search and receipts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..services import channels, messages
+from .routing import Call, Route
+
+
+async def channel_list(call: Call) -> Any:
+    return await channels.list_channels(call.ctx, call.p, call.query)
+
+
+async def channel_create(call: Call) -> tuple[int, Any]:
+    result = await channels.upsert(call.ctx, call.p, call.body)
+    return (201 if result["created"] else 200), result
+
+
+async def channel_patch(call: Call) -> Any:
+    return await channels.patch(call.ctx, call.p, call.arg("slug"), call.body)
+
+
+async def conversation_list(call: Call) -> Any:
+    return await channels.list_conversations(call.ctx, call.p, call.query)
+
+
+async def conversation_open(call: Call) -> tuple[int, Any]:
+    return await channels.open_conversation(call.ctx, call.p, call.body)
+
+
+async def post(call: Call) -> tuple[int, Any]:
+    return 201, await messages.post(call.ctx, call.p, call.body)
+
+
+async def listing(call: Call) -> Any:
+    return await messages.list_messages(call.ctx, call.p, call.query)
+
+
+async def one(call: Call) -> Any:
+    return await messages.get_message(call.ctx, call.p, call.int_arg("id"))
+
+
+async def thread(call: Call) -> Any:
+    return await messages.thread(call.ctx, call.p, call.int_arg("id"), call.query)
+
+
+async def inbox(call: Call) -> Any:
+    return await messages.inbox(call.ctx, call.p, call.query)
+
+
+async def search(call: Call) -> Any:
+    return await messages.search(call.ctx, call.p, call.query)
+
+
+async def receipts(call: Call) -> Any:
+    return await messages.receipts(call.ctx, call.p, call.body)
+
+
+ROUTES = [
+    Route(
+        "GET",
+        "/api/channels",
+        channel_list,
+        "My workspace's channels, with unread counts.",
+        query=channels.ChannelList,
+    ),
+    Route(
+        "POST",
+        "/api/channels",
+        channel_create,
+        "Create a channel, or change its topic and refs.",
+        body=channels.ChannelWrite,
+    ),
+    Route(
+        "PATCH",
+        "/api/channels/{slug}",
+        channel_patch,
+        "Change a channel's topic or refs.",
+        body=channels.ChannelPatch,
+    ),
+    Route(
+        "GET",
+        "/api/conversations",
+        conversation_list,
+        "The conversations I am in.",
+        query=channels.ConversationList,
+    ),
+    Route(
+        "POST",
+        "/api/conversations",
+        conversation_open,
+        "Open the conversation of these participants (201 new, 200 existing).",
+        body=channels.NewConversation,
+    ),
+    Route(
+        "POST",
+        "/api/messages",
+        post,
+        "Post a root in a channel or conversation, or a reply.",
+        body=messages.PostMessage,
+    ),
+    Route(
+        "GET",
+        "/api/messages",
+        listing,
+        "Messages, bounded and paged; long-poll with wait.",
+        query=messages.MessageQuery,
+    ),
+    Route("GET", "/api/messages/{id}", one, "One message, with receipts of its addressees."),
+    Route(
+        "GET",
+        "/api/threads/{id}",
+        thread,
+        "A thread: root, replies, claim and its history.",
+        query=messages.ThreadQuery,
+    ),
+    Route(
+        "GET",
+        "/api/inbox",
+        inbox,
+        "What I must read; long-poll with wait, ack=true to mark seen.",
+        query=messages.InboxQuery,
+    ),
+    Route(
+        "GET", "/api/search", search, "Full-text search, ranked, with snippets.", query=messages.SearchQuery
+    ),
+    Route(
+        "POST",
+        "/api/receipts",
+        receipts,
+        "Mark messages addressed to me seen or done.",
+        body=messages.Receipts,
+    ),
+]

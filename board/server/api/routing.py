@@ -1,0 +1,212 @@
+"""Route declarations and the plumbing every API call goes through.
+
+Each route says who may call it without a token (``public``), which input
+types it takes, and a summary for the OpenAPI document. :func:`endpoint`
+turns a declaration into an aiohttp handler that authenticates, rate-limits
+writes, parses the body and query strictly, replays retries by request id,
+and renders the service's answer as JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from ..errors import BoardError, InvalidArgument, RequestIdReuse
+from ..principal import Principal
+from ..services import audit, auth
+from ..services.context import Context
+from ..store import requests as request_store
+from ..validation import parse_body, parse_query
+from .keys import CONTEXT, PRESENCE, REPLAYS
+
+REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+@dataclass
+class Call:
+    """One parsed API call, handed to a handler."""
+
+    request: web.Request
+    ctx: Context
+    principal: Principal | None
+    body: Any = None
+    query: Any = None
+
+    @property
+    def p(self) -> Principal:
+        assert self.principal is not None, "route is public; no principal"
+        return self.principal
+
+    def arg(self, name: str) -> str:
+        return self.request.match_info[name]
+
+    def int_arg(self, name: str) -> int:
+        text = self.request.match_info[name]
+        if not text.isdigit() or len(text) > 18:
+            raise InvalidArgument(f"'{name}' must be a positive whole number.")
+        return int(text)
+
+
+Handler = Callable[[Call], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    body: type | None = None
+    query: type | None = None
+    public: bool = False
+    status: int = 200
+    tags: tuple[str, ...] = field(default=())
+
+
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(
+        text=json.dumps(data, ensure_ascii=False, separators=(",", ":")),
+        status=status,
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+async def _json_body(request: web.Request) -> Any:
+    if not request.can_read_body:
+        return {}
+    raw = await request.read()
+    if not raw.strip():
+        return {}
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidArgument(f"The body is not valid JSON: {exc}.") from None
+
+
+def _request_id(request: web.Request, data: Any) -> str | None:
+    rid = request.headers.get("Idempotency-Key")
+    if isinstance(data, dict) and "request_id" in data:
+        body_rid = data.pop("request_id")
+        if rid is not None and body_rid != rid:
+            raise InvalidArgument("request_id and Idempotency-Key differ; send one.")
+        rid = body_rid
+    if rid is None:
+        return None
+    if not isinstance(rid, str) or not REQUEST_ID.fullmatch(rid):
+        raise InvalidArgument("request_id is 1-128 of [A-Za-z0-9_-].", field="request_id")
+    return rid
+
+
+def _fingerprint(request: web.Request, data: Any) -> str:
+    canonical = json.dumps([request.method, request.path, data], sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class Replays:
+    """Serializes concurrent calls with the same request id inside this process."""
+
+    def __init__(self) -> None:
+        self._locks: dict[tuple[int, str], asyncio.Lock] = {}
+
+    def lock(self, key: tuple[int, str]) -> asyncio.Lock:
+        return self._locks.setdefault(key, asyncio.Lock())
+
+    def release(self, key: tuple[int, str], lock: asyncio.Lock) -> None:
+        if not lock.locked() and self._locks.get(key) is lock:
+            del self._locks[key]
+
+
+def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        ctx = request.app[CONTEXT]
+        principal = None
+        if not route.public:
+            header = request.headers.get("Authorization", "")
+            token = header[7:].strip() if header[:7].lower() == "bearer " else None
+            principal = await auth.authenticate(ctx, token)
+            request["principal"] = principal
+            await request.app[PRESENCE].touch(ctx, principal)
+        data: Any = None
+        rid = None
+        if route.method in MUTATING:
+            if principal is not None:
+                assert ctx.limiter is not None
+                ctx.limiter.check(principal.agent_id)
+            data = await _json_body(request)
+            rid = _request_id(request, data)
+        call = Call(request, ctx, principal)
+        call.query = parse_query(route.query, request.query) if route.query else None
+        if route.query is None and route.method == "GET" and request.query:
+            raise InvalidArgument(f"{route.path} takes no parameters.")
+        if route.body is not None:
+            call.body = parse_body(route.body, data)
+        elif data:
+            raise InvalidArgument(f"{route.method} {route.path} takes no body fields.")
+        if rid is None or principal is None:
+            return await _run(route, call)
+        return await _idempotent(route, call, principal, rid, _fingerprint(request, data))
+
+    handle.__name__ = getattr(route.handler, "__name__", "handle")
+    return handle
+
+
+async def _run(route: Route, call: Call) -> web.StreamResponse:
+    result = await route.handler(call)
+    if isinstance(result, web.StreamResponse):
+        return result
+    if isinstance(result, tuple):
+        status, result = result
+        return json_response(result, status)
+    return json_response(result, route.status)
+
+
+async def _idempotent(
+    route: Route, call: Call, principal: Principal, rid: str, fingerprint: str
+) -> web.StreamResponse:
+    """Same caller, same id, same arguments: the first outcome again, with no second effect."""
+    ctx = call.ctx
+    replays = call.request.app[REPLAYS]
+    key = (principal.agent_id, rid)
+    lock = replays.lock(key)
+    token = audit.request_id.set(rid)
+    try:
+        async with lock:
+            stored = await ctx.db.read(lambda conn: request_store.get(conn, *key))
+            if stored is not None:
+                if stored["fingerprint"] != fingerprint:
+                    raise RequestIdReuse(f"request_id {rid} was used for a different call; use a new id.")
+                return web.Response(
+                    text=stored["response"],
+                    status=stored["status"],
+                    content_type="application/json",
+                    headers={"Idempotent-Replay": "true"},
+                )
+            try:
+                response = await _run(route, call)
+            except BoardError as exc:
+                if exc.retryable or exc.status == 401:
+                    raise
+                status, text = exc.status, json.dumps(exc.to_json())
+                await _remember(ctx, key, fingerprint, status, text)
+                raise
+            if isinstance(response, web.Response) and response.text is not None:
+                await _remember(ctx, key, fingerprint, response.status, response.text)
+            return response
+    finally:
+        audit.request_id.reset(token)
+        replays.release(key, lock)
+
+
+async def _remember(ctx: Context, key: tuple[int, str], fingerprint: str, status: int, text: str) -> None:
+    now = ctx.now()
+    await ctx.db.write(lambda conn: request_store.put(conn, *key, fingerprint, status, text, now))

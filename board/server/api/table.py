@@ -1,0 +1,12 @@
+"""The route table: every route of the application, gathered from each concept's module."""
+
+from __future__ import annotations
+
+from . import audit, claims, discovery, identity, messages, workspaces
+from .routing import Route
+
+ROUTE_MODULES = (discovery, identity, workspaces, messages, claims, audit)
+
+
+def all_routes() -> list[Route]:
+    return [route for module in ROUTE_MODULES for route in module.ROUTES]

@@ -1,0 +1,77 @@
+"""Workspace routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..services import workspaces
+from .routing import Call, Route
+
+
+async def listing(call: Call) -> Any:
+    return await workspaces.list_workspaces(call.ctx, call.p, call.query)
+
+
+async def create(call: Call) -> tuple[int, Any]:
+    return 201, await workspaces.create(call.ctx, call.p, call.body)
+
+
+async def get(call: Call) -> Any:
+    return await workspaces.get(call.ctx, call.p, call.arg("slug"))
+
+
+async def patch(call: Call) -> Any:
+    return await workspaces.patch(call.ctx, call.p, call.arg("slug"), call.body)
+
+
+async def archive(call: Call) -> Any:
+    return await workspaces.archive(call.ctx, call.p, call.arg("slug"))
+
+
+async def delete(call: Call) -> Any:
+    return await workspaces.delete(call.ctx, call.p, call.arg("slug"), call.body)
+
+
+async def bots(call: Call) -> Any:
+    return await workspaces.set_bots(call.ctx, call.p, call.arg("slug"), call.body)
+
+
+ROUTES = [
+    Route(
+        "GET",
+        "/api/workspaces",
+        listing,
+        "Workspaces with counts (humans, admin bots).",
+        query=workspaces.WorkspaceList,
+    ),
+    Route(
+        "POST",
+        "/api/workspaces",
+        create,
+        "Create a workspace, optionally seeding it (humans).",
+        body=workspaces.NewWorkspace,
+    ),
+    Route("GET", "/api/workspaces/{slug}", get, "A workspace's settings."),
+    Route(
+        "PATCH",
+        "/api/workspaces/{slug}",
+        patch,
+        "Rename, or set the review policy (humans).",
+        body=workspaces.WorkspacePatch,
+    ),
+    Route("POST", "/api/workspaces/{slug}/archive", archive, "Make a workspace read-only (humans)."),
+    Route(
+        "DELETE",
+        "/api/workspaces/{slug}",
+        delete,
+        "Delete an archived workspace and everything in it (humans).",
+        body=workspaces.DeleteWorkspace,
+    ),
+    Route(
+        "PUT",
+        "/api/workspaces/{slug}/bots",
+        bots,
+        "Move bots into this workspace (humans).",
+        body=workspaces.BotMembership,
+    ),
+]

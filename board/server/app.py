@@ -1,0 +1,44 @@
+"""The app factory: assembles routes, middlewares and resources, and nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from .api.errors import error_middleware
+from .api.keys import CONTEXT, PRESENCE, REPLAYS, ROUTES
+from .api.metrics import METRICS, Metrics, metrics_middleware
+from .api.routing import Replays, endpoint
+from .api.table import all_routes
+from .clock import Clock
+from .housekeeping import housekeeping
+from .services.auth import Presence
+from .services.context import Context
+from .settings import Settings
+from .store.db import Database
+
+MAX_BODY = 1024 * 1024
+
+
+def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: bool = True) -> web.Application:
+    """A board application on ``settings.db``; the database opens with the app."""
+    app = web.Application(middlewares=[metrics_middleware, error_middleware], client_max_size=MAX_BODY)
+    routes = all_routes()
+    for route in routes:
+        app.router.add_route(route.method, route.path, endpoint(route))
+    app[ROUTES] = routes
+    app[METRICS] = Metrics()
+    app[PRESENCE] = Presence()
+    app[REPLAYS] = Replays()
+
+    async def database(app: web.Application) -> AsyncIterator[None]:
+        db = Database(settings.db, readers=settings.readers, exclusive=exclusive)
+        await db.open()
+        app[CONTEXT] = Context(db=db, settings=settings, clock=clock or Clock())
+        yield
+        await db.close()
+
+    app.cleanup_ctx.append(database)
+    app.cleanup_ctx.append(housekeeping)
+    return app

@@ -1,0 +1,47 @@
+"""Time for the board: one source, replaceable in tests, RFC 3339 UTC strings."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+
+class Clock:
+    """Wall-clock time; tests use :class:`ManualClock` to move time by hand."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+class ManualClock(Clock):
+    """A clock that stands still until told to advance (for the sweep's tests)."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._now = start or datetime(2026, 11, 30, 4, 0, 0, tzinfo=UTC)
+        self._mono = 1000.0
+
+    def now(self) -> datetime:
+        return self._now
+
+    def monotonic(self) -> float:
+        return self._mono
+
+    def advance(self, seconds: float) -> None:
+        self._now += timedelta(seconds=seconds)
+        self._mono += seconds
+
+
+def iso(moment: datetime) -> str:
+    """RFC 3339 UTC with second precision, as stored and served everywhere."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str) -> datetime:
+    """Parse an RFC 3339 time (``Z`` or an offset); naive times are taken as UTC."""
+    value = datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)

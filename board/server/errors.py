@@ -1,0 +1,110 @@
+"""The one error tree: every failure a client can see is a :class:`BoardError`.
+
+A middleware renders any of them (and any surprise, as ``UNAVAILABLE``
+without its trace) into the envelope of 10-api.md::
+
+    {"error": {"code", "message", "retryable", "details"}}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class BoardError(Exception):
+    """Base of every client-visible error; subclasses fix the code and status."""
+
+    code = "UNAVAILABLE"
+    status = 503
+    retryable = False
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "error": {
+                "code": self.code,
+                "message": self.message,
+                "retryable": self.retryable,
+                "details": self.details,
+            }
+        }
+
+
+class Unauthenticated(BoardError):
+    code, status = "UNAUTHENTICATED", 401
+
+
+class Forbidden(BoardError):
+    code, status = "FORBIDDEN", 403
+
+
+class NotFound(BoardError):
+    """Absent, or out of the caller's scope: callers cannot tell which."""
+
+    code, status = "NOT_FOUND", 404
+
+    def __init__(self, what: str = "thing") -> None:
+        super().__init__(f"No such {what}, or it is not visible to you.")
+
+
+class InvalidArgument(BoardError):
+    code, status = "INVALID_ARGUMENT", 422
+
+
+class LimitExceeded(BoardError):
+    code, status = "LIMIT_EXCEEDED", 413
+
+
+class VersionConflict(BoardError):
+    code, status = "VERSION_CONFLICT", 409
+
+
+class Claimed(BoardError):
+    code, status = "CLAIMED", 409
+
+
+class Tombstoned(BoardError):
+    code, status = "TOMBSTONED", 409
+
+
+class NameConflict(BoardError):
+    code, status = "NAME_CONFLICT", 409
+
+
+class RequestIdReuse(BoardError):
+    code, status = "REQUEST_ID_REUSE", 409
+
+
+class RateLimited(BoardError):
+    code, status, retryable = "RATE_LIMITED", 429, True
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"Too many writes; wait {retry_after:.1f} s and retry.", retry_after=retry_after)
+        self.retry_after = retry_after
+
+
+class Unavailable(BoardError):
+    code, status, retryable = "UNAVAILABLE", 503, True
+
+
+ERROR_CODES = {
+    cls.code: cls.status
+    for cls in (
+        Unauthenticated,
+        Forbidden,
+        NotFound,
+        InvalidArgument,
+        LimitExceeded,
+        VersionConflict,
+        Claimed,
+        Tombstoned,
+        NameConflict,
+        RequestIdReuse,
+        RateLimited,
+        Unavailable,
+    )
+}

@@ -1,0 +1,35 @@
+"""Background duties of a running board, started and stopped with the app."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from .api.keys import CONTEXT
+from .sweep import sweep
+
+log = logging.getLogger(__name__)
+
+
+async def _sweep_forever(app: web.Application) -> None:
+    ctx = app[CONTEXT]
+    while True:
+        await asyncio.sleep(ctx.settings.sweep_every)
+        try:
+            report = await sweep(ctx)
+            if report.nudged or report.released or report.flagged:
+                log.info("sweep: %s", report.as_dict())
+        except Exception:
+            log.exception("sweep failed; trying again next time")
+
+
+async def housekeeping(app: web.Application) -> AsyncIterator[None]:
+    task = asyncio.create_task(_sweep_forever(app), name="board-sweep")
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task

@@ -1,0 +1,108 @@
+"""Long-poll waiters, held in memory and indexed by what they wait for.
+
+Services publish an event only after its write has committed (the writer calls
+:meth:`Hub.publish` in commit order). Publishing looks up the waiters under
+each key the event touches (its workspace, channel or conversation, thread,
+and every agent whose inbox it lands in) and hands them the event itself, so
+waking W waiters costs W list appends and no database query.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+Key = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Event:
+    """A committed message and everywhere it is visible."""
+
+    message: dict[str, Any]
+    workspace_id: int
+    channel_id: int | None
+    conversation_id: int | None
+    thread_id: int
+    recipients: dict[int, str] = field(default_factory=dict)  # agent id -> why it is for them
+    audience: frozenset[int] | None = None  # conversation members; None for a channel
+
+    @property
+    def id(self) -> int:
+        return int(self.message["id"])
+
+    def index_keys(self) -> Iterable[Key]:
+        yield ("all", 0)
+        yield ("workspace", self.workspace_id)
+        if self.channel_id is not None:
+            yield ("channel", self.channel_id)
+        if self.conversation_id is not None:
+            yield ("conversation", self.conversation_id)
+        yield ("thread", self.thread_id)
+        for agent_id in self.recipients:
+            yield ("agent", agent_id)
+
+
+@dataclass(eq=False)
+class Waiter:
+    """One held request: collects the events published under its keys."""
+
+    keys: tuple[Key, ...]
+    events: list[Event] = field(default_factory=list)
+    _seen: set[int] = field(default_factory=set)
+    _ready: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def deliver(self, event: Event) -> None:
+        if event.id in self._seen:
+            return
+        self._seen.add(event.id)
+        self.events.append(event)
+        self._ready.set()
+
+    async def wait(self, timeout: float) -> bool:
+        """Wait until at least one event is buffered; False on timeout."""
+        if not self._ready.is_set():
+            try:
+                await asyncio.wait_for(self._ready.wait(), timeout)
+            except TimeoutError:
+                return False
+        return True
+
+    def take(self) -> list[Event]:
+        events, self.events = self.events, []
+        self._ready.clear()
+        return events
+
+
+class Hub:
+    """Index of waiters by key; publish hands each matching waiter the event."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[Key, set[Waiter]] = defaultdict(set)
+        self.published = 0
+        self.waiting = 0
+
+    def subscribe(self, keys: Iterable[Key]) -> Waiter:
+        waiter = Waiter(tuple(keys))
+        for key in waiter.keys:
+            self._by_key[key].add(waiter)
+        self.waiting += 1
+        return waiter
+
+    def unsubscribe(self, waiter: Waiter) -> None:
+        self.waiting -= 1
+        for key in waiter.keys:
+            waiters = self._by_key.get(key)
+            if waiters is not None:
+                waiters.discard(waiter)
+                if not waiters:
+                    del self._by_key[key]
+
+    def publish(self, event: Event) -> None:
+        self.published += 1
+        for key in event.index_keys():
+            for waiter in self._by_key.get(key, ()):
+                waiter.deliver(event)

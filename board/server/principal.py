@@ -1,0 +1,41 @@
+"""Who is calling: resolved from the credential, never from the request body."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ADMIN_WORKSPACE = "admin"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated caller. A bot's workspace is its token's workspace."""
+
+    agent_id: int
+    handle: str
+    kind: str  # "human" | "bot" | "system"
+    workspace_id: int | None = None
+    workspace: str | None = None
+
+    @property
+    def is_human(self) -> bool:
+        return self.kind == "human"
+
+    @property
+    def is_bot(self) -> bool:
+        return self.kind == "bot"
+
+    @property
+    def is_admin_bot(self) -> bool:
+        return self.kind == "bot" and self.workspace == ADMIN_WORKSPACE
+
+    @property
+    def sees_all_workspaces(self) -> bool:
+        """Humans and admin bots read every workspace; other bots only their own."""
+        return self.is_human or self.is_admin_bot
+
+    @property
+    def role(self) -> str:
+        if self.is_admin_bot:
+            return "admin_bot"
+        return self.kind

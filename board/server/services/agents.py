@@ -1,0 +1,77 @@
+"""Who is here: the caller (``/api/me``) and the roster with presence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aiosqlite import Connection
+
+from ..errors import NotFound
+from ..principal import Principal
+from ..store import channels as channel_store
+from ..store import identity as store
+from ..store import messages as message_store
+from ..validation import arg
+from . import scope
+from .auth import agent_dict
+from .claims import active_claims
+from .context import Context
+from .paging import Page, bounded_page
+
+
+async def me(ctx: Context, p: Principal) -> dict[str, Any]:
+    async def read(conn: Connection) -> dict[str, Any]:
+        row = await store.agent_by_id(conn, p.agent_id)
+        reading = []
+        if p.workspace_id is not None:
+            reading = [
+                {"channel": r["channel"], "path": r["path"]}
+                for r in await channel_store.mandatory_refs_for_workspace(conn, p.workspace_id)
+            ]
+        return agent_dict(row, ctx.now()) | {
+            "role": p.role,
+            "cursor": await message_store.max_id(conn),
+            "inbox": await message_store.unseen_count(conn, p.agent_id),
+            "claims": await active_claims(conn, [p.agent_id]),
+            "mandatory_reading": reading,
+        }
+
+    return await ctx.db.read(read)
+
+
+@dataclass
+class AgentList:
+    workspace: str | None = arg(None, pattern=r"[a-z0-9._-]{2,64}")
+    after: str = arg("", max_len=32, help="Handle to continue after.")
+    limit: int = arg(100, min=1, max=500)
+    max_bytes: int | None = arg(None, min=1)
+
+
+async def roster(ctx: Context, p: Principal, q: AgentList) -> Page:
+    async def read(conn: Connection) -> list[dict[str, Any]]:
+        workspace = await scope.resolve_optional(conn, p, q.workspace)
+        ids = [workspace["id"]] if workspace is not None else None
+        if ids is None and not p.is_human:
+            ids = [p.workspace_id or 0]
+        rows = await store.list_agents(conn, ids, q.after, q.limit + 1)
+        claims = await active_claims(conn, [r["id"] for r in rows])
+        now = ctx.now()
+        return [
+            agent_dict(r, now) | {"claims": [c for c in claims if c["holder"] == r["handle"]]} for r in rows
+        ]
+
+    items = await ctx.db.read(read)
+    return bounded_page(ctx, "agents", items, q.limit, q.max_bytes, descending=False, key="handle")
+
+
+async def get_agent(ctx: Context, p: Principal, handle: str) -> dict[str, Any]:
+    async def read(conn: Connection) -> dict[str, Any]:
+        row = await store.agent_by_handle(conn, handle)
+        if row is None or row["kind"] == "system":
+            raise NotFound("agent")
+        if row["kind"] == "bot" and not scope.visible(p, row["workspace_id"]):
+            raise NotFound("agent")
+        return agent_dict(row, ctx.now()) | {"claims": await active_claims(conn, [row["id"]])}
+
+    return await ctx.db.read(read)

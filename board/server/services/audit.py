@@ -1,0 +1,73 @@
+"""The audit helper every mutation goes through, and the audit log reader."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from aiosqlite import Connection
+
+from ..errors import Forbidden
+from ..principal import Principal
+from ..store import audit as store
+from ..validation import arg
+from .context import Context
+from .paging import Page, bounded_page
+
+#: The request id of the call being served, if the caller gave one.
+request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
+
+
+async def record(
+    conn: Connection,
+    ctx: Context,
+    actor: Principal | None,
+    action: str,
+    target: str = "",
+    *,
+    workspace: str | None = None,
+    reason: str = "",
+    details: dict[str, Any] | None = None,
+) -> None:
+    """Append one audit row inside the caller's write (``actor=None``: the operator's CLI)."""
+    await store.append(
+        conn,
+        at=ctx.now(),
+        actor_id=actor.agent_id if actor else None,
+        actor=actor.handle if actor else "operator",
+        workspace=workspace,
+        action=action,
+        target=target,
+        reason=reason,
+        request_id=request_id.get(),
+        details=details or {},
+    )
+
+
+@dataclass
+class AuditQuery:
+    workspace: str | None = arg(None, max_len=64)
+    actor: str | None = arg(None, max_len=64)
+    action: str | None = arg(None, max_len=64)
+    since: int = arg(0, min=0, help="Audit row id to continue after.")
+    limit: int = arg(20, min=1, max=500)
+    max_bytes: int | None = arg(None, min=1)
+
+
+async def entries(ctx: Context, p: Principal, q: AuditQuery) -> Page:
+    if not p.is_human:
+        raise Forbidden("Only a human may read the audit log.")
+    rows = await ctx.db.read(
+        lambda conn: store.select(
+            conn,
+            workspace=q.workspace,
+            actor=q.actor,
+            action=q.action,
+            since=q.since,
+            limit=q.limit + 1,
+        )
+    )
+    items = [dict(row) | {"details": json.loads(row["details"])} for row in rows]
+    return bounded_page(ctx, "entries", items, q.limit, q.max_bytes, descending=False)

@@ -1,0 +1,271 @@
+"""Identities and credentials: tokens, invites, bot registration, presence.
+
+Tokens are random (32 bytes), shown once, and stored only as their SHA-256.
+The principal behind a token is cached briefly; anything that changes what a
+token may do drops the cache entry in the same breath.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from aiosqlite import Connection
+
+from ..clock import iso, parse_time
+from ..errors import Forbidden, InvalidArgument, NameConflict, NotFound, Unauthenticated
+from ..principal import Principal
+from ..store import identity as store
+from ..store import workspaces as workspace_store
+from ..validation import arg
+from . import audit
+from .context import Context
+
+HANDLE_PATTERN = r"[A-Za-z0-9._-]{2,32}"
+TOKEN_PREFIX = {"bot": "bb_", "human": "bh_", "keeper": "bk_", "login": "bl_", "invite": "bi_"}
+PRESENCE_WRITE_EVERY = 30.0
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def new_secret(kind: str) -> str:
+    return TOKEN_PREFIX[kind] + secrets.token_urlsafe(32)
+
+
+def principal_from_row(row: Any) -> Principal:
+    return Principal(
+        agent_id=row["id"],
+        handle=row["handle"],
+        kind=row["kind"],
+        workspace_id=row["workspace_id"],
+        workspace=row["workspace"],
+    )
+
+
+def presence(last_seen_at: str | None, now_iso: str) -> str:
+    """``active`` < 5 min, ``recent`` < 1 h, ``idle`` < 24 h, else ``away``."""
+    if last_seen_at is None:
+        return "away"
+    age = (parse_time(now_iso) - parse_time(last_seen_at)).total_seconds()
+    for bound, name in ((300, "active"), (3600, "recent"), (86400, "idle")):
+        if age < bound:
+            return name
+    return "away"
+
+
+class Presence:
+    """Writes ``last_seen_at`` at most every 30 s per agent."""
+
+    def __init__(self) -> None:
+        self._written: dict[int, float] = {}
+
+    async def touch(self, ctx: Context, principal: Principal) -> None:
+        now = ctx.clock.monotonic()
+        last = self._written.get(principal.agent_id)
+        if last is not None and now - last < PRESENCE_WRITE_EVERY:
+            return
+        self._written[principal.agent_id] = now
+        stamp = ctx.now()
+        await ctx.db.write(lambda conn: store.touch(conn, principal.agent_id, stamp))
+
+
+async def authenticate(ctx: Context, token: str | None) -> Principal:
+    """The principal behind a bearer token, or UNAUTHENTICATED."""
+    if not token:
+        raise Unauthenticated("Send 'Authorization: Bearer <token>'.")
+    token_hash = hash_secret(token)
+    principal = ctx.tokens.get(token_hash)
+    if principal is None:
+        row = await ctx.db.read(lambda conn: store.principal_by_token(conn, token_hash))
+        if row is None:
+            raise Unauthenticated("Unknown or revoked token.")
+        principal = principal_from_row(row)
+        ctx.tokens.put(token_hash, principal)
+    return principal
+
+
+# -- issuing credentials -----------------------------------------------------------
+
+
+async def _issue(conn: Connection, ctx: Context, agent_id: int, kind: str) -> str:
+    token = new_secret(kind)
+    await store.insert_token(conn, agent_id, hash_secret(token), kind, ctx.now())
+    return token
+
+
+async def add_human(ctx: Context, handle: str) -> str:
+    """Create a human (operator's CLI); returns a one-time login token."""
+    check_handle(handle)
+
+    async def write(conn: Connection) -> str:
+        if await store.agent_by_handle(conn, handle) is not None:
+            raise NameConflict(f"The handle {handle!r} is taken; pick another.")
+        agent_id = await store.insert_agent(conn, handle, "human", None, "", ctx.now())
+        await audit.record(conn, ctx, None, "human.create", handle)
+        return await _issue(conn, ctx, agent_id, "login")
+
+    return await ctx.db.write(write)
+
+
+async def human_token(ctx: Context, handle: str) -> str:
+    """A new API token for an existing human (operator's CLI)."""
+
+    async def write(conn: Connection) -> str:
+        row = await store.agent_by_handle(conn, handle)
+        if row is None or row["kind"] != "human":
+            raise NotFound("human")
+        await audit.record(conn, ctx, None, "token.create", handle)
+        return await _issue(conn, ctx, row["id"], "human")
+
+    return await ctx.db.write(write)
+
+
+async def login_link_token(ctx: Context, handle: str) -> str:
+    """A fresh one-time login token for an existing human (operator's CLI)."""
+
+    async def write(conn: Connection) -> str:
+        row = await store.agent_by_handle(conn, handle)
+        if row is None or row["kind"] != "human":
+            raise NotFound("human")
+        await audit.record(conn, ctx, None, "login.create", handle)
+        return await _issue(conn, ctx, row["id"], "login")
+
+    return await ctx.db.write(write)
+
+
+def check_handle(handle: str) -> None:
+
+    if not re.fullmatch(HANDLE_PATTERN, handle):
+        raise InvalidArgument(f"A handle is 2-32 of [A-Za-z0-9._-]; got {handle[:40]!r}.")
+
+
+@dataclass
+class Registration:
+    handle: str = arg(pattern=HANDLE_PATTERN, help="2-32 of [A-Za-z0-9._-], unique.")
+    invite: str = arg(max_len=128, help="The invite code a human gave you.")
+    kind: str = arg("bot", choices=("bot",), help="Registration creates bots only.")
+    description: str = arg("", max_len=500)
+
+
+async def register_bot(ctx: Context, reg: Registration) -> dict[str, Any]:
+    """Trade an invite for a bot identity in the invite's workspace."""
+
+    async def write(conn: Connection) -> dict[str, Any]:
+        now = ctx.now()
+        invite = await store.take_invite_use(conn, hash_secret(reg.invite), now)
+        if invite is None:
+            raise Unauthenticated("Unknown, used-up or expired invite; ask a human for a new one.")
+        if invite["archived_at"]:
+            raise Forbidden(f"Workspace {invite['workspace']} is archived.")
+        if await store.agent_by_handle(conn, reg.handle) is not None:
+            raise NameConflict(f"The handle {reg.handle!r} is taken; pick another.")
+        agent_id = await store.insert_agent(
+            conn, reg.handle, "bot", invite["workspace_id"], reg.description, now
+        )
+        token = await _issue(conn, ctx, agent_id, "bot")
+        actor = Principal(agent_id, reg.handle, "bot", invite["workspace_id"], invite["workspace"])
+        await audit.record(
+            conn,
+            ctx,
+            actor,
+            "agent.register",
+            reg.handle,
+            workspace=invite["workspace"],
+            details={"invite": invite["id"]},
+        )
+        row = await store.agent_by_id(conn, agent_id)
+        return {"agent": agent_dict(row, now), "token": token}
+
+    return await ctx.db.write(write)
+
+
+async def rotate(ctx: Context, p: Principal) -> dict[str, str]:
+    """A new token for the caller; every older one of its kind stops at once."""
+    kind = "human" if p.is_human else "bot"
+
+    async def write(conn: Connection) -> str:
+        await store.revoke_tokens(conn, p.agent_id, kind, ctx.now())
+        await audit.record(conn, ctx, p, "token.rotate", p.handle, workspace=p.workspace)
+        return await _issue(conn, ctx, p.agent_id, kind)
+
+    token = await ctx.db.write(write)
+    ctx.tokens.forget_agent(p.agent_id)
+    return {"token": token}
+
+
+async def revoke_bot_token(ctx: Context, p: Principal, handle: str) -> dict[str, Any]:
+    if not p.is_human:
+        raise Forbidden("Only a human may revoke a bot's token.")
+
+    async def write(conn: Connection) -> tuple[int, int]:
+        row = await store.agent_by_handle(conn, handle)
+        if row is None or row["kind"] != "bot":
+            raise NotFound("bot")
+        revoked = await store.revoke_tokens(conn, row["id"], "bot", ctx.now())
+        await audit.record(conn, ctx, p, "token.revoke", row["handle"], workspace=row["workspace"])
+        return row["id"], revoked
+
+    agent_id, revoked = await ctx.db.write(write)
+    ctx.tokens.forget_agent(agent_id)
+    return {"handle": handle, "revoked": revoked}
+
+
+@dataclass
+class InviteRequest:
+    workspace: str = arg(max_len=64)
+    uses: int = arg(1, min=1, max=1000)
+    expires_in: int | None = arg(86400, min=60, max=90 * 86400, help="Seconds until it expires.")
+
+
+async def create_invite(ctx: Context, p: Principal | None, req: InviteRequest) -> dict[str, Any]:
+    """An invite code for bots to join one workspace (``p=None``: the operator's CLI)."""
+    if p is not None and not p.is_human:
+        raise Forbidden("Only a human may invite bots.")
+    code = new_secret("invite")
+    expires_at = iso(ctx.clock.now() + timedelta(seconds=req.expires_in)) if req.expires_in else None
+
+    async def write(conn: Connection) -> dict[str, Any]:
+        ws = await workspace_store.by_slug(conn, req.workspace)
+        if ws is None:
+            raise NotFound("workspace")
+        if ws["archived_at"]:
+            raise Forbidden(f"Workspace {ws['slug']} is archived.")
+        await store.insert_invite(
+            conn,
+            hash_secret(code),
+            ws["id"],
+            req.uses,
+            expires_at,
+            p.agent_id if p else None,
+            ctx.now(),
+        )
+        await audit.record(
+            conn,
+            ctx,
+            p,
+            "invite.create",
+            ws["slug"],
+            workspace=ws["slug"],
+            details={"uses": req.uses, "expires_at": expires_at},
+        )
+        return {"invite": code, "workspace": ws["slug"], "uses": req.uses, "expires_at": expires_at}
+
+    return await ctx.db.write(write)
+
+
+def agent_dict(row: Any, now: str) -> dict[str, Any]:
+    return {
+        "handle": row["handle"],
+        "kind": row["kind"],
+        "workspace": row["workspace"],
+        "description": row["description"],
+        "created_at": row["created_at"],
+        "last_seen_at": row["last_seen_at"],
+        "presence": presence(row["last_seen_at"], now),
+    }

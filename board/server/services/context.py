@@ -1,0 +1,37 @@
+"""What every service acts on: the database, the hub, the clock and the settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from ..clock import Clock, iso
+from ..hub import Hub
+from ..settings import Settings
+from ..store.db import Database
+from .ratelimit import RateLimiter
+from .tokencache import TokenCache
+
+
+@dataclass
+class Context:
+    """The running board's shared state, built once by the app factory."""
+
+    db: Database
+    settings: Settings
+    clock: Clock = field(default_factory=Clock)
+    hub: Hub = field(default_factory=Hub)
+    tokens: TokenCache = field(default_factory=TokenCache)
+    limiter: RateLimiter | None = None
+
+    def __post_init__(self) -> None:
+        if self.limiter is None:
+            self.limiter = RateLimiter(
+                self.settings.write_rate, self.settings.write_burst, self.clock.monotonic
+            )
+
+    def now(self) -> str:
+        return iso(self.clock.now())
+
+    def ago(self, seconds: float) -> str:
+        return iso(self.clock.now() - timedelta(seconds=seconds))

@@ -1,0 +1,45 @@
+"""Long-poll: read once, and if nothing is there, wait for matching events.
+
+The waiter subscribes *before* the read, so a message committed between the
+read's snapshot and the wait is still delivered; events carry the rows, so a
+woken waiter answers without touching the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from ..hub import Event, Key
+from .context import Context
+
+MAX_WAIT = 60
+
+
+async def poll(
+    ctx: Context,
+    keys: Iterable[Key],
+    wait: int,
+    fetch: Callable[[], Awaitable[list[dict[str, Any]]]],
+    match: Callable[[Event], dict[str, Any] | None],
+) -> list[dict[str, Any]]:
+    """``fetch()``; if empty and ``wait`` > 0, the matching events of the next ``wait`` s."""
+    if not wait:
+        return await fetch()
+    waiter = ctx.hub.subscribe(keys)
+    try:
+        items = await fetch()
+        if items:
+            return items
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + min(wait, MAX_WAIT)
+        while (remaining := deadline - loop.time()) > 0:
+            if not await waiter.wait(remaining):
+                break
+            found = [item for event in waiter.take() if (item := match(event)) is not None]
+            if found:
+                return sorted(found, key=lambda item: item["id"])
+        return []
+    finally:
+        ctx.hub.unsubscribe(waiter)

@@ -1,0 +1,26 @@
+"""Per-token write rate limits: a token bucket per principal, in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import RateLimited
+
+
+class RateLimiter:
+    """``rate`` writes per second with bursts of ``burst``; refuses with the wait needed."""
+
+    def __init__(self, rate: float, burst: int, monotonic: Callable[[], float]) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._monotonic = monotonic
+        self._buckets: dict[int, tuple[float, float]] = {}
+
+    def check(self, key: int) -> None:
+        now = self._monotonic()
+        tokens, last = self._buckets.get(key, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - last) * self.rate)
+        if tokens < 1.0:
+            self._buckets[key] = (tokens, now)
+            raise RateLimited(retry_after=round((1.0 - tokens) / self.rate, 3))
+        self._buckets[key] = (tokens - 1.0, now)

@@ -1,0 +1,114 @@
+"""The launcher's feed: what is for this bot, plus what it watches.
+
+``for_me`` is the bot's inbox (mentions, its conversations, replies in threads
+it posted in or holds, handoffs to it). ``watched`` is every other message in
+the channels it watches and in its goal thread. One long-poll covers both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aiosqlite import Connection
+
+from ..errors import NotFound
+from ..hub import Event, Key
+from ..principal import Principal
+from ..store import channels as channel_store
+from ..store import messages as store
+from ..store.messages import MessageFilter
+from ..validation import arg
+from . import scope
+from .context import Context
+from .longpoll import poll
+from .messages import _rows_to_messages, render
+from .paging import Page, bounded_page
+
+
+@dataclass
+class WakeQuery:
+    since: int = arg(0, min=0)
+    wait: int = arg(0, min=0, max=60)
+    limit: int = arg(20, min=1, max=500)
+    max_bytes: int | None = arg(None, min=1)
+    watch: list[str] = arg(
+        [], max_items=50, pattern=r"[a-z0-9._-]{2,64}", help="Channels to watch, comma-separated."
+    )
+    goal: int | None = arg(None, min=1, help="A thread to watch.")
+    view: str = arg("full", choices=("full", "compact"))
+
+
+async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
+    async def resolve(conn: Connection) -> tuple[list[int], int | None]:
+        workspace = await scope.resolve(conn, p, None)
+        channel_ids = []
+        for slug in q.watch:
+            channel = await channel_store.by_slug(conn, workspace["id"], slug)
+            if channel is not None:
+                channel_ids.append(channel["id"])
+        goal = None
+        if q.goal is not None:
+            root = await store.by_id(conn, q.goal)
+            if root is None or not scope.visible(p, root["workspace_id"]):
+                raise NotFound("thread")
+            goal = root["thread_id"]
+        return channel_ids, goal
+
+    channel_ids, goal = await ctx.db.read(resolve)
+
+    async def fetch() -> list[dict[str, Any]]:
+        async def read(conn: Connection) -> list[dict[str, Any]]:
+            mine = await store.inbox(conn, p.agent_id, q.since, q.limit + 1)
+            watched = []
+            for channel_id in channel_ids:
+                watched += await store.select(
+                    conn,
+                    MessageFilter(channel_id=channel_id, since=q.since),
+                    descending=False,
+                    limit=q.limit + 1,
+                )
+            if goal is not None:
+                watched += await store.select(
+                    conn,
+                    MessageFilter(thread_id=goal, since=q.since),
+                    descending=False,
+                    limit=q.limit + 1,
+                )
+            items = {
+                m["id"]: m | {"for_me": False, "watched": True}
+                for m in await _rows_to_messages(conn, watched)
+                if m["author"] != p.handle
+            }
+            for m in await _rows_to_messages(conn, mine):
+                items[m["id"]] = m | {"for_me": True, "watched": m["id"] in items}
+            return [items[i] for i in sorted(items)][: q.limit + 1]
+
+        return await ctx.db.read(read)
+
+    def match(event: Event) -> dict[str, Any] | None:
+        if event.id <= q.since:
+            return None
+        reason = event.recipients.get(p.agent_id)
+        watched = event.channel_id in channel_ids or (goal is not None and event.thread_id == goal)
+        watched = watched and event.message["author"] != p.handle
+        if reason is None and not watched:
+            return None
+        item = event.message | {"for_me": reason is not None, "watched": watched}
+        if reason is not None:
+            item["reason"] = reason
+        return item
+
+    keys: list[Key] = [("agent", p.agent_id)] + [("channel", c) for c in channel_ids]
+    if goal is not None:
+        keys.append(("thread", goal))
+    items = await poll(ctx, keys, q.wait, fetch, match)
+    return bounded_page(
+        ctx,
+        "messages",
+        render(items, q.view),
+        q.limit,
+        q.max_bytes,
+        descending=False,
+        cursor=await ctx.db.read(store.max_id),
+    )

@@ -1,0 +1,224 @@
+"""Workspaces: create, read, settings, archive, delete, bot membership."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aiosqlite import Connection
+
+from ..errors import Forbidden, InvalidArgument, NameConflict, NotFound
+from ..principal import ADMIN_WORKSPACE, Principal
+from ..store import identity as identity_store
+from ..store import workspaces as store
+from ..validation import arg
+from . import audit, scope
+from .context import Context
+from .messages import post_event
+from .paging import Page, bounded_page
+
+SLUG_PATTERN = r"[a-z0-9._-]{2,64}"
+
+
+def to_dict(row: Any) -> dict[str, Any]:
+    item = {
+        "slug": row["slug"],
+        "name": row["name"],
+        "review": row["review_policy"],
+        "archived": row["archived_at"] is not None,
+        "archived_at": row["archived_at"],
+        "created_at": row["created_at"],
+    }
+    for count in ("bots", "channels", "last_id"):
+        if count in row.keys():  # noqa: SIM118 - sqlite3.Row has keys(), no __contains__ by name
+            item[count] = row[count]
+    return item
+
+
+def _require_human(p: Principal, doing: str) -> None:
+    if not p.is_human:
+        raise Forbidden(f"Only a human may {doing}.")
+
+
+@dataclass
+class WorkspaceList:
+    after: str = arg("", max_len=64, help="Slug to continue after.")
+    limit: int = arg(20, min=1, max=500)
+    max_bytes: int | None = arg(None, min=1)
+
+
+async def list_workspaces(ctx: Context, p: Principal, q: WorkspaceList) -> Page:
+    if not p.sees_all_workspaces:
+        raise Forbidden("Only humans and admin bots list workspaces.")
+    rows = await ctx.db.read(lambda conn: store.list_with_counts(conn, q.after, q.limit + 1))
+    return bounded_page(
+        ctx,
+        "workspaces",
+        [to_dict(r) for r in rows],
+        q.limit,
+        q.max_bytes,
+        descending=False,
+        key="slug",
+    )
+
+
+async def get(ctx: Context, p: Principal, slug: str) -> dict[str, Any]:
+    async def read(conn: Connection) -> Any:
+        row = await store.by_slug(conn, slug)
+        if row is None or not scope.visible(p, row["id"]):
+            raise NotFound("workspace")
+        return row
+
+    return to_dict(await ctx.db.read(read))
+
+
+@dataclass
+class NewWorkspace:
+    slug: str = arg(pattern=SLUG_PATTERN, help="2-64 of [a-z0-9._-].")
+    name: str = arg("", max_len=200)
+    seed: str = arg("", max_len=16_000, multiline=True, help="Material for an admin bot.")
+
+
+async def create(ctx: Context, p: Principal, req: NewWorkspace) -> dict[str, Any]:
+    _require_human(p, "create workspaces")
+
+    async def write(conn: Connection) -> tuple[dict[str, Any], Any]:
+        if await store.by_slug(conn, req.slug) is not None:
+            raise NameConflict(f"Workspace {req.slug!r} exists; pick another slug.")
+        now = ctx.now()
+        workspace_id = await store.insert(conn, req.slug, req.name or req.slug, now)
+        await audit.record(conn, ctx, p, "workspace.create", req.slug, workspace=req.slug)
+        event = None
+        if req.seed:
+            admin = await store.by_slug(conn, ADMIN_WORKSPACE)
+            event = await post_event(
+                conn,
+                ctx,
+                admin,
+                f"New workspace **{req.slug}**: please write its knowledge base from this "
+                f"seed material.\n\n{req.seed}",
+                channel="lobby",
+                author=p,
+                meta={"seed_workspace": req.slug},
+                tags=["seed"],
+            )
+        return to_dict(await store.by_id(conn, workspace_id)), event
+
+    def publish(result: tuple[Any, Any]) -> None:
+        if result[1] is not None:
+            ctx.hub.publish(result[1])
+
+    result, _ = await ctx.db.write(write, after_commit=publish)
+    return result
+
+
+@dataclass
+class WorkspacePatch:
+    name: str | None = arg(None, max_len=200)
+    review: str | None = arg(None, choices=("none", "bots", "all"))
+
+
+async def patch(ctx: Context, p: Principal, slug: str, req: WorkspacePatch) -> dict[str, Any]:
+    async def write(conn: Connection) -> Any:
+        row = await store.by_slug(conn, slug)
+        if row is None or not scope.visible(p, row["id"]):
+            raise NotFound("workspace")
+        _require_human(p, "change workspace settings")
+        changes: dict[str, Any] = {}
+        if req.name is not None:
+            changes["name"] = req.name
+        if req.review is not None:
+            changes["review_policy"] = req.review
+        if not changes:
+            raise InvalidArgument("Nothing to change: give name or review.")
+        await store.update(conn, row["id"], changes)
+        await audit.record(conn, ctx, p, "workspace.update", slug, workspace=slug, details=changes)
+        return await store.by_id(conn, row["id"])
+
+    return to_dict(await ctx.db.write(write))
+
+
+async def archive(ctx: Context, p: Principal, slug: str) -> dict[str, Any]:
+    async def write(conn: Connection) -> Any:
+        row = await store.by_slug(conn, slug)
+        if row is None or not scope.visible(p, row["id"]):
+            raise NotFound("workspace")
+        _require_human(p, "archive workspaces")
+        if slug == ADMIN_WORKSPACE:
+            raise Forbidden("The admin workspace cannot be archived.")
+        if row["archived_at"] is None:
+            await store.update(conn, row["id"], {"archived_at": ctx.now()})
+            await audit.record(conn, ctx, p, "workspace.archive", slug, workspace=slug)
+        return await store.by_id(conn, row["id"])
+
+    return to_dict(await ctx.db.write(write))
+
+
+@dataclass
+class DeleteWorkspace:
+    confirm: str = arg(max_len=64, help="The workspace's slug, typed again.")
+
+
+async def delete(ctx: Context, p: Principal, slug: str, req: DeleteWorkspace) -> dict[str, Any]:
+    async def write(conn: Connection) -> tuple[dict[str, Any], list[int]]:
+        row = await store.by_slug(conn, slug)
+        if row is None or not scope.visible(p, row["id"]):
+            raise NotFound("workspace")
+        _require_human(p, "delete workspaces")
+        if row["archived_at"] is None:
+            raise Forbidden("Archive the workspace before deleting it.")
+        if req.confirm != slug:
+            raise InvalidArgument(f'Type the slug to confirm: {{"confirm": "{slug}"}}.')
+        bots = await store.bot_ids(conn, row["id"])
+        counts = await store.delete(conn, row["id"])
+        await audit.record(conn, ctx, p, "workspace.delete", slug, workspace=slug, details=counts)
+        return {"deleted": slug, "removed": counts}, bots
+
+    result, bots = await ctx.db.write(write)
+    for agent_id in bots:
+        ctx.tokens.forget_agent(agent_id)
+    return result
+
+
+@dataclass
+class BotMembership:
+    bots: list[str] = arg(max_items=500, pattern=r"[A-Za-z0-9._-]{2,32}")
+
+
+async def set_bots(ctx: Context, p: Principal, slug: str, req: BotMembership) -> dict[str, Any]:
+    """Move the named bots into this workspace (a bot belongs to exactly one)."""
+
+    async def write(conn: Connection) -> tuple[dict[str, Any], list[int]]:
+        row = await store.by_slug(conn, slug)
+        if row is None or not scope.visible(p, row["id"]):
+            raise NotFound("workspace")
+        _require_human(p, "change workspace membership")
+        scope.require_writable(row)
+        agents = {a["handle"].lower(): a for a in await identity_store.agents_by_handles(conn, req.bots)}
+        moved = []
+        for handle in req.bots:
+            agent = agents.get(handle.lower())
+            if agent is None or agent["kind"] != "bot":
+                raise NotFound(f"bot {handle}")
+            if agent["workspace_id"] != row["id"]:
+                await identity_store.move_bot(conn, agent["id"], row["id"])
+                moved.append(agent["id"])
+                await audit.record(
+                    conn,
+                    ctx,
+                    p,
+                    "membership.move",
+                    agent["handle"],
+                    workspace=slug,
+                    details={"from": agent["workspace"]},
+                )
+        members = await identity_store.list_agents(conn, [row["id"]], "", 501)
+        return {
+            "workspace": slug,
+            "bots": [m["handle"] for m in members if m["kind"] == "bot"],
+        }, moved
+
+    result, moved = await ctx.db.write(write)
+    for agent_id in moved:
+        ctx.tokens.forget_agent(agent_id)
+    return result

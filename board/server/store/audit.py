@@ -1,0 +1,62 @@
+"""The audit log: appended by every mutation, never updated (triggers refuse it)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiosqlite import Connection
+
+from .identity import Row, all_rows
+
+
+async def append(
+    conn: Connection,
+    *,
+    at: str,
+    actor_id: int | None,
+    actor: str,
+    workspace: str | None,
+    action: str,
+    target: str,
+    reason: str,
+    request_id: str | None,
+    details: dict[str, Any],
+) -> None:
+    await conn.execute(
+        """INSERT INTO audit (at, actor_id, actor, workspace, action, target, reason, request_id, details)
+           VALUES (?,?,?,?,?,?,?,?,?)""",
+        (
+            at,
+            actor_id,
+            actor,
+            workspace,
+            action,
+            target,
+            reason,
+            request_id,
+            json.dumps(details, separators=(",", ":")),
+        ),
+    )
+
+
+async def select(
+    conn: Connection,
+    *,
+    workspace: str | None,
+    actor: str | None,
+    action: str | None,
+    since: int,
+    limit: int,
+) -> list[Row]:
+    clauses, params = ["id > ?"], [since]
+    for column, value in (("workspace", workspace), ("actor", actor), ("action", action)):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    return await all_rows(
+        conn,
+        f"""SELECT id, at, actor, workspace, action, target, reason, request_id, details FROM audit
+            WHERE {" AND ".join(clauses)} ORDER BY id LIMIT ?""",
+        (*params, limit),
+    )

@@ -1,0 +1,195 @@
+"""Claims: the current state per thread, its history, wakes and unseen flags."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiosqlite import Connection
+
+from .identity import Row, all_rows, one
+
+COLUMNS = """c.thread_id, c.workspace_id, w.slug AS workspace, c.state, c.holder_id,
+    a.handle AS holder, c.note, c.claimed_at, c.lease_until, c.progress_at, c.nudged_at, c.updated_at"""
+FROM = """claims c JOIN workspaces w ON w.id = c.workspace_id
+    LEFT JOIN agents a ON a.id = c.holder_id"""
+
+
+async def get(conn: Connection, thread_id: int) -> Row | None:
+    return await one(conn, f"SELECT {COLUMNS} FROM {FROM} WHERE c.thread_id = ?", (thread_id,))
+
+
+async def for_threads(conn: Connection, thread_ids: list[int]) -> list[Row]:
+    if not thread_ids:
+        return []
+    marks = ",".join("?" * len(thread_ids))
+    return await all_rows(
+        conn, f"SELECT {COLUMNS} FROM {FROM} WHERE c.thread_id IN ({marks})", tuple(thread_ids)
+    )
+
+
+async def held_by(conn: Connection, holder_ids: list[int]) -> list[Row]:
+    if not holder_ids:
+        return []
+    marks = ",".join("?" * len(holder_ids))
+    return await all_rows(
+        conn,
+        f"""SELECT {COLUMNS} FROM {FROM} WHERE c.state = 'claimed' AND c.holder_id IN ({marks})
+            ORDER BY c.thread_id LIMIT 500""",
+        tuple(holder_ids),
+    )
+
+
+async def select(
+    conn: Connection,
+    *,
+    workspace_ids: list[int] | None,
+    holder_id: int | None,
+    state: str | None,
+    progress_before: str | None,
+    after: int,
+    limit: int,
+) -> list[Row]:
+    clauses, params = ["c.thread_id > ?"], [after]
+    if workspace_ids is not None:
+        clauses.append(f"c.workspace_id IN ({','.join('?' * len(workspace_ids)) or 'NULL'})")
+        params += workspace_ids
+    if holder_id is not None:
+        clauses.append("c.holder_id = ?")
+        params.append(holder_id)
+    if state is not None:
+        clauses.append("c.state = ?")
+        params.append(state)
+    if progress_before is not None:
+        clauses.append("c.state = 'claimed' AND c.progress_at < ?")
+        params.append(progress_before)
+    return await all_rows(
+        conn,
+        f"SELECT {COLUMNS} FROM {FROM} WHERE {' AND '.join(clauses)} ORDER BY c.thread_id LIMIT ?",
+        (*params, limit),
+    )
+
+
+async def put(conn: Connection, thread_id: int, workspace_id: int, **values: Any) -> None:
+    """Insert or replace the current state of one thread's claim."""
+    names = ["thread_id", "workspace_id", *values]
+    await conn.execute(
+        f"""INSERT INTO claims ({", ".join(names)}) VALUES ({", ".join("?" * len(names))})
+            ON CONFLICT (thread_id) DO UPDATE SET
+            {", ".join(f"{n} = excluded.{n}" for n in values)}""",
+        (thread_id, workspace_id, *values.values()),
+    )
+
+
+async def progress(conn: Connection, thread_id: int, holder_id: int, now: str, lease_until: str) -> bool:
+    """A post by the holder: renew the lease and count it as progress."""
+    cur = await conn.execute(
+        """UPDATE claims SET progress_at = ?, lease_until = ?, updated_at = ?
+           WHERE thread_id = ? AND state = 'claimed' AND holder_id = ?""",
+        (now, lease_until, now, thread_id, holder_id),
+    )
+    return cur.rowcount > 0
+
+
+async def append_history(
+    conn: Connection,
+    thread_id: int,
+    action: str,
+    actor_id: int | None,
+    holder_id: int | None,
+    note: str,
+    now: str,
+) -> None:
+    await conn.execute(
+        """INSERT INTO claim_events (thread_id, action, actor_id, holder_id, note, at)
+           VALUES (?,?,?,?,?,?)""",
+        (thread_id, action, actor_id, holder_id, note, now),
+    )
+
+
+async def history(conn: Connection, thread_id: int, limit: int = 200) -> list[Row]:
+    return await all_rows(
+        conn,
+        """SELECT e.id, e.action, actor.handle AS actor, holder.handle AS holder, e.note, e.at
+           FROM claim_events e LEFT JOIN agents actor ON actor.id = e.actor_id
+           LEFT JOIN agents holder ON holder.id = e.holder_id
+           WHERE e.thread_id = ? ORDER BY e.id LIMIT ?""",
+        (thread_id, limit),
+    )
+
+
+async def insert_wake(conn: Connection, values: dict[str, Any]) -> int:
+    values = dict(values, trigger_ids=json.dumps(values["trigger_ids"]))
+    names = list(values)
+    cur = await conn.execute(
+        f"INSERT INTO wakes ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+        tuple(values.values()),
+    )
+    return int(cur.lastrowid or 0)
+
+
+async def select_wakes(
+    conn: Connection, workspace_ids: list[int] | None, agent_id: int | None, since: int, limit: int
+) -> list[Row]:
+    clauses, params = ["k.id > ?"], [since]
+    if workspace_ids is not None:
+        clauses.append(f"k.workspace_id IN ({','.join('?' * len(workspace_ids)) or 'NULL'})")
+        params += workspace_ids
+    if agent_id is not None:
+        clauses.append("k.agent_id = ?")
+        params.append(agent_id)
+    return await all_rows(
+        conn,
+        f"""SELECT k.*, a.handle AS bot, w.slug AS workspace FROM wakes k
+            JOIN agents a ON a.id = k.agent_id JOIN workspaces w ON w.id = k.workspace_id
+            WHERE {" AND ".join(clauses)} ORDER BY k.id LIMIT ?""",
+        (*params, limit),
+    )
+
+
+async def stale_claims(conn: Connection, progress_before: str, limit: int) -> list[Row]:
+    return await all_rows(
+        conn,
+        f"""SELECT {COLUMNS} FROM {FROM} WHERE c.state = 'claimed' AND c.progress_at < ?
+            ORDER BY c.progress_at LIMIT ?""",
+        (progress_before, limit),
+    )
+
+
+async def mark_nudged(conn: Connection, thread_id: int, now: str) -> None:
+    await conn.execute("UPDATE claims SET nudged_at = ? WHERE thread_id = ?", (now, thread_id))
+
+
+async def flag_unseen(conn: Connection, away_before: str, created_before: str, now: str, limit: int) -> int:
+    """Flag messages addressed to away bots and still unseen; returns how many were new."""
+    cur = await conn.execute(
+        """INSERT OR IGNORE INTO unseen_flags (message_id, agent_id, flagged_at)
+           SELECT i.message_id, i.agent_id, ? FROM inbox i
+           JOIN agents a ON a.id = i.agent_id JOIN messages m ON m.id = i.message_id
+           WHERE a.kind = 'bot' AND (a.last_seen_at IS NULL OR a.last_seen_at < ?)
+             AND m.created_at < ?
+             AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.agent_id = i.agent_id
+                             AND r.message_id = i.message_id AND r.state = 'seen')
+             AND NOT EXISTS (SELECT 1 FROM unseen_flags f WHERE f.agent_id = i.agent_id
+                             AND f.message_id = i.message_id)
+           LIMIT ?""",
+        (now, away_before, created_before, limit),
+    )
+    return cur.rowcount
+
+
+async def unseen(conn: Connection, workspace_ids: list[int] | None, limit: int) -> list[Row]:
+    where = ""
+    params: list[Any] = []
+    if workspace_ids is not None:
+        where = f"AND m.workspace_id IN ({','.join('?' * len(workspace_ids)) or 'NULL'})"
+        params = list(workspace_ids)
+    return await all_rows(
+        conn,
+        f"""SELECT f.message_id, a.handle, f.flagged_at, m.thread_id FROM unseen_flags f
+            JOIN agents a ON a.id = f.agent_id JOIN messages m ON m.id = f.message_id
+            WHERE NOT EXISTS (SELECT 1 FROM receipts r WHERE r.agent_id = f.agent_id
+                              AND r.message_id = f.message_id AND r.state = 'seen') {where}
+            ORDER BY f.message_id LIMIT ?""",
+        (*params, limit),
+    )

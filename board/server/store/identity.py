@@ -1,0 +1,146 @@
+"""Agents (humans, bots, the board itself), their tokens and invites."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from aiosqlite import Connection
+
+Row = sqlite3.Row
+
+AGENT_COLUMNS = """a.id, a.handle, a.kind, a.workspace_id, a.description, a.created_at,
+    a.last_seen_at, w.slug AS workspace"""
+AGENT_FROM = "agents a LEFT JOIN workspaces w ON w.id = a.workspace_id"
+
+
+async def one(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> Row | None:
+    async with conn.execute(sql, params) as cur:
+        return await cur.fetchone()
+
+
+async def all_rows(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> list[Row]:
+    async with conn.execute(sql, params) as cur:
+        return list(await cur.fetchall())
+
+
+async def principal_by_token(conn: Connection, token_hash: str) -> Row | None:
+    return await one(
+        conn,
+        f"""SELECT {AGENT_COLUMNS}, t.kind AS token_kind FROM tokens t
+            JOIN agents a ON a.id = t.agent_id LEFT JOIN workspaces w ON w.id = a.workspace_id
+            WHERE t.hash = ? AND t.revoked_at IS NULL AND t.kind IN ('bot', 'human')""",
+        (token_hash,),
+    )
+
+
+async def agent_by_handle(conn: Connection, handle: str) -> Row | None:
+    return await one(conn, f"SELECT {AGENT_COLUMNS} FROM {AGENT_FROM} WHERE a.handle = ?", (handle,))
+
+
+async def agent_by_id(conn: Connection, agent_id: int) -> Row | None:
+    return await one(conn, f"SELECT {AGENT_COLUMNS} FROM {AGENT_FROM} WHERE a.id = ?", (agent_id,))
+
+
+async def agents_by_handles(conn: Connection, handles: list[str]) -> list[Row]:
+    if not handles:
+        return []
+    marks = ",".join("?" * len(handles))
+    return await all_rows(
+        conn, f"SELECT {AGENT_COLUMNS} FROM {AGENT_FROM} WHERE a.handle IN ({marks})", tuple(handles)
+    )
+
+
+async def list_agents(
+    conn: Connection, workspace_ids: list[int] | None, after_handle: str, limit: int
+) -> list[Row]:
+    """Humans and the bots of the given workspaces (all bots when None), by handle."""
+    where = "a.kind != 'system' AND a.handle > ?"
+    params: list[Any] = [after_handle]
+    if workspace_ids is not None:
+        marks = ",".join("?" * len(workspace_ids)) or "NULL"
+        where += f" AND (a.kind = 'human' OR a.workspace_id IN ({marks}))"
+        params += workspace_ids
+    return await all_rows(
+        conn,
+        f"SELECT {AGENT_COLUMNS} FROM {AGENT_FROM} WHERE {where} ORDER BY a.handle LIMIT ?",
+        (*params, limit),
+    )
+
+
+async def insert_agent(
+    conn: Connection, handle: str, kind: str, workspace_id: int | None, description: str, now: str
+) -> int:
+    cur = await conn.execute(
+        "INSERT INTO agents (handle, kind, workspace_id, description, created_at) VALUES (?,?,?,?,?)",
+        (handle, kind, workspace_id, description, now),
+    )
+    return int(cur.lastrowid or 0)
+
+
+async def insert_token(conn: Connection, agent_id: int, token_hash: str, kind: str, now: str) -> None:
+    await conn.execute(
+        "INSERT INTO tokens (hash, agent_id, kind, created_at) VALUES (?,?,?,?)",
+        (token_hash, agent_id, kind, now),
+    )
+
+
+async def revoke_tokens(conn: Connection, agent_id: int, kind: str, now: str) -> int:
+    cur = await conn.execute(
+        "UPDATE tokens SET revoked_at = ? WHERE agent_id = ? AND kind = ? AND revoked_at IS NULL",
+        (now, agent_id, kind),
+    )
+    return cur.rowcount
+
+
+async def consume_login(conn: Connection, token_hash: str, now: str) -> Row | None:
+    """Use a one-time login token: the agent it belongs to, and the token is spent."""
+    row = await one(
+        conn,
+        f"""SELECT {AGENT_COLUMNS} FROM tokens t JOIN agents a ON a.id = t.agent_id
+            LEFT JOIN workspaces w ON w.id = a.workspace_id
+            WHERE t.hash = ? AND t.kind = 'login' AND t.revoked_at IS NULL""",
+        (token_hash,),
+    )
+    if row is not None:
+        await conn.execute("UPDATE tokens SET revoked_at = ? WHERE hash = ?", (now, token_hash))
+    return row
+
+
+async def touch(conn: Connection, agent_id: int, now: str) -> None:
+    await conn.execute("UPDATE agents SET last_seen_at = ? WHERE id = ?", (now, agent_id))
+
+
+async def move_bot(conn: Connection, agent_id: int, workspace_id: int) -> None:
+    await conn.execute("UPDATE agents SET workspace_id = ? WHERE id = ?", (workspace_id, agent_id))
+
+
+async def insert_invite(
+    conn: Connection,
+    code_hash: str,
+    workspace_id: int,
+    uses: int,
+    expires_at: str | None,
+    created_by: int | None,
+    now: str,
+) -> int:
+    cur = await conn.execute(
+        """INSERT INTO invites (code_hash, workspace_id, uses_left, expires_at, created_by, created_at)
+           VALUES (?,?,?,?,?,?)""",
+        (code_hash, workspace_id, uses, expires_at, created_by, now),
+    )
+    return int(cur.lastrowid or 0)
+
+
+async def take_invite_use(conn: Connection, code_hash: str, now: str) -> Row | None:
+    """Spend one use of a live invite; None when it is unknown, used up or expired."""
+    row = await one(
+        conn,
+        """SELECT i.id, i.workspace_id, w.slug AS workspace, w.archived_at FROM invites i
+           JOIN workspaces w ON w.id = i.workspace_id
+           WHERE i.code_hash = ? AND i.uses_left > 0 AND (i.expires_at IS NULL OR i.expires_at > ?)""",
+        (code_hash, now),
+    )
+    if row is not None:
+        await conn.execute("UPDATE invites SET uses_left = uses_left - 1 WHERE id = ?", (row["id"],))
+    return row

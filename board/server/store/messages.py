@@ -1,0 +1,266 @@
+"""Messages, threads, tags, the inbox fan-out, receipts and full-text search."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from aiosqlite import Connection
+
+from .identity import Row, all_rows, one
+
+SELECT = """SELECT m.id, m.workspace_id, w.slug AS workspace, m.channel_id, c.slug AS channel,
+    m.conversation_id, m.kind, a.handle AS author, a.kind AS author_kind, m.body, m.reply_to,
+    m.thread_id, m.tags, m.mentions, m.meta, m.created_at"""
+FROM = """messages m JOIN agents a ON a.id = m.author_id JOIN workspaces w ON w.id = m.workspace_id
+    LEFT JOIN channels c ON c.id = m.channel_id"""
+
+
+@dataclass
+class MessageFilter:
+    """What a list of messages is restricted to; ``None`` means no restriction."""
+
+    workspace_ids: list[int] | None = None
+    viewer_id: int | None = None  # conversations only where this agent is a member
+    channel_id: int | None = None
+    conversation_id: int | None = None
+    thread_id: int | None = None
+    author_id: int | None = None
+    tag: str | None = None
+    roots: bool = False
+    since: int | None = None
+    before: int | None = None
+
+    def where(self) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.workspace_ids is not None:
+            clauses.append(f"m.workspace_id IN ({','.join('?' * len(self.workspace_ids)) or 'NULL'})")
+            params += self.workspace_ids
+        if self.viewer_id is not None:
+            clauses.append(
+                "(m.conversation_id IS NULL OR m.conversation_id IN "
+                "(SELECT conversation_id FROM conversation_members WHERE agent_id = ?))"
+            )
+            params.append(self.viewer_id)
+        for column, value in (
+            ("m.channel_id", self.channel_id),
+            ("m.conversation_id", self.conversation_id),
+            ("m.thread_id", self.thread_id),
+            ("m.author_id", self.author_id),
+        ):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if self.tag is not None:
+            clauses.append("m.id IN (SELECT message_id FROM message_tags WHERE tag = ?)")
+            params.append(self.tag)
+        if self.roots:
+            clauses.append("m.reply_to IS NULL")
+        if self.since is not None:
+            clauses.append("m.id > ?")
+            params.append(self.since)
+        if self.before is not None:
+            clauses.append("m.id < ?")
+            params.append(self.before)
+        return " AND ".join(clauses) or "1", params
+
+
+def to_dict(row: Row) -> dict[str, Any]:
+    """A message as the API shows it (without the root-only fields)."""
+    return {
+        "id": row["id"],
+        "workspace": row["workspace"],
+        "channel": row["channel"],
+        "conversation": row["conversation_id"],
+        "kind": row["kind"],
+        "author": row["author"],
+        "author_kind": row["author_kind"],
+        "body": row["body"],
+        "reply_to": row["reply_to"],
+        "thread_id": row["thread_id"],
+        "tags": json.loads(row["tags"]),
+        "mentions": json.loads(row["mentions"]),
+        "meta": json.loads(row["meta"]),
+        "created_at": row["created_at"],
+    }
+
+
+async def select(conn: Connection, flt: MessageFilter, *, descending: bool, limit: int) -> list[Row]:
+    where, params = flt.where()
+    order = "DESC" if descending else "ASC"
+    return await all_rows(
+        conn, f"{SELECT} FROM {FROM} WHERE {where} ORDER BY m.id {order} LIMIT ?", (*params, limit)
+    )
+
+
+async def by_id(conn: Connection, message_id: int) -> Row | None:
+    return await one(conn, f"{SELECT} FROM {FROM} WHERE m.id = ?", (message_id,))
+
+
+async def max_id(conn: Connection) -> int:
+    row = await one(conn, "SELECT seq FROM sqlite_sequence WHERE name = 'messages'")
+    return int(row[0]) if row else 0
+
+
+async def thread_info(conn: Connection, root_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """Reply summaries of roots: count, last reply, who took part."""
+    if not root_ids:
+        return {}
+    marks = ",".join("?" * len(root_ids))
+    info = {root: {"count": 0, "last_id": None, "last_at": None, "authors": []} for root in root_ids}
+    for row in await all_rows(
+        conn,
+        f"SELECT root_id, reply_count, last_id, last_at FROM threads WHERE root_id IN ({marks})",
+        tuple(root_ids),
+    ):
+        info[row["root_id"]].update(count=row["reply_count"], last_id=row["last_id"], last_at=row["last_at"])
+    for row in await all_rows(
+        conn,
+        f"""SELECT tp.thread_id, a.handle FROM thread_participants tp JOIN agents a ON a.id = tp.agent_id
+            WHERE tp.thread_id IN ({marks}) ORDER BY a.handle""",
+        tuple(root_ids),
+    ):
+        info[row["thread_id"]]["authors"].append(row["handle"])
+    return info
+
+
+async def insert(
+    conn: Connection,
+    *,
+    workspace_id: int,
+    channel_id: int | None,
+    conversation_id: int | None,
+    kind: str,
+    author_id: int,
+    body: str,
+    reply_to: int | None,
+    thread_id: int | None,
+    tags: list[str],
+    mentions: list[str],
+    meta: dict[str, Any],
+    now: str,
+) -> int:
+    """Append a message; a root (no ``thread_id``) becomes its own thread."""
+    cur = await conn.execute(
+        """INSERT INTO messages (workspace_id, channel_id, conversation_id, kind, author_id, body,
+               reply_to, thread_id, tags, mentions, meta, created_at)
+           VALUES (?,?,?,?,?,?,?,?,?,?,?,?)""",
+        (
+            workspace_id,
+            channel_id,
+            conversation_id,
+            kind,
+            author_id,
+            body,
+            reply_to,
+            thread_id or 0,
+            json.dumps(tags),
+            json.dumps(mentions),
+            json.dumps(meta, separators=(",", ":")),
+            now,
+        ),
+    )
+    message_id = int(cur.lastrowid or 0)
+    if thread_id is None:
+        await conn.execute("UPDATE messages SET thread_id = id WHERE id = ?", (message_id,))
+    elif kind != "event":
+        await conn.execute(
+            """INSERT INTO threads (root_id, reply_count, last_id, last_at) VALUES (?, 1, ?, ?)
+               ON CONFLICT (root_id) DO UPDATE SET reply_count = reply_count + 1,
+                   last_id = excluded.last_id, last_at = excluded.last_at""",
+            (thread_id, message_id, now),
+        )
+    if tags:
+        await conn.executemany(
+            "INSERT OR IGNORE INTO message_tags (tag, message_id) VALUES (?, ?)",
+            [(tag, message_id) for tag in tags],
+        )
+    if kind != "event":
+        await conn.execute(
+            "INSERT OR IGNORE INTO thread_participants (thread_id, agent_id) VALUES (?, ?)",
+            (thread_id or message_id, author_id),
+        )
+    return message_id
+
+
+async def thread_participant_ids(conn: Connection, thread_id: int) -> list[int]:
+    rows = await all_rows(conn, "SELECT agent_id FROM thread_participants WHERE thread_id = ?", (thread_id,))
+    return [row[0] for row in rows]
+
+
+async def add_to_inboxes(conn: Connection, message_id: int, reasons: dict[int, str]) -> None:
+    await conn.executemany(
+        "INSERT OR IGNORE INTO inbox (agent_id, message_id, reason) VALUES (?,?,?)",
+        [(agent_id, message_id, reason) for agent_id, reason in reasons.items()],
+    )
+
+
+async def inbox(conn: Connection, agent_id: int, since: int, limit: int) -> list[Row]:
+    return await all_rows(
+        conn,
+        f"""{SELECT}, i.reason FROM inbox i JOIN messages m ON m.id = i.message_id
+            JOIN agents a ON a.id = m.author_id JOIN workspaces w ON w.id = m.workspace_id
+            LEFT JOIN channels c ON c.id = m.channel_id
+            WHERE i.agent_id = ? AND i.message_id > ? ORDER BY i.message_id LIMIT ?""",
+        (agent_id, since, limit),
+    )
+
+
+async def unseen_count(conn: Connection, agent_id: int) -> int:
+    row = await one(
+        conn,
+        """SELECT count(*) FROM inbox i WHERE i.agent_id = ? AND NOT EXISTS
+           (SELECT 1 FROM receipts r WHERE r.agent_id = i.agent_id AND r.message_id = i.message_id)""",
+        (agent_id,),
+    )
+    return int(row[0]) if row else 0
+
+
+async def addressed(conn: Connection, agent_id: int, message_ids: list[int]) -> set[int]:
+    """Which of these messages are in this agent's inbox."""
+    if not message_ids:
+        return set()
+    marks = ",".join("?" * len(message_ids))
+    rows = await all_rows(
+        conn,
+        f"SELECT message_id FROM inbox WHERE agent_id = ? AND message_id IN ({marks})",
+        (agent_id, *message_ids),
+    )
+    return {row[0] for row in rows}
+
+
+async def add_receipts(conn: Connection, agent_id: int, message_ids: list[int], state: str, now: str) -> None:
+    await conn.executemany(
+        "INSERT OR IGNORE INTO receipts (message_id, agent_id, state, at) VALUES (?,?,?,?)",
+        [(message_id, agent_id, state, now) for message_id in message_ids],
+    )
+
+
+async def receipts_for(conn: Connection, message_id: int) -> list[Row]:
+    """Each addressee of a message with when it saw and finished with it."""
+    return await all_rows(
+        conn,
+        """SELECT a.handle, a.kind, i.reason,
+                  (SELECT at FROM receipts r WHERE r.message_id = i.message_id
+                     AND r.agent_id = i.agent_id AND r.state = 'seen') AS seen_at,
+                  (SELECT at FROM receipts r WHERE r.message_id = i.message_id
+                     AND r.agent_id = i.agent_id AND r.state = 'done') AS done_at
+           FROM inbox i JOIN agents a ON a.id = i.agent_id WHERE i.message_id = ? ORDER BY a.handle""",
+        (message_id,),
+    )
+
+
+async def search(conn: Connection, match: str, flt: MessageFilter, limit: int, offset: int) -> list[Row]:
+    where, params = flt.where()
+    return await all_rows(
+        conn,
+        f"""{SELECT}, snippet(messages_fts, 0, '**', '**', '…', 16) AS snippet
+            FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+            JOIN agents a ON a.id = m.author_id JOIN workspaces w ON w.id = m.workspace_id
+            LEFT JOIN channels c ON c.id = m.channel_id
+            WHERE messages_fts MATCH ? AND {where}
+            ORDER BY bm25(messages_fts), m.id DESC LIMIT ? OFFSET ?""",
+        (match, *params, limit, offset),
+    )

@@ -1,0 +1,191 @@
+-- Identities, workspaces, channels, conversations, messages, inbox, search,
+-- idempotent requests and the audit log.
+
+CREATE TABLE workspaces (
+    id            INTEGER PRIMARY KEY,
+    slug          TEXT NOT NULL UNIQUE,
+    name          TEXT NOT NULL,
+    review_policy TEXT NOT NULL DEFAULT 'none' CHECK (review_policy IN ('none', 'bots', 'all')),
+    archived_at   TEXT,
+    created_at    TEXT NOT NULL
+);
+
+CREATE TABLE agents (
+    id           INTEGER PRIMARY KEY,
+    handle       TEXT NOT NULL UNIQUE COLLATE NOCASE,
+    kind         TEXT NOT NULL CHECK (kind IN ('human', 'bot', 'system')),
+    workspace_id INTEGER REFERENCES workspaces(id),
+    description  TEXT NOT NULL DEFAULT '',
+    created_at   TEXT NOT NULL,
+    last_seen_at TEXT,
+    CHECK ((kind = 'bot') = (workspace_id IS NOT NULL))
+);
+CREATE INDEX agents_workspace ON agents(workspace_id);
+
+-- kind: 'bot' (bb_), 'human' (bh_), 'login' (one-time login link).
+CREATE TABLE tokens (
+    id         INTEGER PRIMARY KEY,
+    hash       TEXT NOT NULL UNIQUE,
+    agent_id   INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    kind       TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+);
+CREATE INDEX tokens_agent ON tokens(agent_id);
+
+CREATE TABLE invites (
+    id           INTEGER PRIMARY KEY,
+    code_hash    TEXT NOT NULL UNIQUE,
+    workspace_id INTEGER NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+    uses_left    INTEGER NOT NULL,
+    expires_at   TEXT,
+    created_by   INTEGER REFERENCES agents(id),
+    created_at   TEXT NOT NULL
+);
+
+CREATE TABLE channels (
+    id           INTEGER PRIMARY KEY,
+    workspace_id INTEGER NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+    slug         TEXT NOT NULL,
+    topic        TEXT NOT NULL DEFAULT '',
+    created_at   TEXT NOT NULL,
+    UNIQUE (workspace_id, slug)
+);
+
+CREATE TABLE channel_refs (
+    channel_id INTEGER NOT NULL REFERENCES channels(id) ON DELETE CASCADE,
+    path       TEXT NOT NULL,
+    mandatory  INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (channel_id, path)
+) WITHOUT ROWID;
+
+CREATE TABLE conversations (
+    id           INTEGER PRIMARY KEY,
+    workspace_id INTEGER NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+    member_key   TEXT NOT NULL,
+    topic        TEXT NOT NULL DEFAULT '',
+    created_at   TEXT NOT NULL,
+    UNIQUE (workspace_id, member_key)
+);
+
+CREATE TABLE conversation_members (
+    conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    agent_id        INTEGER NOT NULL REFERENCES agents(id),
+    PRIMARY KEY (conversation_id, agent_id)
+) WITHOUT ROWID;
+CREATE INDEX conversation_members_agent ON conversation_members(agent_id, conversation_id);
+
+-- One global, strictly increasing id: AUTOINCREMENT never reuses an id.
+CREATE TABLE messages (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    workspace_id    INTEGER NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+    channel_id      INTEGER REFERENCES channels(id) ON DELETE CASCADE,
+    conversation_id INTEGER REFERENCES conversations(id) ON DELETE CASCADE,
+    kind            TEXT NOT NULL CHECK (kind IN ('channel', 'conversation', 'event')),
+    author_id       INTEGER NOT NULL REFERENCES agents(id),
+    body            TEXT NOT NULL,
+    reply_to        INTEGER,
+    thread_id       INTEGER NOT NULL,
+    tags            TEXT NOT NULL DEFAULT '[]',
+    mentions        TEXT NOT NULL DEFAULT '[]',
+    meta            TEXT NOT NULL DEFAULT '{}',
+    created_at      TEXT NOT NULL,
+    CHECK ((channel_id IS NULL) <> (conversation_id IS NULL))
+);
+CREATE INDEX messages_workspace ON messages(workspace_id, id);
+CREATE INDEX messages_channel ON messages(channel_id, id) WHERE channel_id IS NOT NULL;
+CREATE INDEX messages_channel_roots ON messages(channel_id, id) WHERE reply_to IS NULL;
+CREATE INDEX messages_conversation ON messages(conversation_id, id) WHERE conversation_id IS NOT NULL;
+CREATE INDEX messages_thread ON messages(thread_id, id);
+CREATE INDEX messages_author ON messages(author_id, id);
+
+CREATE TABLE message_tags (
+    tag        TEXT NOT NULL,
+    message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    PRIMARY KEY (tag, message_id)
+) WITHOUT ROWID;
+CREATE INDEX message_tags_message ON message_tags(message_id);
+
+-- Reply summary of each root, kept by the writer so lists never count replies.
+CREATE TABLE threads (
+    root_id     INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+    reply_count INTEGER NOT NULL DEFAULT 0,
+    last_id     INTEGER,
+    last_at     TEXT
+);
+
+-- Who posted in a thread: their inbox gets the others' replies.
+CREATE TABLE thread_participants (
+    thread_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    agent_id  INTEGER NOT NULL REFERENCES agents(id),
+    PRIMARY KEY (thread_id, agent_id)
+) WITHOUT ROWID;
+
+-- Fan-out on write: each message lands in the inbox of everyone it is for.
+CREATE TABLE inbox (
+    agent_id   INTEGER NOT NULL REFERENCES agents(id),
+    message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    reason     TEXT NOT NULL,
+    PRIMARY KEY (agent_id, message_id)
+) WITHOUT ROWID;
+CREATE INDEX inbox_message ON inbox(message_id);
+
+-- An addressed agent saw (or finished with) a message.
+CREATE TABLE receipts (
+    message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    agent_id   INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    state      TEXT NOT NULL CHECK (state IN ('seen', 'done')),
+    at         TEXT NOT NULL,
+    PRIMARY KEY (agent_id, message_id, state)
+) WITHOUT ROWID;
+CREATE INDEX receipts_message ON receipts(message_id);
+
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+    body, content = 'messages', content_rowid = 'id', tokenize = 'unicode61'
+);
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, body) VALUES (new.id, new.body);
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, body) VALUES ('delete', old.id, old.body);
+END;
+
+-- Outcomes of mutating calls by request id, replayed to a retry (kept 7 days).
+CREATE TABLE requests (
+    agent_id    INTEGER NOT NULL,
+    request_id  TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    status      INTEGER NOT NULL,
+    response    TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    PRIMARY KEY (agent_id, request_id)
+) WITHOUT ROWID;
+CREATE INDEX requests_created ON requests(created_at);
+
+CREATE TABLE audit (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    at         TEXT NOT NULL,
+    actor_id   INTEGER,
+    actor      TEXT NOT NULL,
+    workspace  TEXT,
+    action     TEXT NOT NULL,
+    target     TEXT NOT NULL DEFAULT '',
+    reason     TEXT NOT NULL DEFAULT '',
+    request_id TEXT,
+    details    TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX audit_workspace ON audit(workspace, id);
+CREATE INDEX audit_actor ON audit(actor, id);
+CREATE INDEX audit_action ON audit(action, id);
+CREATE TRIGGER audit_append_only_update BEFORE UPDATE ON audit BEGIN
+    SELECT RAISE(ABORT, 'audit rows are append-only');
+END;
+CREATE TRIGGER audit_append_only_delete BEFORE DELETE ON audit BEGIN
+    SELECT RAISE(ABORT, 'audit rows are append-only');
+END;
+
+INSERT INTO workspaces (slug, name, created_at)
+    VALUES ('admin', 'Admin', strftime('%Y-%m-%dT%H:%M:%SZ', 'now'));
+INSERT INTO agents (handle, kind, description, created_at)
+    VALUES ('board', 'system', 'The board itself: events, nudges, routine runs.',
+            strftime('%Y-%m-%dT%H:%M:%SZ', 'now'));

@@ -1,0 +1,68 @@
+"""Workspaces and their membership counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiosqlite import Connection
+
+from .identity import Row, all_rows, one
+
+COLUMNS = "id, slug, name, review_policy, archived_at, created_at"
+
+
+async def by_slug(conn: Connection, slug: str) -> Row | None:
+    return await one(conn, f"SELECT {COLUMNS} FROM workspaces WHERE slug = ?", (slug,))
+
+
+async def by_id(conn: Connection, workspace_id: int) -> Row | None:
+    return await one(conn, f"SELECT {COLUMNS} FROM workspaces WHERE id = ?", (workspace_id,))
+
+
+async def list_with_counts(conn: Connection, after_slug: str, limit: int) -> list[Row]:
+    return await all_rows(
+        conn,
+        f"""SELECT {COLUMNS},
+              (SELECT count(*) FROM agents a WHERE a.workspace_id = workspaces.id) AS bots,
+              (SELECT count(*) FROM channels c WHERE c.workspace_id = workspaces.id) AS channels,
+              (SELECT max(id) FROM messages m WHERE m.workspace_id = workspaces.id) AS last_id
+            FROM workspaces WHERE slug > ? ORDER BY slug LIMIT ?""",
+        (after_slug, limit),
+    )
+
+
+async def insert(conn: Connection, slug: str, name: str, now: str) -> int:
+    cur = await conn.execute(
+        "INSERT INTO workspaces (slug, name, created_at) VALUES (?,?,?)", (slug, name, now)
+    )
+    return int(cur.lastrowid or 0)
+
+
+async def update(conn: Connection, workspace_id: int, changes: dict[str, Any]) -> None:
+    sets = ", ".join(f"{name} = ?" for name in changes)
+    await conn.execute(f"UPDATE workspaces SET {sets} WHERE id = ?", (*changes.values(), workspace_id))
+
+
+async def bot_ids(conn: Connection, workspace_id: int) -> list[int]:
+    rows = await all_rows(conn, "SELECT id FROM agents WHERE workspace_id = ?", (workspace_id,))
+    return [row["id"] for row in rows]
+
+
+async def delete(conn: Connection, workspace_id: int) -> dict[str, int]:
+    """Remove the workspace and everything in it, its bots included; return the counts."""
+    counts = {}
+    for name, sql in (
+        ("messages", "SELECT count(*) FROM messages WHERE workspace_id = ?"),
+        ("channels", "SELECT count(*) FROM channels WHERE workspace_id = ?"),
+        ("conversations", "SELECT count(*) FROM conversations WHERE workspace_id = ?"),
+        ("bots", "SELECT count(*) FROM agents WHERE workspace_id = ?"),
+    ):
+        row = await one(conn, sql, (workspace_id,))
+        counts[name] = int(row[0]) if row else 0
+    bots = "SELECT id FROM agents WHERE workspace_id = ?"
+    await conn.execute("DELETE FROM messages WHERE workspace_id = ?", (workspace_id,))
+    for table in ("inbox", "thread_participants", "conversation_members", "tokens"):
+        await conn.execute(f"DELETE FROM {table} WHERE agent_id IN ({bots})", (workspace_id,))
+    await conn.execute("DELETE FROM agents WHERE workspace_id = ?", (workspace_id,))
+    await conn.execute("DELETE FROM workspaces WHERE id = ?", (workspace_id,))
+    return counts

@@ -1,0 +1,256 @@
+"""Declared input types: request bodies and query strings parsed into dataclasses.
+
+A service declares its input as a dataclass whose fields carry constraints in
+their metadata (made with :func:`arg`). :func:`parse_body` and
+:func:`parse_query` refuse unknown fields, wrong types and values out of range
+with a message that says what to change; :func:`json_schema` turns the same
+declaration into the OpenAPI schema, so the contract and the check cannot drift.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from collections.abc import Mapping
+from functools import cache
+from typing import Any, TypeVar, Union
+
+from .errors import InvalidArgument, LimitExceeded
+
+T = TypeVar("T")
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def arg(
+    default: Any = dataclasses.MISSING,
+    *,
+    help: str = "",
+    min: float | None = None,
+    max: float | None = None,
+    min_len: int | None = None,
+    max_len: int | None = None,
+    pattern: str | None = None,
+    choices: tuple[str, ...] | None = None,
+    max_items: int | None = None,
+    limit: bool = False,
+    multiline: bool = False,
+) -> Any:
+    """A dataclass field with constraints; ``limit=True`` makes a too-long value LIMIT_EXCEEDED."""
+    meta = {
+        "help": help,
+        "min": min,
+        "max": max,
+        "min_len": min_len,
+        "max_len": max_len,
+        "pattern": re.compile(pattern) if pattern else None,
+        "choices": choices,
+        "max_items": max_items,
+        "limit": limit,
+        "multiline": multiline,
+    }
+    if isinstance(default, list | dict):
+        factory = type(default)
+        return dataclasses.field(default_factory=factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _unwrap_optional(kind: Any) -> tuple[Any, bool]:
+    origin = typing.get_origin(kind)
+    if origin in (Union, types.UnionType):
+        members = [k for k in typing.get_args(kind) if k is not type(None)]
+        if len(members) == 1:
+            return members[0], True
+    return kind, False
+
+
+def _type_name(kind: Any) -> str:
+    origin = typing.get_origin(kind)
+    if origin is list:
+        return f"a list of {_type_name(typing.get_args(kind)[0])}s"
+    names = {str: "string", int: "whole number", float: "number", bool: "boolean", dict: "object"}
+    return names.get(kind, getattr(kind, "__name__", str(kind)))
+
+
+def _check_string(name: str, value: str, meta: Mapping[str, Any]) -> str:
+    if not meta.get("multiline") and ("\n" in value or "\r" in value):
+        raise InvalidArgument(f"'{name}' must be one line.", field=name)
+    value = value.replace("\r\n", "\n")
+    if _CONTROL.search(value):
+        raise InvalidArgument(f"'{name}' contains control characters; remove them.", field=name)
+    if meta.get("max_len") is not None and len(value) > meta["max_len"]:
+        error = LimitExceeded if meta.get("limit") else InvalidArgument
+        raise error(
+            f"'{name}' is {len(value)} characters; at most {meta['max_len']} are allowed.",
+            field=name,
+            limit=meta["max_len"],
+        )
+    if meta.get("min_len") is not None and len(value) < meta["min_len"]:
+        raise InvalidArgument(f"'{name}' must have at least {meta['min_len']} characters.", field=name)
+    if meta.get("pattern") is not None and not meta["pattern"].fullmatch(value):
+        raise InvalidArgument(
+            f"'{name}' must match {meta['pattern'].pattern}; got {value[:80]!r}.", field=name
+        )
+    if meta.get("choices") is not None and value not in meta["choices"]:
+        raise InvalidArgument(
+            f"'{name}' must be one of {', '.join(meta['choices'])}; got {value[:80]!r}.", field=name
+        )
+    return value
+
+
+def _check(name: str, kind: Any, value: Any, meta: Mapping[str, Any]) -> Any:
+    kind, optional = _unwrap_optional(kind)
+    if value is None:
+        if optional:
+            return None
+        raise InvalidArgument(f"'{name}' may not be null.", field=name)
+    origin = typing.get_origin(kind)
+    if origin is list:
+        if not isinstance(value, list):
+            raise InvalidArgument(f"'{name}' must be {_type_name(kind)}.", field=name)
+        if meta.get("max_items") is not None and len(value) > meta["max_items"]:
+            raise LimitExceeded(
+                f"'{name}' has {len(value)} items; at most {meta['max_items']} are allowed.",
+                field=name,
+                limit=meta["max_items"],
+            )
+        (item_kind,) = typing.get_args(kind)
+        item_meta = {k: v for k, v in meta.items() if k != "max_items"}
+        return [_check(f"{name}[{i}]", item_kind, item, item_meta) for i, item in enumerate(value)]
+    if origin is dict or kind is dict:
+        if not isinstance(value, dict):
+            raise InvalidArgument(f"'{name}' must be an object.", field=name)
+        return value
+    if dataclasses.is_dataclass(kind):
+        return parse_body(kind, value, prefix=f"{name}.")
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise InvalidArgument(f"'{name}' must be true or false.", field=name)
+        return value
+    if kind in (int, float):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InvalidArgument(f"'{name}' must be a {_type_name(kind)}.", field=name)
+        if kind is int and (isinstance(value, float) and not value.is_integer()):
+            raise InvalidArgument(f"'{name}' must be a whole number.", field=name)
+        value = kind(value)
+        if meta.get("min") is not None and value < meta["min"]:
+            raise InvalidArgument(f"'{name}' must be at least {meta['min']:g}.", field=name)
+        if meta.get("max") is not None and value > meta["max"]:
+            raise InvalidArgument(f"'{name}' must be at most {meta['max']:g}.", field=name)
+        return value
+    if kind is str:
+        if not isinstance(value, str):
+            raise InvalidArgument(f"'{name}' must be a string.", field=name)
+        return _check_string(name, value, meta)
+    if kind is Any:
+        return value
+    raise TypeError(f"unsupported field type {kind!r} for {name}")
+
+
+def parse_body(cls: type[T], data: Any, *, prefix: str = "") -> T:
+    """Build ``cls`` from a decoded JSON object, strictly."""
+    if not isinstance(data, dict):
+        raise InvalidArgument(f"Expected a JSON object{' for ' + prefix[:-1] if prefix else ''}.")
+    hints = _hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise InvalidArgument(
+            f"Unknown field {prefix}{unknown[0]!s}; known fields: {', '.join(fields)}.",
+            field=f"{prefix}{unknown[0]}",
+        )
+    values = {}
+    for name, f in fields.items():
+        if name in data:
+            values[name] = _check(prefix + name, hints[name], data[name], f.metadata)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise InvalidArgument(f"'{prefix}{name}' is required.", field=prefix + name)
+    return cls(**values)
+
+
+def _from_text(name: str, kind: Any, text: str) -> Any:
+    kind, _ = _unwrap_optional(kind)
+    if kind is bool:
+        if text.lower() in ("1", "true", "yes"):
+            return True
+        if text.lower() in ("0", "false", "no"):
+            return False
+        raise InvalidArgument(f"'{name}' must be true or false.", field=name)
+    if kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            raise InvalidArgument(f"'{name}' must be a {_type_name(kind)}.", field=name) from None
+    if typing.get_origin(kind) is list:
+        return [part for part in text.split(",") if part]
+    return text
+
+
+def parse_query(cls: type[T], query: Mapping[str, str]) -> T:
+    """Build ``cls`` from query-string parameters (each given at most once)."""
+    hints = _hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    data: dict[str, Any] = {}
+    for name in query:
+        if name not in known:
+            raise InvalidArgument(
+                f"Unknown parameter {name}; known parameters: {', '.join(sorted(known))}.",
+                field=name,
+            )
+        data[name] = _from_text(name, hints[name], query[name])
+    return parse_body(cls, data)
+
+
+def json_schema(cls: type) -> dict[str, Any]:
+    """The JSON Schema of a declared input type, for the OpenAPI document."""
+    hints = _hints(cls)
+    props: dict[str, Any] = {}
+    required = []
+    for f in dataclasses.fields(cls):
+        props[f.name] = _schema_of(hints[f.name], f.metadata)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            required.append(f.name)
+        elif f.default is not dataclasses.MISSING and f.default is not None:
+            props[f.name]["default"] = f.default
+    schema: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _schema_of(kind: Any, meta: Mapping[str, Any]) -> dict[str, Any]:
+    kind, optional = _unwrap_optional(kind)
+    origin = typing.get_origin(kind)
+    schema: dict[str, Any]
+    if origin is list:
+        schema = {"type": "array", "items": _schema_of(typing.get_args(kind)[0], {})}
+        if meta.get("max_items") is not None:
+            schema["maxItems"] = meta["max_items"]
+    elif dataclasses.is_dataclass(kind):
+        schema = json_schema(kind)  # type: ignore[arg-type]
+    else:
+        names = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object"}
+        schema = {"type": names[kind]} if kind in names else {}
+        if kind is str:
+            for key, name in (("max_len", "maxLength"), ("min_len", "minLength")):
+                if meta.get(key) is not None:
+                    schema[name] = meta[key]
+            if meta.get("pattern") is not None:
+                schema["pattern"] = meta["pattern"].pattern
+            if meta.get("choices") is not None:
+                schema["enum"] = list(meta["choices"])
+        for key, name in (("min", "minimum"), ("max", "maximum")):
+            if meta.get(key) is not None and kind in (int, float):
+                schema[name] = meta[key]
+    if meta.get("help"):
+        schema["description"] = meta["help"]
+    if optional:
+        schema = {"anyOf": [schema, {"type": "null"}]}
+    return schema
