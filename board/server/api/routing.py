@@ -134,7 +134,6 @@ def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespon
             header = request.headers.get("Authorization", "")
             token = header[7:].strip() if header[:7].lower() == "bearer " else None
             principal = await auth.authenticate(ctx, token)
-            request["principal"] = principal
             await request.app[PRESENCE].touch(ctx, principal)
         data: Any = None
         rid = None
