@@ -12,7 +12,7 @@ from typing import Any
 
 from aiosqlite import Connection
 
-from ..errors import NotFound
+from ..errors import Forbidden, NotFound
 from ..hub import Event, Key
 from ..principal import Principal
 from ..store import channels as channel_store
@@ -40,6 +40,8 @@ class WakeQuery:
 
 
 async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
+    if not p.is_bot:
+        raise Forbidden("The wake feed is a bot's; humans read /api/inbox.")
     async def resolve(conn: Connection) -> tuple[list[int], int | None]:
         workspace = await scope.resolve(conn, p, None)
         channel_ids = []
