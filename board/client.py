@@ -98,6 +98,19 @@ class BoardClient:
         headers: Mapping[str, str] | None = None,
     ) -> Any:
         """One call; the decoded JSON answer, or :class:`BoardAPIError`."""
+        _, data = await self.call(method, path, json=json, params=params, headers=headers)
+        return data
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[int, Any]:
+        """One call; the HTTP status and the decoded answer, or :class:`BoardAPIError`."""
         hdrs = dict(headers or {})
         if self.token:
             hdrs["Authorization"] = f"Bearer {self.token}"
@@ -120,7 +133,7 @@ class BoardClient:
                         bool(error.get("retryable")),
                         float(retry) if retry else None,
                     )
-                return data
+                return resp.status, data
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise BoardAPIError(
                 0, "UNAVAILABLE", f"cannot reach {self.base_url}: {exc}", retryable=True

@@ -42,6 +42,7 @@ class WakeQuery:
 async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
     if not p.is_bot:
         raise Forbidden("The wake feed is a bot's; humans read /api/inbox.")
+
     async def resolve(conn: Connection) -> tuple[list[int], int | None]:
         workspace = await scope.resolve(conn, p, None)
         channel_ids = []

@@ -1,0 +1,240 @@
+"""Walk the application's route table: every route has a decision for every role.
+
+Each route gets a representative call on a freshly populated board, made by a
+human, a bot of the workspace, an admin bot, a bot of another workspace and an
+anonymous caller, in the order of ROLE_ORDER (refusals first, so a success does
+not change what a later role sees unless the row says so). A route added to
+the app without a row here fails ``test_every_route_has_a_decision``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from conftest import Board, World, populate, start_board, stop_board
+
+from board.client import BoardAPIError, BoardClient
+
+ROLE_ORDER = ("anon", "other_bot", "admin_bot", "bot", "human")
+OK = {200, 201}
+
+
+@dataclass
+class Case:
+    """One representative call of a route and what each role gets."""
+
+    expect: dict[str, int | set[int]]
+    path: dict[str, str] = field(default_factory=dict)  # path parameter -> placeholder key
+    body: Callable[[str, dict[str, Any]], Any] | None = None
+    params: dict[str, str] = field(default_factory=dict)
+    prepare: Callable[[World, dict[str, Any]], Awaitable[None]] | None = None
+
+
+def everyone(status: int | set[int], anon: int = 401) -> dict[str, int | set[int]]:
+    return {"human": status, "bot": status, "admin_bot": status, "other_bot": status, "anon": anon}
+
+
+def scoped(status: int | set[int] = 200) -> dict[str, int | set[int]]:
+    """Visible to the workspace's bot, admin bots and humans; NOT_FOUND to another workspace."""
+    return {"human": status, "bot": status, "admin_bot": status, "other_bot": 404, "anon": 401}
+
+
+HUMANS_ONLY = {"human": OK, "bot": 403, "admin_bot": 403, "other_bot": 403, "anon": 401}
+HUMANS_ON_PROJ = {"human": OK, "bot": 403, "admin_bot": 403, "other_bot": 404, "anon": 401}
+
+
+async def claim_by_bot(world: World, facts: dict[str, Any]) -> None:
+    await world.bot.claim(facts["root"])
+
+
+async def archived_workspace(world: World, facts: dict[str, Any]) -> None:
+    await world.human.create_workspace("gone")
+    await world.human.archive_workspace("gone")
+
+
+def wake_body(role: str, facts: dict[str, Any]) -> Any:
+    return {"harness": "claude", "started_at": "2026-11-30T04:00:00Z", "outcome": "ok", "trigger_ids": []}
+
+
+CASES: dict[tuple[str, str], Case] = {
+    ("GET", "/healthz"): Case(everyone(200, anon=200)),
+    ("GET", "/api"): Case(everyone(200)),
+    ("GET", "/api/openapi.json"): Case(everyone(200, anon=200)),
+    ("GET", "/llms.txt"): Case(everyone(200, anon=200)),
+    ("GET", "/agents.md"): Case(everyone(200, anon=200)),
+    ("GET", "/admin.md"): Case(everyone(200, anon=200)),
+    ("GET", "/metrics"): Case(everyone(200, anon=200)),  # loopback may read metrics
+    ("POST", "/api/agents"): Case(
+        everyone(201, anon=201),
+        body=lambda role, f: {"handle": f"new-{role}", "invite": f["invite"]},
+    ),
+    ("GET", "/api/me"): Case(everyone(200)),
+    ("POST", "/api/me/rotate"): Case(everyone(200)),
+    ("GET", "/api/agents"): Case(everyone(200)),
+    ("GET", "/api/agents/{handle}"): Case(scoped(), path={"handle": "bot_handle"}),
+    ("POST", "/api/invites"): Case(HUMANS_ONLY, body=lambda r, f: {"workspace": "proj"}),
+    ("DELETE", "/api/agents/{handle}/token"): Case(HUMANS_ONLY, path={"handle": "peer_handle"}),
+    ("GET", "/api/workspaces"): Case(
+        {"human": 200, "admin_bot": 200, "bot": 403, "other_bot": 403, "anon": 401}
+    ),
+    ("POST", "/api/workspaces"): Case(HUMANS_ONLY, body=lambda r, f: {"slug": "fresh"}),
+    ("GET", "/api/workspaces/{slug}"): Case(scoped(), path={"slug": "proj"}),
+    ("PATCH", "/api/workspaces/{slug}"): Case(
+        HUMANS_ON_PROJ, path={"slug": "proj"}, body=lambda r, f: {"name": "Renamed"}
+    ),
+    ("POST", "/api/workspaces/{slug}/archive"): Case(HUMANS_ON_PROJ, path={"slug": "proj"}),
+    ("DELETE", "/api/workspaces/{slug}"): Case(
+        {"human": 200, "bot": 404, "admin_bot": 403, "other_bot": 404, "anon": 401},
+        path={"slug": "gone"},
+        body=lambda r, f: {"confirm": "gone"},
+        prepare=archived_workspace,
+    ),
+    ("PUT", "/api/workspaces/{slug}/bots"): Case(
+        HUMANS_ON_PROJ, path={"slug": "proj"}, body=lambda r, f: {"bots": ["pb2"]}
+    ),
+    ("GET", "/api/channels"): Case(scoped(), params={"workspace": "proj"}),
+    ("POST", "/api/channels"): Case(
+        scoped(201), body=lambda role, f: {"slug": f"c-{role}", "workspace": "proj"}
+    ),
+    ("PATCH", "/api/channels/{slug}"): Case(
+        scoped(), path={"slug": "lobby"}, body=lambda r, f: {"topic": "t", "workspace": "proj"}
+    ),
+    ("GET", "/api/conversations"): Case(everyone(200)),
+    ("POST", "/api/conversations"): Case(
+        scoped(OK), body=lambda r, f: {"participants": ["pb2"], "workspace": "proj"}
+    ),
+    ("POST", "/api/messages"): Case(
+        scoped(201), body=lambda r, f: {"channel": "lobby", "workspace": "proj", "body": "hi"}
+    ),
+    ("GET", "/api/messages"): Case(scoped(), params={"workspace": "proj"}),
+    ("GET", "/api/messages/{id}"): Case(scoped(), path={"id": "root"}),
+    ("GET", "/api/threads/{id}"): Case(scoped(), path={"id": "root"}),
+    ("GET", "/api/inbox"): Case(everyone(200)),
+    ("GET", "/api/search"): Case(everyone(200), params={"q": "hello"}),
+    ("POST", "/api/receipts"): Case(
+        {"human": 404, "bot": 200, "admin_bot": 404, "other_bot": 404, "anon": 401},
+        body=lambda r, f: {"message_ids": [f["root"]], "state": "seen"},
+    ),
+    ("POST", "/api/threads/{id}/claim"): Case(
+        {"human": 409, "bot": 409, "admin_bot": 201, "other_bot": 404, "anon": 401},
+        path={"id": "root"},
+        body=lambda r, f: {},
+    ),
+    ("POST", "/api/threads/{id}/release"): Case(
+        {"human": 422, "bot": 200, "admin_bot": 403, "other_bot": 404, "anon": 401},
+        path={"id": "root"},
+        body=lambda r, f: {},
+        prepare=claim_by_bot,
+    ),
+    ("POST", "/api/threads/{id}/handoff"): Case(
+        {"human": 200, "bot": 200, "admin_bot": 403, "other_bot": 404, "anon": 401},
+        path={"id": "root"},
+        body=lambda r, f: {"to": "pb2"},
+        prepare=claim_by_bot,
+    ),
+    ("POST", "/api/threads/{id}/done"): Case(
+        {"human": 200, "bot": 200, "admin_bot": 403, "other_bot": 404, "anon": 401},
+        path={"id": "root"},
+        body=lambda r, f: {"summary": "ok"},
+        prepare=claim_by_bot,
+    ),
+    ("GET", "/api/claims"): Case(everyone(200)),
+    ("POST", "/api/wakes"): Case(
+        {"human": 403, "bot": 201, "admin_bot": 201, "other_bot": 201, "anon": 401}, body=wake_body
+    ),
+    ("GET", "/api/wakes"): Case(everyone(200)),
+    ("GET", "/api/wake"): Case({"human": 403, "bot": 200, "admin_bot": 200, "other_bot": 200, "anon": 401}),
+    ("GET", "/api/audit"): Case(HUMANS_ONLY),
+}
+
+
+def _extra_cases() -> dict[tuple[str, str], Case]:
+    """Decisions kept beside the tests of other concepts, in the same form."""
+    extra: dict[tuple[str, str], Case] = {}
+    for module, name in (("scope_knowledge", "KNOWLEDGE_CASES"), ("scope_registry", "REGISTRY_CASES")):
+        try:
+            found = __import__(module).__dict__[name]
+        except (ImportError, KeyError):
+            continue
+        extra.update(found)
+    return extra
+
+
+CASES.update(_extra_cases())
+
+
+def registered_routes(board_app: Any) -> set[tuple[str, str]]:
+    return {
+        (route.method, route.resource.canonical)
+        for route in board_app.router.routes()
+        if route.method != "HEAD"
+    }
+
+
+async def test_every_route_has_a_decision(board: Board) -> None:
+    missing = registered_routes(board.app) - set(CASES)
+    assert not missing, f"routes without a scope decision: {sorted(missing)}"
+    stale = set(CASES) - registered_routes(board.app)
+    assert not stale, f"decisions for routes that no longer exist: {sorted(stale)}"
+
+
+def _status_ok(expected: int | set[int], got: int) -> bool:
+    return got in expected if isinstance(expected, set) else got == expected
+
+
+async def _facts(world: World) -> dict[str, Any]:
+    root = await world.human.post("hello @pb, please look", channel="lobby", workspace="proj")
+    invite = await world.human.invite("proj", uses=10)
+    return {
+        "root": root["id"],
+        "invite": invite["invite"],
+        "bot_handle": "pb",
+        "peer_handle": "pb2",
+        "proj": "proj",
+        "lobby": "lobby",
+        "gone": "gone",
+    }
+
+
+def _caller(world: World, role: str) -> BoardClient:
+    return {
+        "human": world.human,
+        "bot": world.bot,
+        "admin_bot": world.admin_bot,
+        "other_bot": world.other,
+        "anon": world.anon,
+    }[role]
+
+
+@pytest.mark.parametrize("key", sorted(CASES), ids=lambda k: f"{k[0]} {k[1]}")
+async def test_route_decision_for_each_role(key: tuple[str, str], tmp_path: Any) -> None:
+    method, template = key
+    case = CASES[key]
+    board = await start_board(tmp_path)
+    try:
+        world = await populate(board)
+        facts = await _facts(world)
+        if case.prepare is not None:
+            await case.prepare(world, facts)
+        path = template
+        for name, fact in case.path.items():
+            path = path.replace("{" + name + "}", str(facts.get(fact, fact)))
+        results = {}
+        for role in ROLE_ORDER:
+            body = case.body(role, facts) if case.body is not None else None
+            try:
+                results[role], _ = await _caller(world, role).call(
+                    method, path, json=body, params=case.params
+                )
+            except BoardAPIError as exc:
+                results[role] = exc.status
+        for role in ROLE_ORDER:
+            assert _status_ok(case.expect[role], results[role]), (
+                f"{method} {template} as {role}: expected {case.expect[role]}, got {results[role]} "
+                f"(all: {results})"
+            )
+    finally:
+        await stop_board(board)
