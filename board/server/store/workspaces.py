@@ -32,10 +32,16 @@ async def list_with_counts(conn: Connection, after_slug: str, limit: int) -> lis
 
 
 async def insert(conn: Connection, slug: str, name: str, now: str) -> int:
+    """A new workspace, with its ``lobby`` channel."""
     cur = await conn.execute(
         "INSERT INTO workspaces (slug, name, created_at) VALUES (?,?,?)", (slug, name, now)
     )
-    return int(cur.lastrowid or 0)
+    workspace_id = int(cur.lastrowid or 0)
+    await conn.execute(
+        "INSERT INTO channels (workspace_id, slug, created_at) VALUES (?, 'lobby', ?)",
+        (workspace_id, now),
+    )
+    return workspace_id
 
 
 async def update(conn: Connection, workspace_id: int, changes: dict[str, Any]) -> None:

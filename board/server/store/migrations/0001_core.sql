@@ -186,6 +186,8 @@ END;
 
 INSERT INTO workspaces (slug, name, created_at)
     VALUES ('admin', 'Admin', strftime('%Y-%m-%dT%H:%M:%SZ', 'now'));
+INSERT INTO channels (workspace_id, slug, created_at)
+    SELECT id, 'lobby', created_at FROM workspaces WHERE slug = 'admin';
 INSERT INTO agents (handle, kind, description, created_at)
     VALUES ('board', 'system', 'The board itself: events, nudges, routine runs.',
             strftime('%Y-%m-%dT%H:%M:%SZ', 'now'));

@@ -1,0 +1,58 @@
+"""The documents without data, the OpenAPI document kept true, health and metrics."""
+
+from __future__ import annotations
+
+from conftest import Board, World
+
+from board.server.api.table import all_routes
+from board.server.settings import SETTINGS
+
+
+async def test_openapi_lists_every_route_of_the_app(board: Board) -> None:
+    spec = await board.client().request("GET", "/api/openapi.json")
+    assert spec["openapi"].startswith("3.1")
+    documented = {(m.upper(), path) for path, ops in spec["paths"].items() for m in ops}
+    registered = {(r.method, r.resource.canonical) for r in board.app.router.routes() if r.method != "HEAD"}
+    assert registered - documented == set()
+    assert documented - registered == set()
+
+
+async def test_openapi_bodies_are_strict_and_public_routes_need_no_token(board: Board) -> None:
+    spec = await board.client().request("GET", "/api/openapi.json")
+    post = spec["paths"]["/api/messages"]["post"]
+    schema = post["requestBody"]["content"]["application/json"]["schema"]
+    assert schema["additionalProperties"] is False and "body" in schema["required"]
+    assert schema["properties"]["body"]["maxLength"] == 16_000
+    assert spec["paths"]["/healthz"]["get"]["security"] == []
+    assert spec["paths"]["/api/me"]["get"]["security"] == [{"bearer": []}]
+
+
+async def test_documents_fill_in_the_board_address(board: Board) -> None:
+    anon = board.client()
+    for path in ("/agents.md", "/admin.md", "/llms.txt"):
+        text = await anon.request("GET", path)
+        assert board.url in text and "{{" not in text
+
+
+async def test_healthz_says_only_ok_and_version(board: Board) -> None:
+    assert set(await board.client().health()) == {"ok", "version"}
+
+
+async def test_api_map_lists_routes(world: World) -> None:
+    data = await world.bot.request("GET", "/api")
+    assert {(r["method"], r["path"]) for r in data["routes"]} == {(r.method, r.path) for r in all_routes()}
+
+
+async def test_metrics_count_requests_and_writer_batches(world: World) -> None:
+    await world.bot.post("counted", channel="lobby")
+    text = await world.anon.request("GET", "/metrics")
+    assert 'board_requests_total{method="POST",route="/api/messages",status="201"}' in text
+    assert "board_writer_batches_total" in text and "board_longpolls_open 0" in text
+
+
+def test_readme_documents_every_setting() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    for setting in SETTINGS:
+        assert f"BOARD_{setting.name.upper()}" in readme, setting.name

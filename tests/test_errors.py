@@ -1,0 +1,150 @@
+"""Bad input gets a clear error in the one JSON shape, and changes nothing."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import aiohttp
+import pytest
+from conftest import World, snapshot
+
+from board.client import BoardAPIError
+
+
+async def raw(
+    world: World,
+    method: str,
+    path: str,
+    *,
+    data: bytes | io.BytesIO | None = None,
+    token: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, Any]:
+    hdrs = {"Content-Type": "application/json", **(headers or {})}
+    if token:
+        hdrs["Authorization"] = f"Bearer {token}"
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(method, world.board.url + path, data=data, headers=hdrs) as resp,
+    ):
+        assert resp.content_type == "application/json", await resp.text()
+        return resp.status, await resp.json()
+
+
+def assert_error_shape(body: Any, code: str) -> None:
+    assert set(body) == {"error"}
+    error = body["error"]
+    assert set(error) == {"code", "message", "retryable", "details"}
+    assert error["code"] == code
+    assert isinstance(error["message"], str) and error["message"]
+    assert "Traceback" not in error["message"]
+
+
+async def refused(world: World, code: str, status: int, **post: Any) -> BoardAPIError:
+    before = snapshot(world.board.db_path)
+    with pytest.raises(BoardAPIError) as caught:
+        await world.bot.request("POST", "/api/messages", json=post)
+    assert (caught.value.code, caught.value.status) == (code, status), caught.value
+    assert snapshot(world.board.db_path) == before
+    return caught.value
+
+
+async def test_malformed_json_is_invalid_argument_and_writes_nothing(world: World) -> None:
+    before = snapshot(world.board.db_path)
+    status, body = await raw(
+        world, "POST", "/api/messages", data=b'{"channel": "lobby", "body": ', token=world.bot.token
+    )
+    assert status == 422
+    assert_error_shape(body, "INVALID_ARGUMENT")
+    assert "JSON" in body["error"]["message"]
+    assert snapshot(world.board.db_path) == before
+
+
+async def test_unknown_field_is_named_in_the_error(world: World) -> None:
+    error = await refused(world, "INVALID_ARGUMENT", 422, channel="lobby", body="x", colour="red")
+    assert "colour" in error.message and error.details["field"] == "colour"
+
+
+async def test_wrong_types_are_refused(world: World) -> None:
+    await refused(world, "INVALID_ARGUMENT", 422, channel="lobby", body=12)
+    await refused(world, "INVALID_ARGUMENT", 422, channel="lobby", body="x", tags="a,b")
+    await refused(world, "INVALID_ARGUMENT", 422, reply_to=True, body="x")
+    await refused(world, "INVALID_ARGUMENT", 422, channel="lobby", body="x", meta=[1])
+
+
+async def test_limits_answer_limit_exceeded(world: World) -> None:
+    await refused(world, "LIMIT_EXCEEDED", 413, channel="lobby", body="x" * 16_001)
+    await refused(world, "LIMIT_EXCEEDED", 413, channel="lobby", body="x", tags=[f"t{i}" for i in range(11)])
+    await refused(world, "LIMIT_EXCEEDED", 413, channel="lobby", body="x", tags=["t" * 33])
+    await refused(world, "LIMIT_EXCEEDED", 413, channel="lobby", body="x", meta={"k": "v" * 9000})
+    await world.bot.post("y" * 16_000, channel="lobby")  # the limit itself is allowed
+
+
+async def test_oversized_request_body(world: World) -> None:
+    before = snapshot(world.board.db_path)
+    status, body = await raw(
+        world,
+        "POST",
+        "/api/messages",
+        token=world.bot.token,
+        data=io.BytesIO(b'{"channel":"lobby","body":"' + b"x" * (1024 * 1024 + 10) + b'"}'),
+    )
+    assert status == 413
+    assert_error_shape(body, "LIMIT_EXCEEDED")
+    assert snapshot(world.board.db_path) == before
+
+
+async def test_control_characters_and_bad_slugs(world: World) -> None:
+    await refused(world, "INVALID_ARGUMENT", 422, channel="lobby", body="bell\x07")
+    await refused(world, "INVALID_ARGUMENT", 422, channel="Lobby!", body="x")
+    await refused(world, "INVALID_ARGUMENT", 422, channel="../etc", body="x")
+    await world.bot.post("tab\tand\nnewline", channel="lobby")
+
+
+async def test_huge_limit_wait_and_negative_cursors(world: World) -> None:
+    for params in (
+        {"limit": 10_000},
+        {"wait": 3600},
+        {"since": -1},
+        {"limit": 0},
+        {"since": "abc"},
+        {"before": 0},
+        {"view": "everything"},
+        {"nonsense": 1},
+    ):
+        with pytest.raises(BoardAPIError) as caught:
+            await world.bot.messages(**params)
+        assert caught.value.code == "INVALID_ARGUMENT", params
+
+
+async def test_unknown_ids_are_not_found(world: World) -> None:
+    for path in ("/api/messages/999999", "/api/threads/999999"):
+        status, body = await raw(world, "GET", path, token=world.bot.token)
+        assert status == 404
+        assert_error_shape(body, "NOT_FOUND")
+    await refused(world, "NOT_FOUND", 404, reply_to=999_999, body="x")
+
+
+async def test_unknown_route_and_method(world: World) -> None:
+    status, body = await raw(world, "GET", "/api/nothing-here", token=world.bot.token)
+    assert status == 404
+    assert_error_shape(body, "NOT_FOUND")
+    status, body = await raw(world, "PUT", "/api/me", token=world.bot.token)
+    assert status == 422
+    assert_error_shape(body, "INVALID_ARGUMENT")
+
+
+async def test_mentions_of_unknown_handles_do_not_count(world: World) -> None:
+    posted = await world.human.post("ping @nobody-here and @ob and @pb", channel="lobby", workspace="proj")
+    assert posted["mentions"] == ["pb"]  # ob is in another workspace
+    assert (await world.other.inbox())["messages"] == []
+
+
+async def test_no_credential_and_bad_credential(world: World) -> None:
+    status, body = await raw(world, "GET", "/api/me")
+    assert status == 401
+    assert_error_shape(body, "UNAUTHENTICATED")
+    status, body = await raw(world, "GET", "/api/me", token="bb_not-a-token")
+    assert status == 401
+    assert_error_shape(body, "UNAUTHENTICATED")

@@ -1,0 +1,108 @@
+"""Long-poll wakes fast for a match, not for anything else; cursors never skip or repeat."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+from conftest import World
+
+from board.client import BoardClient
+
+
+async def timed(coro: object) -> tuple[float, dict]:
+    started = time.monotonic()
+    result = await coro  # type: ignore[misc]
+    return time.monotonic() - started, result
+
+
+async def test_inbox_wait_returns_soon_after_a_matching_post(world: World) -> None:
+    cursor = (await world.bot.me())["cursor"]
+    waiting = asyncio.create_task(timed(world.bot.inbox(since=cursor, wait=10)))
+    await asyncio.sleep(0.2)
+    posted_at = time.monotonic()
+    posted = await world.human.post("@pb wake up", channel="lobby", workspace="proj")
+    elapsed, page = await waiting
+    assert [m["id"] for m in page["messages"]] == [posted["id"]]
+    assert page["messages"][0]["reason"] == "mention"
+    assert time.monotonic() - posted_at < 1.0
+    assert elapsed < 5
+
+
+async def test_inbox_wait_ignores_posts_that_are_not_for_me(world: World) -> None:
+    cursor = (await world.bot.me())["cursor"]
+    waiting = asyncio.create_task(timed(world.bot.inbox(since=cursor, wait=2)))
+    await asyncio.sleep(0.2)
+    await world.human.post("nothing for pb here", channel="lobby", workspace="proj")
+    await world.human.post("@ob this is yours", channel="lobby", workspace="other")
+    await world.human.post("@pb2 not pb", channel="lobby", workspace="proj")
+    elapsed, page = await waiting
+    assert page["messages"] == [] and page["has_more"] is False
+    assert elapsed >= 1.9
+
+
+async def test_channel_wait_wakes_every_reader_of_that_channel(world: World) -> None:
+    await world.human.post("first", channel="builds", workspace="proj")
+    cursor = (await world.bot.me())["cursor"]
+    readers = [world.bot, world.peer, world.admin_bot]
+    waits = [
+        asyncio.create_task(r.messages(channel="builds", workspace="proj", since=cursor, wait=10))
+        for r in readers
+    ]
+    other_wait = asyncio.create_task(world.other.messages(since=cursor, wait=2))
+    await asyncio.sleep(0.2)
+    await world.human.post("elsewhere", channel="lobby", workspace="proj")
+    posted = await world.human.post("build 42 is green", channel="builds", workspace="proj")
+    for page in await asyncio.gather(*waits):
+        assert [m["id"] for m in page["messages"]] == [posted["id"]]
+    assert (await other_wait)["messages"] == []
+
+
+async def test_a_waiting_reader_with_filters_only_wakes_on_matches(world: World) -> None:
+    cursor = (await world.bot.me())["cursor"]
+    waiting = asyncio.create_task(world.bot.messages(since=cursor, wait=10, tag="deploy", channel="lobby"))
+    await asyncio.sleep(0.2)
+    await world.peer.post("untagged", channel="lobby")
+    tagged = await world.peer.post("tagged", channel="lobby", tags=["deploy"])
+    page = await waiting
+    assert [m["id"] for m in page["messages"]] == [tagged["id"]]
+
+
+async def test_stale_cursor_reader_never_misses_or_repeats_under_concurrent_posting(
+    world: World,
+) -> None:
+    """Eight posters write 400 messages while a reader pages with since=, waiting when idle."""
+    posters: list[BoardClient] = [world.bot, world.peer]
+    for i in range(6):
+        posters.append(await world.board.bot(f"poster{i}", "proj"))
+    start = (await world.bot.me())["cursor"]
+    posted: set[int] = set()
+
+    async def post_many(client: BoardClient, n: int) -> None:
+        for i in range(n):
+            posted.add((await client.post(f"m{i}", channel="stream"))["id"])
+            if random.random() < 0.3:
+                await asyncio.sleep(0)
+
+    seen: list[int] = []
+
+    async def read_all(done: asyncio.Event) -> None:
+        since = start
+        while True:
+            page = await world.human.messages(workspace="proj", since=since, limit=7, wait=1)
+            ids = [m["id"] for m in page["messages"]]
+            seen.extend(ids)
+            if ids:
+                since = ids[-1]
+            elif done.is_set():
+                return
+
+    done = asyncio.Event()
+    reader = asyncio.create_task(read_all(done))
+    await asyncio.gather(*[post_many(c, 50) for c in posters])
+    done.set()
+    await reader
+    assert len(seen) == len(set(seen)), "a message was delivered twice"
+    assert seen == sorted(seen), "messages arrived out of order"
+    assert set(seen) == posted, f"missed {sorted(posted - set(seen))[:5]}"
