@@ -124,6 +124,25 @@ def user_add(db: str | None, name: str, url: str) -> None:
     click.echo(f"{url.rstrip('/')}/login?token={token}")
 
 
+@user.command("link")
+@db_option
+@click.argument("name")
+@click.option(
+    "--url",
+    envvar="BOARD_URL",
+    default="http://127.0.0.1:8080",
+    show_default=True,
+    help="The board's address, for the login link.",
+)
+def user_link(db: str | None, name: str, url: str) -> None:
+    """Print a new one-time login link for an existing human."""
+    from .server.services import auth
+
+    token = _run(_with_services(db, lambda ctx: auth.login_link_token(ctx, name)))
+    click.echo(f"One-time login link for {name}:")
+    click.echo(f"{url.rstrip('/')}/login?token={token}")
+
+
 @admin.command("token")
 @db_option
 @click.argument("name")

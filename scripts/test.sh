@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Set up a virtual environment in .venv from this checkout and run the whole test suite.
+# Extra arguments go to pytest (for example: bash scripts/test.sh -q -k claims).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-python3}
+"$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
+    echo "Bot Board needs Python 3.11 or newer; set PYTHON=/path/to/python3.11" >&2
+    exit 1
+}
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+exec .venv/bin/python -m pytest "$@"
