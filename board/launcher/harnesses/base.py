@@ -1,0 +1,348 @@
+"""Shared types for harness adapters: what a turn asks for, what it came to, and the
+parsing helpers every adapter needs.
+
+An adapter is pure: `argv()` builds a command line and `parse()` reads what the
+process printed. Running the process belongs to `board.launcher.process`, so the
+adapters can be tested against recorded output without spawning anything.
+
+The harness CLIs share a few habits that the helpers here absorb once:
+
+- they print noise (warnings, banners, progress) around their JSON, so JSON is
+  looked for line by line and anything else is skipped;
+- output may have been cut in the middle by the launcher's memory cap or by a
+  crash, so a missing result is reported as ``unparsed`` rather than raised;
+- a failure can hide inside a zero exit, so each adapter says whether the
+  harness's own result carried an error;
+- a resume can fail because the session no longer exists, which the loop treats
+  differently (start fresh once), so each adapter lists the messages its CLI
+  prints in that case.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+# Written by board.launcher.process into the middle of output it had to cut.
+TRUNCATION_NOTE = "bytes dropped by the launcher"
+
+# Linux refuses a single argv element longer than MAX_ARG_STRLEN (128 KiB) with
+# E2BIG; refuse earlier, with a message that says what to change.
+MAX_PROMPT_BYTES = 120_000
+
+# TurnResult.text is for logs; keep it bounded.
+TEXT_CAP = 16_000
+ERROR_CAP = 2_000
+
+ERROR_KINDS = frozenset({"exit", "error_result", "timeout", "session_gone", "unparsed"})
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """One harness turn: the prompt, and the session to resume if any."""
+
+    prompt: str
+    session_id: str | None = None  # resume this session when set
+    model: str | None = None
+    flags: tuple[str, ...] = ()  # extra/override flags (from BOT_<HARNESS>_FLAGS or a profile)
+    # Pre-assign the id of a new session where the CLI allows it (claude
+    # --session-id), so a turn that times out leaves a session the next turn
+    # can resume. Ignored when session_id is set.
+    fresh_session_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """What one turn came to, as far as the harness's output tells."""
+
+    ok: bool
+    session_id: str | None
+    text: str  # the final answer text, for logs
+    # None | "exit" | "error_result" | "timeout" | "session_gone" | "unparsed"
+    error_kind: str | None
+    error: str | None  # human-readable, trimmed
+    cost_usd: float | None
+    input_tokens: int | None
+    output_tokens: int | None
+    # Copilot bills in premium requests rather than dollars.
+    premium_requests: float | None = None
+
+
+@dataclass
+class Scan:
+    """What an adapter found in stdout, before the shared classification."""
+
+    session_id: str | None = None
+    text: str = ""
+    finished: bool = False  # the harness's own end-of-turn record was seen
+    error: str | None = None  # an error the harness reported inside its output
+    cost_usd: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    premium_requests: float | None = None
+    # What the end-of-turn record is called, for the "unparsed" message.
+    expected: str = "result"
+
+
+@dataclass(frozen=True)
+class FlagSpec:
+    """How an adapter's default flags and a user's override flags combine.
+
+    Flags are grouped as an option and its value (``--opt value`` or
+    ``--opt=value``); a token that does not start with ``-`` is the value of the
+    option before it. An override replaces a default with the same identity;
+    identity is the canonical option name, plus the key before ``=`` for options
+    in ``keyed`` (``-c sandbox_mode=...`` and ``-c model=...`` are different).
+    """
+
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    keyed: frozenset[str] = frozenset()
+    # Giving the key option removes these defaults too (they would conflict).
+    displaces: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # The adapter owns these (its parser depends on them): overriding is refused.
+    locked: frozenset[str] = frozenset()
+
+
+class FlagError(ValueError):
+    """Override flags that the adapter cannot accept."""
+
+
+def _groups(flags: Sequence[str], spec: FlagSpec, source: str) -> list[tuple[str, list[str]]]:
+    """Split flags into (identity, tokens) groups."""
+    groups: list[tuple[str, list[str]]] = []
+    i = 0
+    while i < len(flags):
+        token = flags[i]
+        if not token.startswith("-") or token == "-":
+            raise FlagError(f"unexpected argument {token!r} in {source}: flags only, no prompt")
+        name, eq, value = token.partition("=") if token.startswith("--") else (token, "", "")
+        canonical = spec.aliases.get(name, name)
+        tokens = [token]
+        if not eq and i + 1 < len(flags) and not flags[i + 1].startswith("-"):
+            value = flags[i + 1]
+            tokens.append(value)
+            i += 1
+        identity = canonical
+        if canonical in spec.keyed:
+            identity = f"{canonical}:{value.partition('=')[0]}"
+        groups.append((identity, tokens))
+        i += 1
+    return groups
+
+
+def check_flags(flags: Sequence[str], spec: FlagSpec, source: str) -> None:
+    """Refuse override flags that would break the adapter, at configuration time."""
+    for identity, _tokens in _groups(flags, spec, source):
+        if identity.partition(":")[0] in spec.locked:
+            raise FlagError(
+                f"{source} may not set {identity}: the adapter sets it itself "
+                "(its output parser or session handling depends on it)"
+            )
+
+
+def merge_flags(
+    defaults: Sequence[str], overrides: Sequence[Sequence[str]], spec: FlagSpec
+) -> list[str]:
+    """Defaults, then each override layer in turn; later layers replace earlier ones."""
+    merged = _groups(defaults, spec, "defaults")
+    for layer in overrides:
+        new = _groups(layer, spec, "flags")
+        gone = {identity for identity, _ in new}
+        for identity, _ in new:
+            gone |= spec.displaces.get(identity, frozenset())
+        merged = [g for g in merged if g[0] not in gone] + new
+    return [token for _identity, tokens in merged for token in tokens]
+
+
+def safe_prompt(prompt: str) -> str:
+    """Check the prompt fits in one argv element and cannot be read as a flag."""
+    if not prompt.strip():
+        raise ValueError("empty prompt: every CLI would wait for one on stdin")
+    if "\x00" in prompt:
+        raise ValueError("prompt contains a NUL byte, which cannot pass through argv")
+    size = len(prompt.encode("utf-8"))
+    if size > MAX_PROMPT_BYTES:
+        raise ValueError(
+            f"prompt is {size} bytes; argv takes at most {MAX_PROMPT_BYTES} "
+            "(lower the board's prompt budget)"
+        )
+    # A leading "-" would be parsed as an option (and "-" alone means "read stdin").
+    return " " + prompt if prompt.startswith("-") else prompt
+
+
+def iter_json_objects(text: str) -> Iterator[dict[str, Any]]:
+    """Every JSON object in text, one per line, skipping anything else.
+
+    A line holding only ``{`` starts a pretty-printed object (gemini prints its
+    result indented), which is decoded across lines.
+    """
+    decoder = json.JSONDecoder()
+    pos = 0
+    length = len(text)
+    while pos < length:
+        end = text.find("\n", pos)
+        if end == -1:
+            end = length
+        line = text[pos:end].strip()
+        next_pos = end + 1
+        if line.startswith("{"):
+            obj: Any = None
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                if line == "{":
+                    try:
+                        obj, stop = decoder.raw_decode(text, text.index("{", pos))
+                        next_pos = stop
+                    except ValueError:
+                        obj = None
+            if isinstance(obj, dict):
+                yield obj
+        pos = next_pos
+
+
+def non_json_lines(text: str) -> list[str]:
+    """Lines that are not JSON objects: where CLIs print plain errors."""
+    return [
+        line
+        for line in (raw.strip() for raw in text.splitlines())
+        if line and not (line.startswith("{") and line.endswith("}"))
+    ]
+
+
+def trim(text: str, max_lines: int = 20, max_chars: int = ERROR_CAP) -> str:
+    """The last lines of text, bounded, for a human to read in a thread."""
+    lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
+    out = "\n".join(lines[-max_lines:])
+    if len(out) > max_chars:
+        out = "..." + out[-(max_chars - 3) :]
+    return out
+
+
+def cap_text(text: str, limit: int = TEXT_CAP) -> str:
+    """Bound the answer text kept for logs, keeping its beginning."""
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 15] + " ...[truncated]"
+
+
+def describe_exit(code: int | None) -> str:
+    """Say how a process ended: 'exit 1', 'killed by SIGKILL'."""
+    if code is None:
+        return "exit status unknown"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"
+
+
+def find_marker(text: str, markers: Sequence[str]) -> str | None:
+    """The first line of text that carries one of markers (case-insensitive)."""
+    if not markers:
+        return None
+    pattern = re.compile("|".join(re.escape(m) for m in markers), re.IGNORECASE)
+    for line in text.splitlines():
+        if pattern.search(line):
+            return line.strip()
+    return None
+
+
+def as_int(value: Any) -> int | None:
+    """An int from a JSON number, or None (bools and junk are not counts)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
+
+
+def as_float(value: Any) -> float | None:
+    """A float from a JSON number, or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def add(total: int | None, value: Any) -> int | None:
+    """Add a JSON count to a running total that starts as None."""
+    n = as_int(value)
+    if n is None:
+        return total
+    return n if total is None else total + n
+
+
+class Adapter:
+    """One harness CLI: how to call it and how to read what it printed."""
+
+    name: ClassVar[str]
+    executable: str
+    flag_spec: ClassVar[FlagSpec] = FlagSpec()
+    # Messages the CLI prints when a resume names a session it no longer has.
+    session_gone_markers: ClassVar[tuple[str, ...]] = ()
+    # Whether TurnRequest.fresh_session_id is honoured.
+    assigns_session_ids: ClassVar[bool] = False
+
+    def __init__(self, flags: Sequence[str] = (), executable: str | None = None) -> None:
+        self.flags = tuple(flags)
+        self.executable = executable or self.name
+        check_flags(self.flags, self.flag_spec, f"BOT_{self.name.upper()}_FLAGS")
+
+    def argv(self, req: TurnRequest) -> list[str]:
+        """The command line for one turn: start, or resume req.session_id."""
+        raise NotImplementedError
+
+    def env(self, req: TurnRequest) -> dict[str, str]:
+        """Extra environment the CLI needs to run unattended (most need none)."""
+        return {}
+
+    def scan(self, stdout: str) -> Scan:
+        """Read the harness's own records out of stdout."""
+        raise NotImplementedError
+
+    def merged_flags(self, defaults: Sequence[str], req: TurnRequest) -> list[str]:
+        """Defaults, then the adapter's configured flags, then the request's."""
+        check_flags(req.flags, self.flag_spec, "TurnRequest.flags")
+        return merge_flags(defaults, [self.flags, req.flags], self.flag_spec)
+
+    def parse(self, stdout: str, stderr: str, exit_code: int | None) -> TurnResult:
+        """Classify a finished turn; never raises on odd output."""
+        scan = self.scan(stdout)
+        failed = exit_code != 0 or not scan.finished or scan.error is not None
+        gone = None
+        if failed:
+            gone = find_marker(
+                "\n".join([stderr, *non_json_lines(stdout), scan.error or ""]),
+                self.session_gone_markers,
+            )
+        kind: str | None = None
+        error: str | None = None
+        if gone:
+            kind, error = "session_gone", gone
+        elif exit_code != 0:
+            detail = scan.error or trim(stderr) or trim("\n".join(non_json_lines(stdout)))
+            kind = "exit"
+            error = describe_exit(exit_code) + (f": {detail}" if detail else " with no output")
+        elif scan.error is not None:
+            kind, error = "error_result", scan.error
+        elif not scan.finished:
+            kind = "unparsed"
+            error = f"no {scan.expected} in {len(stdout)} characters of output"
+            if TRUNCATION_NOTE in stdout:
+                error += " (output was truncated by the launcher's memory cap)"
+            tail = trim(stdout, max_lines=3, max_chars=400)
+            if tail:
+                error += f"; it ended with: {tail}"
+        return TurnResult(
+            ok=kind is None,
+            session_id=scan.session_id,
+            text=cap_text(scan.text),
+            error_kind=kind,
+            error=trim(error) if error else None,
+            cost_usd=scan.cost_usd,
+            input_tokens=scan.input_tokens,
+            output_tokens=scan.output_tokens,
+            premium_requests=scan.premium_requests,
+        )

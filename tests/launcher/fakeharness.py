@@ -1,0 +1,48 @@
+"""Helpers for tests that drive the fake harnesses (tests/fakes): where they
+live, their script and records, and whether a recorded pid still runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+FAKES_BIN = Path(__file__).resolve().parent.parent / "fakes" / "bin"
+
+
+class Fake:
+    """The fake harnesses' directory: write their script, read what they recorded."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    def script(self, *steps: dict[str, Any]) -> None:
+        (self.root / "script.json").write_text(json.dumps(list(steps)))
+
+    def _jsonl(self, name: str) -> list[dict[str, Any]]:
+        path = self.root / name
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    def calls(self) -> list[dict[str, Any]]:
+        return self._jsonl("calls.jsonl")
+
+    def actions(self) -> list[dict[str, Any]]:
+        return self._jsonl("actions.jsonl")
+
+    def last_call(self) -> dict[str, Any]:
+        calls = self.calls()
+        assert calls, "the fake recorded no call"
+        return calls[-1]
+
+
+def alive(pid: int) -> bool:
+    """Whether pid is a running process (a zombie is not: it runs nothing)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rfind(b")") + 2 :].split()[0] != b"Z"

@@ -1,0 +1,127 @@
+"""Shared adapter machinery: flag merging, JSON scanning, prompt checks, registry."""
+
+from __future__ import annotations
+
+import pytest
+
+from board.launcher.harnesses import ADAPTERS, TurnRequest, adapter_from_env, get_adapter
+from board.launcher.harnesses.base import (
+    MAX_PROMPT_BYTES,
+    FlagError,
+    FlagSpec,
+    cap_text,
+    describe_exit,
+    iter_json_objects,
+    merge_flags,
+    safe_prompt,
+    trim,
+)
+
+SPEC = FlagSpec(
+    aliases={"-m": "--model", "-c": "--config"},
+    keyed=frozenset({"--config"}),
+    displaces={"--yolo": frozenset({"--approval"})},
+)
+
+
+def test_override_replaces_same_option_in_any_spelling() -> None:
+    merged = merge_flags(["--model", "a", "--verbose"], [["-m", "b"]], SPEC)
+    assert merged == ["--verbose", "-m", "b"]
+
+
+def test_equals_form_and_later_layers_win() -> None:
+    merged = merge_flags(["--model", "a"], [["--model=b"], ["--model", "c"]], SPEC)
+    assert merged == ["--model", "c"]
+
+
+def test_keyed_options_replace_only_the_same_key() -> None:
+    merged = merge_flags(["-c", "x=1", "-c", "y=2"], [["--config", "x=3"]], SPEC)
+    assert merged == ["-c", "y=2", "--config", "x=3"]
+
+
+def test_displacing_option_removes_the_conflicting_default() -> None:
+    assert merge_flags(["--approval", "yolo"], [["--yolo"]], SPEC) == ["--yolo"]
+
+
+def test_stray_positional_in_flags_is_refused() -> None:
+    with pytest.raises(FlagError, match="unexpected argument 'oops'"):
+        merge_flags([], [["oops"]], SPEC)
+
+
+def test_safe_prompt() -> None:
+    assert safe_prompt("hello") == "hello"
+    assert safe_prompt("-x") == " -x"
+    assert safe_prompt("-") == " -"
+    for bad in ("", "   \n", "a\x00b", "é" * (MAX_PROMPT_BYTES // 2 + 1)):
+        with pytest.raises(ValueError):
+            safe_prompt(bad)
+
+
+def test_iter_json_objects_skips_noise_and_arrays_and_broken_lines() -> None:
+    text = 'noise\n{"a": 1}\n[1, 2]\n{"b": \n  {"c": 2}  \n{not json}\n"str"\n'
+    assert list(iter_json_objects(text)) == [{"a": 1}, {"c": 2}]
+
+
+def test_iter_json_objects_reads_an_indented_object() -> None:
+    text = 'Loaded.\n{\n  "response": "x",\n  "stats": {\n    "n": 1\n  }\n}\n{"after": true}\n'
+    assert list(iter_json_objects(text)) == [{"response": "x", "stats": {"n": 1}}, {"after": True}]
+
+
+def test_iter_json_objects_survives_a_cut_indented_object() -> None:
+    assert list(iter_json_objects('{\n  "response": "x",\n  "st')) == []
+
+
+def test_describe_exit() -> None:
+    assert describe_exit(0) == "exit 0"
+    assert describe_exit(2) == "exit 2"
+    assert describe_exit(-9) == "killed by SIGKILL"
+    assert describe_exit(-11) == "killed by SIGSEGV"
+    assert describe_exit(None) == "exit status unknown"
+
+
+def test_trim_keeps_the_last_lines_within_bounds() -> None:
+    text = "\n".join(f"line {i}" for i in range(100))
+    assert trim(text, max_lines=3) == "line 97\nline 98\nline 99"
+    assert len(trim("x" * 5000, max_chars=100)) == 100
+
+
+def test_cap_text() -> None:
+    assert cap_text("  short  ") == "short"
+    assert cap_text("y" * 50, limit=30).endswith("...[truncated]")
+
+
+def test_registry() -> None:
+    assert set(ADAPTERS) == {"claude", "codex", "opencode", "copilot", "gemini", "command"}
+    for name in ADAPTERS:
+        if name != "command":
+            adapter = get_adapter(name)
+            assert adapter.name == name
+            assert adapter.argv(TurnRequest(prompt="p"))[0] == name
+
+
+def test_unknown_harness_and_misplaced_template() -> None:
+    with pytest.raises(ValueError, match="unknown harness 'aider'"):
+        get_adapter("aider")
+    with pytest.raises(ValueError, match="command harness"):
+        get_adapter("claude", template=["x", "{prompt}"])
+
+
+def test_adapter_from_env_reads_flags_and_binary() -> None:
+    environ = {
+        "BOT_CLAUDE_FLAGS": "--model 'claude opus' --max-turns 5",
+        "BOT_CLAUDE_BIN": "/opt/claude/bin/claude",
+    }
+    argv = adapter_from_env("claude", environ).argv(TurnRequest(prompt="p"))
+    assert argv[0] == "/opt/claude/bin/claude"
+    assert argv[argv.index("--model") + 1] == "claude opus"
+    assert argv[argv.index("--max-turns") + 1] == "5"
+
+
+def test_bad_env_flags_are_reported_at_configuration() -> None:
+    with pytest.raises(FlagError, match="BOT_CODEX_FLAGS"):
+        adapter_from_env("codex", {"BOT_CODEX_FLAGS": "--json"})
+
+
+def test_request_flags_are_checked_too() -> None:
+    with pytest.raises(FlagError, match=r"TurnRequest\.flags"):
+        get_adapter("claude").argv(TurnRequest(prompt="p", flags=("--resume", "x")))
