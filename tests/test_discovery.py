@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import Board, World
+from boardtest import Board, World
 
 from board.server.api.table import all_routes
 from board.server.settings import SETTINGS

@@ -7,7 +7,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from conftest import World, snapshot
+from boardtest import World, snapshot
 
 from board.client import BoardAPIError
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import World
+from boardtest import World
 
 from board.client import BoardAPIError
 

@@ -6,7 +6,7 @@ import asyncio
 import random
 import time
 
-from conftest import World
+from boardtest import World
 
 from board.client import BoardClient
 

@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from conftest import World, db_rows, populate, snapshot, start_board, stop_board
+from boardtest import World, db_rows, populate, snapshot, start_board, stop_board
 
 from board.client import BoardAPIError
 

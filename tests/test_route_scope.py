@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from conftest import Board, World, populate, start_board, stop_board
+from boardtest import Board, World, populate, start_board, stop_board
 
 from board.client import BoardAPIError, BoardClient
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import World
+from boardtest import World
 
 
 async def test_post_mention_reaches_the_bots_inbox(world: World) -> None:

@@ -547,9 +547,7 @@ class Codex(Persona):
             )
             rpos += rrest
             if len(rpos) > 2:
-                raise Usage(
-                    self._usage(rpos[2], "codex exec resume [OPTIONS] [SESSION_ID] [PROMPT]")
-                )
+                raise Usage(self._usage(rpos[2], "codex exec resume [OPTIONS] [SESSION_ID] [PROMPT]"))
             for name, values in ropts.items():
                 opts.setdefault(name, []).extend(values)
             if "--last" in ropts:
@@ -567,8 +565,7 @@ class Codex(Persona):
         if sandbox is None:
             sandbox = config.get("sandbox_mode", "read-only").strip("\"'")
         network = sandbox == "danger-full-access" or (
-            sandbox == "workspace-write"
-            and config.get("sandbox_workspace_write.network_access") == "true"
+            sandbox == "workspace-write" and config.get("sandbox_workspace_write.network_access") == "true"
         )
         if "--dangerously-bypass-approvals-and-sandbox" in opts:
             sandbox, network = "danger-full-access", True
@@ -588,9 +585,7 @@ class Codex(Persona):
 
     def check_env(self, inv: Invocation) -> None:
         if not inv.details["skip_git"] and not in_git_repo(os.getcwd()):
-            raise Refusal(
-                "Not inside a trusted directory and --skip-git-repo-check was not specified."
-            )
+            raise Refusal("Not inside a trusted directory and --skip-git-repo-check was not specified.")
         if not inv.prompt.strip():
             raise Refusal("No prompt provided via stdin.")
 
@@ -635,8 +630,7 @@ class Codex(Persona):
                 done = {"aggregated_output": action.body, "exit_code": 0, "status": "completed"}
             else:
                 done = {
-                    "aggregated_output": "curl: (6) Could not resolve host "
-                    "(network disabled by sandbox)",
+                    "aggregated_output": "curl: (6) Could not resolve host (network disabled by sandbox)",
                     "exit_code": 6,
                     "status": "failed",
                 }
@@ -710,18 +704,12 @@ class Opencode(Persona):
     def parse(self, args: list[str]) -> Invocation:
         if not args or args[0] != "run":
             raise Usage("fake opencode: the TUI needs a terminal; use `opencode run`")
-        opts, pos, rest, _ = parse_options(
-            args[1:], self.SPEC, self.ALIASES, unknown="Unknown argument: {}"
-        )
+        opts, pos, rest, _ = parse_options(args[1:], self.SPEC, self.ALIASES, unknown="Unknown argument: {}")
         fmt = last(opts, "--format") or "default"
         if fmt not in ("default", "json"):
-            raise Usage(
-                f'Invalid values:\n  Argument: format, Given: "{fmt}", Choices: "default", "json"'
-            )
+            raise Usage(f'Invalid values:\n  Argument: format, Given: "{fmt}", Choices: "default", "json"')
         # run joins its words with spaces, quoting any word that holds a space.
-        words = [
-            f'"{w.replace(chr(34), chr(92) + chr(34))}"' if " " in w else w for w in pos + rest
-        ]
+        words = [f'"{w.replace(chr(34), chr(92) + chr(34))}"' if " " in w else w for w in pos + rest]
         auto = any(k in opts for k in ("--auto", "--yolo", "--dangerously-skip-permissions"))
         return Invocation(
             prompt=" ".join(words),
@@ -771,9 +759,7 @@ class Opencode(Persona):
                 }
             else:
                 rejected.append("bash")
-                sys.stderr.write(
-                    f"! permission requested: bash ({action.command}); auto-rejecting\n"
-                )
+                sys.stderr.write(f"! permission requested: bash ({action.command}); auto-rejecting\n")
                 state = {
                     "status": "error",
                     "input": {"command": action.command},
@@ -785,14 +771,10 @@ class Opencode(Persona):
             self._event(
                 sid,
                 "step_finish",
-                part=self._part(
-                    sid, "step-finish", reason="tool-calls", cost=0.0021, tokens=tokens
-                ),
+                part=self._part(sid, "step-finish", reason="tool-calls", cost=0.0021, tokens=tokens),
             )
             self._event(sid, "step_start", part=self._part(sid, "step-start"))
-        self._event(
-            sid, "text", part=self._part(sid, "text", text=text, time={"start": 1, "end": 2})
-        )
+        self._event(sid, "text", part=self._part(sid, "text", text=text, time={"start": 1, "end": 2}))
         self._event(
             sid,
             "step_finish",
@@ -850,9 +832,7 @@ class Copilot(Persona):
             args, self.SPEC, self.ALIASES, unknown="error: unknown option '{}'"
         )
         if pos or rest:
-            raise Usage(
-                f"error: too many arguments. Expected 0 arguments but got {len(pos + rest)}."
-            )
+            raise Usage(f"error: too many arguments. Expected 0 arguments but got {len(pos + rest)}.")
         prompt = last(opts, "--prompt")
         if prompt is None:
             raise Usage("fake copilot: interactive mode needs a terminal; use -p")
@@ -864,9 +844,7 @@ class Copilot(Persona):
             raise Usage("fake copilot: --resume needs a session id with -p")
         tools = opts.get("--allow-tool", [])
         allowed = (
-            "--allow-all-tools" in opts
-            or "--allow-all" in opts
-            or any("shell" in str(t) for t in tools)
+            "--allow-all-tools" in opts or "--allow-all" in opts or any("shell" in str(t) for t in tools)
         )
         return Invocation(
             prompt=prompt,
@@ -933,9 +911,7 @@ class Copilot(Persona):
                     "tool.execution_complete",
                     toolCallId=f"call_{n}",
                     success=False,
-                    error={
-                        "message": "Permission denied and could not request permission from user"
-                    },
+                    error={"message": "Permission denied and could not request permission from user"},
                 )
         self._event("assistant.message", messageId="m1", content=text)
         self._event("assistant.turn_end", turnId="0")
@@ -990,9 +966,7 @@ class Gemini(Persona):
     MODES = {"default", "auto_edit", "yolo", "plan"}
 
     def parse(self, args: list[str]) -> Invocation:
-        opts, pos, rest, _ = parse_options(
-            args, self.SPEC, self.ALIASES, unknown="Unknown arguments: {}"
-        )
+        opts, pos, rest, _ = parse_options(args, self.SPEC, self.ALIASES, unknown="Unknown arguments: {}")
         pos += rest
         prompt = last(opts, "--prompt")
         if prompt is not None and pos:
@@ -1012,8 +986,7 @@ class Gemini(Persona):
         mode = last(opts, "--approval-mode")
         if mode is not None and "--yolo" in opts:
             raise Usage(
-                "Cannot use both --yolo (-y) and --approval-mode together. "
-                "Use --approval-mode=yolo instead."
+                "Cannot use both --yolo (-y) and --approval-mode together. Use --approval-mode=yolo instead."
             )
         if mode is not None and mode not in self.MODES:
             raise Usage(f'Invalid values:\n  Argument: approval-mode, Given: "{mode}"')
@@ -1075,9 +1048,7 @@ class Gemini(Persona):
             out(text + "\n")
             return 0
         out(
-            json.dumps(
-                {"session_id": sid, "response": text, "stats": self._stats(len(actions))}, indent=2
-            )
+            json.dumps({"session_id": sid, "response": text, "stats": self._stats(len(actions))}, indent=2)
             + "\n"
         )
         return 0
@@ -1271,9 +1242,7 @@ def main() -> int:
         sys.stderr.write(str(step.get("stderr", f"fake {name}: simulated failure")) + "\n")
         return int(step.get("exit", 1))
     if kind == "error_result":
-        return persona.emit_error_result(
-            inv, sid, str(step.get("message", "simulated model error"))
-        )
+        return persona.emit_error_result(inv, sid, str(step.get("message", "simulated model error")))
     if kind == "crash":
         out(persona.partial(inv, sid))
         sig = signal.SIGSEGV if step.get("signal") == "SEGV" else signal.SIGKILL
@@ -1297,9 +1266,7 @@ def main() -> int:
         actions.append(board_action(kind, step, inv.tools_allowed))
         then = step.get("then", "ok")
         if then == "error_result":
-            return persona.emit_error_result(
-                inv, sid, str(step.get("message", "simulated model error"))
-            )
+            return persona.emit_error_result(inv, sid, str(step.get("message", "simulated model error")))
         if then == "fail":
             sys.stderr.write(str(step.get("stderr", f"fake {name}: simulated failure")) + "\n")
             return int(step.get("exit", 1))

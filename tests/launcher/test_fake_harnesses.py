@@ -92,9 +92,7 @@ def test_adapter_argv_is_accepted_for_start_and_resume(
     assert first.returncode == 0, first.stderr
     r1 = adapter.parse(first.stdout, first.stderr, first.returncode)
     assert r1.ok and r1.session_id, r1.error
-    second = run_fake(
-        adapter.argv(TurnRequest(prompt="again", session_id=r1.session_id)), repo, env
-    )
+    second = run_fake(adapter.argv(TurnRequest(prompt="again", session_id=r1.session_id)), repo, env)
     r2 = adapter.parse(second.stdout, second.stderr, second.returncode)
     assert r2.ok and r2.session_id == r1.session_id, r2.error
     calls = fake.calls()
@@ -103,9 +101,7 @@ def test_adapter_argv_is_accepted_for_start_and_resume(
 
 
 @pytest.mark.parametrize("name", HARNESSES)
-async def test_turns_through_run_turn(
-    name: str, fake: Fake, repo: Path, env: dict[str, str]
-) -> None:
+async def test_turns_through_run_turn(name: str, fake: Fake, repo: Path, env: dict[str, str]) -> None:
     adapter = get_adapter(name)
     fake.script(
         {"do": "ok", "text": "one"},
@@ -115,9 +111,7 @@ async def test_turns_through_run_turn(
     )
 
     async def turn(session: str | None) -> Any:
-        result, _ = await run_turn(
-            adapter, TurnRequest(prompt="p", session_id=session), cwd=repo, env=env
-        )
+        result, _ = await run_turn(adapter, TurnRequest(prompt="p", session_id=session), cwd=repo, env=env)
         return result
 
     first = await turn(None)
@@ -134,9 +128,7 @@ async def test_turns_through_run_turn(
 
 
 @pytest.mark.parametrize("name", HARNESSES)
-async def test_usage_and_cost_come_through(
-    name: str, fake: Fake, repo: Path, env: dict[str, str]
-) -> None:
+async def test_usage_and_cost_come_through(name: str, fake: Fake, repo: Path, env: dict[str, str]) -> None:
     result, _ = await run_turn(get_adapter(name), TurnRequest(prompt="p"), cwd=repo, env=env)
     assert result.ok
     if name == "copilot":
@@ -161,9 +153,7 @@ async def test_claude_sessions_belong_to_their_directory(
     assert moved.error_kind == "session_gone"
 
 
-async def test_claude_session_id_already_in_use(
-    fake: Fake, repo: Path, env: dict[str, str]
-) -> None:
+async def test_claude_session_id_already_in_use(fake: Fake, repo: Path, env: dict[str, str]) -> None:
     claude = get_adapter("claude")
     req = TurnRequest(prompt="p", fresh_session_id=UUID)
     first, _ = await run_turn(claude, req, cwd=repo, env=env)
@@ -172,13 +162,9 @@ async def test_claude_session_id_already_in_use(
     assert again.error_kind == "exit" and "already in use" in (again.error or "")
 
 
-async def test_opencode_gets_the_prompt_verbatim(
-    fake: Fake, repo: Path, env: dict[str, str]
-) -> None:
+async def test_opencode_gets_the_prompt_verbatim(fake: Fake, repo: Path, env: dict[str, str]) -> None:
     prompt = '-- first line says "hi"\n  indented  twice\n- last'
-    result, _ = await run_turn(
-        get_adapter("opencode"), TurnRequest(prompt=prompt), cwd=repo, env=env
-    )
+    result, _ = await run_turn(get_adapter("opencode"), TurnRequest(prompt=prompt), cwd=repo, env=env)
     assert result.ok
     assert fake.last_call()["prompt"] == prompt
 
@@ -187,9 +173,7 @@ async def test_opencode_gets_the_prompt_verbatim(
 async def test_prompt_starting_with_a_dash_arrives(
     name: str, fake: Fake, repo: Path, env: dict[str, str]
 ) -> None:
-    result, _ = await run_turn(
-        get_adapter(name), TurnRequest(prompt="-v please"), cwd=repo, env=env
-    )
+    result, _ = await run_turn(get_adapter(name), TurnRequest(prompt="-v please"), cwd=repo, env=env)
     assert result.ok, result.error
     assert fake.last_call()["prompt"].strip() == "-v please"
 
@@ -203,9 +187,7 @@ async def test_codex_outside_a_git_repo_needs_the_skip_flag(
     assert run_fake(["codex", "exec", "--json", "hi"], repo, env).returncode == 0
 
 
-async def test_gemini_refuses_an_untrusted_folder(
-    fake: Fake, repo: Path, env: dict[str, str]
-) -> None:
+async def test_gemini_refuses_an_untrusted_folder(fake: Fake, repo: Path, env: dict[str, str]) -> None:
     proc = run_fake(["gemini", "-p", "hi", "-o", "json", "--approval-mode", "yolo"], repo, env)
     assert proc.returncode == 55 and "not running in a trusted directory" in proc.stderr
     trusted = run_fake(["gemini", "-p", "hi", "-o", "json", "--skip-trust"], repo, env)

@@ -125,9 +125,7 @@ def test_non_zero_exit_after_turn_failed() -> None:
 
 
 def test_plain_error_before_any_event() -> None:
-    r = adapter.parse(
-        "", "Not inside a trusted directory and --skip-git-repo-check was not specified.\n", 1
-    )
+    r = adapter.parse("", "Not inside a trusted directory and --skip-git-repo-check was not specified.\n", 1)
     assert r.error_kind == "exit" and "trusted directory" in (r.error or "")
 
 
@@ -139,8 +137,7 @@ def test_latest_thread_id_wins() -> None:
 @pytest.mark.parametrize(
     "stderr",
     [
-        f"Error: thread/resume: thread/resume failed: no rollout found for thread id {TID} "
-        "(code -32600)\n",
+        f"Error: thread/resume: thread/resume failed: no rollout found for thread id {TID} (code -32600)\n",
         f"ERROR: No saved session found with ID {TID}. Run `codex resume` without an ID.\n",
     ],
 )
@@ -150,9 +147,7 @@ def test_session_gone(stderr: str) -> None:
 
 
 def test_noise_and_log_lines_are_skipped() -> None:
-    out = "2026-02-12T20:29:52Z ERROR codex_core::rollout::list: state db missing\n" + events(
-        *turn()
-    )
+    out = "2026-02-12T20:29:52Z ERROR codex_core::rollout::list: state db missing\n" + events(*turn())
     assert adapter.parse(out, "", 0).ok
 
 

@@ -20,9 +20,7 @@ def test_template_drops_the_session_option_on_a_first_run() -> None:
 
 
 def test_placeholders_inside_words_and_model() -> None:
-    a = get_adapter(
-        "command", template=["run", "--session={session}", "-m", "{model}", "--ask={prompt}"]
-    )
+    a = get_adapter("command", template=["run", "--session={session}", "-m", "{model}", "--ask={prompt}"])
     assert a.argv(TurnRequest(prompt="q")) == ["run", "--ask=q"]
     assert a.argv(TurnRequest(prompt="q", session_id="7", model="big")) == [
         "run",

@@ -78,9 +78,7 @@ def test_success_with_tokens_over_models() -> None:
 
 
 def test_error_object_inside_zero_exit_is_a_failure() -> None:
-    out = output(
-        response=None, stats=None, error={"type": "ApiError", "message": "quota", "code": 429}
-    )
+    out = output(response=None, stats=None, error={"type": "ApiError", "message": "quota", "code": 429})
     r = adapter.parse(out, "", 0)
     assert r.error_kind == "error_result"
     assert r.error == "gemini error: ApiError: quota (code 429)"

@@ -26,9 +26,7 @@ def step_finish(reason: str, cost: float, sid: str = SID) -> str:
 def run(sid: str = SID, rejected: list[str] | None = None, done: bool = True) -> str:
     out = (
         event("step_start", sid, part={"type": "step-start"})
-        + event(
-            "tool_use", sid, part={"type": "tool", "tool": "bash", "state": {"status": "completed"}}
-        )
+        + event("tool_use", sid, part={"type": "tool", "tool": "bash", "state": {"status": "completed"}})
         + step_finish("tool-calls", 0.002, sid)
         + event("step_start", sid, part={"type": "step-start"})
         + event("text", sid, part={"type": "text", "text": "Claimed thread 12."})
@@ -53,9 +51,7 @@ def test_start_argv() -> None:
 
 
 def test_resume_and_model() -> None:
-    argv = adapter.argv(
-        TurnRequest(prompt="-x y", session_id=SID, model="anthropic/claude-sonnet-4")
-    )
+    argv = adapter.argv(TurnRequest(prompt="-x y", session_id=SID, model="anthropic/claude-sonnet-4"))
     assert argv[argv.index("--session") + 1] == SID
     assert argv[argv.index("--model") + 1] == "anthropic/claude-sonnet-4"
     assert argv.index("--session") < argv.index("--") and argv[-2:] == ["-x", "y"]
@@ -83,9 +79,7 @@ def test_success_sums_cost_over_step_finish() -> None:
 
 
 def test_rejected_permissions_are_a_failure() -> None:
-    r = adapter.parse(
-        run(rejected=["bash"]), "! permission requested: bash (curl *); auto-rejecting\n", 0
-    )
+    r = adapter.parse(run(rejected=["bash"]), "! permission requested: bash (curl *); auto-rejecting\n", 0)
     assert r.error_kind == "error_result" and "--auto" in (r.error or "")
 
 

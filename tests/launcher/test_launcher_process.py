@@ -63,14 +63,10 @@ async def test_stdin_is_closed_so_a_stdin_reader_finishes(
     assert fake.last_call()["stdin_bytes"] == 0
 
 
-def test_the_fake_really_hangs_on_an_open_stdin_pipe(
-    fake: Fake, repo: Path, env: dict[str, str]
-) -> None:
+def test_the_fake_really_hangs_on_an_open_stdin_pipe(fake: Fake, repo: Path, env: dict[str, str]) -> None:
     """Without this, the test above would prove nothing."""
     argv = claude.argv(TurnRequest(prompt="p"))
-    proc = subprocess.Popen(
-        argv, cwd=repo, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
-    )
+    proc = subprocess.Popen(argv, cwd=repo, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
     try:
         with pytest.raises(subprocess.TimeoutExpired):
             proc.wait(timeout=1.0)
@@ -112,9 +108,7 @@ async def test_a_harness_ignoring_sigterm_gets_sigkill(
     assert not alive(call["pid"]) and not alive(call["grandchild_pid"])
 
 
-async def test_timeout_keeps_the_pre_assigned_session(
-    fake: Fake, repo: Path, env: dict[str, str]
-) -> None:
+async def test_timeout_keeps_the_pre_assigned_session(fake: Fake, repo: Path, env: dict[str, str]) -> None:
     fake.script({"do": "hang", "seconds": 60})
     sid = "5f0c1b7e-2d55-4a57-9d1c-0a4c1f3e8b21"
     result, _ = await run_turn(
@@ -145,9 +139,7 @@ async def test_a_pipe_held_open_outside_the_group_is_abandoned(
 ) -> None:
     fake.script({"do": "ok", "linger": 60, "escape": True})
     t0 = time.monotonic()
-    outcome = await run_process(
-        claude.argv(TurnRequest(prompt="p")), cwd=repo, env=env, drain_grace=0.5
-    )
+    outcome = await run_process(claude.argv(TurnRequest(prompt="p")), cwd=repo, env=env, drain_grace=0.5)
     reap_later.append(fake.last_call()["grandchild_pid"])
     assert time.monotonic() - t0 < 5
     assert outcome.exit_code == 0
@@ -159,9 +151,7 @@ async def test_flood_is_capped_in_memory_and_the_harness_still_finishes(
 ) -> None:
     fake.script({"do": "flood", "bytes": 8 * 1024 * 1024, "text": "after the flood"})
     cap = 256 * 1024
-    result, outcome = await run_turn(
-        claude, TurnRequest(prompt="p"), cwd=repo, env=env, stdout_cap=cap
-    )
+    result, outcome = await run_turn(claude, TurnRequest(prompt="p"), cwd=repo, env=env, stdout_cap=cap)
     assert outcome is not None
     assert outcome.exit_code == 0  # read to EOF: no SIGPIPE
     assert outcome.truncated
@@ -171,9 +161,7 @@ async def test_flood_is_capped_in_memory_and_the_harness_still_finishes(
     assert result.ok and result.text == "after the flood"  # the result was in the tail
 
 
-@pytest.mark.parametrize(
-    ("sig", "code", "name"), [("KILL", -9, "SIGKILL"), ("SEGV", -11, "SIGSEGV")]
-)
+@pytest.mark.parametrize(("sig", "code", "name"), [("KILL", -9, "SIGKILL"), ("SEGV", -11, "SIGSEGV")])
 async def test_crash_is_reported(
     fake: Fake, repo: Path, env: dict[str, str], sig: str, code: int, name: str
 ) -> None:
@@ -239,12 +227,8 @@ async def test_environment_of_a_parent_harness_session_is_scrubbed(
     assert env["BOARD_TOKEN"] == "tok-secret"
 
 
-async def test_without_scrubbing_claude_refuses_to_nest(
-    fake: Fake, repo: Path, env: dict[str, str]
-) -> None:
-    result, _ = await run_turn(
-        claude, TurnRequest(prompt="p"), cwd=repo, env={**env, "CLAUDECODE": "1"}
-    )
+async def test_without_scrubbing_claude_refuses_to_nest(fake: Fake, repo: Path, env: dict[str, str]) -> None:
+    result, _ = await run_turn(claude, TurnRequest(prompt="p"), cwd=repo, env={**env, "CLAUDECODE": "1"})
     assert result.error_kind == "exit"
     assert "cannot be launched inside another Claude Code session" in (result.error or "")
 
@@ -257,9 +241,7 @@ async def test_adapter_environment_is_added(fake: Fake, repo: Path, env: dict[st
 
 async def test_missing_executable(repo: Path, env: dict[str, str]) -> None:
     adapter = get_adapter("claude", executable=str(repo / "no-such-claude"))
-    result, outcome = await run_turn(
-        adapter, TurnRequest(prompt="p", session_id="s"), cwd=repo, env=env
-    )
+    result, outcome = await run_turn(adapter, TurnRequest(prompt="p", session_id="s"), cwd=repo, env=env)
     assert outcome is None
     assert result.error_kind == "exit" and "could not start" in (result.error or "")
     assert result.session_id == "s"
@@ -285,9 +267,7 @@ async def test_cancelling_the_turn_kills_the_group(
     assert not alive(call["pid"]) and not alive(call["grandchild_pid"])
 
 
-async def test_concurrent_turns_each_take_their_own_step(
-    fake: Fake, repo: Path, env: dict[str, str]
-) -> None:
+async def test_concurrent_turns_each_take_their_own_step(fake: Fake, repo: Path, env: dict[str, str]) -> None:
     fake.script(*[{"do": "ok", "text": f"answer {i}"} for i in range(6)])
     runs = await asyncio.gather(
         *[run_turn(claude, TurnRequest(prompt="p"), cwd=repo, env=env) for _ in range(6)]
