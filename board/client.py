@@ -294,6 +294,25 @@ class BoardClient:
     async def wake(self, **params: Any) -> JSON:
         return await self.request("GET", "/api/wake", params=params)
 
+    # -- registry ---------------------------------------------------------------
+
+    async def profile(self, name: str) -> JSON:
+        return await self.request("GET", f"/api/profiles/{name}")
+
+    async def bot_prompt(
+        self, handle: str, trigger: list[int], first: bool, budget_bytes: int | None = None
+    ) -> JSON:
+        """The board's prompt for one turn: ``{first_turn, turn, covers, omitted, bytes}``."""
+        return await self.request(
+            "GET",
+            f"/api/bots/{handle}/prompt",
+            params={
+                "trigger": trigger,
+                "first": "true" if first else "false",
+                "budget_bytes": budget_bytes,
+            },
+        )
+
     # -- audit ------------------------------------------------------------------
 
     async def audit(self, **params: Any) -> JSON:
