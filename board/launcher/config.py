@@ -1,0 +1,236 @@
+"""What one bot daemon runs with: flags, then the environment, then its profile.
+
+Precedence is the usual one for a command: a flag on the command line wins over
+an environment variable, which wins over the profile on the board, which wins
+over the defaults here. The token never comes from a flag (it would show in
+``ps``): ``BOARD_TOKEN``, or the file ``token`` in the bot's state directory,
+which must be private to its owner.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .harnesses import ADAPTERS, Adapter, adapter_from_env
+from .process import turn_timeout
+
+DEFAULT_BOARD_URL = "http://127.0.0.1:8080"
+DEFAULT_JITTER = 20.0  # BOT_JITTER, seconds
+DEFAULT_STOP_GRACE = 10.0  # BOT_STOP_GRACE: how long SIGTERM lets a running turn finish
+HANDLE = re.compile(r"[A-Za-z0-9._-]{2,32}")
+CHANNEL = re.compile(r"[a-z0-9._-]{2,64}")
+
+
+class ConfigError(ValueError):
+    """Configuration the daemon cannot start with; the message says what to change."""
+
+
+def state_root(environ: Mapping[str, str]) -> Path:
+    """Where every bot's state directory lives: ``BOT_STATE_DIR``, else the XDG state home."""
+    override = environ.get("BOT_STATE_DIR", "").strip()
+    if override:
+        return Path(override).expanduser()
+    xdg = environ.get("XDG_STATE_HOME", "").strip()
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state"
+    return base / "bot-board" / "bots"
+
+
+def state_dir(environ: Mapping[str, str], handle: str) -> Path:
+    """One bot's state directory (token, state.json, pid, log)."""
+    check_handle(handle)
+    return state_root(environ) / handle
+
+
+def check_handle(handle: str) -> str:
+    if not HANDLE.fullmatch(handle):
+        raise ConfigError(f"handle {handle!r} must be 2-32 of [A-Za-z0-9._-]")
+    return handle
+
+
+def read_token_file(path: Path) -> str:
+    """The token in path; refused when others may read it (a token is a login)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise ConfigError(f"no token: set BOARD_TOKEN or write it to {path} (mode 0600)") from None
+    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ConfigError(
+            f"{path} is readable by others (mode {stat.S_IMODE(info.st_mode):04o}); run: chmod 600 {path}"
+        )
+    if info.st_uid != os.getuid():
+        raise ConfigError(f"{path} belongs to another user; the token file must be yours")
+    token = path.read_text().strip()
+    if not token:
+        raise ConfigError(f"{path} is empty")
+    return token
+
+
+def parse_list(value: Any) -> tuple[str, ...]:
+    """A comma-separated string or a list, as a tuple of non-empty words."""
+    if value is None:
+        return ()
+    items = value.split(",") if isinstance(value, str) else [str(v) for v in value]
+    return tuple(item.strip() for item in items if item.strip())
+
+
+def parse_flags(value: Any) -> tuple[str, ...]:
+    """Harness flags from a shell-quoted string or a list."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(shlex.split(value))
+    return tuple(str(v) for v in value)
+
+
+def parse_seconds(name: str, raw: Any, default: float) -> float:
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return default
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number of seconds, not {raw!r}") from None
+    if value < 0:
+        raise ConfigError(f"{name} must not be negative, not {raw!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the command line said; None means "not given"."""
+
+    handle: str | None = None
+    harness: str | None = None
+    repo: str | None = None
+    watch: str | None = None
+    goal: int | None = None
+    profile: str | None = None
+    board: str | None = None
+    pool: str | None = None
+    skills: tuple[str, ...] = ()
+    jitter: float | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class BotConfig:
+    """Everything the loop needs, resolved and checked."""
+
+    handle: str
+    harness: str
+    board_url: str
+    token: str
+    repo: Path
+    state_dir: Path
+    watch: tuple[str, ...] = ()
+    goal: int | None = None
+    profile: str | None = None
+    model: str | None = None
+    flags: tuple[str, ...] = ()
+    jitter: float = DEFAULT_JITTER
+    turn_timeout: float = 1800.0
+    stop_grace: float = DEFAULT_STOP_GRACE
+    pool: Path | None = None
+    skills: tuple[str, ...] = ()
+    identity: str = ""  # the profile's identity text, for the local fallback prompt
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+
+def board_url(options: Options, environ: Mapping[str, str]) -> str:
+    return (options.board or environ.get("BOARD_URL") or DEFAULT_BOARD_URL).rstrip("/")
+
+
+def token_for(handle: str | None, environ: Mapping[str, str]) -> str:
+    """BOARD_TOKEN, else the bot's token file."""
+    token = environ.get("BOARD_TOKEN", "").strip()
+    if token:
+        return token
+    if not handle:
+        raise ConfigError("no token: set BOARD_TOKEN, or give --handle so the token file can be found")
+    return read_token_file(state_dir(environ, handle) / "token")
+
+
+def resolve(
+    options: Options,
+    environ: Mapping[str, str],
+    *,
+    token: str,
+    handle: str,
+    profile: Mapping[str, Any] | None = None,
+) -> BotConfig:
+    """Merge flags, environment and profile into a checked configuration."""
+    prof = dict(profile or {})
+    check_handle(handle)
+    harness = options.harness or environ.get("BOT_HARNESS") or prof.get("harness")
+    if not harness:
+        raise ConfigError("no harness: give --harness (claude, codex, opencode, copilot, gemini, command)")
+    if harness not in ADAPTERS:
+        raise ConfigError(f"unknown harness {harness!r}; known: {', '.join(sorted(ADAPTERS))}")
+    pool = options.pool or environ.get("BOT_POOL")
+    repo_raw = options.repo or environ.get("BOT_REPO") or prof.get("repo") or (pool or os.getcwd())
+    repo = Path(str(repo_raw)).expanduser().resolve()
+    if not repo.is_dir():
+        raise ConfigError(f"repo {repo} is not a directory")
+    watch = parse_list(options.watch if options.watch is not None else environ.get("BOT_WATCH"))
+    if options.watch is None and not environ.get("BOT_WATCH"):
+        watch = parse_list(prof.get("watch"))
+    for slug in watch:
+        if not CHANNEL.fullmatch(slug):
+            raise ConfigError(f"watch: {slug!r} is not a channel slug")
+    goal_raw = options.goal if options.goal is not None else environ.get("BOT_GOAL") or prof.get("goal")
+    try:
+        goal = int(goal_raw) if goal_raw not in (None, "") else None
+    except (TypeError, ValueError):
+        raise ConfigError(f"goal must be a thread id, not {goal_raw!r}") from None
+    jitter = (
+        options.jitter
+        if options.jitter is not None
+        else parse_seconds("BOT_JITTER", environ.get("BOT_JITTER"), DEFAULT_JITTER)
+    )
+    try:
+        timeout = turn_timeout(environ)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    pool_path = None
+    if pool:
+        pool_path = Path(pool).expanduser().resolve()
+        pool_path.mkdir(parents=True, exist_ok=True)
+    model = options.model or environ.get("BOT_MODEL") or prof.get("model") or None
+    return BotConfig(
+        handle=handle,
+        harness=harness,
+        board_url=board_url(options, environ),
+        token=token,
+        repo=repo,
+        state_dir=state_dir(environ, handle),
+        watch=watch,
+        goal=goal,
+        profile=options.profile or environ.get("BOT_PROFILE") or None,
+        model=str(model) if model else None,
+        flags=parse_flags(prof.get("flags")),
+        jitter=jitter,
+        turn_timeout=timeout,
+        stop_grace=parse_seconds("BOT_STOP_GRACE", environ.get("BOT_STOP_GRACE"), DEFAULT_STOP_GRACE),
+        pool=pool_path,
+        skills=tuple(options.skills),
+        identity=str(prof.get("identity") or ""),
+        environ=dict(environ),
+    )
+
+
+def make_adapter(cfg: BotConfig) -> Adapter:
+    """The harness adapter: BOT_<HARNESS>_FLAGS when set, else the profile's flags."""
+    env = dict(cfg.environ)
+    key = f"BOT_{cfg.harness.upper()}_FLAGS"
+    if not env.get(key, "").strip() and cfg.flags:
+        env[key] = shlex.join(cfg.flags)
+    try:
+        return adapter_from_env(cfg.harness, env)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None

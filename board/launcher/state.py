@@ -1,0 +1,118 @@
+"""The bot's memory between runs: cursor, sessions, failures, the turn in flight.
+
+One JSON file, ``state.json`` in the bot's state directory, replaced atomically
+(written to a temporary file, flushed to disk, renamed over the old one), so a
+``kill -9`` at any moment leaves either the old state or the new one, never a
+torn file. The loop saves it after every step that must survive a crash.
+
+Why each field is kept:
+
+- ``cursor``: every message with an id at or below it has been handled; the
+  next wake asks ``since=cursor``. It only moves after the turn's wake record
+  and receipts are on the board (at least once delivery).
+- ``handled``: ids above the cursor already handled (in pool mode one channel
+  can finish before another that started earlier), so a restart does not run
+  them again.
+- ``sessions``: the latest harness session id per session key ("" for a
+  single bot, the channel in pool mode).
+- ``failures`` / ``thread_failures``: consecutive failed turns per session key
+  (drives the backoff) and per thread (the third in a row releases the claim).
+- ``inflight``: the turns running now, with their harness's pid and start
+  time, so a daemon restarted after a crash can end an orphaned harness and
+  tell the next turn that these messages were interrupted.
+- ``watch_from``: the board's cursor when the bot first started; older watched
+  messages are history, not work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+STATE_FILE = "state.json"
+MAX_HANDLED = 10_000  # ids kept above the cursor; far more than any backlog of turns
+MAX_THREAD_FAILURES = 200
+
+
+@dataclass
+class BotState:
+    cursor: int = 0
+    handled: list[int] = field(default_factory=list)
+    sessions: dict[str, str] = field(default_factory=dict)
+    failures: dict[str, int] = field(default_factory=dict)
+    thread_failures: dict[str, int] = field(default_factory=dict)
+    inflight: dict[str, dict[str, Any]] = field(default_factory=dict)
+    interrupted: dict[str, list[int]] = field(default_factory=dict)
+    last_wake: dict[str, Any] | None = None
+    watch_from: int | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BotState:
+        """Known fields only, so an older or newer daemon's file still loads."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def mark_handled(self, ids: list[int], read_position: int, pending: set[int]) -> None:
+        """Ids are done; move the cursor as far as nothing pending holds it back."""
+        done = set(self.handled) | set(ids)
+        limit = min(pending) - 1 if pending else read_position
+        self.cursor = max(self.cursor, limit)
+        self.handled = sorted(i for i in done if i > self.cursor)[-MAX_HANDLED:]
+
+    def note_thread_failure(self, thread_id: int) -> int:
+        """One more failure in a row on this thread; returns the count."""
+        key = str(thread_id)
+        count = self.thread_failures.pop(key, 0) + 1
+        self.thread_failures[key] = count  # re-inserted: most recent last
+        while len(self.thread_failures) > MAX_THREAD_FAILURES:
+            self.thread_failures.pop(next(iter(self.thread_failures)))
+        return count
+
+
+class StateFile:
+    """Load and save one bot's state.json, atomically."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.path = directory / STATE_FILE
+
+    def load(self) -> BotState:
+        try:
+            data = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return BotState()
+        if not isinstance(data, dict):
+            raise ValueError(f"{self.path} does not hold a JSON object")
+        return BotState.from_json(data)
+
+    def save(self, state: BotState) -> None:
+        write_atomic(self.path, json.dumps(state.to_json(), indent=1, sort_keys=True) + "\n")
+
+
+def write_atomic(path: Path, text: str, mode: int = 0o600) -> None:
+    """Replace path with text so that a crash leaves the old file or the new, whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
