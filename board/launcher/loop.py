@@ -1,0 +1,734 @@
+"""The wake loop: wait on the board, run one harness turn per batch, account for it.
+
+Two kinds of task share the bot's state:
+
+- the **reader** holds ``GET /api/wake?since=<read position>&wait=60`` open and
+  puts each message it returns in the queue of its **lane** (the bot's one
+  session, or in pool mode the session of the message's channel);
+- each **lane** runs one harness turn at a time for everything queued in it.
+  Messages that arrive while its harness runs wait in the queue and make the
+  next turn's batch, so nothing is dropped and nothing runs twice at once.
+
+A lane whose queue holds only ``watched`` messages waits a random
+0..``BOT_JITTER`` seconds first, so that another bot's claim is visible before
+this one acts; a ``for_me`` message ends that wait at once.
+
+After a turn the lane records the wake (``POST /api/wakes``) and ``seen``
+receipts for the messages addressed to the bot, and only then moves the
+cursor, which ``state.json`` keeps: delivery is at least once. The prompt names
+the ids it covers (and ``BOARD_WAKE_IDS`` carries them) so a harness that
+already answered, in a turn cut short by a crash, can tell.
+
+A failed turn (non-zero exit, an error inside a zero exit, a timeout) is
+reported by one reply in the thread of the message that triggered it; the
+third failure in a row on a thread releases the bot's claim on it; and the lane
+backs off (1 s, 2 s, 4 s ... 5 min) before its next turn. A resume whose
+session is gone starts a fresh session once, and says so in the thread.
+
+When the board cannot be reached every call is retried with a capped backoff;
+the cursor does not move until the board has the turn's records, and every
+write carries a request id, so a retry never posts twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import signal
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import psutil
+
+from ..client import BoardAPIError, BoardClient
+from .config import BotConfig
+from .harnesses import Adapter, TurnRequest, TurnResult
+from .harnesses.base import describe_exit, trim
+from .logs import EventLog
+from .pool import Pool
+from .process import ProcessOutcome, child_env, group_alive, identity_env, run_turn
+from .prompt import Prompt, Prompter
+from .state import BotState, StateFile
+
+T = TypeVar("T")
+
+RELEASE_AFTER = 3  # failures in a row on a thread before its claim is released
+POOL_CONCURRENCY = 4  # turns at once in pool mode (one per channel)
+POOL_REFRESH = 300.0  # seconds between re-reads of the workspace's channels in pool mode
+
+
+class Fatal(Exception):
+    """The daemon cannot go on (its token was refused): exit, let the operator act."""
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The loop's waits; tests shorten them."""
+
+    wait: int = 60  # long-poll seconds
+    retry_first: float = 0.5  # board unreachable: first retry delay ...
+    retry_cap: float = 30.0  # ... doubling up to this
+    fail_first: float = 1.0  # harness failure: first backoff ...
+    fail_cap: float = 300.0  # ... doubling up to this
+    batch_max: int = 100  # messages in one turn; the rest make the next
+
+
+def backoff(failures: int, first: float, cap: float) -> float:
+    """The delay after ``failures`` failures in a row: first, 2*first, ... capped."""
+    if failures <= 0:
+        return 0.0
+    return min(cap, first * 2 ** min(failures - 1, 32))
+
+
+def jitter_delay(
+    batch: Sequence[Mapping[str, Any]], jitter: float, uniform: Callable[[float, float], float]
+) -> float:
+    """How long to wait before a turn: 0 if anything is for the bot, else random 0..jitter."""
+    if not batch or jitter <= 0 or any(m.get("for_me") for m in batch):
+        return 0.0
+    return uniform(0.0, jitter)
+
+
+def wake_outcome(result: TurnResult, outcome: ProcessOutcome | None) -> str:
+    """The outcome word of POST /api/wakes for a turn."""
+    if result.ok:
+        return "ok"
+    if result.error_kind == "timeout":
+        return "timeout"
+    if outcome is None:
+        return "error"  # never started
+    return "failed"
+
+
+def iso(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def no_mentions(text: str) -> str:
+    """Text that wakes nobody when posted: '@' followed by a zero-width space."""
+    return text.replace("@", "@\u200b")
+
+
+def failure_text(
+    harness: str, result: TurnResult, outcome: ProcessOutcome | None, timeout: float, count: int
+) -> str:
+    """The one reply a failed turn posts in its thread."""
+    if result.error_kind == "timeout":
+        what = f"timed out after {timeout:g} s and was stopped"
+    elif outcome is None:
+        what = "could not be started"
+    elif outcome.exit_code not in (0, None):
+        what = f"failed ({describe_exit(outcome.exit_code)})"
+    else:
+        what = f"exited 0 but reported a failure ({result.error_kind})"
+    lines = [f"My {harness} turn {what}."]
+    if result.error:
+        lines.append(f"Error: {trim(result.error, 3, 500)}")
+    tail = outcome.stderr_tail(max_lines=12, max_chars=1500) if outcome is not None else ""
+    if tail and (not result.error or tail not in result.error):
+        lines.append("Last lines of stderr:\n```\n" + tail.replace("```", "'''") + "\n```")
+    if count >= RELEASE_AFTER:
+        lines.append(
+            f"That is {count} failures in a row on this thread; I released my claim on it, if I held one."
+        )
+    elif count > 1:
+        lines.append(f"{count} failures in a row on this thread.")
+    return no_mentions("\n".join(lines))
+
+
+class TurnRunner(Protocol):
+    async def __call__(
+        self,
+        adapter: Adapter,
+        req: TurnRequest,
+        *,
+        cwd: str | os.PathLike[str],
+        env: Mapping[str, str],
+        timeout: float,
+        on_start: Callable[[int], object] | None,
+    ) -> tuple[TurnResult, ProcessOutcome | None]: ...
+
+
+@dataclass
+class Lane:
+    """One harness session and the messages waiting for its next turn."""
+
+    key: str
+    cwd: Path
+    queue: list[dict[str, Any]] = field(default_factory=list)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    urgent: asyncio.Event = field(default_factory=asyncio.Event)  # a for_me message is queued
+    task: asyncio.Task[None] | None = None
+    busy: bool = False
+
+    def put(self, message: dict[str, Any]) -> None:
+        self.queue.append(message)
+        self.ready.set()
+        if message.get("for_me"):
+            self.urgent.set()
+
+    def take(self, limit: int) -> list[dict[str, Any]]:
+        batch, self.queue = self.queue[:limit], self.queue[limit:]
+        if not self.queue:
+            self.ready.clear()
+        if not any(m.get("for_me") for m in self.queue):
+            self.urgent.clear()
+        return batch
+
+
+@dataclass
+class Run:
+    """One harness run of a turn."""
+
+    result: TurnResult
+    outcome: ProcessOutcome | None
+    started_at: float
+    ended_at: float
+    turn_id: str  # names its wake record, failure reply and in-flight entry (request ids)
+
+
+class Bot:
+    """One bot's loop. ``await Bot(...).run(stop)`` until stop is set."""
+
+    def __init__(
+        self,
+        cfg: BotConfig,
+        client: BoardClient,
+        adapter: Adapter,
+        *,
+        log: EventLog,
+        state_file: StateFile,
+        pool: Pool | None = None,
+        skills_note: str = "",
+        timing: Timing = Timing(),
+        runner: TurnRunner = run_turn,
+        uniform: Callable[[float, float], float] = random.uniform,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.cfg = cfg
+        self.client = client
+        self.adapter = adapter
+        self.log = log
+        self.state_file = state_file
+        self.pool = pool
+        self.skills_note = skills_note
+        self.timing = timing
+        self.runner = runner
+        self.uniform = uniform
+        self.sleep = sleep
+        self.state = BotState()
+        self.workspace = ""
+        self.read_position = 0
+        self.pending: set[int] = set()
+        self.arrived: dict[int, float] = {}
+        self.lanes: dict[str, Lane] = {}
+        self.slots = asyncio.Semaphore(POOL_CONCURRENCY if pool else 1)
+        self.prompter: Prompter | None = None
+        self.fatal: BaseException | None = None
+        self._stop: asyncio.Event | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._abort = asyncio.Event()
+        self.stopping = False
+
+    def abort(self) -> None:
+        """Stop now: running turns are not given their grace (a second SIGTERM)."""
+        self._abort.set()
+
+    # -- the board, with retries ----------------------------------------------------
+
+    async def call(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
+        """fn() until the board answers; while it cannot be reached, back off and retry."""
+        attempt = 0
+        while True:
+            try:
+                return await fn()
+            except BoardAPIError as exc:
+                if exc.code == "UNAUTHENTICATED":
+                    raise Fatal(f"the board refused the bot's token ({exc.message})") from exc
+                if not (exc.code in ("UNAVAILABLE", "RATE_LIMITED") or exc.retryable):
+                    raise
+                attempt += 1
+                delay = exc.retry_after or backoff(attempt, self.timing.retry_first, self.timing.retry_cap)
+                if attempt == 1 or attempt % 10 == 0:
+                    self.log.event("board_retry", call=what, code=exc.code, attempt=attempt, delay_s=delay)
+                await self.sleep(delay)
+
+    def save(self) -> None:
+        self.state_file.save(self.state)
+
+    # -- start and stop ---------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """The loop, until stop is set; then let running turns finish, up to the grace."""
+        self._stop = stop
+        me = await self.call("me", self.client.me)
+        self.workspace = str(me.get("workspace") or "")
+        self.state = self.state_file.load()
+        if self.state.watch_from is None:
+            # A new bot: what was said in watched channels before it existed is history.
+            self.state.watch_from = int(me.get("cursor") or 0)
+        self.read_position = self.state.cursor
+        await self.recover()
+        self.save()
+        self.prompter = Prompter(
+            self.client,
+            handle=self.cfg.handle,
+            board_url=self.cfg.board_url,
+            workspace=self.workspace,
+            identity=self.cfg.identity,
+        )
+        if self.pool is not None:
+            await self.pool.try_refresh()
+            self.spawn(self.refresh_loop())
+        self.log.event(
+            "started",
+            harness=self.cfg.harness,
+            cursor=self.state.cursor,
+            workspace=self.workspace,
+            pool=str(self.pool.root) if self.pool else None,
+            watch=list(self.watch()),
+        )
+        reader = self.spawn(self.read_loop())
+        stopper = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait({reader, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if reader.done() and not reader.cancelled() and self.fatal is None:
+                self.fatal = reader.exception()
+        finally:
+            stopper.cancel()
+            await self.shutdown()
+        if self.fatal is not None:
+            raise self.fatal
+
+    def spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None and self.fatal is None:
+            self.fatal = exc
+            if not isinstance(exc, Fatal):
+                self.log.event("crashed", error=f"{type(exc).__name__}: {exc}")
+            if self._stop is not None:
+                self._stop.set()
+
+    async def shutdown(self) -> None:
+        """Stop reading; give running turns the grace to finish, then abort them."""
+        self.stopping = True
+        lanes = [lane.task for lane in self.lanes.values() if lane.task is not None]
+        busy = [lane.task for lane in self.lanes.values() if lane.busy and lane.task is not None]
+        for task in [*self._tasks, *lanes]:
+            if task not in busy:
+                task.cancel()
+        if busy and self.fatal is None and not self._abort.is_set():
+            self.log.event("stopping", running_turns=len(busy), grace_s=self.cfg.stop_grace)
+            aborted = asyncio.create_task(self._abort.wait())
+            deadline = asyncio.get_running_loop().time() + self.cfg.stop_grace
+            while not aborted.done() and not all(t.done() for t in busy):
+                left = deadline - asyncio.get_running_loop().time()
+                if left <= 0:
+                    break
+                await asyncio.wait([*busy, aborted], timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            aborted.cancel()
+        unfinished = [t for t in busy if not t.done()]
+        if unfinished:
+            self.log.event("aborting", running_turns=len(unfinished))
+        for task in unfinished:
+            task.cancel()
+        await asyncio.gather(*self._tasks, *lanes, return_exceptions=True)
+        self.save()
+        self.log.event("stopped", cursor=self.state.cursor)
+
+    async def recover(self) -> None:
+        """Turns a crash cut short: end their orphaned harness, record them, flag their ids."""
+        for key, info in list(self.state.inflight.items()):
+            pid = int(info.get("pid") or 0)
+            if pid and _same_process(pid, info.get("create_time")):
+                await _end_group(pid)
+                self.log.event("orphan_killed", lane=key, pid=pid)
+            ids = [int(i) for i in info.get("ids", [])]
+            started = float(info.get("started_at") or time.time())
+            if ids:
+                await self.record_wake(
+                    str(info.get("turn_id") or f"{ids[-1]}-{int(started)}"),
+                    ids,
+                    harness=self.cfg.harness,
+                    session_id=info.get("session"),
+                    started_at=iso(started),
+                    ended_at=iso(time.time()),
+                    outcome="error",
+                    error="interrupted: the bot daemon stopped during this turn; its messages run again",
+                )
+                self.state.interrupted[key] = ids
+            self.state.inflight.pop(key, None)
+
+    # -- reading ------------------------------------------------------------------------
+
+    def watch(self) -> tuple[str, ...]:
+        return tuple(self.pool.watch()) if self.pool is not None else self.cfg.watch
+
+    async def read_loop(self) -> None:
+        while True:
+            since = self.read_position
+            page = await self.call(
+                "wake",
+                lambda since=since: self.client.wake(  # type: ignore[misc]
+                    since=since,
+                    wait=self.timing.wait,
+                    limit=self.timing.batch_max,
+                    watch=list(self.watch()),
+                    goal=self.cfg.goal if self.pool is None else None,
+                ),
+            )
+            messages = sorted(page.get("messages") or [], key=lambda m: int(m["id"]))
+            now = time.monotonic()
+            for message in messages:
+                self.dispatch(message, now)
+            if messages:
+                self.read_position = max(self.read_position, int(messages[-1]["id"]))
+                if not self.pending:
+                    self.state.mark_handled([], self.read_position, self.pending)
+                    self.save()
+
+    def dispatch(self, message: dict[str, Any], arrived: float) -> None:
+        """Queue a message in its lane, or pass over it (see skip)."""
+        mid = int(message["id"])
+        if mid <= self.state.cursor or mid in self.pending or mid in self.state.handled:
+            return
+        if self.skip(message):
+            return
+        lane = self.lane(self.pool.key(message) if self.pool is not None else "")
+        self.pending.add(mid)
+        self.arrived[mid] = arrived
+        lane.put(message)
+        if self.pool is not None and not self.pool.knows(lane.key):
+            self.spawn(self.pool.try_refresh())
+
+    def skip(self, message: Mapping[str, Any]) -> bool:
+        """Messages that are not work: the bot's own, the board's events about the
+        bot's own acts, watched history from before the bot's first start, and in
+        pool mode watched posts in a channel that is not a project."""
+        if message.get("author") == self.cfg.handle:
+            return True
+        if message.get("for_me"):
+            return False
+        meta = message.get("meta") or {}
+        if message.get("kind") == "event" and isinstance(meta, dict) and meta.get("by") == self.cfg.handle:
+            return True
+        if self.state.watch_from is not None and int(message["id"]) <= self.state.watch_from:
+            return True
+        return self.pool is not None and not self.pool.is_project(self.pool.key(message))
+
+    def lane(self, key: str) -> Lane:
+        lane = self.lanes.get(key)
+        if lane is None:
+            cwd = self.pool.cwd(key) if self.pool is not None else self.cfg.repo
+            lane = self.lanes[key] = Lane(key, cwd)
+            lane.task = asyncio.ensure_future(self.lane_loop(lane))
+            lane.task.add_done_callback(self._task_done)
+        return lane
+
+    async def refresh_loop(self) -> None:
+        assert self.pool is not None
+        while True:
+            await asyncio.sleep(POOL_REFRESH)
+            await self.pool.try_refresh()
+
+    # -- turns --------------------------------------------------------------------------
+
+    async def lane_loop(self, lane: Lane) -> None:
+        while True:
+            await lane.ready.wait()
+            failures = self.state.failures.get(lane.key, 0)
+            if failures:
+                await self.sleep(backoff(failures, self.timing.fail_first, self.timing.fail_cap))
+            delay = jitter_delay(lane.queue, self.cfg.jitter, self.uniform)
+            if delay > 0:
+                self.log.event("jitter", lane=lane.key, delay_s=round(delay, 3))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(lane.urgent.wait(), delay)
+            batch = lane.take(self.timing.batch_max)
+            if not batch:
+                continue
+            async with self.slots:
+                lane.busy = True
+                try:
+                    await self.turn(lane, batch)
+                finally:
+                    lane.busy = False
+            if self.stopping:
+                return
+
+    async def turn(self, lane: Lane, batch: list[dict[str, Any]]) -> None:
+        """One batch: prompt, harness run (and a fresh session once if it is gone), records."""
+        assert self.prompter is not None
+        ids = [int(m["id"]) for m in batch]
+        mine = [m for m in batch if m.get("for_me")]
+        trigger = (mine or batch)[-1]
+        thread = int(trigger.get("thread_id") or trigger["id"])
+        notes = []
+        interrupted = sorted(set(ids) & {i for v in self.state.interrupted.values() for i in v})
+        if interrupted:
+            notes.append(
+                f"Note from the bot daemon: a turn on messages {', '.join(map(str, interrupted))} was "
+                "interrupted (the daemon restarted). Parts of it may have run: check their threads "
+                "before acting again."
+            )
+        session = self.state.sessions.get(lane.key)
+        run = await self.run_once(lane, batch, ids, session, notes)
+        if run.result.error_kind == "session_gone" and session:
+            await self.record_run(run, ids)
+            self.log.event("session_gone", lane=lane.key, session=session)
+            self.state.sessions.pop(lane.key, None)
+            await self.post(
+                no_mentions(
+                    f"My {self.cfg.harness} session {session} no longer exists; "
+                    "I am starting a fresh session, without the earlier context."
+                ),
+                reply_to=int(trigger["id"]),
+                request_id=f"gone-{run.turn_id}",
+            )
+            notes = [*notes, "Your earlier session was lost; this is a fresh session."]
+            run = await self.run_once(lane, batch, ids, None, notes)
+        if run.result.session_id:
+            self.state.sessions[lane.key] = run.result.session_id
+        await self.record_run(run, ids)
+        if mine:
+            await self.receipts([int(m["id"]) for m in mine])
+        if run.result.ok:
+            self.state.failures.pop(lane.key, None)
+            for m in batch:
+                self.state.thread_failures.pop(str(m.get("thread_id") or m["id"]), None)
+        else:
+            await self.report_failure(lane, run, trigger, thread, ids)
+        self.state.last_wake = {
+            "at": iso(run.ended_at),
+            "lane": lane.key,
+            "trigger_ids": ids,
+            "outcome": wake_outcome(run.result, run.outcome),
+            "session_id": run.result.session_id,
+        }
+        self.complete(lane, ids)
+
+    async def run_once(
+        self,
+        lane: Lane,
+        batch: list[dict[str, Any]],
+        ids: list[int],
+        session: str | None,
+        notes: list[str],
+    ) -> Run:
+        assert self.prompter is not None
+        first = session is None
+        if first and self.skills_note:
+            notes = [*notes, self.skills_note]
+        prompt: Prompt = await self.call("prompt", lambda: self.prompter.build(batch, first, notes))  # type: ignore[union-attr]
+        req = TurnRequest(
+            prompt=prompt.text,
+            session_id=session,
+            model=self.cfg.model,
+            fresh_session_id=None if session else str(uuid.uuid4()),
+        )
+        env = child_env(
+            self.cfg.environ,
+            identity_env(self.cfg.board_url, self.cfg.token, self.cfg.handle, self.workspace, ids),
+        )
+        newest = max(ids)
+        turn_id = uuid.uuid4().hex
+
+        def on_start(pid: int) -> None:
+            now_wall, now_mono = time.time(), time.monotonic()
+            self.state.inflight[lane.key] = {
+                "pid": pid,
+                "create_time": _create_time(pid),
+                "turn_id": turn_id,
+                "ids": ids,
+                "session": session,
+                "started_at": now_wall,
+            }
+            self.save()
+            fields: dict[str, Any] = {
+                "lane": lane.key,
+                "pid": pid,
+                "ids": ids,
+                "resume": session is not None,
+                "prompt_source": prompt.source,
+                "prompt_bytes": len(prompt.text.encode()),
+                "wake_to_start_ms": round((now_mono - self.arrived.get(newest, now_mono)) * 1000, 1),
+            }
+            created = next((m.get("created_at") for m in batch if int(m["id"]) == newest), None)
+            if isinstance(created, str):
+                with contextlib.suppress(ValueError):
+                    posted = datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
+                    # The board stores seconds: this is within a second of the truth.
+                    fields["post_to_start_ms"] = round((now_wall - posted) * 1000)
+            self.log.event("turn_started", **fields)
+
+        started = time.time()
+        try:
+            result, outcome = await self.runner(
+                self.adapter,
+                req,
+                cwd=lane.cwd,
+                env=env,
+                timeout=self.cfg.turn_timeout,
+                on_start=on_start,
+            )
+        except ValueError as exc:  # the adapter refused the request (prompt too big, ...)
+            result = TurnResult(False, session, "", "exit", str(exc), None, None, None)
+            outcome = None
+        ended = time.time()
+        if outcome is not None:
+            started, ended = outcome.started_at, outcome.ended_at
+        self.log.event(
+            "turn_ended",
+            lane=lane.key,
+            ids=ids,
+            ok=result.ok,
+            error_kind=result.error_kind,
+            exit_code=outcome.exit_code if outcome else None,
+            duration_s=round(ended - started, 3),
+            session=result.session_id,
+            cost_usd=result.cost_usd,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            error=(result.error or "").splitlines()[0] if result.error else None,
+        )
+        return Run(result, outcome, started, ended, turn_id)
+
+    async def record_run(self, run: Run, ids: list[int]) -> None:
+        exit_code = run.outcome.exit_code if run.outcome is not None else None
+        error = self.log.redact(run.result.error)[:4000] if run.result.error else None
+        await self.record_wake(
+            run.turn_id,
+            ids,
+            harness=self.cfg.harness,
+            session_id=run.result.session_id,
+            started_at=iso(run.started_at),
+            ended_at=iso(run.ended_at),
+            exit_code=max(-255, min(255, exit_code)) if exit_code is not None else None,
+            outcome=wake_outcome(run.result, run.outcome),
+            cost_usd=run.result.cost_usd if (run.result.cost_usd or 0) >= 0 else None,
+            input_tokens=run.result.input_tokens,
+            output_tokens=run.result.output_tokens,
+            error=error,
+        )
+
+    async def record_wake(self, turn_id: str, ids: list[int], **fields: Any) -> None:
+        """POST /api/wakes once, whatever the retries (the request id is the turn's)."""
+        request_id = f"wake-{turn_id}"
+        try:
+            await self.call(
+                "record_wake",
+                lambda: self.client.record_wake(trigger_ids=ids[-500:], request_id=request_id, **fields),
+            )
+        except BoardAPIError as exc:
+            # REQUEST_ID_REUSE: recorded already, by the run a crash interrupted.
+            if exc.code != "REQUEST_ID_REUSE":
+                self.log.event("wake_not_recorded", code=exc.code, error=exc.message)
+
+    async def receipts(self, ids: list[int]) -> None:
+        try:
+            await self.call("receipts", lambda: self.client.receipts(ids, "seen"))
+        except BoardAPIError as exc:
+            self.log.event("receipts_failed", code=exc.code, error=exc.message)
+
+    async def post(self, body: str, *, reply_to: int, request_id: str) -> None:
+        try:
+            await self.call("post", lambda: self.client.post(body, reply_to=reply_to, request_id=request_id))
+        except BoardAPIError as exc:
+            self.log.event("post_failed", code=exc.code, error=exc.message, reply_to=reply_to)
+
+    async def report_failure(
+        self, lane: Lane, run: Run, trigger: Mapping[str, Any], thread: int, ids: list[int]
+    ) -> None:
+        """One reply in the trigger's thread; the third in a row releases the claim."""
+        self.state.failures[lane.key] = self.state.failures.get(lane.key, 0) + 1
+        count = self.state.note_thread_failure(thread)
+        body = failure_text(self.cfg.harness, run.result, run.outcome, self.cfg.turn_timeout, count)
+        await self.post(
+            self.log.redact(body),
+            reply_to=int(trigger["id"]),
+            request_id=f"fail-{run.turn_id}",
+        )
+        if count >= RELEASE_AFTER:
+            await self.release(thread, count)
+
+    async def release(self, thread: int, count: int) -> None:
+        try:
+            me = await self.call("me", self.client.me)
+            held = any(int(c.get("thread_id", 0)) == thread for c in me.get("claims") or [])
+            if held:
+                await self.call(
+                    "release",
+                    lambda: self.client.request(
+                        "POST",
+                        f"/api/threads/{thread}/release",
+                        json={
+                            "reason": f"{count} failed turns in a row",
+                            "request_id": f"release-{thread}-{count}",
+                        },
+                    ),
+                )
+                self.log.event("claim_released", thread=thread, failures=count)
+        except BoardAPIError as exc:
+            self.log.event("release_failed", thread=thread, code=exc.code, error=exc.message)
+
+    def complete(self, lane: Lane, ids: list[int]) -> None:
+        """The turn is on the board: move the cursor past it and forget it was in flight."""
+        for i in ids:
+            self.pending.discard(i)
+            self.arrived.pop(i, None)
+        self.state.inflight.pop(lane.key, None)
+        done = set(ids)
+        for key in list(self.state.interrupted):
+            left = [i for i in self.state.interrupted[key] if i not in done]
+            if left:
+                self.state.interrupted[key] = left
+            else:
+                del self.state.interrupted[key]
+        self.state.mark_handled(ids, self.read_position, self.pending)
+        self.save()
+
+
+def _create_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def _same_process(pid: int, create_time: Any) -> bool:
+    """Whether pid is still the harness that was recorded (pids get reused)."""
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return create_time is not None and abs(proc.create_time() - float(create_time)) < 1.0
+    except psutil.Error:
+        return False
+
+
+async def _end_group(pgid: int, grace: float = 3.0) -> None:
+    """SIGTERM a harness's process group, then SIGKILL what is left after grace."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and group_alive(pgid):
+        await asyncio.sleep(0.05)
+    if group_alive(pgid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
