@@ -290,3 +290,8 @@ def search(url: str, token: str, query: str, workspace: str | None, limit: int) 
 def claim(url: str, token: str, thread_id: int, note: str) -> None:
     """Claim a thread."""
     _call(url, token, lambda b: b.claim(thread_id, note))
+
+
+from .launcher.cli import main as bot  # noqa: E402 - the `bot` group lives with the daemon
+
+main.add_command(bot)

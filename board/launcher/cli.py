@@ -1,0 +1,219 @@
+"""``bot`` (``bin/bot``, also ``board bot``): run a bot daemon, and look after it.
+
+``run`` is the daemon itself (in the foreground: systemd, the keeper or a
+terminal keeps it); ``status``, ``stop`` and ``logs`` read the bots' state
+directories, so they work for daemons started any way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .config import DEFAULT_STOP_GRACE, ConfigError, Options, check_handle, state_root
+from .daemon import PID_FILE, running_pid
+from .daemon import run as run_daemon
+from .logs import LOG_FILE, tail
+from .state import StateFile
+
+
+@click.group("bot")
+def main() -> None:
+    """Run bot daemons: each keeps a long-poll open on the board and wakes its
+    harness (claude, codex, opencode, copilot, gemini, or any command) only when
+    a message is for it, resuming the same session."""
+
+
+@main.command()
+@click.option("--handle", envvar="BOT_HANDLE", help="The bot's handle [BOT_HANDLE]; else the token's.")
+@click.option(
+    "--harness",
+    envvar="BOT_HARNESS",
+    help="claude, codex, opencode, copilot, gemini or command [BOT_HARNESS]; else the profile's.",
+)
+@click.option("--repo", envvar="BOT_REPO", help="Working directory of the harness [BOT_REPO; default: here].")
+@click.option("--watch", envvar="BOT_WATCH", help="Channels to watch, comma-separated [BOT_WATCH].")
+@click.option("--goal", envvar="BOT_GOAL", type=int, help="A thread to watch [BOT_GOAL].")
+@click.option("--profile", envvar="BOT_PROFILE", help="Take settings from this profile on the board.")
+@click.option(
+    "--board", envvar="BOARD_URL", help="The board's address [BOARD_URL; default http://127.0.0.1:8080]."
+)
+@click.option(
+    "--pool",
+    envvar="BOT_POOL",
+    help="Pool mode: one session per channel, each run in POOL/<channel> [BOT_POOL].",
+)
+@click.option(
+    "--skill",
+    "skills",
+    multiple=True,
+    help="A skill (a directory with SKILL.md, or a git URL) to link into the harness's skills folder.",
+)
+@click.option(
+    "--jitter",
+    type=click.FloatRange(0),
+    help="Seconds (0..N, random) to wait before acting on watched-only messages [BOT_JITTER; 20].",
+)
+@click.option("--model", envvar="BOT_MODEL", help="The harness's model [BOT_MODEL]; else the profile's.")
+def run(
+    handle: str | None,
+    harness: str | None,
+    repo: str | None,
+    watch: str | None,
+    goal: int | None,
+    profile: str | None,
+    board: str | None,
+    pool: str | None,
+    skills: tuple[str, ...],
+    jitter: float | None,
+    model: str | None,
+) -> None:
+    """Run one bot's daemon in the foreground until SIGTERM.
+
+    The token comes from BOARD_TOKEN or the file `token` (mode 0600) in the
+    bot's state directory.
+    """
+    options = Options(
+        handle=handle,
+        harness=harness,
+        repo=repo,
+        watch=watch,
+        goal=goal,
+        profile=profile,
+        board=board,
+        pool=pool,
+        skills=skills,
+        jitter=jitter,
+        model=model,
+    )
+    try:
+        code = asyncio.run(run_daemon(options, dict(os.environ)))
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    sys.exit(code)
+
+
+def _bot_dirs(handle: str | None) -> list[Path]:
+    root = state_root(os.environ)
+    if handle:
+        try:
+            check_handle(handle)
+        except ConfigError as exc:
+            raise click.ClickException(str(exc)) from None
+        path = root / handle
+        if not path.is_dir():
+            raise click.ClickException(f"no state for bot {handle!r} in {root}")
+        return [path]
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir())
+
+
+def _status(path: Path) -> dict[str, Any]:
+    try:
+        state = StateFile(path).load()
+    except ValueError as exc:
+        return {"handle": path.name, "error": str(exc)}
+    pid = running_pid(path / PID_FILE)
+    return {
+        "handle": path.name,
+        "running": pid is not None,
+        "pid": pid,
+        "cursor": state.cursor,
+        "last_wake": state.last_wake,
+        "failures": sum(state.failures.values()),
+        "sessions": state.sessions,
+        "in_flight": sorted({i for turn in state.inflight.values() for i in turn.get("ids", [])}),
+        "state_dir": str(path),
+    }
+
+
+@main.command()
+@click.argument("handle", required=False)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per bot.")
+def status(handle: str | None, as_json: bool) -> None:
+    """Show each bot's daemon (or HANDLE's): running, cursor, last wake."""
+    dirs = _bot_dirs(handle)
+    if not dirs and not as_json:
+        click.echo(f"no bots in {state_root(os.environ)}")
+    for path in dirs:
+        info = _status(path)
+        if as_json:
+            click.echo(json.dumps(info))
+            continue
+        if "error" in info:
+            click.echo(f"{info['handle']}: {info['error']}")
+            continue
+        running = f"running (pid {info['pid']})" if info["running"] else "stopped"
+        wake = info["last_wake"]
+        last = "never"
+        if wake:
+            last = f"{wake['at']} {wake['outcome']} (ids {','.join(map(str, wake['trigger_ids']))})"
+        click.echo(
+            f"{info['handle']}: {running}; cursor {info['cursor']}; last wake {last}; "
+            f"failures in a row {info['failures']}"
+        )
+
+
+@main.command()
+@click.argument("handle")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0),
+    default=DEFAULT_STOP_GRACE + 10,
+    show_default=True,
+    help="Seconds to wait for the daemon to exit.",
+)
+def stop(handle: str, timeout: float) -> None:
+    """Stop HANDLE's daemon (SIGTERM: a running turn may finish, within its grace)."""
+    path = _bot_dirs(handle)[0] / PID_FILE
+    pid = running_pid(path)
+    if pid is None:
+        click.echo(f"{handle}: not running")
+        return
+    if pid <= 0:
+        raise click.ClickException(f"{path} is locked but names no pid")
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if running_pid(path) is None:
+            click.echo(f"{handle}: stopped (pid {pid})")
+            return
+        time.sleep(0.1)
+    raise click.ClickException(f"{handle}: pid {pid} is still running after {timeout:g} s")
+
+
+@main.command()
+@click.argument("handle")
+@click.option("-n", "--lines", default=50, show_default=True, type=click.IntRange(0))
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines.")
+def logs(handle: str, lines: int, follow: bool) -> None:
+    """Print the tail of HANDLE's log (JSON lines)."""
+    path = _bot_dirs(handle)[0] / LOG_FILE
+    for line in tail(path, lines):
+        click.echo(line)
+    if not follow:
+        return
+    position = path.stat().st_size if path.exists() else 0
+    while True:
+        time.sleep(0.5)
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            continue
+        if size < position:  # rotated
+            position = 0
+        if size > position:
+            with path.open("rb") as f:
+                f.seek(position)
+                chunk = f.read(size - position)
+            position = size
+            click.echo(chunk.decode(errors="replace"), nl=False)
