@@ -1,0 +1,229 @@
+"""End-to-end helpers: a board that can go away and come back on the same port and
+database, and a real ``bot run`` process with the fake harnesses on PATH.
+
+The board runs in the test's event loop (so tests can use ``populate`` and the
+service layer), on a fixed loopback port; the bot is a separate process that
+reaches it over HTTP like any daemon. Tests wait with ``asyncio.sleep`` so the
+board keeps serving while they wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from aiohttp.test_utils import TestServer
+from boardtest import Board
+from fakeharness import FAKES_BIN, Fake
+
+from board.client import BoardClient
+from board.server.app import create_app
+from board.server.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LiveBoard:
+    """A board on a fixed port; stop() and start() again keep its database."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.db_path = tmp_path / "board.db"
+        self.port = free_port()
+        self.board: Board | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> Board:
+        app = create_app(Settings(db=str(self.db_path)))
+        server = TestServer(app, host="127.0.0.1", port=self.port)
+        await server.start_server(shutdown_timeout=0.5)  # open long-polls end at once
+        self.board = Board(server, app, self.db_path)
+        return self.board
+
+    async def stop(self) -> None:
+        if self.board is not None:
+            for client in self.board.clients:
+                await client.close()
+            await self.board.server.close()
+            self.board = None
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[T] | T], what: str, timeout: float = 15.0, interval: float = 0.05
+) -> T:
+    """probe() (sync or async) until it is truthy; the test fails naming what after timeout."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if inspect.isawaitable(last):
+            last = await last
+        if last:
+            return last
+        await asyncio.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
+
+
+class BotProcess:
+    """``python -m board bot run`` for one bot, with the fakes first on PATH."""
+
+    def __init__(
+        self,
+        tmp_path: Path,
+        *,
+        board_url: str,
+        token: str,
+        handle: str,
+        harness: str = "claude",
+        fake: Fake,
+        repo: Path | None = None,
+        args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.tmp_path = tmp_path
+        self.handle = handle
+        self.fake = fake
+        self.repo = repo or tmp_path / "repo"
+        self.repo.mkdir(parents=True, exist_ok=True)
+        self.state_root = tmp_path / "state"
+        self.home = tmp_path / "home"
+        self.home.mkdir(exist_ok=True)
+        self.argv = [
+            sys.executable,
+            "-m",
+            "board",
+            "bot",
+            "run",
+            "--handle",
+            handle,
+            "--harness",
+            harness,
+            "--board",
+            board_url,
+            "--repo",
+            str(self.repo),
+            *(args or []),
+        ]
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("BOT_", "BOARD_"))},
+            "PATH": f"{FAKES_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PYTHONPATH": str(ROOT),
+            "HOME": str(self.home),
+            "FAKE_HARNESS_DIR": str(fake.root),
+            "BOT_STATE_DIR": str(self.state_root),
+            "BOARD_TOKEN": token,
+            "BOT_JITTER": "0",
+            "BOT_TURN_TIMEOUT": "20",
+            "BOT_BOARD_RETRY_MAX": "0.5",
+            "BOT_STOP_GRACE": "5",
+            **(env or {}),
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.runs = 0
+
+    @property
+    def state_dir(self) -> Path:
+        return self.state_root / self.handle
+
+    def start(self) -> BotProcess:
+        self.runs += 1
+        out = (self.tmp_path / f"bot-{self.handle}-{self.runs}.out").open("wb")
+        self.proc = subprocess.Popen(
+            self.argv, env=self.env, cwd=self.tmp_path, stdin=subprocess.DEVNULL, stdout=out, stderr=out
+        )
+        out.close()
+        return self
+
+    def output(self) -> str:
+        return "".join(
+            (self.tmp_path / f"bot-{self.handle}-{n}.out").read_text(errors="replace")
+            for n in range(1, self.runs + 1)
+        )
+
+    def events(self, name: str | None = None) -> list[dict[str, Any]]:
+        path = self.state_dir / "bot.log"
+        if not path.exists():
+            return []
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return [r for r in rows if name is None or r["event"] == name]
+
+    def state(self) -> dict[str, Any]:
+        path = self.state_dir / "state.json"
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    async def started(self, timeout: float = 15.0) -> BotProcess:
+        """Wait until the daemon says it is reading the board."""
+
+        async def up() -> bool:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise AssertionError(f"bot exited {self.proc.returncode}:\n{self.output()}")
+            return bool(self.events("started")) and len(self.events("started")) >= self.runs
+
+        await eventually(up, "the bot daemon to start", timeout)
+        return self
+
+    def signal(self, sig: int) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    async def wait_exit(self, timeout: float = 15.0) -> int:
+        assert self.proc is not None
+        proc = self.proc
+
+        async def gone() -> bool:
+            return proc.poll() is not None
+
+        await eventually(gone, "the bot daemon to exit", timeout)
+        assert proc.returncode is not None
+        return proc.returncode
+
+    async def kill(self) -> None:
+        """SIGKILL, as a crash or an OOM killer would."""
+        self.signal(signal.SIGKILL)
+        await self.wait_exit()
+
+    async def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                await self.wait_exit(15)
+            except AssertionError:
+                self.proc.kill()
+                self.proc.wait()
+
+
+async def replies(client: BoardClient, message_id: int, author: str) -> list[dict[str, Any]]:
+    """The replies by author in the thread of message_id."""
+    thread = await client.thread(message_id)
+    return [m for m in thread["messages"] if m["author"] == author and m["id"] != message_id]
+
+
+async def wakes(client: BoardClient, bot: str) -> list[dict[str, Any]]:
+    return (await client.wakes(bot=bot, limit=100))["wakes"]
+
+
+def kill_later(pid: int | None) -> None:
+    if pid:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)

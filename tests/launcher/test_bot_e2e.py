@@ -1,0 +1,306 @@
+"""A real board, a real ``bot run`` process, the fake harnesses on PATH.
+
+Each test posts as a human and watches what the bot does on the board and what
+the fake harness recorded: the reply, the wake record, the session resumed,
+batching, failures, and the daemon or the board going away and coming back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from boardtest import World, populate
+from botrun import BotProcess, LiveBoard, eventually, kill_later, replies, wakes
+from fakeharness import Fake, alive
+
+HARNESSES = ["claude", "codex", "opencode", "copilot", "gemini"]
+
+
+@pytest.fixture
+async def live(tmp_path: Path) -> AsyncIterator[LiveBoard]:
+    board = LiveBoard(tmp_path)
+    await board.start()
+    yield board
+    await board.stop()
+
+
+@pytest.fixture
+async def world(live: LiveBoard) -> World:
+    assert live.board is not None
+    return await populate(live.board)
+
+
+@pytest.fixture
+async def make_bot(
+    tmp_path: Path, live: LiveBoard, world: World, fake: Fake
+) -> AsyncIterator[Callable[..., BotProcess]]:
+    """Bots for pb (in proj); stopped at teardown, whatever the test did."""
+    made: list[BotProcess] = []
+
+    def make(harness: str = "claude", args: list[str] | None = None, **env: str) -> BotProcess:
+        assert world.bot.token is not None
+        bot = BotProcess(
+            tmp_path,
+            board_url=live.url,
+            token=world.bot.token,
+            handle="pb",
+            harness=harness,
+            fake=fake,
+            args=args,
+            env=env,
+        )
+        made.append(bot)
+        return bot
+
+    yield make
+    for bot in made:
+        await bot.close()
+    for call in fake.calls():
+        kill_later(call.get("grandchild_pid"))
+
+
+async def mention(world: World, text: str = "please look", channel: str = "general") -> int:
+    message = await world.human.post(f"@pb {text}", channel=channel, workspace="proj")
+    return int(message["id"])
+
+
+async def one_reply(world: World, message_id: int, timeout: float = 15.0) -> dict[str, Any]:
+    found = await eventually(lambda: replies(world.human, message_id, "pb"), f"pb's reply to {message_id}", timeout)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def wake_ids(fake: Fake) -> list[list[int]]:
+    """The message ids each harness call covered, in order."""
+    return [[int(i) for i in c["BOARD_WAKE_IDS"].split(",")] for c in fake.calls() if c.get("step")]
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+async def test_a_mention_is_answered_recorded_and_the_session_resumed(
+    harness: str, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    fake.script({"do": "reply", "text": f"hello from {harness}"})
+    bot = await make_bot(harness).start().started()
+
+    first = await mention(world)
+    reply = await one_reply(world, first)
+    assert reply["body"] == f"hello from {harness}"
+    call = fake.last_call()
+    assert call["persona"] == harness and call["resume"] is None
+    assert call["cwd"] == str(bot.repo) and call["stdin"] == "devnull"
+    session = call["session"]
+
+    recorded = await eventually(lambda: wakes(world.human, "pb"), "the wake record")
+    assert recorded[0]["trigger_ids"] == [first]
+    assert recorded[0]["outcome"] == "ok" and recorded[0]["exit_code"] == 0
+    assert recorded[0]["session_id"] == session and recorded[0]["harness"] == harness
+    if harness == "claude":
+        assert recorded[0]["cost_usd"] == pytest.approx(0.0123)
+    if harness in ("claude", "codex", "gemini", "opencode"):
+        assert recorded[0]["input_tokens"] and recorded[0]["output_tokens"]
+    message = await world.human.message(first)
+    assert any(r["handle"] == "pb" and r["seen_at"] for r in message["receipts"])
+
+    second = await mention(world, "and this")
+    await one_reply(world, second)
+    resumed = fake.last_call()
+    assert resumed["resume"] == session and resumed["BOARD_WAKE_IDS"] == str(second)
+    assert wake_ids(fake) == [[first], [second]]
+    await eventually(lambda: _cursor_at_least(bot, second), "the cursor to pass the second mention")
+    assert bot.state()["sessions"] == {"": session}
+
+
+async def test_messages_posted_during_a_turn_make_the_next_batch(
+    world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    fake.script({"do": "reply", "delay": 1.5}, {"do": "reply"})
+    await make_bot().start().started()
+    first = await mention(world)
+    await eventually(fake.calls, "the first turn to start")
+    second = await mention(world, "two")
+    third = await mention(world, "three")
+    await one_reply(world, first)
+    await one_reply(world, third)  # the fake replies to the last id of its batch
+    assert wake_ids(fake) == [[first], [second, third]]
+    recorded = await eventually(lambda: _wakes_len(world, 2), "two wake records")
+    assert [w["trigger_ids"] for w in recorded] == [[first], [second, third]]
+
+
+async def _wakes_len(world: World, n: int) -> list[dict[str, Any]] | None:
+    found = await wakes(world.human, "pb")
+    return found if len(found) >= n else None
+
+
+async def test_a_hanging_harness_is_killed_at_the_timeout_and_the_failure_posted(
+    world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    fake.script({"do": "hang", "seconds": 120})
+    await make_bot(BOT_TURN_TIMEOUT="1.5").start().started()
+    first = await mention(world)
+    report = await one_reply(world, first, timeout=20)
+    assert "timed out after 1.5 s" in report["body"]
+    call = fake.last_call()
+    assert not alive(call["pid"]) and not alive(call["grandchild_pid"])
+    recorded = (await wakes(world.human, "pb"))[0]
+    assert recorded["outcome"] == "timeout" and recorded["trigger_ids"] == [first]
+
+
+async def test_an_error_inside_a_zero_exit_is_a_failure(
+    world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    fake.script({"do": "error_result", "message": "the model is overloaded"})
+    await make_bot().start().started()
+    first = await mention(world)
+    report = await one_reply(world, first)
+    assert "reported a failure" in report["body"] and "the model is overloaded" in report["body"]
+    recorded = await eventually(lambda: wakes(world.human, "pb"), "the wake record")
+    assert recorded[0]["outcome"] == "failed" and recorded[0]["exit_code"] == 0
+
+
+async def test_stdin_is_closed_so_a_harness_reading_it_finishes(
+    world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    fake.script({"do": "read_stdin", "text": "read it all"})
+    await make_bot("gemini").start().started()
+    first = await mention(world)
+    recorded = await eventually(lambda: wakes(world.human, "pb"), "the wake record")
+    assert recorded[0]["outcome"] == "ok" and recorded[0]["trigger_ids"] == [first]
+    assert fake.last_call()["stdin_bytes"] == 0
+
+
+async def test_sigkill_while_idle_then_restart_loses_nothing_and_answers_nothing_twice(
+    world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    fake.script({"do": "reply"})
+    bot = await make_bot().start().started()
+    first = await mention(world)
+    await one_reply(world, first)
+    await eventually(lambda: _cursor_at_least(bot, first), "the cursor to pass the first mention")
+    await bot.kill()
+    second = await mention(world, "while you were down")
+    third = await mention(world, "and this too")
+    await bot.start().started()
+    await one_reply(world, third)
+    assert wake_ids(fake) == [[first], [second, third]]
+    assert len(await replies(world.human, first, "pb")) == 1
+
+
+async def _cursor_at_least(bot: BotProcess, message_id: int) -> bool:
+    return int(bot.state().get("cursor", 0)) >= message_id
+
+
+async def test_sigkill_during_a_turn_ends_the_orphan_and_runs_the_batch_once_more(
+    world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    fake.script({"do": "reply", "delay": 4}, {"do": "reply"})
+    bot = await make_bot().start().started()
+    first = await mention(world)
+    orphan = (await eventually(fake.calls, "the turn to start"))[0]
+    await bot.kill()
+    assert alive(orphan["pid"])  # in its own process group: the daemon's death leaves it running
+    await bot.start().started()
+    await one_reply(world, first)
+    assert not alive(orphan["pid"])
+    assert wake_ids(fake) == [[first], [first]]
+    assert "interrupted" in fake.last_call()["prompt"]
+    await asyncio.sleep(1)
+    assert len(await replies(world.human, first, "pb")) == 1  # the orphan never got to answer
+    outcomes = [w["outcome"] for w in await _wakes_len(world, 2) or []]
+    assert outcomes == ["error", "ok"]
+
+
+async def test_the_board_going_away_and_coming_back_loses_nothing(
+    live: LiveBoard, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    fake.script({"do": "reply"}, {"do": "ok", "delay": 1.5}, {"do": "reply"})
+    assert world.human.token is not None
+    human_token = world.human.token
+    bot = await make_bot().start().started()
+    first = await mention(world)
+    await one_reply(world, first)
+
+    second = await mention(world, "a long one")
+    await eventually(lambda: len(fake.calls()) >= 2, "the second turn to start")
+    await live.stop()  # mid-turn: the wake record and receipts must wait for the board
+    await asyncio.sleep(3)
+    board = await live.start()
+    human = board.client(human_token)
+    recorded = await eventually(lambda: _wakes_of(human, 2), "both wake records", timeout=20)
+    assert [w["trigger_ids"] for w in recorded] == [[first], [second]]
+
+    await asyncio.sleep(1.5)  # the daemon's long-poll is back
+    third = await human.post("@pb after the outage", channel="general", workspace="proj")
+    await eventually(lambda: replies(human, int(third["id"]), "pb"), "the reply after the outage")
+    assert wake_ids(fake) == [[first], [second], [int(third["id"])]]
+    await eventually(lambda: _wakes_of(human, 3), "the third wake record")
+    assert bot.proc is not None and bot.proc.poll() is None
+
+
+async def _wakes_of(client: Any, n: int) -> list[dict[str, Any]] | None:
+    found = await wakes(client, "pb")
+    return found if len(found) >= n else None
+
+
+async def test_watched_posts_wait_a_jitter_and_mentions_do_not(
+    world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    fake.script({"do": "ok"})
+    # The channel exists before the bot starts watching it (a long-poll resolves
+    # the channels it watches when it begins).
+    await world.human.create_channel("general", workspace="proj")
+    bot = await make_bot(args=["--watch", "general", "--jitter", "1.5"]).start().started()
+    watched = await world.human.post("anyone around?", channel="general", workspace="proj")
+    await eventually(lambda: bot.events("turn_started"), "the watched turn", 10)
+    jitter = bot.events("jitter")
+    assert len(jitter) == 1 and 0 <= jitter[0]["delay_s"] <= 1.5
+    started = bot.events("turn_started")[0]
+    assert started["ids"] == [int(watched["id"])]
+    assert started["wake_to_start_ms"] >= jitter[0]["delay_s"] * 1000 - 50
+    await eventually(lambda: _wakes_len(world, 1), "the watched wake")
+
+    first = await mention(world)
+    await eventually(lambda: len(bot.events("turn_started")) == 2, "the mention's turn")
+    assert len(bot.events("jitter")) == 1  # for_me skips it
+
+
+async def test_sigterm_lets_a_running_turn_finish_and_stop_status_logs_work(
+    world: World, fake: Fake, make_bot: Callable[..., BotProcess], tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    fake.script({"do": "reply", "delay": 1})
+    bot = await make_bot().start().started()
+    first = await mention(world, "a secret plan")
+    await eventually(fake.calls, "the turn to start")
+    bot.signal(signal.SIGTERM)
+    assert await bot.wait_exit() == 0
+    await one_reply(world, first)
+    assert bot.state()["cursor"] >= first and not bot.state()["inflight"]
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "board", "bot", *args],
+            env=bot.env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+
+    status = cli("status", "pb")
+    assert status.returncode == 0 and "pb: stopped" in status.stdout and "ok" in status.stdout
+    logs = cli("logs", "pb", "-n", "200")
+    assert '"event": "turn_started"' in logs.stdout and "post_to_start_ms" in logs.stdout
+    assert "secret plan" not in logs.stdout and bot.env["BOARD_TOKEN"] not in logs.stdout
+
+    bot.start()
+    await bot.started()
+    assert '"running": true' in cli("status", "pb", "--json").stdout
+    stopped = cli("stop", "pb")
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout
+    assert bot.proc is not None and bot.proc.poll() == 0
