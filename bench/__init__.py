@@ -1,0 +1,1 @@
+"""Benchmarks (see 80-performance.md): run each with python -m bench.<name>."""
