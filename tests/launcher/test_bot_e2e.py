@@ -70,7 +70,9 @@ async def mention(world: World, text: str = "please look", channel: str = "gener
 
 
 async def one_reply(world: World, message_id: int, timeout: float = 15.0) -> dict[str, Any]:
-    found = await eventually(lambda: replies(world.human, message_id, "pb"), f"pb's reply to {message_id}", timeout)
+    found = await eventually(
+        lambda: replies(world.human, message_id, "pb"), f"pb's reply to {message_id}", timeout
+    )
     assert len(found) == 1, found
     return found[0]
 
@@ -265,6 +267,7 @@ async def test_watched_posts_wait_a_jitter_and_mentions_do_not(
 
     first = await mention(world)
     await eventually(lambda: len(bot.events("turn_started")) == 2, "the mention's turn")
+    assert bot.events("turn_started")[1]["ids"] == [first]
     assert len(bot.events("jitter")) == 1  # for_me skips it
 
 
@@ -304,3 +307,113 @@ async def test_sigterm_lets_a_running_turn_finish_and_stop_status_logs_work(
     stopped = cli("stop", "pb")
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
     assert bot.proc is not None and bot.proc.poll() == 0
+
+
+async def test_a_third_failure_in_a_row_on_a_thread_releases_the_claim(
+    world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    fake.script(
+        {"do": "claim", "then": "fail", "stderr": "boom one"},
+        {"do": "fail", "stderr": "boom two"},
+        {"do": "fail", "exit": 3, "stderr": "boom three"},
+    )
+    await make_bot().start().started()
+    first = await mention(world, "fix the build")
+    report = await one_reply(world, first)
+    assert "failed (exit 1)" in report["body"] and "boom one" in report["body"]
+    assert (await world.human.thread(first))["claim"]["holder"] == "pb"
+
+    for n, word in ((2, "two"), (3, "three")):
+        await world.human.post("still broken?", reply_to=first)
+        found = await eventually(
+            lambda n=n: _at_least(replies(world.human, first, "pb"), n), f"failure report {n}", 20
+        )
+        assert len(found) == n and f"boom {word}" in found[-1]["body"]
+        if n == 2:
+            assert "2 failures in a row" in found[-1]["body"]
+            assert (await world.human.thread(first))["claim"]["holder"] == "pb"
+    assert "exit 3" in found[-1]["body"] and "released my claim" in found[-1]["body"]
+    assert "released" not in found[-2]["body"]
+    claim = (await world.human.thread(first))["claim"]
+    assert claim["state"] == "open"
+    assert [w["outcome"] for w in await _wakes_len(world, 3) or []] == ["failed"] * 3
+
+
+async def _at_least(found: Any, n: int) -> Any:
+    items = await found
+    return items if len(items) >= n else None
+
+
+async def test_a_gone_session_starts_fresh_once_and_says_so(
+    world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    fake.script({"do": "reply"}, {"do": "session_gone"}, {"do": "reply", "text": "fresh answer"})
+    bot = await make_bot("codex").start().started()
+    first = await mention(world)
+    await one_reply(world, first)
+    old = fake.last_call()["session"]
+    second = await mention(world, "again")
+    found = await eventually(lambda: _at_least(replies(world.human, second, "pb"), 2), "note and answer")
+    assert "no longer exists" in found[0]["body"] and old in found[0]["body"]
+    assert found[1]["body"] == "fresh answer"
+    calls = [c for c in fake.calls() if c.get("step") or c.get("refused")]
+    assert [c["resume"] for c in calls] == [None, old, None]
+    new = calls[-1]["session"]
+    await eventually(lambda: bot.state().get("sessions") == {"": new}, "the new session kept")
+    assert [w["outcome"] for w in await _wakes_len(world, 3) or []] == ["ok", "failed", "ok"]
+
+
+def _git(*args: str, cwd: Path) -> None:
+    import subprocess
+
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+
+
+async def test_pool_mode_one_session_per_channel_cloned_from_the_topic(
+    world: World, fake: Fake, make_bot: Callable[..., BotProcess], tmp_path: Path
+) -> None:
+    origin = tmp_path / "origin.git"
+    origin.mkdir()
+    _git("init", "--bare", "-q", cwd=origin)
+    work = tmp_path / "work"
+    _git("clone", "-q", str(origin), str(work), cwd=tmp_path)
+    (work / "README").write_text("wordsnap\n")
+    _git("add", "README", cwd=work)
+    _git("commit", "-q", "-m", "first", cwd=work)
+    _git("push", "-q", "origin", "HEAD", cwd=work)
+    await world.human.create_channel("wordsnap", topic=f"The game. Repo: file://{origin}", workspace="proj")
+    await world.human.create_channel("misc", topic="anything else", workspace="proj")
+    skill = tmp_path / "skill-src"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text("---\nname: board-etiquette\ndescription: how to post\n---\nBe brief.\n")
+
+    pool = tmp_path / "pool"
+    fake.script({"do": "ok"})
+    bot = await make_bot(args=["--pool", str(pool), "--skill", str(skill)]).start().started()
+    assert (pool / "wordsnap" / "README").read_text() == "wordsnap\n"
+    linked = bot.home / ".claude" / "skills" / "board-etiquette"
+    assert linked.is_symlink() and (linked / "SKILL.md").exists()
+
+    watched = await world.human.post("the score is wrong", channel="wordsnap", workspace="proj")
+    await world.human.post("lunch?", channel="misc", workspace="proj")  # not a project: not watched
+    asked = await world.human.post("@pb what is 2+2", channel="misc", workspace="proj")
+    await eventually(lambda: len(fake.calls()) >= 2, "a turn in each channel")
+    again = await world.human.post("@pb and the score?", channel="wordsnap", workspace="proj")
+    await eventually(lambda: len(fake.calls()) >= 3, "the third turn")
+    await eventually(lambda: _cursor_at_least(bot, int(again["id"])), "the cursor past everything")
+    calls = fake.calls()
+    by_id = {c["BOARD_WAKE_IDS"]: c for c in calls}
+    assert set(by_id) == {str(watched["id"]), str(asked["id"]), str(again["id"])}
+    assert by_id[str(watched["id"])]["cwd"] == str(pool / "wordsnap")
+    assert by_id[str(asked["id"])]["cwd"] == str(pool / "misc")
+    assert by_id[str(again["id"])]["resume"] == by_id[str(watched["id"])]["session"]
+    assert by_id[str(asked["id"])]["session"] != by_id[str(watched["id"])]["session"]
+    assert "board-etiquette" in by_id[str(asked["id"])]["prompt"]  # a first turn names the skills
+    assert "board-etiquette" not in by_id[str(again["id"])]["prompt"]  # a resumed one does not
+    assert set(bot.state()["sessions"]) == {"wordsnap", "misc"}

@@ -1,0 +1,282 @@
+"""The wake loop's decisions, against an in-memory board and a scripted harness.
+
+Batching, the order of records before the cursor, failure counting and claim
+release, retries while the board is away, the jitter rule, and backoff. The
+end-to-end tests (test_bot_e2e.py) check the same behaviours with real
+processes; these pin the decisions down fast and exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from board.client import BoardAPIError
+from board.launcher.config import BotConfig
+from board.launcher.harnesses import TurnRequest, TurnResult, get_adapter
+from board.launcher.logs import EventLog
+from board.launcher.loop import Bot, Timing, backoff, failure_text, jitter_delay, no_mentions
+from board.launcher.process import ProcessOutcome
+from board.launcher.state import StateFile
+
+NO_SUCH_PID = 2**22 + 4321  # beyond pid_max on most systems: never a real process
+
+
+class MemoryBoard:
+    """The calls the loop makes, answered from memory, with a log of what it was told."""
+
+    def __init__(self, state_path: Path) -> None:
+        self.state_path = state_path
+        self.messages: list[dict[str, Any]] = []
+        self.arrived = asyncio.Event()
+        self.wakes: list[dict[str, Any]] = []
+        self.receipted: list[int] = []
+        self.posts: list[dict[str, Any]] = []
+        self.released: list[int] = []
+        self.claims: list[dict[str, Any]] = []
+        self.cursor_when_recorded: list[int] = []
+        self.unavailable = 0  # fail this many record_wake calls with UNAVAILABLE first
+
+    def add(self, body: str = "hi", *, for_me: bool = True, thread: int | None = None) -> int:
+        mid = len(self.messages) + 1
+        self.messages.append(
+            {
+                "id": mid,
+                "author": "alice",
+                "channel": "general",
+                "body": body,
+                "thread_id": thread or mid,
+                "reply_to": thread,
+                "kind": "channel",
+                "for_me": for_me,
+                "watched": not for_me,
+                "created_at": "2026-11-30T04:00:00Z",
+            }
+        )
+        self.arrived.set()
+        return mid
+
+    async def me(self) -> dict[str, Any]:
+        return {"handle": "pb", "workspace": "proj", "cursor": 0, "claims": self.claims}
+
+    async def wake(self, *, since: int, wait: int, limit: int, **_: Any) -> dict[str, Any]:
+        while True:
+            found = [m for m in self.messages if m["id"] > since][:limit]
+            if found:
+                return {"messages": found, "has_more": False}
+            self.arrived.clear()
+            await self.arrived.wait()
+
+    async def bot_prompt(self, *_: Any, **__: Any) -> dict[str, Any]:
+        raise BoardAPIError(404, "NOT_FOUND", "No such route, or it is not visible to you.")
+
+    async def record_wake(self, **fields: Any) -> dict[str, Any]:
+        if self.unavailable:
+            self.unavailable -= 1
+            raise BoardAPIError(0, "UNAVAILABLE", "cannot reach the board", retryable=True)
+        self.cursor_when_recorded.append(json.loads(self.state_path.read_text())["cursor"])
+        self.wakes.append(fields)
+        return fields
+
+    async def receipts(self, ids: list[int], state: str) -> dict[str, Any]:
+        self.receipted += ids
+        return {}
+
+    async def post(self, body: str, **fields: Any) -> dict[str, Any]:
+        self.posts.append({"body": body, **fields})
+        return {}
+
+    async def request(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        thread = int(path.split("/")[3])
+        self.released.append(thread)
+        self.claims = [c for c in self.claims if c["thread_id"] != thread]
+        return {}
+
+
+class ScriptedHarness:
+    """A turn runner: each call waits for the test to let it finish with a result."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[TurnRequest, list[int]]] = []
+        self.results: asyncio.Queue[TurnResult] = asyncio.Queue()
+        self.started = asyncio.Event()
+
+    def finish(self, ok: bool = True, kind: str | None = None, session: str = "s1") -> None:
+        error = None if ok else "exit 1: boom"
+        self.results.put_nowait(TurnResult(ok, session, "done", kind, error, 0.01, 10, 5))
+
+    async def __call__(self, adapter: Any, req: TurnRequest, *, on_start: Any, **_: Any) -> Any:
+        ids = [int(i) for i in _["env"]["BOARD_WAKE_IDS"].split(",")]
+        self.calls.append((req, ids))
+        on_start(NO_SUCH_PID)
+        self.started.set()
+        result = await self.results.get()
+        code = 0 if result.ok or result.error_kind == "error_result" else 1
+        return result, ProcessOutcome(code, "", "boom\n", False, False, NO_SUCH_PID, 1.0, 2.0)
+
+
+class Harnessed:
+    def __init__(self, bot: Bot, board: MemoryBoard, harness: ScriptedHarness, sleeps: list[float]) -> None:
+        self.bot, self.board, self.harness, self.sleeps = bot, board, harness, sleeps
+
+    async def turn_started(self, n: int) -> None:
+        for _ in range(200):
+            if len(self.harness.calls) >= n:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"turn {n} never started: {len(self.harness.calls)} calls")
+
+    async def settled(self, wakes: int) -> None:
+        for _ in range(200):
+            if len(self.board.wakes) >= wakes and not self.bot.pending:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"wanted {wakes} wakes, have {len(self.board.wakes)}")
+
+
+@pytest.fixture
+async def rig(tmp_path: Path) -> AsyncIterator[Harnessed]:
+    state_dir = tmp_path / "state"
+    cfg = BotConfig(
+        handle="pb",
+        harness="claude",
+        board_url="http://127.0.0.1:9",
+        token="bb_secret",
+        repo=tmp_path,
+        state_dir=state_dir,
+        jitter=0,
+    )
+    board = MemoryBoard(state_dir / "state.json")
+    harness = ScriptedHarness()
+    sleeps: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        sleeps.append(delay)
+        await asyncio.sleep(0)
+
+    bot = Bot(
+        cfg,
+        board,  # type: ignore[arg-type]
+        get_adapter("claude"),
+        log=EventLog(None, handle="pb", stream=None),
+        state_file=StateFile(state_dir),
+        timing=Timing(wait=1),
+        runner=harness,
+        sleep=sleep,
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(bot.run(stop))
+    yield Harnessed(bot, board, harness, sleeps)
+    stop.set()
+    for _ in range(5):
+        harness.finish()
+    await asyncio.wait_for(task, 10)
+
+
+async def test_messages_arriving_during_a_turn_make_one_next_batch(rig: Harnessed) -> None:
+    first = rig.board.add("one")
+    await rig.turn_started(1)
+    second, third = rig.board.add("two"), rig.board.add("three")
+    await asyncio.sleep(0.05)
+    assert len(rig.harness.calls) == 1  # one turn at a time
+    rig.harness.finish()
+    await rig.turn_started(2)
+    rig.harness.finish()
+    await rig.settled(2)
+    assert [ids for _, ids in rig.harness.calls] == [[first], [second, third]]
+    assert [w["trigger_ids"] for w in rig.board.wakes] == [[first], [second, third]]
+    assert rig.board.receipted == [first, second, third]
+    req = rig.harness.calls[1][0]
+    assert req.session_id == "s1" and "covers messages 2, 3" in req.prompt
+
+
+async def test_the_cursor_moves_only_after_the_wake_and_receipts(rig: Harnessed) -> None:
+    first = rig.board.add()
+    await rig.turn_started(1)
+    rig.harness.finish()
+    await rig.settled(1)
+    assert rig.board.cursor_when_recorded == [0]  # recorded while the cursor still held it
+    assert rig.bot.state_file.load().cursor == first
+    assert not rig.bot.state_file.load().inflight
+
+
+async def test_an_unreachable_board_is_retried_under_one_request_id(rig: Harnessed) -> None:
+    rig.board.unavailable = 3
+    rig.board.add()
+    await rig.turn_started(1)
+    rig.harness.finish()
+    await rig.settled(1)
+    assert len(rig.board.wakes) == 1 and rig.board.wakes[0]["request_id"].startswith("wake-")
+    assert rig.sleeps[:3] == [0.5, 1.0, 2.0]
+
+
+async def test_failures_back_off_post_once_each_and_the_third_releases_the_claim(rig: Harnessed) -> None:
+    root = rig.board.add("fix it")
+    rig.board.claims = [{"thread_id": root, "holder": "pb"}]
+    for n in range(1, 4):
+        if n > 1:
+            rig.board.add("again?", thread=root)
+        await rig.turn_started(n)
+        rig.harness.finish(ok=False, kind="exit")
+        await rig.settled(n)
+        assert len(rig.board.posts) == n
+    assert rig.sleeps == [1.0, 2.0]  # before the second and third turns
+    assert rig.board.released == [root]
+    assert "released my claim" in rig.board.posts[-1]["body"]
+    assert all(p["reply_to"] for p in rig.board.posts)
+    assert len({p["request_id"] for p in rig.board.posts}) == 3
+    rig.board.add("and now?", thread=root)
+    await rig.turn_started(4)
+    rig.harness.finish()
+    await rig.settled(4)
+    assert rig.bot.state.failures == {} and rig.bot.state.thread_failures == {}
+
+
+async def test_a_watched_only_batch_waits_but_a_mention_cuts_the_wait(rig: Harnessed) -> None:
+    rig.bot.cfg = BotConfig(**{**rig.bot.cfg.__dict__, "jitter": 30.0})
+    rig.bot.uniform = lambda low, high: high  # the longest wait the rule allows
+    watched = rig.board.add("anyone?", for_me=False)
+    await asyncio.sleep(0.2)
+    assert not rig.harness.calls  # waiting out the jitter
+    mention = rig.board.add("@pb now")
+    await rig.turn_started(1)
+    assert rig.harness.calls[0][1] == [watched, mention]
+    rig.harness.finish()
+    await rig.settled(1)
+    assert rig.board.receipted == [mention]  # receipts only for what was addressed
+
+
+def test_jitter_rule() -> None:
+    picked: list[tuple[float, float]] = []
+
+    def uniform(low: float, high: float) -> float:
+        picked.append((low, high))
+        return 7.5
+
+    watched = {"for_me": False, "watched": True}
+    mine = {"for_me": True, "watched": True}
+    assert jitter_delay([watched], 20, uniform) == 7.5 and picked == [(0.0, 20)]
+    assert jitter_delay([watched, mine], 20, uniform) == 0.0
+    assert jitter_delay([watched], 0, uniform) == 0.0
+    assert jitter_delay([], 20, uniform) == 0.0
+    assert len(picked) == 1
+
+
+def test_backoff_doubles_and_is_capped() -> None:
+    assert [backoff(n, 1.0, 300.0) for n in range(0, 11)] == [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 300]
+    assert backoff(10_000, 1.0, 300.0) == 300.0
+
+
+def test_a_failure_reply_says_what_happened_and_wakes_nobody() -> None:
+    result = TurnResult(False, "s", "", "timeout", "timed out after 5s (killed by SIGKILL)", None, None, None)
+    outcome = ProcessOutcome(-9, "", "thinking about @alice\n", True, False, 1, 0.0, 5.0)
+    text = failure_text("codex", result, outcome, 5.0, 1)
+    assert text.startswith("My codex turn timed out after 5 s")
+    assert "@alice" not in text and no_mentions("@alice") in text
+    assert "released" not in text
+    assert "I released my claim" in failure_text("codex", result, outcome, 5.0, 3, released=True)
