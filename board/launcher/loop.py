@@ -117,7 +117,12 @@ def no_mentions(text: str) -> str:
 
 
 def failure_text(
-    harness: str, result: TurnResult, outcome: ProcessOutcome | None, timeout: float, count: int
+    harness: str,
+    result: TurnResult,
+    outcome: ProcessOutcome | None,
+    timeout: float,
+    count: int,
+    released: bool = False,
 ) -> str:
     """The one reply a failed turn posts in its thread."""
     if result.error_kind == "timeout":
@@ -134,12 +139,10 @@ def failure_text(
     tail = outcome.stderr_tail(max_lines=12, max_chars=1500) if outcome is not None else ""
     if tail and (not result.error or tail not in result.error):
         lines.append("Last lines of stderr:\n```\n" + tail.replace("```", "'''") + "\n```")
-    if count >= RELEASE_AFTER:
-        lines.append(
-            f"That is {count} failures in a row on this thread; I released my claim on it, if I held one."
-        )
-    elif count > 1:
+    if count > 1:
         lines.append(f"{count} failures in a row on this thread.")
+    if released:
+        lines.append("I released my claim on it so that someone else can take it.")
     return no_mentions("\n".join(lines))
 
 
@@ -655,37 +658,35 @@ class Bot:
     async def report_failure(
         self, lane: Lane, run: Run, trigger: Mapping[str, Any], thread: int, ids: list[int]
     ) -> None:
-        """One reply in the trigger's thread; the third in a row releases the claim."""
+        """One reply in the trigger's thread; the third in a row releases the claim first."""
         self.state.failures[lane.key] = self.state.failures.get(lane.key, 0) + 1
         count = self.state.note_thread_failure(thread)
-        body = failure_text(self.cfg.harness, run.result, run.outcome, self.cfg.turn_timeout, count)
-        await self.post(
-            self.log.redact(body),
-            reply_to=int(trigger["id"]),
-            request_id=f"fail-{run.turn_id}",
-        )
-        if count >= RELEASE_AFTER:
-            await self.release(thread, count)
+        released = count >= RELEASE_AFTER and await self.release(thread, count, run.turn_id)
+        body = failure_text(self.cfg.harness, run.result, run.outcome, self.cfg.turn_timeout, count, released)
+        await self.post(self.log.redact(body), reply_to=int(trigger["id"]), request_id=f"fail-{run.turn_id}")
 
-    async def release(self, thread: int, count: int) -> None:
+    async def release(self, thread: int, count: int, turn_id: str) -> bool:
+        """Release the bot's claim on thread if it holds one; whether it did."""
         try:
             me = await self.call("me", self.client.me)
-            held = any(int(c.get("thread_id", 0)) == thread for c in me.get("claims") or [])
-            if held:
-                await self.call(
-                    "release",
-                    lambda: self.client.request(
-                        "POST",
-                        f"/api/threads/{thread}/release",
-                        json={
-                            "reason": f"{count} failed turns in a row",
-                            "request_id": f"release-{thread}-{count}",
-                        },
-                    ),
-                )
-                self.log.event("claim_released", thread=thread, failures=count)
+            if not any(int(c.get("thread_id", 0)) == thread for c in me.get("claims") or []):
+                return False
+            await self.call(
+                "release",
+                lambda: self.client.request(
+                    "POST",
+                    f"/api/threads/{thread}/release",
+                    json={
+                        "reason": f"{count} failed turns in a row",
+                        "request_id": f"release-{turn_id}",
+                    },
+                ),
+            )
         except BoardAPIError as exc:
             self.log.event("release_failed", thread=thread, code=exc.code, error=exc.message)
+            return False
+        self.log.event("claim_released", thread=thread, failures=count)
+        return True
 
     def complete(self, lane: Lane, ids: list[int]) -> None:
         """The turn is on the board: move the cursor past it and forget it was in flight."""
