@@ -60,6 +60,7 @@ from .state import BotState, StateFile
 T = TypeVar("T")
 
 RELEASE_AFTER = 3  # failures in a row on a thread before its claim is released
+RELEASED_NOTE = "I released my claim on it so that someone else can take it."
 POOL_CONCURRENCY = 4  # turns at once in pool mode (one per channel)
 POOL_REFRESH = 300.0  # seconds between re-reads of the workspace's channels in pool mode
 
@@ -142,7 +143,7 @@ def failure_text(
     if count > 1:
         lines.append(f"{count} failures in a row on this thread.")
     if released:
-        lines.append("I released my claim on it so that someone else can take it.")
+        lines.append(RELEASED_NOTE)
     return no_mentions("\n".join(lines))
 
 
@@ -356,13 +357,22 @@ class Bot:
         self.log.event("stopped", cursor=self.state.cursor)
 
     async def recover(self) -> None:
-        """Turns a crash cut short: end their orphaned harness, record them, flag their ids."""
+        """Turns a crash cut short. One whose harness had finished gets its records
+        finished and is not run again; one whose harness was still running has the
+        harness ended (it outlives the daemon in its own process group), is recorded
+        as interrupted, and runs again with a note saying so."""
         for key, info in list(self.state.inflight.items()):
+            ids = [int(i) for i in info.get("ids", [])]
+            if info.get("done"):
+                await self.finish(key, info)
+                self.state.mark_handled(ids, self.state.cursor, set())
+                self.state.inflight.pop(key, None)
+                self.save()
+                continue
             pid = int(info.get("pid") or 0)
             if pid and _same_process(pid, info.get("create_time")):
                 await _end_group(pid)
                 self.log.event("orphan_killed", lane=key, pid=pid)
-            ids = [int(i) for i in info.get("ids", [])]
             started = float(info.get("started_at") or time.time())
             if ids:
                 await self.record_wake(
@@ -493,7 +503,7 @@ class Bot:
         session = self.state.sessions.get(lane.key)
         run = await self.run_once(lane, batch, ids, session, notes)
         if run.result.error_kind == "session_gone" and session:
-            await self.record_run(run, ids)
+            await self.record_wake(run.turn_id, ids, **self.wake_fields(run))
             self.log.event("session_gone", lane=lane.key, session=session)
             self.state.sessions.pop(lane.key, None)
             await self.post(
@@ -508,23 +518,55 @@ class Bot:
             run = await self.run_once(lane, batch, ids, None, notes)
         if run.result.session_id:
             self.state.sessions[lane.key] = run.result.session_id
-        await self.record_run(run, ids)
-        if mine:
-            await self.receipts([int(m["id"]) for m in mine])
+        wake = self.wake_fields(run)
+        report = None
         if run.result.ok:
             self.state.failures.pop(lane.key, None)
             for m in batch:
                 self.state.thread_failures.pop(str(m.get("thread_id") or m["id"]), None)
         else:
-            await self.report_failure(lane, run, trigger, thread, ids)
+            self.state.failures[lane.key] = self.state.failures.get(lane.key, 0) + 1
+            count = self.state.note_thread_failure(thread)
+            report = {"reply_to": int(trigger["id"]), "thread": thread, "count": count}
+            report["body"] = failure_text(
+                self.cfg.harness, run.result, run.outcome, self.cfg.turn_timeout, count
+            )
         self.state.last_wake = {
             "at": iso(run.ended_at),
             "lane": lane.key,
             "trigger_ids": ids,
-            "outcome": wake_outcome(run.result, run.outcome),
+            "outcome": wake["outcome"],
             "session_id": run.result.session_id,
         }
+        # The harness is done: from here a crash must not run it again, only finish the records.
+        self.state.inflight[lane.key] = {
+            "turn_id": run.turn_id,
+            "ids": ids,
+            "done": True,
+            "wake": wake,
+            "seen": [int(m["id"]) for m in mine],
+            "report": report,
+        }
+        self.save()
+        await self.finish(lane.key, self.state.inflight[lane.key])
         self.complete(lane, ids)
+
+    async def finish(self, key: str, done: dict[str, Any]) -> None:
+        """A finished turn's records: the wake, the receipts, and the failure report."""
+        turn_id, ids = str(done["turn_id"]), [int(i) for i in done["ids"]]
+        await self.record_wake(turn_id, ids, **done["wake"])
+        if done.get("seen"):
+            await self.receipts([int(i) for i in done["seen"]])
+        report = done.get("report")
+        if report:
+            body = str(report["body"])
+            if int(report["count"]) >= RELEASE_AFTER and await self.release(
+                int(report["thread"]), int(report["count"]), turn_id
+            ):
+                body += "\n" + RELEASED_NOTE
+            await self.post(
+                self.log.redact(body), reply_to=int(report["reply_to"]), request_id=f"fail-{turn_id}"
+            )
 
     async def run_once(
         self,
@@ -612,23 +654,21 @@ class Bot:
         )
         return Run(result, outcome, started, ended, turn_id)
 
-    async def record_run(self, run: Run, ids: list[int]) -> None:
+    def wake_fields(self, run: Run) -> dict[str, Any]:
+        """The body of POST /api/wakes for a run (without trigger ids and request id)."""
         exit_code = run.outcome.exit_code if run.outcome is not None else None
-        error = self.log.redact(run.result.error)[:4000] if run.result.error else None
-        await self.record_wake(
-            run.turn_id,
-            ids,
-            harness=self.cfg.harness,
-            session_id=run.result.session_id,
-            started_at=iso(run.started_at),
-            ended_at=iso(run.ended_at),
-            exit_code=max(-255, min(255, exit_code)) if exit_code is not None else None,
-            outcome=wake_outcome(run.result, run.outcome),
-            cost_usd=run.result.cost_usd if (run.result.cost_usd or 0) >= 0 else None,
-            input_tokens=run.result.input_tokens,
-            output_tokens=run.result.output_tokens,
-            error=error,
-        )
+        return {
+            "harness": self.cfg.harness,
+            "session_id": run.result.session_id,
+            "started_at": iso(run.started_at),
+            "ended_at": iso(run.ended_at),
+            "exit_code": max(-255, min(255, exit_code)) if exit_code is not None else None,
+            "outcome": wake_outcome(run.result, run.outcome),
+            "cost_usd": run.result.cost_usd if (run.result.cost_usd or 0) >= 0 else None,
+            "input_tokens": run.result.input_tokens,
+            "output_tokens": run.result.output_tokens,
+            "error": self.log.redact(run.result.error)[:4000] if run.result.error else None,
+        }
 
     async def record_wake(self, turn_id: str, ids: list[int], **fields: Any) -> None:
         """POST /api/wakes once, whatever the retries (the request id is the turn's)."""
@@ -654,16 +694,6 @@ class Bot:
             await self.call("post", lambda: self.client.post(body, reply_to=reply_to, request_id=request_id))
         except BoardAPIError as exc:
             self.log.event("post_failed", code=exc.code, error=exc.message, reply_to=reply_to)
-
-    async def report_failure(
-        self, lane: Lane, run: Run, trigger: Mapping[str, Any], thread: int, ids: list[int]
-    ) -> None:
-        """One reply in the trigger's thread; the third in a row releases the claim first."""
-        self.state.failures[lane.key] = self.state.failures.get(lane.key, 0) + 1
-        count = self.state.note_thread_failure(thread)
-        released = count >= RELEASE_AFTER and await self.release(thread, count, run.turn_id)
-        body = failure_text(self.cfg.harness, run.result, run.outcome, self.cfg.turn_timeout, count, released)
-        await self.post(self.log.redact(body), reply_to=int(trigger["id"]), request_id=f"fail-{run.turn_id}")
 
     async def release(self, thread: int, count: int, turn_id: str) -> bool:
         """Release the bot's claim on thread if it holds one; whether it did."""

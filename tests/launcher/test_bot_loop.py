@@ -9,6 +9,7 @@ processes; these pin the decisions down fast and exactly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,7 +23,7 @@ from board.launcher.harnesses import TurnRequest, TurnResult, get_adapter
 from board.launcher.logs import EventLog
 from board.launcher.loop import Bot, Timing, backoff, failure_text, jitter_delay, no_mentions
 from board.launcher.process import ProcessOutcome
-from board.launcher.state import StateFile
+from board.launcher.state import BotState, StateFile
 
 NO_SUCH_PID = 2**22 + 4321  # beyond pid_max on most systems: never a real process
 
@@ -139,9 +140,12 @@ class Harnessed:
         raise AssertionError(f"wanted {wakes} wakes, have {len(self.board.wakes)}")
 
 
-@pytest.fixture
-async def rig(tmp_path: Path) -> AsyncIterator[Harnessed]:
+@contextlib.asynccontextmanager
+async def running_bot(tmp_path: Path, state: BotState | None = None) -> AsyncIterator[Harnessed]:
+    """A Bot on a MemoryBoard and a ScriptedHarness, started from state if given."""
     state_dir = tmp_path / "state"
+    if state is not None:
+        StateFile(state_dir).save(state)
     cfg = BotConfig(
         handle="pb",
         harness="claude",
@@ -171,11 +175,19 @@ async def rig(tmp_path: Path) -> AsyncIterator[Harnessed]:
     )
     stop = asyncio.Event()
     task = asyncio.create_task(bot.run(stop))
-    yield Harnessed(bot, board, harness, sleeps)
-    stop.set()
-    for _ in range(5):
-        harness.finish()
-    await asyncio.wait_for(task, 10)
+    try:
+        yield Harnessed(bot, board, harness, sleeps)
+    finally:
+        stop.set()
+        for _ in range(5):
+            harness.finish()
+        await asyncio.wait_for(task, 10)
+
+
+@pytest.fixture
+async def rig(tmp_path: Path) -> AsyncIterator[Harnessed]:
+    async with running_bot(tmp_path) as started:
+        yield started
 
 
 async def test_messages_arriving_during_a_turn_make_one_next_batch(rig: Harnessed) -> None:
@@ -280,3 +292,39 @@ def test_a_failure_reply_says_what_happened_and_wakes_nobody() -> None:
     assert "@alice" not in text and no_mentions("@alice") in text
     assert "released" not in text
     assert "I released my claim" in failure_text("codex", result, outcome, 5.0, 3, released=True)
+
+
+async def test_a_turn_that_finished_before_a_crash_is_recorded_not_run_again(tmp_path: Path) -> None:
+    wake = {
+        "harness": "claude",
+        "session_id": "s9",
+        "started_at": "2026-11-30T04:00:00Z",
+        "outcome": "failed",
+    }
+    done = {"turn_id": "t1", "ids": [1, 2], "done": True, "wake": wake, "seen": [2]}
+    done["report"] = {"reply_to": 2, "thread": 1, "count": 1, "body": "My claude turn failed (exit 1)."}
+    async with running_bot(tmp_path, BotState(cursor=0, inflight={"": done})) as rig:
+        rig.board.add("one")
+        rig.board.add("two")
+        third = rig.board.add("three")
+        await rig.turn_started(1)
+        rig.harness.finish()
+        await rig.settled(2)
+        assert [ids for _, ids in rig.harness.calls] == [[third]]  # 1 and 2 were not run again
+        assert rig.board.wakes[0]["request_id"] == "wake-t1" and rig.board.wakes[0]["trigger_ids"] == [1, 2]
+        assert rig.board.posts[0]["request_id"] == "fail-t1"
+        assert rig.board.receipted == [2, third]
+        assert rig.bot.state_file.load().cursor == third
+
+
+async def test_a_turn_cut_short_runs_again_with_a_note(tmp_path: Path) -> None:
+    cut = {"turn_id": "t2", "ids": [1], "pid": NO_SUCH_PID, "create_time": None, "started_at": 1.0e9}
+    async with running_bot(tmp_path, BotState(inflight={"": cut})) as rig:
+        rig.board.add("one")
+        await rig.turn_started(1)
+        assert "interrupted" in rig.harness.calls[0][0].prompt
+        rig.harness.finish()
+        await rig.settled(2)
+        assert [w["outcome"] for w in rig.board.wakes] == ["error", "ok"]
+        assert rig.board.wakes[0]["request_id"] == "wake-t2"
+        assert not rig.bot.state_file.load().interrupted
