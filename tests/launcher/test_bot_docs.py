@@ -32,3 +32,14 @@ def test_every_variable_the_daemon_reads_is_documented() -> None:
 def test_every_subcommand_is_documented() -> None:
     for name in main.commands:
         assert f"`bot {name}" in DOCS
+
+
+def test_bin_bot_runs_from_a_checkout(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "BOT_STATE_DIR": str(tmp_path / "none")}
+    done = subprocess.run(
+        [str(ROOT / "bin" / "bot"), "status"], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0 and "no bots in" in done.stdout

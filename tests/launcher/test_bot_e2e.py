@@ -77,6 +77,11 @@ async def one_reply(world: World, message_id: int, timeout: float = 15.0) -> dic
     return found[0]
 
 
+async def _seen_by_pb(world: World, message_id: int) -> bool:
+    message = await world.human.message(message_id)
+    return any(r["handle"] == "pb" and r["seen_at"] for r in message["receipts"])
+
+
 def wake_ids(fake: Fake) -> list[list[int]]:
     """The message ids each harness call covered, in order."""
     return [[int(i) for i in c["BOARD_WAKE_IDS"].split(",")] for c in fake.calls() if c.get("step")]
@@ -105,8 +110,7 @@ async def test_a_mention_is_answered_recorded_and_the_session_resumed(
         assert recorded[0]["cost_usd"] == pytest.approx(0.0123)
     if harness in ("claude", "codex", "gemini", "opencode"):
         assert recorded[0]["input_tokens"] and recorded[0]["output_tokens"]
-    message = await world.human.message(first)
-    assert any(r["handle"] == "pb" and r["seen_at"] for r in message["receipts"])
+    await eventually(lambda: _seen_by_pb(world, first), "pb's seen receipt")
 
     second = await mention(world, "and this")
     await one_reply(world, second)
@@ -129,13 +133,18 @@ async def test_messages_posted_during_a_turn_make_the_next_batch(
     await one_reply(world, first)
     await one_reply(world, third)  # the fake replies to the last id of its batch
     assert wake_ids(fake) == [[first], [second, third]]
-    recorded = await eventually(lambda: _wakes_len(world, 2), "two wake records")
+    recorded = await wakes_recorded(world.human, 2)
     assert [w["trigger_ids"] for w in recorded] == [[first], [second, third]]
 
 
-async def _wakes_len(world: World, n: int) -> list[dict[str, Any]] | None:
-    found = await wakes(world.human, "pb")
-    return found if len(found) >= n else None
+async def wakes_recorded(client: Any, n: int) -> list[dict[str, Any]]:
+    """pb's wake records, once there are at least n of them."""
+
+    async def enough() -> list[dict[str, Any]] | None:
+        found = await wakes(client, "pb")
+        return found if len(found) >= n else None
+
+    return await eventually(enough, f"{n} wake records", timeout=20)
 
 
 async def test_a_hanging_harness_is_killed_at_the_timeout_and_the_failure_posted(
@@ -212,7 +221,7 @@ async def test_sigkill_during_a_turn_ends_the_orphan_and_runs_the_batch_once_mor
     assert "interrupted" in fake.last_call()["prompt"]
     await asyncio.sleep(1)
     assert len(await replies(world.human, first, "pb")) == 1  # the orphan never got to answer
-    outcomes = [w["outcome"] for w in await _wakes_len(world, 2) or []]
+    outcomes = [w["outcome"] for w in await wakes_recorded(world.human, 2)]
     assert outcomes == ["error", "ok"]
 
 
@@ -232,20 +241,15 @@ async def test_the_board_going_away_and_coming_back_loses_nothing(
     await asyncio.sleep(3)
     board = await live.start()
     human = board.client(human_token)
-    recorded = await eventually(lambda: _wakes_of(human, 2), "both wake records", timeout=20)
+    recorded = await wakes_recorded(human, 2)
     assert [w["trigger_ids"] for w in recorded] == [[first], [second]]
 
     await asyncio.sleep(1.5)  # the daemon's long-poll is back
     third = await human.post("@pb after the outage", channel="general", workspace="proj")
     await eventually(lambda: replies(human, int(third["id"]), "pb"), "the reply after the outage")
     assert wake_ids(fake) == [[first], [second], [int(third["id"])]]
-    await eventually(lambda: _wakes_of(human, 3), "the third wake record")
+    await wakes_recorded(human, 3)
     assert bot.proc is not None and bot.proc.poll() is None
-
-
-async def _wakes_of(client: Any, n: int) -> list[dict[str, Any]] | None:
-    found = await wakes(client, "pb")
-    return found if len(found) >= n else None
 
 
 async def test_watched_posts_wait_a_jitter_and_mentions_do_not(
@@ -263,7 +267,7 @@ async def test_watched_posts_wait_a_jitter_and_mentions_do_not(
     started = bot.events("turn_started")[0]
     assert started["ids"] == [int(watched["id"])]
     assert started["wake_to_start_ms"] >= jitter[0]["delay_s"] * 1000 - 50
-    await eventually(lambda: _wakes_len(world, 1), "the watched wake")
+    await wakes_recorded(world.human, 1)
 
     first = await mention(world)
     await eventually(lambda: len(bot.events("turn_started")) == 2, "the mention's turn")
@@ -336,7 +340,7 @@ async def test_a_third_failure_in_a_row_on_a_thread_releases_the_claim(
     assert "released" not in found[-2]["body"]
     claim = (await world.human.thread(first))["claim"]
     assert claim["state"] == "open"
-    assert [w["outcome"] for w in await _wakes_len(world, 3) or []] == ["failed"] * 3
+    assert [w["outcome"] for w in await wakes_recorded(world.human, 3)] == ["failed"] * 3
 
 
 async def _at_least(found: Any, n: int) -> Any:
@@ -360,7 +364,7 @@ async def test_a_gone_session_starts_fresh_once_and_says_so(
     assert [c["resume"] for c in calls] == [None, old, None]
     new = calls[-1]["session"]
     await eventually(lambda: bot.state().get("sessions") == {"": new}, "the new session kept")
-    assert [w["outcome"] for w in await _wakes_len(world, 3) or []] == ["ok", "failed", "ok"]
+    assert [w["outcome"] for w in await wakes_recorded(world.human, 3)] == ["ok", "failed", "ok"]
 
 
 def _git(*args: str, cwd: Path) -> None:
