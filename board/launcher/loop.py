@@ -272,6 +272,28 @@ class Bot:
     async def run(self, stop: asyncio.Event) -> None:
         """The loop, until stop is set; then let running turns finish, up to the grace."""
         self._stop = stop
+        stopper = asyncio.ensure_future(stop.wait())
+        starting = asyncio.ensure_future(self.start())
+        await asyncio.wait({starting, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():  # stopped while the board could not be reached
+            starting.cancel()
+            await asyncio.gather(starting, return_exceptions=True)
+            self.log.event("stopped", cursor=self.state.cursor)
+            return
+        starting.result()  # Fatal: the token was refused
+        reader = self.spawn(self.read_loop())
+        try:
+            await asyncio.wait({reader, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if reader.done() and not reader.cancelled() and self.fatal is None:
+                self.fatal = reader.exception()
+        finally:
+            stopper.cancel()
+            await self.shutdown()
+        if self.fatal is not None:
+            raise self.fatal
+
+    async def start(self) -> None:
+        """Who the bot is, its state, turns a crash cut short, and (pool) its checkouts."""
         me = await self.call("me", self.client.me)
         self.workspace = str(me.get("workspace") or "")
         self.state = self.state_file.load()
@@ -299,17 +321,6 @@ class Bot:
             pool=str(self.pool.root) if self.pool else None,
             watch=list(self.watch()),
         )
-        reader = self.spawn(self.read_loop())
-        stopper = asyncio.create_task(stop.wait())
-        try:
-            await asyncio.wait({reader, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            if reader.done() and not reader.cancelled() and self.fatal is None:
-                self.fatal = reader.exception()
-        finally:
-            stopper.cancel()
-            await self.shutdown()
-        if self.fatal is not None:
-            raise self.fatal
 
     def spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
@@ -364,7 +375,7 @@ class Bot:
         for key, info in list(self.state.inflight.items()):
             ids = [int(i) for i in info.get("ids", [])]
             if info.get("done"):
-                await self.finish(key, info)
+                await self.finish(info)
                 self.state.mark_handled(ids, self.state.cursor, set())
                 self.state.inflight.pop(key, None)
                 self.save()
@@ -396,16 +407,19 @@ class Bot:
     async def read_loop(self) -> None:
         while True:
             since = self.read_position
-            page = await self.call(
-                "wake",
-                lambda since=since: self.client.wake(  # type: ignore[misc]
-                    since=since,
-                    wait=self.timing.wait,
-                    limit=self.timing.batch_max,
-                    watch=list(self.watch()),
-                    goal=self.cfg.goal if self.pool is None else None,
-                ),
-            )
+            try:
+                page = await self.call(
+                    "wake",
+                    lambda since=since: self.client.wake(  # type: ignore[misc]
+                        since=since,
+                        wait=self.timing.wait,
+                        limit=self.timing.batch_max,
+                        watch=list(self.watch()),
+                        goal=self.cfg.goal if self.pool is None else None,
+                    ),
+                )
+            except BoardAPIError as exc:  # not a bot's token, a goal out of scope, ...
+                raise Fatal(f"the board refused the wake feed: {exc.code}: {exc.message}") from exc
             messages = sorted(page.get("messages") or [], key=lambda m: int(m["id"]))
             now = time.monotonic()
             for message in messages:
@@ -548,10 +562,10 @@ class Bot:
             "report": report,
         }
         self.save()
-        await self.finish(lane.key, self.state.inflight[lane.key])
+        await self.finish(self.state.inflight[lane.key])
         self.complete(lane, ids)
 
-    async def finish(self, key: str, done: dict[str, Any]) -> None:
+    async def finish(self, done: dict[str, Any]) -> None:
         """A finished turn's records: the wake, the receipts, and the failure report."""
         turn_id, ids = str(done["turn_id"]), [int(i) for i in done["ids"]]
         await self.record_wake(turn_id, ids, **done["wake"])

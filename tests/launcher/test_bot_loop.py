@@ -21,7 +21,7 @@ from board.client import BoardAPIError
 from board.launcher.config import BotConfig
 from board.launcher.harnesses import TurnRequest, TurnResult, get_adapter
 from board.launcher.logs import EventLog
-from board.launcher.loop import Bot, Timing, backoff, failure_text, jitter_delay, no_mentions
+from board.launcher.loop import Bot, Fatal, Timing, backoff, failure_text, jitter_delay, no_mentions
 from board.launcher.process import ProcessOutcome
 from board.launcher.state import BotState, StateFile
 
@@ -141,7 +141,11 @@ class Harnessed:
 
 
 @contextlib.asynccontextmanager
-async def running_bot(tmp_path: Path, state: BotState | None = None) -> AsyncIterator[Harnessed]:
+async def running_bot(
+    tmp_path: Path,
+    state: BotState | None = None,
+    board_cls: type[MemoryBoard] | None = None,
+) -> AsyncIterator[Harnessed]:
     """A Bot on a MemoryBoard and a ScriptedHarness, started from state if given."""
     state_dir = tmp_path / "state"
     if state is not None:
@@ -155,13 +159,13 @@ async def running_bot(tmp_path: Path, state: BotState | None = None) -> AsyncIte
         state_dir=state_dir,
         jitter=0,
     )
-    board = MemoryBoard(state_dir / "state.json")
+    board = (board_cls or MemoryBoard)(state_dir / "state.json")
     harness = ScriptedHarness()
     sleeps: list[float] = []
 
     async def sleep(delay: float) -> None:
         sleeps.append(delay)
-        await asyncio.sleep(0)
+        await asyncio.sleep(0.001)
 
     bot = Bot(
         cfg,
@@ -328,3 +332,24 @@ async def test_a_turn_cut_short_runs_again_with_a_note(tmp_path: Path) -> None:
         assert [w["outcome"] for w in rig.board.wakes] == ["error", "ok"]
         assert rig.board.wakes[0]["request_id"] == "wake-t2"
         assert not rig.bot.state_file.load().interrupted
+
+
+async def test_a_stop_while_the_board_is_unreachable_at_start_is_obeyed(tmp_path: Path) -> None:
+    class Down(MemoryBoard):
+        async def me(self) -> dict[str, Any]:
+            raise BoardAPIError(0, "UNAVAILABLE", "connection refused", retryable=True)
+
+    async with running_bot(tmp_path, board_cls=Down) as rig:
+        await asyncio.sleep(0.05)
+        assert len(rig.sleeps) > 3  # still trying
+    assert rig.bot.state_file.load().cursor == 0  # and left when told
+
+
+async def test_a_refused_token_stops_the_daemon(tmp_path: Path) -> None:
+    class Revoked(MemoryBoard):
+        async def wake(self, **_: Any) -> dict[str, Any]:
+            raise BoardAPIError(401, "UNAUTHENTICATED", "Unknown token.")
+
+    with pytest.raises(Fatal):
+        async with running_bot(tmp_path, board_cls=Revoked):
+            await asyncio.sleep(0.05)
