@@ -421,3 +421,19 @@ async def test_pool_mode_one_session_per_channel_cloned_from_the_topic(
     assert "board-etiquette" in by_id[str(asked["id"])]["prompt"]  # a first turn names the skills
     assert "board-etiquette" not in by_id[str(again["id"])]["prompt"]  # a resumed one does not
     assert set(bot.state()["sessions"]) == {"wordsnap", "misc"}
+
+
+async def test_sigterm_aborts_a_turn_past_its_grace_and_the_next_start_runs_it_again(
+    world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    fake.script({"do": "hang", "seconds": 60}, {"do": "reply"})
+    bot = await make_bot(BOT_STOP_GRACE="0.5").start().started()
+    first = await mention(world)
+    hung = (await eventually(fake.calls, "the turn to start"))[0]
+    bot.signal(signal.SIGTERM)
+    assert await bot.wait_exit() == 0
+    assert not alive(hung["pid"]) and not alive(hung["grandchild_pid"])
+    assert bot.state()["cursor"] < first and bot.state()["inflight"]
+    await bot.start().started()
+    await one_reply(world, first)
+    assert wake_ids(fake) == [[first], [first]] and "interrupted" in fake.last_call()["prompt"]
