@@ -664,7 +664,8 @@ class Bot:
             cost_usd=result.cost_usd,
             input_tokens=result.input_tokens,
             output_tokens=result.output_tokens,
-            error=(result.error or "").splitlines()[0] if result.error else None,
+            # Only the daemon's own words: a harness's error can quote what it was told.
+            error=result.error if outcome is None else None,
         )
         return Run(result, outcome, started, ended, turn_id)
 
