@@ -610,15 +610,6 @@ class Bot:
 
         def on_start(pid: int) -> None:
             now_wall, now_mono = time.time(), time.monotonic()
-            self.state.inflight[lane.key] = {
-                "pid": pid,
-                "create_time": _create_time(pid),
-                "turn_id": turn_id,
-                "ids": ids,
-                "session": session,
-                "started_at": now_wall,
-            }
-            self.save()
             fields: dict[str, Any] = {
                 "lane": lane.key,
                 "pid": pid,
@@ -635,6 +626,16 @@ class Bot:
                     # The board stores seconds: this is within a second of the truth.
                     fields["post_to_start_ms"] = round((now_wall - posted) * 1000)
             self.log.event("turn_started", **fields)
+            # Saved so that a daemon killed during the turn can end this harness at its next start.
+            self.state.inflight[lane.key] = {
+                "pid": pid,
+                "create_time": _create_time(pid),
+                "turn_id": turn_id,
+                "ids": ids,
+                "session": session,
+                "started_at": now_wall,
+            }
+            self.save()
 
         started = time.time()
         try:
