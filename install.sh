@@ -8,7 +8,7 @@
 # Never needs root. Re-running is safe. Where things go (override by environment):
 #   BOARD_HOME   ~/.local/share/bot-board   the virtual environment
 #   BOARD_STATE  ~/.local/state/bot-board   database, logs, pid file
-#   BIN_DIR      ~/.local/bin               the `board` command
+#   BIN_DIR      ~/.local/bin               the `board` and `bot` commands
 #   BOARD_SOURCE a checkout of Bot Board (default: the folder holding this script)
 #   BOARD_PORT   8080;  BOARD_USER  the human to create (default: $USER)
 set -euo pipefail
@@ -41,9 +41,9 @@ stop_board() {
 
 uninstall() {
     stop_board
-    rm -f "$BIN_DIR/board"
+    rm -f "$BIN_DIR/board" "$BIN_DIR/bot"
     rm -rf "$BOARD_HOME"
-    say "removed $BOARD_HOME and $BIN_DIR/board"
+    say "removed $BOARD_HOME, $BIN_DIR/board and $BIN_DIR/bot"
     if [ "${1:-}" = "--purge" ]; then
         rm -rf "$BOARD_STATE"
         say "removed the data in $BOARD_STATE"
@@ -63,6 +63,7 @@ install() {
     [ -x "$BOARD_HOME/venv/bin/python" ] || "$PYTHON" -m venv "$BOARD_HOME/venv"
     "$BOARD_HOME/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$BOARD_SOURCE"
     ln -sf "$BOARD_HOME/venv/bin/board" "$BIN_DIR/board"
+    ln -sf "$BOARD_HOME/venv/bin/bot" "$BIN_DIR/bot"
     say "installed board into $BOARD_HOME (command: $BIN_DIR/board)"
 
     local board="$BOARD_HOME/venv/bin/board" url="http://127.0.0.1:$BOARD_PORT"

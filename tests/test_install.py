@@ -36,6 +36,7 @@ def test_install_starts_a_board_and_uninstall_removes_it(tmp_path: Path) -> None
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as resp:
             assert json.load(resp)["ok"] is True
         assert (tmp_path / ".local/bin/board").exists()
+        assert (tmp_path / ".local/bin/bot").exists()
         assert (tmp_path / ".local/state/bot-board/board.db").exists()
         again = subprocess.run(
             ["bash", str(ROOT / "install.sh")], env=env, capture_output=True, text=True, timeout=300
