@@ -1,0 +1,1 @@
+"""Load and latency benchmarks: ``python -m bench SCENARIO`` (see 80-performance in the spec)."""

@@ -1,0 +1,5 @@
+"""``python -m board``: the ``board`` command."""
+
+from .cli import main
+
+main()
