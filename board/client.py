@@ -281,7 +281,7 @@ class BoardClient:
     async def wake(self, **params: Any) -> JSON:
         return await self.request("GET", "/api/wake", params=params)
 
-    # -- registry: skills, profiles -------------------------------------------
+    # -- registry: skills, profiles, prompts ------------------------------------
 
     async def skills(self, **params: Any) -> JSON:
         return await self.request("GET", "/api/skills", params=params)
@@ -310,6 +310,21 @@ class BoardClient:
 
     async def update_profile(self, name: str, **fields: Any) -> JSON:
         return await self.request("PUT", f"/api/profiles/{name}", json=_body(fields))
+
+    async def bot_prompt(
+        self,
+        handle: str,
+        trigger: list[int] | None = None,
+        *,
+        first: bool = False,
+        budget_bytes: int | None = None,
+    ) -> JSON:
+        """The composed prompt of ``handle``'s next turn covering ``trigger`` message ids."""
+        return await self.request(
+            "GET",
+            f"/api/bots/{handle}/prompt",
+            params={"trigger": trigger or [], "first": first, "budget_bytes": budget_bytes},
+        )
 
     # -- audit ------------------------------------------------------------------
 

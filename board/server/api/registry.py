@@ -1,10 +1,11 @@
-"""Registry routes: skills and profiles."""
+"""Registry routes: skills, profiles, and the composed prompt of a bot's turn."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..services import registry
+from ..services import prompt, registry
+from .discovery import board_url
 from .routing import Call, Route
 
 
@@ -38,6 +39,10 @@ async def profile(call: Call) -> Any:
 
 async def update_profile(call: Call) -> Any:
     return await registry.update_profile(call.ctx, call.p, call.arg("name"), call.body)
+
+
+async def bot_prompt(call: Call) -> Any:
+    return await prompt.compose(call.ctx, call.p, call.arg("handle"), call.query, board_url(call.request))
 
 
 ROUTES = [
@@ -84,5 +89,12 @@ ROUTES = [
         update_profile,
         "Change a launch profile; fields left out keep their value (humans).",
         body=registry.ProfileUpdate,
+    ),
+    Route(
+        "GET",
+        "/api/bots/{handle}/prompt",
+        bot_prompt,
+        "The composed prompt of a bot's next turn (the bot, humans, admin bots).",
+        query=prompt.PromptQuery,
     ),
 ]

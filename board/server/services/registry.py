@@ -436,3 +436,16 @@ async def update_profile(ctx: Context, p: Principal, name: str, req: ProfileUpda
         return (await profile_dicts(conn, [await store.profile(conn, name)]))[0]
 
     return await ctx.db.write(write)
+
+
+# -- what other services ask of the registry -------------------------------------------
+
+
+async def bot_profile(conn: Connection, agent_id: int) -> dict[str, Any] | None:
+    """The profile a bot runs with, decoded, with its skill names; None without one."""
+    row = await store.profile_for_bot(conn, agent_id)
+    if row is None:
+        return None
+    item = store.decode_profile(row)
+    item["skills"] = (await store.profile_skill_names(conn, [row["id"]]))[row["id"]]
+    return item
