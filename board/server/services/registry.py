@@ -449,3 +449,13 @@ async def bot_profile(conn: Connection, agent_id: int) -> dict[str, Any] | None:
     item = store.decode_profile(row)
     item["skills"] = (await store.profile_skill_names(conn, [row["id"]]))[row["id"]]
     return item
+
+
+async def wake_defaults(conn: Connection, p: Principal) -> tuple[list[str], int | None]:
+    """The watch and goal a bot's profile gives its wake feed (nothing without a profile)."""
+    if not p.is_bot:
+        return [], None
+    profile = await store.profile_for_bot(conn, p.agent_id)
+    if profile is None:
+        return [], None
+    return store.decode_profile(profile)["watch"], profile["goal"]
