@@ -3,6 +3,8 @@
 ``for_me`` is the bot's inbox (mentions, its conversations, replies in threads
 it posted in or holds, handoffs to it). ``watched`` is every other message in
 the channels it watches and in its goal thread. One long-poll covers both.
+The query's ``watch`` and ``goal`` win; each one left out comes from the
+profile the bot runs with (``services/registry.py``).
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from ..store import channels as channel_store
 from ..store import messages as store
 from ..store.messages import MessageFilter
 from ..validation import arg
-from . import scope
+from . import registry, scope
 from .context import Context
 from .longpoll import poll
-from .messages import _rows_to_messages, render
+from .messages import _conversation_ok, _rows_to_messages, render
 from .paging import Page, bounded_page
 
 
@@ -45,17 +47,26 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
 
     async def resolve(conn: Connection) -> tuple[list[int], int | None]:
         workspace = await scope.resolve(conn, p, None)
+        profile_watch, profile_goal = await registry.wake_defaults(conn, p)
         channel_ids = []
-        for slug in q.watch:
+        for slug in q.watch or profile_watch:
             channel = await channel_store.by_slug(conn, workspace["id"], slug)
             if channel is not None:
                 channel_ids.append(channel["id"])
         goal = None
         if q.goal is not None:
             root = await store.by_id(conn, q.goal)
-            if root is None or not scope.visible(p, root["workspace_id"]):
+            if (
+                root is None
+                or not scope.visible(p, root["workspace_id"])
+                or not await _conversation_ok(conn, p, root)
+            ):
                 raise NotFound("thread")
             goal = root["thread_id"]
+        elif profile_goal is not None:
+            root = await store.by_id(conn, profile_goal)
+            if root is not None and root["workspace_id"] == workspace["id"]:
+                goal = root["thread_id"]
         return channel_ids, goal
 
     channel_ids, goal = await ctx.db.read(resolve)
