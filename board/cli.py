@@ -290,5 +290,7 @@ def search(url: str, token: str, query: str, workspace: str | None, limit: int) 
 def claim(url: str, token: str, thread_id: int, note: str) -> None:
     """Claim a thread."""
     _call(url, token, lambda b: b.claim(thread_id, note))
+
+
 if __name__ == "__main__":
     main()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import World, snapshot
+from boardtest import World, snapshot
 
 from board.client import BoardAPIError, BoardClient
 from board.server.services import knowledge_prompt

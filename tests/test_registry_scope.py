@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import aiohttp
-from conftest import World, snapshot
+from boardtest import World, snapshot
 from scope_registry import REGISTRY_DECISIONS, ROLES
 
 from board.client import BoardClient

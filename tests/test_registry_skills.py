@@ -6,7 +6,7 @@ import sqlite3
 from typing import Any
 
 import pytest
-from conftest import World, db_rows, snapshot
+from boardtest import World, db_rows, snapshot
 
 from board.client import BoardAPIError, BoardClient
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import World
+from boardtest import World
 
 from board.client import BoardAPIError
 

@@ -244,9 +244,7 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-async def _wait_exit(
-    proc: asyncio.subprocess.Process, waiter: asyncio.Task[int], timeout: float
-) -> bool:
+async def _wait_exit(proc: asyncio.subprocess.Process, waiter: asyncio.Task[int], timeout: float) -> bool:
     """Wait up to timeout for the harness itself to exit; True if it did.
 
     proc.wait() also waits for the pipes to close, which a child left holding

@@ -58,9 +58,7 @@ def get_adapter(
     if name not in ADAPTERS:
         raise ValueError(f"unknown harness {name!r}; known: {', '.join(sorted(ADAPTERS))}")
     if name == "command":
-        return CommandAdapter(
-            template or (), flags=flags, session_field=session_field, executable=executable
-        )
+        return CommandAdapter(template or (), flags=flags, session_field=session_field, executable=executable)
     if template is not None or session_field is not None:
         raise ValueError(f"template and session_field are for the command harness, not {name}")
     return ADAPTERS[name](flags=flags, executable=executable)
@@ -74,7 +72,5 @@ def adapter_from_env(name: str, environ: Mapping[str, str]) -> Adapter:
     if name == "command":
         template = shlex.split(environ.get("BOT_COMMAND_TEMPLATE", ""))
         field = environ.get("BOT_COMMAND_SESSION_FIELD") or None
-        return get_adapter(
-            name, flags, template=template, session_field=field, executable=executable
-        )
+        return get_adapter(name, flags, template=template, session_field=field, executable=executable)
     return get_adapter(name, flags, executable=executable)

@@ -144,9 +144,7 @@ def check_flags(flags: Sequence[str], spec: FlagSpec, source: str) -> None:
             )
 
 
-def merge_flags(
-    defaults: Sequence[str], overrides: Sequence[Sequence[str]], spec: FlagSpec
-) -> list[str]:
+def merge_flags(defaults: Sequence[str], overrides: Sequence[Sequence[str]], spec: FlagSpec) -> list[str]:
     """Defaults, then each override layer in turn; later layers replace earlier ones."""
     merged = _groups(defaults, spec, "defaults")
     for layer in overrides:
@@ -167,8 +165,7 @@ def safe_prompt(prompt: str) -> str:
     size = len(prompt.encode("utf-8"))
     if size > MAX_PROMPT_BYTES:
         raise ValueError(
-            f"prompt is {size} bytes; argv takes at most {MAX_PROMPT_BYTES} "
-            "(lower the board's prompt budget)"
+            f"prompt is {size} bytes; argv takes at most {MAX_PROMPT_BYTES} (lower the board's prompt budget)"
         )
     # A leading "-" would be parsed as an option (and "-" alone means "read stdin").
     return " " + prompt if prompt.startswith("-") else prompt

@@ -120,9 +120,7 @@ def _result_error(obj: dict[str, object]) -> str | None:
         return reason + (": " + "; ".join(details) if details else "")
     denials = obj.get("permission_denials")
     if isinstance(denials, list) and denials:
-        tools = sorted(
-            {str(d.get("tool_name", "?")) for d in denials if isinstance(d, dict)} or {"?"}
-        )
+        tools = sorted({str(d.get("tool_name", "?")) for d in denials if isinstance(d, dict)} or {"?"})
         return (
             f"claude was refused permission for {', '.join(tools)}; "
             "it needs --permission-mode bypassPermissions to work unattended"

@@ -63,9 +63,7 @@ class CodexAdapter(Adapter):
         keyed=frozenset({"--config"}),
         displaces={
             "--config:sandbox_mode": frozenset({"--sandbox"}),
-            "--dangerously-bypass-approvals-and-sandbox": frozenset(
-                {"--sandbox", f"--config:{_NETWORK}"}
-            ),
+            "--dangerously-bypass-approvals-and-sandbox": frozenset({"--sandbox", f"--config:{_NETWORK}"}),
         },
         locked=frozenset({"--json"}),
     )

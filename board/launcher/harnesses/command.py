@@ -83,12 +83,7 @@ class CommandAdapter(Adapter):
             missing = [p for p in PLACEHOLDERS if p in word and values[p] is None]
             if missing:
                 # Drop the word, and the option that was to carry it.
-                if (
-                    word in missing
-                    and len(out) > start
-                    and out[-1].startswith("-")
-                    and "=" not in out[-1]
-                ):
+                if word in missing and len(out) > start and out[-1].startswith("-") and "=" not in out[-1]:
                     out.pop()
                 continue
             # One pass, so a prompt that mentions "{session}" stays as written.
