@@ -139,10 +139,10 @@ async def append(
     ctx: Context,
     *,
     workspace: Any,
-    author_id: int,
+    author: Principal,
     body: str,
     kind: str,
-    channel_id: int | None = None,
+    channel: Any | None = None,
     conversation_id: int | None = None,
     parent: Any | None = None,
     tags: list[str] | None = None,
@@ -152,33 +152,39 @@ async def append(
 ) -> Event:
     """Write one message and its fan-out; return the event to publish after commit.
 
-    ``actor_id`` is who caused an event message: like the author, it does not find
-    its own doing in its inbox.
+    ``channel`` is the channel row of a new root; a reply takes its place from
+    ``parent``. ``actor_id`` is who caused an event message: like the author, it
+    does not find its own doing in its inbox. The message is rendered from what
+    was written, as the read path would render it, without reading it back.
     """
+    channel_id, channel_slug = (channel["id"], channel["slug"]) if channel is not None else (None, None)
     if parent is not None:
-        channel_id, conversation_id = parent["channel_id"], parent["conversation_id"]
-    mentioned = await _mentions(conn, body, workspace["id"])
+        channel_id, channel_slug = parent["channel_id"], parent["channel"]
+        conversation_id = parent["conversation_id"]
+    mentioned = await _mentions(conn, body, workspace["id"]) if "@" in body else {}
+    mentions = sorted(mentioned.values(), key=str.lower)
+    now = ctx.now()
     message_id = await store.insert(
         conn,
         workspace_id=workspace["id"],
         channel_id=channel_id,
         conversation_id=conversation_id,
         kind=kind,
-        author_id=author_id,
+        author_id=author.agent_id,
         body=body,
         reply_to=parent["id"] if parent is not None else None,
         thread_id=parent["thread_id"] if parent is not None else None,
         tags=tags or [],
-        mentions=sorted(mentioned.values(), key=str.lower),
+        mentions=mentions,
         meta=meta or {},
-        now=ctx.now(),
+        now=now,
     )
     reasons: dict[int, str] = {}
     audience = None
     if parent is not None:
         for agent_id in await store.thread_participant_ids(conn, parent["thread_id"]):
             reasons[agent_id] = "thread"
-        holder = await claims.on_post(conn, ctx, parent["thread_id"], author_id)
+        holder = await claims.on_post(conn, ctx, parent["thread_id"], author.agent_id)
         if holder is not None:
             reasons[holder] = "thread"
     if conversation_id is not None:
@@ -187,12 +193,31 @@ async def append(
         reasons.update(dict.fromkeys(audience, "conversation"))
     reasons.update(dict.fromkeys(mentioned, "mention"))
     reasons.update(also_for or {})
-    reasons.pop(author_id, None)
+    reasons.pop(author.agent_id, None)
     if actor_id is not None:
         reasons.pop(actor_id, None)
-    await store.add_to_inboxes(conn, message_id, reasons)
-    row = await store.by_id(conn, message_id)
-    message = (await _rows_to_messages(conn, [row]))[0]
+    if reasons:
+        await store.add_to_inboxes(conn, message_id, reasons)
+    message: dict[str, Any] = {
+        "id": message_id,
+        "workspace": workspace["slug"],
+        "channel": channel_slug,
+        "conversation": conversation_id,
+        "kind": kind,
+        "author": author.handle,
+        "author_kind": author.kind,
+        "body": body,
+        "reply_to": parent["id"] if parent is not None else None,
+        "thread_id": parent["thread_id"] if parent is not None else message_id,
+        "tags": tags or [],
+        "mentions": mentions,
+        "meta": meta or {},
+        "created_at": now,
+    }
+    if parent is None:
+        authors = [] if kind == "event" else [author.handle]
+        message["replies"] = {"count": 0, "last_id": None, "last_at": None, "authors": authors}
+        message["claim"] = {"state": "open", "holder": None}
     return Event(
         message=message,
         workspace_id=workspace["id"],
@@ -204,15 +229,16 @@ async def append(
     )
 
 
-async def _channel_for_post(conn: Connection, ctx: Context, p: Principal, workspace: Any, slug: str) -> int:
+async def _channel_for_post(conn: Connection, ctx: Context, p: Principal, workspace: Any, slug: str) -> Any:
+    """The channel row of ``slug``, created (and audited) on first post."""
     channel = await channel_store.by_slug(conn, workspace["id"], slug)
     if channel is not None:
-        return int(channel["id"])
+        return channel
     from . import audit
 
-    channel_id = await channel_store.insert(conn, workspace["id"], slug, "", ctx.now())
+    await channel_store.insert(conn, workspace["id"], slug, "", ctx.now())
     await audit.record(conn, ctx, p, "channel.create", slug, workspace=workspace["slug"])
-    return channel_id
+    return await channel_store.by_slug(conn, workspace["id"], slug)
 
 
 async def _require_member(conn: Connection, p: Principal, conversation_id: int) -> None:
@@ -233,7 +259,8 @@ async def post(ctx: Context, p: Principal, req: PostMessage) -> dict[str, Any]:
 
     async def write(conn: Connection) -> Event:
         parent = None
-        channel_id = conversation_id = None
+        channel = None
+        conversation_id = None
         if req.reply_to is not None:
             parent = await store.by_id(conn, req.reply_to)
             if parent is None or not scope.visible(p, parent["workspace_id"]):
@@ -259,15 +286,15 @@ async def post(ctx: Context, p: Principal, req: PostMessage) -> dict[str, Any]:
             workspace = await scope.resolve(conn, p, req.workspace)
         scope.require_writable(workspace)
         if req.channel is not None and parent is None:
-            channel_id = await _channel_for_post(conn, ctx, p, workspace, req.channel)
+            channel = await _channel_for_post(conn, ctx, p, workspace, req.channel)
         return await append(
             conn,
             ctx,
             workspace=workspace,
-            author_id=p.agent_id,
+            author=p,
             body=req.body,
             kind="conversation" if (conversation_id or (parent and parent["conversation_id"])) else "channel",
-            channel_id=channel_id,
+            channel=channel,
             conversation_id=conversation_id,
             parent=parent,
             tags=req.tags,
@@ -292,10 +319,11 @@ async def post_event(
     also_for: dict[int, str] | None = None,
 ) -> Event:
     """A ``kind: event`` message written by the board, in a channel or a thread."""
-    channel_id = None
+    row = await identity_store.agent_by_handle(conn, "board")
+    board = Principal(agent_id=row["id"], handle="board", kind="system")
+    channel_row = None
     if parent is None:
-        channel_id = await _channel_for_post(conn, ctx, author or _board(), workspace, channel or "lobby")
-    board = await identity_store.agent_by_handle(conn, "board")
+        channel_row = await _channel_for_post(conn, ctx, author or board, workspace, channel or "lobby")
     meta = dict(meta or {})
     if author is not None:
         meta.setdefault("by", author.handle)
@@ -303,19 +331,16 @@ async def post_event(
         conn,
         ctx,
         workspace=workspace,
-        author_id=board["id"],
+        author=board,
         body=body,
         kind="event",
-        channel_id=channel_id,
+        channel=channel_row,
         parent=parent,
         meta=meta,
         tags=tags,
         also_for=also_for,
+        actor_id=author.agent_id if author is not None else None,
     )
-
-
-def _board() -> Principal:
-    return Principal(agent_id=0, handle="board", kind="system")
 
 
 # -- reading ---------------------------------------------------------------------
