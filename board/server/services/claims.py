@@ -153,9 +153,7 @@ async def claim(ctx: Context, p: Principal, thread_id: int, req: ClaimRequest) -
         current = await store.get(conn, root["id"])
         if current is not None and current["state"] == "claimed":
             if current["holder_id"] == p.agent_id:
-                await store.put(
-                    conn, root["id"], workspace["id"], lease_until=lease, progress_at=now, updated_at=now
-                )
+                await store.progress(conn, root["id"], p.agent_id, now, lease)
                 await store.append_history(conn, root["id"], "renew", p.agent_id, p.agent_id, req.note, now)
                 return 200, to_dict(await store.get(conn, root["id"])), None
             if not _expired(current, now):
