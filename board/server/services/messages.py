@@ -311,6 +311,7 @@ async def post_event(
         meta=meta,
         tags=tags,
         also_for=also_for,
+        actor_id=author.agent_id if author is not None else None,
     )
 
 
