@@ -59,11 +59,14 @@ async def active_claims(conn: Connection, holder_ids: list[int]) -> list[dict[st
 
 
 async def on_post(conn: Connection, ctx: Context, thread_id: int, author_id: int) -> int | None:
-    """A new message in a thread: the holder's own post renews its lease; returns the holder."""
+    """A new message in a thread: the holder's own post renews its lease; returns the holder.
+
+    A done thread keeps its last holder: a later reply reopens nothing but reaches it.
+    """
     claim = await store.get(conn, thread_id)
-    if claim is None or claim["state"] != "claimed":
+    if claim is None or claim["state"] == "open" or claim["holder_id"] is None:
         return None
-    if claim["holder_id"] == author_id:
+    if claim["state"] == "claimed" and claim["holder_id"] == author_id:
         minutes = _lease_minutes(claim)
         lease = iso(ctx.clock.now() + timedelta(minutes=minutes))
         await store.progress(conn, thread_id, author_id, ctx.now(), lease)
