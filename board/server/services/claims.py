@@ -117,10 +117,21 @@ async def _transition(
     also_for: dict[int, str] | None = None,
     **state: Any,
 ) -> Event:
-    """Write the new state, its history row, its audit row and the thread's event message."""
+    """Write the new state, its history row, its audit row and the thread's event message.
+
+    A holder whose claim someone else ends or moves (a human, the sweep, a claimer
+    after the lease ran out) finds the event in its inbox, so it stops working.
+    """
     from .messages import post_event
 
     now = ctx.now()
+    before = await store.get(conn, root["id"])
+    if (
+        before is not None
+        and before["state"] == "claimed"
+        and before["holder_id"] not in (holder_id, p.agent_id if p else None)
+    ):
+        also_for = {before["holder_id"]: "thread", **(also_for or {})}
     await store.put(
         conn, root["id"], workspace["id"], holder_id=holder_id, note=note, updated_at=now, **state
     )
