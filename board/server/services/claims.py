@@ -338,7 +338,7 @@ class ClaimList:
     holder: str | None = arg(None, max_len=32)
     state: str | None = arg(None, choices=("open", "claimed", "done"))
     stalled: bool = arg(False, help="Only claims without progress for BOARD_STALL_AFTER.")
-    after: int = arg(0, min=0, help="Thread id to continue after.")
+    since: int = arg(0, min=0, help="Thread id to continue after (next_since).")
     limit: int = arg(20, min=1, max=500)
     max_bytes: int | None = arg(None, min=1)
 
@@ -357,7 +357,7 @@ async def list_claims(ctx: Context, p: Principal, q: ClaimList) -> Page:
             holder_id=holder_id,
             state=q.state,
             progress_before=ctx.ago(ctx.settings.stall_after) if q.stalled else None,
-            after=q.after,
+            after=q.since,
             limit=q.limit + 1,
         )
         unseen = None
