@@ -523,14 +523,18 @@ async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
 
 
 async def mark(ctx: Context, p: Principal, message_ids: list[int], state: str) -> list[int]:
-    """Record receipts for messages addressed to ``p``; returns the ids recorded."""
+    """Record receipts for messages addressed to ``p``; returns the ids recorded.
+
+    Done implies seen: a bot that only marks what it finished is not flagged unseen.
+    """
 
     async def write(conn: Connection) -> list[int]:
         addressed = await store.addressed(conn, p.agent_id, message_ids)
         missing = [i for i in message_ids if i not in addressed]
         if missing:
             raise NotFound(f"message addressed to you ({missing[0]})")
-        await store.add_receipts(conn, p.agent_id, message_ids, state, ctx.now())
+        for recorded in ("seen", "done") if state == "done" else (state,):
+            await store.add_receipts(conn, p.agent_id, message_ids, recorded, ctx.now())
         return message_ids
 
     return await ctx.db.write(write)
