@@ -22,7 +22,7 @@ from ..validation import arg
 from . import scope
 from .context import Context
 from .longpoll import poll
-from .messages import _rows_to_messages, render
+from .messages import _conversation_ok, _rows_to_messages, render
 from .paging import Page, bounded_page
 
 
@@ -42,6 +42,7 @@ class WakeQuery:
 async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
     if not p.is_bot:
         raise Forbidden("The wake feed is a bot's; humans read /api/inbox.")
+
     async def resolve(conn: Connection) -> tuple[list[int], int | None]:
         workspace = await scope.resolve(conn, p, None)
         channel_ids = []
@@ -52,7 +53,11 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
         goal = None
         if q.goal is not None:
             root = await store.by_id(conn, q.goal)
-            if root is None or not scope.visible(p, root["workspace_id"]):
+            if (
+                root is None
+                or not scope.visible(p, root["workspace_id"])
+                or not await _conversation_ok(conn, p, root)
+            ):
                 raise NotFound("thread")
             goal = root["thread_id"]
         return channel_ids, goal
