@@ -71,8 +71,13 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
 
     workspace_id, channel_ids, pending, goal = await ctx.db.read(resolve)
 
+    # The answer's cursor is the head as the feed's read saw it, never later: a message
+    # committed after that read is in the answer (woken by the wait) or above the cursor.
+    head = {"cursor": q.since}
+
     async def fetch() -> list[dict[str, Any]]:
         async def read(conn: Connection) -> list[dict[str, Any]]:
+            head["cursor"] = await store.max_id(conn)
             mine = await store.inbox(conn, p.agent_id, q.since, q.limit + 1)
             watched = []
             # A watched channel may have been created since resolve() (a first post makes it).
@@ -132,5 +137,5 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
         q.limit,
         q.max_bytes,
         descending=False,
-        cursor=await ctx.db.read(store.max_id),
+        cursor=head["cursor"],
     )
