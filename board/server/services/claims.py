@@ -428,14 +428,20 @@ def wake_dict(row: Any) -> dict[str, Any]:
 async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int, dict[str, Any]]:
     if not p.is_bot:
         raise Forbidden("Wakes are recorded by a bot's launcher, with the bot's token.")
+    started_at, ended_at = _time("started_at", req.started_at), _time("ended_at", req.ended_at)
+    if ended_at is not None and started_at is not None and ended_at < started_at:
+        raise InvalidArgument(
+            f"ended_at ({ended_at}) is before started_at ({started_at}); send the run's real times.",
+            field="ended_at",
+        )
     values = {
         "agent_id": p.agent_id,
         "workspace_id": p.workspace_id,
         "trigger_ids": req.trigger_ids,
         "harness": req.harness,
         "session_id": req.session_id,
-        "started_at": _time("started_at", req.started_at),
-        "ended_at": _time("ended_at", req.ended_at),
+        "started_at": started_at,
+        "ended_at": ended_at,
         "exit_code": req.exit_code,
         "outcome": req.outcome,
         "cost_usd": req.cost_usd,
