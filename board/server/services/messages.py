@@ -494,8 +494,11 @@ class InboxQuery:
 
 
 async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
+    head = {"cursor": q.since}  # the cursor as the inbox's own read saw it: it never skips
+
     async def fetch() -> list[dict[str, Any]]:
         async def read(conn: Connection) -> list[dict[str, Any]]:
+            head["cursor"] = await store.max_id(conn)
             rows = await store.inbox(conn, p.agent_id, q.since, q.limit + 1)
             return await _rows_to_messages(conn, rows)
 
@@ -515,7 +518,7 @@ async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
         q.limit,
         q.max_bytes,
         descending=False,
-        cursor=await ctx.db.read(store.max_id),
+        cursor=head["cursor"],
     )
     if q.ack and page["messages"]:
         await mark(ctx, p, [m["id"] for m in page["messages"]], "seen")
