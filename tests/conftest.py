@@ -145,8 +145,14 @@ def db_rows(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[An
 
 def snapshot(path: Path) -> dict[str, int]:
     """Row counts of every table: compared before and after a refused call."""
-    tables = [r[0] for r in db_rows(path, "SELECT name FROM sqlite_master WHERE type = 'table' "
-                                          "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '%fts%'")]
+    tables = [
+        r[0]
+        for r in db_rows(
+            path,
+            "SELECT name FROM sqlite_master WHERE type = 'table' "
+            "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '%fts%'",
+        )
+    ]
     return {t: db_rows(path, f"SELECT count(*) FROM {t}")[0][0] for t in tables}
 
 
