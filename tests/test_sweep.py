@@ -238,3 +238,26 @@ async def test_the_running_board_sweeps_on_its_own(tmp_path: Path, clock: Manual
         assert [(m["thread_id"], m["meta"]["claim"]) for m in page["messages"]] == [(tid, "nudge")]
     finally:
         await stop_board(board)
+
+
+async def test_claims_already_nudged_do_not_crowd_out_new_stalls(
+    clocked_world: World, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One pass handles a bounded batch; claims that need nothing must not fill it."""
+    import board.server.sweep as sweep_module
+
+    monkeypatch.setattr(sweep_module, "BATCH", 2)
+    w = clocked_world
+    ctx = w.board.ctx
+    first = [await _claimed_thread(w, f"old {i}") for i in range(2)]
+    clock.advance(10 * MINUTE)
+    later = await _claimed_thread(w, "newer")
+    archived_root = await w.other.post("in a workspace about to close", channel="lobby")
+    await w.other.claim(archived_root["id"])
+    await w.human.archive_workspace("other")
+
+    clock.advance(21 * MINUTE)
+    assert (await sweep(ctx)).nudged == first
+    clock.advance(10 * MINUTE)
+    assert (await sweep(ctx)).nudged == [later]
+    assert (await sweep(ctx)).nudged == []
