@@ -59,11 +59,14 @@ async def active_claims(conn: Connection, holder_ids: list[int]) -> list[dict[st
 
 
 async def on_post(conn: Connection, ctx: Context, thread_id: int, author_id: int) -> int | None:
-    """A new message in a thread: the holder's own post renews its lease; returns the holder."""
+    """A new message in a thread: the holder's own post renews its lease; returns the holder.
+
+    A done thread keeps its last holder: a later reply reopens nothing but reaches it.
+    """
     claim = await store.get(conn, thread_id)
-    if claim is None or claim["state"] != "claimed":
+    if claim is None or claim["state"] == "open" or claim["holder_id"] is None:
         return None
-    if claim["holder_id"] == author_id:
+    if claim["state"] == "claimed" and claim["holder_id"] == author_id:
         minutes = _lease_minutes(claim)
         lease = iso(ctx.clock.now() + timedelta(minutes=minutes))
         await store.progress(conn, thread_id, author_id, ctx.now(), lease)
@@ -114,10 +117,21 @@ async def _transition(
     also_for: dict[int, str] | None = None,
     **state: Any,
 ) -> Event:
-    """Write the new state, its history row, its audit row and the thread's event message."""
+    """Write the new state, its history row, its audit row and the thread's event message.
+
+    A holder whose claim someone else ends or moves (a human, the sweep, a claimer
+    after the lease ran out) finds the event in its inbox, so it stops working.
+    """
     from .messages import post_event
 
     now = ctx.now()
+    before = await store.get(conn, root["id"])
+    if (
+        before is not None
+        and before["state"] == "claimed"
+        and before["holder_id"] not in (holder_id, p.agent_id if p else None)
+    ):
+        also_for = {before["holder_id"]: "thread", **(also_for or {})}
     await store.put(
         conn, root["id"], workspace["id"], holder_id=holder_id, note=note, updated_at=now, **state
     )
@@ -153,9 +167,7 @@ async def claim(ctx: Context, p: Principal, thread_id: int, req: ClaimRequest) -
         current = await store.get(conn, root["id"])
         if current is not None and current["state"] == "claimed":
             if current["holder_id"] == p.agent_id:
-                await store.put(
-                    conn, root["id"], workspace["id"], lease_until=lease, progress_at=now, updated_at=now
-                )
+                await store.progress(conn, root["id"], p.agent_id, now, lease)
                 await store.append_history(conn, root["id"], "renew", p.agent_id, p.agent_id, req.note, now)
                 return 200, to_dict(await store.get(conn, root["id"])), None
             if not _expired(current, now):
@@ -326,7 +338,7 @@ class ClaimList:
     holder: str | None = arg(None, max_len=32)
     state: str | None = arg(None, choices=("open", "claimed", "done"))
     stalled: bool = arg(False, help="Only claims without progress for BOARD_STALL_AFTER.")
-    after: int = arg(0, min=0, help="Thread id to continue after.")
+    since: int = arg(0, min=0, help="Thread id to continue after (next_since).")
     limit: int = arg(20, min=1, max=500)
     max_bytes: int | None = arg(None, min=1)
 
@@ -345,7 +357,7 @@ async def list_claims(ctx: Context, p: Principal, q: ClaimList) -> Page:
             holder_id=holder_id,
             state=q.state,
             progress_before=ctx.ago(ctx.settings.stall_after) if q.stalled else None,
-            after=q.after,
+            after=q.since,
             limit=q.limit + 1,
         )
         unseen = None
@@ -416,14 +428,20 @@ def wake_dict(row: Any) -> dict[str, Any]:
 async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int, dict[str, Any]]:
     if not p.is_bot:
         raise Forbidden("Wakes are recorded by a bot's launcher, with the bot's token.")
+    started_at, ended_at = _time("started_at", req.started_at), _time("ended_at", req.ended_at)
+    if ended_at is not None and started_at is not None and ended_at < started_at:
+        raise InvalidArgument(
+            f"ended_at ({ended_at}) is before started_at ({started_at}); send the run's real times.",
+            field="ended_at",
+        )
     values = {
         "agent_id": p.agent_id,
         "workspace_id": p.workspace_id,
         "trigger_ids": req.trigger_ids,
         "harness": req.harness,
         "session_id": req.session_id,
-        "started_at": _time("started_at", req.started_at),
-        "ended_at": _time("ended_at", req.ended_at),
+        "started_at": started_at,
+        "ended_at": ended_at,
         "exit_code": req.exit_code,
         "outcome": req.outcome,
         "cost_usd": req.cost_usd,

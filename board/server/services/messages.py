@@ -518,8 +518,11 @@ class InboxQuery:
 
 
 async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
+    head = {"cursor": q.since}  # the cursor as the inbox's own read saw it: it never skips
+
     async def fetch() -> list[dict[str, Any]]:
         async def read(conn: Connection) -> list[dict[str, Any]]:
+            head["cursor"] = await store.max_id(conn)
             rows = await store.inbox(conn, p.agent_id, q.since, q.limit + 1)
             return await _rows_to_messages(conn, rows)
 
@@ -539,7 +542,7 @@ async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
         q.limit,
         q.max_bytes,
         descending=False,
-        cursor=await ctx.db.read(store.max_id),
+        cursor=head["cursor"],
     )
     if q.ack and page["messages"]:
         await mark(ctx, p, [m["id"] for m in page["messages"]], "seen")
@@ -547,14 +550,18 @@ async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
 
 
 async def mark(ctx: Context, p: Principal, message_ids: list[int], state: str) -> list[int]:
-    """Record receipts for messages addressed to ``p``; returns the ids recorded."""
+    """Record receipts for messages addressed to ``p``; returns the ids recorded.
+
+    Done implies seen: a bot that only marks what it finished is not flagged unseen.
+    """
 
     async def write(conn: Connection) -> list[int]:
         addressed = await store.addressed(conn, p.agent_id, message_ids)
         missing = [i for i in message_ids if i not in addressed]
         if missing:
             raise NotFound(f"message addressed to you ({missing[0]})")
-        await store.add_receipts(conn, p.agent_id, message_ids, state, ctx.now())
+        for recorded in ("seen", "done") if state == "done" else (state,):
+            await store.add_receipts(conn, p.agent_id, message_ids, recorded, ctx.now())
         return message_ids
 
     return await ctx.db.write(write)
