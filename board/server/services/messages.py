@@ -415,8 +415,11 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
 
     flt, keys = await ctx.db.read(resolve)
 
+    head = {"cursor": q.since or 0}  # the head as the list's own read saw it: never skips
+
     async def fetch() -> list[dict[str, Any]]:
         async def read(conn: Connection) -> list[dict[str, Any]]:
+            head["cursor"] = await store.max_id(conn)
             rows = await store.select(conn, flt, descending=descending, limit=q.limit + 1)
             return await _rows_to_messages(conn, rows)
 
@@ -441,7 +444,7 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
         return m
 
     items = await poll(ctx, keys, q.wait, fetch, match)
-    cursor = await ctx.db.read(store.max_id)
+    cursor = head["cursor"]
     return bounded_page(
         ctx,
         "messages",
