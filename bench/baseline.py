@@ -56,8 +56,9 @@ def app() -> web.Application:
 @contextlib.contextmanager
 def baseline_process() -> Iterator[str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "bench.baseline", "--serve", str(port)],
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench.baseline", "--serve", str(port)], start_new_session=True
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url)

@@ -48,7 +48,9 @@ class BoardProcess:
         """Run a `board admin ...` command on this board's database; its last line."""
         out = subprocess.run(
             [sys.executable, "-m", "board.cli", "admin", *args, "--db", self.db],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout
         return out.strip().splitlines()[-1]
 
@@ -59,11 +61,17 @@ def board_process(**env: str) -> Iterator[BoardProcess]:
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         db = str(Path(tmp) / "board.db")
         port = free_port()
-        settings = {"BOARD_WRITE_RATE": "1000000", "BOARD_WRITE_BURST": "1000000",
-                    "BOARD_LOG_LEVEL": "WARNING", **env}
+        settings = {
+            "BOARD_WRITE_RATE": "1000000",
+            "BOARD_WRITE_BURST": "1000000",
+            "BOARD_LOG_LEVEL": "WARNING",
+            **env,
+        }
         proc = subprocess.Popen(
             [sys.executable, "-m", "board.cli", "serve", "--db", db, "--port", str(port)],
-            env={**os.environ, **settings}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env={**os.environ, **settings},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             start_new_session=True,
         )
         board = BoardProcess(f"http://127.0.0.1:{port}", db, proc)
@@ -95,8 +103,12 @@ def percentiles(samples: list[float]) -> dict[str, float]:
 
 def report(scenario: str, rows: list[dict[str, Any]]) -> None:
     """One JSON line on stdout, a table on stderr, and a results file."""
-    record = {"scenario": scenario, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "cpus": os.cpu_count(), "rows": rows}
+    record = {
+        "scenario": scenario,
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "cpus": os.cpu_count(),
+        "rows": rows,
+    }
     print(json.dumps(record))
     keys = list(rows[0]) if rows else []
     print("  ".join(f"{k:>12}" for k in keys), file=sys.stderr)

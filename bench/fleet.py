@@ -23,8 +23,9 @@ async def make_fleet(board: BoardProcess, bots: int, workspace: str = "bench") -
     async with aiohttp.ClientSession(board.url) as http:
         async with http.post("/api/workspaces", json={"slug": workspace}, headers=auth) as resp:
             resp.raise_for_status()
-        async with http.post("/api/invites", json={"workspace": workspace, "uses": max(1, bots)},
-                             headers=auth) as resp:
+        async with http.post(
+            "/api/invites", json={"workspace": workspace, "uses": max(1, bots)}, headers=auth
+        ) as resp:
             invite = (await resp.json())["invite"]
 
         async def register(i: int) -> tuple[str, str]:

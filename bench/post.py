@@ -29,8 +29,9 @@ async def _posters(url: str, tokens: list[str], seconds: float, path: str) -> tu
             i = 0
             while time.monotonic() < stop_at:
                 started = time.monotonic()
-                async with http.post(path, json={"channel": f"load{n % 8}", "body": f"message {i}"},
-                                     headers=headers) as resp:
+                async with http.post(
+                    path, json={"channel": f"load{n % 8}", "body": f"message {i}"}, headers=headers
+                ) as resp:
                     await resp.read()
                     if resp.status >= 300:
                         raise RuntimeError(f"post failed: {resp.status} {await resp.text()}")
@@ -45,7 +46,9 @@ def _worker(url: str, tokens: list[str], seconds: float, path: str, out: Any) ->
     out.put(asyncio.run(_posters(url, tokens, seconds, path)))
 
 
-def drive(url: str, tokens: list[str], seconds: float, procs: int, path: str = "/api/messages") -> dict[str, Any]:
+def drive(
+    url: str, tokens: list[str], seconds: float, procs: int, path: str = "/api/messages"
+) -> dict[str, Any]:
     """Run the posters split over ``procs`` processes; throughput and latency figures."""
     queue: Any = mp.get_context("spawn").Queue()
     ctx = mp.get_context("spawn")
@@ -60,8 +63,12 @@ def drive(url: str, tokens: list[str], seconds: float, procs: int, path: str = "
         w.join()
     count = sum(n for n, _ in results)
     latencies = [x for _, lat in results for x in lat]
-    return {"posts": count, "posts_per_s": round(count / seconds, 1), **percentiles(latencies),
-            "wall_s": round(elapsed, 1)}
+    return {
+        "posts": count,
+        "posts_per_s": round(count / seconds, 1),
+        **percentiles(latencies),
+        "wall_s": round(elapsed, 1),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
