@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -68,7 +67,7 @@ def serve(db: str | None, bind: str | None, port: int | None) -> None:
     from aiohttp import web
 
     from .server.app import create_app
-    from .server.store.db import Database, StoreError
+    from .server.store.db import StoreError
 
     settings = _settings(db, bind=bind, port=port)
     logging.basicConfig(
@@ -83,16 +82,18 @@ def serve(db: str | None, bind: str | None, port: int | None) -> None:
             "network.",
             err=True,
         )
-    probe = Database(settings.db, exclusive=True)
+
+    def started(_: str) -> None:
+        click.echo(
+            f"board: serving http://{settings.bind}:{settings.port} (database {settings.db})", err=True
+        )
+
     try:
-        probe._take_lock()
+        web.run_app(
+            create_app(settings), host=settings.bind, port=settings.port, print=started, access_log=None
+        )
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
-    finally:
-        if probe._lock_fd is not None:
-            os.close(probe._lock_fd)
-    click.echo(f"board: serving http://{settings.bind}:{settings.port} (database {settings.db})", err=True)
-    web.run_app(create_app(settings), host=settings.bind, port=settings.port, print=None, access_log=None)
 
 
 @main.group()
