@@ -442,3 +442,12 @@ async def test_claiming_a_done_thread_reopens_it(world: World) -> None:
     again = await world.peer.claim(tid, note="regression")
     assert again["state"] == "claimed" and again["holder"] == "pb2"
     assert (await _events(world.human, tid))[-1] == "reopened by pb2: regression"
+
+
+async def test_a_reply_id_names_its_thread_and_admin_bots_can_take_a_handoff(world: World) -> None:
+    root = await world.human.post("work", channel="lobby", workspace="proj")
+    reply = await world.peer.post("a reply", reply_to=root["id"])
+    claim = await world.bot.claim(reply["id"])
+    assert claim["thread_id"] == root["id"] and claim["holder"] == "pb"
+    handed = await world.bot.handoff(root["id"], "ab", "admin, please take it")
+    assert handed["holder"] == "ab"

@@ -18,7 +18,7 @@ from aiosqlite import Connection
 from ..clock import iso, parse_time
 from ..errors import Claimed, Forbidden, InvalidArgument, NotFound
 from ..hub import Event
-from ..principal import Principal
+from ..principal import ADMIN_WORKSPACE, Principal
 from ..store import claims as store
 from ..store import identity as identity_store
 from ..store import messages as message_store
@@ -84,9 +84,11 @@ def _lease_minutes(claim: Any) -> float:
 
 
 async def _thread(conn: Connection, p: Principal, thread_id: int) -> tuple[Any, Any]:
-    """The root of a visible thread and its workspace (writable), or NOT_FOUND."""
+    """The root of a visible thread (named by any of its messages) and its workspace, or NOT_FOUND."""
     root = await message_store.by_id(conn, thread_id)
-    if root is None or not scope.visible(p, root["workspace_id"]) or root["reply_to"] is not None:
+    if root is not None and root["reply_to"] is not None:
+        root = await message_store.by_id(conn, root["thread_id"])
+    if root is None or not scope.visible(p, root["workspace_id"]):
         raise NotFound("thread")
     if root["conversation_id"] is not None and not p.is_human:
         from ..store import channels as channel_store
@@ -264,7 +266,11 @@ async def handoff(ctx: Context, p: Principal, thread_id: int, req: HandoffReques
         if (
             target is None
             or target["kind"] == "system"
-            or (target["kind"] == "bot" and target["workspace_id"] != workspace["id"])
+            or (
+                target["kind"] == "bot"
+                and target["workspace_id"] != workspace["id"]
+                and target["workspace"] != ADMIN_WORKSPACE
+            )
         ):
             raise NotFound("agent")
         now = ctx.now()
