@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -67,14 +66,11 @@ def serve(db: str | None, bind: str | None, port: int | None) -> None:
     from aiohttp import web
 
     from .server.app import create_app
+    from .server.logs import configure as configure_logs
     from .server.store.db import StoreError
 
     settings = _settings(db, bind=bind, port=port)
-    logging.basicConfig(
-        level=settings.log_level,
-        stream=sys.stderr,
-        format='{"at":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}',
-    )
+    configure_logs(settings.log_level, settings.log_file or None)
     if settings.bind not in ("127.0.0.1", "localhost", "::1"):
         click.echo(
             f"warning: listening on {settings.bind}: anyone who can reach this address and post to a "

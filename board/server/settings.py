@@ -41,6 +41,7 @@ class Settings:
         default=7200, metadata={"help": "Seconds without progress before a claim is released."}
     )
     log_level: str = field(default="INFO", metadata={"help": "Logging level."})
+    log_file: str = field(default="", metadata={"help": "Also write the JSON-lines log to this file."})
 
 
 SETTINGS = tuple(fields(Settings))
