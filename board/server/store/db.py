@@ -101,6 +101,9 @@ class Database:
         try:
             self._writer = await aiosqlite.connect(self.path, isolation_level=None)
             await _configure(self._writer)
+            # Refuse a newer database before touching it: even switching it to WAL
+            # rewrites its header.
+            await self._check_version(self._writer)
             mode = await self._scalar(self._writer, "PRAGMA journal_mode = WAL")
             if str(mode).lower() != "wal":
                 raise StoreError(f"{self.path}: could not switch to WAL mode (got {mode})")
@@ -147,7 +150,8 @@ class Database:
         os.write(fd, f"{os.getpid()}\n".encode())
         self._lock_fd = fd
 
-    async def _migrate(self, conn: aiosqlite.Connection) -> None:
+    async def _check_version(self, conn: aiosqlite.Connection) -> int:
+        """The database's schema version; StoreError when it is newer than this code."""
         current = int(await self._scalar(conn, "PRAGMA user_version"))
         known = schema_version()
         if current > known:
@@ -155,6 +159,10 @@ class Database:
                 f"{self.path} has schema version {current}, newer than this board "
                 f"understands ({known}); upgrade the board before opening it."
             )
+        return current
+
+    async def _migrate(self, conn: aiosqlite.Connection) -> None:
+        current = await self._check_version(conn)
         for number, name, script in migrations():
             if number <= current:
                 continue
