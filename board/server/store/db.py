@@ -259,9 +259,17 @@ class Database:
         conn = await self._pool.get()
         try:
             await conn.execute("BEGIN")
-            try:
-                return await fn(conn)
-            finally:
+            return await fn(conn)
+        finally:
+            # Shielded: a read cancelled mid-way (a long-poll cut short, a shutdown)
+            # still ends its transaction before the connection serves anyone else.
+            await asyncio.shield(self._end_read(conn))
+
+    async def _end_read(self, conn: aiosqlite.Connection) -> None:
+        try:
+            # Statements run in order on the connection's thread, so this COMMIT comes
+            # after a BEGIN that was still in flight when the read was cancelled.
+            with contextlib.suppress(sqlite3.OperationalError):  # no transaction was begun
                 await conn.execute("COMMIT")
         finally:
             self._pool.put_nowait(conn)
