@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from boardtest import Board, World, db_rows, snapshot
 
 from board.client import BoardAPIError, BoardClient
 from board.server.clock import ManualClock, iso
+from board.server.errors import Unauthenticated
 from board.server.services import auth
 
 
@@ -312,3 +314,34 @@ async def test_the_roster_pages_by_handle(world: World) -> None:
     assert first["has_more"] is True
     rest = await world.human.agents(after=first["agents"][-1]["handle"])
     assert [a["handle"] for a in rest["agents"]] == ["ob", "pb", "pb2"]
+
+
+async def test_a_revocation_racing_a_first_lookup_still_stops_the_token(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lookup that read the token just before the revocation must not cache it afterwards."""
+    ctx = world.board.ctx
+    token = world.bot.token
+    assert token is not None
+    ctx.tokens.forget_agent((await auth.authenticate(ctx, token)).agent_id)
+    real_read = ctx.db.read
+    read_done, go_on = asyncio.Event(), asyncio.Event()
+
+    async def slow_read(fn: Any) -> Any:
+        result = await real_read(fn)
+        read_done.set()
+        await go_on.wait()
+        return result
+
+    monkeypatch.setattr(ctx.db, "read", slow_read)
+    lookup = asyncio.create_task(auth.authenticate(ctx, token))
+    await read_done.wait()
+    monkeypatch.setattr(ctx.db, "read", real_read)
+    human = await auth.authenticate(ctx, world.human.token)
+    await auth.revoke_bot_token(ctx, human, "pb")
+    go_on.set()
+    await lookup  # it began before the revocation: it may still succeed
+
+    with pytest.raises(Unauthenticated):
+        await auth.authenticate(ctx, token)
+    await assert_unauthenticated(world.bot)
