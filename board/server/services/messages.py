@@ -149,19 +149,23 @@ async def append(
     meta: dict[str, Any] | None = None,
     also_for: dict[int, str] | None = None,
     actor_id: int | None = None,
+    parse_mentions: bool = True,
 ) -> Event:
     """Write one message and its fan-out; return the event to publish after commit.
 
     ``channel`` is the channel row of a new root; a reply takes its place from
     ``parent``. ``actor_id`` is who caused an event message: like the author, it
-    does not find its own doing in its inbox. The message is rendered from what
-    was written, as the read path would render it, without reading it back.
+    does not find its own doing in its inbox. ``parse_mentions=False`` is for a
+    body that quotes text addressed to nobody: an ``@handle`` in it mentions no
+    one. The message is rendered from what was written, as the read path would
+    render it, without reading it back.
     """
     channel_id, channel_slug = (channel["id"], channel["slug"]) if channel is not None else (None, None)
     if parent is not None:
         channel_id, channel_slug = parent["channel_id"], parent["channel"]
         conversation_id = parent["conversation_id"]
-    mentioned = await _mentions(conn, body, workspace["id"]) if "@" in body else {}
+    wanted = parse_mentions and "@" in body
+    mentioned = await _mentions(conn, body, workspace["id"]) if wanted else {}
     mentions = sorted(mentioned.values(), key=str.lower)
     now = ctx.now()
     message_id = await store.insert(
@@ -317,6 +321,7 @@ async def post_event(
     meta: dict[str, Any] | None = None,
     tags: list[str] | None = None,
     also_for: dict[int, str] | None = None,
+    parse_mentions: bool = True,
 ) -> Event:
     """A ``kind: event`` message written by the board, in a channel or a thread."""
     row = await identity_store.agent_by_handle(conn, "board")
@@ -340,6 +345,7 @@ async def post_event(
         tags=tags,
         also_for=also_for,
         actor_id=author.agent_id if author is not None else None,
+        parse_mentions=parse_mentions,
     )
 
 

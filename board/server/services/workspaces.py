@@ -101,6 +101,9 @@ async def create(ctx: Context, p: Principal, req: NewWorkspace) -> dict[str, Any
                 author=p,
                 meta={"seed_workspace": req.slug},
                 tags=["seed"],
+                # The seed is the human's material quoted as is: a handle in it
+                # wakes no one. Admin bots find the thread by its tag.
+                parse_mentions=False,
             )
         return to_dict(await store.by_id(conn, workspace_id)), event
 
