@@ -22,6 +22,7 @@ from ..principal import ADMIN_WORKSPACE, Principal
 from ..store import claims as store
 from ..store import identity as identity_store
 from ..store import messages as message_store
+from ..store import workspaces as workspace_store
 from ..validation import arg
 from . import audit, scope
 from .context import Context
@@ -458,6 +459,7 @@ async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int,
     }
 
     async def write(conn: Connection) -> dict[str, Any]:
+        scope.require_writable(await workspace_store.by_id(conn, p.workspace_id or 0))
         wake_id = await store.insert_wake(conn, values)
         await audit.record(
             conn,

@@ -554,14 +554,19 @@ async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
         cursor=head["cursor"],
     )
     if q.ack and page["messages"]:
-        await mark(ctx, p, [m["id"] for m in page["messages"]], "seen")
+        # ack is a side effect of a read: the messages of an archived workspace are
+        # shown, but not marked, since nothing is written into it any more.
+        await mark(ctx, p, [m["id"] for m in page["messages"]], "seen", skip_read_only=True)
     return page
 
 
-async def mark(ctx: Context, p: Principal, message_ids: list[int], state: str) -> list[int]:
+async def mark(
+    ctx: Context, p: Principal, message_ids: list[int], state: str, *, skip_read_only: bool = False
+) -> list[int]:
     """Record receipts for messages addressed to ``p``; returns the ids recorded.
 
     Done implies seen: a bot that only marks what it finished is not flagged unseen.
+    A message in an archived workspace is FORBIDDEN, or left out with ``skip_read_only``.
     """
 
     async def write(conn: Connection) -> list[int]:
@@ -569,9 +574,14 @@ async def mark(ctx: Context, p: Principal, message_ids: list[int], state: str) -
         missing = [i for i in message_ids if i not in addressed]
         if missing:
             raise NotFound(f"message addressed to you ({missing[0]})")
-        for recorded in ("seen", "done") if state == "done" else (state,):
-            await store.add_receipts(conn, p.agent_id, message_ids, recorded, ctx.now())
-        return message_ids
+        read_only = await store.in_archived_workspaces(conn, message_ids)
+        if read_only and not skip_read_only:
+            raise Forbidden(f"Message {min(read_only)} is in an archived workspace, which is read-only.")
+        recorded = [i for i in message_ids if i not in read_only]
+        if recorded:
+            for kind in ("seen", "done") if state == "done" else (state,):
+                await store.add_receipts(conn, p.agent_id, recorded, kind, ctx.now())
+        return recorded
 
     return await ctx.db.write(write)
 

@@ -127,6 +127,7 @@ async def patch(ctx: Context, p: Principal, slug: str, req: WorkspacePatch) -> d
         if row is None or not scope.visible(p, row["id"]):
             raise NotFound("workspace")
         _require_human(p, "change workspace settings")
+        scope.require_writable(row)
         changes: dict[str, Any] = {}
         if req.name is not None:
             changes["name"] = req.name
