@@ -8,11 +8,12 @@ from typing import Any
 from aiosqlite import Connection
 
 from ..errors import Forbidden, InvalidArgument, NameConflict, NotFound
+from ..hub import Event
 from ..principal import ADMIN_WORKSPACE, Principal
 from ..store import identity as identity_store
 from ..store import workspaces as store
 from ..validation import arg
-from . import audit, scope
+from . import audit, claims, scope
 from .context import Context
 from .messages import post_event
 from .paging import Page, bounded_page
@@ -192,7 +193,7 @@ class BotMembership:
 async def set_bots(ctx: Context, p: Principal, slug: str, req: BotMembership) -> dict[str, Any]:
     """Move the named bots into this workspace (a bot belongs to exactly one)."""
 
-    async def write(conn: Connection) -> tuple[dict[str, Any], list[int]]:
+    async def write(conn: Connection) -> tuple[dict[str, Any], list[int], list[Event]]:
         row = await store.by_slug(conn, slug)
         if row is None or not scope.visible(p, row["id"]):
             raise NotFound("workspace")
@@ -200,6 +201,7 @@ async def set_bots(ctx: Context, p: Principal, slug: str, req: BotMembership) ->
         scope.require_writable(row)
         agents = {a["handle"].lower(): a for a in await identity_store.agents_by_handles(conn, req.bots)}
         moved = []
+        events: list[Event] = []
         for handle in req.bots:
             agent = agents.get(handle.lower())
             if agent is None or agent["kind"] != "bot":
@@ -207,6 +209,7 @@ async def set_bots(ctx: Context, p: Principal, slug: str, req: BotMembership) ->
             if agent["workspace_id"] != row["id"]:
                 await identity_store.move_bot(conn, agent["id"], row["id"])
                 moved.append(agent["id"])
+                events += await claims.release_on_move(conn, ctx, p, agent, row)
                 await audit.record(
                     conn,
                     ctx,
@@ -217,12 +220,20 @@ async def set_bots(ctx: Context, p: Principal, slug: str, req: BotMembership) ->
                     details={"from": agent["workspace"]},
                 )
         members = await identity_store.list_agents(conn, [row["id"]], "", 501)
-        return {
-            "workspace": slug,
-            "bots": [m["handle"] for m in members if m["kind"] == "bot"],
-        }, moved
+        return (
+            {
+                "workspace": slug,
+                "bots": [m["handle"] for m in members if m["kind"] == "bot"],
+            },
+            moved,
+            events,
+        )
 
-    result, moved = await ctx.db.write(write)
+    def publish(result: tuple[Any, Any, list[Event]]) -> None:
+        for event in result[2]:
+            ctx.hub.publish(event)
+
+    result, moved, _ = await ctx.db.write(write, after_commit=publish)
     for agent_id in moved:
         ctx.tokens.forget_agent(agent_id)
     return result
