@@ -174,6 +174,17 @@ async def delete(ctx: Context, p: Principal, slug: str, req: DeleteWorkspace) ->
             raise Forbidden("Archive the workspace before deleting it.")
         if req.confirm != slug:
             raise InvalidArgument(f'Type the slug to confirm: {{"confirm": "{slug}"}}.')
+        elsewhere: dict[str, list[str]] = {}
+        for bot in await store.bot_history_elsewhere(conn, row["id"]):
+            elsewhere.setdefault(bot["handle"], []).append(bot["workspace"])
+        if elsewhere:
+            listed = "; ".join(f"{h} in {', '.join(w)}" for h, w in elsewhere.items())
+            raise Forbidden(
+                f"Some of this workspace's bots have messages or claims in other workspaces "
+                f"({listed}); deleting them would orphan that history. Move them to another "
+                f"workspace first (PUT /api/workspaces/<slug>/bots), then delete.",
+                bots=elsewhere,
+            )
         bots = await store.bot_ids(conn, row["id"])
         counts = await store.delete(conn, row["id"])
         await audit.record(conn, ctx, p, "workspace.delete", slug, workspace=slug, details=counts)
