@@ -4,14 +4,17 @@ Every write is a coroutine function ``fn(conn)`` handed to :meth:`Database.write
 The writer task takes every write waiting at that moment, runs them in one
 ``BEGIN IMMEDIATE`` transaction (each inside its own savepoint, so one failing
 write does not undo its neighbours), commits once, and only then resolves each
-caller's future with its result or its error. Reads run on their own
-connections and never wait for the writer.
+caller's future with its result or its error. Each write runs in its caller's
+context (``contextvars``), so what the request set, such as its request id, is
+what the write sees. Reads run on their own connections and never wait for the
+writer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import fcntl
 import logging
 import os
@@ -65,7 +68,12 @@ async def _configure(conn: aiosqlite.Connection) -> None:
 class _Write:
     fn: Job
     after_commit: Callable[[Any], None] | None = None
+    context: contextvars.Context = field(default_factory=contextvars.copy_context)
     future: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+async def _call(fn: Job, conn: aiosqlite.Connection) -> Any:
+    return await fn(conn)
 
 
 @dataclass
@@ -221,7 +229,7 @@ class Database:
             for job in batch:
                 await conn.execute("SAVEPOINT job")
                 try:
-                    result = await job.fn(conn)
+                    result = await asyncio.create_task(_call(job.fn, conn), context=job.context)
                 except Exception as exc:  # the job's own error goes back to its caller
                     await conn.execute("ROLLBACK TO job")
                     await conn.execute("RELEASE job")
