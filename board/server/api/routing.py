@@ -154,9 +154,17 @@ def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespon
             call.body = parse_body(route.body, data)
         elif data:
             raise InvalidArgument(f"{route.method} {route.path} takes no body fields.")
-        if rid is None or principal is None:
+        if rid is None:
             return await _run(route, call)
-        return await _idempotent(route, call, principal, rid, _fingerprint(request, data))
+        token = audit.request_id.set(rid)
+        try:
+            if principal is None:
+                # A public write (registration) has no caller to key a replay by,
+                # but its audit row still names the request id.
+                return await _run(route, call)
+            return await _idempotent(route, call, principal, rid, _fingerprint(request, data))
+        finally:
+            audit.request_id.reset(token)
 
     handle.__name__ = getattr(route.handler, "__name__", "handle")
     return handle
@@ -180,7 +188,6 @@ async def _idempotent(
     replays = call.request.app[REPLAYS]
     key = (principal.agent_id, rid)
     lock = replays.lock(key)
-    token = audit.request_id.set(rid)
     try:
         async with lock:
             stored = await ctx.db.read(lambda conn: request_store.get(conn, *key))
@@ -206,7 +213,6 @@ async def _idempotent(
                 await _remember(ctx, key, fingerprint, response.status, text)
             return response
     finally:
-        audit.request_id.reset(token)
         replays.release(key, lock)
 
 
