@@ -76,6 +76,11 @@ async def _call(fn: Job, conn: aiosqlite.Connection) -> Any:
     return await fn(conn)
 
 
+def _fail(job: _Write, why: str) -> None:
+    if not job.future.done():
+        job.future.set_exception(StoreError(why))
+
+
 @dataclass
 class WriterStats:
     """Counters for /metrics."""
@@ -129,10 +134,13 @@ class Database:
 
     async def close(self) -> None:
         if self._task is not None:
-            self._task.cancel()
+            task, self._task = self._task, None  # write() refuses from here on
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+                await task
+            # No caller waits forever for a write the writer will never run.
+            while not self._queue.empty():
+                _fail(self._queue.get_nowait(), "the database closed before this write ran")
         for conn in self._all_readers:
             await conn.close()
         self._all_readers.clear()
@@ -220,7 +228,12 @@ class Database:
             batch = [await self._queue.get()]
             while len(batch) < MAX_BATCH and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
-            await self._commit_batch(conn, batch)
+            try:
+                await self._commit_batch(conn, batch)
+            except asyncio.CancelledError:
+                for job in batch:
+                    _fail(job, "the database closed during this write; it may not have been committed")
+                raise
 
     async def _commit_batch(self, conn: aiosqlite.Connection, batch: list[_Write]) -> None:
         outcomes: list[tuple[bool, Any]] = []
