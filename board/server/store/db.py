@@ -127,8 +127,10 @@ class Database:
                 await conn.execute("PRAGMA query_only = ON")
                 self._all_readers.append(conn)
                 self._pool.put_nowait(conn)
-        except BaseException:
+        except BaseException as exc:
             await self.close()
+            if isinstance(exc, sqlite3.Error):  # not a database, unreadable, locked too long
+                raise StoreError(f"{self.path}: cannot open the database: {exc}.") from exc
             raise
         self._task = asyncio.create_task(self._run_writer(), name="board-writer")
 
