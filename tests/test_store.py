@@ -294,3 +294,36 @@ async def test_exclusive_twice_on_one_file_is_refused(tmp_path: Path) -> None:
     second = Database(path, exclusive=True)
     await second.open()
     await second.close()
+
+
+async def test_writes_waiting_when_the_database_closes_fail_instead_of_hanging(tmp_path: Path) -> None:
+    database = Database(tmp_path / "closing.db")
+    await database.open()
+    await database.write(lambda conn: conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT UNIQUE)"))
+    started = asyncio.Event()
+
+    async def endless(conn: Connection) -> None:
+        await conn.execute("INSERT INTO t (v) VALUES ('endless')")
+        started.set()
+        await asyncio.Event().wait()
+
+    running = asyncio.create_task(database.write(endless))
+    await started.wait()
+    queued = asyncio.create_task(database.write(insert("queued")))
+    await asyncio.sleep(0.01)
+    await database.close()
+
+    for task in (running, queued):
+        with pytest.raises(StoreError, match="closed"):
+            await asyncio.wait_for(task, 5)
+    assert plain(database.path, "SELECT count(*) FROM t") == [(0,)]
+
+
+async def test_a_file_that_is_not_a_database_is_refused_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "board.db"
+    path.write_bytes(b"this is not a database, it is a shopping list\n" * 100)
+    before = file_digest(path)
+    with pytest.raises(StoreError) as refused:
+        await Database(path).open()
+    assert str(path) in str(refused.value)
+    assert file_digest(path) == before
