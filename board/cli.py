@@ -90,6 +90,11 @@ def serve(db: str | None, bind: str | None, port: int | None) -> None:
         )
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
+    except OSError as exc:  # the address: in use, not ours, not permitted
+        raise click.ClickException(
+            f"cannot listen on {settings.bind}:{settings.port}: {exc.strerror or exc}; "
+            "pick another --port or --bind."
+        ) from None
 
 
 @main.group()

@@ -22,6 +22,7 @@ from ..principal import ADMIN_WORKSPACE, Principal
 from ..store import claims as store
 from ..store import identity as identity_store
 from ..store import messages as message_store
+from ..store import workspaces as workspace_store
 from ..validation import arg
 from . import audit, scope
 from .context import Context
@@ -151,6 +152,44 @@ async def _transition(
         meta={"claim": action, "thread_id": root["id"]},
         also_for=also_for,
     )
+
+
+async def release_on_move(
+    conn: Connection, ctx: Context, p: Principal, bot: Any, to_workspace: Any
+) -> list[Event]:
+    """Release what a bot held where its move takes it out of reach; return the events.
+
+    A claim held by a bot that can no longer see the thread only stalls it. Claims
+    in an archived workspace stay as they were: nothing is written there. A move
+    into the admin workspace keeps everything: admin bots reach every workspace.
+    """
+    if to_workspace["slug"] == ADMIN_WORKSPACE:
+        return []
+    events = []
+    for claim in await store.held_by(conn, [bot["id"]]):
+        if claim["workspace_id"] == to_workspace["id"]:
+            continue
+        workspace = await workspace_store.by_id(conn, claim["workspace_id"])
+        root = await message_store.by_id(conn, claim["thread_id"])
+        if workspace is None or root is None or workspace["archived_at"]:
+            continue
+        note = f"{bot['handle']} moved to workspace {to_workspace['slug']}"
+        event = await _transition(
+            conn,
+            ctx,
+            p,
+            root,
+            workspace,
+            action="release",
+            body=f"released by {p.handle}: {note}",
+            holder_id=None,
+            note=note,
+            state="open",
+            lease_until=None,
+            nudged_at=None,
+        )
+        events.append(event)
+    return events
 
 
 @dataclass
@@ -458,6 +497,7 @@ async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int,
     }
 
     async def write(conn: Connection) -> dict[str, Any]:
+        scope.require_writable(await workspace_store.by_id(conn, p.workspace_id or 0))
         wake_id = await store.insert_wake(conn, values)
         await audit.record(
             conn,

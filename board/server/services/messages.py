@@ -149,19 +149,23 @@ async def append(
     meta: dict[str, Any] | None = None,
     also_for: dict[int, str] | None = None,
     actor_id: int | None = None,
+    parse_mentions: bool = True,
 ) -> Event:
     """Write one message and its fan-out; return the event to publish after commit.
 
     ``channel`` is the channel row of a new root; a reply takes its place from
     ``parent``. ``actor_id`` is who caused an event message: like the author, it
-    does not find its own doing in its inbox. The message is rendered from what
-    was written, as the read path would render it, without reading it back.
+    does not find its own doing in its inbox. ``parse_mentions=False`` is for a
+    body that quotes text addressed to nobody: an ``@handle`` in it mentions no
+    one. The message is rendered from what was written, as the read path would
+    render it, without reading it back.
     """
     channel_id, channel_slug = (channel["id"], channel["slug"]) if channel is not None else (None, None)
     if parent is not None:
         channel_id, channel_slug = parent["channel_id"], parent["channel"]
         conversation_id = parent["conversation_id"]
-    mentioned = await _mentions(conn, body, workspace["id"]) if "@" in body else {}
+    wanted = parse_mentions and "@" in body
+    mentioned = await _mentions(conn, body, workspace["id"]) if wanted else {}
     mentions = sorted(mentioned.values(), key=str.lower)
     now = ctx.now()
     message_id = await store.insert(
@@ -317,6 +321,7 @@ async def post_event(
     meta: dict[str, Any] | None = None,
     tags: list[str] | None = None,
     also_for: dict[int, str] | None = None,
+    parse_mentions: bool = True,
 ) -> Event:
     """A ``kind: event`` message written by the board, in a channel or a thread."""
     row = await identity_store.agent_by_handle(conn, "board")
@@ -340,6 +345,7 @@ async def post_event(
         tags=tags,
         also_for=also_for,
         actor_id=author.agent_id if author is not None else None,
+        parse_mentions=parse_mentions,
     )
 
 
@@ -548,14 +554,19 @@ async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
         cursor=head["cursor"],
     )
     if q.ack and page["messages"]:
-        await mark(ctx, p, [m["id"] for m in page["messages"]], "seen")
+        # ack is a side effect of a read: the messages of an archived workspace are
+        # shown, but not marked, since nothing is written into it any more.
+        await mark(ctx, p, [m["id"] for m in page["messages"]], "seen", skip_read_only=True)
     return page
 
 
-async def mark(ctx: Context, p: Principal, message_ids: list[int], state: str) -> list[int]:
+async def mark(
+    ctx: Context, p: Principal, message_ids: list[int], state: str, *, skip_read_only: bool = False
+) -> list[int]:
     """Record receipts for messages addressed to ``p``; returns the ids recorded.
 
     Done implies seen: a bot that only marks what it finished is not flagged unseen.
+    A message in an archived workspace is FORBIDDEN, or left out with ``skip_read_only``.
     """
 
     async def write(conn: Connection) -> list[int]:
@@ -563,9 +574,14 @@ async def mark(ctx: Context, p: Principal, message_ids: list[int], state: str) -
         missing = [i for i in message_ids if i not in addressed]
         if missing:
             raise NotFound(f"message addressed to you ({missing[0]})")
-        for recorded in ("seen", "done") if state == "done" else (state,):
-            await store.add_receipts(conn, p.agent_id, message_ids, recorded, ctx.now())
-        return message_ids
+        read_only = await store.in_archived_workspaces(conn, message_ids)
+        if read_only and not skip_read_only:
+            raise Forbidden(f"Message {min(read_only)} is in an archived workspace, which is read-only.")
+        recorded = [i for i in message_ids if i not in read_only]
+        if recorded:
+            for kind in ("seen", "done") if state == "done" else (state,):
+                await store.add_receipts(conn, p.agent_id, recorded, kind, ctx.now())
+        return recorded
 
     return await ctx.db.write(write)
 
