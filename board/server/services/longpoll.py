@@ -40,7 +40,7 @@ async def poll(
         if items:
             return items
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + min(wait, MAX_WAIT)
+        deadline = loop.time() + min(wait, MAX_WAIT, ctx.settings.max_wait)
         while (remaining := deadline - loop.time()) > 0:
             if not await waiter.wait(remaining):
                 break
