@@ -1,1 +1,1 @@
-"""Benchmarks (see 80-performance.md): run each with python -m bench.<name>."""
+"""Load and latency benchmarks: ``python -m bench SCENARIO`` (see 80-performance in the spec)."""

@@ -1,4 +1,4 @@
-"""``python -m board``: the ``board`` command, for when it is not on PATH."""
+"""``python -m board``: the ``board`` command."""
 
 from .cli import main
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
-import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -68,14 +66,11 @@ def serve(db: str | None, bind: str | None, port: int | None) -> None:
     from aiohttp import web
 
     from .server.app import create_app
-    from .server.store.db import Database, StoreError
+    from .server.logs import configure as configure_logs
+    from .server.store.db import StoreError
 
     settings = _settings(db, bind=bind, port=port)
-    logging.basicConfig(
-        level=settings.log_level,
-        stream=sys.stderr,
-        format='{"at":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}',
-    )
+    configure_logs(settings.log_level, settings.log_file or None)
     if settings.bind not in ("127.0.0.1", "localhost", "::1"):
         click.echo(
             f"warning: listening on {settings.bind}: anyone who can reach this address and post to a "
@@ -83,16 +78,23 @@ def serve(db: str | None, bind: str | None, port: int | None) -> None:
             "network.",
             err=True,
         )
-    probe = Database(settings.db, exclusive=True)
+
+    def started(_: str) -> None:
+        click.echo(
+            f"board: serving http://{settings.bind}:{settings.port} (database {settings.db})", err=True
+        )
+
     try:
-        probe._take_lock()
+        web.run_app(
+            create_app(settings), host=settings.bind, port=settings.port, print=started, access_log=None
+        )
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
-    finally:
-        if probe._lock_fd is not None:
-            os.close(probe._lock_fd)
-    click.echo(f"board: serving http://{settings.bind}:{settings.port} (database {settings.db})", err=True)
-    web.run_app(create_app(settings), host=settings.bind, port=settings.port, print=None, access_log=None)
+    except OSError as exc:  # the address: in use, not ours, not permitted
+        raise click.ClickException(
+            f"cannot listen on {settings.bind}:{settings.port}: {exc.strerror or exc}; "
+            "pick another --port or --bind."
+        ) from None
 
 
 @main.group()
@@ -295,3 +297,7 @@ def claim(url: str, token: str, thread_id: int, note: str) -> None:
 from .launcher.cli import main as bot  # noqa: E402 - the `bot` group lives with the daemon
 
 main.add_command(bot)
+
+
+if __name__ == "__main__":
+    main()

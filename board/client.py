@@ -294,23 +294,49 @@ class BoardClient:
     async def wake(self, **params: Any) -> JSON:
         return await self.request("GET", "/api/wake", params=params)
 
-    # -- registry ---------------------------------------------------------------
+    # -- registry: skills, profiles, prompts ------------------------------------
+
+    async def skills(self, **params: Any) -> JSON:
+        return await self.request("GET", "/api/skills", params=params)
+
+    async def create_skill(self, name: str, text: str, **fields: Any) -> JSON:
+        return await self.request("POST", "/api/skills", json=_body({"name": name, "text": text, **fields}))
+
+    async def skill(self, name: str, version: int | None = None) -> JSON:
+        return await self.request("GET", f"/api/skills/{name}", params={"version": version})
+
+    async def update_skill(self, name: str, **fields: Any) -> JSON:
+        return await self.request("PUT", f"/api/skills/{name}", json=_body(fields))
+
+    async def profiles(self, **params: Any) -> JSON:
+        return await self.request("GET", "/api/profiles", params=params)
+
+    async def create_profile(self, name: str, workspace: str, harness: str, **fields: Any) -> JSON:
+        return await self.request(
+            "POST",
+            "/api/profiles",
+            json=_body({"name": name, "workspace": workspace, "harness": harness, **fields}),
+        )
 
     async def profile(self, name: str) -> JSON:
         return await self.request("GET", f"/api/profiles/{name}")
 
+    async def update_profile(self, name: str, **fields: Any) -> JSON:
+        return await self.request("PUT", f"/api/profiles/{name}", json=_body(fields))
+
     async def bot_prompt(
-        self, handle: str, trigger: list[int], first: bool, budget_bytes: int | None = None
+        self,
+        handle: str,
+        trigger: list[int] | None = None,
+        *,
+        first: bool = False,
+        budget_bytes: int | None = None,
     ) -> JSON:
-        """The board's prompt for one turn: ``{first_turn, turn, covers, omitted, bytes}``."""
+        """The composed prompt of ``handle``'s next turn covering ``trigger`` message ids."""
         return await self.request(
             "GET",
             f"/api/bots/{handle}/prompt",
-            params={
-                "trigger": trigger,
-                "first": "true" if first else "false",
-                "budget_bytes": budget_bytes,
-            },
+            params={"trigger": trigger or [], "first": first, "budget_bytes": budget_bytes},
         )
 
     # -- audit ------------------------------------------------------------------

@@ -118,6 +118,13 @@ async def test_huge_limit_wait_and_negative_cursors(world: World) -> None:
         assert caught.value.code == "INVALID_ARGUMENT", params
 
 
+async def test_integers_beyond_64_bits_are_refused(world: World) -> None:
+    await refused(world, "INVALID_ARGUMENT", 422, reply_to=2**70, body="x")
+    with pytest.raises(BoardAPIError) as caught:
+        await world.bot.messages(since=2**64)
+    assert caught.value.code == "INVALID_ARGUMENT"
+
+
 async def test_unknown_ids_are_not_found(world: World) -> None:
     for path in ("/api/messages/999999", "/api/threads/999999"):
         status, body = await raw(world, "GET", path, token=world.bot.token)

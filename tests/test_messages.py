@@ -156,3 +156,14 @@ async def test_get_message_lists_receipts_of_addressees(world: World) -> None:
     receipts = {r["handle"]: r for r in got["receipts"]}
     assert set(receipts) == {"pb", "pb2"}
     assert receipts["pb"]["seen_at"] is not None and receipts["pb2"]["seen_at"] is None
+
+
+async def test_a_posted_message_is_rendered_as_it_reads_back(world: World) -> None:
+    root = await world.human.post("@pb look", channel="lobby", workspace="proj", tags=["t"], meta={"k": 1})
+    read = await world.human.message(root["id"])
+    assert read.pop("receipts")[0]["handle"] == "pb"
+    assert root == read
+    reply = await world.bot.post("looking", reply_to=root["id"])
+    read = await world.human.message(reply["id"])
+    read.pop("receipts")
+    assert reply == read

@@ -67,7 +67,7 @@ class Prompter:
         prompt: Prompt | None = None
         if self.monotonic() >= self._absent_until:
             try:
-                answer = await self.client.bot_prompt(self.handle, ids, first)
+                answer = await self.client.bot_prompt(self.handle, ids, first=first)
             except BoardAPIError as exc:
                 if exc.code == "UNAVAILABLE" or exc.retryable:
                     raise

@@ -17,6 +17,7 @@ from .services.auth import Presence
 from .services.context import Context
 from .settings import Settings
 from .store.db import Database
+from .store.messages import max_id
 
 MAX_BODY = 1024 * 1024
 
@@ -35,7 +36,9 @@ def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: boo
     async def database(app: web.Application) -> AsyncIterator[None]:
         db = Database(settings.db, readers=settings.readers, exclusive=exclusive)
         await db.open()
-        app[CONTEXT] = Context(db=db, settings=settings, clock=clock or Clock())
+        ctx = Context(db=db, settings=settings, clock=clock or Clock())
+        ctx.hub.last_id = await db.read(max_id)
+        app[CONTEXT] = ctx
         yield
         await db.close()
 

@@ -84,6 +84,7 @@ class Hub:
         self._by_key: dict[Key, set[Waiter]] = defaultdict(set)
         self.published = 0
         self.waiting = 0
+        self.last_id = 0  # highest message id published (or found in the store at start)
 
     def subscribe(self, keys: Iterable[Key]) -> Waiter:
         waiter = Waiter(tuple(keys))
@@ -103,6 +104,7 @@ class Hub:
 
     def publish(self, event: Event) -> None:
         self.published += 1
+        self.last_id = max(self.last_id, event.id)
         for key in event.index_keys():
             for waiter in self._by_key.get(key, ()):
                 waiter.deliver(event)

@@ -32,6 +32,9 @@ class Settings:
     )
     write_rate: float = field(default=20.0, metadata={"help": "Writes per second per token."})
     write_burst: int = field(default=100, metadata={"help": "Burst of writes per token."})
+    max_wait: int = field(
+        default=60, metadata={"help": "Longest long-poll hold in seconds (a longer wait= is cut to it)."}
+    )
     readers: int = field(default=4, metadata={"help": "Read connections to the database."})
     sweep_every: int = field(default=300, metadata={"help": "Seconds between sweeps."})
     stall_after: int = field(
@@ -41,6 +44,7 @@ class Settings:
         default=7200, metadata={"help": "Seconds without progress before a claim is released."}
     )
     log_level: str = field(default="INFO", metadata={"help": "Logging level."})
+    log_file: str = field(default="", metadata={"help": "Also write the JSON-lines log to this file."})
 
 
 SETTINGS = tuple(fields(Settings))

@@ -53,7 +53,7 @@ async def sweep(ctx: Context) -> SweepReport:
         report, events = SweepReport(), []
         board_row = await identity_store.agent_by_handle(conn, "board")
         board = Principal(board_row["id"], "board", "system")
-        for claim in await store.stale_claims(conn, stall_before, BATCH):
+        for claim in await store.stale_claims(conn, stall_before, release_before, BATCH):
             root = await message_store.by_id(conn, claim["thread_id"])
             workspace = await workspace_store.by_id(conn, claim["workspace_id"])
             if workspace["archived_at"]:

@@ -21,6 +21,7 @@ from .errors import InvalidArgument, LimitExceeded
 
 T = TypeVar("T")
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
@@ -140,6 +141,8 @@ def _check(name: str, kind: Any, value: Any, meta: Mapping[str, Any]) -> Any:
         if kind is int and (isinstance(value, float) and not value.is_integer()):
             raise InvalidArgument(f"'{name}' must be a whole number.", field=name)
         value = kind(value)
+        if kind is int and not INT64_MIN <= value <= INT64_MAX:
+            raise InvalidArgument(f"'{name}' is out of range.", field=name)
         if meta.get("min") is not None and value < meta["min"]:
             raise InvalidArgument(f"'{name}' must be at least {meta['min']:g}.", field=name)
         if meta.get("max") is not None and value > meta["max"]:
@@ -249,6 +252,9 @@ def _schema_of(kind: Any, meta: Mapping[str, Any]) -> dict[str, Any]:
         for key, name in (("min", "minimum"), ("max", "maximum")):
             if meta.get(key) is not None and kind in (int, float):
                 schema[name] = meta[key]
+        if kind is int:
+            schema.setdefault("minimum", INT64_MIN)
+            schema.setdefault("maximum", INT64_MAX)
     if meta.get("help"):
         schema["description"] = meta["help"]
     if optional:

@@ -18,7 +18,12 @@ from .keys import ROUTES as ROUTE_TABLE
 from .metrics import METRICS
 from .routing import Call, Route
 
-PATH_PARAM = re.compile(r"{(\w+)}")
+PATH_PARAM = re.compile(r"{(\w+)(?::[^}]*)?}")
+PATH_SCHEMAS: dict[str, dict[str, Any]] = {
+    "id": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+    "slug": {"type": "string", "pattern": "^[a-z0-9._-]{2,64}$"},
+    "handle": {"type": "string", "pattern": "^[A-Za-z0-9._-]{2,32}$"},
+}
 
 
 def board_url(request: web.Request) -> str:
@@ -83,7 +88,12 @@ def openapi(routes: list[Route]) -> dict[str, Any]:
             },
         }
         params = [
-            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+            {
+                "name": name,
+                "in": "path",
+                "required": True,
+                "schema": PATH_SCHEMAS.get(name, {"type": "string"}),
+            }
             for name in PATH_PARAM.findall(route.path)
         ]
         if route.query is not None:

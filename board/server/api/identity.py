@@ -44,9 +44,16 @@ ROUTES = [
         "Register a bot with a human-issued invite.",
         body=auth.Registration,
         public=True,
+        secrets=("token",),
     ),
     Route("GET", "/api/me", me, "Who I am: workspace, cursor, inbox count, claims, reading."),
-    Route("POST", "/api/me/rotate", rotate, "Replace my token; the old one stops at once."),
+    Route(
+        "POST",
+        "/api/me/rotate",
+        rotate,
+        "Replace my token; the old one stops at once.",
+        secrets=("token",),
+    ),
     Route("GET", "/api/agents", roster, "The roster of my workspace with presence.", query=agents.AgentList),
     Route("GET", "/api/agents/{handle}", agent, "One agent with presence and claims."),
     Route(
@@ -55,6 +62,7 @@ ROUTES = [
         invite,
         "Issue an invite code for one workspace (humans).",
         body=auth.InviteRequest,
+        secrets=("invite",),
     ),
     Route("DELETE", "/api/agents/{handle}/token", revoke, "Revoke a bot's token (humans)."),
 ]

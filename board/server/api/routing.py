@@ -70,6 +70,9 @@ class Route:
     public: bool = False
     status: int = 200
     tags: tuple[str, ...] = field(default=())
+    #: Answer fields holding a secret (a token, an invite code): shown once, so they are
+    #: never kept for a replay, which answers them as null.
+    secrets: tuple[str, ...] = field(default=())
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -151,9 +154,17 @@ def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespon
             call.body = parse_body(route.body, data)
         elif data:
             raise InvalidArgument(f"{route.method} {route.path} takes no body fields.")
-        if rid is None or principal is None:
+        if rid is None:
             return await _run(route, call)
-        return await _idempotent(route, call, principal, rid, _fingerprint(request, data))
+        token = audit.request_id.set(rid)
+        try:
+            if principal is None:
+                # A public write (registration) has no caller to key a replay by,
+                # but its audit row still names the request id.
+                return await _run(route, call)
+            return await _idempotent(route, call, principal, rid, _fingerprint(request, data))
+        finally:
+            audit.request_id.reset(token)
 
     handle.__name__ = getattr(route.handler, "__name__", "handle")
     return handle
@@ -177,7 +188,6 @@ async def _idempotent(
     replays = call.request.app[REPLAYS]
     key = (principal.agent_id, rid)
     lock = replays.lock(key)
-    token = audit.request_id.set(rid)
     try:
         async with lock:
             stored = await ctx.db.read(lambda conn: request_store.get(conn, *key))
@@ -199,11 +209,21 @@ async def _idempotent(
                 await _remember(ctx, key, fingerprint, status, text)
                 raise
             if isinstance(response, web.Response) and response.text is not None:
-                await _remember(ctx, key, fingerprint, response.status, response.text)
+                text = _withhold(response.text, route.secrets)
+                await _remember(ctx, key, fingerprint, response.status, text)
             return response
     finally:
-        audit.request_id.reset(token)
         replays.release(key, lock)
+
+
+def _withhold(text: str, secrets: tuple[str, ...]) -> str:
+    """The answer as kept for replays: secrets are stored hashed or not at all."""
+    if not secrets:
+        return text
+    data = json.loads(text)
+    if isinstance(data, dict):
+        data.update({name: None for name in secrets if name in data})
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 async def _remember(ctx: Context, key: tuple[int, str], fingerprint: str, status: int, text: str) -> None:

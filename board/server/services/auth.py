@@ -82,11 +82,12 @@ async def authenticate(ctx: Context, token: str | None) -> Principal:
     token_hash = hash_secret(token)
     principal = ctx.tokens.get(token_hash)
     if principal is None:
+        generation = ctx.tokens.generation
         row = await ctx.db.read(lambda conn: store.principal_by_token(conn, token_hash))
         if row is None:
             raise Unauthenticated("Unknown or revoked token.")
         principal = principal_from_row(row)
-        ctx.tokens.put(token_hash, principal)
+        ctx.tokens.put(token_hash, principal, generation)
     return principal
 
 

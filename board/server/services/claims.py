@@ -18,10 +18,11 @@ from aiosqlite import Connection
 from ..clock import iso, parse_time
 from ..errors import Claimed, Forbidden, InvalidArgument, NotFound
 from ..hub import Event
-from ..principal import Principal
+from ..principal import ADMIN_WORKSPACE, Principal
 from ..store import claims as store
 from ..store import identity as identity_store
 from ..store import messages as message_store
+from ..store import workspaces as workspace_store
 from ..validation import arg
 from . import audit, scope
 from .context import Context
@@ -59,11 +60,14 @@ async def active_claims(conn: Connection, holder_ids: list[int]) -> list[dict[st
 
 
 async def on_post(conn: Connection, ctx: Context, thread_id: int, author_id: int) -> int | None:
-    """A new message in a thread: the holder's own post renews its lease; returns the holder."""
+    """A new message in a thread: the holder's own post renews its lease; returns the holder.
+
+    A done thread keeps its last holder: a later reply reopens nothing but reaches it.
+    """
     claim = await store.get(conn, thread_id)
-    if claim is None or claim["state"] != "claimed":
+    if claim is None or claim["state"] == "open" or claim["holder_id"] is None:
         return None
-    if claim["holder_id"] == author_id:
+    if claim["state"] == "claimed" and claim["holder_id"] == author_id:
         minutes = _lease_minutes(claim)
         lease = iso(ctx.clock.now() + timedelta(minutes=minutes))
         await store.progress(conn, thread_id, author_id, ctx.now(), lease)
@@ -81,9 +85,11 @@ def _lease_minutes(claim: Any) -> float:
 
 
 async def _thread(conn: Connection, p: Principal, thread_id: int) -> tuple[Any, Any]:
-    """The root of a visible thread and its workspace (writable), or NOT_FOUND."""
+    """The root of a visible thread (named by any of its messages) and its workspace, or NOT_FOUND."""
     root = await message_store.by_id(conn, thread_id)
-    if root is None or not scope.visible(p, root["workspace_id"]) or root["reply_to"] is not None:
+    if root is not None and root["reply_to"] is not None:
+        root = await message_store.by_id(conn, root["thread_id"])
+    if root is None or not scope.visible(p, root["workspace_id"]):
         raise NotFound("thread")
     if root["conversation_id"] is not None and not p.is_human:
         from ..store import channels as channel_store
@@ -114,10 +120,21 @@ async def _transition(
     also_for: dict[int, str] | None = None,
     **state: Any,
 ) -> Event:
-    """Write the new state, its history row, its audit row and the thread's event message."""
+    """Write the new state, its history row, its audit row and the thread's event message.
+
+    A holder whose claim someone else ends or moves (a human, the sweep, a claimer
+    after the lease ran out) finds the event in its inbox, so it stops working.
+    """
     from .messages import post_event
 
     now = ctx.now()
+    before = await store.get(conn, root["id"])
+    if (
+        before is not None
+        and before["state"] == "claimed"
+        and before["holder_id"] not in (holder_id, p.agent_id if p else None)
+    ):
+        also_for = {before["holder_id"]: "thread", **(also_for or {})}
     await store.put(
         conn, root["id"], workspace["id"], holder_id=holder_id, note=note, updated_at=now, **state
     )
@@ -137,6 +154,44 @@ async def _transition(
     )
 
 
+async def release_on_move(
+    conn: Connection, ctx: Context, p: Principal, bot: Any, to_workspace: Any
+) -> list[Event]:
+    """Release what a bot held where its move takes it out of reach; return the events.
+
+    A claim held by a bot that can no longer see the thread only stalls it. Claims
+    in an archived workspace stay as they were: nothing is written there. A move
+    into the admin workspace keeps everything: admin bots reach every workspace.
+    """
+    if to_workspace["slug"] == ADMIN_WORKSPACE:
+        return []
+    events = []
+    for claim in await store.held_by(conn, [bot["id"]]):
+        if claim["workspace_id"] == to_workspace["id"]:
+            continue
+        workspace = await workspace_store.by_id(conn, claim["workspace_id"])
+        root = await message_store.by_id(conn, claim["thread_id"])
+        if workspace is None or root is None or workspace["archived_at"]:
+            continue
+        note = f"{bot['handle']} moved to workspace {to_workspace['slug']}"
+        event = await _transition(
+            conn,
+            ctx,
+            p,
+            root,
+            workspace,
+            action="release",
+            body=f"released by {p.handle}: {note}",
+            holder_id=None,
+            note=note,
+            state="open",
+            lease_until=None,
+            nudged_at=None,
+        )
+        events.append(event)
+    return events
+
+
 @dataclass
 class ClaimRequest:
     note: str = arg("", max_len=500)
@@ -153,9 +208,7 @@ async def claim(ctx: Context, p: Principal, thread_id: int, req: ClaimRequest) -
         current = await store.get(conn, root["id"])
         if current is not None and current["state"] == "claimed":
             if current["holder_id"] == p.agent_id:
-                await store.put(
-                    conn, root["id"], workspace["id"], lease_until=lease, progress_at=now, updated_at=now
-                )
+                await store.progress(conn, root["id"], p.agent_id, now, lease)
                 await store.append_history(conn, root["id"], "renew", p.agent_id, p.agent_id, req.note, now)
                 return 200, to_dict(await store.get(conn, root["id"])), None
             if not _expired(current, now):
@@ -252,7 +305,11 @@ async def handoff(ctx: Context, p: Principal, thread_id: int, req: HandoffReques
         if (
             target is None
             or target["kind"] == "system"
-            or (target["kind"] == "bot" and target["workspace_id"] != workspace["id"])
+            or (
+                target["kind"] == "bot"
+                and target["workspace_id"] != workspace["id"]
+                and target["workspace"] != ADMIN_WORKSPACE
+            )
         ):
             raise NotFound("agent")
         now = ctx.now()
@@ -326,7 +383,7 @@ class ClaimList:
     holder: str | None = arg(None, max_len=32)
     state: str | None = arg(None, choices=("open", "claimed", "done"))
     stalled: bool = arg(False, help="Only claims without progress for BOARD_STALL_AFTER.")
-    after: int = arg(0, min=0, help="Thread id to continue after.")
+    since: int = arg(0, min=0, help="Thread id to continue after (next_since).")
     limit: int = arg(20, min=1, max=500)
     max_bytes: int | None = arg(None, min=1)
 
@@ -345,7 +402,7 @@ async def list_claims(ctx: Context, p: Principal, q: ClaimList) -> Page:
             holder_id=holder_id,
             state=q.state,
             progress_before=ctx.ago(ctx.settings.stall_after) if q.stalled else None,
-            after=q.after,
+            after=q.since,
             limit=q.limit + 1,
         )
         unseen = None
@@ -416,14 +473,20 @@ def wake_dict(row: Any) -> dict[str, Any]:
 async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int, dict[str, Any]]:
     if not p.is_bot:
         raise Forbidden("Wakes are recorded by a bot's launcher, with the bot's token.")
+    started_at, ended_at = _time("started_at", req.started_at), _time("ended_at", req.ended_at)
+    if ended_at is not None and started_at is not None and ended_at < started_at:
+        raise InvalidArgument(
+            f"ended_at ({ended_at}) is before started_at ({started_at}); send the run's real times.",
+            field="ended_at",
+        )
     values = {
         "agent_id": p.agent_id,
         "workspace_id": p.workspace_id,
         "trigger_ids": req.trigger_ids,
         "harness": req.harness,
         "session_id": req.session_id,
-        "started_at": _time("started_at", req.started_at),
-        "ended_at": _time("ended_at", req.ended_at),
+        "started_at": started_at,
+        "ended_at": ended_at,
         "exit_code": req.exit_code,
         "outcome": req.outcome,
         "cost_usd": req.cost_usd,
@@ -434,6 +497,7 @@ async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int,
     }
 
     async def write(conn: Connection) -> dict[str, Any]:
+        scope.require_writable(await workspace_store.by_id(conn, p.workspace_id or 0))
         wake_id = await store.insert_wake(conn, values)
         await audit.record(
             conn,

@@ -23,17 +23,24 @@ async def poll(
     wait: int,
     fetch: Callable[[], Awaitable[list[dict[str, Any]]]],
     match: Callable[[Event], dict[str, Any] | None],
+    since: int | None = None,
 ) -> list[dict[str, Any]]:
-    """``fetch()``; if empty and ``wait`` > 0, the matching events of the next ``wait`` s."""
+    """``fetch()``; if empty and ``wait`` > 0, the matching events of the next ``wait`` s.
+
+    A reader already at the head (``since`` at or past the last id this board has
+    published) skips the read: nothing newer exists, and anything committed from
+    now on reaches the waiter. This makes the re-poll after every wake free.
+    """
     if not wait:
         return await fetch()
     waiter = ctx.hub.subscribe(keys)
     try:
-        items = await fetch()
+        at_head = since is not None and since >= ctx.hub.last_id
+        items = [] if at_head else await fetch()
         if items:
             return items
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + min(wait, MAX_WAIT)
+        deadline = loop.time() + min(wait, MAX_WAIT, ctx.settings.max_wait)
         while (remaining := deadline - loop.time()) > 0:
             if not await waiter.wait(remaining):
                 break

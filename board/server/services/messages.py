@@ -139,46 +139,56 @@ async def append(
     ctx: Context,
     *,
     workspace: Any,
-    author_id: int,
+    author: Principal,
     body: str,
     kind: str,
-    channel_id: int | None = None,
+    channel: Any | None = None,
     conversation_id: int | None = None,
     parent: Any | None = None,
     tags: list[str] | None = None,
     meta: dict[str, Any] | None = None,
     also_for: dict[int, str] | None = None,
     actor_id: int | None = None,
+    parse_mentions: bool = True,
 ) -> Event:
     """Write one message and its fan-out; return the event to publish after commit.
 
-    ``actor_id`` is who caused an event message: like the author, it does not find
-    its own doing in its inbox.
+    ``channel`` is the channel row of a new root; a reply takes its place from
+    ``parent``. ``actor_id`` is who caused an event message: like the author, it
+    does not find its own doing in its inbox. ``parse_mentions=False`` is for a
+    body that quotes text addressed to nobody: an ``@handle`` in it mentions no
+    one. The message is rendered from what was written, as the read path would
+    render it, without reading it back.
     """
+    channel_id, channel_slug = (channel["id"], channel["slug"]) if channel is not None else (None, None)
     if parent is not None:
-        channel_id, conversation_id = parent["channel_id"], parent["conversation_id"]
-    mentioned = await _mentions(conn, body, workspace["id"])
+        channel_id, channel_slug = parent["channel_id"], parent["channel"]
+        conversation_id = parent["conversation_id"]
+    wanted = parse_mentions and "@" in body
+    mentioned = await _mentions(conn, body, workspace["id"]) if wanted else {}
+    mentions = sorted(mentioned.values(), key=str.lower)
+    now = ctx.now()
     message_id = await store.insert(
         conn,
         workspace_id=workspace["id"],
         channel_id=channel_id,
         conversation_id=conversation_id,
         kind=kind,
-        author_id=author_id,
+        author_id=author.agent_id,
         body=body,
         reply_to=parent["id"] if parent is not None else None,
         thread_id=parent["thread_id"] if parent is not None else None,
         tags=tags or [],
-        mentions=sorted(mentioned.values(), key=str.lower),
+        mentions=mentions,
         meta=meta or {},
-        now=ctx.now(),
+        now=now,
     )
     reasons: dict[int, str] = {}
     audience = None
     if parent is not None:
         for agent_id in await store.thread_participant_ids(conn, parent["thread_id"]):
             reasons[agent_id] = "thread"
-        holder = await claims.on_post(conn, ctx, parent["thread_id"], author_id)
+        holder = await claims.on_post(conn, ctx, parent["thread_id"], author.agent_id)
         if holder is not None:
             reasons[holder] = "thread"
     if conversation_id is not None:
@@ -187,12 +197,31 @@ async def append(
         reasons.update(dict.fromkeys(audience, "conversation"))
     reasons.update(dict.fromkeys(mentioned, "mention"))
     reasons.update(also_for or {})
-    reasons.pop(author_id, None)
+    reasons.pop(author.agent_id, None)
     if actor_id is not None:
         reasons.pop(actor_id, None)
-    await store.add_to_inboxes(conn, message_id, reasons)
-    row = await store.by_id(conn, message_id)
-    message = (await _rows_to_messages(conn, [row]))[0]
+    if reasons:
+        await store.add_to_inboxes(conn, message_id, reasons)
+    message: dict[str, Any] = {
+        "id": message_id,
+        "workspace": workspace["slug"],
+        "channel": channel_slug,
+        "conversation": conversation_id,
+        "kind": kind,
+        "author": author.handle,
+        "author_kind": author.kind,
+        "body": body,
+        "reply_to": parent["id"] if parent is not None else None,
+        "thread_id": parent["thread_id"] if parent is not None else message_id,
+        "tags": tags or [],
+        "mentions": mentions,
+        "meta": meta or {},
+        "created_at": now,
+    }
+    if parent is None:
+        authors = [] if kind == "event" else [author.handle]
+        message["replies"] = {"count": 0, "last_id": None, "last_at": None, "authors": authors}
+        message["claim"] = {"state": "open", "holder": None}
     return Event(
         message=message,
         workspace_id=workspace["id"],
@@ -204,15 +233,16 @@ async def append(
     )
 
 
-async def _channel_for_post(conn: Connection, ctx: Context, p: Principal, workspace: Any, slug: str) -> int:
+async def _channel_for_post(conn: Connection, ctx: Context, p: Principal, workspace: Any, slug: str) -> Any:
+    """The channel row of ``slug``, created (and audited) on first post."""
     channel = await channel_store.by_slug(conn, workspace["id"], slug)
     if channel is not None:
-        return int(channel["id"])
+        return channel
     from . import audit
 
-    channel_id = await channel_store.insert(conn, workspace["id"], slug, "", ctx.now())
+    await channel_store.insert(conn, workspace["id"], slug, "", ctx.now())
     await audit.record(conn, ctx, p, "channel.create", slug, workspace=workspace["slug"])
-    return channel_id
+    return await channel_store.by_slug(conn, workspace["id"], slug)
 
 
 async def _require_member(conn: Connection, p: Principal, conversation_id: int) -> None:
@@ -233,7 +263,8 @@ async def post(ctx: Context, p: Principal, req: PostMessage) -> dict[str, Any]:
 
     async def write(conn: Connection) -> Event:
         parent = None
-        channel_id = conversation_id = None
+        channel = None
+        conversation_id = None
         if req.reply_to is not None:
             parent = await store.by_id(conn, req.reply_to)
             if parent is None or not scope.visible(p, parent["workspace_id"]):
@@ -259,15 +290,15 @@ async def post(ctx: Context, p: Principal, req: PostMessage) -> dict[str, Any]:
             workspace = await scope.resolve(conn, p, req.workspace)
         scope.require_writable(workspace)
         if req.channel is not None and parent is None:
-            channel_id = await _channel_for_post(conn, ctx, p, workspace, req.channel)
+            channel = await _channel_for_post(conn, ctx, p, workspace, req.channel)
         return await append(
             conn,
             ctx,
             workspace=workspace,
-            author_id=p.agent_id,
+            author=p,
             body=req.body,
             kind="conversation" if (conversation_id or (parent and parent["conversation_id"])) else "channel",
-            channel_id=channel_id,
+            channel=channel,
             conversation_id=conversation_id,
             parent=parent,
             tags=req.tags,
@@ -290,12 +321,14 @@ async def post_event(
     meta: dict[str, Any] | None = None,
     tags: list[str] | None = None,
     also_for: dict[int, str] | None = None,
+    parse_mentions: bool = True,
 ) -> Event:
     """A ``kind: event`` message written by the board, in a channel or a thread."""
-    channel_id = None
+    row = await identity_store.agent_by_handle(conn, "board")
+    board = Principal(agent_id=row["id"], handle="board", kind="system")
+    channel_row = None
     if parent is None:
-        channel_id = await _channel_for_post(conn, ctx, author or _board(), workspace, channel or "lobby")
-    board = await identity_store.agent_by_handle(conn, "board")
+        channel_row = await _channel_for_post(conn, ctx, author or board, workspace, channel or "lobby")
     meta = dict(meta or {})
     if author is not None:
         meta.setdefault("by", author.handle)
@@ -303,19 +336,17 @@ async def post_event(
         conn,
         ctx,
         workspace=workspace,
-        author_id=board["id"],
+        author=board,
         body=body,
         kind="event",
-        channel_id=channel_id,
+        channel=channel_row,
         parent=parent,
         meta=meta,
         tags=tags,
         also_for=also_for,
+        actor_id=author.agent_id if author is not None else None,
+        parse_mentions=parse_mentions,
     )
-
-
-def _board() -> Principal:
-    return Principal(agent_id=0, handle="board", kind="system")
 
 
 # -- reading ---------------------------------------------------------------------
@@ -390,8 +421,11 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
 
     flt, keys = await ctx.db.read(resolve)
 
+    head = {"cursor": q.since or 0}  # the head as the list's own read saw it: never skips
+
     async def fetch() -> list[dict[str, Any]]:
         async def read(conn: Connection) -> list[dict[str, Any]]:
+            head["cursor"] = await store.max_id(conn)
             rows = await store.select(conn, flt, descending=descending, limit=q.limit + 1)
             return await _rows_to_messages(conn, rows)
 
@@ -415,8 +449,8 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
             return None
         return m
 
-    items = await poll(ctx, keys, q.wait, fetch, match)
-    cursor = await ctx.db.read(store.max_id)
+    items = await poll(ctx, keys, q.wait, fetch, match, since=q.since)
+    cursor = head["cursor"]
     return bounded_page(
         ctx,
         "messages",
@@ -493,8 +527,11 @@ class InboxQuery:
 
 
 async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
+    head = {"cursor": q.since}  # the cursor as the inbox's own read saw it: it never skips
+
     async def fetch() -> list[dict[str, Any]]:
         async def read(conn: Connection) -> list[dict[str, Any]]:
+            head["cursor"] = await store.max_id(conn)
             rows = await store.inbox(conn, p.agent_id, q.since, q.limit + 1)
             return await _rows_to_messages(conn, rows)
 
@@ -506,7 +543,7 @@ async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
             return None
         return event.message | {"reason": reason}
 
-    items = await poll(ctx, [("agent", p.agent_id)], q.wait, fetch, match)
+    items = await poll(ctx, [("agent", p.agent_id)], q.wait, fetch, match, since=q.since)
     page = bounded_page(
         ctx,
         "messages",
@@ -514,23 +551,37 @@ async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
         q.limit,
         q.max_bytes,
         descending=False,
-        cursor=await ctx.db.read(store.max_id),
+        cursor=head["cursor"],
     )
     if q.ack and page["messages"]:
-        await mark(ctx, p, [m["id"] for m in page["messages"]], "seen")
+        # ack is a side effect of a read: the messages of an archived workspace are
+        # shown, but not marked, since nothing is written into it any more.
+        await mark(ctx, p, [m["id"] for m in page["messages"]], "seen", skip_read_only=True)
     return page
 
 
-async def mark(ctx: Context, p: Principal, message_ids: list[int], state: str) -> list[int]:
-    """Record receipts for messages addressed to ``p``; returns the ids recorded."""
+async def mark(
+    ctx: Context, p: Principal, message_ids: list[int], state: str, *, skip_read_only: bool = False
+) -> list[int]:
+    """Record receipts for messages addressed to ``p``; returns the ids recorded.
+
+    Done implies seen: a bot that only marks what it finished is not flagged unseen.
+    A message in an archived workspace is FORBIDDEN, or left out with ``skip_read_only``.
+    """
 
     async def write(conn: Connection) -> list[int]:
         addressed = await store.addressed(conn, p.agent_id, message_ids)
         missing = [i for i in message_ids if i not in addressed]
         if missing:
             raise NotFound(f"message addressed to you ({missing[0]})")
-        await store.add_receipts(conn, p.agent_id, message_ids, state, ctx.now())
-        return message_ids
+        read_only = await store.in_archived_workspaces(conn, message_ids)
+        if read_only and not skip_read_only:
+            raise Forbidden(f"Message {min(read_only)} is in an archived workspace, which is read-only.")
+        recorded = [i for i in message_ids if i not in read_only]
+        if recorded:
+            for kind in ("seen", "done") if state == "done" else (state,):
+                await store.add_receipts(conn, p.agent_id, recorded, kind, ctx.now())
+        return recorded
 
     return await ctx.db.write(write)
 

@@ -3,6 +3,8 @@
 ``for_me`` is the bot's inbox (mentions, its conversations, replies in threads
 it posted in or holds, handoffs to it). ``watched`` is every other message in
 the channels it watches and in its goal thread. One long-poll covers both.
+The query's ``watch`` and ``goal`` win; each one left out comes from the
+profile the bot runs with (``services/registry.py``).
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from ..store import channels as channel_store
 from ..store import messages as store
 from ..store.messages import MessageFilter
 from ..validation import arg
-from . import scope
+from . import registry, scope
 from .context import Context
 from .longpoll import poll
-from .messages import _rows_to_messages, render
+from .messages import _conversation_ok, _rows_to_messages, render
 from .paging import Page, bounded_page
 
 
@@ -43,28 +45,56 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
     if not p.is_bot:
         raise Forbidden("The wake feed is a bot's; humans read /api/inbox.")
 
-    async def resolve(conn: Connection) -> tuple[list[int], int | None]:
-        workspace = await scope.resolve(conn, p, None)
-        channel_ids = []
-        for slug in q.watch:
-            channel = await channel_store.by_slug(conn, workspace["id"], slug)
+    async def watched_channels(
+        conn: Connection, workspace_id: int, slugs: list[str]
+    ) -> tuple[list[int], list[str]]:
+        """Ids of the watched channels that exist, and the slugs of those not created yet."""
+        found, pending = [], []
+        for slug in slugs:
+            channel = await channel_store.by_slug(conn, workspace_id, slug)
             if channel is not None:
-                channel_ids.append(channel["id"])
+                found.append(channel["id"])
+            else:
+                pending.append(slug)
+        return found, pending
+
+    watching: list[str] = []
+
+    async def resolve(conn: Connection) -> tuple[int, list[int], list[str], int | None]:
+        workspace = await scope.resolve(conn, p, None)
+        profile_watch, profile_goal = await registry.wake_defaults(conn, p)
+        channel_ids, pending = await watched_channels(conn, workspace["id"], q.watch or profile_watch)
+        watching.extend(q.watch or profile_watch)
         goal = None
         if q.goal is not None:
             root = await store.by_id(conn, q.goal)
-            if root is None or not scope.visible(p, root["workspace_id"]):
+            if (
+                root is None
+                or not scope.visible(p, root["workspace_id"])
+                or not await _conversation_ok(conn, p, root)
+            ):
                 raise NotFound("thread")
             goal = root["thread_id"]
-        return channel_ids, goal
+        elif profile_goal is not None:
+            root = await store.by_id(conn, profile_goal)
+            if root is not None and root["workspace_id"] == workspace["id"]:
+                goal = root["thread_id"]
+        return workspace["id"], channel_ids, pending, goal
 
-    channel_ids, goal = await ctx.db.read(resolve)
+    workspace_id, channel_ids, pending, goal = await ctx.db.read(resolve)
+
+    # The answer's cursor is the head as the feed's read saw it, never later: a message
+    # committed after that read is in the answer (woken by the wait) or above the cursor.
+    head = {"cursor": q.since}
 
     async def fetch() -> list[dict[str, Any]]:
         async def read(conn: Connection) -> list[dict[str, Any]]:
+            head["cursor"] = await store.max_id(conn)
             mine = await store.inbox(conn, p.agent_id, q.since, q.limit + 1)
             watched = []
-            for channel_id in channel_ids:
+            # A watched channel may have been created since resolve() (a first post makes it).
+            created = (await watched_channels(conn, workspace_id, watching))[0] if pending else []
+            for channel_id in {*channel_ids, *created}:
                 watched += await store.select(
                     conn,
                     MessageFilter(channel_id=channel_id, since=q.since),
@@ -93,7 +123,11 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
         if event.id <= q.since:
             return None
         reason = event.recipients.get(p.agent_id)
-        watched = event.channel_id in channel_ids or (goal is not None and event.thread_id == goal)
+        watched = (
+            event.channel_id in channel_ids
+            or (goal is not None and event.thread_id == goal)
+            or (event.workspace_id == workspace_id and event.message["channel"] in pending)
+        )
         watched = watched and event.message["author"] != p.handle
         if reason is None and not watched:
             return None
@@ -105,7 +139,9 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
     keys: list[Key] = [("agent", p.agent_id)] + [("channel", c) for c in channel_ids]
     if goal is not None:
         keys.append(("thread", goal))
-    items = await poll(ctx, keys, q.wait, fetch, match)
+    if pending:
+        keys.append(("workspace", workspace_id))  # to hear a watched channel's first post
+    items = await poll(ctx, keys, q.wait, fetch, match, since=q.since)
     return bounded_page(
         ctx,
         "messages",
@@ -113,5 +149,5 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
         q.limit,
         q.max_bytes,
         descending=False,
-        cursor=await ctx.db.read(store.max_id),
+        cursor=head["cursor"],
     )

@@ -8,11 +8,12 @@ from typing import Any
 from aiosqlite import Connection
 
 from ..errors import Forbidden, InvalidArgument, NameConflict, NotFound
+from ..hub import Event
 from ..principal import ADMIN_WORKSPACE, Principal
 from ..store import identity as identity_store
 from ..store import workspaces as store
 from ..validation import arg
-from . import audit, scope
+from . import audit, claims, scope
 from .context import Context
 from .messages import post_event
 from .paging import Page, bounded_page
@@ -101,6 +102,9 @@ async def create(ctx: Context, p: Principal, req: NewWorkspace) -> dict[str, Any
                 author=p,
                 meta={"seed_workspace": req.slug},
                 tags=["seed"],
+                # The seed is the human's material quoted as is: a handle in it
+                # wakes no one. Admin bots find the thread by its tag.
+                parse_mentions=False,
             )
         return to_dict(await store.by_id(conn, workspace_id)), event
 
@@ -124,6 +128,7 @@ async def patch(ctx: Context, p: Principal, slug: str, req: WorkspacePatch) -> d
         if row is None or not scope.visible(p, row["id"]):
             raise NotFound("workspace")
         _require_human(p, "change workspace settings")
+        scope.require_writable(row)
         changes: dict[str, Any] = {}
         if req.name is not None:
             changes["name"] = req.name
@@ -169,6 +174,17 @@ async def delete(ctx: Context, p: Principal, slug: str, req: DeleteWorkspace) ->
             raise Forbidden("Archive the workspace before deleting it.")
         if req.confirm != slug:
             raise InvalidArgument(f'Type the slug to confirm: {{"confirm": "{slug}"}}.')
+        elsewhere: dict[str, list[str]] = {}
+        for bot in await store.bot_history_elsewhere(conn, row["id"]):
+            elsewhere.setdefault(bot["handle"], []).append(bot["workspace"])
+        if elsewhere:
+            listed = "; ".join(f"{h} in {', '.join(w)}" for h, w in elsewhere.items())
+            raise Forbidden(
+                f"Some of this workspace's bots have messages or claims in other workspaces "
+                f"({listed}); deleting them would orphan that history. Move them to another "
+                f"workspace first (PUT /api/workspaces/<slug>/bots), then delete.",
+                bots=elsewhere,
+            )
         bots = await store.bot_ids(conn, row["id"])
         counts = await store.delete(conn, row["id"])
         await audit.record(conn, ctx, p, "workspace.delete", slug, workspace=slug, details=counts)
@@ -188,7 +204,7 @@ class BotMembership:
 async def set_bots(ctx: Context, p: Principal, slug: str, req: BotMembership) -> dict[str, Any]:
     """Move the named bots into this workspace (a bot belongs to exactly one)."""
 
-    async def write(conn: Connection) -> tuple[dict[str, Any], list[int]]:
+    async def write(conn: Connection) -> tuple[dict[str, Any], list[int], list[Event]]:
         row = await store.by_slug(conn, slug)
         if row is None or not scope.visible(p, row["id"]):
             raise NotFound("workspace")
@@ -196,6 +212,7 @@ async def set_bots(ctx: Context, p: Principal, slug: str, req: BotMembership) ->
         scope.require_writable(row)
         agents = {a["handle"].lower(): a for a in await identity_store.agents_by_handles(conn, req.bots)}
         moved = []
+        events: list[Event] = []
         for handle in req.bots:
             agent = agents.get(handle.lower())
             if agent is None or agent["kind"] != "bot":
@@ -203,6 +220,7 @@ async def set_bots(ctx: Context, p: Principal, slug: str, req: BotMembership) ->
             if agent["workspace_id"] != row["id"]:
                 await identity_store.move_bot(conn, agent["id"], row["id"])
                 moved.append(agent["id"])
+                events += await claims.release_on_move(conn, ctx, p, agent, row)
                 await audit.record(
                     conn,
                     ctx,
@@ -213,12 +231,20 @@ async def set_bots(ctx: Context, p: Principal, slug: str, req: BotMembership) ->
                     details={"from": agent["workspace"]},
                 )
         members = await identity_store.list_agents(conn, [row["id"]], "", 501)
-        return {
-            "workspace": slug,
-            "bots": [m["handle"] for m in members if m["kind"] == "bot"],
-        }, moved
+        return (
+            {
+                "workspace": slug,
+                "bots": [m["handle"] for m in members if m["kind"] == "bot"],
+            },
+            moved,
+            events,
+        )
 
-    result, moved = await ctx.db.write(write)
+    def publish(result: tuple[Any, Any, list[Event]]) -> None:
+        for event in result[2]:
+            ctx.hub.publish(event)
+
+    result, moved, _ = await ctx.db.write(write, after_commit=publish)
     for agent_id in moved:
         ctx.tokens.forget_agent(agent_id)
     return result

@@ -147,12 +147,19 @@ async def select_wakes(
     )
 
 
-async def stale_claims(conn: Connection, progress_before: str, limit: int) -> list[Row]:
+async def stale_claims(conn: Connection, progress_before: str, release_before: str, limit: int) -> list[Row]:
+    """Stalled claims the sweep must act on: due for release, or not nudged since their progress.
+
+    Claims already nudged for this stretch, and those of archived workspaces, are left
+    out so that they never fill the batch ahead of claims that need a nudge.
+    """
     return await all_rows(
         conn,
         f"""SELECT {COLUMNS} FROM {FROM} WHERE c.state = 'claimed' AND c.progress_at < ?
+              AND w.archived_at IS NULL
+              AND (c.progress_at < ? OR c.nudged_at IS NULL OR c.nudged_at < c.progress_at)
             ORDER BY c.progress_at LIMIT ?""",
-        (progress_before, limit),
+        (progress_before, release_before, limit),
     )
 
 

@@ -4,14 +4,17 @@ Every write is a coroutine function ``fn(conn)`` handed to :meth:`Database.write
 The writer task takes every write waiting at that moment, runs them in one
 ``BEGIN IMMEDIATE`` transaction (each inside its own savepoint, so one failing
 write does not undo its neighbours), commits once, and only then resolves each
-caller's future with its result or its error. Reads run on their own
-connections and never wait for the writer.
+caller's future with its result or its error. Each write runs in its caller's
+context (``contextvars``), so what the request set, such as its request id, is
+what the write sees. Reads run on their own connections and never wait for the
+writer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import fcntl
 import logging
 import os
@@ -65,7 +68,17 @@ async def _configure(conn: aiosqlite.Connection) -> None:
 class _Write:
     fn: Job
     after_commit: Callable[[Any], None] | None = None
+    context: contextvars.Context = field(default_factory=contextvars.copy_context)
     future: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+async def _call(fn: Job, conn: aiosqlite.Connection) -> Any:
+    return await fn(conn)
+
+
+def _fail(job: _Write, why: str) -> None:
+    if not job.future.done():
+        job.future.set_exception(StoreError(why))
 
 
 @dataclass
@@ -101,6 +114,9 @@ class Database:
         try:
             self._writer = await aiosqlite.connect(self.path, isolation_level=None)
             await _configure(self._writer)
+            # Refuse a newer database before touching it: even switching it to WAL
+            # rewrites its header.
+            await self._check_version(self._writer)
             mode = await self._scalar(self._writer, "PRAGMA journal_mode = WAL")
             if str(mode).lower() != "wal":
                 raise StoreError(f"{self.path}: could not switch to WAL mode (got {mode})")
@@ -111,17 +127,22 @@ class Database:
                 await conn.execute("PRAGMA query_only = ON")
                 self._all_readers.append(conn)
                 self._pool.put_nowait(conn)
-        except BaseException:
+        except BaseException as exc:
             await self.close()
+            if isinstance(exc, sqlite3.Error):  # not a database, unreadable, locked too long
+                raise StoreError(f"{self.path}: cannot open the database: {exc}.") from exc
             raise
         self._task = asyncio.create_task(self._run_writer(), name="board-writer")
 
     async def close(self) -> None:
         if self._task is not None:
-            self._task.cancel()
+            task, self._task = self._task, None  # write() refuses from here on
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+                await task
+            # No caller waits forever for a write the writer will never run.
+            while not self._queue.empty():
+                _fail(self._queue.get_nowait(), "the database closed before this write ran")
         for conn in self._all_readers:
             await conn.close()
         self._all_readers.clear()
@@ -147,7 +168,8 @@ class Database:
         os.write(fd, f"{os.getpid()}\n".encode())
         self._lock_fd = fd
 
-    async def _migrate(self, conn: aiosqlite.Connection) -> None:
+    async def _check_version(self, conn: aiosqlite.Connection) -> int:
+        """The database's schema version; StoreError when it is newer than this code."""
         current = int(await self._scalar(conn, "PRAGMA user_version"))
         known = schema_version()
         if current > known:
@@ -155,6 +177,10 @@ class Database:
                 f"{self.path} has schema version {current}, newer than this board "
                 f"understands ({known}); upgrade the board before opening it."
             )
+        return current
+
+    async def _migrate(self, conn: aiosqlite.Connection) -> None:
+        current = await self._check_version(conn)
         for number, name, script in migrations():
             if number <= current:
                 continue
@@ -204,7 +230,12 @@ class Database:
             batch = [await self._queue.get()]
             while len(batch) < MAX_BATCH and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
-            await self._commit_batch(conn, batch)
+            try:
+                await self._commit_batch(conn, batch)
+            except asyncio.CancelledError:
+                for job in batch:
+                    _fail(job, "the database closed during this write; it may not have been committed")
+                raise
 
     async def _commit_batch(self, conn: aiosqlite.Connection, batch: list[_Write]) -> None:
         outcomes: list[tuple[bool, Any]] = []
@@ -213,7 +244,7 @@ class Database:
             for job in batch:
                 await conn.execute("SAVEPOINT job")
                 try:
-                    result = await job.fn(conn)
+                    result = await asyncio.create_task(_call(job.fn, conn), context=job.context)
                 except Exception as exc:  # the job's own error goes back to its caller
                     await conn.execute("ROLLBACK TO job")
                     await conn.execute("RELEASE job")
@@ -251,9 +282,17 @@ class Database:
         conn = await self._pool.get()
         try:
             await conn.execute("BEGIN")
-            try:
-                return await fn(conn)
-            finally:
+            return await fn(conn)
+        finally:
+            # Shielded: a read cancelled mid-way (a long-poll cut short, a shutdown)
+            # still ends its transaction before the connection serves anyone else.
+            await asyncio.shield(self._end_read(conn))
+
+    async def _end_read(self, conn: aiosqlite.Connection) -> None:
+        try:
+            # Statements run in order on the connection's thread, so this COMMIT comes
+            # after a BEGIN that was still in flight when the read was cancelled.
+            with contextlib.suppress(sqlite3.OperationalError):  # no transaction was begun
                 await conn.execute("COMMIT")
         finally:
             self._pool.put_nowait(conn)

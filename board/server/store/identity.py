@@ -15,13 +15,13 @@ AGENT_FROM = "agents a LEFT JOIN workspaces w ON w.id = a.workspace_id"
 
 
 async def one(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> Row | None:
-    async with conn.execute(sql, params) as cur:
-        return await cur.fetchone()
+    rows = await conn.execute_fetchall(sql, params)
+    return next(iter(rows), None)
 
 
 async def all_rows(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> list[Row]:
-    async with conn.execute(sql, params) as cur:
-        return list(await cur.fetchall())
+    """All rows in one round trip to the connection's thread."""
+    return list(await conn.execute_fetchall(sql, params))
 
 
 async def principal_by_token(conn: Connection, token_hash: str) -> Row | None:

@@ -231,6 +231,20 @@ async def addressed(conn: Connection, agent_id: int, message_ids: list[int]) -> 
     return {row[0] for row in rows}
 
 
+async def in_archived_workspaces(conn: Connection, message_ids: list[int]) -> set[int]:
+    """Which of these messages are in an archived (read-only) workspace."""
+    if not message_ids:
+        return set()
+    marks = ",".join("?" * len(message_ids))
+    rows = await all_rows(
+        conn,
+        f"""SELECT m.id FROM messages m JOIN workspaces w ON w.id = m.workspace_id
+            WHERE m.id IN ({marks}) AND w.archived_at IS NOT NULL""",
+        tuple(message_ids),
+    )
+    return {row[0] for row in rows}
+
+
 async def add_receipts(conn: Connection, agent_id: int, message_ids: list[int], state: str, now: str) -> None:
     await conn.executemany(
         "INSERT OR IGNORE INTO receipts (message_id, agent_id, state, at) VALUES (?,?,?,?)",

@@ -54,6 +54,24 @@ async def bot_ids(conn: Connection, workspace_id: int) -> list[int]:
     return [row["id"] for row in rows]
 
 
+async def bot_history_elsewhere(conn: Connection, workspace_id: int) -> list[Row]:
+    """(handle, workspace) of this workspace's bots that wrote in, or still hold a claim in,
+    another workspace (where they were before a move)."""
+    return await all_rows(
+        conn,
+        """SELECT a.handle, w.slug AS workspace FROM agents a
+               JOIN messages m ON m.author_id = a.id JOIN workspaces w ON w.id = m.workspace_id
+               WHERE a.workspace_id = ?1 AND m.workspace_id != ?1
+           UNION
+           SELECT a.handle, w.slug FROM agents a
+               JOIN claims c ON c.holder_id = a.id AND c.state = 'claimed'
+               JOIN workspaces w ON w.id = c.workspace_id
+               WHERE a.workspace_id = ?1 AND c.workspace_id != ?1
+           ORDER BY 1, 2""",
+        (workspace_id,),
+    )
+
+
 async def delete(conn: Connection, workspace_id: int) -> dict[str, int]:
     """Remove the workspace and everything in it, its bots included; return the counts."""
     counts = {}
@@ -67,7 +85,9 @@ async def delete(conn: Connection, workspace_id: int) -> dict[str, int]:
         counts[name] = int(row[0]) if row else 0
     bots = "SELECT id FROM agents WHERE workspace_id = ?"
     await conn.execute("DELETE FROM messages WHERE workspace_id = ?", (workspace_id,))
-    for table in ("inbox", "thread_participants", "conversation_members", "tokens"):
+    # requests too: an agent id can be used again once the newest agents are gone, and
+    # a newcomer must not replay a deleted bot's answers.
+    for table in ("inbox", "thread_participants", "conversation_members", "tokens", "requests"):
         await conn.execute(f"DELETE FROM {table} WHERE agent_id IN ({bots})", (workspace_id,))
     await conn.execute("DELETE FROM agents WHERE workspace_id = ?", (workspace_id,))
     await conn.execute("DELETE FROM workspaces WHERE id = ?", (workspace_id,))

@@ -10,8 +10,11 @@ CREATE TABLE workspaces (
     created_at    TEXT NOT NULL
 );
 
+-- AUTOINCREMENT: an id is never reused after a workspace's bots are deleted, so
+-- nothing keyed by agent id (stored replies, presence, conversations) can pass
+-- from a deleted bot to a new one.
 CREATE TABLE agents (
-    id           INTEGER PRIMARY KEY,
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
     handle       TEXT NOT NULL UNIQUE COLLATE NOCASE,
     kind         TEXT NOT NULL CHECK (kind IN ('human', 'bot', 'system')),
     workspace_id INTEGER REFERENCES workspaces(id),

@@ -1,0 +1,101 @@
+"""Post → long-poll return latency with W idle waiters connected.
+
+``one``: every waiter is a bot long-polling its inbox; each post mentions one of
+them, and the latency is from sending the post to that waiter's answer.
+``all``: every waiter long-polls one channel; each post lands there, and the
+latency is from sending the post to the last waiter's answer (the fan-out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import time
+from typing import Any
+
+import aiohttp
+
+from .common import board_process, percentiles, report
+from .fleet import make_fleet
+
+
+async def _until(predicate: Any, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("waiters did not settle")
+        await asyncio.sleep(0.01)
+
+
+async def run(url: str, human: str, bots: list[tuple[str, str]], mode: str, posts: int) -> dict[str, Any]:
+    conn = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(url, connector=conn, timeout=aiohttp.ClientTimeout(total=90)) as http:
+        auth = {"Authorization": f"Bearer {human}"}
+        async with http.post(
+            "/api/messages", json={"workspace": "bench", "channel": "watch", "body": "start"}, headers=auth
+        ) as resp:
+            cursor = (await resp.json())["id"]
+        arrivals: dict[int, list[float]] = {}
+        waiting = {"n": 0}
+        stop = asyncio.Event()
+
+        async def waiter(token: str) -> None:
+            since = cursor
+            headers = {"Authorization": f"Bearer {token}"}
+            path, params = ("/api/inbox", {}) if mode == "one" else ("/api/messages", {"channel": "watch"})
+            while not stop.is_set():
+                waiting["n"] += 1
+                try:
+                    async with http.get(
+                        path,
+                        params={**params, "since": since, "wait": 60, "view": "compact"},
+                        headers=headers,
+                    ) as resp:
+                        page = await resp.json()
+                finally:
+                    waiting["n"] -= 1
+                now = time.monotonic()
+                for m in page["messages"]:
+                    arrivals.setdefault(m["id"], []).append(now)
+                    since = max(since, m["id"])
+
+        tasks = [asyncio.create_task(waiter(t)) for _, t in bots]
+        await _until(lambda: waiting["n"] == len(bots))
+        await asyncio.sleep(0.5)
+        latencies = []
+        for i in range(posts):
+            body: dict[str, Any] = {"workspace": "bench", "channel": "watch", "body": f"post {i}"}
+            if mode == "one":
+                handle, _ = random.choice(bots)
+                body = {"workspace": "bench", "channel": "lobby", "body": f"@{handle} post {i}"}
+            sent = time.monotonic()
+            async with http.post("/api/messages", json=body, headers=auth) as resp:
+                message_id = (await resp.json())["id"]
+            expected = 1 if mode == "one" else len(bots)
+            await _until(lambda mid=message_id, n=expected: len(arrivals.get(mid, ())) >= n)
+            latencies.append(max(arrivals[message_id]) - sent)
+            await _until(lambda: waiting["n"] == len(bots))
+        stop.set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return {"mode": mode, "waiters": len(bots), "posts": posts, **percentiles(latencies)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench wake")
+    parser.add_argument("--waiters", type=int, nargs="+", default=[10, 1000])
+    parser.add_argument("--posts", type=int, default=100)
+    args = parser.parse_args(argv)
+    rows = []
+    for w in args.waiters:
+        with board_process() as board:
+            fleet = asyncio.run(make_fleet(board, w))
+            for mode in ("one", "all"):
+                rows.append(asyncio.run(run(board.url, fleet.human, fleet.bots, mode, args.posts)))
+    report("wake", rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,424 @@
+"""The prompt of one harness turn, composed by the board so a human changes it in one place.
+
+``first_turn`` (only when asked) tells a fresh session who it is: the house
+rules, its identity, what to read, its knowledge index and its skills.
+``turn`` carries the batch: each message compact under its thread with the
+thread's claim state, the ids it covers, and what to do. ``turn`` never
+exceeds the byte budget: messages that do not fit are listed by id instead,
+messages for the bot first, watched ones after.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from aiosqlite import Connection
+
+from ..errors import InvalidArgument, NotFound
+from ..principal import Principal
+from ..store import channels as channel_store
+from ..store import identity as identity_store
+from ..store import registry as store
+from ..validation import arg
+from . import claims, knowledge_prompt, registry, scope
+from .context import Context
+
+DEFAULT_BUDGET = 12_000
+BODY_CAP = 2_000  # characters of a body shown; the rest is fetched by id
+MIN_BODY = 200  # a body cut shorter than this is listed by id instead
+PREVIEW = 120
+MAX_REFS = 100
+MAX_INDEX_BYTES = 16_000
+MAX_SKILL_DESCRIPTION = 300
+
+
+@dataclass
+class PromptQuery:
+    trigger: list[str] = arg(
+        [], max_items=200, pattern=r"[0-9]{1,18}", help="Message ids this turn covers, comma-separated."
+    )
+    first: bool = arg(False, help="Add the first-turn part (a new session).")
+    budget_bytes: int = arg(DEFAULT_BUDGET, min=2_000, max=100_000, help="Byte budget of the turn part.")
+
+
+@cache
+def _agents_md() -> str:
+    return resources.files("board.server.docs").joinpath("agents.md").read_text(encoding="utf-8")
+
+
+def house_rules(board_url: str) -> str:
+    """The text of /agents.md, with this board's address filled in."""
+    return _agents_md().replace("{{BOARD_URL}}", board_url)
+
+
+def _size(text: str) -> int:
+    return len(text.encode())
+
+
+def _one_line(text: str, limit: int = PREVIEW) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+# -- the turn ---------------------------------------------------------------------------
+
+
+@dataclass
+class Item:
+    """One message of the batch, as the turn shows it."""
+
+    id: int
+    thread_id: int
+    author: str
+    author_kind: str
+    where: str
+    created_at: str
+    reply_to: int | None
+    tags: list[str]
+    body: str
+    mark: str  # "for you (mention)", "watched", "your own post"
+    rank: int  # 0 for you, 1 watched, 2 your own
+
+    def render(self, url: str, cap: int = BODY_CAP) -> str:
+        who = "the board" if self.author_kind == "system" else f"{self.author} ({self.author_kind})"
+        extra = f", reply to #{self.reply_to}" if self.reply_to not in (None, self.thread_id) else ""
+        if self.tags:
+            extra += f", tags {' '.join(self.tags)}"
+        head = f"- #{self.id} by {who} at {self.created_at}{extra}: {self.mark}\n"
+        shown = self.body[:cap]
+        quoted = "".join(f"> {line}".rstrip() + "\n" for line in shown.split("\n"))
+        rest = len(self.body) - len(shown)
+        more = f"  (… {rest} more characters: GET {url}/api/messages/{self.id})\n" if rest else ""
+        return head + quoted + more
+
+
+@dataclass
+class Thread:
+    id: int
+    where: str
+    claim: dict[str, Any]
+    root: Item | None  # for its preview when the root is not in the batch
+    pack: str | None = None
+    items: list[tuple[Item, str]] = field(default_factory=list)
+
+    def header(self, you: str, in_batch: bool) -> str:
+        claim = self.claim
+        state = claim.get("state", "open")
+        if state == "claimed" and claim.get("holder") == you:
+            line = f"claimed by you until {claim.get('lease_until')}"
+        elif state == "claimed":
+            line = f"claimed by {claim.get('holder')} until {claim.get('lease_until')}: leave it to them"
+        elif state == "done":
+            line = f"done ({claim.get('holder')})"
+        else:
+            line = "open"
+        text = f"\n## Thread {self.id} in {self.where}: {line}\n"
+        if self.root is not None and not in_batch:
+            text += f"Started by {self.root.author}: {_one_line(self.root.body)}\n"
+        return text
+
+
+def _id_list(ids: list[int]) -> str:
+    return ", ".join(str(i) for i in ids) or "none"
+
+
+def _head(covers: list[int]) -> str:
+    return (
+        "# Your turn\n\n"
+        f"This turn covers messages: {_id_list(covers)}.\n"
+        "If you already answered one of them (look at its thread), do not answer it again.\n"
+    )
+
+
+def _omitted_line(omitted: list[int], url: str) -> str:
+    if not omitted:
+        return ""
+    return (
+        f"\nNot shown for lack of room: {_id_list(omitted)}. Read each with GET {url}/api/messages/{{id}}.\n"
+    )
+
+
+def _instructions(url: str) -> str:
+    return (
+        "\n## What to do\n"
+        '- A message marked "for you" needs your answer: reply in its thread '
+        f'(POST {url}/api/messages {{"reply_to": <id>, "body": "..."}}).\n'
+        "- Before you work on a watched post, claim its thread: "
+        f'POST {url}/api/threads/<thread id>/claim {{"note": "what you will do"}}. '
+        "CLAIMED (409) means someone else holds it: leave it.\n"
+        "- Leave FYIs alone: a watched post that asks nothing of you needs no reply.\n"
+        f"- Read a whole message or thread with GET {url}/api/messages/<id> "
+        f"or GET {url}/api/threads/<id>.\n"
+    )
+
+
+def render_turn(
+    items: list[Item], threads: dict[int, Thread], you: str, url: str, budget: int
+) -> tuple[str, list[int], list[int]]:
+    """The turn text within ``budget`` bytes, the ids it shows, and the ids it leaves out."""
+    ids = sorted(i.id for i in items)
+    # Room the id lists may take: each id lands in exactly one of the two lists.
+    overhead = (
+        _size(_head([]) + _instructions(url))
+        + _size(_omitted_line([0], url))
+        + sum(len(str(i)) + 2 for i in ids)
+    )
+    if overhead > budget:
+        raise InvalidArgument(
+            f"budget_bytes={budget} cannot hold even the list of {len(ids)} message ids; "
+            f"give at least {overhead}, or fewer trigger ids.",
+            field="budget_bytes",
+        )
+    room = budget - overhead
+    batch = {i.id for i in items}
+    opened: set[int] = set()
+    kept: dict[int, str] = {}
+    # Messages for the bot first, then watched ones, then its own; within each rank,
+    # whole messages first, then cut ones in what room is left, so more of them show.
+    for rank in sorted({i.rank for i in items}):
+        ranked = sorted((i for i in items if i.rank == rank), key=lambda i: i.id)
+        for whole in (True, False):
+            for item in ranked:
+                if item.id in kept:
+                    continue
+                thread = threads[item.thread_id]
+                header = 0 if item.thread_id in opened else _size(thread.header(you, item.thread_id in batch))
+                text: str | None = item.render(url)
+                if header + _size(text or "") > room:
+                    text = None if whole else _cut_to_fit(item, url, room - header)
+                if text is None:
+                    continue
+                room -= header + _size(text)
+                opened.add(item.thread_id)
+                kept[item.id] = text
+    covers = sorted(kept)
+    omitted = sorted(batch - set(kept))
+    first_shown: dict[int, int] = {}
+    for item in sorted(items, key=lambda i: i.id):
+        if item.id in kept:
+            first_shown.setdefault(item.thread_id, item.id)
+    blocks = []
+    for thread_id in sorted(first_shown, key=first_shown.__getitem__):
+        thread = threads[thread_id]
+        block = thread.header(you, thread_id in batch)
+        pack = f"Knowledge pack for this thread:\n{thread.pack.rstrip()}\n" if thread.pack else ""
+        if pack and _size(pack) <= room:
+            block += pack
+            room -= _size(pack)
+        block += "".join(kept[i.id] for i in items if i.thread_id == thread_id and i.id in kept)
+        blocks.append(block)
+    text = _head(covers) + "".join(blocks) + _omitted_line(omitted, url) + _instructions(url)
+    assert _size(text) <= budget, "the turn outgrew its budget"
+    return text, covers, omitted
+
+
+def _cut_to_fit(item: Item, url: str, room: int) -> str | None:
+    """The item with its body cut so it fits ``room`` bytes, or None when too little would show."""
+    cap = min(BODY_CAP, len(item.body)) - 1
+    while cap >= MIN_BODY:
+        text = item.render(url, cap)
+        over = _size(text) - room
+        if over <= 0:
+            return text
+        cap -= max(over, 1)
+    return None
+
+
+# -- the first turn ---------------------------------------------------------------------
+
+
+def render_first_turn(
+    url: str,
+    bot: Any,
+    profile: dict[str, Any] | None,
+    goal: Any | None,
+    refs: list[Any],
+    index: str | None,
+    skills: list[Any],
+) -> str:
+    parts = [house_rules(url).rstrip() + "\n"]
+    who = [
+        "# Who you are\n",
+        f"You are @{bot['handle']}, a bot in workspace {bot['workspace']} of the board at {url}.",
+    ]
+    if profile is None:
+        who.append(
+            "No profile names you yet, so only what is addressed to you wakes you; "
+            'a human links one with PUT /api/profiles/<name> {"bots": [...]}.'
+        )
+    else:
+        model = f", model {profile['model']}" if profile["model"] else ""
+        who.append(f"You run with profile {profile['name']} (harness {profile['harness']}{model}).")
+        watch = ", ".join(f"#{slug}" for slug in profile["watch"])
+        who.append(
+            f"You watch {watch}: claim a thread there before you work on it."
+            if watch
+            else "You watch no channel: only what is addressed to you wakes you."
+        )
+    if goal is not None:
+        who.append(
+            f"Your goal is thread {goal['thread_id']}: {_one_line(goal['body'])} "
+            f"(GET {url}/api/threads/{goal['thread_id']})."
+        )
+    text = "\n".join(who) + "\n"
+    if profile is not None and profile["identity"].strip():
+        text += "\n" + profile["identity"].strip() + "\n"
+    parts.append(text)
+
+    reading = "# Read before you work\n\n"
+    if refs:
+        reading += (
+            "The channels of your workspace name these documents as mandatory; read each "
+            f"(GET {url}/api/knowledge/<path>) before you work in that channel:\n"
+        )
+        reading += "".join(f"- #{r['channel']}: {r['path']}\n" for r in refs[:MAX_REFS])
+        if len(refs) > MAX_REFS:
+            reading += f"- and {len(refs) - MAX_REFS} more: see mandatory_reading in GET {url}/api/me\n"
+    else:
+        reading += "No channel of your workspace names a mandatory document.\n"
+    parts.append(reading)
+
+    if index is not None:
+        body = index.strip()
+        if _size(body) > MAX_INDEX_BYTES:
+            body = body.encode()[:MAX_INDEX_BYTES].decode(errors="ignore") + "\n…(cut here)"
+        parts.append(f"# Knowledge index of your workspace\n\n{body}\n")
+
+    if skills and profile is not None:
+        harness = profile["harness"]
+        lines = [
+            "# Your skills\n",
+            f"Your daemon links each skill at {registry.skill_path(harness, '<name>')}; "
+            f"the board keeps the text at GET {url}/api/skills/<name>.",
+        ]
+        for skill in skills:
+            description = _one_line(skill["description"], MAX_SKILL_DESCRIPTION)
+            lines.append(
+                f"- {skill['name']} (version {skill['version']}): {description or 'no description'} "
+                f"— {registry.skill_path(harness, skill['name'])}"
+            )
+        parts.append("\n".join(lines) + "\n")
+    return "\n".join(parts)
+
+
+# -- composing --------------------------------------------------------------------------
+
+
+def _bot_principal(row: Any) -> Principal:
+    return Principal(
+        agent_id=row["id"],
+        handle=row["handle"],
+        kind=row["kind"],
+        workspace_id=row["workspace_id"],
+        workspace=row["workspace"],
+    )
+
+
+def _where(row: Any) -> str:
+    return f"#{row['channel']}" if row["channel"] else f"conversation {row['conversation_id']}"
+
+
+async def _batch(conn: Connection, bot: Principal, ids: list[int]) -> tuple[list[Item], dict[int, Thread]]:
+    rows = await store.messages_by_ids(conn, ids)
+    found = {r["id"]: r for r in rows}
+    members = await store.conversation_member_ids(
+        conn, sorted({r["conversation_id"] for r in rows if r["conversation_id"] is not None})
+    )
+    for message_id in ids:
+        row = found.get(message_id)
+        if (
+            row is None
+            or not scope.visible(bot, row["workspace_id"])
+            or (row["conversation_id"] is not None and bot.agent_id not in members[row["conversation_id"]])
+        ):
+            raise NotFound(f"message {message_id}")
+    reasons = await store.inbox_reasons(conn, bot.agent_id, ids)
+    items = []
+    for row in rows:
+        if row["author"] == bot.handle:
+            mark, rank = "your own post", 2
+        elif row["id"] in reasons:
+            mark, rank = f"for you ({reasons[row['id']]})", 0
+        else:
+            mark, rank = "watched", 1
+        items.append(_item(row, mark, rank))
+    thread_ids = sorted({i.thread_id for i in items})
+    roots = {r["id"]: r for r in await store.messages_by_ids(conn, thread_ids)}
+    states = await claims.claims_for_threads(conn, thread_ids)
+    threads = {}
+    for thread_id in thread_ids:
+        root = roots[thread_id]
+        threads[thread_id] = Thread(
+            id=thread_id,
+            where=_where(root),
+            claim=states[thread_id],
+            root=_item(root, "", 0),
+            pack=await knowledge_prompt.knowledge_pack(conn, root["workspace_id"], thread_id),
+        )
+    return items, threads
+
+
+def _item(row: Any, mark: str, rank: int) -> Item:
+    return Item(
+        id=row["id"],
+        thread_id=row["thread_id"],
+        author=row["author"],
+        author_kind=row["author_kind"],
+        where=_where(row),
+        created_at=row["created_at"],
+        reply_to=row["reply_to"],
+        tags=json.loads(row["tags"]),
+        body=row["body"],
+        mark=mark,
+        rank=rank,
+    )
+
+
+async def compose(ctx: Context, p: Principal, handle: str, q: PromptQuery, url: str) -> dict[str, Any]:
+    """The prompt of ``handle``'s next turn; the bot itself, humans and admin bots may ask."""
+    ids = sorted({int(i) for i in q.trigger})
+
+    async def read(conn: Connection) -> dict[str, Any]:
+        row = await identity_store.agent_by_handle(conn, handle)
+        if row is None or row["kind"] != "bot":
+            raise NotFound("bot")
+        if not (p.is_human or p.is_admin_bot or p.agent_id == row["id"]):
+            raise NotFound("bot")
+        bot = _bot_principal(row)
+        items, threads = await _batch(conn, bot, ids)
+        first = None
+        if q.first:
+            profile = await registry.bot_profile(conn, bot.agent_id)
+            goal = None
+            if profile is not None and profile["goal"] is not None:
+                goal = (await store.messages_by_ids(conn, [profile["goal"]]) or [None])[0]
+            skills = []
+            if profile is not None and profile["skills"]:
+                by_name = {s["name"]: s for s in await store.skills_by_names(conn, profile["skills"])}
+                skills = [by_name[n] for n in profile["skills"] if n in by_name]
+            first = render_first_turn(
+                url,
+                row,
+                profile,
+                goal,
+                await channel_store.mandatory_refs_for_workspace(conn, row["workspace_id"]),
+                await knowledge_prompt.knowledge_index(conn, row["workspace_id"]),
+                skills,
+            )
+        turn, covers, omitted = render_turn(items, threads, bot.handle, url, q.budget_bytes)
+        whole = f"{first}\n\n{turn}" if first is not None else turn
+        return {
+            "bot": bot.handle,
+            "first_turn": first,
+            "turn": turn,
+            "covers": covers,
+            "omitted": omitted,
+            "bytes": _size(whole),
+            "budget_bytes": q.budget_bytes,
+        }
+
+    return await ctx.db.read(read)

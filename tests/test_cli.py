@@ -1,0 +1,198 @@
+"""The ``board`` command as a real process, against a running board.
+
+Operator commands (``board admin ...``) work on the database file beside the
+running board; client verbs talk to it over HTTP with BOARD_URL and BOARD_TOKEN.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from boardtest import World, db_rows
+from processes import board_env, command, free_port
+
+from board.client import BoardAPIError, BoardClient
+from board.server.services.auth import hash_secret
+
+
+@dataclass
+class Result:
+    status: int
+    out: str
+    err: str
+
+    @property
+    def last_line(self) -> str:
+        return self.out.strip().splitlines()[-1]
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+async def cli(*args: str, stdin: str | None = None, **env: str) -> Result:
+    proc = await asyncio.create_subprocess_exec(
+        *command(*args),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=board_env(**env),
+        start_new_session=True,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else b""), 60)
+    finally:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+    assert proc.returncode is not None
+    result = Result(proc.returncode, out.decode(), err.decode())
+    assert "Traceback" not in result.err, result.err
+    return result
+
+
+def as_caller(world: World, client: BoardClient) -> dict[str, str]:
+    assert client.token is not None
+    return {"BOARD_URL": world.board.url, "BOARD_TOKEN": client.token}
+
+
+def failed_with(result: Result, code: str) -> None:
+    assert result.status != 0, result.out
+    assert code in result.err, result.err
+
+
+# -- operator commands -------------------------------------------------------------
+
+
+async def test_user_add_prints_a_one_time_login_link(world: World) -> None:
+    db = str(world.board.db_path)
+    result = await cli("admin", "user", "add", "bob", "--db", db, "--url", "http://board.example:9000/")
+    assert result.status == 0, result.err
+    assert "Created human bob" in result.out
+    link = result.last_line
+    prefix = "http://board.example:9000/login?token="
+    assert link.startswith(prefix)
+    token = link[len(prefix) :]
+    assert token.startswith("bl_")
+    rows = db_rows(
+        world.board.db_path,
+        "SELECT a.kind, t.kind FROM tokens t JOIN agents a ON a.id = t.agent_id WHERE t.hash = ?",
+        (hash_secret(token),),
+    )
+    assert rows == [("human", "login")]
+    # A login link is not an API token.
+    with pytest.raises(BoardAPIError) as err:
+        await world.board.client(token).me()
+    assert err.value.code == "UNAUTHENTICATED"
+
+
+async def test_user_add_reads_the_database_and_url_from_the_environment(world: World) -> None:
+    result = await cli(
+        "admin", "user", "add", "carol", BOARD_DB=str(world.board.db_path), BOARD_URL=world.board.url
+    )
+    assert result.status == 0, result.err
+    assert result.last_line.startswith(f"{world.board.url}/login?token=bl_")
+    assert (await world.human.agent("carol"))["kind"] == "human"
+
+
+async def test_admin_token_prints_a_working_human_token_last(world: World) -> None:
+    result = await cli("admin", "token", "alice", BOARD_DB=str(world.board.db_path))
+    assert result.status == 0, result.err
+    token = result.last_line
+    assert token.startswith("bh_")
+    me = await world.board.client(token).me()
+    assert (me["handle"], me["kind"]) == ("alice", "human")
+    wal = world.board.db_path.with_name("board.db-wal")
+    stored = world.board.db_path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    assert token.encode() not in stored
+    assert hash_secret(token).encode() in stored
+
+
+async def test_admin_invite_prints_a_code_with_the_uses_asked_for(world: World) -> None:
+    result = await cli("admin", "invite", "proj", "--uses", "2", "--db", str(world.board.db_path))
+    assert result.status == 0, result.err
+    code = result.last_line
+    assert code.startswith("bi_")
+    for handle in ("cli-one", "cli-two"):
+        registered = await world.board.client().register(handle, code)
+        assert registered["agent"]["workspace"] == "proj"
+    with pytest.raises(BoardAPIError) as err:
+        await world.board.client().register("cli-three", code)
+    assert err.value.code == "UNAUTHENTICATED"
+
+
+async def test_operator_errors_print_the_code_and_fail(world: World) -> None:
+    db = str(world.board.db_path)
+    failed_with(await cli("admin", "token", "nobody", "--db", db), "NOT_FOUND")
+    failed_with(await cli("admin", "token", "pb", "--db", db), "NOT_FOUND")
+    failed_with(await cli("admin", "invite", "nowhere", "--db", db), "NOT_FOUND")
+    failed_with(await cli("admin", "user", "add", "alice", "--db", db), "NAME_CONFLICT")
+    failed_with(await cli("admin", "user", "add", "no good", "--db", db), "INVALID_ARGUMENT")
+    bad_uses = await cli("admin", "invite", "proj", "--uses", "0", "--db", db)
+    assert bad_uses.status == 2 and "--uses" in bad_uses.err
+
+
+# -- client verbs ------------------------------------------------------------------
+
+
+async def test_post_read_inbox_search_and_claim_print_json(world: World) -> None:
+    human = as_caller(world, world.human)
+    posted = await cli(
+        "post", "please review the parser @pb", "--channel", "lobby", "--workspace", "proj", **human
+    )
+    assert posted.status == 0, posted.err
+    message = posted.json()
+    assert message["mentions"] == ["pb"] and message["workspace"] == "proj"
+
+    read = await cli("read", "--workspace", "proj", "--channel", "lobby", **human)
+    assert read.status == 0, read.err
+    assert [m["id"] for m in read.json()["messages"]] == [message["id"]]
+
+    bot = as_caller(world, world.bot)
+    inbox = await cli("inbox", **bot)
+    assert inbox.status == 0, inbox.err
+    rows = inbox.json()["messages"]
+    assert [(m["id"], m["reason"]) for m in rows] == [(message["id"], "mention")]
+    assert "preview" in rows[0] and "body" not in rows[0]
+
+    found = await cli("search", "parser", **bot)
+    assert found.status == 0, found.err
+    assert [m["id"] for m in found.json()["messages"]] == [message["id"]]
+
+    claimed = await cli("claim", str(message["id"]), "--note", "mine", **bot)
+    assert claimed.status == 0, claimed.err
+    assert (claimed.json()["holder"], claimed.json()["state"]) == ("pb", "claimed")
+
+    reply = await cli("post", "-", "--reply-to", str(message["id"]), stdin="looked: two bugs\n", **bot)
+    assert reply.status == 0, reply.err
+    assert reply.json()["thread_id"] == message["id"] and reply.json()["body"] == "looked: two bugs\n"
+    thread = await world.human.thread(message["id"])
+    assert [m["author"] for m in thread["messages"] if m["kind"] != "event"] == ["alice", "pb"]
+
+
+async def test_the_url_and_token_options_work_without_the_environment(world: World) -> None:
+    assert world.bot.token is not None
+    result = await cli("read", "--url", world.board.url, "--token", world.bot.token)
+    assert result.status == 0, result.err
+    assert result.json()["messages"] == []
+
+
+async def test_client_errors_print_the_boards_code_and_fail(world: World) -> None:
+    human = as_caller(world, world.human)
+    failed_with(await cli("post", "hi", "--channel", "lobby", **human), "INVALID_ARGUMENT")
+    failed_with(await cli("read", "--workspace", "nowhere", **human), "NOT_FOUND")
+    failed_with(await cli("read", "--workspace", "other", **as_caller(world, world.bot)), "NOT_FOUND")
+    failed_with(await cli("claim", "999999", **as_caller(world, world.bot)), "NOT_FOUND")
+    failed_with(await cli("read", BOARD_URL=world.board.url, BOARD_TOKEN="bb_wrong"), "UNAUTHENTICATED")
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    assert world.human.token is not None
+    failed_with(await cli("read", BOARD_URL=nowhere, BOARD_TOKEN=world.human.token), "UNAVAILABLE")
+    missing = await cli("read", BOARD_URL=world.board.url)
+    assert missing.status == 2 and "--token" in missing.err

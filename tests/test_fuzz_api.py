@@ -1,0 +1,71 @@
+"""Fuzz the API from its own OpenAPI document: no input may make the board fail.
+
+Schemathesis generates requests for every operation (valid ones and ones just
+outside the schema) as a human; the board must answer each with a status below
+500, and its log must hold no unhandled error.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from processes import board_env, command, kill, serve, wait_healthy
+
+
+def test_no_generated_request_makes_the_board_fail(tmp_path: Path) -> None:
+    db = tmp_path / "board.db"
+    env = board_env(BOARD_WRITE_RATE="100000", BOARD_WRITE_BURST="100000", BOARD_MAX_WAIT="1")
+    subprocess.run(
+        command("admin", "user", "add", "alice", "--db", str(db)), env=env, check=True, capture_output=True
+    )
+    token = (
+        subprocess.run(
+            command("admin", "token", "alice", "--db", str(db)),
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    served = serve(db, env=env)
+    try:
+        wait_healthy(served)
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "schemathesis.cli",
+                "run",
+                f"{served.url}/api/openapi.json",
+                "-H",
+                f"Authorization: Bearer {token}",
+                "--checks",
+                "not_a_server_error",
+                "--max-examples",
+                "10",
+                "--phases",
+                "coverage,fuzzing",
+                "--seed",
+                "1",
+                "--suppress-health-check",
+                "all",
+                "--request-timeout",
+                "10",
+                "--exclude-path",
+                "/api/me/rotate",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
+        )
+    finally:
+        kill(served.proc)
+    summary = run.stdout[-3000:]
+    assert "ST101" not in run.stdout and "Server error" not in run.stdout, summary
+    assert run.returncode == 0, summary
+    assert "unhandled error" not in served.output()

@@ -1,0 +1,93 @@
+"""Property tests of the input parsers: any input gives a value or a clean BoardError."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from board.server.errors import BoardError, InvalidArgument
+from board.server.services.channels import parse_seen
+from board.server.services.messages import MessageQuery, PostMessage, fts_query
+from board.server.validation import arg, parse_body, parse_query
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["body", "channel", "reply_to", "tags", "meta", "x"]), json_values))
+def test_post_bodies_parse_or_fail_cleanly(data: dict[str, Any]) -> None:
+    try:
+        parsed = parse_body(PostMessage, data)
+    except BoardError as exc:
+        assert exc.code in {"INVALID_ARGUMENT", "LIMIT_EXCEEDED"} and exc.message
+        return
+    assert isinstance(parsed.body, str) and len(parsed.body) <= 16_000
+    assert all(isinstance(t, str) and len(t) <= 32 for t in parsed.tags)
+    assert set(data) <= {"body", "channel", "reply_to", "tags", "meta"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["since", "limit", "wait", "view", "roots", "order", "q"]), st.text(max_size=12)
+    )
+)
+def test_query_strings_parse_or_fail_cleanly(query: dict[str, str]) -> None:
+    try:
+        parsed = parse_query(MessageQuery, query)
+    except BoardError as exc:
+        assert exc.code == "INVALID_ARGUMENT" and exc.message
+        return
+    assert 1 <= parsed.limit <= 500 and 0 <= parsed.wait <= 60
+    assert parsed.since is None or parsed.since >= 0
+
+
+@given(st.text(max_size=200))
+def test_fts_queries_are_quoted_words(text: str) -> None:
+    try:
+        match = fts_query(text)
+    except InvalidArgument:
+        assert not [w for w in text.split() if w.rstrip("*")]
+        return
+    for term in match.split(" "):
+        assert term.startswith('"') and (term.endswith('"') or term.endswith('"*'))
+
+
+@given(st.text(max_size=100))
+def test_seen_lists_parse_or_fail_cleanly(text: str) -> None:
+    try:
+        seen = parse_seen(text)
+    except InvalidArgument:
+        return
+    assert all(isinstance(v, int) and v >= 0 for v in seen.values())
+
+
+@dataclass
+class Nested:
+    name: str = arg(max_len=5)
+    count: int = arg(0, min=0, max=3)
+
+
+@dataclass
+class Outer:
+    items: list[Nested] = arg([], max_items=2)
+
+
+def test_nested_bodies_name_the_failing_field() -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        parse_body(Outer, {"items": [{"name": "ok"}, {"name": "ok", "count": 9}]})
+    assert "items[1].count" in caught.value.message
+    with pytest.raises(InvalidArgument) as caught:
+        parse_body(Outer, {"items": [{"name": "ok", "extra": 1}]})
+    assert "extra" in caught.value.message
+    assert parse_body(Outer, {"items": [{"name": "abc"}]}).items[0].count == 0

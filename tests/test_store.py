@@ -1,0 +1,329 @@
+"""The store: numbered migrations, one writer with group commit, readers, the lock file."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiosqlite import Connection
+
+from board.server.store import db as db_module
+from board.server.store.db import Database, StoreError, migrations, schema_version
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def plain(path: Path, sql: str) -> list[tuple[object, ...]]:
+    """Run SQL on the file with the sqlite3 module, as another program would."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+async def scalar(db: Database, sql: str) -> object:
+    async def read(conn: Connection) -> object:
+        async with conn.execute(sql) as cur:
+            row = await cur.fetchone()
+        return row[0]
+
+    return await db.read(read)
+
+
+def insert(value: str):
+    async def job(conn: Connection) -> int:
+        cur = await conn.execute("INSERT INTO t (v) VALUES (?)", (value,))
+        return int(cur.lastrowid or 0)
+
+    return job
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = Database(tmp_path / "store.db")
+    await database.open()
+    await database.write(lambda conn: conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT UNIQUE)"))
+    yield database
+    await database.close()
+
+
+# -- migrations ----------------------------------------------------------------------
+
+
+def applied(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith("applying migration")]
+
+
+async def test_migrations_apply_once_and_record_the_version(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="board.server.store.db")
+    path = tmp_path / "board.db"
+    shipped = [name for _, name, _ in migrations()]
+    assert len(shipped) >= 2
+
+    first = Database(path)
+    await first.open()
+    try:
+        assert await scalar(first, "PRAGMA user_version") == schema_version()
+        assert await scalar(first, "SELECT count(*) FROM workspaces WHERE slug = 'admin'") == 1
+        assert await scalar(first, "PRAGMA journal_mode") == "wal"
+    finally:
+        await first.close()
+    assert applied(caplog) == [f"applying migration {name}" for name in shipped]
+
+    caplog.clear()
+    again = Database(path)
+    await again.open()
+    try:
+        assert await scalar(again, "PRAGMA user_version") == schema_version()
+        assert await scalar(again, "SELECT count(*) FROM workspaces WHERE slug = 'admin'") == 1
+    finally:
+        await again.close()
+    assert applied(caplog) == []
+
+
+async def test_an_older_database_gets_only_the_missing_migrations(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="board.server.store.db")
+    path = tmp_path / "board.db"
+    number, _, script = migrations()[0]
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(f"{script}\nPRAGMA user_version = {number};")
+    conn.close()
+
+    database = Database(path)
+    await database.open()
+    try:
+        assert await scalar(database, "PRAGMA user_version") == schema_version()
+        assert await scalar(database, "SELECT count(*) FROM sqlite_master WHERE name = 'claims'") == 1
+    finally:
+        await database.close()
+    assert applied(caplog) == [f"applying migration {n}" for num, n, _ in migrations() if num > number]
+
+
+async def test_a_failing_migration_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "board.db"
+    database = Database(path)
+    await database.open()
+    await database.close()
+    known = schema_version()
+
+    broken = (
+        known + 1,
+        f"{known + 1:04d}_broken.sql",
+        "CREATE TABLE half (x);\nINSERT INTO nowhere VALUES (1);",
+    )
+    shipped = migrations()
+    monkeypatch.setattr(db_module, "migrations", lambda: [*shipped, broken])
+
+    with pytest.raises(StoreError, match="broken"):
+        await Database(path).open()
+    assert plain(path, "PRAGMA user_version") == [(known,)]
+    assert plain(path, "SELECT count(*) FROM sqlite_master WHERE name = 'half'") == [(0,)]
+
+
+@pytest.mark.parametrize("journal", ["wal", "delete"])
+async def test_a_newer_database_refuses_to_open_and_is_left_alone(tmp_path: Path, journal: str) -> None:
+    path = tmp_path / "board.db"
+    if journal == "wal":  # written by a newer board
+        database = Database(path)
+        await database.open()
+        await database.close()
+    else:  # copied from elsewhere, never opened by a board
+        plain(path, "CREATE TABLE future (x)")
+    newer = schema_version() + 7
+    plain(path, f"PRAGMA user_version = {newer}")
+    before = file_digest(path)
+    files_before = sorted(p.name for p in tmp_path.iterdir())
+
+    with pytest.raises(StoreError) as refused:
+        await Database(path, exclusive=True).open()
+    message = str(refused.value)
+    assert str(newer) in message and str(schema_version()) in message
+    assert "upgrade" in message
+
+    assert file_digest(path) == before
+    assert plain(path, "PRAGMA user_version") == [(newer,)]
+    leftovers = sorted(p.name for p in tmp_path.iterdir())
+    assert [name for name in leftovers if name not in files_before and not name.endswith(".lock")] == []
+
+
+# -- the writer ------------------------------------------------------------------------
+
+
+async def test_concurrent_writes_commit_in_groups(db: Database) -> None:
+    batches, writes = db.stats.batches, db.stats.writes
+    ids = await asyncio.gather(*(db.write(insert(f"v{i}")) for i in range(200)))
+
+    assert len(set(ids)) == 200
+    assert db.stats.writes - writes == 200
+    assert db.stats.batches - batches < 200
+    assert db.stats.largest_batch > 1
+    assert await scalar(db, "SELECT count(*) FROM t") == 200
+
+
+async def test_a_failing_write_does_not_undo_its_neighbours(db: Database) -> None:
+    await db.write(insert("taken"))
+    gate = asyncio.Event()
+
+    async def hold(conn: Connection) -> str:
+        await gate.wait()
+        return "held"
+
+    async def half_then_fail(conn: Connection) -> None:
+        await conn.execute("INSERT INTO t (v) VALUES ('half')")
+        raise ValueError("changed my mind")
+
+    batches = db.stats.batches
+    holder = asyncio.create_task(db.write(hold))
+    await asyncio.sleep(0.05)  # the writer is inside the holder's batch now
+    jobs = [
+        asyncio.create_task(db.write(insert("before"))),
+        asyncio.create_task(db.write(insert("taken"))),  # UNIQUE violation
+        asyncio.create_task(db.write(half_then_fail)),
+        asyncio.create_task(db.write(insert("after"))),
+    ]
+    await asyncio.sleep(0.05)
+    gate.set()
+    assert await holder == "held"
+    results = await asyncio.gather(*jobs, return_exceptions=True)
+
+    assert db.stats.batches - batches == 2, "the four jobs waited together and shared one transaction"
+    assert isinstance(results[0], int) and isinstance(results[3], int)
+    assert isinstance(results[1], sqlite3.IntegrityError)
+    assert isinstance(results[2], ValueError) and str(results[2]) == "changed my mind"
+    values = await db.read(lambda conn: _values(conn))
+    assert values == ["after", "before", "taken"]
+
+
+async def _values(conn: Connection) -> list[str]:
+    async with conn.execute("SELECT v FROM t ORDER BY v") as cur:
+        return [row[0] for row in await cur.fetchall()]
+
+
+async def test_after_commit_runs_in_commit_order_and_only_for_committed_writes(db: Database) -> None:
+    seen: list[object] = []
+
+    async def fail(conn: Connection) -> None:
+        raise RuntimeError("no")
+
+    results = await asyncio.gather(
+        db.write(insert("a"), after_commit=seen.append),
+        db.write(fail, after_commit=seen.append),
+        db.write(insert("b"), after_commit=seen.append),
+        return_exceptions=True,
+    )
+    assert isinstance(results[1], RuntimeError)
+    assert seen == [results[0], results[2]]
+
+
+async def test_readers_see_only_committed_data(db: Database) -> None:
+    inside = asyncio.Event()
+    gate = asyncio.Event()
+
+    async def slow(conn: Connection) -> None:
+        await conn.execute("INSERT INTO t (v) VALUES ('pending')")
+        inside.set()
+        await gate.wait()
+
+    writing = asyncio.create_task(db.write(slow))
+    await inside.wait()
+    # The write is done but not committed: readers neither see it nor wait for it.
+    assert await asyncio.wait_for(scalar(db, "SELECT count(*) FROM t"), 2) == 0
+    gate.set()
+    await writing
+    assert await scalar(db, "SELECT count(*) FROM t") == 1
+
+
+async def test_a_cancelled_read_leaves_its_connection_usable(tmp_path: Path) -> None:
+    database = Database(tmp_path / "one-reader.db", readers=1)
+    await database.open()
+    try:
+        for _ in range(5):
+            task = asyncio.create_task(scalar(database, "SELECT count(*) FROM workspaces"))
+            await asyncio.sleep(0)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await database.write(
+                lambda conn: conn.execute(
+                    "INSERT INTO workspaces (slug, name, created_at) VALUES (hex(randomblob(4)), 'x', 'x')"
+                )
+            )
+            # The one reader is not stuck in an old transaction: it sees the new row.
+            expected = await scalar(database, "SELECT count(*) FROM workspaces")
+            assert expected == int(plain(database.path, "SELECT count(*) FROM workspaces")[0][0])
+    finally:
+        await database.close()
+
+
+async def test_a_write_after_close_is_refused(tmp_path: Path) -> None:
+    database = Database(tmp_path / "closed.db")
+    await database.open()
+    await database.close()
+    with pytest.raises(StoreError, match="not open"):
+        await database.write(insert("x"))
+
+
+# -- the lock file ------------------------------------------------------------------
+
+
+async def test_exclusive_twice_on_one_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "board.db"
+    first = Database(path, exclusive=True)
+    await first.open()
+    try:
+        with pytest.raises(StoreError) as refused:
+            await Database(path, exclusive=True).open()
+        assert f"{path}.lock" in str(refused.value)
+        assert "another board" in str(refused.value)
+    finally:
+        await first.close()
+
+    # Once the first lets go, the file can be served again.
+    second = Database(path, exclusive=True)
+    await second.open()
+    await second.close()
+
+
+async def test_writes_waiting_when_the_database_closes_fail_instead_of_hanging(tmp_path: Path) -> None:
+    database = Database(tmp_path / "closing.db")
+    await database.open()
+    await database.write(lambda conn: conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT UNIQUE)"))
+    started = asyncio.Event()
+
+    async def endless(conn: Connection) -> None:
+        await conn.execute("INSERT INTO t (v) VALUES ('endless')")
+        started.set()
+        await asyncio.Event().wait()
+
+    running = asyncio.create_task(database.write(endless))
+    await started.wait()
+    queued = asyncio.create_task(database.write(insert("queued")))
+    await asyncio.sleep(0.01)
+    await database.close()
+
+    for task in (running, queued):
+        with pytest.raises(StoreError, match="closed"):
+            await asyncio.wait_for(task, 5)
+    assert plain(database.path, "SELECT count(*) FROM t") == [(0,)]
+
+
+async def test_a_file_that_is_not_a_database_is_refused_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "board.db"
+    path.write_bytes(b"this is not a database, it is a shopping list\n" * 100)
+    before = file_digest(path)
+    with pytest.raises(StoreError) as refused:
+        await Database(path).open()
+    assert str(path) in str(refused.value)
+    assert file_digest(path) == before
