@@ -5,9 +5,12 @@
 (on a session's first turn) followed by ``turn``.
 
 A board without that route (older, or the registry not installed) answers
-``NOT_FOUND``; the daemon then writes a small prompt itself from the batch:
-who it is, the messages (bounded), the ids covered, and the rule to claim a
-watched thread before working on it. It is a stopgap that keeps a bot useful,
+``NOT_FOUND`` ("No such route"); the daemon then writes a small prompt itself
+from the batch, and asks the board again five minutes later. It does the same,
+for that turn only, when the board refuses to compose a batch (a trigger
+message it no longer shows). The local prompt holds who the bot is, the
+messages (bounded), the ids covered, and the rule to claim a watched thread
+before working on it. It is a stopgap that keeps a bot useful,
 not a second prompt system: identity, knowledge, skills and claim state are
 the board's to compose.
 
@@ -71,9 +74,11 @@ class Prompter:
             except BoardAPIError as exc:
                 if exc.code == "UNAVAILABLE" or exc.retryable:
                     raise
-                # NOT_FOUND: no such route (or no such bot there); anything else:
-                # the board cannot compose it now. The turn goes ahead either way.
-                self._absent_until = self.monotonic() + ABSENT_RECHECK
+                # The turn goes ahead on the local prompt either way. A board
+                # without the route is not asked again for a while; any other
+                # refusal (a trigger it will not show) is about this batch only.
+                if exc.code == "NOT_FOUND" and "route" in exc.message:
+                    self._absent_until = self.monotonic() + ABSENT_RECHECK
             else:
                 parts = [answer.get("first_turn") if first else None, answer.get("turn")]
                 prompt = Prompt(

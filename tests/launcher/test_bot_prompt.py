@@ -54,7 +54,7 @@ async def test_the_board_composes_the_prompt_when_it_can() -> None:
 
 
 async def test_without_the_route_the_local_prompt_is_used_and_the_board_asked_again_later() -> None:
-    board = Board(BoardAPIError(404, "NOT_FOUND", "No such route"))
+    board = Board(BoardAPIError(404, "NOT_FOUND", "No such route, or it is not visible to you."))
     clock = [0.0]
     p = prompter(board, clock)
     prompt = await p.build([message(5, "fix the login", for_me=False)], first=True)
@@ -88,3 +88,11 @@ def test_the_local_prompt_keeps_to_its_budget_and_lists_what_did_not_fit() -> No
         "watched"
         not in local_prompt([message(1)], handle="pb", board_url="b", workspace="p", first=False).text
     )
+
+
+async def test_a_refused_batch_uses_the_local_prompt_for_that_turn_only() -> None:
+    board = Board(BoardAPIError(404, "NOT_FOUND", "No such message, or it is not visible to you."))
+    p = prompter(board, [0.0])
+    assert (await p.build([message(1)], first=False)).source == "local"
+    board.answer = {"first_turn": None, "turn": "BATCH", "covers": [2], "omitted": []}
+    assert (await p.build([message(2)], first=False)).source == "board"
