@@ -137,7 +137,8 @@ class BotConfig:
     turn_timeout: float = 1800.0
     stop_grace: float = DEFAULT_STOP_GRACE
     pool: Path | None = None
-    skills: tuple[str, ...] = ()
+    skills: tuple[str, ...] = ()  # --skill sources
+    profile_skills: tuple[str, ...] = ()  # the profile's skills, by name on the board
     identity: str = ""  # the profile's identity text, for the local fallback prompt
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
 
@@ -219,6 +220,7 @@ def resolve(
         stop_grace=parse_seconds("BOT_STOP_GRACE", environ.get("BOT_STOP_GRACE"), DEFAULT_STOP_GRACE),
         pool=pool_path,
         skills=tuple(options.skills),
+        profile_skills=parse_list(prof.get("skills")),
         identity=str(prof.get("identity") or ""),
         environ=dict(environ),
     )

@@ -37,7 +37,7 @@ from .config import (
 from .logs import LOG_FILE, EventLog
 from .loop import Bot, Fatal, Timing, backoff
 from .pool import DEFAULT_CLONE_TIMEOUT, Pool
-from .skills import install, prompt_note
+from .skills import install, install_from_board, prompt_note
 from .state import StateFile
 
 PID_FILE = "bot.pid"
@@ -166,6 +166,18 @@ async def run(options: Options, environ: Mapping[str, str], *, timing: Timing | 
             environ=environ,
             clone_timeout=clone_timeout,
         )
+        await _until_reachable(
+            lambda: install_from_board(
+                client,
+                cfg.profile_skills,
+                harness=cfg.harness,
+                state_dir=cfg.state_dir,
+                home=Path(environ.get("HOME") or Path.home()),
+                log=log,
+            ),
+            log,
+            "skills",
+        )
         if timing is None:
             retry_cap = parse_seconds("BOT_BOARD_RETRY_MAX", environ.get("BOT_BOARD_RETRY_MAX"), 30.0)
             timing = Timing(retry_cap=max(retry_cap, 0.1))
@@ -184,6 +196,7 @@ async def run(options: Options, environ: Mapping[str, str], *, timing: Timing | 
         log=log,
         state_file=StateFile(cfg.state_dir),
         pool=pool,
+        # The board's first turn names the profile's skills; the daemon names its own.
         skills_note=prompt_note(skills) if skills else "",
         timing=timing,
     )

@@ -1,18 +1,27 @@
-"""``--skill SOURCE``: make a skill visible to the bot's harness.
+"""Skills for the bot's harness: the profile's, from the board, and ``--skill``.
 
-A skill is a directory holding ``SKILL.md`` (the Agent Skills layout). SOURCE
-is such a directory, or a git URL, which is cloned once into the bot's state
-directory (``skills/<name>``). The skill is then linked, by a symlink named
-after it, into the folder the harness reads skills from:
+A skill is a directory holding ``SKILL.md`` (the Agent Skills layout). The
+daemon links each one, by a symlink named after it, into the folder the
+harness reads user skills from (the same table as the board's, which names
+``<folder>/<name>/SKILL.md`` in the first prompt of a session):
 
 | harness | folder |
 | --- | --- |
 | claude | ``~/.claude/skills`` |
-| codex, opencode, copilot, gemini, command | ``~/.agents/skills`` (all four CLIs read it) |
+| codex, command | ``~/.agents/skills`` |
+| opencode | ``~/.config/opencode/skills`` |
+| copilot | ``~/.copilot/skills`` |
+| gemini | ``~/.gemini/skills`` |
+
+- The profile's skills are fetched from the board at every start
+  (``GET /api/skills/{name}``) and written to ``board-skills/<name>/SKILL.md``
+  in the bot's state directory, so a new version reaches the bot when it
+  restarts.
+- ``--skill SOURCE`` is a directory, or a git URL cloned once into the state
+  directory's ``skills/``; these are named in the first prompt by the daemon.
 
 A link the daemon made before is replaced; a real directory of the same name
 is the user's and is never touched (the daemon refuses to start instead).
-The skills linked are named in the first prompt of each session.
 """
 
 from __future__ import annotations
@@ -23,12 +32,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..client import BoardAPIError, BoardClient
 from .config import ConfigError
+from .logs import EventLog
 from .pool import clone, git_url
+from .state import write_atomic
 
 SKILL_FILE = "SKILL.md"
 NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
-SKILL_DIRS = {"claude": ".claude/skills"}
+# Relative to the home directory; kept equal to the board's registry table.
+SKILL_DIRS = {
+    "claude": ".claude/skills",
+    "codex": ".agents/skills",
+    "opencode": ".config/opencode/skills",
+    "copilot": ".copilot/skills",
+    "gemini": ".gemini/skills",
+    "command": ".agents/skills",
+}
 DEFAULT_SKILL_DIR = ".agents/skills"
 
 
@@ -56,11 +76,11 @@ def skill_name(directory: Path) -> str:
     return directory.name
 
 
-def link(source: Path, folder: Path) -> Skill:
+def link(source: Path, folder: Path, name: str | None = None) -> Skill:
     """Symlink folder/<name> to source; refuse to replace anything but a symlink."""
     if not (source / SKILL_FILE).is_file():
         raise ConfigError(f"--skill {source}: no {SKILL_FILE} there")
-    name = skill_name(source)
+    name = name or skill_name(source)
     if not NAME.fullmatch(name) or name in (".", ".."):
         raise ConfigError(f"--skill {source}: skill name {name!r} must be 1-64 of [A-Za-z0-9._-]")
     folder.mkdir(parents=True, exist_ok=True)
@@ -104,6 +124,36 @@ async def install(
         else:
             local = Path(source).expanduser()
         linked.append(link(local, folder))
+    return linked
+
+
+async def install_from_board(
+    client: BoardClient,
+    names: Sequence[str],
+    *,
+    harness: str,
+    state_dir: Path,
+    home: Path,
+    log: EventLog,
+) -> list[Skill]:
+    """Fetch the profile's skills and link them; a skill the board will not give is logged."""
+    folder = skills_dir(harness, home)
+    linked = []
+    for name in names:
+        if not NAME.fullmatch(name) or name in (".", ".."):
+            log.event("skill_skipped", skill=name, reason="not a directory name")
+            continue
+        try:
+            skill = await client.skill(name)
+        except BoardAPIError as exc:
+            if exc.code == "UNAVAILABLE":
+                raise
+            log.event("skill_skipped", skill=name, reason=f"{exc.code}: {exc.message}")
+            continue
+        local = state_dir / "board-skills" / name
+        write_atomic(local / SKILL_FILE, str(skill.get("text", "")), mode=0o644)
+        linked.append(link(local, folder, name))
+        log.event("skill_linked", skill=name, version=skill.get("version"), path=str(folder / name))
     return linked
 
 

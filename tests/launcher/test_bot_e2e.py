@@ -42,7 +42,7 @@ async def make_bot(
     """Bots for pb (in proj); stopped at teardown, whatever the test did."""
     made: list[BotProcess] = []
 
-    def make(harness: str = "claude", args: list[str] | None = None, **env: str) -> BotProcess:
+    def make(harness: str | None = "claude", args: list[str] | None = None, **env: str) -> BotProcess:
         assert world.bot.token is not None
         bot = BotProcess(
             tmp_path,
@@ -119,6 +119,9 @@ async def test_a_mention_is_answered_recorded_and_the_session_resumed(
     assert wake_ids(fake) == [[first], [second]]
     await eventually(lambda: _cursor_at_least(bot, second), "the cursor to pass the second mention")
     assert bot.state()["sessions"] == {"": session}
+    started = bot.events("turn_started")
+    assert [e["prompt_source"] for e in started] == ["board", "board"]
+    assert started[0]["prompt_bytes"] > started[1]["prompt_bytes"]  # the first turn has the house rules
 
 
 async def test_messages_posted_during_a_turn_make_the_next_batch(
@@ -437,3 +440,31 @@ async def test_sigterm_aborts_a_turn_past_its_grace_and_the_next_start_runs_it_a
     await bot.start().started()
     await one_reply(world, first)
     assert wake_ids(fake) == [[first], [first]] and "interrupted" in fake.last_call()["prompt"]
+
+
+async def test_a_profile_on_the_board_sets_the_harness_watch_identity_and_skills(
+    world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    await world.human.create_skill("review-rules", "---\nname: review-rules\ndescription: d\n---\nBe kind.\n")
+    await world.human.create_channel("general", workspace="proj")
+    await world.human.create_profile(
+        "pb-dev",
+        "proj",
+        "codex",
+        watch=["general"],
+        skills=["review-rules"],
+        identity="You review pull requests for the proj team.",
+        bots=["pb"],
+    )
+    fake.script({"do": "ok"})
+    bot = await make_bot(None, args=["--profile", "pb-dev"]).start().started()
+    skill = bot.home / ".agents" / "skills" / "review-rules" / "SKILL.md"
+    assert skill.read_text().endswith("Be kind.\n")
+
+    watched = await world.human.post("the diff is up", channel="general", workspace="proj")
+    await eventually(fake.calls, "a turn on the watched post")
+    call = fake.last_call()
+    assert call["persona"] == "codex" and call["BOARD_WAKE_IDS"] == str(watched["id"])
+    assert "You review pull requests for the proj team." in call["prompt"]  # composed by the board
+    assert "review-rules" in call["prompt"] and "the diff is up" in call["prompt"]
+    assert bot.events("turn_started")[0]["prompt_source"] == "board"

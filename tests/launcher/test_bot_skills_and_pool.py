@@ -31,10 +31,13 @@ def git_repo_with_skill(tmp_path: Path) -> Path:
     return bare
 
 
-def test_each_harness_has_its_skills_folder(tmp_path: Path) -> None:
+def test_each_harness_has_the_skills_folder_the_board_names_in_its_prompt(tmp_path: Path) -> None:
+    from board.server.services.registry import SKILL_DIRS as BOARD_SKILL_DIRS
+
     assert skills_dir("claude", tmp_path) == tmp_path / ".claude/skills"
-    for harness in ("codex", "opencode", "copilot", "gemini"):
-        assert skills_dir(harness, tmp_path) == tmp_path / ".agents/skills"
+    assert skills_dir("opencode", tmp_path) == tmp_path / ".config/opencode/skills"
+    for harness, folder in BOARD_SKILL_DIRS.items():
+        assert str(skills_dir(harness, Path("~"))) == folder
 
 
 def test_a_skill_is_linked_under_its_name_and_relinked_safely(tmp_path: Path) -> None:
