@@ -9,6 +9,7 @@ SCENARIOS = {
     "post": "bench.post",
     "wake": "bench.wake",
     "baseline": "bench.baseline",
+    "wake_latency": "bench.wake_latency",
 }
 
 
