@@ -200,3 +200,38 @@ def test_the_serve_command_is_documented(tmp_path: Path) -> None:
     ).stdout
     for option in ("--db", "--bind", "--port"):
         assert option in out
+
+
+async def test_stopping_the_board_releases_held_long_polls_at_once(tmp_path: Path) -> None:
+    import time
+
+    db = tmp_path / "board.db"
+    env = board_env()
+    subprocess.run(
+        command("admin", "user", "add", "al", "--db", str(db)), env=env, check=True, capture_output=True
+    )
+    token = (
+        subprocess.run(
+            command("admin", "token", "al", "--db", str(db)),
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    served = serve(db)
+    try:
+        wait_healthy(served)
+        async with BoardClient(served.url, token) as human:
+            held = asyncio.create_task(human.inbox(wait=60))
+            await asyncio.sleep(0.5)
+            stopped_at = time.monotonic()
+            served.proc.send_signal(signal.SIGTERM)
+            page = await held
+            assert page["messages"] == []
+            assert time.monotonic() - stopped_at < 10
+        assert served.proc.wait(timeout=10) == 0
+    finally:
+        kill(served.proc)

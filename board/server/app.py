@@ -22,6 +22,11 @@ from .store.messages import max_id
 MAX_BODY = 1024 * 1024
 
 
+async def _release_long_polls(app: web.Application) -> None:
+    """Held long-polls answer empty at once, so stopping the board does not wait out their holds."""
+    app[CONTEXT].hub.close()
+
+
 def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: bool = True) -> web.Application:
     """A board application on ``settings.db``; the database opens with the app."""
     app = web.Application(middlewares=[metrics_middleware, error_middleware], client_max_size=MAX_BODY)
@@ -43,5 +48,6 @@ def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: boo
         await db.close()
 
     app.cleanup_ctx.append(database)
+    app.on_shutdown.append(_release_long_polls)
     app.cleanup_ctx.append(housekeeping)
     return app

@@ -62,6 +62,10 @@ class Waiter:
         self.events.append(event)
         self._ready.set()
 
+    def wake(self) -> None:
+        """Return from :meth:`wait` now, with whatever is buffered (maybe nothing)."""
+        self._ready.set()
+
     async def wait(self, timeout: float) -> bool:
         """Wait until at least one event is buffered; False on timeout."""
         if not self._ready.is_set():
@@ -85,6 +89,7 @@ class Hub:
         self.published = 0
         self.waiting = 0
         self.last_id = 0  # highest message id published (or found in the store at start)
+        self.closed = False
 
     def subscribe(self, keys: Iterable[Key]) -> Waiter:
         waiter = Waiter(tuple(keys))
@@ -108,3 +113,9 @@ class Hub:
         for key in event.index_keys():
             for waiter in self._by_key.get(key, ()):
                 waiter.deliver(event)
+
+    def close(self) -> None:
+        """Release every held request (the board is shutting down): they answer empty at once."""
+        self.closed = True
+        for waiter in {w for waiters in self._by_key.values() for w in waiters}:
+            waiter.wake()

@@ -42,7 +42,7 @@ async def poll(
         loop = asyncio.get_running_loop()
         deadline = loop.time() + min(wait, MAX_WAIT, ctx.settings.max_wait)
         while (remaining := deadline - loop.time()) > 0:
-            if not await waiter.wait(remaining):
+            if not await waiter.wait(remaining) or ctx.hub.closed:
                 break
             found = [item for event in waiter.take() if (item := match(event)) is not None]
             if found:
