@@ -107,16 +107,19 @@ def user() -> None:
     """Humans."""
 
 
-@user.command("add")
-@db_option
-@click.argument("name")
-@click.option(
+login_url_option = click.option(
     "--url",
     envvar="BOARD_URL",
     default="http://127.0.0.1:8080",
     show_default=True,
     help="The board's address, for the login link.",
 )
+
+
+@user.command("add")
+@db_option
+@click.argument("name")
+@login_url_option
 def user_add(db: str | None, name: str, url: str) -> None:
     """Create a human and print a one-time login link."""
     from .server.services import auth
@@ -129,13 +132,7 @@ def user_add(db: str | None, name: str, url: str) -> None:
 @user.command("link")
 @db_option
 @click.argument("name")
-@click.option(
-    "--url",
-    envvar="BOARD_URL",
-    default="http://127.0.0.1:8080",
-    show_default=True,
-    help="The board's address, for the login link.",
-)
+@login_url_option
 def user_link(db: str | None, name: str, url: str) -> None:
     """Print a new one-time login link for an existing human."""
     from .server.services import auth

@@ -116,32 +116,26 @@ async def add_human(ctx: Context, handle: str) -> str:
 
 async def human_token(ctx: Context, handle: str) -> str:
     """A new API token for an existing human (operator's CLI)."""
-
-    async def write(conn: Connection) -> str:
-        row = await store.agent_by_handle(conn, handle)
-        if row is None or row["kind"] != "human":
-            raise NotFound("human")
-        await audit.record(conn, ctx, None, "token.create", handle)
-        return await _issue(conn, ctx, row["id"], "human")
-
-    return await ctx.db.write(write)
+    return await _issue_for_human(ctx, handle, "human", "token.create")
 
 
 async def login_link_token(ctx: Context, handle: str) -> str:
     """A fresh one-time login token for an existing human (operator's CLI)."""
+    return await _issue_for_human(ctx, handle, "login", "login.create")
 
+
+async def _issue_for_human(ctx: Context, handle: str, kind: str, action: str) -> str:
     async def write(conn: Connection) -> str:
         row = await store.agent_by_handle(conn, handle)
         if row is None or row["kind"] != "human":
             raise NotFound("human")
-        await audit.record(conn, ctx, None, "login.create", handle)
-        return await _issue(conn, ctx, row["id"], "login")
+        await audit.record(conn, ctx, None, action, handle)
+        return await _issue(conn, ctx, row["id"], kind)
 
     return await ctx.db.write(write)
 
 
 def check_handle(handle: str) -> None:
-
     if not re.fullmatch(HANDLE_PATTERN, handle):
         raise InvalidArgument(f"A handle is 2-32 of [A-Za-z0-9._-]; got {handle[:40]!r}.")
 

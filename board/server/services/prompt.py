@@ -25,6 +25,7 @@ from ..store import identity as identity_store
 from ..store import registry as store
 from ..validation import arg
 from . import claims, knowledge_prompt, registry, scope
+from .auth import principal_from_row
 from .context import Context
 
 DEFAULT_BUDGET = 12_000
@@ -308,16 +309,6 @@ def render_first_turn(
 # -- composing --------------------------------------------------------------------------
 
 
-def _bot_principal(row: Any) -> Principal:
-    return Principal(
-        agent_id=row["id"],
-        handle=row["handle"],
-        kind=row["kind"],
-        workspace_id=row["workspace_id"],
-        workspace=row["workspace"],
-    )
-
-
 def _where(row: Any) -> str:
     return f"#{row['channel']}" if row["channel"] else f"conversation {row['conversation_id']}"
 
@@ -388,7 +379,7 @@ async def compose(ctx: Context, p: Principal, handle: str, q: PromptQuery, url: 
             raise NotFound("bot")
         if not (p.is_human or p.is_admin_bot or p.agent_id == row["id"]):
             raise NotFound("bot")
-        bot = _bot_principal(row)
+        bot = principal_from_row(row)
         items, threads = await _batch(conn, bot, ids)
         first = None
         if q.first:
