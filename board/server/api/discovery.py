@@ -18,7 +18,12 @@ from .keys import ROUTES as ROUTE_TABLE
 from .metrics import METRICS
 from .routing import Call, Route
 
-PATH_PARAM = re.compile(r"{(\w+)}")
+PATH_PARAM = re.compile(r"{(\w+)(?::[^{}]+)?}")
+
+
+def canonical(path: str) -> str:
+    """A route's path with any pattern dropped from its parameters: ``{path:.+}`` is ``{path}``."""
+    return PATH_PARAM.sub(r"{\1}", path)
 
 
 def board_url(request: web.Request) -> str:
@@ -70,10 +75,9 @@ def openapi(routes: list[Route]) -> dict[str, Any]:
     paths: dict[str, Any] = {}
     error = {"$ref": "#/components/schemas/Error"}
     for route in routes:
+        path = canonical(route.path)
         op: dict[str, Any] = {
-            "operationId": f"{route.method.lower()}_{route.path.strip('/').replace('/', '_')}".replace(
-                "{", ""
-            )
+            "operationId": f"{route.method.lower()}_{path.strip('/').replace('/', '_')}".replace("{", "")
             .replace("}", "")
             .replace(".", "_"),
             "summary": route.summary,
@@ -105,7 +109,7 @@ def openapi(routes: list[Route]) -> dict[str, Any]:
                 "content": {"application/json": {"schema": json_schema(route.body)}},
             }
         op["security"] = [] if route.public else [{"bearer": []}]
-        paths.setdefault(route.path, {})[route.method.lower()] = op
+        paths.setdefault(path, {})[route.method.lower()] = op
     return {
         "openapi": "3.1.0",
         "info": {
