@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from . import audit, claims, discovery, identity, messages, workspaces
+from . import audit, claims, discovery, identity, knowledge, messages, workspaces
 from .routing import Route
 
-ROUTE_MODULES = (discovery, identity, workspaces, messages, claims, audit)
+ROUTE_MODULES = (discovery, identity, workspaces, messages, claims, knowledge, audit)
 
 
 def all_routes() -> list[Route]:
