@@ -307,13 +307,12 @@ async def search_ranked(
     conn: Connection, workspace_id: int, match: str, exclude: list[int], limit: int
 ) -> list[Row]:
     """Settled live documents best matching ``match``, with their bodies (for the pack)."""
-    marks = ",".join("?" * len(exclude)) or "NULL"
+    skip = f" AND d.id NOT IN ({','.join('?' * len(exclude))})" if exclude else ""
     return await all_rows(
         conn,
         f"""SELECT {DOC_COLUMNS}, {REV_COLUMNS}, r.body FROM kb_fts
             JOIN kb_documents d ON d.current_id = kb_fts.rowid JOIN kb_revisions r ON r.id = d.current_id
-            WHERE kb_fts MATCH ? AND d.workspace_id = ? AND d.state = 'live' AND d.status = 'settled'
-              AND d.id NOT IN ({marks})
+            WHERE kb_fts MATCH ? AND d.workspace_id = ? AND d.state = 'live' AND d.status = 'settled'{skip}
             ORDER BY bm25(kb_fts, 5.0, 3.0, 1.0), d.path LIMIT ?""",
         (match, workspace_id, *exclude, limit),
     )
