@@ -786,7 +786,10 @@ async def dispute(
 async def resolve(
     ctx: Context, p: Principal, slug: str | None, path: str, req: ResolveRequest
 ) -> dict[str, Any]:
-    """Close a document's open disputes: ``dismissed`` (it stands) or ``upheld`` (it was corrected)."""
+    """Close a document's open disputes: ``dismissed`` (it stands) or ``upheld`` (it was corrected).
+
+    With none open (someone resolved them first) it answers ``resolved: 0`` and writes nothing.
+    """
     path = _path(path)
 
     async def write(conn: Connection) -> dict[str, Any]:
@@ -794,8 +797,15 @@ async def resolve(
         scope.require_writable(workspace)
         doc = await _live_document(conn, workspace, path)
         opened = await store.open_disputes(conn, doc["document_id"], MAX_OPEN_DISPUTES + 1)
-        if not opened:
-            raise InvalidArgument(f"{doc['path']} has no open dispute to resolve.")
+        if not opened:  # someone resolved it first: the same end state, nothing to write
+            return {
+                "workspace": workspace["slug"],
+                "path": doc["path"],
+                "outcome": req.outcome,
+                "resolved": 0,
+                "status": doc["doc_status"],
+                "open_disputes": 0,
+            }
         disputed = max(row["revision"] for row in opened)
         if req.outcome == "upheld" and doc["latest_revision"] <= disputed:
             raise InvalidArgument(
