@@ -210,6 +210,8 @@ async def checkpoint(db_path: Path) -> list[int]:
 # -- current documents -------------------------------------------------------------
 
 LIST_FROM = "kb_documents d JOIN kb_revisions r ON r.id = d.current_id"
+# Searches start from the index (CROSS JOIN keeps that order): the planner would otherwise walk a
+# workspace's documents and query the index once for each.
 
 
 def _filters(
@@ -267,7 +269,7 @@ async def search(
         conn,
         f"""SELECT {DOC_COLUMNS}, {REV_COLUMNS},
                    snippet(kb_fts, 2, '**', '**', '…', 16) AS snippet
-            FROM kb_fts JOIN kb_documents d ON d.current_id = kb_fts.rowid
+            FROM kb_fts CROSS JOIN kb_documents d ON d.current_id = kb_fts.rowid
             JOIN kb_revisions r ON r.id = d.current_id
             WHERE kb_fts MATCH ? AND d.workspace_id = ? AND d.state = 'live'{where}
             ORDER BY bm25(kb_fts, 5.0, 3.0, 1.0), d.path LIMIT ? OFFSET ?""",
@@ -311,7 +313,8 @@ async def search_ranked(
     return await all_rows(
         conn,
         f"""SELECT {DOC_COLUMNS}, {REV_COLUMNS}, r.body FROM kb_fts
-            JOIN kb_documents d ON d.current_id = kb_fts.rowid JOIN kb_revisions r ON r.id = d.current_id
+            CROSS JOIN kb_documents d ON d.current_id = kb_fts.rowid
+            JOIN kb_revisions r ON r.id = d.current_id
             WHERE kb_fts MATCH ? AND d.workspace_id = ? AND d.state = 'live' AND d.status = 'settled'{skip}
             ORDER BY bm25(kb_fts, 5.0, 3.0, 1.0), d.path LIMIT ?""",
         (match, workspace_id, *exclude, limit),
