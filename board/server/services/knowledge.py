@@ -373,7 +373,23 @@ async def flush_counts(ctx: Context) -> None:
 # -- the head -----------------------------------------------------------------------
 
 
-async def refresh_head(conn: Connection, document_id: int, actor: str, now: str) -> Row:
+@dataclass
+class Head:
+    """What a document shows after a change."""
+
+    state: str  # live, tombstoned or hidden
+    status: str | None  # proposed, settled, disputed or superseded, when live
+    shown_revision: int | None
+    latest_revision: int
+    open_disputes: int
+
+    @property
+    def document_status(self) -> str:
+        """The status when live, else the state (tombstoned, hidden)."""
+        return self.status if self.state == "live" and self.status else self.state
+
+
+async def refresh_head(conn: Connection, document_id: int, actor: str, now: str) -> Head:
     """Recompute what a document shows from its revisions; keep the index in step.
 
     Only newer accepted revisions move the head forward, so this reads two rows
@@ -401,19 +417,26 @@ async def refresh_head(conn: Connection, document_id: int, actor: str, now: str)
             await store.unindex(conn, old_indexed, doc["path"])
         if new_indexed is not None:
             await store.index(conn, new_indexed, doc["path"])
-    head = {
-        "accepted_revision": accepted["revision"] if accepted else 0,
-        "current_id": shown["revision_id"] if shown is not None else None,
-        "pending_revision": pending["revision"] if pending is not None else None,
-        "state": state,
-        "status": status,
-        "open_disputes": open_disputes,
-        "updated_at": accepted_at(shown) if shown is not None else doc["updated_at"],
-    }
-    await store.set_head(conn, document_id, head)
-    fresh = await store.document_by_id(conn, document_id)
-    assert fresh is not None
-    return fresh
+    await store.set_head(
+        conn,
+        document_id,
+        {
+            "accepted_revision": accepted["revision"] if accepted else 0,
+            "current_id": shown["revision_id"] if shown is not None else None,
+            "pending_revision": pending["revision"] if pending is not None else None,
+            "state": state,
+            "status": status,
+            "open_disputes": open_disputes,
+            "updated_at": accepted_at(shown) if shown is not None else doc["updated_at"],
+        },
+    )
+    return Head(
+        state=state,
+        status=status,
+        shown_revision=shown["revision"] if shown is not None else None,
+        latest_revision=doc["latest_revision"],
+        open_disputes=open_disputes,
+    )
 
 
 # -- checks inside a write ------------------------------------------------------------
@@ -525,7 +548,10 @@ async def append(
     latest = doc["latest_revision"] if doc is not None else 0
     if change.base_revision != latest:
         raise conflict(doc["path"] if doc is not None else path, change.base_revision, latest)
-    base = await store.revision_by_number(conn, doc["document_id"], latest) if doc and latest else None
+    base = None
+    if doc is not None and latest:
+        same = shown is not None and shown["revision"] == latest
+        base = shown if same else await store.revision_by_number(conn, doc["document_id"], latest)
 
     body = ""
     if change.kind == "write":
@@ -623,19 +649,12 @@ async def append(
         "base_revision": latest,
         "kind": change.kind,
         "status": status,
-        "document_status": head["doc_status"] if head["state"] == "live" else head["state"],
-        "shown_revision": (await _shown_number(conn, head)),
+        "document_status": head.document_status,
+        "shown_revision": head.shown_revision,
         "recorded_at": now,
         "created": not exists,
         "bytes": len(body.encode("utf-8")),
     }
-
-
-async def _shown_number(conn: Connection, head: Row) -> int | None:
-    if head["current_id"] is None:
-        return None
-    row = await store.revision_by_id(conn, head["current_id"])
-    return row["revision"] if row is not None else None
 
 
 def _path(path: str) -> str:
@@ -768,8 +787,8 @@ async def dispute(
         return {
             "workspace": workspace["slug"],
             "path": doc["path"],
-            "status": head["doc_status"],
-            "open_disputes": head["open_disputes"],
+            "status": head.status,
+            "open_disputes": head.open_disputes,
             "dispute": {
                 "id": dispute_id,
                 "revision": shown["revision"],
@@ -834,8 +853,8 @@ async def resolve(
             "path": doc["path"],
             "outcome": req.outcome,
             "resolved": closed,
-            "status": head["doc_status"],
-            "open_disputes": head["open_disputes"],
+            "status": head.status,
+            "open_disputes": head.open_disputes,
         }
 
     return await ctx.db.write(write)
@@ -898,9 +917,9 @@ async def review(
             "workspace": workspace["slug"],
             "path": doc["path"],
             "decisions": decisions,
-            "document_status": head["doc_status"] if head["state"] == "live" else head["state"],
-            "shown_revision": await _shown_number(conn, head),
-            "latest_revision": head["latest_revision"],
+            "document_status": head.document_status,
+            "shown_revision": head.shown_revision,
+            "latest_revision": head.latest_revision,
         }
 
     return await ctx.db.write(write)
