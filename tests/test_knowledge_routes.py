@@ -68,3 +68,25 @@ async def test_each_role_gets_its_decision(key: tuple[str, str], tmp_path: Path)
             assert status == case.expect[role], f"{method} {template} as {role}: {status} {text[:300]}"
     finally:
         await stop_board(board)
+
+
+async def test_the_openapi_document_lists_the_knowledge_routes(board: Board) -> None:
+    spec = await board.client().request("GET", "/api/openapi.json")
+    documented = {
+        (m.upper(), path) for path, ops in spec["paths"].items() for m in ops if "knowledge" in path
+    }
+    assert documented == set(KNOWLEDGE_CASES)
+    get = spec["paths"]["/api/knowledge/{path}"]["get"]
+    assert {"name": "path", "in": "path", "required": True, "schema": {"type": "string"}} in get["parameters"]
+    diff = spec["paths"]["/api/workspaces/{slug}/knowledge/{path}/diff"]["get"]
+    assert {p["name"] for p in diff["parameters"]} == {"slug", "path", "workspace", "from", "to"}
+    put = spec["paths"]["/api/knowledge/{path}"]["put"]["requestBody"]["content"]["application/json"][
+        "schema"
+    ]
+    assert put["required"] == ["body", "base_revision", "reason"] and put["additionalProperties"] is False
+    assert (
+        "PATCH_FAILED"
+        in spec["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]["enum"]
+    )
+    ids = [op["operationId"] for ops in spec["paths"].values() for op in ops.values()]
+    assert len(ids) == len(set(ids))
