@@ -38,7 +38,9 @@ async def test_create_read_update_and_conflict(world: World) -> None:
 
 
 async def test_author_comes_from_the_token_never_the_body(world: World) -> None:
-    await expect_error("INVALID_ARGUMENT", world.bot.put_document("a.md", "# a\n", 0, "r", author="alice"))
+    await refused(
+        world.board, "INVALID_ARGUMENT", world.bot.put_document("a.md", "# a\n", 0, "r", author="alice")
+    )
     await world.bot.put_document("a.md", "# a\n", 0, "r")
     assert (await world.human.document("a.md", workspace="proj"))["author"] == "pb"
 
@@ -243,8 +245,10 @@ async def test_a_retry_with_the_same_request_id_writes_once(world: World) -> Non
     again = await world.bot.put_document("r.md", "# R\n", 0, "r", request_id="kb-1")
     assert first == again
     assert (await world.bot.document_history("r.md"))["latest_revision"] == 1
-    await expect_error(
-        "REQUEST_ID_REUSE", world.bot.put_document("r.md", "# other\n", 0, "r", request_id="kb-1")
+    await refused(
+        world.board,
+        "REQUEST_ID_REUSE",
+        world.bot.put_document("r.md", "# other\n", 0, "r", request_id="kb-1"),
     )
 
 
@@ -293,6 +297,15 @@ async def test_the_slug_form_and_the_workspace_field_agree(world: World) -> None
     await expect_error("INVALID_ARGUMENT", both)
     same = await world.human.request("GET", "/api/knowledge/s.md", params={"workspace": "proj"})
     assert same["workspace"] == "proj"
+    mixed = world.human.put_document("s.md", "# S2\n", 1, "r", workspace="other")
+    error = await refused(world.board, "VERSION_CONFLICT", mixed)  # the body names other, which has no s.md
+    assert error.details["current_revision"] == 0
+    slug_and_body = world.human.request(
+        "PUT",
+        "/api/workspaces/proj/knowledge/s.md",
+        json={"body": "# S2\n", "base_revision": 1, "reason": "r", "workspace": "other"},
+    )
+    await refused(world.board, "INVALID_ARGUMENT", slug_and_body)
     await expect_error("NOT_FOUND", world.bot.document("s.md", workspace="other"))
     await expect_error("NOT_FOUND", world.other.document("s.md", workspace="proj"))
     assert (await world.admin_bot.document("s.md", workspace="proj"))["body"] == "# S\n"
