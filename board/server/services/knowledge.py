@@ -71,7 +71,6 @@ class Source:
 
 
 WorkspaceArg = arg(None, pattern=SLUG_PATTERN, help="Workspace (humans, admin bots).")
-TimeArg = arg(None, max_len=40, help="RFC 3339 time.")
 
 
 @dataclass
@@ -657,14 +656,10 @@ async def append(
     }
 
 
-def _path(path: str) -> str:
-    return text.check_path(path)
-
-
 async def _write(
     ctx: Context, p: Principal, slug: str | None, path: str, change: Change
 ) -> tuple[int, dict[str, Any]]:
-    path = _path(path)
+    path = text.check_path(path)
 
     async def write(conn: Connection) -> dict[str, Any]:
         workspace = await scope.resolve(conn, p, slug)
@@ -755,7 +750,7 @@ async def dispute(
     ctx: Context, p: Principal, slug: str | None, path: str, req: DisputeRequest
 ) -> tuple[int, dict[str, Any]]:
     """Say a document is wrong: it shows as ``disputed`` until someone resolves it."""
-    path = _path(path)
+    path = text.check_path(path)
 
     async def write(conn: Connection) -> dict[str, Any]:
         workspace = await scope.resolve(conn, p, slug)
@@ -809,7 +804,7 @@ async def resolve(
 
     With none open (someone resolved them first) it answers ``resolved: 0`` and writes nothing.
     """
-    path = _path(path)
+    path = text.check_path(path)
 
     async def write(conn: Connection) -> dict[str, Any]:
         workspace = await scope.resolve(conn, p, slug)
@@ -864,7 +859,7 @@ async def review(
     ctx: Context, p: Principal, slug: str | None, path: str, req: ReviewRequest
 ) -> dict[str, Any]:
     """A human approves (``settled``) or rejects (``rejected``) one proposal or all of a document's."""
-    path = _path(path)
+    path = text.check_path(path)
 
     async def write(conn: Connection) -> dict[str, Any]:
         workspace = await scope.resolve(conn, p, slug)
@@ -929,7 +924,7 @@ async def redact(
     ctx: Context, p: Principal, slug: str | None, path: str, req: RedactRequest
 ) -> dict[str, Any]:
     """Erase a revision's body from the database file, index included; keep a stub with its SHA-256."""
-    path = _path(path)
+    path = text.check_path(path)
 
     async def write(conn: Connection) -> dict[str, Any]:
         workspace = await scope.resolve(conn, p, slug)
@@ -1052,7 +1047,7 @@ async def get_document(
     ctx: Context, p: Principal, slug: str | None, path: str, q: DocumentQuery
 ) -> dict[str, Any]:
     """A document (or one revision of it, or a part of it) with its trust state."""
-    path = _path(path)
+    path = text.check_path(path)
     as_of, valid_at = _times(q.as_of, q.valid_at)
     if q.revision is not None and (as_of or valid_at):
         raise InvalidArgument("Ask for a revision or a time (as_of, valid_at), not both.")
@@ -1135,7 +1130,7 @@ async def _document(conn: Connection, p: Principal, slug: str | None, path: str)
 
 async def history(ctx: Context, p: Principal, slug: str | None, path: str, q: HistoryQuery) -> Page:
     """Every revision, newest first; redacted bodies are empty beside their stubs."""
-    path = _path(path)
+    path = text.check_path(path)
     now = ctx.now()
 
     async def read(conn: Connection) -> tuple[Any, Row, list[Row]]:
@@ -1155,7 +1150,7 @@ async def history(ctx: Context, p: Principal, slug: str | None, path: str, q: Hi
 
 async def diff(ctx: Context, p: Principal, slug: str | None, path: str, q: DiffQuery) -> dict[str, Any]:
     """A unified diff between two revisions (0 is the empty document)."""
-    path = _path(path)
+    path = text.check_path(path)
 
     async def read(conn: Connection) -> tuple[Row, Row | None, Row]:
         _, doc = await _document(conn, p, slug, path)
