@@ -61,3 +61,4 @@ async def test_list_get_and_search_use_indexes_only(world: World) -> None:
         assert not scans, f"{scans} in the plan of:\n{sql}\n{plan}"
         if "MATCH" in sql:  # a search is driven by the index, never by walking the documents
             assert plan[0].startswith("SCAN kb_fts VIRTUAL TABLE"), plan
+            assert "USE TEMP B-TREE FOR ORDER BY" not in plan, plan  # the index returns rows by rank

@@ -272,7 +272,7 @@ async def search(
             FROM kb_fts CROSS JOIN kb_documents d ON d.current_id = kb_fts.rowid
             JOIN kb_revisions r ON r.id = d.current_id
             WHERE kb_fts MATCH ? AND d.workspace_id = ? AND d.state = 'live'{where}
-            ORDER BY bm25(kb_fts, 5.0, 3.0, 1.0), d.path LIMIT ? OFFSET ?""",
+            ORDER BY kb_fts.rank LIMIT ? OFFSET ?""",
         (match, workspace_id, *params, limit, offset),
     )
 
@@ -316,7 +316,7 @@ async def search_ranked(
             CROSS JOIN kb_documents d ON d.current_id = kb_fts.rowid
             JOIN kb_revisions r ON r.id = d.current_id
             WHERE kb_fts MATCH ? AND d.workspace_id = ? AND d.state = 'live' AND d.status = 'settled'{skip}
-            ORDER BY bm25(kb_fts, 5.0, 3.0, 1.0), d.path LIMIT ?""",
+            ORDER BY kb_fts.rank LIMIT ?""",
         (match, workspace_id, *exclude, limit),
     )
 

@@ -150,3 +150,6 @@ CREATE VIEW kb_current AS
 CREATE VIRTUAL TABLE kb_fts USING fts5(
     path, title, body, content = 'kb_current', content_rowid = 'id', tokenize = 'unicode61'
 );
+-- ORDER BY rank: BM25 with the path and the title weighing more than the body. The index
+-- sorts by it itself, so a search joins only the rows it returns.
+INSERT INTO kb_fts (kb_fts, rank) VALUES ('rank', 'bm25(5.0, 3.0, 1.0)');
