@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from kb_support import World, expect_error
+from kb_support import World, db_rows, expect_error
 
 from board.server.clock import ManualClock
 
@@ -162,3 +162,14 @@ async def test_partial_reads_keep_the_whole_documents_revision(world: World) -> 
     await expect_error("INVALID_ARGUMENT", world.bot.document("guide.md", lines="3-1"))
     await expect_error("INVALID_ARGUMENT", world.bot.document("guide.md", lines="x"))
     await expect_error("INVALID_ARGUMENT", world.bot.document("guide.md", lines="1-2", section="Setup"))
+
+
+async def test_counts_reach_the_database_within_seconds(clocked_world: World, clock: ManualClock) -> None:
+    world = clocked_world
+    await world.bot.put_document("c.md", "# C\n", 0, "r")
+    await world.bot.document("c.md")
+    counts = "SELECT read_count, shown_count FROM kb_documents WHERE path = 'c.md'"
+    assert db_rows(world.board.db_path, counts) == [(0, 0)]  # gathered in memory first
+    clock.advance(3)
+    await world.bot.knowledge()
+    assert db_rows(world.board.db_path, counts) == [(1, 1)]

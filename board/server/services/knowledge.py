@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,8 @@ PROPOSAL_DIFF_CHARS = 20_000
 QUEUE_DIFF_CHARS = 8_000
 QUEUE_REVISIONS = 20
 STATUSES = ("proposed", "settled", "disputed", "superseded")
+
+log = logging.getLogger(__name__)
 
 
 # -- inputs -------------------------------------------------------------------------
@@ -356,7 +359,10 @@ async def count(ctx: Context, document_ids: list[int], what: str) -> None:
         counts.since = ctx.clock.monotonic()
     due = ctx.clock.monotonic() - counts.since >= FLUSH_AFTER_SECONDS
     if due or len(counts.pending) >= FLUSH_AFTER_DOCUMENTS:
-        await flush_counts(ctx)
+        try:
+            await flush_counts(ctx)
+        except Exception:  # a lost count must not fail the read that noted it
+            log.exception("could not write knowledge read counts")
 
 
 async def flush_counts(ctx: Context) -> None:
