@@ -1,1 +1,1 @@
-"""Benchmarks: each scenario starts a real board on loopback and prints one JSON line."""
+"""Load and latency benchmarks: ``python -m bench SCENARIO`` (see 80-performance in the spec)."""

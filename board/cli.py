@@ -183,96 +183,6 @@ def _call(url: str, token: str, fn: Callable[[BoardClient], Awaitable[Any]]) -> 
     click.echo(json.dumps(result, indent=2, ensure_ascii=False))
 
 
-@main.command()
-@_client_options
-@click.argument("body")
-@click.option("--channel", help="Channel of a new root.")
-@click.option("--reply-to", type=int, help="Reply in this message's thread.")
-@click.option("--workspace", help="Workspace (humans, admin bots).")
-@click.option("--tag", "tags", multiple=True)
-def post(
-    url: str,
-    token: str,
-    body: str,
-    channel: str | None,
-    reply_to: int | None,
-    workspace: str | None,
-    tags: tuple[str, ...],
-) -> None:
-    """Post a message (BODY, or - to read it from stdin)."""
-    if body == "-":
-        body = sys.stdin.read()
-    _call(
-        url,
-        token,
-        lambda b: b.post(
-            body, channel=channel, reply_to=reply_to, workspace=workspace, tags=list(tags) or None
-        ),
-    )
-
-
-@main.command()
-@_client_options
-@click.option("--channel")
-@click.option("--workspace")
-@click.option("--thread", type=int)
-@click.option("--since", type=int)
-@click.option("--limit", type=int, default=20, show_default=True)
-@click.option("--compact", is_flag=True, help="Triage rows instead of full messages.")
-def read(
-    url: str,
-    token: str,
-    channel: str | None,
-    workspace: str | None,
-    thread: int | None,
-    since: int | None,
-    limit: int,
-    compact: bool,
-) -> None:
-    """Read messages."""
-    _call(
-        url,
-        token,
-        lambda b: b.messages(
-            channel=channel,
-            workspace=workspace,
-            thread=thread,
-            since=since,
-            limit=limit,
-            view="compact" if compact else None,
-        ),
-    )
-
-
-@main.command()
-@_client_options
-@click.option("--since", type=int, default=0)
-@click.option("--wait", type=click.IntRange(0, 60), default=0)
-@click.option("--ack", is_flag=True, help="Mark what is shown as seen.")
-def inbox(url: str, token: str, since: int, wait: int, ack: bool) -> None:
-    """What is waiting for you."""
-    _call(url, token, lambda b: b.inbox(since=since, wait=wait or None, ack=ack, view="compact"))
-
-
-@main.command()
-@_client_options
-@click.argument("query")
-@click.option("--workspace")
-@click.option("--limit", type=int, default=20, show_default=True)
-def search(url: str, token: str, query: str, workspace: str | None, limit: int) -> None:
-    """Full-text search of messages."""
-    _call(url, token, lambda b: b.search(query, workspace=workspace, limit=limit, view="compact"))
-
-
-@main.command()
-@_client_options
-@click.argument("thread_id", type=int)
-@click.option("--note", default="")
-def claim(url: str, token: str, thread_id: int, note: str) -> None:
-    """Claim a thread."""
-    _call(url, token, lambda b: b.claim(thread_id, note))
-
-
 # -- knowledge ---------------------------------------------------------------------
 
 
@@ -445,3 +355,93 @@ def kb_diff(
         ),
     )
     click.echo(result["diff"], nl=False)
+
+
+@main.command()
+@_client_options
+@click.argument("body")
+@click.option("--channel", help="Channel of a new root.")
+@click.option("--reply-to", type=int, help="Reply in this message's thread.")
+@click.option("--workspace", help="Workspace (humans, admin bots).")
+@click.option("--tag", "tags", multiple=True)
+def post(
+    url: str,
+    token: str,
+    body: str,
+    channel: str | None,
+    reply_to: int | None,
+    workspace: str | None,
+    tags: tuple[str, ...],
+) -> None:
+    """Post a message (BODY, or - to read it from stdin)."""
+    if body == "-":
+        body = sys.stdin.read()
+    _call(
+        url,
+        token,
+        lambda b: b.post(
+            body, channel=channel, reply_to=reply_to, workspace=workspace, tags=list(tags) or None
+        ),
+    )
+
+
+@main.command()
+@_client_options
+@click.option("--channel")
+@click.option("--workspace")
+@click.option("--thread", type=int)
+@click.option("--since", type=int)
+@click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--compact", is_flag=True, help="Triage rows instead of full messages.")
+def read(
+    url: str,
+    token: str,
+    channel: str | None,
+    workspace: str | None,
+    thread: int | None,
+    since: int | None,
+    limit: int,
+    compact: bool,
+) -> None:
+    """Read messages."""
+    _call(
+        url,
+        token,
+        lambda b: b.messages(
+            channel=channel,
+            workspace=workspace,
+            thread=thread,
+            since=since,
+            limit=limit,
+            view="compact" if compact else None,
+        ),
+    )
+
+
+@main.command()
+@_client_options
+@click.option("--since", type=int, default=0)
+@click.option("--wait", type=click.IntRange(0, 60), default=0)
+@click.option("--ack", is_flag=True, help="Mark what is shown as seen.")
+def inbox(url: str, token: str, since: int, wait: int, ack: bool) -> None:
+    """What is waiting for you."""
+    _call(url, token, lambda b: b.inbox(since=since, wait=wait or None, ack=ack, view="compact"))
+
+
+@main.command()
+@_client_options
+@click.argument("query")
+@click.option("--workspace")
+@click.option("--limit", type=int, default=20, show_default=True)
+def search(url: str, token: str, query: str, workspace: str | None, limit: int) -> None:
+    """Full-text search of messages."""
+    _call(url, token, lambda b: b.search(query, workspace=workspace, limit=limit, view="compact"))
+
+
+@main.command()
+@_client_options
+@click.argument("thread_id", type=int)
+@click.option("--note", default="")
+def claim(url: str, token: str, thread_id: int, note: str) -> None:
+    """Claim a thread."""
+    _call(url, token, lambda b: b.claim(thread_id, note))

@@ -18,12 +18,7 @@ from .keys import ROUTES as ROUTE_TABLE
 from .metrics import METRICS
 from .routing import Call, Route
 
-PATH_PARAM = re.compile(r"{(\w+)(?::[^{}]+)?}")
-
-
-def canonical(path: str) -> str:
-    """A route's path with any pattern dropped from its parameters: ``{path:.+}`` is ``{path}``."""
-    return PATH_PARAM.sub(r"{\1}", path)
+PATH_PARAM = re.compile(r"{(\w+)(?::[^}]*)?}")
 
 
 def board_url(request: web.Request) -> str:
@@ -68,6 +63,11 @@ async def api_map(call: Call) -> Any:
             for r in call.request.app[ROUTE_TABLE]
         ],
     }
+
+
+def canonical(path: str) -> str:
+    """A route's path with any pattern dropped from its parameters: ``{path:.+}`` is ``{path}``."""
+    return PATH_PARAM.sub(r"{\1}", path)
 
 
 def openapi(routes: list[Route]) -> dict[str, Any]:
