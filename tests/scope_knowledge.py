@@ -1,11 +1,13 @@
 """Route decisions for the knowledge routes: who gets what, on populated data.
 
-``KNOWLEDGE_DECISIONS`` maps (method, path template exactly as registered) to
-the HTTP status each role gets for a representative call. ``KNOWLEDGE_CASES``
-holds the same decisions with the call itself, keyed by aiohttp's canonical
-path (``{path:.+}`` is ``{path}``), in the shape the route-table test walks:
-``prepare(world, facts)`` runs once on a fresh board, then each role calls in
-``ROLE_ORDER`` (refusals first) with ``body(role, facts)`` and ``params``.
+``KNOWLEDGE_DECISIONS`` maps (method, path as the router registers it, which
+is aiohttp's canonical form: ``{path:.+}`` becomes ``{path}``) to the HTTP
+status each role gets for a representative call; ``route.resource.canonical``
+of each route is its key. ``KNOWLEDGE_CASES`` holds the same decisions with
+the call itself: ``prepare(world, facts)`` runs once on a fresh board, then
+each role calls in ``ROLE_ORDER`` (refusals first) with ``body(role, facts)``
+and ``params``. ``ROUTE_TEMPLATES`` maps each key to the template as written
+in the route table.
 
 Calls that succeed for several roles are built to succeed each time: writes
 name the revision the previous role's write produced, and DELETE runs where
@@ -149,9 +151,12 @@ def canonical(template: str) -> str:
 
 _CASES = _routes("/api/knowledge", {"workspace": "proj"}) | _routes("/api/workspaces/{slug}/knowledge", {})
 
-KNOWLEDGE_DECISIONS: dict[tuple[str, str], dict[str, int]] = {
-    key: case.expect for key, case in _CASES.items()
-}
 KNOWLEDGE_CASES: dict[tuple[str, str], KnowledgeCase] = {
     (method, canonical(template)): case for (method, template), case in _CASES.items()
+}
+KNOWLEDGE_DECISIONS: dict[tuple[str, str], dict[str, int]] = {
+    key: case.expect for key, case in KNOWLEDGE_CASES.items()
+}
+ROUTE_TEMPLATES: dict[tuple[str, str], str] = {
+    (method, canonical(template)): template for method, template in _CASES
 }

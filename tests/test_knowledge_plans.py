@@ -23,6 +23,10 @@ class Recorder:
         self.statements.append((sql, tuple(params)))
         return self.conn.execute(sql, params)
 
+    def execute_fetchall(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        self.statements.append((sql, tuple(params)))
+        return self.conn.execute_fetchall(sql, params)
+
 
 async def test_list_get_and_search_use_indexes_only(world: World) -> None:
     for n in range(30):

@@ -8,7 +8,7 @@ from typing import Any
 import aiohttp
 import pytest
 from kb_support import Board, World, populate, start_board, stop_board
-from scope_knowledge import KNOWLEDGE_CASES, KNOWLEDGE_DECISIONS, ROLE_ORDER, canonical
+from scope_knowledge import KNOWLEDGE_CASES, KNOWLEDGE_DECISIONS, ROLE_ORDER, ROUTE_TEMPLATES, canonical
 
 from board.server.api.table import all_routes
 
@@ -24,9 +24,9 @@ def knowledge_routes(board: Board) -> set[tuple[str, str]]:
 async def test_every_knowledge_route_has_a_decision(board: Board) -> None:
     registered = knowledge_routes(board)
     assert registered, "no knowledge routes are registered"
-    assert registered == set(KNOWLEDGE_CASES)
+    assert registered == set(KNOWLEDGE_DECISIONS) == set(KNOWLEDGE_CASES)
     templates = {(r.method, r.path) for r in all_routes() if "knowledge" in r.path}
-    assert templates == set(KNOWLEDGE_DECISIONS)
+    assert templates == {(method, template) for (method, _), template in ROUTE_TEMPLATES.items()}
     assert {(m, canonical(t)) for m, t in templates} == registered
 
 
