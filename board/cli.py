@@ -201,6 +201,180 @@ def _call(url: str, token: str, fn: Callable[[BoardClient], Awaitable[Any]]) -> 
     click.echo(json.dumps(result, indent=2, ensure_ascii=False))
 
 
+# -- knowledge ---------------------------------------------------------------------
+
+
+@main.group()
+def kb() -> None:
+    """The knowledge base: read, write, list, search, history, diff."""
+
+
+def _kb_call(url: str, token: str, fn: Callable[[BoardClient], Awaitable[Any]]) -> Any:
+    async def go() -> Any:
+        async with BoardClient(url, token) as board:
+            return await fn(board)
+
+    try:
+        return _run(go())
+    except BoardAPIError as exc:
+        raise click.ClickException(f"{exc.code}: {exc.message}") from None
+
+
+workspace_option = click.option("--workspace", help="Workspace (humans, admin bots).")
+
+
+@kb.command("get")
+@_client_options
+@workspace_option
+@click.argument("path")
+@click.option("--revision", type=int, help="One revision instead of the current one.")
+@click.option("--lines", help="Only these lines, a-b.")
+@click.option("--section", help="Only the section under this heading.")
+@click.option("--as-of", help="What the knowledge base said at this time.")
+@click.option("--json", "as_json", is_flag=True, help="The whole answer as JSON, not just the body.")
+def kb_get(
+    url: str,
+    token: str,
+    workspace: str | None,
+    path: str,
+    revision: int | None,
+    lines: str | None,
+    section: str | None,
+    as_of: str | None,
+    as_json: bool,
+) -> None:
+    """Print a document's body (its revision and status go to stderr)."""
+    doc = _kb_call(
+        url,
+        token,
+        lambda b: b.document(
+            path, workspace=workspace, revision=revision, lines=lines, section=section, as_of=as_of
+        ),
+    )
+    if as_json:
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+        return
+    click.echo(
+        f"{doc['path']} revision {doc['revision']} (latest {doc['latest_revision']}, {doc['status']})",
+        err=True,
+    )
+    click.echo(doc["body"], nl=False)
+
+
+@kb.command("put")
+@_client_options
+@workspace_option
+@click.argument("path")
+@click.argument("source", type=click.File("r", encoding="utf-8"), default="-")
+@click.option(
+    "--base", "base_revision", type=int, required=True, help="The latest revision you read (0 creates)."
+)
+@click.option("--reason", required=True, help="Why this change.")
+@click.option("--note", "notes", multiple=True, help="A free-text source.")
+@click.option("--message", "messages", type=int, multiple=True, help="A message id as a source.")
+@click.option("--url-source", "urls", multiple=True, help="A URL as a source.")
+@click.option("--override-tombstone", is_flag=True, help="Write a deleted path again.")
+def kb_put(
+    url: str,
+    token: str,
+    workspace: str | None,
+    path: str,
+    source: Any,
+    base_revision: int,
+    reason: str,
+    notes: tuple[str, ...],
+    messages: tuple[int, ...],
+    urls: tuple[str, ...],
+    override_tombstone: bool,
+) -> None:
+    """Write PATH from SOURCE (a file, or - for stdin) on top of --base."""
+    body = source.read()
+    sources = [{"note": n} for n in notes] + [{"message": m} for m in messages] + [{"url": u} for u in urls]
+    _call(
+        url,
+        token,
+        lambda b: b.put_document(
+            path,
+            body,
+            base_revision,
+            reason,
+            workspace=workspace,
+            sources=sources or None,
+            override_tombstone=override_tombstone or None,
+        ),
+    )
+
+
+@kb.command("ls")
+@_client_options
+@workspace_option
+@click.option("--prefix", help="Paths starting with this.")
+@click.option("--status", type=click.Choice(["proposed", "settled", "disputed", "superseded"]))
+@click.option("--limit", type=int, default=100, show_default=True)
+def kb_ls(
+    url: str, token: str, workspace: str | None, prefix: str | None, status: str | None, limit: int
+) -> None:
+    """List current documents: path, revision, status, title."""
+    page = _kb_call(
+        url, token, lambda b: b.knowledge(workspace=workspace, prefix=prefix, status=status, limit=limit)
+    )
+    for doc in page["documents"]:
+        flags = " expired" if doc["expired"] else ""
+        click.echo(f"{doc['path']}\tr{doc['revision']}\t{doc['status']}{flags}\t{doc['title']}")
+    if page["has_more"]:
+        click.echo(f"... more after {page['next_since']}", err=True)
+
+
+@kb.command("search")
+@_client_options
+@workspace_option
+@click.argument("query")
+@click.option("--limit", type=int, default=20, show_default=True)
+def kb_search(url: str, token: str, workspace: str | None, query: str, limit: int) -> None:
+    """Full-text search of current documents, best first."""
+    page = _kb_call(url, token, lambda b: b.knowledge(workspace=workspace, q=query, limit=limit))
+    for doc in page["documents"]:
+        click.echo(f"{doc['path']}\tr{doc['revision']}\t{doc['status']}\t{doc['snippet']}")
+
+
+@kb.command("history")
+@_client_options
+@workspace_option
+@click.argument("path")
+@click.option("--limit", type=int, default=20, show_default=True)
+def kb_history(url: str, token: str, workspace: str | None, path: str, limit: int) -> None:
+    """Revisions of a document, newest first."""
+    page = _kb_call(
+        url, token, lambda b: b.document_history(path, workspace=workspace, limit=limit, view="compact")
+    )
+    for rev in page["revisions"]:
+        redacted = " [redacted]" if rev["redacted"] else ""
+        click.echo(
+            f"r{rev['revision']}\t{rev['recorded_at']}\t{rev['author']}\t{rev['kind']}/{rev['status']}"
+            f"{redacted}\t{rev['reason']}"
+        )
+
+
+@kb.command("diff")
+@_client_options
+@workspace_option
+@click.argument("path")
+@click.option("--from", "from_revision", type=int, help="Default: the revision before --to.")
+@click.option("--to", "to_revision", type=int, help="Default: the latest revision.")
+def kb_diff(
+    url: str, token: str, workspace: str | None, path: str, from_revision: int | None, to_revision: int | None
+) -> None:
+    """A unified diff between two revisions."""
+    result = _kb_call(
+        url,
+        token,
+        lambda b: b.document_diff(
+            path, workspace=workspace, from_revision=from_revision, to_revision=to_revision
+        ),
+    )
+    click.echo(result["diff"], nl=False)
+
+
 @main.command()
 @_client_options
 @click.argument("body")

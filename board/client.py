@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 
@@ -343,3 +344,135 @@ class BoardClient:
 
     async def audit(self, **params: Any) -> JSON:
         return await self.request("GET", "/api/audit", params=params)
+
+    # -- knowledge --------------------------------------------------------------
+    # ``workspace`` picks the /api/workspaces/{slug}/knowledge form (humans, admin bots);
+    # without it a bot works in its own workspace.
+
+    @staticmethod
+    def _kb(workspace: str | None, rest: str = "") -> str:
+        base = f"/api/workspaces/{quote(workspace, safe='')}/knowledge" if workspace else "/api/knowledge"
+        return base + rest
+
+    @classmethod
+    def _doc(cls, workspace: str | None, path: str, suffix: str = "") -> str:
+        # A URL folds '.' and '..' segments away, which would name another document.
+        if any(segment in ("", ".", "..") for segment in path.split("/")):
+            raise BoardAPIError(
+                422, "INVALID_ARGUMENT", f"A document path has no empty, '.' or '..' segment: {path!r}."
+            )
+        return cls._kb(workspace, "/" + quote(path, safe="/") + suffix)
+
+    async def knowledge(self, *, workspace: str | None = None, **params: Any) -> JSON:
+        """Current documents (``q`` searches; ``prefix``, ``status``, ``as_of``, ``valid_at``)."""
+        return await self.request("GET", self._kb(workspace), params=params)
+
+    async def document(self, path: str, *, workspace: str | None = None, **params: Any) -> JSON:
+        return await self.request("GET", self._doc(workspace, path), params=params)
+
+    async def put_document(
+        self,
+        path: str,
+        body: str,
+        base_revision: int,
+        reason: str,
+        *,
+        workspace: str | None = None,
+        **fields: Any,
+    ) -> JSON:
+        return await self.request(
+            "PUT",
+            self._doc(workspace, path),
+            json=_body({"body": body, "base_revision": base_revision, "reason": reason, **fields}),
+        )
+
+    async def patch_document(
+        self,
+        path: str,
+        diff: str,
+        base_revision: int,
+        reason: str,
+        *,
+        workspace: str | None = None,
+        **fields: Any,
+    ) -> JSON:
+        return await self.request(
+            "PATCH",
+            self._doc(workspace, path),
+            json=_body({"diff": diff, "base_revision": base_revision, "reason": reason, **fields}),
+        )
+
+    async def delete_document(
+        self, path: str, base_revision: int, reason: str, *, workspace: str | None = None, **fields: Any
+    ) -> JSON:
+        return await self.request(
+            "DELETE",
+            self._doc(workspace, path),
+            json=_body({"base_revision": base_revision, "reason": reason, **fields}),
+        )
+
+    async def document_history(self, path: str, *, workspace: str | None = None, **params: Any) -> JSON:
+        return await self.request("GET", self._doc(workspace, path, "/history"), params=params)
+
+    async def document_diff(
+        self,
+        path: str,
+        *,
+        from_revision: int | None = None,
+        to_revision: int | None = None,
+        workspace: str | None = None,
+    ) -> JSON:
+        return await self.request(
+            "GET",
+            self._doc(workspace, path, "/diff"),
+            params={"from": from_revision, "to": to_revision},
+        )
+
+    async def dispute(
+        self,
+        path: str,
+        reason: str,
+        sources: list[JSON] | None = None,
+        *,
+        workspace: str | None = None,
+    ) -> JSON:
+        return await self.request(
+            "POST", self._doc(workspace, path, "/dispute"), json=_body({"reason": reason, "sources": sources})
+        )
+
+    async def resolve_dispute(
+        self, path: str, outcome: str, note: str = "", *, workspace: str | None = None
+    ) -> JSON:
+        return await self.request(
+            "POST", self._doc(workspace, path, "/resolve"), json={"outcome": outcome, "note": note}
+        )
+
+    async def review_revision(
+        self,
+        path: str,
+        decision: str,
+        revision: int | None = None,
+        note: str = "",
+        *,
+        workspace: str | None = None,
+    ) -> JSON:
+        return await self.request(
+            "POST",
+            self._doc(workspace, path, "/review"),
+            json=_body({"decision": decision, "revision": revision, "note": note}),
+        )
+
+    async def redact(self, path: str, revision: int, reason: str, *, workspace: str | None = None) -> JSON:
+        return await self.request(
+            "POST", self._doc(workspace, path, "/redact"), json={"revision": revision, "reason": reason}
+        )
+
+    async def review_queue(self, *, workspace: str | None = None, **params: Any) -> JSON:
+        return await self.request("GET", self._kb(workspace, "/review"), params=params)
+
+    async def pack(self, *, workspace: str | None = None, **params: Any) -> JSON:
+        """``channel``, ``thread``, ``q``, ``budget_tokens``."""
+        return await self.request("GET", self._kb(workspace, "/pack"), params=params)
+
+    async def knowledge_stats(self, *, workspace: str | None = None, **params: Any) -> JSON:
+        return await self.request("GET", self._kb(workspace, "/stats"), params=params)

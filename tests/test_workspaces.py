@@ -264,7 +264,7 @@ async def test_delete_removes_everything_in_the_workspace_and_leaves_a_receipt(w
 
     await world.human.archive_workspace("proj")
     result = await world.human.delete_workspace("proj", "proj")
-    removed = {"messages": messages, "channels": channels, "conversations": 1, "bots": 2}
+    removed = {"messages": messages, "channels": channels, "conversations": 1, "bots": 2, "documents": 0}
     assert result == {"deleted": "proj", "removed": removed}
 
     for table in ("messages", "channels", "conversations", "claims", "invites"):

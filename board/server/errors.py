@@ -71,6 +71,13 @@ class Tombstoned(BoardError):
     code, status = "TOMBSTONED", 409
 
 
+class PatchFailed(BoardError):
+    """A diff does not apply to the revision it names; nothing changed (409, like a version conflict:
+    the cure is to read that revision again and rebuild the diff)."""
+
+    code, status = "PATCH_FAILED", 409
+
+
 class NameConflict(BoardError):
     code, status = "NAME_CONFLICT", 409
 
@@ -102,6 +109,7 @@ ERROR_CODES = {
         VersionConflict,
         Claimed,
         Tombstoned,
+        PatchFailed,
         NameConflict,
         RequestIdReuse,
         RateLimited,

@@ -38,9 +38,14 @@ def arg(
     max_items: int | None = None,
     limit: bool = False,
     multiline: bool = False,
+    name: str | None = None,
 ) -> Any:
-    """A dataclass field with constraints; ``limit=True`` makes a too-long value LIMIT_EXCEEDED."""
+    """A dataclass field with constraints; ``limit=True`` makes a too-long value LIMIT_EXCEEDED.
+
+    ``name`` is the field's name on the wire when Python cannot spell it (``from``).
+    """
     meta = {
+        "name": name,
         "help": help,
         "min": min,
         "max": max,
@@ -61,6 +66,11 @@ def arg(
 @cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
+
+
+def _wire_fields(cls: type) -> dict[str, dataclasses.Field[Any]]:
+    """The fields of ``cls`` by the names callers use."""
+    return {f.metadata.get("name") or f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
 
 
 def _unwrap_optional(kind: Any) -> tuple[Any, bool]:
@@ -162,7 +172,7 @@ def parse_body(cls: type[T], data: Any, *, prefix: str = "") -> T:
     if not isinstance(data, dict):
         raise InvalidArgument(f"Expected a JSON object{' for ' + prefix[:-1] if prefix else ''}.")
     hints = _hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    fields = _wire_fields(cls)
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise InvalidArgument(
@@ -172,7 +182,7 @@ def parse_body(cls: type[T], data: Any, *, prefix: str = "") -> T:
     values = {}
     for name, f in fields.items():
         if name in data:
-            values[name] = _check(prefix + name, hints[name], data[name], f.metadata)
+            values[f.name] = _check(prefix + name, hints[f.name], data[name], f.metadata)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise InvalidArgument(f"'{prefix}{name}' is required.", field=prefix + name)
     return cls(**values)
@@ -199,7 +209,7 @@ def _from_text(name: str, kind: Any, text: str) -> Any:
 def parse_query(cls: type[T], query: Mapping[str, str]) -> T:
     """Build ``cls`` from query-string parameters (each given at most once)."""
     hints = _hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    known = _wire_fields(cls)
     data: dict[str, Any] = {}
     for name in query:
         if name not in known:
@@ -207,7 +217,7 @@ def parse_query(cls: type[T], query: Mapping[str, str]) -> T:
                 f"Unknown parameter {name}; known parameters: {', '.join(sorted(known))}.",
                 field=name,
             )
-        data[name] = _from_text(name, hints[name], query[name])
+        data[name] = _from_text(name, hints[known[name].name], query[name])
     return parse_body(cls, data)
 
 
@@ -216,12 +226,12 @@ def json_schema(cls: type) -> dict[str, Any]:
     hints = _hints(cls)
     props: dict[str, Any] = {}
     required = []
-    for f in dataclasses.fields(cls):
-        props[f.name] = _schema_of(hints[f.name], f.metadata)
+    for name, f in _wire_fields(cls).items():
+        props[name] = _schema_of(hints[f.name], f.metadata)
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            required.append(f.name)
+            required.append(name)
         elif f.default is not dataclasses.MISSING and f.default is not None:
-            props[f.name]["default"] = f.default
+            props[name]["default"] = f.default
     schema: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
     if required:
         schema["required"] = required

@@ -70,15 +70,19 @@ async def api_map(call: Call) -> Any:
     }
 
 
+def canonical(path: str) -> str:
+    """A route's path with any pattern dropped from its parameters: ``{path:.+}`` is ``{path}``."""
+    return PATH_PARAM.sub(r"{\1}", path)
+
+
 def openapi(routes: list[Route]) -> dict[str, Any]:
     """The OpenAPI 3.1 document, built from the route table and its declared input types."""
     paths: dict[str, Any] = {}
     error = {"$ref": "#/components/schemas/Error"}
     for route in routes:
+        path = canonical(route.path)
         op: dict[str, Any] = {
-            "operationId": f"{route.method.lower()}_{route.path.strip('/').replace('/', '_')}".replace(
-                "{", ""
-            )
+            "operationId": f"{route.method.lower()}_{path.strip('/').replace('/', '_')}".replace("{", "")
             .replace("}", "")
             .replace(".", "_"),
             "summary": route.summary,
@@ -115,7 +119,7 @@ def openapi(routes: list[Route]) -> dict[str, Any]:
                 "content": {"application/json": {"schema": json_schema(route.body)}},
             }
         op["security"] = [] if route.public else [{"bearer": []}]
-        paths.setdefault(route.path, {})[route.method.lower()] = op
+        paths.setdefault(path, {})[route.method.lower()] = op
     return {
         "openapi": "3.1.0",
         "info": {

@@ -6,6 +6,7 @@ from typing import Any
 
 from aiosqlite import Connection
 
+from . import knowledge
 from .identity import Row, all_rows, one
 
 COLUMNS = "id, slug, name, review_policy, archived_at, created_at"
@@ -83,6 +84,7 @@ async def delete(conn: Connection, workspace_id: int) -> dict[str, int]:
     ):
         row = await one(conn, sql, (workspace_id,))
         counts[name] = int(row[0]) if row else 0
+    counts["documents"] = await knowledge.purge_workspace(conn, workspace_id)
     bots = "SELECT id FROM agents WHERE workspace_id = ?"
     await conn.execute("DELETE FROM messages WHERE workspace_id = ?", (workspace_id,))
     # requests too: an agent id can be used again once the newest agents are gone, and

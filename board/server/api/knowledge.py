@@ -1,0 +1,229 @@
+"""Knowledge routes: the same handlers under ``/api/knowledge`` (the caller's workspace, or
+``workspace=``) and under ``/api/workspaces/{slug}/knowledge`` (a named workspace).
+
+A document's path may hold ``/``, so its routes use ``{path:.+}``; the fixed
+routes and the suffixed ones (``/history``, ``/diff``, ...) are registered
+before the bare document route so they are matched first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InvalidArgument
+from ..services import knowledge, knowledge_pack
+from .routing import Call, Route
+
+DOC = "/{path:.+}"
+
+
+def _workspace(call: Call, named: str | None) -> str | None:
+    """The workspace a call names: the path's ``{slug}`` or the ``workspace`` field, which must agree."""
+    slug = call.request.match_info.get("slug")
+    if slug is None:
+        return named
+    if named is not None and named != slug:
+        raise InvalidArgument(f"The path names workspace {slug} and workspace says {named}; drop one.")
+    return slug
+
+
+def _named(call: Call) -> str | None:
+    args = call.body if call.body is not None else call.query
+    return _workspace(call, getattr(args, "workspace", None))
+
+
+async def listing(call: Call) -> Any:
+    return await knowledge.list_documents(call.ctx, call.p, _named(call), call.query)
+
+
+async def review_queue(call: Call) -> Any:
+    query = call.query
+    query.workspace = _named(call)
+    return await knowledge.review_queue(call.ctx, call.p, query)
+
+
+async def pack(call: Call) -> Any:
+    return await knowledge_pack.pack(call.ctx, call.p, _named(call), call.query)
+
+
+async def stats(call: Call) -> Any:
+    return await knowledge_pack.stats(call.ctx, call.p, _named(call), call.query)
+
+
+async def get(call: Call) -> Any:
+    return await knowledge.get_document(call.ctx, call.p, _named(call), call.arg("path"), call.query)
+
+
+async def put(call: Call) -> tuple[int, Any]:
+    return await knowledge.put(call.ctx, call.p, _named(call), call.arg("path"), call.body)
+
+
+async def patch(call: Call) -> tuple[int, Any]:
+    return await knowledge.patch(call.ctx, call.p, _named(call), call.arg("path"), call.body)
+
+
+async def delete(call: Call) -> Any:
+    return await knowledge.delete(call.ctx, call.p, _named(call), call.arg("path"), call.body)
+
+
+async def history(call: Call) -> Any:
+    return await knowledge.history(call.ctx, call.p, _named(call), call.arg("path"), call.query)
+
+
+async def diff(call: Call) -> Any:
+    return await knowledge.diff(call.ctx, call.p, _named(call), call.arg("path"), call.query)
+
+
+async def dispute(call: Call) -> tuple[int, Any]:
+    return await knowledge.dispute(call.ctx, call.p, _named(call), call.arg("path"), call.body)
+
+
+async def resolve(call: Call) -> Any:
+    return await knowledge.resolve(call.ctx, call.p, _named(call), call.arg("path"), call.body)
+
+
+async def review(call: Call) -> Any:
+    return await knowledge.review(call.ctx, call.p, _named(call), call.arg("path"), call.body)
+
+
+async def redact(call: Call) -> Any:
+    return await knowledge.redact(call.ctx, call.p, _named(call), call.arg("path"), call.body)
+
+
+# (method, suffix, handler, summary, body, query, status), in matching order.
+_TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
+    (
+        "GET",
+        "",
+        listing,
+        "Current documents by path, or ranked by q; as_of, valid_at, prefix, status.",
+        None,
+        knowledge.KnowledgeList,
+        200,
+    ),
+    (
+        "GET",
+        "/review",
+        review_queue,
+        "Open proposals grouped by document, with diffs (humans).",
+        None,
+        knowledge.ReviewQueueQuery,
+        200,
+    ),
+    (
+        "GET",
+        "/pack",
+        pack,
+        "A bounded pack: a channel's mandatory documents, then the best matches.",
+        None,
+        knowledge_pack.PackQuery,
+        200,
+    ),
+    (
+        "GET",
+        "/stats",
+        stats,
+        "Documents never read, shown but never read, and stale.",
+        None,
+        knowledge_pack.StatsQuery,
+        200,
+    ),
+    (
+        "GET",
+        DOC + "/history",
+        history,
+        "Every revision of a document, newest first.",
+        None,
+        knowledge.HistoryQuery,
+        200,
+    ),
+    (
+        "GET",
+        DOC + "/diff",
+        diff,
+        "A unified diff between two revisions.",
+        None,
+        knowledge.DiffQuery,
+        200,
+    ),
+    (
+        "POST",
+        DOC + "/dispute",
+        dispute,
+        "Say a document is wrong (it shows as disputed).",
+        knowledge.DisputeRequest,
+        None,
+        201,
+    ),
+    (
+        "POST",
+        DOC + "/resolve",
+        resolve,
+        "Close a document's disputes: upheld or dismissed.",
+        knowledge.ResolveRequest,
+        None,
+        200,
+    ),
+    (
+        "POST",
+        DOC + "/review",
+        review,
+        "Approve or reject a proposed revision, or all of them (humans).",
+        knowledge.ReviewRequest,
+        None,
+        200,
+    ),
+    (
+        "POST",
+        DOC + "/redact",
+        redact,
+        "Erase a revision's text from the database, leaving a stub (humans).",
+        knowledge.RedactRequest,
+        None,
+        200,
+    ),
+    (
+        "GET",
+        DOC,
+        get,
+        "A document, one revision, or part of one (lines, section).",
+        None,
+        knowledge.DocumentQuery,
+        200,
+    ),
+    (
+        "PUT",
+        DOC,
+        put,
+        "Write a document on top of base_revision (0 creates; 201 new, 200 changed).",
+        knowledge.DocumentWrite,
+        None,
+        200,
+    ),
+    (
+        "PATCH",
+        DOC,
+        patch,
+        "Apply a unified diff to base_revision: all hunks or nothing (PATCH_FAILED).",
+        knowledge.DocumentPatch,
+        None,
+        200,
+    ),
+    (
+        "DELETE",
+        DOC,
+        delete,
+        "Delete a document with a reason: a tombstone revision.",
+        knowledge.DocumentDelete,
+        None,
+        200,
+    ),
+]
+
+PREFIXES = ("/api/knowledge", "/api/workspaces/{slug}/knowledge")
+
+ROUTES = [
+    Route(method, prefix + suffix, handler, summary, body=body, query=query, status=status)
+    for prefix in PREFIXES
+    for method, suffix, handler, summary, body, query, status in _TABLE
+]

@@ -1,0 +1,482 @@
+"""Knowledge documents: heads, append-only revisions, disputes, the full-text index.
+
+The head row of a document (``kb_documents``) says which revision it shows and
+which number the next write must be based on, so reads of the current set
+join one revision per document and never look at history. ``kb_fts`` indexes
+exactly the shown revision of each live document; every function here that
+moves a head keeps it so.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+from aiosqlite import Connection
+
+from .identity import Row, all_rows, one
+
+DOC_COLUMNS = """d.id AS document_id, d.workspace_id, d.path, d.created_at, d.latest_revision,
+    d.accepted_revision, d.current_id, d.pending_revision, d.state, d.status AS doc_status, d.open_disputes,
+    d.updated_at, d.confirmed_at, d.shown_count, d.read_count, d.last_shown_at, d.last_read_at"""
+REV_COLUMNS = """r.id AS revision_id, r.revision, r.base_revision, r.kind, r.status, r.title, r.excerpt,
+    r.bytes, r.author, r.author_kind, r.reason, r.sources, r.recorded_at, r.valid_from, r.valid_to,
+    r.superseded_by, r.overrides, r.reviewed_by, r.reviewed_at, r.review_note, r.redacted_by,
+    r.redacted_at, r.redaction_reason, r.redacted_sha256"""
+ACCEPTED = "r.status IN ('settled', 'superseded')"
+ACCEPTED_AT = "COALESCE(r.reviewed_at, r.recorded_at)"
+
+
+# -- documents -------------------------------------------------------------------
+
+
+async def document_by_path(conn: Connection, workspace_id: int, path: str) -> Row | None:
+    return await one(
+        conn,
+        f"SELECT {DOC_COLUMNS} FROM kb_documents d WHERE d.workspace_id = ? AND d.path = ?",
+        (workspace_id, path),
+    )
+
+
+async def document_by_id(conn: Connection, document_id: int) -> Row | None:
+    return await one(conn, f"SELECT {DOC_COLUMNS} FROM kb_documents d WHERE d.id = ?", (document_id,))
+
+
+async def insert_document(conn: Connection, workspace_id: int, path: str, now: str) -> int:
+    cur = await conn.execute(
+        "INSERT INTO kb_documents (workspace_id, path, created_at, updated_at) VALUES (?,?,?,?)",
+        (workspace_id, path, now, now),
+    )
+    return int(cur.lastrowid or 0)
+
+
+async def set_head(conn: Connection, document_id: int, head: dict[str, Any]) -> None:
+    sets = ", ".join(f"{name} = ?" for name in head)
+    await conn.execute(f"UPDATE kb_documents SET {sets} WHERE id = ?", (*head.values(), document_id))
+
+
+# -- revisions -------------------------------------------------------------------
+
+
+async def insert_revision(conn: Connection, values: dict[str, Any]) -> int | None:
+    """Append a revision; ``None`` when its number is taken or does not follow the latest."""
+    names = ", ".join(values)
+    marks = ", ".join("?" * len(values))
+    try:
+        cur = await conn.execute(
+            f"INSERT INTO kb_revisions ({names}) VALUES ({marks})", tuple(values.values())
+        )
+    except sqlite3.IntegrityError as exc:
+        text = str(exc)
+        if "UNIQUE" in text or "version conflict" in text:
+            return None
+        raise
+    return int(cur.lastrowid or 0)
+
+
+async def revision_by_number(conn: Connection, document_id: int, revision: int) -> Row | None:
+    return await one(
+        conn,
+        f"SELECT {REV_COLUMNS}, r.body FROM kb_revisions r WHERE r.document_id = ? AND r.revision = ?",
+        (document_id, revision),
+    )
+
+
+async def revision_by_id(conn: Connection, revision_id: int) -> Row | None:
+    return await one(conn, f"SELECT {REV_COLUMNS}, r.body FROM kb_revisions r WHERE r.id = ?", (revision_id,))
+
+
+async def newest_accepted(conn: Connection, document_id: int) -> Row | None:
+    return await one(
+        conn,
+        f"""SELECT {REV_COLUMNS} FROM kb_revisions r WHERE r.document_id = ? AND {ACCEPTED}
+            ORDER BY r.revision DESC LIMIT 1""",
+        (document_id,),
+    )
+
+
+async def newest_proposed(conn: Connection, workspace_id: int, document_id: int, after: int) -> Row | None:
+    return await one(
+        conn,
+        f"""SELECT {REV_COLUMNS} FROM kb_revisions r
+            WHERE r.workspace_id = ? AND r.document_id = ? AND r.status = 'proposed' AND r.revision > ?
+            ORDER BY r.revision DESC LIMIT 1""",
+        (workspace_id, document_id, after),
+    )
+
+
+async def proposed_revisions(conn: Connection, workspace_id: int, document_id: int, after: int) -> list[Row]:
+    """Open proposals of a document newer than its accepted revision, oldest first."""
+    return await all_rows(
+        conn,
+        f"""SELECT {REV_COLUMNS} FROM kb_revisions r
+            WHERE r.workspace_id = ? AND r.document_id = ? AND r.status = 'proposed' AND r.revision > ?
+            ORDER BY r.revision""",
+        (workspace_id, document_id, after),
+    )
+
+
+async def decide(conn: Connection, revision_id: int, status: str, by: str, at: str, note: str) -> None:
+    await conn.execute(
+        "UPDATE kb_revisions SET status = ?, reviewed_by = ?, reviewed_at = ?, review_note = ? WHERE id = ?",
+        (status, by, at, note, revision_id),
+    )
+
+
+async def erase(conn: Connection, revision_id: int, by: str, at: str, reason: str, sha256: str) -> None:
+    """Blank a revision's body and every text derived from it, leaving the redaction stub."""
+    await conn.execute(
+        """UPDATE kb_revisions SET body = '', title = '', excerpt = '', redacted_by = ?, redacted_at = ?,
+               redaction_reason = ?, redacted_sha256 = ? WHERE id = ?""",
+        (by, at, reason, sha256, revision_id),
+    )
+
+
+async def history(conn: Connection, document_id: int, before: int | None, limit: int) -> list[Row]:
+    return await all_rows(
+        conn,
+        f"""SELECT {REV_COLUMNS}, r.body FROM kb_revisions r
+            WHERE r.document_id = ? AND r.revision < ? ORDER BY r.revision DESC LIMIT ?""",
+        (document_id, before if before is not None else 2**62, limit),
+    )
+
+
+def _time_clauses(as_of: str | None, valid_at: str | None) -> tuple[str, list[Any]]:
+    clauses, params = [ACCEPTED], []
+    if as_of is not None:
+        clauses.append(f"{ACCEPTED_AT} <= ?")
+        params.append(as_of)
+    if valid_at is not None:
+        clauses.append(
+            "(r.valid_from IS NULL OR r.valid_from <= ?) AND (r.valid_to IS NULL OR r.valid_to > ?)"
+        )
+        params += [valid_at, valid_at]
+    return " AND ".join(clauses), params
+
+
+async def revision_at(
+    conn: Connection, document_id: int, as_of: str | None, valid_at: str | None
+) -> Row | None:
+    """The revision a document showed at ``as_of`` (accepted by then) that held at ``valid_at``."""
+    where, params = _time_clauses(as_of, valid_at)
+    return await one(
+        conn,
+        f"""SELECT {REV_COLUMNS}, r.body FROM kb_revisions r WHERE r.document_id = ? AND {where}
+            ORDER BY r.revision DESC LIMIT 1""",
+        (document_id, *params),
+    )
+
+
+# -- the full-text index -----------------------------------------------------------
+
+
+async def index(conn: Connection, revision_id: int, path: str) -> None:
+    await conn.execute(
+        """INSERT INTO kb_fts (rowid, path, title, body)
+           SELECT id, ?, title, body FROM kb_revisions WHERE id = ?""",
+        (path, revision_id),
+    )
+
+
+async def unindex(conn: Connection, revision_id: int, path: str) -> None:
+    """Drop a revision from the index; call it while its row still holds what was indexed."""
+    await conn.execute(
+        """INSERT INTO kb_fts (kb_fts, rowid, path, title, body)
+           SELECT 'delete', id, ?, title, body FROM kb_revisions WHERE id = ?""",
+        (path, revision_id),
+    )
+
+
+async def optimize_index(conn: Connection) -> None:
+    """Merge the index into one segment, so no old segment keeps deleted tokens."""
+    await conn.execute("INSERT INTO kb_fts (kb_fts) VALUES ('optimize')")
+
+
+async def checkpoint(db_path: Path) -> list[int]:
+    """Copy the WAL into the database file and truncate it (a connection of its own:
+    a checkpoint cannot run inside the writer's transaction). Returns busy, log, done."""
+    async with aiosqlite.connect(db_path, isolation_level=None) as conn:
+        await conn.execute("PRAGMA busy_timeout = 5000")
+        await conn.execute("PRAGMA secure_delete = ON")
+        async with conn.execute("PRAGMA wal_checkpoint(TRUNCATE)") as cur:
+            row = await cur.fetchone()
+    return list(row) if row else []
+
+
+# -- current documents -------------------------------------------------------------
+
+LIST_FROM = "kb_documents d JOIN kb_revisions r ON r.id = d.current_id"
+# Searches start from the index (CROSS JOIN keeps that order): the planner would otherwise walk a
+# workspace's documents and query the index once for each.
+
+
+def _filters(
+    prefix: str | None,
+    status: str | None,
+    expired: bool | None,
+    now: str,
+    status_column: str = "d.status",
+) -> tuple[str, list[Any]]:
+    """Extra WHERE clauses for a list: path prefix, status, and whether ``valid_to`` has passed."""
+    clauses, params = [], []
+    if prefix:
+        clauses.append("d.path >= ? AND d.path < ?")
+        params += [prefix, prefix + "\U0010ffff"]
+    if status:
+        clauses.append(f"{status_column} = ?")
+        params.append(status)
+    if expired is True:
+        clauses.append("r.valid_to IS NOT NULL AND r.valid_to <= ?")
+        params.append(now)
+    elif expired is False:
+        clauses.append("(r.valid_to IS NULL OR r.valid_to > ?)")
+        params.append(now)
+    return "".join(f" AND {c}" for c in clauses), params
+
+
+@dataclass
+class ListFilter:
+    """What a list of current documents is narrowed to."""
+
+    prefix: str | None = None
+    status: str | None = None
+    expired: bool | None = None
+    now: str = ""
+
+
+async def list_current(
+    conn: Connection, workspace_id: int, flt: ListFilter, *, after: str, limit: int
+) -> list[Row]:
+    where, params = _filters(flt.prefix, flt.status, flt.expired, flt.now)
+    return await all_rows(
+        conn,
+        f"""SELECT {DOC_COLUMNS}, {REV_COLUMNS} FROM {LIST_FROM}
+            WHERE d.workspace_id = ? AND d.state = 'live' AND d.path > ?{where}
+            ORDER BY d.path LIMIT ?""",
+        (workspace_id, after, *params, limit),
+    )
+
+
+async def search(
+    conn: Connection, workspace_id: int, match: str, flt: ListFilter, *, limit: int, offset: int
+) -> list[Row]:
+    where, params = _filters(flt.prefix, flt.status, flt.expired, flt.now)
+    return await all_rows(
+        conn,
+        f"""SELECT {DOC_COLUMNS}, {REV_COLUMNS},
+                   snippet(kb_fts, 2, '**', '**', '…', 16) AS snippet
+            FROM kb_fts CROSS JOIN kb_documents d ON d.current_id = kb_fts.rowid
+            JOIN kb_revisions r ON r.id = d.current_id
+            WHERE kb_fts MATCH ? AND d.workspace_id = ? AND d.state = 'live'{where}
+            ORDER BY kb_fts.rank LIMIT ? OFFSET ?""",
+        (match, workspace_id, *params, limit, offset),
+    )
+
+
+async def list_at(
+    conn: Connection,
+    workspace_id: int,
+    flt: ListFilter,
+    *,
+    as_of: str | None,
+    valid_at: str | None,
+    after: str,
+    limit: int,
+) -> list[Row]:
+    """Documents as they were at ``as_of`` and as they held at ``valid_at`` (accepted revisions only)."""
+    where, params = _time_clauses(as_of, valid_at)
+    extra, extra_params = _filters(flt.prefix, None, None, flt.now)
+    late, late_params = _filters(None, flt.status, flt.expired, flt.now, status_column="r.status")
+    return await all_rows(
+        conn,
+        f"""WITH picks AS (
+                SELECT d.id AS pick_id, (SELECT r.id FROM kb_revisions r WHERE r.document_id = d.id
+                    AND {where} ORDER BY r.revision DESC LIMIT 1) AS pick_rev
+                FROM kb_documents d WHERE d.workspace_id = ? AND d.path > ?{extra}
+            )
+            SELECT {DOC_COLUMNS}, {REV_COLUMNS} FROM picks p JOIN kb_documents d ON d.id = p.pick_id
+            JOIN kb_revisions r ON r.id = p.pick_rev
+            WHERE r.kind = 'write'{late} ORDER BY d.path LIMIT ?""",
+        (*params, workspace_id, after, *extra_params, *late_params, limit),
+    )
+
+
+async def search_ranked(
+    conn: Connection, workspace_id: int, match: str, exclude: list[int], limit: int
+) -> list[Row]:
+    """Settled live documents best matching ``match``, with their bodies (for the pack)."""
+    skip = f" AND d.id NOT IN ({','.join('?' * len(exclude))})" if exclude else ""
+    return await all_rows(
+        conn,
+        f"""SELECT {DOC_COLUMNS}, {REV_COLUMNS}, r.body FROM kb_fts
+            CROSS JOIN kb_documents d ON d.current_id = kb_fts.rowid
+            JOIN kb_revisions r ON r.id = d.current_id
+            WHERE kb_fts MATCH ? AND d.workspace_id = ? AND d.state = 'live' AND d.status = 'settled'{skip}
+            ORDER BY kb_fts.rank LIMIT ?""",
+        (match, workspace_id, *exclude, limit),
+    )
+
+
+async def current_by_paths(conn: Connection, workspace_id: int, paths: list[str]) -> list[Row]:
+    """The shown revision (with body) of each of these paths that has one."""
+    if not paths:
+        return []
+    marks = ",".join("?" * len(paths))
+    return await all_rows(
+        conn,
+        f"""SELECT {DOC_COLUMNS}, {REV_COLUMNS}, r.body FROM {LIST_FROM}
+            WHERE d.workspace_id = ? AND d.path IN ({marks})""",
+        (workspace_id, *paths),
+    )
+
+
+# -- disputes ---------------------------------------------------------------------
+
+
+async def insert_dispute(
+    conn: Connection,
+    document_id: int,
+    workspace_id: int,
+    revision: int,
+    by: str,
+    reason: str,
+    sources: list[dict[str, Any]],
+    now: str,
+) -> int:
+    cur = await conn.execute(
+        """INSERT INTO kb_disputes
+               (document_id, workspace_id, revision, opened_by, reason, sources, opened_at)
+           VALUES (?,?,?,?,?,?,?)""",
+        (document_id, workspace_id, revision, by, reason, json.dumps(sources), now),
+    )
+    return int(cur.lastrowid or 0)
+
+
+async def open_disputes(conn: Connection, document_id: int, limit: int = 50) -> list[Row]:
+    return await all_rows(
+        conn,
+        """SELECT id, revision, opened_by, reason, sources, opened_at FROM kb_disputes
+           WHERE document_id = ? AND outcome IS NULL ORDER BY id LIMIT ?""",
+        (document_id, limit),
+    )
+
+
+async def count_open_disputes(conn: Connection, document_id: int) -> int:
+    row = await one(
+        conn, "SELECT count(*) FROM kb_disputes WHERE document_id = ? AND outcome IS NULL", (document_id,)
+    )
+    return int(row[0]) if row else 0
+
+
+async def last_resolved_dispute(conn: Connection, document_id: int) -> Row | None:
+    return await one(
+        conn,
+        """SELECT id, revision, opened_by, reason, sources, opened_at, outcome, resolved_by, resolved_at, note
+           FROM kb_disputes WHERE document_id = ? AND outcome IS NOT NULL ORDER BY resolved_at DESC, id DESC
+           LIMIT 1""",
+        (document_id,),
+    )
+
+
+async def resolve_disputes(
+    conn: Connection, document_id: int, outcome: str, by: str, at: str, note: str
+) -> int:
+    cur = await conn.execute(
+        """UPDATE kb_disputes SET outcome = ?, resolved_by = ?, resolved_at = ?, note = ?
+           WHERE document_id = ? AND outcome IS NULL""",
+        (outcome, by, at, note, document_id),
+    )
+    return cur.rowcount
+
+
+# -- the review queue ----------------------------------------------------------------
+
+
+async def review_groups(
+    conn: Connection, workspace_ids: list[int] | None, since: int, limit: int
+) -> list[Row]:
+    """Documents with open proposals, by their oldest open proposal (the cursor), oldest first."""
+    where, params = "", []
+    if workspace_ids is not None:
+        where = f" AND r.workspace_id IN ({','.join('?' * len(workspace_ids)) or 'NULL'})"
+        params = list(workspace_ids)
+    return await all_rows(
+        conn,
+        f"""SELECT {DOC_COLUMNS}, w.slug AS workspace, min(r.id) AS first_id, count(*) AS proposals
+            FROM kb_revisions r JOIN kb_documents d ON d.id = r.document_id
+            JOIN workspaces w ON w.id = d.workspace_id
+            WHERE r.status = 'proposed' AND r.revision > d.accepted_revision{where}
+            GROUP BY r.document_id HAVING min(r.id) > ? ORDER BY first_id LIMIT ?""",
+        (*params, since, limit),
+    )
+
+
+# -- read counters and stats -------------------------------------------------------
+
+
+async def add_counts(conn: Connection, counts: list[tuple[int, int, int, str | None, str | None]]) -> None:
+    """Add (document, shown, read, last shown, last read) to the documents' counters."""
+    await conn.executemany(
+        """UPDATE kb_documents SET shown_count = shown_count + ?, read_count = read_count + ?,
+               last_shown_at = COALESCE(?, last_shown_at), last_read_at = COALESCE(?, last_read_at)
+           WHERE id = ?""",
+        [(shown, read, shown_at, read_at, doc) for doc, shown, read, shown_at, read_at in counts],
+    )
+
+
+STATS_LISTS = {
+    "never_read": "d.read_count = 0 AND d.shown_count = 0",
+    "shown_never_read": "d.read_count = 0 AND d.shown_count > 0",
+    "stale": "max(d.updated_at, COALESCE(d.confirmed_at, '')) < ?",
+}
+
+
+async def stats_list(
+    conn: Connection, workspace_id: int, which: str, stale_before: str, limit: int
+) -> list[Row]:
+    params: tuple[Any, ...] = (stale_before,) if which == "stale" else ()
+    return await all_rows(
+        conn,
+        f"""SELECT {DOC_COLUMNS}, {REV_COLUMNS} FROM {LIST_FROM}
+            WHERE d.workspace_id = ? AND d.state = 'live' AND {STATS_LISTS[which]}
+            ORDER BY max(d.updated_at, COALESCE(d.confirmed_at, '')), d.path LIMIT ?""",
+        (workspace_id, *params, limit),
+    )
+
+
+async def stats_totals(conn: Connection, workspace_id: int, stale_before: str) -> Row | None:
+    return await one(
+        conn,
+        f"""SELECT count(*) AS documents, COALESCE(sum(d.read_count), 0) AS reads,
+                   COALESCE(sum(d.shown_count), 0) AS shown,
+                   COALESCE(sum({STATS_LISTS["never_read"]}), 0) AS never_read,
+                   COALESCE(sum({STATS_LISTS["shown_never_read"]}), 0) AS shown_never_read,
+                   COALESCE(sum({STATS_LISTS["stale"]}), 0) AS stale
+            FROM kb_documents d WHERE d.workspace_id = ? AND d.state = 'live'""",
+        (stale_before, workspace_id),
+    )
+
+
+# -- workspace deletion --------------------------------------------------------------
+
+
+async def purge_workspace(conn: Connection, workspace_id: int) -> int:
+    """Remove an (archived) workspace's knowledge, its index entries included; the document count."""
+    row = await one(conn, "SELECT count(*) FROM kb_documents WHERE workspace_id = ?", (workspace_id,))
+    count = int(row[0]) if row else 0
+    if not count:
+        return 0
+    await conn.execute(
+        """INSERT INTO kb_fts (kb_fts, rowid, path, title, body)
+           SELECT 'delete', r.id, d.path, r.title, r.body FROM kb_documents d
+           JOIN kb_revisions r ON r.id = d.current_id WHERE d.workspace_id = ? AND d.state = 'live'""",
+        (workspace_id,),
+    )
+    for table in ("kb_disputes", "kb_revisions", "kb_documents"):
+        await conn.execute(f"DELETE FROM {table} WHERE workspace_id = ?", (workspace_id,))
+    await optimize_index(conn)
+    return count
