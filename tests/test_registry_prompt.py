@@ -8,7 +8,6 @@ import pytest
 from boardtest import World, snapshot
 
 from board.client import BoardAPIError, BoardClient
-from board.server.services import knowledge_prompt
 
 
 async def refused(world: World, caller: BoardClient, code: str, call: Any) -> BoardAPIError:
@@ -155,19 +154,22 @@ async def test_first_turn_without_a_profile_says_so(world: World) -> None:
     assert "# Your skills" not in first
 
 
-async def test_knowledge_hooks_feed_the_prompt(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    async def index(conn: Any, workspace_id: int) -> str:
-        return "- build/howto.md: how to build"
-
-    async def pack(conn: Any, workspace_id: int, thread_id: int) -> str:
-        return f"pack for {thread_id}"
-
-    monkeypatch.setattr(knowledge_prompt, "knowledge_index", index)
-    monkeypatch.setattr(knowledge_prompt, "knowledge_pack", pack)
-    posted = await world.human.post("@pb hi", channel="builds", workspace="proj")
+async def test_the_prompt_carries_the_knowledge_index_and_a_pack_per_thread(world: World) -> None:
+    first = await world.bot.bot_prompt("pb", [], first=True)
+    assert "Knowledge index" not in first["first_turn"]  # nothing written yet: nothing invented
+    await world.bot.put_document("INDEX.md", "# Index\n\n- build/howto.md: how to build\n", 0, "start")
+    await world.bot.put_document(
+        "build/howto.md", "# Building\n\nRun the flibbertigibbet target to build.\n", 0, "how we build"
+    )
+    await world.other.put_document("INDEX.md", "# Other index\n\nsecret other things\n", 0, "theirs")
+    posted = await world.human.post("@pb the flibbertigibbet build fails", channel="builds", workspace="proj")
+    shown_before = (await world.bot.knowledge_stats())["shown"]
     prompt = await world.bot.bot_prompt("pb", [posted["id"]], first=True)
-    assert "# Knowledge index of your workspace\n\n- build/howto.md: how to build" in prompt["first_turn"]
-    assert f"Knowledge pack for this thread:\npack for {posted['id']}" in prompt["turn"]
+    assert "- build/howto.md: how to build" in prompt["first_turn"]
+    assert "secret other things" not in prompt["first_turn"]
+    assert "Knowledge pack for this thread:" in prompt["turn"]
+    assert "Run the flibbertigibbet target" in prompt["turn"]
+    assert (await world.bot.knowledge_stats())["shown"] > shown_before  # a pack in a prompt is shown
 
 
 async def test_who_may_ask_for_a_bots_prompt(world: World) -> None:

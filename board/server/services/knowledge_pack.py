@@ -67,7 +67,7 @@ def _label(row: Row) -> str:
     return f"## {row['path']} (revision {row['revision']}{extra})\n"
 
 
-def _why_not(row: Row, now: str) -> str | None:
+def why_not(row: Row, now: str) -> str | None:
     """Why a document's shown revision does not belong in a pack now, if it does not."""
     if row["state"] != "live":
         return "deleted"
@@ -95,36 +95,44 @@ async def _thread_text(conn: Connection, p: Principal, workspace: Any, thread: i
 async def pack(ctx: Context, p: Principal, slug: str | None, q: PackQuery) -> dict[str, Any]:
     """A bounded pack of knowledge for one piece of work."""
     now = ctx.now()
-    budget = q.budget_tokens * CHARS_PER_TOKEN
 
-    async def read(conn: Connection) -> tuple[Any, str | None, list[str], list[Row], list[Row], list[str]]:
+    async def read(conn: Connection) -> tuple[dict[str, Any], list[int]]:
         workspace = await scope.resolve(conn, p, slug)
-        channel_slug, words_from = q.channel, q.q or ""
-        if q.thread is not None:
-            thread_words, thread_channel = await _thread_text(conn, p, workspace, q.thread)
-            words_from += " " + thread_words
-            channel_slug = channel_slug or thread_channel
-        mandatory: list[str] = []
-        if channel_slug is not None:
-            channel = await channel_store.by_slug(conn, workspace["id"], channel_slug)
-            if channel is None:
-                raise NotFound("channel")
-            refs = (await channel_store.refs(conn, [channel["id"]])).get(channel["id"], [])
-            mandatory = [str(r["path"]) for r in refs if r["mandatory"]]
-        mandatory_rows = await store.current_by_paths(conn, workspace["id"], mandatory)
-        words = text.keywords(words_from)
-        ranked = []
-        if words:
-            ranked = await store.search_ranked(
-                conn,
-                workspace["id"],
-                text.any_of(words),
-                [row["document_id"] for row in mandatory_rows],
-                RANKED_DOCUMENTS,
-            )
-        return workspace, channel_slug, mandatory, mandatory_rows, ranked, words
+        return await build(conn, p, workspace, q, now)
 
-    workspace, channel_slug, mandatory, mandatory_rows, ranked, words = await ctx.db.read(read)
+    result, included = await ctx.db.read(read)
+    await knowledge.count(ctx, included, "shown")
+    return result
+
+
+async def build(
+    conn: Connection, p: Principal, workspace: Any, q: PackQuery, now: str
+) -> tuple[dict[str, Any], list[int]]:
+    """The pack on one connection, and the ids of the documents it shows (to count them)."""
+    budget = q.budget_tokens * CHARS_PER_TOKEN
+    channel_slug, words_from = q.channel, q.q or ""
+    if q.thread is not None:
+        thread_words, thread_channel = await _thread_text(conn, p, workspace, q.thread)
+        words_from += " " + thread_words
+        channel_slug = channel_slug or thread_channel
+    mandatory: list[str] = []
+    if channel_slug is not None:
+        channel = await channel_store.by_slug(conn, workspace["id"], channel_slug)
+        if channel is None:
+            raise NotFound("channel")
+        refs = (await channel_store.refs(conn, [channel["id"]])).get(channel["id"], [])
+        mandatory = [str(r["path"]) for r in refs if r["mandatory"]]
+    mandatory_rows = await store.current_by_paths(conn, workspace["id"], mandatory)
+    words = text.keywords(words_from)
+    ranked = []
+    if words:
+        ranked = await store.search_ranked(
+            conn,
+            workspace["id"],
+            text.any_of(words),
+            [row["document_id"] for row in mandatory_rows],
+            RANKED_DOCUMENTS,
+        )
     by_path = {row["path"].casefold(): row for row in mandatory_rows}
     chunks: list[str] = []
     documents: list[dict[str, Any]] = []
@@ -158,20 +166,19 @@ async def pack(ctx: Context, p: Principal, slug: str | None, q: PackQuery) -> di
 
     for path in mandatory:
         row = by_path.get(path.casefold())
-        why = "missing" if row is None else _why_not(row, now)
+        why = "missing" if row is None else why_not(row, now)
         if row is not None and why is None and not add(row, True, budget):
             why = "over budget"
         if why is not None:
             omitted.append({"path": path, "mandatory": True, "why": why})
     per_document = max(MIN_EXCERPT * 4, budget // 4)
     for row in ranked:
-        if _why_not(row, now) is not None or not row["body"].strip():
+        if why_not(row, now) is not None or not row["body"].strip():
             continue
         if not add(row, False, per_document):
             break
     pack_text = "".join(chunks)
     assert len(pack_text) <= budget
-    await knowledge.count(ctx, included, "shown")
     return {
         "workspace": workspace["slug"],
         "channel": channel_slug,
@@ -183,7 +190,7 @@ async def pack(ctx: Context, p: Principal, slug: str | None, q: PackQuery) -> di
         "documents": documents,
         "omitted": omitted,
         "text": pack_text,
-    }
+    }, included
 
 
 # -- stats -------------------------------------------------------------------------------

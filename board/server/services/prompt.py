@@ -24,7 +24,7 @@ from ..store import channels as channel_store
 from ..store import identity as identity_store
 from ..store import registry as store
 from ..validation import arg
-from . import claims, knowledge_prompt, registry, scope
+from . import claims, knowledge, knowledge_prompt, registry, scope
 from .auth import principal_from_row
 from .context import Context
 
@@ -313,7 +313,10 @@ def _where(row: Any) -> str:
     return f"#{row['channel']}" if row["channel"] else f"conversation {row['conversation_id']}"
 
 
-async def _batch(conn: Connection, bot: Principal, ids: list[int]) -> tuple[list[Item], dict[int, Thread]]:
+async def _batch(
+    conn: Connection, bot: Principal, ids: list[int], now: str, shown: list[int]
+) -> tuple[list[Item], dict[int, Thread]]:
+    """The batch's messages and threads; ``shown`` collects the knowledge documents packed."""
     rows = await store.messages_by_ids(conn, ids)
     found = {r["id"]: r for r in rows}
     members = await store.conversation_member_ids(
@@ -343,12 +346,14 @@ async def _batch(conn: Connection, bot: Principal, ids: list[int]) -> tuple[list
     threads = {}
     for thread_id in thread_ids:
         root = roots[thread_id]
+        pack, packed = await knowledge_prompt.knowledge_pack(conn, bot, root["workspace_id"], thread_id, now)
+        shown += packed
         threads[thread_id] = Thread(
             id=thread_id,
             where=_where(root),
             claim=states[thread_id],
             root=_item(root, "", 0),
-            pack=await knowledge_prompt.knowledge_pack(conn, root["workspace_id"], thread_id),
+            pack=pack,
         )
     return items, threads
 
@@ -372,6 +377,8 @@ def _item(row: Any, mark: str, rank: int) -> Item:
 async def compose(ctx: Context, p: Principal, handle: str, q: PromptQuery, url: str) -> dict[str, Any]:
     """The prompt of ``handle``'s next turn; the bot itself, humans and admin bots may ask."""
     ids = sorted({int(i) for i in q.trigger})
+    now = ctx.now()
+    shown: list[int] = []
 
     async def read(conn: Connection) -> dict[str, Any]:
         row = await identity_store.agent_by_handle(conn, handle)
@@ -380,7 +387,7 @@ async def compose(ctx: Context, p: Principal, handle: str, q: PromptQuery, url: 
         if not (p.is_human or p.is_admin_bot or p.agent_id == row["id"]):
             raise NotFound("bot")
         bot = principal_from_row(row)
-        items, threads = await _batch(conn, bot, ids)
+        items, threads = await _batch(conn, bot, ids, now, shown)
         first = None
         if q.first:
             profile = await registry.bot_profile(conn, bot.agent_id)
@@ -397,7 +404,7 @@ async def compose(ctx: Context, p: Principal, handle: str, q: PromptQuery, url: 
                 profile,
                 goal,
                 await channel_store.mandatory_refs_for_workspace(conn, row["workspace_id"]),
-                await knowledge_prompt.knowledge_index(conn, row["workspace_id"]),
+                await knowledge_prompt.knowledge_index(conn, row["workspace_id"], now),
                 skills,
             )
         turn, covers, omitted = render_turn(items, threads, bot.handle, url, q.budget_bytes)
@@ -412,4 +419,6 @@ async def compose(ctx: Context, p: Principal, handle: str, q: PromptQuery, url: 
             "budget_bytes": q.budget_bytes,
         }
 
-    return await ctx.db.read(read)
+    result = await ctx.db.read(read)
+    await knowledge.count(ctx, shown, "shown")
+    return result
