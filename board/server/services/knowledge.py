@@ -868,10 +868,7 @@ async def review(
     path = text.check_path(path)
 
     async def write(conn: Connection) -> dict[str, Any]:
-        workspace = await scope.resolve(conn, p, slug)
-        doc = await store.document_by_path(conn, workspace["id"], path)
-        if doc is None or doc["latest_revision"] == 0:
-            raise NotFound("document")
+        workspace, doc = await _document(conn, p, slug, path)
         if not p.is_human:
             raise Forbidden("Only a human reviews knowledge.")
         scope.require_writable(workspace)
@@ -933,10 +930,7 @@ async def redact(
     path = text.check_path(path)
 
     async def write(conn: Connection) -> dict[str, Any]:
-        workspace = await scope.resolve(conn, p, slug)
-        doc = await store.document_by_path(conn, workspace["id"], path)
-        if doc is None or doc["latest_revision"] == 0:
-            raise NotFound("document")
+        workspace, doc = await _document(conn, p, slug, path)
         if not p.is_human:
             raise Forbidden("Only a human redacts knowledge.")
         row = await store.revision_by_number(conn, doc["document_id"], req.revision)
@@ -1062,10 +1056,7 @@ async def get_document(
     now = ctx.now()
 
     async def read(conn: Connection) -> tuple[Any, Row, Row, Row | None, list[Row], Row | None]:
-        workspace = await scope.resolve(conn, p, slug)
-        doc = await store.document_by_path(conn, workspace["id"], path)
-        if doc is None or doc["latest_revision"] == 0:
-            raise NotFound("document")
+        workspace, doc = await _document(conn, p, slug, path)
         pending, disputes, last_dispute = None, [], None
         if q.revision is not None:
             row = await store.revision_by_number(conn, doc["document_id"], q.revision)
