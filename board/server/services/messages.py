@@ -370,6 +370,16 @@ class MessageQuery:
     view: str = arg("full", choices=("full", "compact"))
 
 
+async def _channel_id(conn: Connection, workspace: Any | None, slug: str) -> int:
+    """The id of a channel named in a read; a human reading every workspace must name one."""
+    if workspace is None:
+        raise InvalidArgument("Name the workspace of the channel: workspace=<slug>.")
+    channel = await channel_store.by_slug(conn, workspace["id"], slug)
+    if channel is None:
+        raise NotFound("channel")
+    return int(channel["id"])
+
+
 def _event_visible(p: Principal, event: Event) -> bool:
     if not scope.visible(p, event.workspace_id):
         return False
@@ -395,13 +405,8 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
         )
         keys: list[Key] = [("workspace", i) for i in flt.workspace_ids or []] or [("all", 0)]
         if q.channel is not None:
-            if workspace is None:
-                raise InvalidArgument("Name the workspace of the channel: workspace=<slug>.")
-            channel = await channel_store.by_slug(conn, workspace["id"], q.channel)
-            if channel is None:
-                raise NotFound("channel")
-            flt.channel_id = channel["id"]
-            keys = [("channel", channel["id"])]
+            flt.channel_id = await _channel_id(conn, workspace, q.channel)
+            keys = [("channel", flt.channel_id)]
         if q.conversation is not None:
             conversation = await channel_store.conversation_by_id(conn, q.conversation)
             if conversation is None or not scope.visible(p, conversation["workspace_id"]):
@@ -636,12 +641,7 @@ async def search(ctx: Context, p: Principal, q: SearchQuery) -> Page:
             before=q.before,
         )
         if q.channel is not None:
-            if workspace is None:
-                raise InvalidArgument("Name the workspace of the channel: workspace=<slug>.")
-            channel = await channel_store.by_slug(conn, workspace["id"], q.channel)
-            if channel is None:
-                raise NotFound("channel")
-            flt.channel_id = channel["id"]
+            flt.channel_id = await _channel_id(conn, workspace, q.channel)
         if q.author is not None:
             author = await identity_store.agent_by_handle(conn, q.author)
             flt.author_id = author["id"] if author is not None else -1
