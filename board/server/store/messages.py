@@ -142,7 +142,12 @@ async def insert(
     meta: dict[str, Any],
     now: str,
 ) -> int:
-    """Append a message; a root (no ``thread_id``) becomes its own thread."""
+    """Append a message; a root (no ``thread_id``) becomes its own thread.
+
+    The thread bookkeeping (a root's own thread id, the reply summary, who took
+    part) is done by triggers inside SQLite: one statement crosses to the
+    connection's thread instead of four.
+    """
     cur = await conn.execute(
         """INSERT INTO messages (workspace_id, channel_id, conversation_id, kind, author_id, body,
                reply_to, thread_id, tags, mentions, meta, created_at)
@@ -163,24 +168,10 @@ async def insert(
         ),
     )
     message_id = int(cur.lastrowid or 0)
-    if thread_id is None:
-        await conn.execute("UPDATE messages SET thread_id = id WHERE id = ?", (message_id,))
-    elif kind != "event":
-        await conn.execute(
-            """INSERT INTO threads (root_id, reply_count, last_id, last_at) VALUES (?, 1, ?, ?)
-               ON CONFLICT (root_id) DO UPDATE SET reply_count = reply_count + 1,
-                   last_id = excluded.last_id, last_at = excluded.last_at""",
-            (thread_id, message_id, now),
-        )
     if tags:
         await conn.executemany(
             "INSERT OR IGNORE INTO message_tags (tag, message_id) VALUES (?, ?)",
             [(tag, message_id) for tag in tags],
-        )
-    if kind != "event":
-        await conn.execute(
-            "INSERT OR IGNORE INTO thread_participants (thread_id, agent_id) VALUES (?, ?)",
-            (thread_id or message_id, author_id),
         )
     return message_id
 

@@ -153,6 +153,24 @@ CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
     INSERT INTO messages_fts(messages_fts, rowid, body) VALUES ('delete', old.id, old.body);
 END;
 
+-- Thread bookkeeping on every insert: a root is its own thread (inserted with
+-- thread_id 0), a person's reply counts in the root's summary, and whoever
+-- posts takes part in the thread. Board events do neither.
+CREATE TRIGGER messages_root_thread AFTER INSERT ON messages WHEN new.thread_id = 0 BEGIN
+    UPDATE messages SET thread_id = new.id WHERE id = new.id;
+END;
+CREATE TRIGGER messages_reply_summary AFTER INSERT ON messages
+    WHEN new.reply_to IS NOT NULL AND new.kind <> 'event' BEGIN
+    INSERT INTO threads (root_id, reply_count, last_id, last_at)
+        VALUES (new.thread_id, 1, new.id, new.created_at)
+        ON CONFLICT (root_id) DO UPDATE SET reply_count = reply_count + 1,
+            last_id = excluded.last_id, last_at = excluded.last_at;
+END;
+CREATE TRIGGER messages_participant AFTER INSERT ON messages WHEN new.kind <> 'event' BEGIN
+    INSERT OR IGNORE INTO thread_participants (thread_id, agent_id)
+        VALUES (CASE WHEN new.thread_id = 0 THEN new.id ELSE new.thread_id END, new.author_id);
+END;
+
 -- Outcomes of mutating calls by request id, replayed to a retry (kept 7 days).
 CREATE TABLE requests (
     agent_id    INTEGER NOT NULL,
