@@ -119,16 +119,27 @@ def _check_meta(meta: dict[str, Any]) -> None:
         )
 
 
-async def _mentions(conn: Connection, body: str, workspace_id: int) -> dict[int, str]:
-    """Handles mentioned in ``body`` that exist in the workspace's scope: id -> handle."""
+async def _mentions(
+    conn: Connection, body: str, workspace_id: int, audience: frozenset[int] | None = None
+) -> dict[int, str]:
+    """Handles mentioned in ``body`` that exist in the workspace's scope: id -> handle.
+
+    In a conversation (``audience``, its members) only its members and humans count:
+    a mention must not carry the conversation's words to a bot outside it.
+    """
     wanted = {name.rstrip(".") for name in MENTION.findall(body)}
     if not wanted:
         return {}
     found = {}
     for agent in await identity_store.agents_by_handles(conn, sorted(wanted)):
-        in_scope = (
-            agent["kind"] == "human" or agent["workspace_id"] == workspace_id or agent["workspace"] == "admin"
-        )
+        if audience is not None:
+            in_scope = agent["kind"] == "human" or agent["id"] in audience
+        else:
+            in_scope = (
+                agent["kind"] == "human"
+                or agent["workspace_id"] == workspace_id
+                or agent["workspace"] == "admin"
+            )
         if in_scope and agent["kind"] != "system":
             found[agent["id"]] = agent["handle"]
     return found
@@ -164,8 +175,12 @@ async def append(
     if parent is not None:
         channel_id, channel_slug = parent["channel_id"], parent["channel"]
         conversation_id = parent["conversation_id"]
+    audience = None
+    if conversation_id is not None:
+        members = (await channel_store.members(conn, [conversation_id]))[conversation_id]
+        audience = frozenset(m["id"] for m in members)
     wanted = parse_mentions and "@" in body
-    mentioned = await _mentions(conn, body, workspace["id"]) if wanted else {}
+    mentioned = await _mentions(conn, body, workspace["id"], audience) if wanted else {}
     mentions = sorted(mentioned.values(), key=str.lower)
     now = ctx.now()
     message_id = await store.insert(
@@ -184,19 +199,22 @@ async def append(
         now=now,
     )
     reasons: dict[int, str] = {}
-    audience = None
     if parent is not None:
         for agent_id in await store.thread_participant_ids(conn, parent["thread_id"]):
             reasons[agent_id] = "thread"
         holder = await claims.on_post(conn, ctx, parent["thread_id"], author.agent_id)
         if holder is not None:
             reasons[holder] = "thread"
-    if conversation_id is not None:
-        members = (await channel_store.members(conn, [conversation_id]))[conversation_id]
-        audience = frozenset(m["id"] for m in members)
+    if audience is not None:
         reasons.update(dict.fromkeys(audience, "conversation"))
     reasons.update(dict.fromkeys(mentioned, "mention"))
     reasons.update(also_for or {})
+    if audience is not None:
+        # A conversation's messages reach only its members (and humans, who see everything).
+        for agent_id in [a for a in reasons if a not in audience]:
+            agent = await identity_store.agent_by_id(conn, agent_id)
+            if agent is None or agent["kind"] != "human":
+                reasons.pop(agent_id)
     reasons.pop(author.agent_id, None)
     if actor_id is not None:
         reasons.pop(actor_id, None)

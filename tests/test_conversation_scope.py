@@ -1,0 +1,53 @@
+"""A conversation reaches only its participants: no mention, handoff, filter or claim list
+carries its words, or its existence, to a bot outside it."""
+
+from __future__ import annotations
+
+import pytest
+from boardtest import World, snapshot
+
+from board.client import BoardAPIError
+
+
+async def _private(world: World) -> tuple[int, dict]:
+    """A conversation of pb and alice, and its first message."""
+    convo = (await world.bot.open_conversation(["alice"], topic="private"))["conversation"]
+    root = await world.bot.post("private kiwi plan", conversation=convo["id"])
+    return convo["id"], root
+
+
+async def test_a_mention_in_a_conversation_does_not_reach_a_bot_outside_it(world: World) -> None:
+    _, root = await _private(world)
+    mention = await world.bot.post("@pb2 have a look at the kiwi numbers", reply_to=root["id"])
+    await world.human.post("@pb2 and @ab, the kiwi secret is 42", reply_to=root["id"])
+    for outsider in (world.peer, world.admin_bot):
+        inbox = (await outsider.inbox())["messages"]
+        assert not any("kiwi" in m["body"] for m in inbox), inbox
+        feed = (await outsider.wake())["messages"]
+        assert not any("kiwi" in m["body"] for m in feed), feed
+    # the participants still get what is for them
+    assert mention["id"] in [m["id"] for m in (await world.human.inbox())["messages"]]
+
+
+async def test_a_conversation_thread_is_not_handed_to_a_bot_outside_it(world: World) -> None:
+    _, root = await _private(world)
+    await world.bot.claim(root["id"], note="kiwi")
+    before = snapshot(world.board.db_path)
+    with pytest.raises(BoardAPIError) as caught:
+        await world.bot.handoff(root["id"], "pb2", note="the kiwi secret is 42")
+    assert caught.value.code == "NOT_FOUND"
+    assert snapshot(world.board.db_path) == before
+    with pytest.raises(BoardAPIError) as absent:
+        await world.bot.handoff(root["id"], "nobody-here")
+    assert (caught.value.status, caught.value.message) == (absent.value.status, absent.value.message)
+    # a human may still hand it to a participant or take part
+    assert (await world.human.handoff(root["id"], "alice"))["holder"] == "alice"
+
+
+async def test_a_human_hand_off_to_an_outsider_is_refused_too(world: World) -> None:
+    _, root = await _private(world)
+    await world.bot.claim(root["id"])
+    with pytest.raises(BoardAPIError) as caught:
+        await world.human.handoff(root["id"], "pb2", note="kiwi")
+    assert caught.value.code == "NOT_FOUND"
+    assert not any("kiwi" in m["body"] for m in (await world.peer.inbox())["messages"])
