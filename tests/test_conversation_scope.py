@@ -51,3 +51,22 @@ async def test_a_human_hand_off_to_an_outsider_is_refused_too(world: World) -> N
         await world.human.handoff(root["id"], "pb2", note="kiwi")
     assert caught.value.code == "NOT_FOUND"
     assert not any("kiwi" in m["body"] for m in (await world.peer.inbox())["messages"])
+
+
+async def test_filtering_by_a_conversation_one_is_not_in_is_not_found(world: World) -> None:
+    convo_id, root = await _private(world)
+    for params, what in (({"conversation": convo_id}, "conversation"), ({"thread": root["id"]}, "thread")):
+        with pytest.raises(BoardAPIError) as hidden:
+            await world.peer.messages(**params)
+        absent_params = {k: 10_000_000 for k in params}
+        with pytest.raises(BoardAPIError) as absent:
+            await world.peer.messages(**absent_params)
+        assert hidden.value.code == "NOT_FOUND", what
+        assert (hidden.value.status, hidden.value.message, hidden.value.details) == (
+            absent.value.status,
+            absent.value.message,
+            absent.value.details,
+        )
+    # participants and humans still read it
+    assert [m["id"] for m in (await world.bot.messages(conversation=convo_id))["messages"]] == [root["id"]]
+    assert [m["id"] for m in (await world.human.messages(thread=root["id"]))["messages"]] == [root["id"]]

@@ -422,13 +422,17 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
             keys = [("channel", channel["id"])]
         if q.conversation is not None:
             conversation = await channel_store.conversation_by_id(conn, q.conversation)
-            if conversation is None or not scope.visible(p, conversation["workspace_id"]):
+            if (
+                conversation is None
+                or not scope.visible(p, conversation["workspace_id"])
+                or not await _member_or_human(conn, p, conversation["id"])
+            ):
                 raise NotFound("conversation")
             flt.conversation_id = conversation["id"]
             keys = [("conversation", conversation["id"])]
         if q.thread is not None:
             root = await store.by_id(conn, q.thread)
-            if root is None or not scope.visible(p, root["workspace_id"]):
+            if root is None or not _row_visible(p, root) or not await _conversation_ok(conn, p, root):
                 raise NotFound("thread")
             flt.thread_id = root["thread_id"]
             keys = [("thread", root["thread_id"])]
@@ -500,9 +504,16 @@ def _row_visible(p: Principal, row: Any) -> bool:
 
 
 async def _conversation_ok(conn: Connection, p: Principal, row: Any) -> bool:
-    if row["conversation_id"] is None or p.is_human:
+    if row["conversation_id"] is None:
         return True
-    members = (await channel_store.members(conn, [row["conversation_id"]])).get(row["conversation_id"], [])
+    return await _member_or_human(conn, p, row["conversation_id"])
+
+
+async def _member_or_human(conn: Connection, p: Principal, conversation_id: int) -> bool:
+    """Whether ``p`` may read the conversation: its members, and humans."""
+    if p.is_human:
+        return True
+    members = (await channel_store.members(conn, [conversation_id])).get(conversation_id, [])
     return p.agent_id in {m["id"] for m in members}
 
 
