@@ -70,3 +70,41 @@ async def test_filtering_by_a_conversation_one_is_not_in_is_not_found(world: Wor
     # participants and humans still read it
     assert [m["id"] for m in (await world.bot.messages(conversation=convo_id))["messages"]] == [root["id"]]
     assert [m["id"] for m in (await world.human.messages(thread=root["id"]))["messages"]] == [root["id"]]
+
+
+async def test_claims_of_a_conversation_thread_stay_with_its_participants(world: World) -> None:
+    _, root = await _private(world)
+    await world.bot.claim(root["id"], note="the kiwi secret is 42")
+    public = await world.peer.post("a public thread", channel="lobby")
+    await world.peer.claim(public["id"], note="public work")
+
+    def threads(page: dict) -> set[int]:
+        return {c["thread_id"] for c in page["claims"]}
+
+    assert root["id"] not in threads(await world.peer.claims())
+    assert public["id"] in threads(await world.peer.claims())
+    roster = (await world.peer.agents())["agents"]
+    assert not any(c["thread_id"] == root["id"] for a in roster for c in a["claims"])
+    assert not any(c["thread_id"] == root["id"] for c in (await world.peer.agent("pb"))["claims"])
+    # the holder and humans still see it
+    assert root["id"] in threads(await world.bot.claims())
+    assert root["id"] in threads(await world.human.claims())
+    assert any(c["thread_id"] == root["id"] for c in (await world.human.agent("pb"))["claims"])
+    await world.bot.done(root["id"], summary="the kiwi secret was 42")
+    assert root["id"] not in threads(await world.peer.claims(state="done"))
+
+
+async def test_a_humans_claims_elsewhere_stay_out_of_a_bots_roster(world: World) -> None:
+    elsewhere = await world.human.post("other's plum work", channel="lobby", workspace="other")
+    await world.human.claim(elsewhere["id"], note="the plum secret is 7")
+    here = await world.human.post("proj work", channel="lobby", workspace="proj")
+    await world.human.claim(here["id"], note="proj work")
+    for page in (
+        (await world.bot.agent("alice")),
+        *[a for a in (await world.bot.agents())["agents"] if a["handle"] == "alice"],
+    ):
+        assert [c["thread_id"] for c in page["claims"]] == [here["id"]]
+    assert {c["thread_id"] for c in (await world.human.agent("alice"))["claims"]} == {
+        here["id"],
+        elsewhere["id"],
+    }

@@ -56,8 +56,17 @@ async def claim_history(conn: Connection, thread_id: int) -> list[dict[str, Any]
     return [dict(row) for row in await store.history(conn, thread_id)]
 
 
-async def active_claims(conn: Connection, holder_ids: list[int]) -> list[dict[str, Any]]:
-    return [to_dict(row) for row in await store.held_by(conn, holder_ids)]
+async def active_claims(conn: Connection, p: Principal, holder_ids: list[int]) -> list[dict[str, Any]]:
+    """What these agents hold, of what ``p`` may see: its workspaces, its conversations."""
+    return [
+        to_dict(row)
+        for row in await store.held_by(
+            conn,
+            holder_ids,
+            workspace_ids=None if p.sees_all_workspaces else [p.workspace_id or 0],
+            viewer_id=None if p.is_human else p.agent_id,
+        )
+    ]
 
 
 async def on_post(conn: Connection, ctx: Context, thread_id: int, author_id: int) -> int | None:
@@ -419,6 +428,7 @@ async def list_claims(ctx: Context, p: Principal, q: ClaimList) -> Page:
             progress_before=ctx.ago(ctx.settings.stall_after) if q.stalled else None,
             after=q.since,
             limit=q.limit + 1,
+            viewer_id=None if p.is_human else p.agent_id,
         )
         unseen = None
         if q.stalled:
