@@ -33,7 +33,7 @@ async def me(ctx: Context, p: Principal) -> dict[str, Any]:
             "role": p.role,
             "cursor": await message_store.max_id(conn),
             "inbox": await message_store.unseen_count(conn, p.agent_id),
-            "claims": await active_claims(conn, [p.agent_id]),
+            "claims": await active_claims(conn, p, [p.agent_id]),
             "mandatory_reading": reading,
         }
 
@@ -55,7 +55,7 @@ async def roster(ctx: Context, p: Principal, q: AgentList) -> Page:
         if ids is None and not p.is_human:
             ids = [p.workspace_id or 0]
         rows = await store.list_agents(conn, ids, q.after, q.limit + 1)
-        claims = await active_claims(conn, [r["id"] for r in rows])
+        claims = await active_claims(conn, p, [r["id"] for r in rows])
         now = ctx.now()
         return [
             agent_dict(r, now) | {"claims": [c for c in claims if c["holder"] == r["handle"]]} for r in rows
@@ -72,6 +72,6 @@ async def get_agent(ctx: Context, p: Principal, handle: str) -> dict[str, Any]:
             raise NotFound("agent")
         if row["kind"] == "bot" and not scope.visible(p, row["workspace_id"]):
             raise NotFound("agent")
-        return agent_dict(row, ctx.now()) | {"claims": await active_claims(conn, [row["id"]])}
+        return agent_dict(row, ctx.now()) | {"claims": await active_claims(conn, p, [row["id"]])}
 
     return await ctx.db.read(read)

@@ -19,6 +19,7 @@ from ..clock import iso, parse_time
 from ..errors import Claimed, Forbidden, InvalidArgument, NotFound
 from ..hub import Event
 from ..principal import ADMIN_WORKSPACE, Principal
+from ..store import channels as channel_store
 from ..store import claims as store
 from ..store import identity as identity_store
 from ..store import messages as message_store
@@ -55,8 +56,17 @@ async def claim_history(conn: Connection, thread_id: int) -> list[dict[str, Any]
     return [dict(row) for row in await store.history(conn, thread_id)]
 
 
-async def active_claims(conn: Connection, holder_ids: list[int]) -> list[dict[str, Any]]:
-    return [to_dict(row) for row in await store.held_by(conn, holder_ids)]
+async def active_claims(conn: Connection, p: Principal, holder_ids: list[int]) -> list[dict[str, Any]]:
+    """What these agents hold, of what ``p`` may see: its workspaces, its conversations."""
+    return [
+        to_dict(row)
+        for row in await store.held_by(
+            conn,
+            holder_ids,
+            workspace_ids=None if p.sees_all_workspaces else [p.workspace_id or 0],
+            viewer_id=None if p.is_human else p.agent_id,
+        )
+    ]
 
 
 async def on_post(conn: Connection, ctx: Context, thread_id: int, author_id: int) -> int | None:
@@ -91,15 +101,21 @@ async def _thread(conn: Connection, p: Principal, thread_id: int) -> tuple[Any, 
         root = await message_store.by_id(conn, root["thread_id"])
     if root is None or not scope.visible(p, root["workspace_id"]):
         raise NotFound("thread")
-    if root["conversation_id"] is not None and not p.is_human:
-        from ..store import channels as channel_store
-
-        members = (await channel_store.members(conn, [root["conversation_id"]]))[root["conversation_id"]]
-        if p.agent_id not in {m["id"] for m in members}:
-            raise NotFound("thread")
+    conversation_id = root["conversation_id"]
+    if (
+        conversation_id is not None
+        and not p.is_human
+        and p.agent_id not in await _member_ids(conn, conversation_id)
+    ):
+        raise NotFound("thread")
     workspace = await scope.resolve(conn, p, root["workspace"])
     scope.require_writable(workspace)
     return root, workspace
+
+
+async def _member_ids(conn: Connection, conversation_id: int) -> set[int]:
+    members = (await channel_store.members(conn, [conversation_id])).get(conversation_id, [])
+    return {m["id"] for m in members}
 
 
 def _expired(claim: Any, now: str) -> bool:
@@ -312,6 +328,14 @@ async def handoff(ctx: Context, p: Principal, thread_id: int, req: HandoffReques
             )
         ):
             raise NotFound("agent")
+        # The holder reads the thread: a conversation's goes only to one of its members.
+        conversation_id = root["conversation_id"]
+        if (
+            conversation_id is not None
+            and target["kind"] != "human"
+            and target["id"] not in await _member_ids(conn, conversation_id)
+        ):
+            raise NotFound("agent")
         now = ctx.now()
         lease = iso(ctx.clock.now() + timedelta(minutes=_lease_minutes(current)))
         event = await _transition(
@@ -404,6 +428,7 @@ async def list_claims(ctx: Context, p: Principal, q: ClaimList) -> Page:
             progress_before=ctx.ago(ctx.settings.stall_after) if q.stalled else None,
             after=q.since,
             limit=q.limit + 1,
+            viewer_id=None if p.is_human else p.agent_id,
         )
         unseen = None
         if q.stalled:

@@ -119,16 +119,27 @@ def _check_meta(meta: dict[str, Any]) -> None:
         )
 
 
-async def _mentions(conn: Connection, body: str, workspace_id: int) -> dict[int, str]:
-    """Handles mentioned in ``body`` that exist in the workspace's scope: id -> handle."""
+async def _mentions(
+    conn: Connection, body: str, workspace_id: int, audience: frozenset[int] | None = None
+) -> dict[int, str]:
+    """Handles mentioned in ``body`` that exist in the workspace's scope: id -> handle.
+
+    In a conversation (``audience``, its members) only its members and humans count:
+    a mention must not carry the conversation's words to a bot outside it.
+    """
     wanted = {name.rstrip(".") for name in MENTION.findall(body)}
     if not wanted:
         return {}
     found = {}
     for agent in await identity_store.agents_by_handles(conn, sorted(wanted)):
-        in_scope = (
-            agent["kind"] == "human" or agent["workspace_id"] == workspace_id or agent["workspace"] == "admin"
-        )
+        if audience is not None:
+            in_scope = agent["kind"] == "human" or agent["id"] in audience
+        else:
+            in_scope = (
+                agent["kind"] == "human"
+                or agent["workspace_id"] == workspace_id
+                or agent["workspace"] == "admin"
+            )
         if in_scope and agent["kind"] != "system":
             found[agent["id"]] = agent["handle"]
     return found
@@ -164,8 +175,12 @@ async def append(
     if parent is not None:
         channel_id, channel_slug = parent["channel_id"], parent["channel"]
         conversation_id = parent["conversation_id"]
+    audience = None
+    if conversation_id is not None:
+        members = (await channel_store.members(conn, [conversation_id]))[conversation_id]
+        audience = frozenset(m["id"] for m in members)
     wanted = parse_mentions and "@" in body
-    mentioned = await _mentions(conn, body, workspace["id"]) if wanted else {}
+    mentioned = await _mentions(conn, body, workspace["id"], audience) if wanted else {}
     mentions = sorted(mentioned.values(), key=str.lower)
     now = ctx.now()
     message_id = await store.insert(
@@ -184,19 +199,22 @@ async def append(
         now=now,
     )
     reasons: dict[int, str] = {}
-    audience = None
     if parent is not None:
         for agent_id in await store.thread_participant_ids(conn, parent["thread_id"]):
             reasons[agent_id] = "thread"
         holder = await claims.on_post(conn, ctx, parent["thread_id"], author.agent_id)
         if holder is not None:
             reasons[holder] = "thread"
-    if conversation_id is not None:
-        members = (await channel_store.members(conn, [conversation_id]))[conversation_id]
-        audience = frozenset(m["id"] for m in members)
+    if audience is not None:
         reasons.update(dict.fromkeys(audience, "conversation"))
     reasons.update(dict.fromkeys(mentioned, "mention"))
     reasons.update(also_for or {})
+    if audience is not None:
+        # A conversation's messages reach only its members (and humans, who see everything).
+        for agent_id in [a for a in reasons if a not in audience]:
+            agent = await identity_store.agent_by_id(conn, agent_id)
+            if agent is None or agent["kind"] != "human":
+                reasons.pop(agent_id)
     reasons.pop(author.agent_id, None)
     if actor_id is not None:
         reasons.pop(actor_id, None)
@@ -409,13 +427,17 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
             keys = [("channel", flt.channel_id)]
         if q.conversation is not None:
             conversation = await channel_store.conversation_by_id(conn, q.conversation)
-            if conversation is None or not scope.visible(p, conversation["workspace_id"]):
+            if (
+                conversation is None
+                or not scope.visible(p, conversation["workspace_id"])
+                or not await _member_or_human(conn, p, conversation["id"])
+            ):
                 raise NotFound("conversation")
             flt.conversation_id = conversation["id"]
             keys = [("conversation", conversation["id"])]
         if q.thread is not None:
             root = await store.by_id(conn, q.thread)
-            if root is None or not scope.visible(p, root["workspace_id"]):
+            if root is None or not _row_visible(p, root) or not await _conversation_ok(conn, p, root):
                 raise NotFound("thread")
             flt.thread_id = root["thread_id"]
             keys = [("thread", root["thread_id"])]
@@ -487,9 +509,16 @@ def _row_visible(p: Principal, row: Any) -> bool:
 
 
 async def _conversation_ok(conn: Connection, p: Principal, row: Any) -> bool:
-    if row["conversation_id"] is None or p.is_human:
+    if row["conversation_id"] is None:
         return True
-    members = (await channel_store.members(conn, [row["conversation_id"]])).get(row["conversation_id"], [])
+    return await _member_or_human(conn, p, row["conversation_id"])
+
+
+async def _member_or_human(conn: Connection, p: Principal, conversation_id: int) -> bool:
+    """Whether ``p`` may read the conversation: its members, and humans."""
+    if p.is_human:
+        return True
+    members = (await channel_store.members(conn, [conversation_id])).get(conversation_id, [])
     return p.agent_id in {m["id"] for m in members}
 
 

@@ -13,6 +13,23 @@ COLUMNS = """c.thread_id, c.workspace_id, w.slug AS workspace, c.state, c.holder
     a.handle AS holder, c.note, c.claimed_at, c.lease_until, c.progress_at, c.nudged_at, c.updated_at"""
 FROM = """claims c JOIN workspaces w ON w.id = c.workspace_id
     LEFT JOIN agents a ON a.id = c.holder_id"""
+# A claim of a conversation's thread shows only to the conversation's members.
+MEMBER_CLAUSE = """NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = c.thread_id
+    AND m.conversation_id IS NOT NULL AND m.conversation_id NOT IN
+        (SELECT conversation_id FROM conversation_members WHERE agent_id = ?))"""
+
+
+def _scope(workspace_ids: list[int] | None, viewer_id: int | None) -> tuple[list[str], list[Any]]:
+    """Clauses keeping claims in these workspaces (all: None) that ``viewer_id`` may see (all: None)."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if workspace_ids is not None:
+        clauses.append(f"c.workspace_id IN ({','.join('?' * len(workspace_ids)) or 'NULL'})")
+        params += workspace_ids
+    if viewer_id is not None:
+        clauses.append(MEMBER_CLAUSE)
+        params.append(viewer_id)
+    return clauses, params
 
 
 async def get(conn: Connection, thread_id: int) -> Row | None:
@@ -28,15 +45,24 @@ async def for_threads(conn: Connection, thread_ids: list[int]) -> list[Row]:
     )
 
 
-async def held_by(conn: Connection, holder_ids: list[int]) -> list[Row]:
+async def held_by(
+    conn: Connection,
+    holder_ids: list[int],
+    *,
+    workspace_ids: list[int] | None = None,
+    viewer_id: int | None = None,
+) -> list[Row]:
+    """Claims these agents hold, of those a viewer may see (see :func:`_scope`)."""
     if not holder_ids:
         return []
     marks = ",".join("?" * len(holder_ids))
+    clauses, params = _scope(workspace_ids, viewer_id)
+    extra = "".join(f" AND {c}" for c in clauses)
     return await all_rows(
         conn,
-        f"""SELECT {COLUMNS} FROM {FROM} WHERE c.state = 'claimed' AND c.holder_id IN ({marks})
+        f"""SELECT {COLUMNS} FROM {FROM} WHERE c.state = 'claimed' AND c.holder_id IN ({marks}){extra}
             ORDER BY c.thread_id LIMIT 500""",
-        tuple(holder_ids),
+        (*holder_ids, *params),
     )
 
 
@@ -49,11 +75,11 @@ async def select(
     progress_before: str | None,
     after: int,
     limit: int,
+    viewer_id: int | None = None,
 ) -> list[Row]:
-    clauses, params = ["c.thread_id > ?"], [after]
-    if workspace_ids is not None:
-        clauses.append(f"c.workspace_id IN ({','.join('?' * len(workspace_ids)) or 'NULL'})")
-        params += workspace_ids
+    clauses, params = _scope(workspace_ids, viewer_id)
+    clauses.insert(0, "c.thread_id > ?")
+    params.insert(0, after)
     if holder_id is not None:
         clauses.append("c.holder_id = ?")
         params.append(holder_id)
