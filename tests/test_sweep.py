@@ -174,6 +174,23 @@ async def test_unseen_mail_to_an_away_bot_is_flagged(clocked_world: World, clock
     assert (await w.human.claims(stalled=True))["unseen"] == []
 
 
+async def test_unseen_conversation_mail_is_listed_only_to_its_members(
+    clocked_world: World, clock: ManualClock
+) -> None:
+    w = clocked_world
+    await w.peer.me()
+    clock.advance(25 * 3600)  # pb2 has been away for a day
+    room = (await w.human.open_conversation(["pb2", "pb"], workspace="proj"))["conversation"]
+    private = await w.human.post("pb2, the private plan", conversation=room["id"])
+    clock.advance(31 * MINUTE)
+    assert (await sweep(w.board.ctx)).flagged >= 1
+    flagged = [u["message_id"] for u in (await w.human.claims(stalled=True))["unseen"]]
+    assert private["id"] in flagged  # it is there to leak
+    assert private["id"] in [u["message_id"] for u in (await w.bot.claims(stalled=True))["unseen"]]
+    outsider = await w.board.bot("pb3", "proj")
+    assert private["id"] not in [u["message_id"] for u in (await outsider.claims(stalled=True))["unseen"]]
+
+
 async def test_mail_marked_done_is_not_flagged_unseen(clocked_world: World, clock: ManualClock) -> None:
     w = clocked_world
     posted = await w.human.post("@pb2 please look", channel="lobby", workspace="proj")

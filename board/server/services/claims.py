@@ -432,7 +432,8 @@ async def list_claims(ctx: Context, p: Principal, q: ClaimList) -> Page:
         )
         unseen = None
         if q.stalled:
-            unseen = [dict(r) for r in await store.unseen(conn, ids, 100)]
+            viewer = None if p.is_human else p.agent_id
+            unseen = [dict(r) for r in await store.unseen(conn, ids, viewer, 100)]
         return [to_dict(r) for r in rows], unseen
 
     items, unseen = await ctx.db.read(read)

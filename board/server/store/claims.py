@@ -211,12 +211,19 @@ async def flag_unseen(conn: Connection, away_before: str, created_before: str, n
     return cur.rowcount
 
 
-async def unseen(conn: Connection, workspace_ids: list[int] | None, limit: int) -> list[Row]:
+async def unseen(
+    conn: Connection, workspace_ids: list[int] | None, viewer_id: int | None, limit: int
+) -> list[Row]:
+    """Flagged unseen mail; a conversation's only for its members (``viewer_id``; None: a human)."""
     where = ""
     params: list[Any] = []
     if workspace_ids is not None:
         where = f"AND m.workspace_id IN ({','.join('?' * len(workspace_ids)) or 'NULL'})"
         params = list(workspace_ids)
+    if viewer_id is not None:
+        where += """ AND (m.conversation_id IS NULL OR m.conversation_id IN
+                     (SELECT conversation_id FROM conversation_members WHERE agent_id = ?))"""
+        params.append(viewer_id)
     return await all_rows(
         conn,
         f"""SELECT f.message_id, a.handle, f.flagged_at, m.thread_id FROM unseen_flags f
