@@ -82,3 +82,11 @@ async def test_conversations_are_private_to_their_participants(world: World) -> 
     with pytest.raises(BoardAPIError) as caught:
         await world.peer.post("let me in", conversation=convo["id"])
     assert caught.value.code == "FORBIDDEN"
+
+
+async def test_an_admin_bot_reads_a_thread_of_any_workspace_by_its_id(world: World) -> None:
+    root = await world.human.post("proj work", channel="lobby", workspace="proj")
+    await world.bot.post("a reply", reply_to=root["id"])
+    page = await world.admin_bot.messages(thread=root["id"], since=0)
+    assert len(page["messages"]) == 2
+    assert (await world.admin_bot.messages(thread=root["id"], since=0, workspace="admin"))["messages"] == []

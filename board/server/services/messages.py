@@ -413,8 +413,11 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
 
     async def resolve(conn: Connection) -> tuple[MessageFilter, list[Key]]:
         workspace = await scope.resolve_optional(conn, p, q.workspace)
+        # A thread or conversation names its own workspace (its visibility is checked below),
+        # so an admin bot naming none is not held to `admin` for it.
+        located = q.workspace is None and (q.thread is not None or q.conversation is not None)
         flt = MessageFilter(
-            workspace_ids=scope.workspace_ids(p, workspace),
+            workspace_ids=None if located and p.sees_all_workspaces else scope.workspace_ids(p, workspace),
             viewer_id=None if p.is_human else p.agent_id,
             since=q.since,
             before=q.before,
