@@ -60,9 +60,24 @@ async def run(url: str, human: str, bots: list[tuple[str, str]], mode: str, post
                     arrivals.setdefault(m["id"], []).append(now)
                     since = max(since, m["id"])
 
+        async def board_holding() -> int:
+            async with http.get("/metrics") as resp:
+                for line in (await resp.text()).splitlines():
+                    if line.startswith("board_longpolls_open "):
+                        return int(line.split()[1])
+            return -1
+
+        async def settled() -> None:
+            """Every waiter is held by the board (not merely sent), so posts never race re-polls."""
+            await _until(lambda: waiting["n"] == len(bots))
+            deadline = time.monotonic() + 30
+            while await board_holding() != len(bots):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the board holds {await board_holding()} of {len(bots)} waiters")
+                await asyncio.sleep(0.01)
+
         tasks = [asyncio.create_task(waiter(t)) for _, t in bots]
-        await _until(lambda: waiting["n"] == len(bots))
-        await asyncio.sleep(0.5)
+        await settled()
         latencies = []
         for i in range(posts):
             body: dict[str, Any] = {"workspace": "bench", "channel": "watch", "body": f"post {i}"}
@@ -75,7 +90,7 @@ async def run(url: str, human: str, bots: list[tuple[str, str]], mode: str, post
             expected = 1 if mode == "one" else len(bots)
             await _until(lambda mid=message_id, n=expected: len(arrivals.get(mid, ())) >= n)
             latencies.append(max(arrivals[message_id]) - sent)
-            await _until(lambda: waiting["n"] == len(bots))
+            await settled()
         stop.set()
         for task in tasks:
             task.cancel()
@@ -90,9 +105,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rows = []
     for w in args.waiters:
-        with board_process() as board:
-            fleet = asyncio.run(make_fleet(board, w))
-            for mode in ("one", "all"):
+        for mode in ("one", "all"):
+            # A fresh board per mode: requests the last mode left held would count as waiters.
+            with board_process() as board:
+                fleet = asyncio.run(make_fleet(board, w))
                 rows.append(asyncio.run(run(board.url, fleet.human, fleet.bots, mode, args.posts)))
     report("wake", rows)
 
