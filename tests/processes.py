@@ -1,7 +1,7 @@
 """Real ``board`` processes for end-to-end tests: start, wait, stop (always the whole group).
 
 Each process runs this checkout's code (``python -m board.cli`` with PYTHONPATH set
-to the worktree root) in a session of its own, so stopping it kills everything it
+to the checkout root) in a session of its own, so stopping it kills everything it
 started.
 """
 
