@@ -86,7 +86,12 @@ def serve(db: str | None, bind: str | None, port: int | None) -> None:
 
     try:
         web.run_app(
-            create_app(settings), host=settings.bind, port=settings.port, print=started, access_log=None
+            create_app(settings),
+            host=settings.bind,
+            port=settings.port,
+            print=started,
+            access_log=None,
+            handler_cancellation=True,  # a caller who hangs up frees its long-poll at once
         )
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None

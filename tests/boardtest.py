@@ -61,7 +61,7 @@ async def start_board(tmp_path: Path, *, clock: Clock | None = None, **overrides
     db_path = tmp_path / "board.db"
     settings = Settings(db=str(db_path), **overrides)
     app = create_app(settings, clock=clock)
-    server = TestServer(app, host="127.0.0.1")
+    server = TestServer(app, host="127.0.0.1", handler_cancellation=True)  # as `board serve` runs
     await server.start_server()
     return Board(server, app, db_path)
 

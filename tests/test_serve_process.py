@@ -235,3 +235,48 @@ async def test_stopping_the_board_releases_held_long_polls_at_once(tmp_path: Pat
         assert served.proc.wait(timeout=10) == 0
     finally:
         kill(served.proc)
+
+
+async def test_a_caller_who_hangs_up_frees_its_long_poll(tmp_path: Path) -> None:
+    db = tmp_path / "board.db"
+    env = board_env()
+    subprocess.run(
+        command("admin", "user", "add", "al", "--db", str(db)), env=env, check=True, capture_output=True
+    )
+    token = (
+        subprocess.run(
+            command("admin", "token", "al", "--db", str(db)),
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    served = serve(db)
+
+    async def held() -> int:
+        async with BoardClient(served.url) as anon:
+            text = await anon.request("GET", "/metrics")
+        return int(
+            next(line for line in text.splitlines() if line.startswith("board_longpolls_open ")).split()[1]
+        )
+
+    async def until(count: int) -> int:
+        for _ in range(200):
+            if (now := await held()) == count:
+                return now
+            await asyncio.sleep(0.02)
+        return await held()
+
+    try:
+        wait_healthy(served)
+        leaving = BoardClient(served.url, token)
+        polling = asyncio.create_task(leaving.inbox(wait=60))
+        assert await until(1) == 1  # the board holds it
+        polling.cancel()
+        await leaving.close()  # the caller hangs up
+        assert await until(0) == 0  # and the board lets it go, long before the 60 s
+    finally:
+        kill(served.proc)

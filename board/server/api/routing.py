@@ -154,20 +154,31 @@ def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespon
             call.body = parse_body(route.body, data)
         elif data:
             raise InvalidArgument(f"{route.method} {route.path} takes no body fields.")
-        if rid is None:
-            return await _run(route, call)
-        token = audit.request_id.set(rid)
-        try:
-            if principal is None:
-                # A public write (registration) has no caller to key a replay by,
-                # but its audit row still names the request id.
-                return await _run(route, call)
-            return await _idempotent(route, call, principal, rid, _fingerprint(request, data))
-        finally:
-            audit.request_id.reset(token)
+        if route.method not in MUTATING:
+            return await _run(route, call)  # a read (a long-poll too) ends with its caller
+        # A write runs to its end even if the caller hangs up: its effect and its
+        # stored outcome are never split by a cancelled handler.
+        fingerprint = _fingerprint(request, data) if rid else ""
+        return await asyncio.shield(_write(route, call, principal, rid, fingerprint))
 
     handle.__name__ = getattr(route.handler, "__name__", "handle")
     return handle
+
+
+async def _write(
+    route: Route, call: Call, principal: Principal | None, rid: str | None, fingerprint: str
+) -> web.StreamResponse:
+    if rid is None:
+        return await _run(route, call)
+    token = audit.request_id.set(rid)
+    try:
+        if principal is None:
+            # A public write (registration) has no caller to key a replay by,
+            # but its audit row still names the request id.
+            return await _run(route, call)
+        return await _idempotent(route, call, principal, rid, fingerprint)
+    finally:
+        audit.request_id.reset(token)
 
 
 async def _run(route: Route, call: Call) -> web.StreamResponse:
