@@ -36,6 +36,22 @@ def command(*args: str) -> list[str]:
     return [sys.executable, "-m", "board.cli", *args]
 
 
+def add_human(db: Path, handle: str, env: dict[str, str] | None = None) -> str:
+    """Create a human with the operator's CLI and return its API token (the last line printed)."""
+    env = env or board_env()
+    subprocess.run(
+        command("admin", "user", "add", handle, "--db", str(db)), env=env, check=True, capture_output=True
+    )
+    printed = subprocess.run(
+        command("admin", "token", handle, "--db", str(db)),
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return printed.strip().splitlines()[-1]
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

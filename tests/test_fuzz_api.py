@@ -11,26 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from processes import board_env, command, kill, serve, wait_healthy
+from processes import add_human, board_env, kill, serve, wait_healthy
 
 
 def test_no_generated_request_makes_the_board_fail(tmp_path: Path) -> None:
     db = tmp_path / "board.db"
     env = board_env(BOARD_WRITE_RATE="100000", BOARD_WRITE_BURST="100000", BOARD_MAX_WAIT="1")
-    subprocess.run(
-        command("admin", "user", "add", "alice", "--db", str(db)), env=env, check=True, capture_output=True
-    )
-    token = (
-        subprocess.run(
-            command("admin", "token", "alice", "--db", str(db)),
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        .stdout.strip()
-        .splitlines()[-1]
-    )
+    token = add_human(db, "alice", env)
     served = serve(db, env=env)
     try:
         wait_healthy(served)

@@ -10,7 +10,7 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
-from processes import board_env, command, kill, serve, wait_for_output, wait_healthy
+from processes import add_human, board_env, command, kill, serve, wait_for_output, wait_healthy
 
 from board.client import BoardAPIError, BoardClient
 from board.server.services import auth
@@ -207,20 +207,7 @@ async def test_stopping_the_board_releases_held_long_polls_at_once(tmp_path: Pat
 
     db = tmp_path / "board.db"
     env = board_env()
-    subprocess.run(
-        command("admin", "user", "add", "al", "--db", str(db)), env=env, check=True, capture_output=True
-    )
-    token = (
-        subprocess.run(
-            command("admin", "token", "al", "--db", str(db)),
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        .stdout.strip()
-        .splitlines()[-1]
-    )
+    token = add_human(db, "al", env)
     served = serve(db)
     try:
         wait_healthy(served)
@@ -240,20 +227,7 @@ async def test_stopping_the_board_releases_held_long_polls_at_once(tmp_path: Pat
 async def test_a_caller_who_hangs_up_frees_its_long_poll(tmp_path: Path) -> None:
     db = tmp_path / "board.db"
     env = board_env()
-    subprocess.run(
-        command("admin", "user", "add", "al", "--db", str(db)), env=env, check=True, capture_output=True
-    )
-    token = (
-        subprocess.run(
-            command("admin", "token", "al", "--db", str(db)),
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        .stdout.strip()
-        .splitlines()[-1]
-    )
+    token = add_human(db, "al", env)
     served = serve(db)
 
     async def held() -> int:
