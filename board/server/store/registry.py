@@ -105,22 +105,23 @@ async def insert_profile(conn: Connection, name: str, workspace_id: int, values:
     cur = await conn.execute(
         """INSERT INTO profiles (name, workspace_id, harness, model, flags, repo, watch, goal, identity,
                version, created_at, updated_at, updated_by) VALUES (?,?,?,?,?,?,?,?,?,1,?,?,?)""",
-        (
-            name,
-            workspace_id,
-            values["harness"],
-            values["model"],
-            json.dumps(values["flags"]),
-            values["repo"],
-            json.dumps(values["watch"]),
-            values["goal"],
-            values["identity"],
-            values["updated_at"],
-            values["updated_at"],
-            values["updated_by"],
-        ),
+        (name, workspace_id, *_profile_fields(values), values["updated_at"], values["updated_by"]),
     )
     return int(cur.lastrowid or 0)
+
+
+def _profile_fields(values: dict[str, Any]) -> tuple[Any, ...]:
+    """harness, model, flags, repo, watch, goal, identity, updated_at: as the columns hold them."""
+    return (
+        values["harness"],
+        values["model"],
+        json.dumps(values["flags"]),
+        values["repo"],
+        json.dumps(values["watch"]),
+        values["goal"],
+        values["identity"],
+        values["updated_at"],
+    )
 
 
 async def update_profile(conn: Connection, profile_id: int, values: dict[str, Any]) -> None:
@@ -129,14 +130,7 @@ async def update_profile(conn: Connection, profile_id: int, values: dict[str, An
         """UPDATE profiles SET harness = ?, model = ?, flags = ?, repo = ?, watch = ?, goal = ?,
                identity = ?, version = version + 1, updated_at = ?, updated_by = ? WHERE id = ?""",
         (
-            values["harness"],
-            values["model"],
-            json.dumps(values["flags"]),
-            values["repo"],
-            json.dumps(values["watch"]),
-            values["goal"],
-            values["identity"],
-            values["updated_at"],
+            *_profile_fields(values),
             values["updated_by"],
             profile_id,
         ),
