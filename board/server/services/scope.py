@@ -13,6 +13,7 @@ from aiosqlite import Connection
 
 from ..errors import Forbidden, InvalidArgument, NotFound
 from ..principal import ADMIN_WORKSPACE, Principal
+from ..store import channels as channel_store
 from ..store import workspaces as store
 
 
@@ -47,6 +48,26 @@ def visible(p: Principal, workspace_id: int) -> bool:
 def require_visible(p: Principal, workspace_id: int, what: str) -> None:
     if not visible(p, workspace_id):
         raise NotFound(what)
+
+
+async def in_conversation(conn: Connection, p: Principal, conversation_id: int | None) -> bool:
+    """Whether ``p`` may read a conversation: its members, and humans. A channel (None) is open."""
+    if conversation_id is None or p.is_human:
+        return True
+    members = (await channel_store.members(conn, [conversation_id])).get(conversation_id, [])
+    return p.agent_id in {m["id"] for m in members}
+
+
+async def message_visible(conn: Connection, p: Principal, row: Any) -> bool:
+    """Whether ``p`` may read a stored message row: its workspace, and its conversation if any."""
+    return visible(p, row["workspace_id"]) and await in_conversation(conn, p, row["conversation_id"])
+
+
+async def require_message(conn: Connection, p: Principal, row: Any | None, what: str) -> Any:
+    """The message row, or NOT_FOUND as for an absent one when ``p`` may not read it."""
+    if row is None or not await message_visible(conn, p, row):
+        raise NotFound(what)
+    return row
 
 
 def require_writable(workspace: Any) -> None:
