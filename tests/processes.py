@@ -21,6 +21,16 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+SUITE_BIN = Path(sys.executable).parent  # .venv/bin when run by scripts/test.sh
+
+
+def use_suite_python() -> None:
+    """Put the suite's own interpreter first on PATH, for every child the suite starts.
+
+    ``bin/bot`` and the fake harnesses start with ``#!/usr/bin/env python3``: without
+    this, they would run under whatever python3 the machine has, with its packages.
+    """
+    os.environ["PATH"] = os.pathsep.join([str(SUITE_BIN), os.environ.get("PATH", "")])
 
 
 def board_env(**extra: str) -> dict[str, str]:
