@@ -20,6 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from boardtest import eventually
+
+from board.client import BoardClient
+
 ROOT = Path(__file__).resolve().parent.parent
 SUITE_BIN = Path(sys.executable).parent  # .venv/bin when run by scripts/test.sh
 
@@ -116,6 +120,23 @@ def wait_healthy(served: Served, timeout: float = 20.0) -> dict[str, Any]:
             if time.monotonic() > deadline:
                 raise AssertionError(f"board did not answer in {timeout} s:\n{served.output()}") from None
             time.sleep(0.05)
+
+
+async def longpolls_open(url: str) -> int:
+    """The board's own count of the long-polls it holds (the /metrics gauge)."""
+    async with BoardClient(url) as anon:
+        text = await anon.request("GET", "/metrics")
+    gauge = next(line for line in text.splitlines() if line.startswith("board_longpolls_open "))
+    return int(gauge.split()[1])
+
+
+async def longpolls(url: str, count: int, timeout: float = 15.0) -> None:
+    """Wait until the board at ``url`` holds exactly ``count`` long-polls."""
+
+    async def reached() -> bool:
+        return await longpolls_open(url) == count
+
+    await eventually(reached, f"{count} long-poll(s) held by {url}", timeout, interval=0.02)
 
 
 def wait_for_output(served: Served, text: str, timeout: float = 20.0) -> str:

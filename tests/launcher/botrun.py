@@ -3,28 +3,24 @@ database, and a real ``bot run`` process with the fake harnesses on PATH.
 
 The board runs in the test's event loop (so tests can use ``populate`` and the
 service layer), on a fixed loopback port; the bot is a separate process that
-reaches it over HTTP like any daemon. Tests wait with ``asyncio.sleep`` so the
-board keeps serving while they wait.
+reaches it over HTTP like any daemon. Tests wait with ``eventually`` (an
+``asyncio.sleep`` loop) so the board keeps serving while they wait.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import inspect
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from aiohttp.test_utils import TestServer
-from boardtest import Board
+from boardtest import Board, eventually
 from fakeharness import FAKES_BIN, Fake
 
 from board.client import BoardClient
@@ -32,7 +28,6 @@ from board.server.app import create_app
 from board.server.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
-T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -66,22 +61,6 @@ class LiveBoard:
                 await client.close()
             await self.board.server.close()
             self.board = None
-
-
-async def eventually(
-    probe: Callable[[], Awaitable[T] | T], what: str, timeout: float = 15.0, interval: float = 0.05
-) -> T:
-    """probe() (sync or async) until it is truthy; the test fails naming what after timeout."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if inspect.isawaitable(last):
-            last = await last
-        if last:
-            return last
-        await asyncio.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
 
 
 class BotProcess:
