@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp.test_utils import TestServer
 from boardtest import Board, eventually
-from fakeharness import FAKES_BIN, Fake
+from fakeharness import FAKES_BIN, Fake, read_jsonl
 
 from board.client import BoardClient
 from board.server.app import create_app
@@ -139,10 +139,7 @@ class BotProcess:
         )
 
     def events(self, name: str | None = None) -> list[dict[str, Any]]:
-        path = self.state_dir / "bot.log"
-        if not path.exists():
-            return []
-        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        rows = read_jsonl(self.state_dir / "bot.log")
         return [r for r in rows if name is None or r["event"] == name]
 
     def state(self) -> dict[str, Any]:
