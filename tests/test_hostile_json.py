@@ -78,10 +78,10 @@ async def test_meta_at_the_depth_limit_is_stored_and_read_back(world: World) -> 
 STRING_FIELDS = [
     ("POST", "/api/messages", '{"body":"x\\ud800","channel":"general"}', "body"),
     ("POST", "/api/messages", '{"body":"x","channel":"general","tags":["\\udbff"]}', "tags[0]"),
-    ("PUT", "/api/knowledge/notes/a", '{"body":"\\ud800","base_revision":0,"reason":"r"}', "body"),
+    ("PUT", "/api/knowledge/notes/a.md", '{"body":"\\ud800","base_revision":0,"reason":"r"}', "body"),
     (
         "PUT",
-        "/api/knowledge/notes/a",
+        "/api/knowledge/notes/a.md",
         '{"body":"b","base_revision":0,"reason":"r","sources":[{"note":"\\ud800"}]}',
         "sources[0].note",
     ),
@@ -112,7 +112,7 @@ async def test_an_unknown_field_with_a_surrogate_is_refused_readably(world: Worl
     [
         ("POST", "/api/messages"),
         ("POST", "/api/receipts"),
-        ("PUT", "/api/knowledge/a"),
+        ("PUT", "/api/knowledge/a.md"),
         ("POST", "/api/agents"),
     ],
 )
