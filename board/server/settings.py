@@ -35,6 +35,10 @@ class Settings:
     max_wait: int = field(
         default=60, metadata={"help": "Longest long-poll hold in seconds (a longer wait= is cut to it)."}
     )
+    max_waits: int = field(
+        default=8,
+        metadata={"help": "Long-polls one token may hold at once; a newer one answers the oldest at once."},
+    )
     readers: int = field(default=4, metadata={"help": "Read connections to the database."})
     sweep_every: int = field(default=300, metadata={"help": "Seconds between sweeps."})
     stall_after: int = field(

@@ -20,11 +20,12 @@ class Context:
     db: Database
     settings: Settings
     clock: Clock = field(default_factory=Clock)
-    hub: Hub = field(default_factory=Hub)
+    hub: Hub = field(init=False)
     tokens: TokenCache = field(default_factory=TokenCache)
     limiter: RateLimiter | None = None
 
     def __post_init__(self) -> None:
+        self.hub = Hub(self.settings.max_waits)
         if self.limiter is None:
             self.limiter = RateLimiter(
                 self.settings.write_rate, self.settings.write_burst, self.clock.monotonic

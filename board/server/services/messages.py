@@ -479,7 +479,7 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
             return None
         return m
 
-    items = await poll(ctx, keys, q.wait, fetch, match, since=q.since)
+    items = await poll(ctx, keys, q.wait, fetch, match, owner=p.agent_id, since=q.since)
     cursor = head["cursor"]
     return bounded_page(
         ctx,
@@ -580,7 +580,7 @@ async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
             return None
         return event.message | {"reason": reason}
 
-    items = await poll(ctx, [("agent", p.agent_id)], q.wait, fetch, match, since=q.since)
+    items = await poll(ctx, [("agent", p.agent_id)], q.wait, fetch, match, owner=p.agent_id, since=q.since)
     page = bounded_page(
         ctx,
         "messages",
