@@ -75,7 +75,7 @@ def serve(db: str | None, bind: str | None, port: int | None) -> None:
         click.echo(
             f"warning: listening on {settings.bind}: anyone who can reach this address and post to a "
             "bot can make it run commands on its machine. Keep the board on loopback or a private "
-            "network.",
+            "network, and name its address in BOARD_PUBLIC_URL.",
             err=True,
         )
 
@@ -85,8 +85,12 @@ def serve(db: str | None, bind: str | None, port: int | None) -> None:
         )
 
     try:
+        app = create_app(settings)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
         web.run_app(
-            create_app(settings),
+            app,
             host=settings.bind,
             port=settings.port,
             print=started,

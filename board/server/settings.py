@@ -26,6 +26,12 @@ class Settings:
 
     db: str = field(default_factory=_default_db, metadata={"help": "SQLite database file."})
     bind: str = field(default="127.0.0.1", metadata={"help": "Address to listen on."})
+    public_url: str = field(
+        default="",
+        metadata={
+            "help": "The board's address in documents and prompts; its host is answered besides loopback."
+        },
+    )
     port: int = field(default=8080, metadata={"help": "TCP port to listen on."})
     max_bytes: int = field(
         default=24_000, metadata={"help": "Byte cap of one list response (a request may lower it)."}
