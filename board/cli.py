@@ -65,6 +65,7 @@ def serve(db: str | None, bind: str | None, port: int | None) -> None:
     """Run the board server."""
     from aiohttp import web
 
+    from .server.api.gate import SERVER_ARGS
     from .server.app import create_app
     from .server.logs import configure as configure_logs
     from .server.store.db import StoreError
@@ -95,7 +96,7 @@ def serve(db: str | None, bind: str | None, port: int | None) -> None:
             port=settings.port,
             print=started,
             access_log=None,
-            handler_cancellation=True,  # a caller who hangs up frees its long-poll at once
+            **SERVER_ARGS,
         )
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from .api.errors import error_middleware
-from .api.hosts import Hosts, host_middleware
+from .api.gate import Hosts, gate_middleware
 from .api.keys import CONTEXT, HOSTS, PRESENCE, REPLAYS, ROUTES
 from .api.metrics import METRICS, Metrics, metrics_middleware
 from .api.routing import Replays, endpoint
@@ -35,7 +35,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: boo
     """
     hosts = Hosts.from_settings(settings)
     app = web.Application(
-        middlewares=[metrics_middleware, error_middleware, host_middleware(hosts)], client_max_size=MAX_BODY
+        middlewares=[metrics_middleware, error_middleware, gate_middleware(hosts)], client_max_size=MAX_BODY
     )
     app[HOSTS] = hosts
     routes = all_routes()

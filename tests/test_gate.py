@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import AsyncIterator
@@ -10,8 +11,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 from boardtest import Board, World, populate, snapshot, start_board, stop_board
+from processes import board_env, kill, serve, wait_healthy
 
-from board.server.api.hosts import Hosts
+from board.server.api.gate import MAX_URL, Hosts
 from board.server.app import create_app
 from board.server.settings import Settings
 
@@ -106,3 +108,48 @@ async def test_documents_and_prompts_name_the_public_url(public_world: World) ->
     assert (await public_world.bot.request("GET", "/api"))["board"] == url
     prompt = await public_world.bot.bot_prompt("pb", [], first=True)
     assert f"This board is at {url}." in prompt["first_turn"]
+
+
+def raw_request(port: int, target: bytes, host: bytes = b"localhost") -> tuple[bytes, bytes]:
+    """One request over a plain socket (no client library trims or refuses it): head and body."""
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return head, body
+
+
+async def test_a_url_over_8_kib_gets_the_json_error(board: Board) -> None:
+    for size in (MAX_URL + 1, 100_000):
+        target = b"/api/messages?q=" + b"A" * size
+        head, body = await asyncio.to_thread(raw_request, board.server.port, target)
+        assert head.startswith(b"HTTP/1.1 413"), head
+        error = json.loads(body)["error"]
+        assert error["code"] == "LIMIT_EXCEEDED" and error["details"]["limit"] == MAX_URL
+        assert b"AAAA" not in body
+    head, body = await asyncio.to_thread(raw_request, board.server.port, b"/healthz?" + b"a" * (MAX_URL - 20))
+    assert head.startswith(b"HTTP/1.1 422"), head  # under the limit: the route's own answer
+
+
+def test_board_serve_checks_hosts_and_url_length_and_names_its_public_url(tmp_path: Path) -> None:
+    served = serve(tmp_path / "board.db", env=board_env(BOARD_PUBLIC_URL="https://board.example"))
+    try:
+        wait_healthy(served)
+        head, body = raw_request(served.port, b"/healthz?" + b"A" * MAX_URL)
+        assert head.startswith(b"HTTP/1.1 413") and json.loads(body)["error"]["code"] == "LIMIT_EXCEEDED"
+        head, body = raw_request(served.port, b"/agents.md", host=b"rebound.evil.example")
+        assert head.startswith(b"HTTP/1.1 421") and json.loads(body)["error"]["code"] == "MISDIRECTED_REQUEST"
+        head, body = raw_request(served.port, b"/agents.md", host=b"board.example")
+        assert head.startswith(b"HTTP/1.1 200") and b"This board is at https://board.example." in body
+    finally:
+        kill(served.proc)
+    assert "Error handling request" not in served.output()
+
+
+def test_board_serve_refuses_a_malformed_public_url(tmp_path: Path) -> None:
+    served = serve(tmp_path / "board.db", env=board_env(BOARD_PUBLIC_URL="board.example"))
+    assert served.proc.wait(timeout=30) != 0
+    assert "BOARD_PUBLIC_URL must be an http(s) URL" in served.output()
+    assert "Traceback" not in served.output()

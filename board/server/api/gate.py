@@ -1,6 +1,8 @@
-"""Which ``Host`` the board answers to, and the address its documents name.
+"""What a request must be before any route sees it: a known ``Host``, a URL of at most 8 KiB.
 
-A page on an attacker's site can rebind its own name to 127.0.0.1 and then
+The address documents name comes from here too.
+
+**Host.** A page on an attacker's site can rebind its own name to 127.0.0.1 and then
 read what the board serves to loopback (``/metrics``) or the documents it
 would fill with that name. A rebinding always arrives with the attacker's name
 in ``Host``, so the board answers only to names it knows:
@@ -13,6 +15,12 @@ in ``Host``, so the board answers only to names it knows:
 
 Anything else is ``MISDIRECTED_REQUEST`` (421). A request without ``Host``
 (HTTP/1.0) cannot come from a browser page and is answered.
+
+**URL length.** A URL over :data:`MAX_URL` bytes is ``LIMIT_EXCEEDED`` in the
+JSON envelope. The HTTP parser itself accepts request lines up to
+:data:`MAX_LINE` (:data:`SERVER_ARGS`, used by ``board serve`` and the tests),
+so that it is this check, not the parser's plain-text 400 echoing the line,
+that answers.
 """
 
 from __future__ import annotations
@@ -21,14 +29,22 @@ import ipaddress
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from ..errors import Misdirected
+from ..errors import LimitExceeded, Misdirected
 from ..settings import Settings
 
 WILDCARDS = ("", "0.0.0.0", "::")
+MAX_URL = 8192
+MAX_LINE = 1024 * 1024  # as large as a body may be
+#: Arguments of the aiohttp server running the board.
+SERVER_ARGS: dict[str, Any] = {
+    "handler_cancellation": True,  # a caller who hangs up frees its long-poll at once
+    "max_line_size": MAX_LINE,
+}
 
 
 def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -95,17 +111,20 @@ class Hosts:
         return self.public_url or f"{request.scheme}://{request.host}"
 
 
-def host_middleware(hosts: Hosts) -> Callable[..., Awaitable[web.StreamResponse]]:
+def gate_middleware(hosts: Hosts) -> Callable[..., Awaitable[web.StreamResponse]]:
     @web.middleware
-    async def check_host(
+    async def gate(
         request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
-        host = request.headers.get("Host")
-        if not hosts.accepts(host):
+        if not hosts.accepts(request.headers.get("Host")):
             raise Misdirected(
                 "This board does not answer to that host name; use its address "
                 "(BOARD_PUBLIC_URL names the one it answers to besides loopback)."
             )
+        if len(request.raw_path) > MAX_URL:
+            raise LimitExceeded(
+                f"The URL is {len(request.raw_path)} bytes; at most {MAX_URL} are allowed.", limit=MAX_URL
+            )
         return await handler(request)
 
-    return check_host
+    return gate
