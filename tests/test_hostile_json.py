@@ -129,3 +129,12 @@ def test_a_query_parameter_with_a_surrogate_is_refused() -> None:
     with pytest.raises(InvalidArgument) as refused:
         parse_query(MessageQuery, {"channel": "gen\ud800"})
     assert refused.value.details["field"] == "channel"
+
+
+async def test_a_channel_naming_one_document_twice_is_refused(world: World) -> None:
+    """Found by the body fuzzer: the second ref broke a unique key and answered 503."""
+    before = snapshot(world.board.db_path)
+    body = '{"slug":"docs","workspace":"proj","refs":[{"path":"a.md"},{"path":"a.md","mandatory":true}]}'
+    status, answer = await send(world, world.human.token, "POST", "/api/channels", body)
+    assert status == 422 and answer["error"]["details"]["field"] == "refs[1]"
+    assert snapshot(world.board.db_path) == before
