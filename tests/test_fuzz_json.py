@@ -6,8 +6,8 @@ day it is declared. Each field gets values of its own type, some valid (so that
 writes succeed and store something) and some hostile: lone surrogates, NaN and
 infinities, numbers past 64 bits, objects nested past the depth limit. Every
 answer must parse with a strict parser; a refusal must change no table; and
-after each route's examples every read route must still answer, strictly
-parseable, as a human and as a bot.
+after all of them every read route must still answer, strictly parseable, as a
+human and as a bot.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import dataclasses
 import http.client
 import json
 import math
+import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from processes import add_human, board_env, kill, serve, wait_healthy
 from board.server.api.routing import Route
 from board.server.api.table import all_routes
 from board.server.jsonvalues import MAX_DEPTH
-from board.server.validation import _hints, _unwrap_optional, _wire_fields
+from board.server.validation import declared
 
 EXAMPLES = 12
 SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
@@ -89,7 +90,7 @@ HOSTILE_JSON = st.one_of(
 )
 
 
-def strings(meta: dict[str, Any], name: str, hostile: bool) -> st.SearchStrategy[Any]:
+def strings(meta: Mapping[str, Any], name: str, hostile: bool) -> st.SearchStrategy[Any]:
     if hostile:
         return st.builds(lambda a, s, b: a + s + b, TEXT, SURROGATES, TEXT)
     if meta.get("choices"):
@@ -101,9 +102,16 @@ def strings(meta: dict[str, Any], name: str, hostile: bool) -> st.SearchStrategy
     return TEXT
 
 
-def values(kind: Any, meta: dict[str, Any], name: str, hostile: bool) -> st.SearchStrategy[Any]:
+def unwrap_optional(kind: Any) -> tuple[Any, bool]:
+    members = [k for k in typing.get_args(kind) if k is not type(None)]
+    if typing.get_origin(kind) in (typing.Union, types.UnionType) and len(members) == 1:
+        return members[0], True
+    return kind, False
+
+
+def values(kind: Any, meta: Mapping[str, Any], name: str, hostile: bool) -> st.SearchStrategy[Any]:
     """Values for a field declared as ``kind``: of its type, and hostile when asked."""
-    kind, optional = _unwrap_optional(kind)
+    kind, optional = unwrap_optional(kind)
     origin = typing.get_origin(kind)
     if origin is list:
         item_meta = {k: v for k, v in meta.items() if k != "max_items"}
@@ -127,7 +135,7 @@ def values(kind: Any, meta: dict[str, Any], name: str, hostile: bool) -> st.Sear
 
 
 def free_form(kind: Any) -> bool:
-    kind, _ = _unwrap_optional(kind)
+    kind, _ = unwrap_optional(kind)
     return typing.get_origin(kind) is dict or kind is dict or kind is Any
 
 
@@ -141,13 +149,10 @@ def bodies(
     left out, so that most examples are written and what they store is read back.
     Free-form fields always get fresh JSON. Without a base, every field is drawn.
     """
-    hints = _hints(cls)
-    fields = _wire_fields(cls)
-    spoiled = draw(st.sampled_from(list(fields))) if hostile and draw(st.booleans()) else None
+    fields = declared(cls)
+    spoiled = draw(st.sampled_from([f[0] for f in fields])) if hostile and draw(st.booleans()) else None
     body: dict[str, Any] = {}
-    for name, f in fields.items():
-        kind, meta = hints[f.name], dict(f.metadata)
-        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    for name, kind, meta, required in fields:
         if name == spoiled:
             body[name] = draw(values(kind, meta, name, True))
         elif free_form(kind):

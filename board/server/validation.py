@@ -289,3 +289,20 @@ def _schema_of(kind: Any, meta: Mapping[str, Any]) -> dict[str, Any]:
     if optional:
         schema = {"anyOf": [schema, {"type": "null"}]}
     return schema
+
+
+def declared(cls: type) -> list[tuple[str, Any, Mapping[str, Any], bool]]:
+    """Each field of a declared input type: wire name, type, constraints and whether it is required.
+
+    For code that generates inputs from the declarations (the body fuzzer).
+    """
+    hints = _hints(cls)
+    return [
+        (
+            name,
+            hints[f.name],
+            f.metadata,
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+        )
+        for name, f in _wire_fields(cls).items()
+    ]
