@@ -165,7 +165,7 @@ async def list_conversations(ctx: Context, p: Principal, q: ConversationList) ->
         workspace = await scope.resolve_optional(conn, p, q.workspace)
         rows = await store.list_conversations(
             conn,
-            None if p.is_human else p.agent_id,
+            scope.viewer_id(p),
             workspace["id"] if workspace is not None else None,
             q.after,
             q.limit + 1,
@@ -210,9 +210,9 @@ async def open_conversation(ctx: Context, p: Principal, req: NewConversation) ->
             slug = slugs.pop()
         workspace = await scope.resolve(conn, p, slug)
         scope.require_writable(workspace)
-        for bot in bots:
-            if bot["workspace_id"] != workspace["id"]:
-                raise NotFound(f"agent {bot['handle']}")
+        for agent in agents:
+            if not scope.may_join(agent, workspace["id"]):
+                raise NotFound(f"agent {agent['handle']}")
         member_ids = sorted({a["id"] for a in agents} | {p.agent_id})
         if len(member_ids) < 2:
             raise InvalidArgument("A conversation needs someone besides you.", field="participants")

@@ -25,6 +25,7 @@ class Context:
     limiter: RateLimiter | None = None
 
     def __post_init__(self) -> None:
+        self.db.publish = self.hub.publish  # what a write emits reaches the hub after its commit
         if self.limiter is None:
             self.limiter = RateLimiter(
                 self.settings.write_rate, self.settings.write_burst, self.clock.monotonic

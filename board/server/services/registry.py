@@ -261,10 +261,8 @@ async def list_profiles(ctx: Context, p: Principal, q: ProfileList) -> Page:
     """Profiles without their identity text; a bot sees its own workspace's only."""
 
     async def read(conn: Connection) -> list[dict[str, Any]]:
-        ids = None
-        if q.workspace is not None or not p.sees_all_workspaces:
-            ids = [(await scope.resolve(conn, p, q.workspace))["id"]]
-        rows = await store.list_profiles(conn, ids, q.after, q.limit + 1)
+        workspace = await scope.resolve_optional(conn, p, q.workspace, anywhere=True)
+        rows = await store.list_profiles(conn, scope.workspace_ids(p, workspace), q.after, q.limit + 1)
         return await profile_dicts(conn, rows, full=False)
 
     items = await ctx.db.read(read)
