@@ -133,6 +133,7 @@ async def test_a_conversation_one_is_not_in_answers_as_an_absent_one_on_every_ro
 
     def calls(client: BoardClient, conversation: int, message: int) -> dict[str, Awaitable[object]]:
         wake = {"harness": "claude", "started_at": "2026-11-30T04:00:00Z", "outcome": "ok"}
+        trigger = {"trigger": str(message)}
         return {
             "post a root": client.post("let me in", conversation=conversation),
             "reply": client.post("let me in", reply_to=message),
@@ -146,7 +147,9 @@ async def test_a_conversation_one_is_not_in_answers_as_an_absent_one_on_every_ro
             "close": client.done(message),
             "watch as goal": client.wake(goal=message),
             "trigger a wake": client.record_wake(**wake, trigger_ids=[message]),
-            "prompt": client.request("GET", "/api/bots/pb2/prompt", params={"trigger": str(message)}),
+            "own prompt": client.request("GET", "/api/bots/pb2/prompt", params=trigger),
+            # pb may read its conversation; whoever asks for pb's prompt must be able to as well
+            "a member's prompt": client.request("GET", "/api/bots/pb/prompt", params=trigger),
         }
 
     before = snapshot(world.board.db_path)

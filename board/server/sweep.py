@@ -12,11 +12,10 @@ from typing import Any
 
 from aiosqlite import Connection
 
-from .principal import Principal
 from .services import claims
 from .services.context import Context
+from .services.posting import board_principal
 from .store import claims as store
-from .store import identity as identity_store
 from .store import messages as message_store
 from .store import requests as request_store
 from .store import workspaces as workspace_store
@@ -50,12 +49,11 @@ async def sweep(ctx: Context) -> SweepReport:
 
     async def write(conn: Connection) -> SweepReport:
         report = SweepReport()
-        board_row = await identity_store.agent_by_handle(conn, "board")
-        board = Principal(board_row["id"], "board", "system")
+        board = await board_principal(conn)
         for claim in await store.stale_claims(conn, stall_before, release_before, BATCH):
             root = await message_store.by_id(conn, claim["thread_id"])
             workspace = await workspace_store.by_id(conn, claim["workspace_id"])
-            if workspace["archived_at"]:
+            if root is None or workspace is None or workspace["archived_at"]:
                 continue
             if claim["progress_at"] < release_before:
                 await claims.expire(conn, ctx, board, root, workspace, claim)

@@ -8,7 +8,7 @@ against the same filter the stored read applies.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from aiosqlite import Connection
 
@@ -61,6 +61,23 @@ def compact(message: dict[str, Any]) -> dict[str, Any]:
 
 def render(items: list[dict[str, Any]], view: str) -> list[dict[str, Any]]:
     return [compact(m) for m in items] if view == "compact" else items
+
+
+class PageQuery(Protocol):
+    """What every list of messages takes: how many, how many bytes, which view."""
+
+    limit: int
+    max_bytes: int | None
+    view: str
+
+
+def message_page(
+    ctx: Context, items: list[dict[str, Any]], q: PageQuery, *, descending: bool, cursor: int | None = None
+) -> Page:
+    """The answer of a list of messages, in the query's view, within its limit and byte cap."""
+    return bounded_page(
+        ctx, "messages", render(items, q.view), q.limit, q.max_bytes, descending=descending, cursor=cursor
+    )
 
 
 async def with_thread_state(conn: Connection, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -190,16 +207,7 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
         return m
 
     items = await poll(ctx, keys, q.wait, fetch, match, since=q.since)
-    cursor = head["cursor"]
-    return bounded_page(
-        ctx,
-        "messages",
-        render(items, q.view),
-        q.limit,
-        q.max_bytes,
-        descending=descending,
-        cursor=cursor,
-    )
+    return message_page(ctx, items, q, descending=descending, cursor=head["cursor"])
 
 
 async def get_message(ctx: Context, p: Principal, message_id: int) -> dict[str, Any]:
@@ -230,7 +238,7 @@ async def thread(ctx: Context, p: Principal, message_id: int, q: ThreadQuery) ->
         flt = MessageFilter(thread_id=root_id, since=max(q.since, root_id) if q.since else None)
         rows = await store.select(conn, flt, descending=False, limit=q.limit + 1)
         items = await rows_to_messages(conn, rows)
-        page = bounded_page(ctx, "messages", render(items, q.view), q.limit, q.max_bytes, descending=False)
+        page = message_page(ctx, items, q, descending=False)
         state = await thread_claims(conn, [root_id])
         return {
             "thread_id": root_id,
@@ -269,15 +277,7 @@ async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
         return event.message | {"reason": reason}
 
     items = await poll(ctx, [("agent", p.agent_id)], q.wait, fetch, match, since=q.since)
-    page = bounded_page(
-        ctx,
-        "messages",
-        render(items, q.view),
-        q.limit,
-        q.max_bytes,
-        descending=False,
-        cursor=head["cursor"],
-    )
+    page = message_page(ctx, items, q, descending=False, cursor=head["cursor"])
     if q.ack and page["messages"]:
         # ack is a side effect of a read: the messages of an archived workspace are
         # shown, but not marked, since nothing is written into it any more.
@@ -369,7 +369,7 @@ async def search(ctx: Context, p: Principal, q: SearchQuery) -> Page:
         return await rows_to_messages(conn, rows)
 
     items = await ctx.db.read(read)
-    page = bounded_page(ctx, "messages", render(items, q.view), q.limit, q.max_bytes, descending=True)
+    page = message_page(ctx, items, q, descending=True)
     page.pop("next_before", None)
     if page["has_more"]:
         page["next_offset"] = q.offset + len(page["messages"])

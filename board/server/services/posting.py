@@ -158,6 +158,14 @@ async def _channel_for_post(conn: Connection, ctx: Context, p: Principal, worksp
     return await channel_store.by_slug(conn, workspace["id"], slug)
 
 
+async def board_principal(conn: Connection) -> Principal:
+    """The board's own system agent (made by the first migration): the author of event messages."""
+    row = await identity_store.agent_by_handle(conn, "board")
+    if row is None:
+        raise LookupError("the database has no board agent; it was not migrated")
+    return Principal(agent_id=row["id"], handle="board", kind="system")
+
+
 async def post_event(
     conn: Connection,
     ctx: Context,
@@ -173,8 +181,7 @@ async def post_event(
     parse_mentions: bool = True,
 ) -> Event:
     """A ``kind: event`` message written by the board, in a channel or a thread."""
-    row = await identity_store.agent_by_handle(conn, "board")
-    board = Principal(agent_id=row["id"], handle="board", kind="system")
+    board = await board_principal(conn)
     channel_row = None
     if parent is None:
         channel_row = await _channel_for_post(conn, ctx, author or board, workspace, channel or "lobby")

@@ -72,8 +72,9 @@ def skill_dict(row: Any, *, full: bool = True) -> dict[str, Any]:
 
 
 def _require_skill_writer(p: Principal) -> None:
-    if not (p.is_human or p.is_admin_bot):
-        raise Forbidden("Only humans and admin bots write skills; ask one in the admin workspace.")
+    scope.require_every_workspace(
+        p, "Only humans and admin bots write skills; ask one in the admin workspace."
+    )
 
 
 def _check_text(text: str) -> None:

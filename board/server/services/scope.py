@@ -92,10 +92,10 @@ def workspace_ids(p: Principal, workspace: Any | None) -> list[int] | None:
     return None if p.sees_all_workspaces else [p.workspace_id or 0]
 
 
-def lists_workspaces(p: Principal) -> None:
-    """Listing workspaces is for those who see them all: humans and admin bots."""
+def require_every_workspace(p: Principal, refusal: str) -> None:
+    """What spans workspaces (their list, the shared skills) is for humans and admin bots."""
     if not p.sees_all_workspaces:
-        raise Forbidden("Only humans and admin bots list workspaces.")
+        raise Forbidden(refusal)
 
 
 def bot_reaches(home_slug: str, home_id: int, workspace_id: int) -> bool:

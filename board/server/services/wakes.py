@@ -30,7 +30,7 @@ from ..validation import arg
 from . import audit, registry, scope
 from .context import Context
 from .longpoll import poll
-from .messages import render, rows_to_messages
+from .messages import message_page, rows_to_messages
 from .paging import Page, bounded_page
 
 
@@ -142,15 +142,7 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
     if pending:
         keys.append(("workspace", workspace_id))  # to hear a watched channel's first post
     items = await poll(ctx, keys, q.wait, fetch, match, since=q.since)
-    return bounded_page(
-        ctx,
-        "messages",
-        render(items, q.view),
-        q.limit,
-        q.max_bytes,
-        descending=False,
-        cursor=head["cursor"],
-    )
+    return message_page(ctx, items, q, descending=False, cursor=head["cursor"])
 
 
 # -- wake records ------------------------------------------------------------------

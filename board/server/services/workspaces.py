@@ -48,7 +48,7 @@ class WorkspaceList:
 
 
 async def list_workspaces(ctx: Context, p: Principal, q: WorkspaceList) -> Page:
-    scope.lists_workspaces(p)
+    scope.require_every_workspace(p, "Only humans and admin bots list workspaces.")
     rows = await ctx.db.read(lambda conn: store.list_with_counts(conn, q.after, q.limit + 1))
     return bounded_page(
         ctx,
