@@ -201,18 +201,8 @@ async def open_conversation(ctx: Context, p: Principal, req: NewConversation) ->
             agent = by_handle.get(handle.lower())
             if agent is None or agent["kind"] == "system":
                 raise NotFound(f"agent {handle}")
-        bots = [a for a in agents if a["kind"] == "bot"]
-        slug = req.workspace
-        if slug is None and p.is_human:
-            slugs = {b["workspace"] for b in bots}
-            if len(slugs) != 1:
-                raise InvalidArgument("Name the workspace: workspace=<slug>.")
-            slug = slugs.pop()
-        workspace = await scope.resolve(conn, p, slug)
+        workspace = await scope.conversation_workspace(conn, p, req.workspace, agents)
         scope.require_writable(workspace)
-        for agent in agents:
-            if not scope.may_join(agent, workspace["id"]):
-                raise NotFound(f"agent {agent['handle']}")
         member_ids = sorted({a["id"] for a in agents} | {p.agent_id})
         if len(member_ids) < 2:
             raise InvalidArgument("A conversation needs someone besides you.", field="participants")

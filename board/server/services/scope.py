@@ -233,9 +233,22 @@ async def handoff_target(conn: Connection, handle: str, root: Any) -> Any:
     return target
 
 
-def may_join(agent: Any, workspace_id: int) -> bool:
-    """Whether an agent may be a participant of a conversation in this workspace."""
-    return _of_workspace(agent, workspace_id)
+async def conversation_workspace(conn: Connection, p: Principal, slug: str | None, agents: list[Any]) -> Any:
+    """The workspace of a conversation of ``agents`` opened by ``p``, each of them able to join it.
+
+    A human naming none opens it where its bots are; a participant that is not a
+    human or a bot of that workspace is NOT_FOUND, as an absent handle.
+    """
+    if slug is None and p.is_human:
+        slugs = {a["workspace"] for a in agents if a["kind"] == "bot"}
+        if len(slugs) != 1:
+            raise InvalidArgument("Name the workspace: workspace=<slug>.")
+        slug = slugs.pop()
+    workspace = await resolve(conn, p, slug)
+    for agent in agents:
+        if not _of_workspace(agent, workspace["id"]):
+            raise NotFound(f"agent {agent['handle']}")
+    return workspace
 
 
 # -- agents --------------------------------------------------------------------------
