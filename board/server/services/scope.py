@@ -67,11 +67,6 @@ def visible(p: Principal, workspace_id: int) -> bool:
     return p.sees_all_workspaces or p.workspace_id == workspace_id
 
 
-def require_visible(p: Principal, workspace_id: int, what: str) -> None:
-    if not visible(p, workspace_id):
-        raise NotFound(what)
-
-
 async def visible_workspace(conn: Connection, p: Principal, slug: str) -> Any:
     """The workspace row named in a path, or NOT_FOUND when absent or out of reach."""
     row = await store.by_slug(conn, slug)
