@@ -57,15 +57,19 @@ def unreadable_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.getMessage().startswith("unreadable row")]
 
 
-@pytest.mark.parametrize("stored", BROKEN.values(), ids=BROKEN.keys())
+CASES = [("meta", stored, {}) for stored in BROKEN.values()] + [("tags", BROKEN["not JSON"], [])]
+
+
+@pytest.mark.parametrize(("column", "stored", "empty"), CASES, ids=[*BROKEN, "tags not JSON"])
 async def test_a_broken_message_is_shown_unreadable_in_every_list(
-    world: World, caplog: pytest.LogCaptureFixture, stored: str
+    world: World, caplog: pytest.LogCaptureFixture, column: str, stored: str, empty: Any
 ) -> None:
     caplog.set_level(logging.WARNING, logger="board.store")
     before = await world.bot.post("fine before", channel="general")
-    broken = await world.bot.post("needle @ab @alice", channel="general", tags=["t"])
+    broken = await world.bot.post("needle @ab @alice", channel="general", tags=["t"], meta={"k": 1})
     after = await world.bot.post("fine after", channel="general")
-    write(world.board.db_path, "UPDATE messages SET meta = ? WHERE id = ?", (stored, broken["id"]))
+    write(world.board.db_path, f"UPDATE messages SET {column} = ? WHERE id = ?", (stored, broken["id"]))
+    kept = {"meta": {"k": 1}, "tags": ["t"], column: empty}
 
     reads = {
         "messages": (world.human, "GET", "/api/messages", {"workspace": "proj", "channel": "general"}),
@@ -81,11 +85,14 @@ async def test_a_broken_message_is_shown_unreadable_in_every_list(
         found = _messages(answer)
         shown = [m for m in found if m["id"] == broken["id"]]
         assert shown, (name, answer)
-        assert shown[0]["unreadable"] is True and shown[0]["meta"] == {}, name
-        assert shown[0]["body"] == "needle @ab @alice" and shown[0]["tags"] == ["t"], name
+        assert shown[0]["unreadable"] is True, name
+        assert {key: shown[0][key] for key in kept} == kept, name
+        assert shown[0]["body"] == "needle @ab @alice", name
         assert all("unreadable" not in m for m in found if m["id"] in (before["id"], after["id"])), name
-    (logged,) = unreadable_lines(caplog)  # once, for seven reads
-    assert logged.startswith(f"unreadable row: messages {broken['id']}, column meta: ")
+    prompt = strict(await world.human.bot_prompt("ab", [broken["id"]]))
+    assert "needle @ab @alice" in prompt["turn"] and prompt["covers"] == [broken["id"]]
+    (logged,) = unreadable_lines(caplog)  # once, for eight reads
+    assert logged.startswith(f"unreadable row: messages {broken['id']}, column {column}: ")
 
 
 def _messages(answer: Any) -> list[dict[str, Any]]:
