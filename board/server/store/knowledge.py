@@ -369,8 +369,8 @@ async def insert_dispute(
 async def open_disputes(conn: Connection, document_id: int, limit: int = 50) -> list[Row]:
     return await all_rows(
         conn,
-        f"""SELECT k.id, k.revision, k.opened_by, k.reason, {_sources("kb_disputes", "k")}, k.opened_at
-           FROM kb_disputes k WHERE k.document_id = ? AND k.outcome IS NULL ORDER BY k.id LIMIT ?""",
+        f"""SELECT id, revision, opened_by, reason, {_sources("kb_disputes", "kb_disputes")}, opened_at
+           FROM kb_disputes WHERE document_id = ? AND outcome IS NULL ORDER BY id LIMIT ?""",
         (document_id, limit),
     )
 
@@ -385,10 +385,10 @@ async def count_open_disputes(conn: Connection, document_id: int) -> int:
 async def last_resolved_dispute(conn: Connection, document_id: int) -> Row | None:
     return await one(
         conn,
-        f"""SELECT k.id, k.revision, k.opened_by, k.reason, {_sources("kb_disputes", "k")}, k.opened_at,
-                  k.outcome, k.resolved_by, k.resolved_at, k.note
-           FROM kb_disputes k WHERE k.document_id = ? AND k.outcome IS NOT NULL
-           ORDER BY k.resolved_at DESC, k.id DESC LIMIT 1""",
+        f"""SELECT id, revision, opened_by, reason, {_sources("kb_disputes", "kb_disputes")}, opened_at,
+                  outcome, resolved_by, resolved_at, note
+           FROM kb_disputes WHERE document_id = ? AND outcome IS NOT NULL
+           ORDER BY resolved_at DESC, id DESC LIMIT 1""",
         (document_id,),
     )
 
