@@ -13,6 +13,7 @@ import pytest
 from boardtest import Board, World, populate, snapshot, start_board, stop_board
 from processes import board_env, kill, serve, wait_healthy
 
+from board.client import BoardAPIError
 from board.server.api.gate import MAX_URL, Hosts
 from board.server.app import create_app
 from board.server.settings import Settings
@@ -131,6 +132,16 @@ async def test_a_url_over_8_kib_gets_the_json_error(board: Board) -> None:
         assert b"AAAA" not in body
     head, body = await asyncio.to_thread(raw_request, board.server.port, b"/healthz?" + b"a" * (MAX_URL - 20))
     assert head.startswith(b"HTTP/1.1 422"), head  # under the limit: the route's own answer
+
+
+async def test_a_write_with_a_long_url_is_refused_and_changes_nothing(world: World) -> None:
+    before = snapshot(world.board.db_path)
+    with pytest.raises(BoardAPIError) as refused:
+        await world.bot.request(
+            "POST", "/api/messages?" + "x" * MAX_URL, json={"body": "hi", "channel": "general"}
+        )
+    assert refused.value.status == 413 and refused.value.code == "LIMIT_EXCEEDED"
+    assert snapshot(world.board.db_path) == before
 
 
 def test_board_serve_checks_hosts_and_url_length_and_names_its_public_url(tmp_path: Path) -> None:
