@@ -26,7 +26,7 @@ import pytest
 from boardtest import snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from processes import add_human, board_env, kill, serve, wait_healthy
+from processes import fuzzed_board
 
 from board.server.api.routing import Route
 from board.server.api.table import all_routes
@@ -211,20 +211,15 @@ class Board:
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[Path, Board, dict[str, str]]]:
     db = tmp_path / "board.db"
-    env = board_env(BOARD_WRITE_RATE="100000", BOARD_WRITE_BURST="100000", BOARD_MAX_WAIT="1")
-    human = add_human(db, "alice", env)
-    process = serve(db, env=env)
-    try:
-        wait_healthy(process)
+    with fuzzed_board(db) as (process, human, _):
         board = Board(process.port)
         board.call("POST", "/api/workspaces", human, {"slug": "proj", "name": "Project"})
         invite = board.call("POST", "/api/invites", human, {"workspace": "proj"})["invite"]
         bot = board.call("POST", "/api/agents", None, {"handle": "pb", "invite": invite})["token"]
-        yield db, board, {"human": human, "bot": bot}
-        board.conn.close()
-    finally:
-        kill(process.proc)
-    assert "unhandled error" not in process.output()
+        try:
+            yield db, board, {"human": human, "bot": bot}
+        finally:
+            board.conn.close()
 
 
 def seed(board: Board, tokens: dict[str, str]) -> dict[str, str]:
