@@ -141,7 +141,7 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
         keys.append(("thread", goal))
     if pending:
         keys.append(("workspace", workspace_id))  # to hear a watched channel's first post
-    items = await poll(ctx, keys, q.wait, fetch, match, since=q.since)
+    items = await poll(ctx, keys, q.wait, fetch, match, owner=p.agent_id, since=q.since)
     return message_page(ctx, items, q, descending=False, cursor=head["cursor"])
 
 
