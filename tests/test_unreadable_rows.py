@@ -150,3 +150,21 @@ async def test_a_broken_audit_row_is_shown_unreadable_in_the_list(world: World) 
     again = strict(await world.human.audit())["entries"]
     assert again[: len(rows)] == rows
     assert again[-1]["action"] == "test.damaged" and again[-1]["details"] == {"unreadable": True}
+
+
+async def test_a_broken_wake_record_is_shown_unreadable(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="board.store")
+    run = {"harness": "claude", "started_at": "2026-11-30T04:00:00Z", "outcome": "ok"}
+    good = await world.bot.record_wake(**run)
+    bad = await world.bot.record_wake(**run)
+    write(world.board.db_path, "UPDATE wakes SET trigger_ids = ? WHERE id = ?", (BROKEN["NaN"], bad["id"]))
+
+    for _ in range(2):
+        listed = strict(await world.human.wakes())["wakes"]
+        by_id = {w["id"]: w for w in listed}
+        assert by_id[bad["id"]]["unreadable"] is True and by_id[bad["id"]]["trigger_ids"] == []
+        assert "unreadable" not in by_id[good["id"]]
+    (logged,) = unreadable_lines(caplog)
+    assert logged.startswith(f"unreadable row: wakes {bad['id']}, column trigger_ids: ")
