@@ -153,15 +153,16 @@ async def eventually(
     raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
 
 
-async def held(board: Board, count: int = 1, timeout: float = 15.0) -> None:
-    """Wait until the board's hub holds ``count`` long-polls.
+async def held(board: Board, count: int = 1, owner: int | None = None, timeout: float = 15.0) -> None:
+    """Wait until the board's hub holds exactly ``count`` long-polls (of ``owner``, if given).
 
     A long-poll subscribes before it reads, so from then on every matching commit
     reaches it: this is the moment a test may post and expect the wake.
     """
+    hub = board.ctx.hub
     await eventually(
-        lambda: board.ctx.hub.waiting >= count,
-        f"{count} long-poll(s) held by the board",
+        lambda: (hub.waiting if owner is None else hub.held(owner)) == count,
+        f"{count} long-poll(s) held by the board" + (f" for agent {owner}" if owner is not None else ""),
         timeout,
         interval=0.005,
     )
