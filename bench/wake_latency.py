@@ -36,6 +36,8 @@ from .common import board_process, percentiles, report
 from .fleet import make_fleet
 
 ROOT = Path(__file__).resolve().parent.parent
+QUICK = ["-n", "50"]
+TINY = ["-n", "3"]
 FAKES_BIN = ROOT / "tests" / "fakes" / "bin"
 
 
