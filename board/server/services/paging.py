@@ -6,17 +6,14 @@ cursor to continue from, whatever the concept.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
+
+from ..jsonvalues import encoded_size
 
 if TYPE_CHECKING:
     from .context import Context
 
 Page = dict[str, Any]
-
-
-def encoded_size(item: Any) -> int:
-    return len(json.dumps(item, separators=(",", ":"), ensure_ascii=False).encode())
 
 
 def byte_cap(ctx: Context, requested: int | None) -> int:
