@@ -11,6 +11,7 @@ over the API first, so only messages take the shortcut.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import sqlite3
@@ -19,9 +20,10 @@ from dataclasses import dataclass
 from .common import progress
 
 CHUNK = 20_000  # rows per transaction
-WORDS = [
-    a + b for a in ("ka", "lo", "mi", "ne", "pu", "ri", "so", "tu") for b in ("ba", "de", "fo", "gi", "hu")
-]
+SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+# 4,900 words, used as often as Zipf's law says: a few everywhere, most rarely.
+WORDS = [a + b for a in SYLLABLES for b in SYLLABLES]
+ZIPF = list(itertools.accumulate(1 / (rank + 1) for rank in range(len(WORDS))))
 ROOT_SHARE = 0.7  # the rest are replies to a recent root of the same channel
 MENTION_SHARE = 0.01  # messages that mention a bot, which land in its inbox
 
@@ -63,7 +65,7 @@ def load_messages(
             for _ in range(min(CHUNK, count - start)):
                 channel_id = rng.choice(channel_ids)
                 author_id, _ = rng.choice(agents)
-                words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 30)))
+                words = " ".join(rng.choices(WORDS, cum_weights=ZIPF, k=rng.randint(8, 30)))
                 mentions: list[str] = []
                 if rng.random() < MENTION_SHARE:
                     target_id, target = rng.choice(agents)
