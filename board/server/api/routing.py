@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import re
+import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -205,26 +207,47 @@ async def _idempotent(
             if stored is not None:
                 if stored["fingerprint"] != fingerprint:
                     raise RequestIdReuse(f"request_id {rid} was used for a different call; use a new id.")
+                if stored["status"] == request_store.APPLIED:
+                    raise RequestIdReuse(
+                        f"request_id {rid} took effect, but the board stopped before answering it; "
+                        "read the current state instead of retrying.",
+                        applied=True,
+                    )
                 return web.Response(
                     text=stored["response"],
                     status=stored["status"],
                     content_type="application/json",
                     headers={"Idempotent-Replay": "true"},
                 )
+            token = request_store.pending.set(request_store.Pending(*key, fingerprint, ctx.now()))
             try:
                 response = await _run(route, call)
             except BoardError as exc:
+                request_store.pending.reset(token)
                 if exc.retryable or exc.status == 401:
                     raise
-                status, text = exc.status, json.dumps(exc.to_json())
-                await _remember(ctx, key, fingerprint, status, text)
+                await _remember(ctx, key, fingerprint, exc.status, json.dumps(exc.to_json()))
                 raise
+            request_store.pending.reset(token)
+            _test_crash_point(rid)
             if isinstance(response, web.Response) and response.text is not None:
                 text = _withhold(response.text, route.secrets)
                 await _remember(ctx, key, fingerprint, response.status, text)
             return response
     finally:
         replays.release(key, lock)
+
+
+#: Test-only crash point. With ``BOARD_TEST_SIGKILL=after-commit:<request id>`` in its
+#: environment the board kills itself (SIGKILL) once that one call's effect is committed and
+#: before it answers, which is how the suite shows a retry is not applied twice. It needs the
+#: exact request id, so it cannot fire on calls nobody chose; the board warns at start when set.
+TEST_SIGKILL = "BOARD_TEST_SIGKILL"
+
+
+def _test_crash_point(rid: str) -> None:
+    if os.environ.get(TEST_SIGKILL) == f"after-commit:{rid}":
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _withhold(text: str, secrets: tuple[str, ...]) -> str:

@@ -6,7 +6,8 @@ The writer task takes every write waiting at that moment, runs them in one
 write does not undo its neighbours), commits once, and only then resolves each
 caller's future with its result or its error. Each write runs in its caller's
 context (``contextvars``), so what the request set, such as its request id, is
-what the write sees. Reads run on their own connections and never wait for the
+what the write sees (and a call's request id is marked applied together with its
+effect, see :mod:`.requests`). Reads run on their own connections and never wait for the
 writer.
 """
 
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
+
+from . import requests
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +76,11 @@ class _Write:
 
 
 async def _call(fn: Job, conn: aiosqlite.Connection) -> Any:
-    return await fn(conn)
+    """One job, in its caller's context and its own savepoint."""
+    result = await fn(conn)
+    # A call with a request id is marked applied in the same savepoint as its effect.
+    await requests.mark_applied(conn)
+    return result
 
 
 def _fail(job: _Write, why: str) -> None:
