@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import make_mocked_request
 from boardtest import Board, World
 
+from board.server.api.keys import ROUTES
+from board.server.api.routing import endpoint
 from board.server.api.table import all_routes
+from board.server.errors import Unauthenticated
 from board.server.settings import SETTINGS
 
 
@@ -56,3 +62,23 @@ def test_readme_documents_every_setting() -> None:
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     for setting in SETTINGS:
         assert f"BOARD_{setting.name.upper()}" in readme, setting.name
+
+
+async def test_metrics_from_beyond_loopback_need_a_token(world: World) -> None:
+    app = world.board.app
+    route = next(r for r in app[ROUTES] if r.path == "/metrics")
+    assert route.loopback and not route.public
+
+    def remote(headers: dict[str, str]) -> web.Request:
+        return make_mocked_request("GET", "/metrics", headers=headers, app=app).clone(remote="192.0.2.7")
+
+    with pytest.raises(Unauthenticated):
+        await endpoint(route)(remote({}))
+    with pytest.raises(Unauthenticated):
+        await endpoint(route)(remote({"Authorization": "Bearer bb_not-a-token"}))
+    token = world.bot.token
+    answer = await endpoint(route)(remote({"Authorization": f"Bearer {token}"}))
+    assert answer.status == 200 and "board_requests_total" in answer.text
+    spec = await world.anon.request("GET", "/api/openapi.json")
+    assert spec["paths"]["/metrics"]["get"]["security"] == [{"bearer": []}]
+    assert spec["paths"]["/metrics"]["get"]["x-loopback-without-token"] is True

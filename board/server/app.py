@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from .api.errors import error_middleware
-from .api.keys import CONTEXT, PRESENCE, REPLAYS, ROUTES
-from .api.metrics import METRICS, Metrics, metrics_middleware
+from .api.keys import CONTEXT, METRICS, PRESENCE, REPLAYS, ROUTES
+from .api.metrics import Metrics, metrics_middleware
 from .api.routing import TEST_SIGKILL, Replays, endpoint
 from .api.table import all_routes
 from .clock import Clock

@@ -1,4 +1,8 @@
-"""Typed application state, declared in one place."""
+"""Typed application state, declared in one place.
+
+The types are imported for the type checker only: the modules that define them
+import this one.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,13 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 if TYPE_CHECKING:
-    pass
+    from ..services.auth import Presence
+    from ..services.context import Context
+    from .metrics import Metrics
+    from .routing import Replays, Route
 
-CONTEXT = web.AppKey("context", "Context")
-PRESENCE = web.AppKey("presence", "Presence")
-ROUTES = web.AppKey("routes", "list[Route]")
-REPLAYS = web.AppKey("replays", "Replays")
+CONTEXT: web.AppKey[Context] = web.AppKey("context")
+PRESENCE: web.AppKey[Presence] = web.AppKey("presence")
+ROUTES: web.AppKey[list[Route]] = web.AppKey("routes")
+REPLAYS: web.AppKey[Replays] = web.AppKey("replays")
+METRICS: web.AppKey[Metrics] = web.AppKey("metrics")

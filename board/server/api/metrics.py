@@ -12,6 +12,7 @@ from aiohttp import web
 
 from .. import logs
 from ..services.context import Context
+from .keys import METRICS
 
 access = logging.getLogger("board.access")
 
@@ -62,9 +63,6 @@ class Metrics:
             f"board_writer_largest_batch {stats.largest_batch}",
         ]
         return "\n".join(lines) + "\n"
-
-
-METRICS = web.AppKey("metrics", Metrics)
 
 
 @web.middleware

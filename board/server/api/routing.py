@@ -1,6 +1,7 @@
 """Route declarations and the plumbing every API call goes through.
 
-Each route says who may call it without a token (``public``), which input
+Each route says who may call it without a token (``public``, or ``loopback``
+for callers on this machine), which input
 types it takes, and a summary for the OpenAPI document. :func:`endpoint`
 turns a declaration into an aiohttp handler that authenticates, rate-limits
 writes, parses the body and query strictly, replays retries by request id,
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import ipaddress
 import json
 import os
 import re
@@ -70,11 +72,20 @@ class Route:
     body: type | None = None
     query: type | None = None
     public: bool = False
+    #: A caller on loopback needs no token (the operator's scraper); others authenticate.
+    loopback: bool = False
     status: int = 200
     tags: tuple[str, ...] = field(default=())
     #: Answer fields holding a secret (a token, an invite code): shown once, so they are
     #: never kept for a replay, which answers them as null.
     secrets: tuple[str, ...] = field(default=())
+
+
+def from_loopback(request: web.Request) -> bool:
+    try:
+        return ipaddress.ip_address(request.remote or "").is_loopback
+    except ValueError:
+        return False
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -135,7 +146,7 @@ def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespon
     async def handle(request: web.Request) -> web.StreamResponse:
         ctx = request.app[CONTEXT]
         principal = None
-        if not route.public:
+        if not route.public and not (route.loopback and from_loopback(request)):
             header = request.headers.get("Authorization", "")
             token = header[7:].strip() if header[:7].lower() == "bearer " else None
             principal = await auth.authenticate(ctx, token)
