@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 from boardtest import Board, World
 
+from board.server import settings
 from board.server.api.keys import ROUTES
 from board.server.api.routing import endpoint
 from board.server.api.table import all_routes
 from board.server.errors import Unauthenticated
-from board.server.settings import SETTINGS
 
 
 async def test_openapi_lists_every_route_of_the_app(board: Board) -> None:
@@ -56,12 +58,20 @@ async def test_metrics_count_requests_and_writer_batches(world: World) -> None:
     assert "board_writer_batches_total" in text and "board_longpolls_open 0" in text
 
 
-def test_readme_documents_every_setting() -> None:
-    from pathlib import Path
+def test_readme_settings_table_is_the_generated_one() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    assert settings.with_table(readme) == readme, (
+        "README differs from SETTINGS: run python -m board.server.settings --readme README.md"
+    )
+    for setting in settings.SETTINGS:
+        assert f"| `BOARD_{setting.name.upper()}` |" in readme, setting.name
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    for setting in SETTINGS:
-        assert f"BOARD_{setting.name.upper()}" in readme, setting.name
+
+def test_the_generated_table_follows_a_new_setting() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    stale = readme.replace("| `BOARD_PORT` | `8080` | TCP port to listen on. |\n", "")
+    assert stale != readme
+    assert settings.with_table(stale) == readme
 
 
 async def test_metrics_from_beyond_loopback_need_a_token(world: World) -> None:
