@@ -52,11 +52,12 @@ async def sweep(ctx: Context) -> SweepReport:
     async def write(conn: Connection) -> tuple[SweepReport, list[Event]]:
         report, events = SweepReport(), []
         board_row = await identity_store.agent_by_handle(conn, "board")
+        assert board_row is not None, "the board's own agent is created by the first migration"
         board = Principal(board_row["id"], "board", "system")
         for claim in await store.stale_claims(conn, stall_before, release_before, BATCH):
             root = await message_store.by_id(conn, claim["thread_id"])
             workspace = await workspace_store.by_id(conn, claim["workspace_id"])
-            if workspace["archived_at"]:
+            if workspace is None or workspace["archived_at"]:
                 continue
             if claim["progress_at"] < release_before:
                 events.append(await claims.expire(conn, ctx, board, root, workspace, claim))

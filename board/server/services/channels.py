@@ -118,6 +118,7 @@ async def upsert(ctx: Context, p: Principal, req: ChannelWrite, *, create: bool 
             details={"topic": req.topic, "refs": None if req.refs is None else len(req.refs)},
         )
         fresh = await store.by_slug(conn, workspace["id"], req.slug)
+        assert fresh is not None  # written in this transaction
         return {
             "slug": fresh["slug"],
             "workspace": workspace["slug"],

@@ -343,6 +343,7 @@ async def post_event(
 ) -> Event:
     """A ``kind: event`` message written by the board, in a channel or a thread."""
     row = await identity_store.agent_by_handle(conn, "board")
+    assert row is not None, "the board's own agent is created by the first migration"
     board = Principal(agent_id=row["id"], handle="board", kind="system")
     channel_row = None
     if parent is None:

@@ -393,7 +393,7 @@ async def compose(ctx: Context, p: Principal, handle: str, q: PromptQuery, url: 
             profile = await registry.bot_profile(conn, bot.agent_id)
             goal = None
             if profile is not None and profile["goal"] is not None:
-                goal = (await store.messages_by_ids(conn, [profile["goal"]]) or [None])[0]
+                goal = next(iter(await store.messages_by_ids(conn, [profile["goal"]])), None)
             skills = []
             if profile is not None and profile["skills"]:
                 by_name = {s["name"]: s for s in await store.skills_by_names(conn, profile["skills"])}
