@@ -8,8 +8,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 from boardtest import Board, World
+from contract import check_answer
 
 from board.server import settings
+from board.server.api.discovery import canonical
 from board.server.api.keys import ROUTES
 from board.server.api.routing import endpoint
 from board.server.api.table import all_routes
@@ -92,3 +94,28 @@ async def test_metrics_from_beyond_loopback_need_a_token(world: World) -> None:
     spec = await world.anon.request("GET", "/api/openapi.json")
     assert spec["paths"]["/metrics"]["get"]["security"] == [{"bearer": []}]
     assert spec["paths"]["/metrics"]["get"]["x-loopback-without-token"] is True
+
+
+async def test_every_route_documents_its_answers(board: Board) -> None:
+    spec = await board.client().request("GET", "/api/openapi.json")
+    for route in all_routes():
+        responses = spec["paths"][canonical(route.path)][route.method.lower()]["responses"]
+        assert str(route.status) in responses, (route.method, route.path)
+        for code, answer in responses.items():
+            if code != "default":
+                (content,) = answer["content"].values()
+                assert content["schema"], (route.method, route.path, code)
+    message = spec["components"]["schemas"]["FullMessage"]
+    assert {"id", "body", "thread_id", "created_at", "author_kind"} <= set(message["required"])
+    lists = spec["paths"]["/api/agents"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert {"agents", "has_more", "cursor"} <= set(lists["required"])
+
+
+def test_an_answer_that_leaves_out_a_field_fails_the_contract_check() -> None:
+    check_answer("GET", "/healthz", 200, {"ok": True, "version": "1"})
+    with pytest.raises(AssertionError, match="Additional properties"):
+        check_answer("GET", "/healthz", 200, {"ok": True, "version": "1", "db": "/secret"})
+    with pytest.raises(AssertionError, match="cursor"):
+        check_answer("GET", "/api/agents", 200, {"agents": [], "has_more": False})
+    with pytest.raises(AssertionError, match="documents"):
+        check_answer("GET", "/api/agents", 201, {"agents": [], "has_more": False, "cursor": 0})

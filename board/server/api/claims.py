@@ -71,7 +71,12 @@ ROUTES = [
         query=claims.ClaimList,
     ),
     Route(
-        "POST", "/api/wakes", record_wake, "Record one harness run (the launcher).", body=claims.WakeRecord
+        "POST",
+        "/api/wakes",
+        record_wake,
+        "Record one harness run (the launcher).",
+        body=claims.WakeRecord,
+        status=201,
     ),
     Route("GET", "/api/wakes", wakes, "Harness runs with their cost.", query=claims.WakeList),
     Route(

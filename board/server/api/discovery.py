@@ -13,6 +13,7 @@ from ..errors import ERROR_CODES
 from ..validation import json_schema
 from .keys import METRICS
 from .keys import ROUTES as ROUTE_TABLE
+from .responses import COMPONENTS, RESPONSES
 from .routing import Call, Route
 
 PATH_PARAM = re.compile(r"{(\w+)(?::[^}]*)?}")
@@ -73,6 +74,16 @@ def canonical(path: str) -> str:
     return PATH_PARAM.sub(r"{\1}", path)
 
 
+def _responses(route: Route) -> dict[str, Any]:
+    """The route's success answers, from :data:`RESPONSES` (a route without one is a bug)."""
+    answer = RESPONSES.get((route.method, route.path))
+    if answer is None:
+        raise LookupError(f"{route.method} {route.path} declares no response in api/responses.py")
+    media = answer.schema.get("contentMediaType", "application/json")
+    content = {media: {"schema": answer.schema}}
+    return {str(status): {"description": "OK", "content": content} for status in answer.statuses}
+
+
 def openapi(routes: list[Route]) -> dict[str, Any]:
     """The OpenAPI 3.1 document, built from the route table and its declared input types."""
     paths: dict[str, Any] = {}
@@ -84,8 +95,8 @@ def openapi(routes: list[Route]) -> dict[str, Any]:
             .replace("}", "")
             .replace(".", "_"),
             "summary": route.summary,
-            "responses": {
-                str(route.status): {"description": "OK"},
+            "responses": _responses(route)
+            | {
                 "default": {"description": "Error", "content": {"application/json": {"schema": error}}},
             },
         }
@@ -130,7 +141,8 @@ def openapi(routes: list[Route]) -> dict[str, Any]:
         "paths": paths,
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": {
+            "schemas": COMPONENTS
+            | {
                 "Error": {
                     "type": "object",
                     "required": ["error"],
