@@ -91,6 +91,12 @@ class ChannelPatch:
 
 async def upsert(ctx: Context, p: Principal, req: ChannelWrite, *, create: bool = True) -> dict[str, Any]:
     """Create a channel, or change its topic and references."""
+    paths = [r.path for r in req.refs or []]
+    if len(set(paths)) < len(paths):
+        twice = sorted({path for path in paths if paths.count(path) > 1})
+        raise InvalidArgument(
+            f"refs names {', '.join(twice)} more than once; name each path once.", field="refs"
+        )
 
     async def write(conn: Connection) -> dict[str, Any]:
         workspace = await scope.resolve(conn, p, req.workspace)
