@@ -8,10 +8,12 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from .api.access import metrics_middleware
 from .api.errors import error_middleware
 from .api.keys import CONTEXT, METRICS, PRESENCE, REPLAYS, ROUTES
-from .api.metrics import Metrics, metrics_middleware
-from .api.routing import TEST_SIGKILL, Replays, endpoint
+from .api.metrics import Metrics
+from .api.replays import Replays
+from .api.routing import TEST_SIGKILL, endpoint
 from .api.table import all_routes
 from .clock import Clock
 from .housekeeping import housekeeping

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..services import claims, wakes
-from .routing import Call, Route
+from .route import Call, Route
 
 
 async def claim(call: Call) -> tuple[int, Any]:

@@ -14,7 +14,7 @@ from ..validation import json_schema
 from .keys import METRICS
 from .keys import ROUTES as ROUTE_TABLE
 from .responses import COMPONENTS, RESPONSES
-from .routing import Call, Route
+from .route import Call, Route
 
 PATH_PARAM = re.compile(r"{(\w+)(?::[^}]*)?}")
 PATH_SCHEMAS: dict[str, dict[str, Any]] = {

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from ..services.auth import Presence
     from ..services.context import Context
     from .metrics import Metrics
-    from .routing import Replays, Route
+    from .replays import Replays
+    from .route import Route
 
 CONTEXT: web.AppKey[Context] = web.AppKey("context")
 PRESENCE: web.AppKey[Presence] = web.AppKey("presence")

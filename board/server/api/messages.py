@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..services import channels, messages, posting
-from .routing import Call, Route
+from .route import Call, Route
 
 
 async def channel_list(call: Call) -> Any:

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..services import prompt, registry
 from .discovery import board_url
-from .routing import Call, Route
+from .route import Call, Route
 
 
 async def skills(call: Call) -> Any:

@@ -1,11 +1,9 @@
-"""Route declarations and the plumbing every API call goes through.
+"""The plumbing every API call goes through.
 
-Each route says who may call it without a token (``public``, or ``loopback``
-for callers on this machine), which input
-types it takes, and a summary for the OpenAPI document. :func:`endpoint`
-turns a declaration into an aiohttp handler that authenticates, rate-limits
-writes, parses the body and query strictly, replays retries by request id,
-and renders the service's answer as JSON.
+:func:`endpoint` turns a :class:`~.route.Route` into an aiohttp handler that
+authenticates (or, for a ``loopback`` route, lets a caller on this machine in
+without a token), rate-limits writes, parses the body and query strictly,
+replays retries by request id, and renders the service's answer as JSON.
 """
 
 from __future__ import annotations
@@ -18,7 +16,6 @@ import os
 import re
 import signal
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -30,55 +27,10 @@ from ..services.context import Context
 from ..store import requests as request_store
 from ..validation import parse_body, parse_query
 from .keys import CONTEXT, PRESENCE, REPLAYS
+from .route import Call, Route
 
 REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
-
-
-@dataclass
-class Call:
-    """One parsed API call, handed to a handler."""
-
-    request: web.Request
-    ctx: Context
-    principal: Principal | None
-    body: Any = None
-    query: Any = None
-
-    @property
-    def p(self) -> Principal:
-        assert self.principal is not None, "route is public; no principal"
-        return self.principal
-
-    def arg(self, name: str) -> str:
-        return self.request.match_info[name]
-
-    def int_arg(self, name: str) -> int:
-        text = self.request.match_info[name]
-        if not text.isdigit() or len(text) > 18:
-            raise InvalidArgument(f"'{name}' must be a positive whole number.")
-        return int(text)
-
-
-Handler = Callable[[Call], Awaitable[Any]]
-
-
-@dataclass(frozen=True)
-class Route:
-    method: str
-    path: str
-    handler: Handler
-    summary: str
-    body: type | None = None
-    query: type | None = None
-    public: bool = False
-    #: A caller on loopback needs no token (the operator's scraper); others authenticate.
-    loopback: bool = False
-    status: int = 200
-    tags: tuple[str, ...] = field(default=())
-    #: Answer fields holding a secret (a token, an invite code): shown once, so they are
-    #: never kept for a replay, which answers them as null.
-    secrets: tuple[str, ...] = field(default=())
 
 
 def from_loopback(request: web.Request) -> bool:
@@ -126,20 +78,6 @@ def _request_id(request: web.Request, data: Any) -> str | None:
 def _fingerprint(request: web.Request, data: Any) -> str:
     canonical = json.dumps([request.method, request.path, data], sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-class Replays:
-    """Serializes concurrent calls with the same request id inside this process."""
-
-    def __init__(self) -> None:
-        self._locks: dict[tuple[int, str], asyncio.Lock] = {}
-
-    def lock(self, key: tuple[int, str]) -> asyncio.Lock:
-        return self._locks.setdefault(key, asyncio.Lock())
-
-    def release(self, key: tuple[int, str], lock: asyncio.Lock) -> None:
-        if not lock.locked() and self._locks.get(key) is lock:
-            del self._locks[key]
 
 
 def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
