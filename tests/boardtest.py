@@ -19,6 +19,7 @@ from aiohttp.test_utils import TestServer
 from contract import CheckedClient
 
 from board.client import BoardClient
+from board.server.api.gate import SERVER_ARGS
 from board.server.api.keys import CONTEXT
 from board.server.app import create_app
 from board.server.clock import Clock, ManualClock
@@ -63,8 +64,9 @@ async def start_board(tmp_path: Path, *, clock: Clock | None = None, **overrides
     db_path = tmp_path / "board.db"
     settings = Settings(db=str(db_path), **overrides)
     app = create_app(settings, clock=clock)
-    server = TestServer(app, host="127.0.0.1", handler_cancellation=True)  # as `board serve` runs
-    await server.start_server()
+    server = TestServer(app, host="127.0.0.1")
+    # As `board serve` runs; TestServer sets handler_cancellation itself (and only takes it once).
+    await server.start_server(**{k: v for k, v in SERVER_ARGS.items() if k != "handler_cancellation"})
     return Board(server, app, db_path)
 
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,3 +129,24 @@ def kill(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> int:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         return proc.wait(timeout=20)
+
+
+#: A board for fuzzers: write limits lifted, long-polls cut to a second.
+FUZZ_ENV = {"BOARD_WRITE_RATE": "100000", "BOARD_WRITE_BURST": "100000", "BOARD_MAX_WAIT": "1"}
+
+
+@contextlib.contextmanager
+def fuzzed_board(db: Path) -> Iterator[tuple[Served, str, dict[str, str]]]:
+    """``board serve`` for a fuzzer, with a human's token and the environment it runs in.
+
+    On leaving, the process is stopped and its log must hold no unhandled error.
+    """
+    env = board_env(**FUZZ_ENV)
+    token = add_human(db, "alice", env)
+    served = serve(db, env=env)
+    try:
+        wait_healthy(served)
+        yield served, token, env
+    finally:
+        kill(served.proc)
+    assert "unhandled error" not in served.output()

@@ -427,10 +427,3 @@ async def test_a_deleted_bots_request_ids_do_not_replay_for_a_newcomer(world: Wo
     assert db_rows(world.board.db_path, "SELECT id FROM agents WHERE handle = 'nb'")[0][0] > temp_id
     status, posted = await newcomer.call("POST", "/api/messages", json=body)
     assert status == 201 and posted["workspace"] == "other" and posted["author"] == "nb"
-
-
-async def test_a_channel_naming_one_reference_twice_is_refused(world: World) -> None:
-    twice = [{"path": "a.md"}, {"path": "b.md"}, {"path": "a.md", "mandatory": True}]
-    error = await refused(world, "INVALID_ARGUMENT", lambda: world.bot.create_channel("twice", refs=twice))
-    assert error.details == {"field": "refs"} and "a.md" in error.message and "b.md" not in error.message
-    await refused(world, "INVALID_ARGUMENT", lambda: world.bot.patch_channel("lobby", refs=twice))

@@ -38,6 +38,12 @@ class Settings:
             "whoever can post to them)."
         },
     )
+    public_url: str = field(
+        default="",
+        metadata={
+            "help": "The board's address in documents and prompts; its host is answered besides loopback."
+        },
+    )
     port: int = field(default=8080, metadata={"help": "TCP port to listen on."})
     max_bytes: int = field(
         default=24_000, metadata={"help": "Byte cap of one list response (a request may lower it)."}
@@ -50,6 +56,10 @@ class Settings:
             "help": "Longest long-poll hold in seconds (a longer `wait=` is cut to it, e.g. behind a "
             "proxy with a shorter timeout)."
         },
+    )
+    max_waits: int = field(
+        default=8,
+        metadata={"help": "Long-polls one token may hold at once; a newer one answers the oldest at once."},
     )
     readers: int = field(default=4, metadata={"help": "Read connections to the database."})
     sweep_every: int = field(default=300, metadata={"help": "Seconds between sweeps."})

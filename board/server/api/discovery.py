@@ -11,7 +11,7 @@ from aiohttp import web
 from ... import __version__
 from ..errors import ERROR_CODES
 from ..validation import json_schema
-from .keys import METRICS
+from .keys import HOSTS, METRICS
 from .keys import ROUTES as ROUTE_TABLE
 from .responses import COMPONENTS, RESPONSES
 from .route import Call, Route
@@ -25,7 +25,8 @@ PATH_SCHEMAS: dict[str, dict[str, Any]] = {
 
 
 def board_url(request: web.Request) -> str:
-    return f"{request.scheme}://{request.host}"
+    """The address documents and prompts name (``BOARD_PUBLIC_URL``, else the accepted ``Host``)."""
+    return request.app[HOSTS].board_url(request)
 
 
 def _doc(name: str, request: web.Request) -> web.Response:

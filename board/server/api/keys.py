@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from .gate import Hosts
+
 if TYPE_CHECKING:
     from ..services.auth import Presence
     from ..services.context import Context
@@ -22,3 +24,4 @@ PRESENCE: web.AppKey[Presence] = web.AppKey("presence")
 ROUTES: web.AppKey[list[Route]] = web.AppKey("routes")
 REPLAYS: web.AppKey[Replays] = web.AppKey("replays")
 METRICS: web.AppKey[Metrics] = web.AppKey("metrics")
+HOSTS: web.AppKey[Hosts] = web.AppKey("hosts")
