@@ -73,6 +73,7 @@ MESSAGE_EXTRAS: dict[str, Schema] = {
     "snippet": STR,
     "for_me": BOOL,
     "watched": BOOL,
+    "unreadable": BOOL,  # a stored field could not be read back; it is shown empty
 }
 
 COMPONENTS: dict[str, Schema] = {
@@ -185,7 +186,8 @@ COMPONENTS: dict[str, Schema] = {
             "error": nullable(STR),
             "trigger_ids": array(INT),
             "created_at": TIME,
-        }
+        },
+        {"unreadable": BOOL},
     ),
     "Skill": obj(
         {
