@@ -15,7 +15,6 @@ import re
 import types
 import typing
 from collections.abc import Mapping
-from functools import cache
 from typing import Any, TypeVar, Union
 
 from .errors import InvalidArgument, LimitExceeded
@@ -65,14 +64,19 @@ def arg(
     return dataclasses.field(default=default, metadata=meta)
 
 
-@cache
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    """The resolved annotations of a declared type, worked out once per type."""
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
 
 
 def _wire_fields(cls: type) -> dict[str, dataclasses.Field[Any]]:
     """The fields of ``cls`` by the names callers use."""
-    return {f.metadata.get("name") or f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return {f.metadata.get("name") or f.name: f for f in dataclasses.fields(cls)}
 
 
 def _unwrap_optional(kind: Any) -> tuple[Any, bool]:
@@ -145,7 +149,7 @@ def _check(name: str, kind: Any, value: Any, meta: Mapping[str, Any]) -> Any:
         if not isinstance(value, dict):
             raise InvalidArgument(f"'{name}' must be an object.", field=name)
         return _check_json(name, value)
-    if dataclasses.is_dataclass(kind):
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         return parse_body(kind, value, prefix=f"{name}.")
     if kind is bool:
         if not isinstance(value, bool):
