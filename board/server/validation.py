@@ -143,7 +143,7 @@ def _check(name: str, kind: Any, value: Any, meta: Mapping[str, Any]) -> Any:
                 limit=meta["max_items"],
             )
         (item_kind,) = typing.get_args(kind)
-        item_meta = {k: v for k, v in meta.items() if k != "max_items"}
+        item_meta = _item_meta(meta)
         return [_check(f"{name}[{i}]", item_kind, item, item_meta) for i, item in enumerate(value)]
     if origin is dict or kind is dict:
         if not isinstance(value, dict):
@@ -244,6 +244,11 @@ def parse_query(cls: type[T], query: Mapping[str, str]) -> T:
     return parse_body(cls, data)
 
 
+def _item_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """A list field's constraints on each of its items: all but its own length."""
+    return {k: v for k, v in meta.items() if k != "max_items"}
+
+
 def json_schema(cls: type) -> dict[str, Any]:
     """The JSON Schema of a declared input type, for the OpenAPI document."""
     hints = _hints(cls)
@@ -266,7 +271,8 @@ def _schema_of(kind: Any, meta: Mapping[str, Any]) -> dict[str, Any]:
     origin = typing.get_origin(kind)
     schema: dict[str, Any]
     if origin is list:
-        schema = {"type": "array", "items": _schema_of(typing.get_args(kind)[0], {})}
+        item_meta = {k: v for k, v in _item_meta(meta).items() if k != "help"}
+        schema = {"type": "array", "items": _schema_of(typing.get_args(kind)[0], item_meta)}
         if meta.get("max_items") is not None:
             schema["maxItems"] = meta["max_items"]
     elif dataclasses.is_dataclass(kind):
