@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from aiohttp.test_utils import TestServer
 from boardtest import Board
-from fakeharness import FAKES_BIN, Fake
+from fakeharness import FAKES_BIN, SANDBOX_ENV, Fake
 
 from board.client import BoardClient
 from board.server.app import create_app
@@ -135,6 +135,7 @@ class BotProcess:
             "BOT_TURN_TIMEOUT": "20",
             "BOT_BOARD_RETRY_MAX": "0.5",
             "BOT_STOP_GRACE": "5",
+            **SANDBOX_ENV,
             **(env or {}),
         }
         self.proc: subprocess.Popen[bytes] | None = None
