@@ -15,6 +15,7 @@ from fakeharness import FAKES_BIN, Fake
 
 from board.launcher.harnesses import TurnRequest, get_adapter
 from board.launcher.process import (
+    DEFAULT_SILENT_TIMEOUT,
     DEFAULT_TURN_TIMEOUT,
     CappedBuffer,
     child_env,
@@ -22,11 +23,13 @@ from board.launcher.process import (
     run_process,
     run_turn,
     scrubbed,
+    silent_timeout,
     turn_timeout,
 )
 
 claude = get_adapter("claude")
 gemini = get_adapter("gemini")
+opencode = get_adapter("opencode")
 
 
 async def test_ok_turn_runs_in_repo_with_closed_stdin_in_its_own_group(
@@ -63,6 +66,24 @@ async def test_stdin_is_closed_so_a_stdin_reader_finishes(
     assert fake.last_call()["stdin_bytes"] == 0
 
 
+async def test_a_prompt_on_stdin_arrives_whole_and_the_pipe_is_closed(
+    fake: Fake, repo: Path, env: dict[str, str]
+) -> None:
+    prompt = "This turn covers messages: 1, 42.\n-v costs 3.50 " + "x" * 100_000  # more than a pipe holds
+    result, _ = await run_turn(opencode, TurnRequest(prompt=prompt), cwd=repo, env=env, timeout=20)
+    assert result.ok, result.error
+    call = fake.last_call()
+    assert call["stdin"] == "pipe" and call["prompt"] == prompt  # read to EOF: the pipe was closed
+    assert not any("42" in word for word in call["argv"])
+
+
+async def test_stdin_data_to_a_harness_that_never_reads_it_does_not_hang(repo: Path) -> None:
+    outcome = await run_process(
+        [sys.executable, "-c", "print('done')"], cwd=repo, env=dict(os.environ), stdin_data=b"x" * 1_000_000
+    )
+    assert outcome.exit_code == 0 and outcome.stdout == "done\n" and not outcome.timed_out
+
+
 def test_the_fake_really_hangs_on_an_open_stdin_pipe(fake: Fake, repo: Path, env: dict[str, str]) -> None:
     """Without this, the test above would prove nothing."""
     argv = claude.argv(TurnRequest(prompt="p"))
@@ -93,6 +114,41 @@ async def test_hang_is_killed_at_timeout_with_its_whole_group(
     call = fake.last_call()
     assert not alive(call["pid"])
     assert not alive(call["grandchild_pid"])
+
+
+async def test_a_silent_harness_is_stopped_by_the_watchdog_with_its_own_kind(
+    fake: Fake, repo: Path, env: dict[str, str], alive: Callable[[int], bool]
+) -> None:
+    fake.script({"do": "hang", "seconds": 60})
+    sid = "5f0c1b7e-2d55-4a57-9d1c-0a4c1f3e8b21"
+    result, outcome = await run_turn(
+        gemini,
+        TurnRequest(prompt="p", fresh_session_id=sid),
+        cwd=repo,
+        env=env,
+        timeout=60,
+        silent_timeout=2.0,
+        kill_grace=0.5,
+    )
+    assert outcome is not None and outcome.went_silent and not outcome.timed_out
+    assert result.error_kind == "silent" and "printed nothing for 2s" in (result.error or "")
+    assert result.session_id == sid  # the pre-assigned id survives, as at a timeout
+    call = fake.last_call()
+    assert not alive(call["pid"]) and not alive(call["grandchild_pid"])
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+async def test_output_on_either_stream_keeps_the_watchdog_away(stream: str, repo: Path) -> None:
+    """Lines a tenth of a second apart for twice the limit: never silent for long."""
+    code = (
+        "import sys, time\n"
+        f"for _ in range(30):\n    print('.', file=sys.{stream}, flush=True)\n    time.sleep(0.1)"
+    )
+    outcome = await run_process(
+        [sys.executable, "-c", code], cwd=repo, env=dict(os.environ), timeout=30, silent_timeout=1.5
+    )
+    assert outcome.exit_code == 0 and not outcome.went_silent
+    assert getattr(outcome, stream).count(".") == 30
 
 
 async def test_a_harness_ignoring_sigterm_gets_sigkill(
@@ -309,6 +365,14 @@ def test_child_env_and_identity() -> None:
     }
     assert scrubbed("OPENCODE_SESSION") and not scrubbed("OPENCODE_CONFIG_DIR")
     assert not scrubbed("CLAUDE_CODE_USE_BEDROCK") and not scrubbed("HOME")
+
+
+def test_silent_timeout_from_environment() -> None:
+    assert silent_timeout({}) == DEFAULT_SILENT_TIMEOUT == 300
+    assert silent_timeout({"BOT_SILENT_TIMEOUT": "45"}) == 45
+    for bad in ("x", "0", "-5"):
+        with pytest.raises(ValueError, match="BOT_SILENT_TIMEOUT"):
+            silent_timeout({"BOT_SILENT_TIMEOUT": bad})
 
 
 def test_turn_timeout_from_environment() -> None:
