@@ -116,27 +116,6 @@ async def test_hang_is_killed_at_timeout_with_its_whole_group(
     assert not alive(call["grandchild_pid"])
 
 
-async def test_a_silent_harness_is_stopped_by_the_watchdog_with_its_own_kind(
-    fake: Fake, repo: Path, env: dict[str, str], alive: Callable[[int], bool]
-) -> None:
-    fake.script({"do": "hang", "seconds": 60})
-    sid = "5f0c1b7e-2d55-4a57-9d1c-0a4c1f3e8b21"
-    result, outcome = await run_turn(
-        gemini,
-        TurnRequest(prompt="p", fresh_session_id=sid),
-        cwd=repo,
-        env=env,
-        timeout=60,
-        silent_timeout=2.0,
-        kill_grace=0.5,
-    )
-    assert outcome is not None and outcome.went_silent and not outcome.timed_out
-    assert result.error_kind == "silent" and "printed nothing for 2s" in (result.error or "")
-    assert result.session_id == sid  # the pre-assigned id survives, as at a timeout
-    call = fake.last_call()
-    assert not alive(call["pid"]) and not alive(call["grandchild_pid"])
-
-
 @pytest.mark.parametrize("stream", ["stdout", "stderr"])
 async def test_output_on_either_stream_keeps_the_watchdog_away(stream: str, repo: Path) -> None:
     """Lines a tenth of a second apart for twice the limit: never silent for long."""
@@ -164,19 +143,34 @@ async def test_a_harness_ignoring_sigterm_gets_sigkill(
     assert not alive(call["pid"]) and not alive(call["grandchild_pid"])
 
 
-async def test_timeout_keeps_the_pre_assigned_session(fake: Fake, repo: Path, env: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    ("name", "limits", "kind", "says"),
+    [
+        ("claude", {"timeout": 0.5}, "timeout", "timed out after 0.5s"),
+        ("gemini", {"timeout": 60, "silent_timeout": 2.0}, "silent", "printed nothing for 2s"),
+    ],
+)
+async def test_a_stopped_turn_keeps_the_pre_assigned_session(
+    name: str,
+    limits: dict[str, float],
+    kind: str,
+    says: str,
+    fake: Fake,
+    repo: Path,
+    env: dict[str, str],
+    alive: Callable[[int], bool],
+) -> None:
+    """At the wall clock, or the no-output watchdog (its own kind), the group goes and the id stays."""
     fake.script({"do": "hang", "seconds": 60})
     sid = "5f0c1b7e-2d55-4a57-9d1c-0a4c1f3e8b21"
-    result, _ = await run_turn(
-        claude,
-        TurnRequest(prompt="p", fresh_session_id=sid),
-        cwd=repo,
-        env=env,
-        timeout=0.5,
-        kill_grace=0.3,
-    )
-    assert result.error_kind == "timeout" and result.session_id == sid
-    assert fake.last_call()["session"] == sid
+    req = TurnRequest(prompt="p", fresh_session_id=sid)
+    result, outcome = await run_turn(get_adapter(name), req, cwd=repo, env=env, kill_grace=0.3, **limits)
+    assert outcome is not None and outcome.went_silent == (kind == "silent")
+    assert outcome.timed_out == (kind == "timeout")
+    assert result.error_kind == kind and says in (result.error or "") and result.session_id == sid
+    call = fake.last_call()
+    assert call["session"] == sid
+    assert not alive(call["pid"]) and not alive(call["grandchild_pid"])
 
 
 async def test_a_process_left_behind_after_a_normal_exit_is_ended(
