@@ -15,8 +15,6 @@ from fakeharness import FAKES_BIN, Fake
 
 from board.launcher.harnesses import TurnRequest, get_adapter
 from board.launcher.process import (
-    DEFAULT_SILENT_TIMEOUT,
-    DEFAULT_TURN_TIMEOUT,
     CappedBuffer,
     child_env,
     identity_env,
@@ -361,20 +359,18 @@ def test_child_env_and_identity() -> None:
     assert not scrubbed("CLAUDE_CODE_USE_BEDROCK") and not scrubbed("HOME")
 
 
-def test_silent_timeout_from_environment() -> None:
-    assert silent_timeout({}) == DEFAULT_SILENT_TIMEOUT == 300
-    assert silent_timeout({"BOT_SILENT_TIMEOUT": "45"}) == 45
-    for bad in ("x", "0", "-5"):
-        with pytest.raises(ValueError, match="BOT_SILENT_TIMEOUT"):
-            silent_timeout({"BOT_SILENT_TIMEOUT": bad})
-
-
-def test_turn_timeout_from_environment() -> None:
-    assert turn_timeout({}) == DEFAULT_TURN_TIMEOUT == 1800
-    assert turn_timeout({"BOT_TURN_TIMEOUT": "90"}) == 90
+@pytest.mark.parametrize(
+    ("read", "name", "default"),
+    [(turn_timeout, "BOT_TURN_TIMEOUT", 1800), (silent_timeout, "BOT_SILENT_TIMEOUT", 300)],
+)
+def test_timeouts_from_environment(
+    read: Callable[[dict[str, str]], float], name: str, default: float
+) -> None:
+    assert read({}) == default
+    assert read({name: "90"}) == 90
     for bad in ("soon", "0", "-5"):
-        with pytest.raises(ValueError, match="BOT_TURN_TIMEOUT"):
-            turn_timeout({"BOT_TURN_TIMEOUT": bad})
+        with pytest.raises(ValueError, match=name):
+            read({name: bad})
 
 
 def test_fakes_are_executable_symlinks() -> None:
