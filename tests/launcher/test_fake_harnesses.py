@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from fakeharness import FAKES_BIN, Fake
+from fakeharness import FAKES_BIN, Fake, read_jsonl
 
 from board.launcher.harnesses import TurnRequest, get_adapter
 from board.launcher.process import run_turn
@@ -375,3 +375,13 @@ async def test_a_pre_assigned_session_id_becomes_the_session(
     assert first.ok and first.session_id == UUID and fake.last_call()["session"] == UUID
     again, _ = await run_turn(adapter, TurnRequest(prompt="p", session_id=UUID), cwd=repo, env=env)
     assert again.ok and fake.last_call()["resume"] == UUID
+
+
+def test_a_record_still_being_appended_is_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "calls.jsonl"
+    assert read_jsonl(path) == []
+    path.write_text('{"n": 1}\n{"n": 2, "prompt": "half of a lo')  # a fake mid-write
+    assert read_jsonl(path) == [{"n": 1}]
+    with path.open("a") as f:
+        f.write('ng one"}\n')
+    assert read_jsonl(path) == [{"n": 1}, {"n": 2, "prompt": "half of a long one"}]
