@@ -11,6 +11,7 @@ from aiohttp import web
 
 from ... import __version__
 from ..errors import ERROR_CODES, Unauthenticated
+from ..mcp.endpoint import openapi_paths as mcp_openapi_paths
 from ..services import auth
 from ..validation import json_schema
 from .keys import CONTEXT
@@ -153,7 +154,9 @@ def openapi(routes: list[Route]) -> dict[str, Any]:
 
 
 async def openapi_json(call: Call) -> Any:
-    return openapi(call.request.app[ROUTE_TABLE])
+    document = openapi(call.request.app[ROUTE_TABLE])
+    document["paths"].update(mcp_openapi_paths())
+    return document
 
 
 def _loopback(request: web.Request) -> bool:
