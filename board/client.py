@@ -333,12 +333,13 @@ class BoardClient:
         *,
         first: bool = False,
         budget_bytes: int | None = None,
+        mcp: bool = False,
     ) -> JSON:
         """The composed prompt of ``handle``'s next turn covering ``trigger`` message ids."""
         return await self.request(
             "GET",
             f"/api/bots/{handle}/prompt",
-            params={"trigger": trigger or [], "first": first, "budget_bytes": budget_bytes},
+            params={"trigger": trigger or [], "first": first, "budget_bytes": budget_bytes, "mcp": mcp},
         )
 
     # -- audit ------------------------------------------------------------------

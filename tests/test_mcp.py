@@ -279,3 +279,12 @@ async def test_a_revoked_token_is_refused_over_stdio(world: World) -> None:
         await world.human.revoke_token("pb")
         error = await refused(client, "catch_up", action="me")
     assert error["code"] == "UNAUTHENTICATED"
+
+
+async def test_a_profile_says_whether_its_bots_get_the_tools(world: World) -> None:
+    created = await world.human.create_profile("proj-mcp", "proj", "claude", mcp=True, bots=["pb"])
+    assert created["mcp"] is True
+    assert (await world.bot.profile("proj-mcp"))["mcp"] is True
+    await world.human.update_profile("proj-mcp", identity="still on")
+    assert (await world.bot.profile("proj-mcp"))["mcp"] is True, "a field left out keeps its value"
+    assert (await world.human.update_profile("proj-mcp", mcp=False))["mcp"] is False
