@@ -23,6 +23,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 NAME = "board"  # the server's name in each harness's settings: its tools show as board's
 
@@ -44,7 +45,7 @@ def stdio_command(board_url: str) -> list[str]:
 def setup_for(harness: str, board_url: str, state_dir: Path) -> McpSetup | None:
     """The per-run MCP configuration of ``harness``; None when it has none here."""
     command, *args = stdio_command(board_url)
-    server = {"command": command, "args": args}
+    server: dict[str, Any] = {"command": command, "args": args}
     if harness == "claude":
         path = state_dir / "mcp-claude.json"
         config = {"mcpServers": {NAME: {"type": "stdio", **server}}}

@@ -1119,22 +1119,24 @@ def board_action(kind: str, step: dict[str, Any], allowed: bool) -> Action:
             action.error = f"HTTP {exc.code}"
         except (OSError, ValueError) as exc:
             action.error = str(exc)
+    return record_action(action, url=url, payload=payload, allowed=allowed, status=action.status)
+
+
+def record_action(action: Action, **fields: Any) -> Action:
+    """Note a board action in actions.jsonl (and its error on stderr, as the model's tool would)."""
     append_jsonl(
         "actions.jsonl",
         {
             "pid": os.getpid(),
-            "action": kind,
-            "url": url,
-            "payload": payload,
-            "allowed": allowed,
-            "status": action.status,
+            "action": action.kind,
+            **fields,
             "response": action.body[:2000],
             "error": action.error,
             "time": time.time(),
         },
     )
     if action.error:
-        sys.stderr.write(f"fake {kind}: {action.error}\n")
+        sys.stderr.write(f"fake {action.kind}: {action.error}\n")
     return action
 
 
@@ -1201,22 +1203,7 @@ def mcp_action(step: dict[str, Any], inv: Invocation) -> Action:
             child.wait(timeout=10)
     except (OSError, ValueError, KeyError, RuntimeError, subprocess.TimeoutExpired) as exc:
         action.error = action.error or str(exc)
-    append_jsonl(
-        "actions.jsonl",
-        {
-            "pid": os.getpid(),
-            "action": "mcp_reply",
-            "mcp_config": path,
-            "tools": tools,
-            "arguments": arguments,
-            "response": action.body[:2000],
-            "error": action.error,
-            "time": time.time(),
-        },
-    )
-    if action.error:
-        sys.stderr.write(f"fake mcp_reply: {action.error}\n")
-    return action
+    return record_action(action, mcp_config=path, tools=tools, arguments=arguments)
 
 
 # --------------------------------------------------------------------------
