@@ -6,14 +6,15 @@ import asyncio
 import hashlib
 import logging
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
 from aiosqlite import Connection
+from boardtest import eventually
 
 from board.server.store import db as db_module
-from board.server.store.db import Database, StoreError, migrations, schema_version
+from board.server.store.db import Database, StoreError, emit, migrations, schema_version
 
 
 def file_digest(path: Path) -> str:
@@ -174,9 +175,10 @@ async def test_concurrent_writes_commit_in_groups(db: Database) -> None:
 
 async def test_a_failing_write_does_not_undo_its_neighbours(db: Database) -> None:
     await db.write(insert("taken"))
-    gate = asyncio.Event()
+    gate, entered = asyncio.Event(), asyncio.Event()
 
     async def hold(conn: Connection) -> str:
+        entered.set()
         await gate.wait()
         return "held"
 
@@ -186,14 +188,14 @@ async def test_a_failing_write_does_not_undo_its_neighbours(db: Database) -> Non
 
     batches = db.stats.batches
     holder = asyncio.create_task(db.write(hold))
-    await asyncio.sleep(0.05)  # the writer is inside the holder's batch now
+    await entered.wait()  # the writer is inside the holder's batch now
     jobs = [
         asyncio.create_task(db.write(insert("before"))),
         asyncio.create_task(db.write(insert("taken"))),  # UNIQUE violation
         asyncio.create_task(db.write(half_then_fail)),
         asyncio.create_task(db.write(insert("after"))),
     ]
-    await asyncio.sleep(0.05)
+    await eventually(lambda: db.queue_depth == len(jobs), "the jobs to queue behind the holder")
     gate.set()
     assert await holder == "held"
     results = await asyncio.gather(*jobs, return_exceptions=True)
@@ -211,20 +213,29 @@ async def _values(conn: Connection) -> list[str]:
         return [row[0] for row in await cur.fetchall()]
 
 
-async def test_after_commit_runs_in_commit_order_and_only_for_committed_writes(db: Database) -> None:
-    seen: list[object] = []
+async def test_the_outbox_is_published_in_commit_order_and_only_for_committed_writes(db: Database) -> None:
+    published: list[object] = []
+    db.publish = published.append
 
-    async def fail(conn: Connection) -> None:
-        raise RuntimeError("no")
+    def emitting(*items: str, then_fail: bool = False) -> Callable[[Connection], Awaitable[None]]:
+        async def write(conn: Connection) -> None:
+            for item in items:
+                emit(item)
+            if then_fail:
+                raise RuntimeError("no")
+
+        return write
 
     results = await asyncio.gather(
-        db.write(insert("a"), after_commit=seen.append),
-        db.write(fail, after_commit=seen.append),
-        db.write(insert("b"), after_commit=seen.append),
+        db.write(emitting("a1", "a2")),
+        db.write(emitting("lost", then_fail=True)),
+        db.write(emitting("b")),
         return_exceptions=True,
     )
     assert isinstance(results[1], RuntimeError)
-    assert seen == [results[0], results[2]]
+    assert published == ["a1", "a2", "b"], "the failed write's outbox is dropped with it"
+    with pytest.raises(LookupError):
+        emit("outside any write")
 
 
 async def test_readers_see_only_committed_data(db: Database) -> None:
@@ -310,7 +321,7 @@ async def test_writes_waiting_when_the_database_closes_fail_instead_of_hanging(t
     running = asyncio.create_task(database.write(endless))
     await started.wait()
     queued = asyncio.create_task(database.write(insert("queued")))
-    await asyncio.sleep(0.01)
+    await eventually(lambda: database.queue_depth == 1, "the write to queue")
     await database.close()
 
     for task in (running, queued):
