@@ -22,9 +22,10 @@ SCENARIOS = {
     "claims": "bench.claims",
     "baseline": "bench.baseline",
     "wake_latency": "bench.wake_latency",
+    "mcp": "bench.mcp",
 }
 # `post` and `wake` drive the bare handler in their own run, so `all` leaves `baseline` out.
-ALL = ["post", "wake", "idle", "catchup", "knowledge", "claims", "wake_latency"]
+ALL = ["post", "wake", "idle", "catchup", "knowledge", "claims", "wake_latency", "mcp"]
 
 
 def run_all(quick: bool) -> None:

@@ -9,7 +9,8 @@ and its commit, runs in the write connection's thread in one hand-off, and each
 read in its reader's thread in one (``connection.py``: a job's coroutine runs to
 its end there without the event loop). Each write runs in its caller's
 context (``contextvars``), so what the request set, such as its request id, is
-what the write sees. A write hands what must be announced once it is durable to
+what the write sees (and a call's request id is marked applied together with its
+effect, see :mod:`.requests`). A write hands what must be announced once it is durable to
 :func:`emit`: the job's outbox, which the writer passes to ``publish`` after the
 commit, in commit order, and drops with the job when it fails. Reads run on their
 own connections and never wait for the writer.
@@ -31,6 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
+from . import requests
 from .connection import Connection, Owned, drive
 from .jsoncolumns import readable_json
 
@@ -93,8 +95,12 @@ class _Write:
 
 
 def _call(job: _Write, conn: Connection) -> Any:
+    """One job, in its caller's context and its own savepoint."""
     _OUTBOX.set(job.outbox)  # in the job's own context: its emits land in its outbox
-    return drive(job.fn(conn))
+    result = drive(job.fn(conn))
+    # A call with a request id is marked applied in the same savepoint as its effect.
+    drive(requests.mark_applied(conn))
+    return result
 
 
 def _commit_batch(conn: Connection, batch: list[_Write], closing: threading.Event) -> list[tuple[bool, Any]]:
