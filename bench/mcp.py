@@ -23,10 +23,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from .common import board_process, percentiles, report
+from .fleet import make_fleet
 
 QUICK = ["-n", "100"]
 TINY = ["-n", "3"]
-from .fleet import make_fleet
 
 Call = Callable[[], Awaitable[Any]]
 
