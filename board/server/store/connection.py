@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import contextvars
 import sqlite3
-from collections.abc import Awaitable, Callable, Generator, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -80,7 +80,7 @@ class Connection:
     def execute(self, sql: str, params: Iterable[Any] = ()) -> _Statement:
         return _Statement(lambda: self.raw.execute(sql, tuple(params)))
 
-    def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> _Statement:
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> _Statement:
         return _Statement(lambda: self.raw.executemany(sql, rows))
 
     async def execute_fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
@@ -100,9 +100,9 @@ def drive(job: Awaitable[T]) -> T:
     try:
         steps.send(None)
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return done.value
     with contextlib.suppress(AttributeError):
-        steps.close()  # type: ignore[attr-defined]
+        steps.close()
     raise JobSuspended("a database job may await only its connection")
 
 

@@ -293,7 +293,7 @@ class Database:
             raise StoreError("the database is not open")
         job = _Write(fn)
         self._queue.put_nowait(job)
-        return await job.future  # type: ignore[no-any-return]
+        return await job.future
 
     async def _run_writer(self) -> None:
         assert self._writer is not None and self._writer.conn is not None
