@@ -13,6 +13,7 @@ from .api.routing import Replays, endpoint
 from .api.table import all_routes
 from .clock import Clock
 from .housekeeping import housekeeping
+from .pages import install as install_pages
 from .services.auth import Presence
 from .services.context import Context
 from .settings import Settings
@@ -34,6 +35,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: boo
     for route in routes:
         app.router.add_route(route.method, route.path, endpoint(route))
     app[ROUTES] = routes
+    install_pages(app, clock or Clock())
     app[METRICS] = Metrics()
     app[PRESENCE] = Presence()
     app[REPLAYS] = Replays()

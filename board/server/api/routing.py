@@ -19,9 +19,9 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import BoardError, InvalidArgument, RequestIdReuse
+from ..errors import BoardError, InvalidArgument, RequestIdReuse, Unauthenticated
 from ..principal import Principal
-from ..services import audit, auth
+from ..services import audit, auth, sessions
 from ..services.context import Context
 from ..store import requests as request_store
 from ..validation import parse_body, parse_query
@@ -29,6 +29,7 @@ from .keys import CONTEXT, PRESENCE, REPLAYS
 
 REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
+CSRF_HEADER = "X-CSRF-Token"
 
 
 @dataclass
@@ -129,14 +130,27 @@ class Replays:
             del self._locks[key]
 
 
+async def _principal(request: web.Request, ctx: Context, mutating: bool) -> Principal:
+    """The caller: a bearer token, or a browser session whose mutations carry its CSRF token."""
+    header = request.headers.get("Authorization")
+    cookie = request.cookies.get(sessions.COOKIE)
+    if header is None and cookie:
+        session = await sessions.resolve(ctx, cookie)
+        if session is None:
+            raise Unauthenticated("Your session has ended; sign in again at /login.")
+        if mutating:
+            sessions.require_csrf(session, request.headers.get(CSRF_HEADER))
+        return session.principal
+    token = header[7:].strip() if header and header[:7].lower() == "bearer " else None
+    return await auth.authenticate(ctx, token)
+
+
 def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handle(request: web.Request) -> web.StreamResponse:
         ctx = request.app[CONTEXT]
         principal = None
         if not route.public:
-            header = request.headers.get("Authorization", "")
-            token = header[7:].strip() if header[:7].lower() == "bearer " else None
-            principal = await auth.authenticate(ctx, token)
+            principal = await _principal(request, ctx, route.method in MUTATING)
             await request.app[PRESENCE].touch(ctx, principal)
         data: Any = None
         rid = None

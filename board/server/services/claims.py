@@ -544,6 +544,7 @@ async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int,
 class WakeList:
     bot: str | None = arg(None, max_len=32)
     workspace: str | None = arg(None, pattern=r"[a-z0-9._-]{2,64}")
+    thread: int | None = arg(None, min=1, help="Only wakes a message of this thread triggered.")
     since: int = arg(0, min=0)
     limit: int = arg(20, min=1, max=500)
     max_bytes: int | None = arg(None, min=1)
@@ -556,8 +557,12 @@ async def list_wakes(ctx: Context, p: Principal, q: WakeList) -> Page:
         if q.bot is not None:
             bot = await identity_store.agent_by_handle(conn, q.bot)
             agent_id = bot["id"] if bot is not None else -1
+        thread_id = None
+        if q.thread is not None:
+            root = await scope.require_message(conn, p, await message_store.by_id(conn, q.thread), "thread")
+            thread_id = root["thread_id"]
         rows = await store.select_wakes(
-            conn, scope.workspace_ids(p, workspace), agent_id, q.since, q.limit + 1
+            conn, scope.workspace_ids(p, workspace), agent_id, q.since, q.limit + 1, thread_id
         )
         return [wake_dict(r) for r in rows]
 

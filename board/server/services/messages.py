@@ -398,12 +398,6 @@ async def _channel_id(conn: Connection, workspace: Any | None, slug: str) -> int
     return int(channel["id"])
 
 
-def _event_visible(p: Principal, event: Event) -> bool:
-    if not scope.visible(p, event.workspace_id):
-        return False
-    return event.audience is None or p.is_human or p.agent_id in event.audience
-
-
 async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
     if q.since is not None and q.before is not None:
         raise InvalidArgument("Give since or before, not both.")
@@ -463,7 +457,7 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
 
     def match(event: Event) -> dict[str, Any] | None:
         m = event.message
-        if not _event_visible(p, event) or (q.since is not None and m["id"] <= q.since):
+        if not scope.event_visible(p, event) or (q.since is not None and m["id"] <= q.since):
             return None
         if flt.channel_id is not None and event.channel_id != flt.channel_id:
             return None

@@ -12,6 +12,7 @@ from typing import Any
 from aiosqlite import Connection
 
 from ..errors import Forbidden, InvalidArgument, NotFound
+from ..hub import Event
 from ..principal import ADMIN_WORKSPACE, Principal
 from ..store import channels as channel_store
 from ..store import workspaces as store
@@ -68,6 +69,13 @@ async def require_message(conn: Connection, p: Principal, row: Any | None, what:
     if row is None or not await message_visible(conn, p, row):
         raise NotFound(what)
     return row
+
+
+def event_visible(p: Principal, event: Event) -> bool:
+    """Whether ``p`` may read a published message: decided from the event alone, with no query."""
+    if not visible(p, event.workspace_id):
+        return False
+    return event.audience is None or p.is_human or p.agent_id in event.audience
 
 
 def require_writable(workspace: Any) -> None:

@@ -155,9 +155,21 @@ async def insert_wake(conn: Connection, values: dict[str, Any]) -> int:
 
 
 async def select_wakes(
-    conn: Connection, workspace_ids: list[int] | None, agent_id: int | None, since: int, limit: int
+    conn: Connection,
+    workspace_ids: list[int] | None,
+    agent_id: int | None,
+    since: int,
+    limit: int,
+    thread_id: int | None = None,
 ) -> list[Row]:
+    """Wakes after ``since``; with ``thread_id``, those a message of that thread triggered."""
     clauses, params = ["k.id > ?"], [since]
+    if thread_id is not None:
+        clauses.append(
+            "EXISTS (SELECT 1 FROM json_each(k.trigger_ids) j JOIN messages m ON m.id = j.value"
+            " WHERE m.thread_id = ?)"
+        )
+        params.append(thread_id)
     if workspace_ids is not None:
         clauses.append(f"k.workspace_id IN ({','.join('?' * len(workspace_ids)) or 'NULL'})")
         params += workspace_ids
