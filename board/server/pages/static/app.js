@@ -66,8 +66,11 @@
     const threadBox = document.getElementById("thread-messages");
     if (thread && threadBox && String(m.thread_id) === thread) place(data.html, threadBox);
     if (m.reply_to !== null) {
-      const count = document.querySelector(`[data-replies-for="${m.thread_id}"]`);
-      if (count && m.kind !== "event") count.textContent = String(Number(count.textContent) + 1);
+      if (m.kind !== "event") {
+        document.querySelectorAll(`[data-replies-for="${m.thread_id}"]`).forEach((count) => {
+          count.textContent = String(Number(count.textContent) + 1);
+        });
+      }
     }
     if (m.kind === "event" && m.meta && m.meta.claim) updateClaim(m);
     const roots = document.getElementById("roots");
