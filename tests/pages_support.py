@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import aiohttp
 from boardtest import Board
 
-from board.server.services import auth
+from board.server.services import auth, sessions
 
 CSRF = re.compile(r'name="csrf-token" content="([^"]*)"')
 
@@ -37,6 +37,13 @@ class Browser:
         async with self.http.post(self.url + path, data=data, allow_redirects=False) as resp:
             text = await resp.text()
             return resp.status, text if resp.status != 303 else resp.headers["Location"]
+
+    def cookie(self) -> str:
+        """The session cookie's value, as the browser holds it."""
+        for morsel in self.http.cookie_jar:
+            if morsel.key == sessions.COOKIE:
+                return morsel.value
+        raise AssertionError("no session cookie")
 
     async def close(self) -> None:
         await self.http.close()
