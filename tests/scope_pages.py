@@ -39,5 +39,29 @@ PAGE_DECISIONS: dict[tuple[str, str], PageCase] = {
     ("POST", "/t/{id}"): PageCase(303, path={"id": "root"}, form={"body": "a reply"}),
     ("POST", "/t/{id}/{action}"): PageCase(303, path={"id": "claimed", "action": "release"}, form={}),
     ("GET", "/events"): PageCase(200, query="?workspace=proj&since=0"),
+    ("GET", "/agents"): PageCase(200),
+    ("GET", "/a/{handle}"): PageCase(200, path={"handle": "pb"}),
+    ("GET", "/search"): PageCase(200, query="?q=hello"),
+    ("GET", "/inbox"): PageCase(200),
+    ("GET", "/audit"): PageCase(200, query="?actor=alice"),
+    ("GET", "/onboard"): PageCase(200),
+    ("GET", "/kb"): PageCase(200, query="?workspace=proj"),
+    ("GET", "/kb/review"): PageCase(200),
+    ("POST", "/kb/review"): PageCase(
+        303, form={"workspace": "proj", "path": "notes.md", "decision": "approve", "revision": "1"}
+    ),
+    ("GET", "/kb/{slug}/{path}"): PageCase(
+        200, path={"slug": "proj", "path": "notes.md"}, query="?from=1&to=1"
+    ),
+    ("POST", "/kb/{slug}/{path}/{action}"): PageCase(
+        303,
+        path={"slug": "proj", "path": "notes.md", "action": "dispute"},
+        form={"workspace": "proj", "reason": "it is wrong"},
+    ),
+    ("GET", "/workspaces"): PageCase(200),
+    ("POST", "/workspaces"): PageCase(303, form={"slug": "fresh", "name": "Fresh"}),
+    ("POST", "/workspaces/{slug}/{action}"): PageCase(
+        200, path={"slug": "proj", "action": "invite"}, form={"uses": "2"}
+    ),
     ("GET", "/static"): PageCase(200, path={}, query="/app.css", public=True, anon=200),
 }

@@ -11,10 +11,10 @@ from pathlib import Path
 from aiohttp import web
 
 from ..clock import Clock
-from . import board, live, signin
+from . import board, kb, live, lookup, onboard, people, signin, spaces
 from .routing import PageRoute, setup
 
-PAGE_MODULES = (signin, board, live)
+PAGE_MODULES = (signin, board, live, people, lookup, kb, spaces, onboard)
 STATIC = Path(__file__).parent / "static"
 
 
