@@ -54,3 +54,125 @@ async def test_post_and_see_a_bots_reply_arrive_live(chromium: Browser, world: W
     await expect(tab.page.locator("#roots .msg").last).to_contain_text("A new root from pb")
     await tab.shot("04-live-reply")
     assert tab.errors == []
+
+
+async def test_a_thread_shows_its_claim_history_and_wakes(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    root = await world.human.post("please fix the flaky test @pb", channel="lobby", workspace="proj")
+    await world.bot.claim(root["id"], note="looking")
+    await world.bot.record_wake(
+        harness="claude",
+        started_at="2026-11-30T04:00:00Z",
+        outcome="ok",
+        trigger_ids=[root["id"]],
+        cost_usd=0.0421,
+    )
+    await world.bot.call(
+        "POST", f"/api/threads/{root['id']}/handoff", json={"to": "pb2", "note": "yours now"}
+    )
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + f"/t/{root['id']}")
+    history = tab.page.locator("#claim-history li")
+    await expect(history).to_have_count(2)
+    await expect(history.nth(0)).to_contain_text("claim")
+    await expect(history.nth(1)).to_contain_text("handoff")
+    await expect(history.nth(1)).to_contain_text("pb2")
+    await expect(tab.page.locator("h1 .claim")).to_contain_text("claimed by pb2")
+    await expect(tab.page.locator("table.wakes")).to_contain_text("$0.0421")
+    await tab.shot("05-thread-claim-history")
+
+
+async def test_approve_a_proposal_from_the_review_queue(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    await world.human.call("PATCH", "/api/workspaces/proj", json={"review": "bots"})
+    await world.bot.put_document("runbook/deploy.md", "# Deploy\n\nRun make deploy.\n", 0, "how we deploy")
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/kb/review")
+    group = tab.page.locator(".review-group", has_text="runbook/deploy.md")
+    await expect(group).to_contain_text("Run make deploy.")
+    await tab.shot("06-review-queue")
+    await group.get_by_role("button", name="Approve r1").click()
+    await expect(tab.page.locator("main")).to_contain_text("Nothing to review.")
+    doc = await world.bot.document("runbook/deploy.md")
+    assert doc["status"] == "settled" and doc["review"]["by"] == "alice"
+
+
+async def test_redact_a_revision_and_see_the_stub(chromium: Browser, world: World, tmp_path: Path) -> None:
+    await world.bot.put_document("notes.md", "# Notes\n\nthe password is hunter2\n", 0, "oops")
+    await world.bot.put_document("notes.md", "# Notes\n\nno secrets here\n", 1, "fixed")
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/kb/proj/notes.md?revision=1")
+    form = tab.page.locator("#redact-form")
+    await form.locator("select[name=revision]").select_option("1")
+    await form.locator("input[name=reason]").fill("a leaked secret")
+    await expect(form.get_by_role("button", name="Redact")).to_be_disabled()
+    await form.locator("input[name=confirm]").fill("redact")
+    await form.get_by_role("button", name="Redact").click()
+    await tab.page.goto(world.board.url + "/kb/proj/notes.md?revision=1")
+    await expect(tab.page.locator("#redacted")).to_contain_text("a leaked secret")
+    assert "hunter2" not in await tab.page.content()
+    await tab.shot("07-redacted-stub")
+    rows = db_rows(world.board.db_path, "SELECT count(*) FROM kb_revisions WHERE body LIKE '%hunter2%'")
+    assert rows == [(0,)]
+
+
+async def test_search_shows_a_highlighted_snippet(chromium: Browser, world: World, tmp_path: Path) -> None:
+    await world.bot.post("the nightly deploy failed at the migration step", channel="lobby", workspace="proj")
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/search")
+    await tab.page.fill("input[name=q]", "migration")
+    await tab.page.get_by_role("button", name="Search").click()
+    await expect(tab.page.locator(".snippet mark")).to_have_text("migration")
+    await tab.shot("08-search")
+
+
+async def test_create_a_workspace_and_an_invite(chromium: Browser, world: World, tmp_path: Path) -> None:
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/workspaces")
+    await tab.page.fill("#new-workspace input[name=slug]", "wordsnap")
+    await tab.page.fill("#new-workspace input[name=name]", "Word Snap")
+    await tab.page.click("#new-workspace button[type=submit]")
+    card = tab.page.locator("#ws-wordsnap")
+    await expect(card).to_contain_text("Word Snap")
+    await card.get_by_role("button", name="Create an invite").click()
+    code = await tab.page.locator("#invite-code").inner_text()
+    await expect(tab.page.locator("#invite-line")).to_contain_text(code)
+    await tab.shot("09-workspace-invite")
+    registered = await world.board.client().register("wordsnap-bot", code)
+    assert registered["agent"]["workspace"] == "wordsnap"
+
+
+PAYLOADS = [
+    "<script>window.__pwned = 1; alert('script')</script>",
+    "<img src=x onerror=\"window.__pwned = 1; alert('img')\">",
+    "[click me](javascript:alert('link'))",
+    "<svg onload=\"window.__pwned = 1; alert('svg')\"><script>alert(2)</script></svg>",
+    "[svg](data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+)",
+]
+
+
+async def test_hostile_bodies_render_inert(chromium: Browser, world: World, tmp_path: Path) -> None:
+    for payload in PAYLOADS:
+        await world.bot.post(payload, channel="lobby", workspace="proj")
+    await world.bot.put_document("xss.md", "# XSS\n\n" + "\n\n".join(PAYLOADS) + "\n", 0, "payloads")
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/c/lobby?workspace=proj")
+    await tab.page.wait_for_function("document.body.classList.contains('live')")
+    live = await world.bot.post(PAYLOADS[1] + " live", channel="lobby", workspace="proj")
+    await expect(tab.page.locator(f"#m{live['id']}")).to_contain_text("onerror")
+    for selector in ("#roots", "#roots"):
+        assert await tab.page.locator(f"{selector} script").count() == 0
+        assert await tab.page.locator(f"{selector} img").count() == 0
+        assert await tab.page.locator(f"{selector} svg").count() == 0
+    links = tab.page.locator("#roots .body a")
+    for i in range(await links.count()):
+        assert not (await links.nth(i).get_attribute("href") or "").startswith(("javascript:", "data:"))
+    await expect(tab.page.locator("#roots")).to_contain_text("<script>window.__pwned")
+    await tab.shot("10-xss-messages")
+    await tab.page.goto(world.board.url + "/kb/proj/xss.md")
+    assert await tab.page.locator(".doc-body script, .doc-body img, .doc-body svg").count() == 0
+    await tab.shot("11-xss-document")
+    assert await tab.page.evaluate("window.__pwned") is None
+    assert tab.dialogs == []
