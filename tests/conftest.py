@@ -8,3 +8,4 @@ from boardtest import (  # noqa: F401 - fixtures are found by name
     clocked_world,
     world,
 )
+from browser_support import chromium  # noqa: F401 - the browser tests' fixture

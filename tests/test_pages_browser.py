@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from boardtest import World, db_rows
-from browser_support import Tab, chromium, new_tab  # noqa: F401 - fixture
+from browser_support import Tab, new_tab
 from pages_support import login_link
 from playwright.async_api import Browser, expect
 

@@ -118,10 +118,12 @@ async def test_no_stream_without_a_session(world: World) -> None:
         ({}, {sessions.COOKIE: cookie}),
         ({}, {}),
     ):
-        async with aiohttp.ClientSession(cookies=cookies) as http:
-            async with http.get(
+        async with (
+            aiohttp.ClientSession(cookies=cookies) as http,
+            http.get(
                 world.board.url + "/events?workspace=proj", headers=headers, allow_redirects=False
-            ) as resp:
-                assert resp.status == 303 and resp.headers["Location"].startswith("/login")
+            ) as resp,
+        ):
+            assert resp.status == 303 and resp.headers["Location"].startswith("/login")
     assert world.board.ctx.hub.waiting == 0
     await alice.close()

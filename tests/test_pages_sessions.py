@@ -128,14 +128,16 @@ async def test_password_sign_in_and_its_limits(board: Board) -> None:
 async def test_a_sign_in_form_from_another_site_is_refused(world: World) -> None:
     link = await login_link(world.board, "alice")
     before = snapshot(world.board.db_path)
-    async with aiohttp.ClientSession() as http:
-        async with http.post(
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
             world.board.url + "/login",
             data={"token": link.split("=", 1)[1]},
             headers={"Origin": "http://evil.example"},
             allow_redirects=False,
-        ) as resp:
-            assert resp.status == 403
+        ) as resp,
+    ):
+        assert resp.status == 403
     assert snapshot(world.board.db_path) == before
 
 

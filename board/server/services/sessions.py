@@ -24,6 +24,7 @@ from ..errors import Forbidden, InvalidArgument, Unauthenticated
 from ..principal import Principal
 from ..store import identity as identity_store
 from ..store import sessions as store
+from ..store.identity import Row
 from . import audit
 from .auth import hash_secret, principal_from_row
 from .context import Context
@@ -84,7 +85,7 @@ class SignInLimits:
             self._account.check(handle.lower())
 
 
-async def _open(conn: Connection, ctx: Context, row: object, how: str) -> NewSession:
+async def _open(conn: Connection, ctx: Context, row: Row, how: str) -> NewSession:
     principal = principal_from_row(row)
     cookie = secrets.token_urlsafe(32)
     csrf = secrets.token_urlsafe(24)
@@ -95,24 +96,21 @@ async def _open(conn: Connection, ctx: Context, row: object, how: str) -> NewSes
     return NewSession(cookie, Session(principal, csrf))
 
 
-def _link_refusal(ctx: Context, row: object | None) -> LoginLinkRefused | None:
+def _live_link(ctx: Context, row: Row | None) -> Row:
+    """The login token's row when it can still sign in; LoginLinkRefused saying why otherwise."""
     if row is None:
-        return LoginLinkRefused("unknown")
-    if row["used_at"] is not None:  # type: ignore[index]
-        return LoginLinkRefused("used")
-    issued = parse_time(row["issued_at"])  # type: ignore[index]
-    if issued + timedelta(seconds=ctx.settings.login_link_ttl) <= ctx.clock.now():
-        return LoginLinkRefused("expired")
-    return None
+        raise LoginLinkRefused("unknown")
+    if row["used_at"] is not None:
+        raise LoginLinkRefused("used")
+    if parse_time(row["issued_at"]) + timedelta(seconds=ctx.settings.login_link_ttl) <= ctx.clock.now():
+        raise LoginLinkRefused("expired")
+    return row
 
 
 async def check_link(ctx: Context, token: str) -> str:
     """The handle a one-time link would sign in, without spending it (the confirm page)."""
     row = await ctx.db.read(lambda conn: store.login_token(conn, hash_secret(token)))
-    refusal = _link_refusal(ctx, row)
-    if refusal is not None:
-        raise refusal
-    return str(row["handle"])
+    return str(_live_link(ctx, row)["handle"])
 
 
 async def sign_in_with_link(ctx: Context, token: str) -> NewSession:
@@ -120,10 +118,7 @@ async def sign_in_with_link(ctx: Context, token: str) -> NewSession:
     token_hash = hash_secret(token)
 
     async def write(conn: Connection) -> NewSession:
-        row = await store.login_token(conn, token_hash)
-        refusal = _link_refusal(ctx, row)
-        if refusal is not None:
-            raise refusal
+        row = _live_link(ctx, await store.login_token(conn, token_hash))
         if not await store.spend_login_token(conn, token_hash, ctx.now()):
             raise LoginLinkRefused("used")
         return await _open(conn, ctx, row, "link")
@@ -147,7 +142,7 @@ async def sign_in_with_password(ctx: Context, handle: str, password: str) -> New
     if len(password) > MAX_PASSWORD:
         raise InvalidArgument(f"A password is at most {MAX_PASSWORD} characters.")
 
-    async def read(conn: Connection) -> tuple[object | None, str | None]:
+    async def read(conn: Connection) -> tuple[Row | None, str | None]:
         row = await identity_store.agent_by_handle(conn, handle)
         if row is None or row["kind"] != "human":
             return None, None
