@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from boardtest import World, db_rows
+from boardtest import Board, World, db_rows
 from browser_support import Tab, new_tab
 from pages_support import login_link
 from playwright.async_api import Browser, expect
@@ -36,6 +36,22 @@ async def test_sign_in_with_the_link_then_the_link_is_refused(
     await expect(other.page.locator(".refusal")).to_contain_text("board admin user link")
     await other.shot("03-used-link")
     assert db_rows(world.board.db_path, "SELECT count(*) FROM sessions")[0][0] == 1
+
+
+async def test_a_first_visit_to_a_fresh_board(chromium: Browser, board: Board, tmp_path: Path) -> None:
+    """What install.sh's link opens on a board with nothing in it yet: the steps to a fleet."""
+    tab = await new_tab(chromium, tmp_path)
+    await tab.page.goto(board.url + await login_link(board, "alice"))
+    await tab.page.click("#use-link")
+    await tab.page.wait_for_url("**/c/lobby?workspace=admin")
+    await expect(tab.page.locator("#get-started")).to_contain_text("Create a workspace")
+    await tab.shot("00-first-run")
+    phone = await new_tab(chromium, tmp_path, width=390)
+    await phone.page.goto(board.url + await login_link(board, "alice"))
+    await phone.page.click("#use-link")
+    await phone.page.wait_for_url("**/c/**")
+    await phone.shot("00-first-run-phone")
+    assert tab.errors == [] and phone.errors == []
 
 
 async def test_post_and_see_a_bots_reply_arrive_live(chromium: Browser, world: World, tmp_path: Path) -> None:
