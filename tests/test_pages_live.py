@@ -11,7 +11,7 @@ import pytest
 from boardtest import World
 from pages_support import Browser, sign_in
 
-from board.server.services import auth, live, messages, sessions
+from board.server.services import auth, live, posting, sessions
 
 
 async def _events(resp: aiohttp.ClientResponse, count: int) -> list[dict[str, Any]]:
@@ -71,7 +71,7 @@ async def test_a_stream_too_far_behind_asks_for_a_reload(world: World) -> None:
     ctx = world.board.ctx
     bot = await auth.authenticate(ctx, world.bot.token)
     for i in range(live.CATCH_UP + 1):  # past the write limit of one token: straight to the service
-        await messages.post(ctx, bot, messages.PostMessage(body=f"m{i}", channel="lobby"))
+        await posting.post(ctx, bot, posting.PostMessage(body=f"m{i}", channel="lobby"))
     alice = await sign_in(world.board)
     resp = await _open(alice, "workspace=proj&since=0")
     [event] = await asyncio.wait_for(_events(resp, 1), 10)

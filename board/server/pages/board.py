@@ -10,7 +10,7 @@ from aiohttp import web
 
 from ..errors import NotFound
 from ..principal import ADMIN_WORKSPACE, Principal
-from ..services import channels, claims, messages, workspaces
+from ..services import channels, claims, messages, posting, wakes, workspaces
 from ..services.context import Context
 from ..validation import arg
 from .routing import PageCall, PageRoute, redirect
@@ -128,15 +128,15 @@ async def thread_page(call: PageCall) -> web.StreamResponse:
     thread_id = call.int_arg("id")
     thread = await messages.thread(call.ctx, call.p, thread_id, messages.ThreadQuery(limit=200))
     root = thread["messages"][0]
-    wakes = await claims.list_wakes(
-        call.ctx, call.p, claims.WakeList(thread=thread_id, workspace=root["workspace"], limit=100)
+    woken = await wakes.list_wakes(
+        call.ctx, call.p, wakes.WakeList(thread=thread_id, workspace=root["workspace"], limit=100)
     )
     return call.render(
         "thread.html",
         thread=thread,
         root=root,
-        wakes=wakes["wakes"],
-        cost=sum(w["cost_usd"] or 0 for w in wakes["wakes"]),
+        wakes=woken["wakes"],
+        cost=sum(w["cost_usd"] or 0 for w in woken["wakes"]),
         workspace=root["workspace"],
         place=place,
     )
@@ -147,8 +147,8 @@ async def post_root(call: PageCall) -> web.StreamResponse:
     fields: dict[str, str] = {}
     if "channel" not in call.form and call.request.match_info.get("slug"):
         fields["channel"] = call.arg("slug")
-    req = call.parsed_form(messages.PostMessage, **fields)
-    posted = await messages.post(call.ctx, call.p, req)
+    req = call.parsed_form(posting.PostMessage, **fields)
+    posted = await posting.post(call.ctx, call.p, req)
     workspace = posted["workspace"]
     return redirect(
         place(workspace, posted["channel"], conversation=posted["conversation"], thread=posted["id"])
@@ -159,8 +159,8 @@ async def reply(call: PageCall) -> web.StreamResponse:
     """A reply in a thread; back to where the form was (the board's panel or the thread page)."""
     thread_id = call.int_arg("id")
     back = call.form.pop("back", "")
-    req = call.parsed_form(messages.PostMessage, reply_to=str(thread_id))
-    await messages.post(call.ctx, call.p, req)
+    req = call.parsed_form(posting.PostMessage, reply_to=str(thread_id))
+    await posting.post(call.ctx, call.p, req)
     return redirect(back if back.startswith("/") and not back.startswith("//") else f"/t/{thread_id}")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ..services import agents, claims, messages
+from ..services import agents, messages, wakes
 from .routing import PageCall, PageRoute
 
 RECENT = 20
@@ -19,15 +19,15 @@ async def roster(call: PageCall) -> web.StreamResponse:
 async def profile(call: PageCall) -> web.StreamResponse:
     handle = call.arg("handle")
     agent = await agents.get_agent(call.ctx, call.p, handle)
-    wakes = await claims.list_wakes(call.ctx, call.p, claims.WakeList(bot=handle, limit=RECENT))
+    woken = await wakes.list_wakes(call.ctx, call.p, wakes.WakeList(bot=handle, limit=RECENT))
     posts = await messages.list_messages(
         call.ctx, call.p, messages.MessageQuery(author=handle, order="desc", limit=RECENT)
     )
     return call.render(
         "agent.html",
         agent=agent,
-        wakes=wakes["wakes"],
-        cost=sum(w["cost_usd"] or 0 for w in wakes["wakes"]),
+        wakes=woken["wakes"],
+        cost=sum(w["cost_usd"] or 0 for w in woken["wakes"]),
         posts=posts["messages"],
     )
 

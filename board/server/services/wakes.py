@@ -1,0 +1,272 @@
+"""Wakes: the launcher's feed of what is for a bot, and the records of its harness runs.
+
+``for_me`` is the bot's inbox (mentions, its conversations, replies in threads
+it posted in or holds, handoffs to it). ``watched`` is every other message in
+the channels it watches and in its goal thread. One long-poll covers both.
+The query's ``watch`` and ``goal`` win; each one left out comes from the
+profile the bot runs with (``services/registry.py``). A wake record is what
+one run of the harness did, posted by the launcher with the bot's token.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from aiosqlite import Connection
+
+from ..clock import iso, parse_time
+from ..errors import Forbidden, InvalidArgument
+from ..hub import Event, Key
+from ..principal import Principal
+from ..store import channels as channel_store
+from ..store import claims as claim_store
+from ..store import identity as identity_store
+from ..store import messages as store
+from ..store import workspaces as workspace_store
+from ..store.messages import MessageFilter
+from ..validation import arg
+from . import audit, registry, scope
+from .context import Context
+from .longpoll import poll
+from .messages import message_page, rows_to_messages
+from .paging import Page, bounded_page
+
+
+@dataclass
+class WakeQuery:
+    since: int = arg(0, min=0)
+    wait: int = arg(0, min=0, max=60)
+    limit: int = arg(20, min=1, max=500)
+    max_bytes: int | None = arg(None, min=1)
+    watch: list[str] = arg(
+        [], max_items=50, pattern=r"[a-z0-9._-]{2,64}", help="Channels to watch, comma-separated."
+    )
+    goal: int | None = arg(None, min=1, help="A thread to watch.")
+    view: str = arg("full", choices=("full", "compact"))
+
+
+async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
+    if not p.is_bot:
+        raise Forbidden("The wake feed is a bot's; humans read /api/inbox.")
+
+    async def watched_channels(
+        conn: Connection, workspace_id: int, slugs: list[str]
+    ) -> tuple[list[int], list[str]]:
+        """Ids of the watched channels that exist, and the slugs of those not created yet."""
+        found, pending = [], []
+        for slug in slugs:
+            channel = await channel_store.by_slug(conn, workspace_id, slug)
+            if channel is not None:
+                found.append(channel["id"])
+            else:
+                pending.append(slug)
+        return found, pending
+
+    watching: list[str] = []
+
+    async def resolve(conn: Connection) -> tuple[int, list[int], list[str], int | None]:
+        workspace = await scope.resolve(conn, p, None)
+        profile_watch, profile_goal = await registry.wake_defaults(conn, p)
+        channel_ids, pending = await watched_channels(conn, workspace["id"], q.watch or profile_watch)
+        watching.extend(q.watch or profile_watch)
+        goal = None
+        if q.goal is not None:
+            root = await scope.visible_message(conn, p, q.goal, "thread")
+            goal = root["thread_id"]
+        elif profile_goal is not None:
+            root = await store.by_id(conn, profile_goal)
+            if root is not None and root["workspace_id"] == workspace["id"]:
+                goal = root["thread_id"]
+        return workspace["id"], channel_ids, pending, goal
+
+    workspace_id, channel_ids, pending, goal = await ctx.db.read(resolve)
+
+    # The answer's cursor is the head as the feed's read saw it, never later: a message
+    # committed after that read is in the answer (woken by the wait) or above the cursor.
+    head = {"cursor": q.since}
+
+    async def fetch() -> list[dict[str, Any]]:
+        async def read(conn: Connection) -> list[dict[str, Any]]:
+            head["cursor"] = await store.max_id(conn)
+            mine = await store.inbox(conn, p.agent_id, q.since, q.limit + 1)
+            watched = []
+            # A watched channel may have been created since resolve() (a first post makes it).
+            created = (await watched_channels(conn, workspace_id, watching))[0] if pending else []
+            for channel_id in {*channel_ids, *created}:
+                watched += await store.select(
+                    conn,
+                    MessageFilter(channel_id=channel_id, since=q.since),
+                    descending=False,
+                    limit=q.limit + 1,
+                )
+            if goal is not None:
+                watched += await store.select(
+                    conn,
+                    MessageFilter(thread_id=goal, since=q.since),
+                    descending=False,
+                    limit=q.limit + 1,
+                )
+            items = {
+                m["id"]: m | {"for_me": False, "watched": True}
+                for m in await rows_to_messages(conn, watched)
+                if m["author"] != p.handle
+            }
+            for m in await rows_to_messages(conn, mine):
+                items[m["id"]] = m | {"for_me": True, "watched": m["id"] in items}
+            return [items[i] for i in sorted(items)][: q.limit + 1]
+
+        return await ctx.db.read(read)
+
+    def match(event: Event) -> dict[str, Any] | None:
+        if event.id <= q.since:
+            return None
+        reason = event.recipients.get(p.agent_id)
+        watched = (
+            event.channel_id in channel_ids
+            or (goal is not None and event.thread_id == goal)
+            or (event.workspace_id == workspace_id and event.message["channel"] in pending)
+        )
+        watched = watched and event.message["author"] != p.handle
+        if reason is None and not watched:
+            return None
+        item = event.message | {"for_me": reason is not None, "watched": watched}
+        if reason is not None:
+            item["reason"] = reason
+        return item
+
+    keys: list[Key] = [("agent", p.agent_id)] + [("channel", c) for c in channel_ids]
+    if goal is not None:
+        keys.append(("thread", goal))
+    if pending:
+        keys.append(("workspace", workspace_id))  # to hear a watched channel's first post
+    items = await poll(ctx, keys, q.wait, fetch, match, since=q.since)
+    return message_page(ctx, items, q, descending=False, cursor=head["cursor"])
+
+
+# -- wake records ------------------------------------------------------------------
+
+
+@dataclass
+class WakeRecord:
+    harness: str = arg(max_len=32, pattern=r"[A-Za-z0-9._-]{1,32}")
+    started_at: str = arg(max_len=40)
+    outcome: str = arg(choices=("ok", "failed", "timeout", "error", "skipped"))
+    trigger_ids: list[int] = arg([], max_items=500, min=1)
+    session_id: str | None = arg(None, max_len=200)
+    ended_at: str | None = arg(None, max_len=40)
+    exit_code: int | None = arg(None, min=-255, max=255)
+    cost_usd: float | None = arg(None, min=0, max=1e6)
+    input_tokens: int | None = arg(None, min=0)
+    output_tokens: int | None = arg(None, min=0)
+    error: str | None = arg(None, max_len=4000, multiline=True)
+
+
+def _time(name: str, text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        return iso(parse_time(text))
+    except ValueError:
+        raise InvalidArgument(f"'{name}' must be an RFC 3339 time.", field=name) from None
+
+
+def wake_dict(row: Any) -> dict[str, Any]:
+    item = {
+        k: row[k]
+        for k in (
+            "id",
+            "bot",
+            "workspace",
+            "harness",
+            "session_id",
+            "started_at",
+            "ended_at",
+            "exit_code",
+            "outcome",
+            "cost_usd",
+            "input_tokens",
+            "output_tokens",
+            "error",
+            "created_at",
+        )
+    }
+    item["trigger_ids"] = json.loads(row["trigger_ids"])
+    return item
+
+
+async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int, dict[str, Any]]:
+    if not p.is_bot:
+        raise Forbidden("Wakes are recorded by a bot's launcher, with the bot's token.")
+    started_at, ended_at = _time("started_at", req.started_at), _time("ended_at", req.ended_at)
+    if ended_at is not None and started_at is not None and ended_at < started_at:
+        raise InvalidArgument(
+            f"ended_at ({ended_at}) is before started_at ({started_at}); send the run's real times.",
+            field="ended_at",
+        )
+    values = {
+        "agent_id": p.agent_id,
+        "workspace_id": p.workspace_id,
+        "trigger_ids": req.trigger_ids,
+        "harness": req.harness,
+        "session_id": req.session_id,
+        "started_at": started_at,
+        "ended_at": ended_at,
+        "exit_code": req.exit_code,
+        "outcome": req.outcome,
+        "cost_usd": req.cost_usd,
+        "input_tokens": req.input_tokens,
+        "output_tokens": req.output_tokens,
+        "error": req.error,
+        "created_at": ctx.now(),
+    }
+
+    async def write(conn: Connection) -> dict[str, Any]:
+        scope.require_writable(await workspace_store.by_id(conn, p.workspace_id or 0))
+        # A run is triggered by messages its bot can read: another workspace's or an
+        # absent id is NOT_FOUND alike, and nothing is recorded.
+        await scope.require_messages(conn, p, sorted(set(req.trigger_ids)))
+        wake_id = await claim_store.insert_wake(conn, values)
+        await audit.record(
+            conn,
+            ctx,
+            p,
+            "wake.record",
+            str(wake_id),
+            workspace=p.workspace,
+            details={"outcome": req.outcome, "cost_usd": req.cost_usd},
+        )
+        rows = await claim_store.select_wakes(conn, None, p.agent_id, wake_id - 1, 1)
+        return wake_dict(rows[0])
+
+    return 201, await ctx.db.write(write)
+
+
+@dataclass
+class WakeList:
+    bot: str | None = arg(None, max_len=32)
+    workspace: str | None = arg(None, pattern=r"[a-z0-9._-]{2,64}")
+    thread: int | None = arg(None, min=1, help="Only wakes a message of this thread triggered.")
+    since: int = arg(0, min=0)
+    limit: int = arg(20, min=1, max=500)
+    max_bytes: int | None = arg(None, min=1)
+
+
+async def list_wakes(ctx: Context, p: Principal, q: WakeList) -> Page:
+    async def read(conn: Connection) -> list[dict[str, Any]]:
+        workspace = await scope.resolve_optional(conn, p, q.workspace)
+        agent_id = None
+        if q.bot is not None:
+            bot = await identity_store.agent_by_handle(conn, q.bot)
+            agent_id = bot["id"] if bot is not None else -1
+        thread_id = None
+        if q.thread is not None:
+            thread_id = (await scope.visible_root(conn, p, q.thread))["id"]
+        rows = await claim_store.select_wakes(
+            conn, scope.workspace_ids(p, workspace), agent_id, q.since, q.limit + 1, thread_id
+        )
+        return [wake_dict(r) for r in rows]
+
+    items = await ctx.db.read(read)
+    return bounded_page(ctx, "wakes", items, q.limit, q.max_bytes, descending=False)
