@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from ..errors import NotFound
-from ..principal import ADMIN_WORKSPACE, Principal
+from ..principal import Principal
 from ..services import channels, claims, messages, posting, wakes, workspaces
 from ..services.context import Context
 from ..validation import arg
@@ -37,12 +37,6 @@ async def all_workspaces(ctx: Context, p: Principal) -> list[dict[str, Any]]:
         if not page["has_more"]:
             return found
         after = found[-1]["slug"]
-
-
-def default_workspace(spaces: list[dict[str, Any]]) -> str:
-    """The first live project workspace, else admin: what a first visit shows."""
-    live = [w["slug"] for w in spaces if not w["archived"] and w["slug"] != ADMIN_WORKSPACE]
-    return live[0] if live else ADMIN_WORKSPACE
 
 
 def place(workspace: str, channel: str | None = None, **params: Any) -> str:
@@ -78,7 +72,7 @@ async def _stream(call: PageCall, q: messages.MessageQuery) -> dict[str, Any]:
 async def _board(call: PageCall, channel: str | None) -> web.StreamResponse:
     q = call.query(BoardQuery)
     if q.workspace is None:
-        q.workspace = default_workspace(await all_workspaces(call.ctx, call.p))
+        q.workspace = workspaces.first_to_show(await all_workspaces(call.ctx, call.p))
     sidebar = await _sidebar(call, q.workspace)
     if channel is None and q.conversation is None:
         first = sidebar["channels"][0]["slug"] if sidebar["channels"] else "lobby"

@@ -7,8 +7,9 @@ from typing import Any
 from aiohttp import web
 
 from ..errors import InvalidArgument
+from ..services import workspaces
 from ..services.knowledge import documents, inputs, moderation, reads
-from .board import all_workspaces, default_workspace
+from .board import all_workspaces
 from .routing import PageCall, PageRoute, redirect
 
 DOC = "/kb/{slug}/{path:.+}"
@@ -27,7 +28,7 @@ async def index(call: PageCall) -> web.StreamResponse:
     q = call.query(inputs.KnowledgeList)
     spaces = await all_workspaces(call.ctx, call.p)
     if q.workspace is None:
-        q.workspace = default_workspace(spaces)
+        q.workspace = workspaces.first_to_show(spaces)
     q.limit = 500 if q.q is None else q.limit
     page = await reads.list_documents(call.ctx, call.p, q.workspace, q)
     return call.render(
