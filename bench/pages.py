@@ -2,8 +2,9 @@
 
 A bot fills one channel with ``--messages`` messages (one in ten a reply in a
 thread of the last root) over the API; a human signs in with the one-time
-link `board admin user link` prints. Page times are measured from the client
-on loopback, so they include the HTTP round trip: an upper bound of server time.
+link `board admin user link` prints. Each page is timed twice: from the client
+on loopback (``client_*``, with the round trip) and by the board itself (its
+access log's ``ms``, from the request's arrival to its answer: server time).
 Fan-out: ``--browsers`` SSE readers hold ``/events``; each post is timed from
 its send to its arrival at the last reader.
 """
@@ -12,7 +13,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -59,7 +63,19 @@ async def _sign_in(http: aiohttp.ClientSession, board: BoardProcess) -> None:
             raise RuntimeError(f"sign-in failed: {resp.status}")
 
 
-async def _time_pages(http: aiohttp.ClientSession, paths: dict[str, str], rounds: int) -> list[dict[str, Any]]:
+def _server_ms(log: Path, route: str) -> list[float]:
+    """The board's own time for each GET of ``route`` (a canonical path), in seconds."""
+    found = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        if entry.get("method") == "GET" and entry.get("route") == route and entry.get("status") == 200:
+            found.append(entry["ms"] / 1000)
+    return found
+
+
+async def _time_pages(
+    http: aiohttp.ClientSession, paths: dict[str, str], rounds: int, log: Path
+) -> list[dict[str, Any]]:
     rows = []
     for name, path in paths.items():
         samples = []
@@ -70,7 +86,10 @@ async def _time_pages(http: aiohttp.ClientSession, paths: dict[str, str], rounds
                 if resp.status != 200:
                     raise RuntimeError(f"{path}: {resp.status}")
             samples.append(time.monotonic() - started)
-        rows.append({"what": name, "n": rounds, **percentiles(samples)})
+        client = {f"client_{k}": v for k, v in percentiles(samples).items()}
+        route = "/c/{slug}" if name == "/" else name  # / answers with the default channel's page
+        server = percentiles(_server_ms(log, route)[-rounds:])
+        rows.append({"what": name, "n": rounds, **server, **client})
     return rows
 
 
@@ -115,11 +134,24 @@ async def _fan_out(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    return {"what": f"sse fan-out to {browsers}", "n": posts, **percentiles(samples)}
+    # Post to the last browser is end to end: there is no server-only share to quote.
+    timed = {f"client_{k}": v for k, v in percentiles(samples).items()}
+    return {
+        "what": f"sse fan-out to {browsers}",
+        "n": posts,
+        "p50_ms": "-",
+        "p99_ms": "-",
+        "max_ms": "-",
+        **timed,
+    }
 
 
 async def run(messages: int, rounds: int, browsers: int, posts: int) -> list[dict[str, Any]]:
-    with board_process() as board:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-log-") as tmp,
+        board_process(BOARD_LOG_LEVEL="INFO", BOARD_LOG_FILE=str(Path(tmp) / "board.log")) as board,
+    ):
+        log = Path(tmp) / "board.log"
         fleet = await make_fleet(board, 1, WORKSPACE)
         token = fleet.bots[0][1]
         started = time.monotonic()
@@ -136,6 +168,7 @@ async def run(messages: int, rounds: int, browsers: int, posts: int) -> list[dic
                     "/t/{id}": f"/t/{thread}",
                 },
                 rounds,
+                log,
             )
             cookies = {m.key: m.value for m in jar}
         rows.append(await _fan_out(board, cookies, token, browsers, posts))
