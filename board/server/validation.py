@@ -270,3 +270,10 @@ def _schema_of(kind: Any, meta: Mapping[str, Any]) -> dict[str, Any]:
     if optional:
         schema = {"anyOf": [schema, {"type": "null"}]}
     return schema
+
+
+def whole_number(name: str, text: str) -> int:
+    """A positive whole number given as text (a path segment), or INVALID_ARGUMENT naming it."""
+    if not text.isdigit() or len(text) > 18:
+        raise InvalidArgument(f"'{name}' must be a positive whole number.")
+    return int(text)

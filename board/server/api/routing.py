@@ -24,7 +24,7 @@ from ..principal import Principal
 from ..services import audit, auth, sessions
 from ..services.context import Context
 from ..store import requests as request_store
-from ..validation import parse_body, parse_query
+from ..validation import parse_body, parse_query, whole_number
 from .keys import CONTEXT, PRESENCE, REPLAYS
 
 REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
@@ -51,10 +51,7 @@ class Call:
         return self.request.match_info[name]
 
     def int_arg(self, name: str) -> int:
-        text = self.request.match_info[name]
-        if not text.isdigit() or len(text) > 18:
-            raise InvalidArgument(f"'{name}' must be a positive whole number.")
-        return int(text)
+        return whole_number(name, self.request.match_info[name])
 
 
 Handler = Callable[[Call], Awaitable[Any]]

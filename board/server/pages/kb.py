@@ -9,6 +9,7 @@ from aiohttp import web
 from ..errors import InvalidArgument
 from ..services import workspaces
 from ..services.knowledge import documents, inputs, moderation, reads
+from ..validation import whole_number
 from .board import all_workspaces
 from .routing import PageCall, PageRoute, redirect
 
@@ -48,7 +49,7 @@ def _doc_url(slug: str, path: str) -> str:
 async def document(call: PageCall) -> web.StreamResponse:
     slug, path = call.arg("slug"), call.arg("path")
     query = dict(call.request.query)
-    revision = _int(query["revision"], "revision") if query.get("revision") else None
+    revision = whole_number("revision", query["revision"]) if query.get("revision") else None
     view = inputs.DocumentQuery(workspace=slug, revision=revision)
     doc = await reads.get_document(call.ctx, call.p, slug, path, view)
     history = await reads.history(
@@ -63,19 +64,13 @@ async def document(call: PageCall) -> web.StreamResponse:
             path,
             inputs.DiffQuery(
                 workspace=slug,
-                from_=_int(query["from"], "from") if query.get("from") else None,
-                to=_int(query["to"], "to") if query.get("to") else None,
+                from_=whole_number("from", query["from"]) if query.get("from") else None,
+                to=whole_number("to", query["to"]) if query.get("to") else None,
             ),
         )
     return call.render(
         "kb_doc.html", doc=doc, history=history["revisions"], diff=diff, workspace=slug, doc_path=path
     )
-
-
-def _int(text: str, name: str) -> int:
-    if not text.isdigit() or len(text) > 18:
-        raise InvalidArgument(f"'{name}' must be a positive whole number.")
-    return int(text)
 
 
 async def act(call: PageCall) -> web.StreamResponse:

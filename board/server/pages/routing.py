@@ -22,11 +22,11 @@ from aiohttp import web
 
 from ..api.keys import CONTEXT
 from ..clock import Clock
-from ..errors import BoardError, InvalidArgument, Unavailable
+from ..errors import BoardError, Unavailable
 from ..principal import Principal
 from ..services import sessions
 from ..services.context import Context
-from ..validation import parse_query
+from ..validation import parse_query, whole_number
 from .render import environment
 
 log = logging.getLogger("board.pages")
@@ -65,10 +65,7 @@ class PageCall:
         return self.request.match_info[name]
 
     def int_arg(self, name: str) -> int:
-        text = self.request.match_info[name]
-        if not text.isdigit() or len(text) > 18:
-            raise InvalidArgument(f"'{name}' must be a positive whole number.")
-        return int(text)
+        return whole_number(name, self.request.match_info[name])
 
     def query(self, cls: type[T], *, keep: tuple[str, ...] = ()) -> T:
         """The query string parsed into a service's input type (unknown names refused)."""
