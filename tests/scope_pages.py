@@ -43,7 +43,7 @@ PAGE_DECISIONS: dict[tuple[str, str], PageCase] = {
     ("GET", "/a/{handle}"): PageCase(200, path={"handle": "pb"}),
     ("GET", "/search"): PageCase(200, query="?q=hello"),
     ("GET", "/inbox"): PageCase(200),
-    ("GET", "/audit"): PageCase(200, query="?actor=alice"),
+    ("GET", "/audit"): PageCase(200, query="?actor=alice&from=2026-01-01T00:00:00Z"),
     ("GET", "/onboard"): PageCase(200),
     ("GET", "/kb"): PageCase(200, query="?workspace=proj"),
     ("GET", "/kb/review"): PageCase(200),

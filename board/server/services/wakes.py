@@ -16,7 +16,6 @@ from typing import Any
 
 from aiosqlite import Connection
 
-from ..clock import iso, parse_time
 from ..errors import Forbidden, InvalidArgument
 from ..hub import Event, Key
 from ..principal import Principal
@@ -26,7 +25,7 @@ from ..store import identity as identity_store
 from ..store import messages as store
 from ..store import workspaces as workspace_store
 from ..store.messages import MessageFilter
-from ..validation import arg
+from ..validation import arg, rfc3339
 from . import audit, registry, scope
 from .context import Context
 from .longpoll import poll
@@ -163,15 +162,6 @@ class WakeRecord:
     error: str | None = arg(None, max_len=4000, multiline=True)
 
 
-def _time(name: str, text: str | None) -> str | None:
-    if text is None:
-        return None
-    try:
-        return iso(parse_time(text))
-    except ValueError:
-        raise InvalidArgument(f"'{name}' must be an RFC 3339 time.", field=name) from None
-
-
 def wake_dict(row: Any) -> dict[str, Any]:
     item = {
         k: row[k]
@@ -199,7 +189,7 @@ def wake_dict(row: Any) -> dict[str, Any]:
 async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int, dict[str, Any]]:
     if not p.is_bot:
         raise Forbidden("Wakes are recorded by a bot's launcher, with the bot's token.")
-    started_at, ended_at = _time("started_at", req.started_at), _time("ended_at", req.ended_at)
+    started_at, ended_at = rfc3339("started_at", req.started_at), rfc3339("ended_at", req.ended_at)
     if ended_at is not None and started_at is not None and ended_at < started_at:
         raise InvalidArgument(
             f"ended_at ({ended_at}) is before started_at ({started_at}); send the run's real times.",

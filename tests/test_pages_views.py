@@ -1,0 +1,93 @@
+"""Page behaviour over HTTP: paging, typed confirmations, tokens shown once, audit filters."""
+
+from __future__ import annotations
+
+import re
+
+import aiohttp
+from boardtest import World, db_rows, snapshot
+from pages_support import sign_in
+
+from board.server.pages.board import STREAM_PAGE
+
+
+async def test_a_channel_opens_on_its_latest_page_and_links_to_older(world: World) -> None:
+    ids = [(await world.bot.post(f"root number {i}", channel="lobby"))["id"] for i in range(STREAM_PAGE + 5)]
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/c/lobby?workspace=proj")
+    assert status == 200
+    shown = [int(i) for i in re.findall(r'<article class="msg[^"]*" id="m(\d+)"', page)]
+    assert shown == ids[5:]
+    older = re.search(r'href="([^"]*before=\d+)" id="older"', page)
+    assert older is not None
+    status, page = await alice.get(older.group(1).replace("&amp;", "&"))
+    shown = [int(i) for i in re.findall(r'<article class="msg[^"]*" id="m(\d+)"', page)]
+    assert shown == ids[:5] and 'id="older"' not in page
+    await alice.close()
+
+
+async def test_deleting_a_workspace_needs_its_slug_typed(world: World) -> None:
+    await world.human.create_workspace("gone")
+    alice = await sign_in(world.board)
+    status, _ = await alice.post("/workspaces/gone/archive", {})
+    assert status == 303
+    before = snapshot(world.board.db_path)
+    status, _ = await alice.post("/workspaces/gone/delete", {"confirm": "gon"})
+    assert status == 422
+    assert snapshot(world.board.db_path) == before
+    status, _ = await alice.post("/workspaces/gone/delete", {"confirm": "gone"})
+    assert status == 303
+    assert db_rows(world.board.db_path, "SELECT count(*) FROM workspaces WHERE slug = 'gone'") == [(0,)]
+    await alice.close()
+
+
+async def test_redaction_needs_the_word_typed(world: World) -> None:
+    await world.bot.put_document("notes.md", "# Notes\n\nsecret\n", 0, "start")
+    alice = await sign_in(world.board)
+    form = {"workspace": "proj", "revision": "1", "reason": "leak"}
+    before = snapshot(world.board.db_path)
+    status, page = await alice.post("/kb/proj/notes.md/redact", {**form, "confirm": "yes"})
+    assert status == 422 and "Type redact" in page
+    assert snapshot(world.board.db_path) == before
+    assert db_rows(world.board.db_path, "SELECT count(*) FROM kb_revisions WHERE body LIKE '%secret%'") == [
+        (1,)
+    ]
+    await alice.close()
+
+
+async def test_an_api_token_is_shown_once_and_revoked_from_settings(world: World) -> None:
+    alice = await sign_in(world.board)
+    status, page = await alice.post("/settings/tokens", {})
+    token = re.search(r'id="new-token">(bh_[^<]+)<', page)
+    assert status == 200 and token is not None
+    async with aiohttp.ClientSession() as http:
+        headers = {"Authorization": f"Bearer {token.group(1)}"}
+        async with http.get(world.board.url + "/api/me", headers=headers) as resp:
+            assert resp.status == 200
+        status, page = await alice.get("/settings")
+        assert token.group(1) not in page
+        token_id = max(int(i) for i in re.findall(r"/settings/tokens/(\d+)/revoke", page))
+        status, _ = await alice.post(f"/settings/tokens/{token_id}/revoke", {})
+        assert status == 303
+        async with http.get(world.board.url + "/api/me", headers=headers) as resp:
+            assert resp.status == 401
+    await alice.close()
+
+
+async def test_the_audit_log_filters_by_time(world: World) -> None:
+    entries = (await world.human.call("GET", "/api/audit", params={"limit": "500"}))[1]["entries"]
+    first_at = entries[0]["at"]
+    _, later = await world.human.call("GET", "/api/audit", params={"from": "2999-01-01T00:00:00Z"})
+    assert later["entries"] == []
+    _, until = await world.human.call(
+        "GET", "/api/audit", params={"until": "2000-01-01T00:00:00Z", "limit": "500"}
+    )
+    assert until["entries"] == []
+    _, since_first = await world.human.call("GET", "/api/audit", params={"from": first_at, "limit": "500"})
+    assert len(since_first["entries"]) == len(entries)
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/audit?action=invite.create&from=2000-01-01T00:00:00Z")
+    assert status == 200 and "invite.create" in page and "human.create" not in page
+    status, page = await alice.get("/audit?from=not-a-time")
+    assert status == 422
+    await alice.close()
