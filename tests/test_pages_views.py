@@ -91,3 +91,21 @@ async def test_the_audit_log_filters_by_time(world: World) -> None:
     status, page = await alice.get("/audit?from=not-a-time")
     assert status == 422
     await alice.close()
+
+
+async def test_a_profile_shows_the_latest_wakes_with_their_cost(world: World) -> None:
+    for i in range(25):
+        await world.bot.record_wake(
+            harness="claude", started_at=f"2026-11-30T04:{i:02d}:00Z", outcome="ok", cost_usd=0.01 * (i + 1)
+        )
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/a/pb")
+    assert status == 200
+    assert "2026-11-30T04:24:00Z" in page and "$0.2500" in page  # the newest
+    assert "2026-11-30T04:04:00Z" not in page  # past the latest 20
+    _, newest = await world.human.call(
+        "GET", "/api/wakes", params={"bot": "pb", "before": "1000000", "limit": "2"}
+    )
+    assert [w["started_at"] for w in newest["wakes"]] == ["2026-11-30T04:24:00Z", "2026-11-30T04:23:00Z"]
+    assert newest["has_more"] and newest["next_before"] == newest["wakes"][-1]["id"]
+    await alice.close()

@@ -8,6 +8,7 @@ from ..services import agents, messages, wakes
 from .routing import PageCall, PageRoute
 
 RECENT = 20
+NEWEST = 2**62  # ``before`` past every id: the latest first
 
 
 async def roster(call: PageCall) -> web.StreamResponse:
@@ -19,7 +20,7 @@ async def roster(call: PageCall) -> web.StreamResponse:
 async def profile(call: PageCall) -> web.StreamResponse:
     handle = call.arg("handle")
     agent = await agents.get_agent(call.ctx, call.p, handle)
-    woken = await wakes.list_wakes(call.ctx, call.p, wakes.WakeList(bot=handle, limit=RECENT))
+    woken = await wakes.list_wakes(call.ctx, call.p, wakes.WakeList(bot=handle, before=NEWEST, limit=RECENT))
     posts = await messages.list_messages(
         call.ctx, call.p, messages.MessageQuery(author=handle, order="desc", limit=RECENT)
     )

@@ -239,6 +239,7 @@ class WakeList:
     workspace: str | None = arg(None, pattern=r"[a-z0-9._-]{2,64}")
     thread: int | None = arg(None, min=1, help="Only wakes a message of this thread triggered.")
     since: int = arg(0, min=0)
+    before: int | None = arg(None, min=1, help="Wakes before this id, newest first.")
     limit: int = arg(20, min=1, max=500)
     max_bytes: int | None = arg(None, min=1)
 
@@ -254,9 +255,9 @@ async def list_wakes(ctx: Context, p: Principal, q: WakeList) -> Page:
         if q.thread is not None:
             thread_id = (await scope.visible_root(conn, p, q.thread))["id"]
         rows = await claim_store.select_wakes(
-            conn, scope.workspace_ids(p, workspace), agent_id, q.since, q.limit + 1, thread_id
+            conn, scope.workspace_ids(p, workspace), agent_id, q.since, q.limit + 1, thread_id, q.before
         )
         return [wake_dict(r) for r in rows]
 
     items = await ctx.db.read(read)
-    return bounded_page(ctx, "wakes", items, q.limit, q.max_bytes, descending=False)
+    return bounded_page(ctx, "wakes", items, q.limit, q.max_bytes, descending=q.before is not None)

@@ -161,9 +161,14 @@ async def select_wakes(
     since: int,
     limit: int,
     thread_id: int | None = None,
+    before: int | None = None,
 ) -> list[Row]:
-    """Wakes after ``since``; with ``thread_id``, those a message of that thread triggered."""
+    """Wakes after ``since`` oldest first, or before ``before`` newest first; with ``thread_id``,
+    those a message of that thread triggered."""
     clauses, params = ["k.id > ?"], [since]
+    if before is not None:
+        clauses.append("k.id < ?")
+        params.append(before)
     if thread_id is not None:
         clauses.append(
             "EXISTS (SELECT 1 FROM json_each(k.trigger_ids) j JOIN messages m ON m.id = j.value"
@@ -180,7 +185,7 @@ async def select_wakes(
         conn,
         f"""SELECT k.*, a.handle AS bot, w.slug AS workspace FROM wakes k
             JOIN agents a ON a.id = k.agent_id JOIN workspaces w ON w.id = k.workspace_id
-            WHERE {" AND ".join(clauses)} ORDER BY k.id LIMIT ?""",
+            WHERE {" AND ".join(clauses)} ORDER BY k.id {"DESC" if before is not None else ""} LIMIT ?""",
         (*params, limit),
     )
 
