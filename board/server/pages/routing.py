@@ -20,7 +20,7 @@ from urllib.parse import quote
 import jinja2
 from aiohttp import web
 
-from ..api.keys import CONTEXT
+from ..api.keys import CONTEXT, PRESENCE
 from ..clock import Clock
 from ..errors import BoardError, Unavailable
 from ..principal import Principal
@@ -150,6 +150,8 @@ def endpoint(route: PageRoute) -> Callable[[web.Request], Awaitable[web.StreamRe
         session = await sessions.resolve(ctx, request.cookies.get(sessions.COOKIE))
         if session is None and not route.public:
             return to_login(request)
+        if session is not None:
+            await request.app[PRESENCE].touch(ctx, session.principal)  # the roster shows the human here
         form: dict[str, str] = {}
         try:
             if request.method == "POST":
