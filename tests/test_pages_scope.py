@@ -7,7 +7,6 @@ session) is sent to /login with no page of data, and a POST of theirs changes no
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -15,18 +14,13 @@ import aiohttp
 import pytest
 from boardtest import Board, World, db_rows, populate, snapshot, start_board, stop_board
 from pages_support import Browser, sign_in
-from scope_pages import PAGE_DECISIONS
+from scope_pages import PAGE_DECISIONS, canonical
 
 from board.server.pages import all_pages
 from board.server.services import auth, sessions
 from board.server.store import sessions as session_store
 
 SECRET_TEXT = "please look"
-
-
-def canonical(path: str) -> str:
-    """A path as the router registers it: ``{name:regex}`` becomes ``{name}``."""
-    return re.sub(r"\{(\w+):[^}]*\}", r"{\1}", path)
 
 
 async def test_every_page_route_has_a_decision(board: Board) -> None:
@@ -145,3 +139,9 @@ async def test_page_decision_for_each_caller(key: tuple[str, str], tmp_path: Pat
             if b is not None:
                 await b.close()
         await stop_board(board)
+
+
+def test_docs_list_every_page() -> None:
+    text = (Path(__file__).resolve().parent.parent / "docs" / "pages.md").read_text(encoding="utf-8")
+    missing = [f"{r.method} {r.path}" for r in all_pages() if f"| {r.method} | `{r.path}` |" not in text]
+    assert not missing, f"docs/pages.md does not list: {missing}"
