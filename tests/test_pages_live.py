@@ -127,3 +127,18 @@ async def test_no_stream_without_a_session(world: World) -> None:
             assert resp.status == 303 and resp.headers["Location"].startswith("/login")
     assert world.board.ctx.hub.waiting == 0
     await alice.close()
+
+
+async def test_a_quiet_stream_beats_and_still_delivers(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A beat renews the stream's waiter (a feed open for days keeps no growing state)."""
+    monkeypatch.setattr(live, "HEARTBEAT_SECONDS", 0.05)
+    alice = await sign_in(world.board)
+    resp = await _open(alice, "workspace=proj")
+    assert await asyncio.wait_for(resp.content.readline(), 10) == b"\n"  # the end of ": open"
+    assert await asyncio.wait_for(resp.content.readline(), 10) == b": beat\n"
+    assert world.board.ctx.hub.waiting == 1
+    posted = await world.bot.post("after a beat", channel="lobby")
+    [event] = await asyncio.wait_for(_events(resp, 1), 10)
+    assert event["id"] == posted["id"]
+    resp.close()
+    await alice.close()

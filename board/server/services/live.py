@@ -69,12 +69,15 @@ class Feed:
                 yield batch
 
     def _renew(self) -> None:
-        """A fresh waiter now and then, so a feed open for days does not keep every id it saw."""
-        fresh = self.ctx.hub.subscribe(self.keys)
-        self.ctx.hub.unsubscribe(self.waiter)
-        stale, self.waiter = self.waiter, fresh
+        """A fresh waiter now and then, so a feed open for days does not keep every id it saw.
+
+        Nothing can be published between the two calls (no await), so nothing is lost.
+        """
+        stale = self.waiter
+        self.ctx.hub.unsubscribe(stale)
+        self.waiter = self.ctx.hub.subscribe(self.keys)
         for event in stale.take():
-            fresh.deliver(event)
+            self.waiter.deliver(event)
 
 
 async def open_feed(ctx: Context, p: Principal, workspace: str, since: int | None) -> Feed:
