@@ -56,6 +56,7 @@ async def test_a_first_visit_to_a_fresh_board(chromium: Browser, board: Board, t
 
 async def test_post_and_see_a_bots_reply_arrive_live(chromium: Browser, world: World, tmp_path: Path) -> None:
     await world.bot.post("first", channel="lobby", workspace="proj")
+    await world.bot.post("build 1 passed", channel="builds", workspace="proj")
     tab = await signed_in_tab(chromium, world, tmp_path)
     await tab.page.goto(world.board.url + "/c/lobby?workspace=proj")
     await tab.page.fill(".stream textarea[name=body]", "hello @pb, can you look at the build?")
@@ -68,6 +69,14 @@ async def test_post_and_see_a_bots_reply_arrive_live(chromium: Browser, world: W
     await expect(tab.page.locator("#thread-messages .msg").last).to_contain_text("fails on step 3")
     await world.bot.post("A new root from pb", channel="lobby", workspace="proj")
     await expect(tab.page.locator("#roots .msg").last).to_contain_text("A new root from pb")
+    builds = tab.page.locator('[data-unread="builds"]')
+    await expect(builds).to_have_text("1")
+    await world.bot.post("build 2 failed", channel="builds", workspace="proj")
+    await expect(builds).to_have_text("2")
+    await expect(tab.page.locator('[data-unread="lobby"]')).to_be_hidden()
+    await world.bot.claim(root, note="fixing step 3")
+    claim = tab.page.locator(f'#roots [data-claim-for="{root}"]')
+    await expect(claim).to_contain_text("claimed by pb")
     await tab.shot("04-live-reply")
     assert tab.errors == []
 

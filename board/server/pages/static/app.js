@@ -22,31 +22,47 @@
   const workspace = body.dataset.live;
   if (!workspace) return;
 
-  // Unread counts: what this browser last saw per channel, kept in localStorage.
+  // Unread counts: what this browser last saw per channel and conversation, in localStorage.
   const seenKey = "board-seen:" + workspace;
-  const seen = JSON.parse(localStorage.getItem(seenKey) || "{}");
+  const seen = JSON.parse(localStorage.getItem(seenKey) || '{"channel": {}, "conversation": {}}');
+  if (!seen.channel) { seen.channel = {}; seen.conversation = {}; }
   const here = body.dataset.channel;
-  function markSeen(slug, id) {
-    if (!slug || !id) return;
-    seen[slug] = Math.max(seen[slug] || 0, id);
+  const hereConversation = body.dataset.conversation;
+  function markSeen(kind, key, id) {
+    if (!key || !id) return;
+    seen[kind][key] = Math.max(seen[kind][key] || 0, id);
     localStorage.setItem(seenKey, JSON.stringify(seen));
+  }
+  function badge(kind, key) {
+    const attr = kind === "channel" ? "data-unread" : "data-unread-conversation";
+    return document.querySelector(`[${attr}="${CSS.escape(String(key))}"]`);
+  }
+  function showUnread(kind, key, count) {
+    const b = badge(kind, key);
+    if (!b) return;
+    b.textContent = String(count);
+    b.hidden = !count;
   }
   if (here) {
     const link = document.querySelector(`[data-channel-link="${CSS.escape(here)}"]`);
-    markSeen(here, Number(link?.dataset.lastId || 0));
+    markSeen("channel", here, Number(link?.dataset.lastId || 0));
   }
-  function showUnread(slug, count) {
-    const badge = document.querySelector(`[data-unread="${CSS.escape(slug)}"]`);
-    if (!badge) return;
-    badge.textContent = String(count);
-    badge.hidden = !count;
+  if (hereConversation) {
+    const link = document.querySelector(`[data-conversation-link="${CSS.escape(hereConversation)}"]`);
+    markSeen("conversation", hereConversation, Number(link?.dataset.lastId || 0));
+  }
+  function fillUnread(kind, path, noun, keyOf, current) {
+    const list = Object.entries(seen[kind]).map(([key, id]) => `${key}:${id}`).join(",");
+    const params = new URLSearchParams({ workspace, seen: list || "0:0" });
+    fetch(path + "?" + params, { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.json() : { [noun]: [] }))
+      .then((page) => page[noun].forEach((item) => {
+        if (String(keyOf(item)) !== current) showUnread(kind, keyOf(item), item.unread || 0);
+      }));
   }
   if (document.querySelector("[data-unread]")) {
-    const list = Object.entries(seen).map(([slug, id]) => `${slug}:${id}`).join(",");
-    const params = new URLSearchParams({ workspace, seen: list || "_:0" });
-    fetch("/api/channels?" + params, { credentials: "same-origin" })
-      .then((r) => (r.ok ? r.json() : { channels: [] }))
-      .then((page) => page.channels.forEach((c) => { if (c.slug !== here) showUnread(c.slug, c.unread || 0); }));
+    fillUnread("channel", "/api/channels", "channels", (c) => c.slug, here || "");
+    fillUnread("conversation", "/api/conversations", "conversations", (c) => c.id, hereConversation || "");
   }
 
   function place(html, container) {
@@ -74,16 +90,17 @@
     }
     if (m.kind === "event" && m.meta && m.meta.claim) updateClaim(m);
     const roots = document.getElementById("roots");
-    const inView = (here && m.channel === here) ||
-      (body.dataset.conversation && String(m.conversation) === body.dataset.conversation);
+    const kind = m.channel ? "channel" : "conversation";
+    const key = m.channel || String(m.conversation);
+    const inView = key === (kind === "channel" ? here : hereConversation);
+    if (inView) markSeen(kind, key, m.id);
     if (m.reply_to === null && roots && inView) {
       const node = place(data.html, roots);
       const open = node.querySelector("a.open-thread");
       if (open && body.dataset.here) open.href = body.dataset.here + "&thread=" + m.id;
-      markSeen(here, m.id);
-    } else if (m.channel && m.channel !== here && m.kind !== "event") {
-      const badge = document.querySelector(`[data-unread="${CSS.escape(m.channel)}"]`);
-      if (badge) showUnread(m.channel, Number(badge.textContent || 0) + 1);
+    } else if (!inView && m.kind !== "event" && m.author !== body.dataset.me) {
+      const b = badge(kind, key);
+      if (b) showUnread(kind, key, Number(b.textContent || 0) + 1);
     }
   }
 
