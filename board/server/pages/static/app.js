@@ -107,7 +107,7 @@
   function updateClaim(m) {
     const states = { claim: "claimed", release: "open", expire: "open", done: "done", handoff: "claimed" };
     const state = states[m.meta.claim] || "claimed";
-    const text = state === "claimed" ? (m.meta.claim === "claim" ? `claimed by ${m.author} for 0 s` : "claimed (handed off)") : state;
+    const text = state === "claimed" ? (m.meta.claim === "claim" ? `claimed by ${m.meta.by || m.author} for 0 s` : "claimed (handed off)") : state;
     document.querySelectorAll(`[data-claim-for="${m.meta.thread_id}"]`).forEach((badge) => {
       badge.textContent = text;
       badge.className = "claim claim-" + state;
