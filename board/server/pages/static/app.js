@@ -107,7 +107,9 @@
   function updateClaim(m) {
     const states = { claim: "claimed", release: "open", expire: "open", done: "done", handoff: "claimed" };
     const state = states[m.meta.claim] || "claimed";
-    const text = state === "claimed" ? (m.meta.claim === "claim" ? `claimed by ${m.meta.by || m.author} for 0 s` : "claimed (handed off)") : state;
+    // A claim names its claimer in meta.by; a handoff mentions whom it went to.
+    const holder = m.meta.claim === "handoff" ? (m.mentions || [])[0] : m.meta.by || m.author;
+    const text = state === "claimed" ? `claimed by ${holder || "someone"} for 0 s` : state;
     document.querySelectorAll(`[data-claim-for="${m.meta.thread_id}"]`).forEach((badge) => {
       badge.textContent = text;
       badge.className = "claim claim-" + state;
