@@ -106,7 +106,8 @@
 
   function updateClaim(m) {
     const states = { claim: "claimed", release: "open", expire: "open", done: "done", handoff: "claimed" };
-    const state = states[m.meta.claim] || "claimed";
+    const state = states[m.meta.claim];
+    if (!state) return; // a nudge changes no holder
     // A claim names its claimer in meta.by; a handoff mentions whom it went to.
     const holder = m.meta.claim === "handoff" ? (m.mentions || [])[0] : m.meta.by || m.author;
     const text = state === "claimed" ? `claimed by ${holder || "someone"} for 0 s` : state;
