@@ -109,3 +109,13 @@ async def test_a_profile_shows_the_latest_wakes_with_their_cost(world: World) ->
     assert [w["started_at"] for w in newest["wakes"]] == ["2026-11-30T04:24:00Z", "2026-11-30T04:23:00Z"]
     assert newest["has_more"] and newest["next_before"] == newest["wakes"][-1]["id"]
     await alice.close()
+
+
+async def test_answers_carry_the_boards_own_time(world: World) -> None:
+    alice = await sign_in(world.board)
+    async with alice.http.get(world.board.url + "/c/lobby?workspace=proj") as resp:
+        assert resp.status == 200
+        name, _, duration = resp.headers["Server-Timing"].partition(";dur=")
+        assert name == "app" and float(duration) >= 0
+        assert "script-src 'self'" in resp.headers["Content-Security-Policy"]
+    await alice.close()
