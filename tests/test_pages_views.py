@@ -119,3 +119,16 @@ async def test_answers_carry_the_boards_own_time(world: World) -> None:
         assert name == "app" and float(duration) >= 0
         assert "script-src 'self'" in resp.headers["Content-Security-Policy"]
     await alice.close()
+
+
+async def test_a_new_channel_name_opens_empty_and_its_first_post_creates_it(world: World) -> None:
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/c/release-notes?workspace=proj")
+    assert status == 200 and 'id="no-roots"' in page
+    status, location = await alice.post("/c/release-notes", {"workspace": "proj", "body": "v1 is out"})
+    assert status == 303 and location.startswith("/c/release-notes?workspace=proj&thread=")
+    status, page = await alice.get("/c/release-notes?workspace=proj")
+    assert "v1 is out" in page and "#release-notes" in page
+    status, page = await alice.get("/c/release-notes?workspace=nowhere")
+    assert status == 404
+    await alice.close()

@@ -45,9 +45,10 @@ def place(workspace: str, channel: str | None = None, **params: Any) -> str:
     return f"/c/{channel}?{query}" if channel else f"/?{query}"
 
 
-async def _sidebar(call: PageCall, workspace: str) -> dict[str, Any]:
-    spaces = await all_workspaces(call.ctx, call.p)
-    chans = await channels.list_channels(call.ctx, call.p, channels.ChannelList(workspace=workspace))
+async def _sidebar(call: PageCall, spaces: list[dict[str, Any]], workspace: str) -> dict[str, Any]:
+    chans = await channels.list_channels(
+        call.ctx, call.p, channels.ChannelList(workspace=workspace, limit=500)
+    )
     convs = await channels.list_conversations(
         call.ctx, call.p, channels.ConversationList(workspace=workspace)
     )
@@ -71,30 +72,28 @@ async def _stream(call: PageCall, q: messages.MessageQuery) -> dict[str, Any]:
 
 async def _board(call: PageCall, channel: str | None) -> web.StreamResponse:
     q = call.query(BoardQuery)
-    if q.workspace is None:
-        q.workspace = workspaces.first_to_show(await all_workspaces(call.ctx, call.p))
-    sidebar = await _sidebar(call, q.workspace)
+    spaces = await all_workspaces(call.ctx, call.p)
+    workspace = q.workspace or workspaces.first_to_show(spaces)
+    sidebar = await _sidebar(call, spaces, workspace)
     if channel is None and q.conversation is None:
         first = sidebar["channels"][0]["slug"] if sidebar["channels"] else "lobby"
-        return redirect(place(q.workspace, first))
-    known = q.conversation is not None or channel in {c["slug"] for c in sidebar["channels"]}
-    # A channel is created by its first post: a new name shows an empty stream to post in.
-    stream = (
-        {"roots": [], "older": None, "cursor": 0}
-        if not known
-        else await _stream(
-            call,
-            messages.MessageQuery(
-                workspace=q.workspace,
-                channel=channel,
-                conversation=q.conversation,
-                roots=True,
-                order="desc",
-                before=q.before,
-                limit=STREAM_PAGE,
-            ),
-        )
+        return redirect(place(workspace, first))
+    roots = messages.MessageQuery(
+        workspace=workspace,
+        channel=channel,
+        conversation=q.conversation,
+        roots=True,
+        order="desc",
+        before=q.before,
+        limit=STREAM_PAGE,
     )
+    try:
+        stream = await _stream(call, roots)
+    except NotFound:
+        if channel is None:
+            raise
+        # A channel is created by its first post: a new name shows an empty stream to post in.
+        stream = {"roots": [], "older": None, "cursor": 0}
     thread = None
     if q.thread is not None:
         thread = await messages.thread(call.ctx, call.p, q.thread, messages.ThreadQuery(limit=200))
@@ -104,7 +103,7 @@ async def _board(call: PageCall, channel: str | None) -> web.StreamResponse:
         conversation=q.conversation,
         thread=thread,
         place=place,
-        here=place(q.workspace, channel, conversation=q.conversation),
+        here=place(workspace, channel, conversation=q.conversation),
         **sidebar,
         **stream,
     )
