@@ -142,3 +142,19 @@ async def test_a_quiet_stream_beats_and_still_delivers(world: World, monkeypatch
     assert event["id"] == posted["id"]
     resp.close()
     await alice.close()
+
+
+async def test_streams_share_the_long_poll_cap_and_the_oldest_stops(world: World) -> None:
+    alice = await sign_in(world.board)
+    cap = world.board.ctx.hub.max_held
+    oldest = await _open(alice, "workspace=proj")
+    others = [await _open(alice, "workspace=proj") for _ in range(cap)]
+    [event] = await asyncio.wait_for(_events(oldest, 1), 10)
+    assert event["event"] == "released"
+    posted = await world.bot.post("to the tabs still open", channel="lobby")
+    for resp in others:
+        [event] = await asyncio.wait_for(_events(resp, 1), 10)
+        assert event["id"] == posted["id"]
+    for resp in [oldest, *others]:
+        resp.close()
+    await alice.close()

@@ -73,6 +73,9 @@ async def events(call: PageCall) -> web.StreamResponse:
                 await response.write(f"id: {message['id']}\nevent: message\ndata: {data}\n\n".encode())
     except live.TooFarBehind:
         await response.write(b"event: reset\ndata: {}\n\n")
+    except live.Released:
+        # Too many tabs or long-polls at once: this, the oldest, stops rather than retrying.
+        await response.write(b"event: released\ndata: {}\n\n")
     except ConnectionResetError:
         pass  # the tab went away
     finally:

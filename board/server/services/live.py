@@ -26,6 +26,10 @@ class TooFarBehind(Exception):
     """More was missed than a feed replays: the browser should load the page again."""
 
 
+class Released(Exception):
+    """The viewer holds more streams and long-polls than ``BOARD_MAX_WAITS``: this, the oldest, ends."""
+
+
 class Feed:
     """One browser's subscription to a workspace; :meth:`batches` yields what it may read."""
 
@@ -34,7 +38,9 @@ class Feed:
     ) -> None:
         self.ctx, self.p, self.workspace, self.keys = ctx, p, workspace, keys
         self.since = since
-        self.waiter = ctx.hub.subscribe(keys)  # before the catch-up read: nothing falls between
+        # Before the catch-up read, so nothing falls between; held under the viewer, whose
+        # streams and long-polls together stay within the hub's cap.
+        self.waiter = ctx.hub.subscribe(keys, p.agent_id)
 
     def close(self) -> None:
         self.ctx.hub.unsubscribe(self.waiter)
@@ -42,7 +48,8 @@ class Feed:
     async def batches(self) -> AsyncIterator[list[dict[str, Any]]]:
         """Batches of messages after ``since``, [] on a quiet beat; ends when the board shuts down.
 
-        Raises :class:`TooFarBehind` when more than ``CATCH_UP`` messages were missed.
+        Raises :class:`TooFarBehind` when more than ``CATCH_UP`` messages were missed, and
+        :class:`Released` when a newer request of the viewer's took this one's place.
         """
         ctx, hub = self.ctx, self.ctx.hub
         last = self.since if self.since is not None else hub.last_id
@@ -59,6 +66,8 @@ class Feed:
             woke = await self.waiter.wait(HEARTBEAT_SECONDS)
             if hub.closed:
                 return
+            if self.waiter.released:
+                raise Released()
             if not woke:
                 self._renew()
                 yield []
@@ -75,7 +84,7 @@ class Feed:
         """
         stale = self.waiter
         self.ctx.hub.unsubscribe(stale)
-        self.waiter = self.ctx.hub.subscribe(self.keys)
+        self.waiter = self.ctx.hub.subscribe(self.keys, self.p.agent_id)
         for event in stale.take():
             self.waiter.deliver(event)
 

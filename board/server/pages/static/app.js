@@ -122,6 +122,15 @@
   const source = new EventSource("/events?" + params);
   source.addEventListener("message", (e) => onMessage(JSON.parse(e.data)));
   source.addEventListener("reset", () => { source.close(); location.reload(); });
+  source.addEventListener("released", () => {
+    // Newer tabs took this one's place under the board's cap: stop instead of fighting them.
+    source.close();
+    body.classList.remove("live");
+    const note = document.createElement("p");
+    note.className = "paused";
+    note.textContent = "Live updates paused: too many tabs are open. Reload to resume.";
+    document.querySelector("main")?.prepend(note);
+  });
   source.addEventListener("open", () => body.classList.add("live"));
   window.boardCsrf = csrf;
 })();
