@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from boardtest import Board, World, db_rows
 from browser_support import Tab, new_tab
 from pages_support import login_link
 from playwright.async_api import Browser, expect
+
+LIVE = re.compile(r"\blive\b")  # the page's stream is open
 
 
 async def signed_in_tab(chromium: Browser, world: World, tmp_path: Path) -> Tab:
@@ -64,7 +67,7 @@ async def test_post_and_see_a_bots_reply_arrive_live(chromium: Browser, world: W
     await tab.page.wait_for_url("**thread=*")
     await expect(tab.page.locator("#roots .msg").last).to_contain_text("can you look at the build")
     root = int(tab.page.url.rsplit("=", 1)[1])
-    await tab.page.wait_for_function("document.body.classList.contains('live')")
+    await expect(tab.page.locator("body")).to_have_class(LIVE)
     await world.bot.post("On it: the build fails on step 3.", reply_to=root)
     await expect(tab.page.locator("#thread-messages .msg").last).to_contain_text("fails on step 3")
     await world.bot.post("A new root from pb", channel="lobby", workspace="proj")
@@ -184,7 +187,7 @@ async def test_hostile_bodies_render_inert(chromium: Browser, world: World, tmp_
     await world.bot.put_document("xss.md", "# XSS\n\n" + "\n\n".join(PAYLOADS) + "\n", 0, "payloads")
     tab = await signed_in_tab(chromium, world, tmp_path)
     await tab.page.goto(world.board.url + "/c/lobby?workspace=proj")
-    await tab.page.wait_for_function("document.body.classList.contains('live')")
+    await expect(tab.page.locator("body")).to_have_class(LIVE)
     live = await world.bot.post(PAYLOADS[1] + " live", channel="lobby", workspace="proj")
     await expect(tab.page.locator(f"#m{live['id']}")).to_contain_text("onerror")
     for selector in ("#roots", "#roots"):
