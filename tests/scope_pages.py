@@ -10,13 +10,7 @@ pages marked ``public``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-
-
-def canonical(path: str) -> str:
-    """A path as the router registers it: ``{name:regex}`` becomes ``{name}``."""
-    return re.sub(r"\{(\w+):[^}]*\}", r"{\1}", path)
 
 
 @dataclass

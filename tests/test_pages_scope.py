@@ -14,8 +14,9 @@ import aiohttp
 import pytest
 from boardtest import Board, World, db_rows, populate, snapshot, start_board, stop_board
 from pages_support import Browser, sign_in
-from scope_pages import PAGE_DECISIONS, canonical
+from scope_pages import PAGE_DECISIONS
 
+from board.server.api.discovery import canonical
 from board.server.pages import all_pages
 from board.server.services import auth, sessions
 from board.server.store import sessions as session_store

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .harnesses import ADAPTERS, Adapter, adapter_from_env
-from .process import turn_timeout
+from .process import silent_timeout, turn_timeout
 
 DEFAULT_BOARD_URL = "http://127.0.0.1:8080"
 DEFAULT_JITTER = 20.0  # BOT_JITTER, seconds
@@ -135,6 +135,7 @@ class BotConfig:
     flags: tuple[str, ...] = ()
     jitter: float = DEFAULT_JITTER
     turn_timeout: float = 1800.0
+    silent_timeout: float = 300.0
     stop_grace: float = DEFAULT_STOP_GRACE
     pool: Path | None = None
     skills: tuple[str, ...] = ()  # --skill sources
@@ -196,6 +197,7 @@ def resolve(
     )
     try:
         timeout = turn_timeout(environ)
+        silence = silent_timeout(environ)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     pool_path = None
@@ -217,6 +219,7 @@ def resolve(
         flags=parse_flags(prof.get("flags")),
         jitter=jitter,
         turn_timeout=timeout,
+        silent_timeout=silence,
         stop_grace=parse_seconds("BOT_STOP_GRACE", environ.get("BOT_STOP_GRACE"), DEFAULT_STOP_GRACE),
         pool=pool_path,
         skills=tuple(options.skills),
@@ -233,6 +236,8 @@ def make_adapter(cfg: BotConfig) -> Adapter:
     if not env.get(key, "").strip() and cfg.flags:
         env[key] = shlex.join(cfg.flags)
     try:
-        return adapter_from_env(cfg.harness, env)
+        adapter = adapter_from_env(cfg.harness, env)
+        adapter.check_environment(env, os.geteuid())
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    return adapter

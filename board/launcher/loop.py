@@ -101,7 +101,7 @@ def wake_outcome(result: TurnResult, outcome: ProcessOutcome | None) -> str:
     """The outcome word of POST /api/wakes for a turn."""
     if result.ok:
         return "ok"
-    if result.error_kind == "timeout":
+    if result.error_kind in ("timeout", "silent"):
         return "timeout"
     if outcome is None:
         return "error"  # never started
@@ -128,6 +128,8 @@ def failure_text(
     """The one reply a failed turn posts in its thread."""
     if result.error_kind == "timeout":
         what = f"timed out after {timeout:g} s and was stopped"
+    elif result.error_kind == "silent":
+        what = "printed nothing for too long (BOT_SILENT_TIMEOUT) and was stopped"
     elif outcome is None:
         what = "could not be started"
     elif outcome.exit_code not in (0, None):
@@ -156,6 +158,7 @@ class TurnRunner(Protocol):
         cwd: str | os.PathLike[str],
         env: Mapping[str, str],
         timeout: float,
+        silent_timeout: float,
         on_start: Callable[[int], object] | None,
     ) -> tuple[TurnResult, ProcessOutcome | None]: ...
 
@@ -533,7 +536,7 @@ class Bot:
         if run.result.session_id:
             self.state.sessions[lane.key] = run.result.session_id
         wake = self.wake_fields(run)
-        report = None
+        report: dict[str, Any] | None = None
         if run.result.ok:
             self.state.failures.pop(lane.key, None)
             for m in batch:
@@ -541,10 +544,12 @@ class Bot:
         else:
             self.state.failures[lane.key] = self.state.failures.get(lane.key, 0) + 1
             count = self.state.note_thread_failure(thread)
-            report = {"reply_to": int(trigger["id"]), "thread": thread, "count": count}
-            report["body"] = failure_text(
-                self.cfg.harness, run.result, run.outcome, self.cfg.turn_timeout, count
-            )
+            report = {
+                "reply_to": int(trigger["id"]),
+                "thread": thread,
+                "count": count,
+                "body": failure_text(self.cfg.harness, run.result, run.outcome, self.cfg.turn_timeout, count),
+            }
         self.state.last_wake = {
             "at": iso(run.ended_at),
             "lane": lane.key,
@@ -645,6 +650,7 @@ class Bot:
                 cwd=lane.cwd,
                 env=env,
                 timeout=self.cfg.turn_timeout,
+                silent_timeout=self.cfg.silent_timeout,
                 on_start=on_start,
             )
         except ValueError as exc:  # the adapter refused the request (prompt too big, ...)
