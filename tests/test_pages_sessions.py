@@ -147,3 +147,20 @@ async def test_the_next_page_stays_on_this_board(world: World) -> None:
     status, location = await b.post("/login", {"token": link.split("=", 1)[1], "next": "//evil.example/x"})
     assert status == 303 and location == "/"
     await b.close()
+
+
+async def test_mcp_does_not_take_the_browser_session(world: World) -> None:
+    """Only the JSON API, whose mutations check CSRF, accepts the cookie; /mcp wants a token."""
+    alice = await sign_in(world.board)
+    before = snapshot(world.board.db_path)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "post", "arguments": {"channel": "lobby", "workspace": "proj", "body": "x"}},
+    }
+    headers = {"X-CSRF-Token": alice.csrf, "Accept": "application/json, text/event-stream"}
+    async with alice.http.post(world.board.url + "/mcp", json=call, headers=headers) as resp:
+        assert resp.status == 401
+    assert snapshot(world.board.db_path) == before
+    await alice.close()
