@@ -400,3 +400,30 @@ async def expire(
         lease_until=None,
         nudged_at=None,
     )
+
+
+async def release_by_board(
+    conn: Connection, ctx: Context, board: Principal, root: Any, workspace: Any, why: str
+) -> bool:
+    """Release a thread's claim for a reason of the board's (a routine run timed out).
+
+    False when nobody holds it. The holder finds the event in its inbox and stops.
+    """
+    current = await store.get(conn, root["id"])
+    if current is None or current["state"] != "claimed":
+        return False
+    await _transition(
+        conn,
+        ctx,
+        board,
+        root,
+        workspace,
+        action="release",
+        body=f"released by the board from {current['holder']}: {why}",
+        holder_id=None,
+        note=why,
+        state="open",
+        lease_until=None,
+        nudged_at=None,
+    )
+    return True

@@ -44,7 +44,11 @@ async def poll(
         while (remaining := deadline - loop.time()) > 0:
             if not await waiter.wait(remaining) or ctx.hub.closed:
                 break
-            found = [item for event in waiter.take() if (item := match(event)) is not None]
+            found = [
+                item
+                for event in waiter.take()
+                if isinstance(event, Event) and (item := match(event)) is not None
+            ]
             if found:
                 return sorted(found, key=lambda item: item["id"])
         return []
