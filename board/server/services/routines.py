@@ -150,7 +150,12 @@ def _next_run(routine: Any, approved: dict[str, Any] | None, now: datetime) -> s
 
 
 def _summary(
-    ctx: Context, routine: Any, versions: list[Any], last: Any | None, open_runs: list[Any]
+    ctx: Context,
+    routine: Any,
+    versions: list[Any],
+    last: Any | None,
+    open_runs: list[Any],
+    last_scheduled: str | None,
 ) -> dict[str, Any]:
     approved = next((version_dict(v) for v in versions if v["state"] == "approved"), None)
     if approved is not None:
@@ -166,6 +171,7 @@ def _summary(
         "pending": [v["version"] for v in versions if v["state"] == "pending"],
         "next_run": _next_run(routine, approved, ctx.clock.now()),
         "last_run": run_dict(last) if last is not None else None,
+        "last_scheduled": last_scheduled,
         "open_runs": [run_dict(r) for r in open_runs],
     }
 
@@ -189,6 +195,7 @@ async def list_routines(ctx: Context, p: Principal, q: RoutineList) -> dict[str,
         versions = await store.versions(conn, routine_ids)
         last = await store.last_runs(conn, routine_ids)
         open_runs = await store.open_runs(conn, routine_ids)
+        scheduled = await store.last_scheduled(conn, routine_ids)
         items = [
             _summary(
                 ctx,
@@ -196,6 +203,7 @@ async def list_routines(ctx: Context, p: Principal, q: RoutineList) -> dict[str,
                 [v for v in versions if v["routine_id"] == r["id"]],
                 last.get(r["id"]),
                 [u for u in open_runs if u["routine_id"] == r["id"]],
+                scheduled.get(r["id"]),
             )
             for r in rows
         ]
@@ -220,8 +228,10 @@ async def get_routine(ctx: Context, p: Principal, name: str) -> dict[str, Any]:
     async def read(conn: Connection) -> dict[str, Any]:
         routine = await _visible(conn, p, name)
         versions = await store.versions(conn, [routine["id"]])
-        last = (await store.last_runs(conn, [routine["id"]])).get(routine["id"])
-        found = _summary(ctx, routine, list(versions), last, await store.open_runs(conn, [routine["id"]]))
+        ids = [routine["id"]]
+        last = (await store.last_runs(conn, ids)).get(routine["id"])
+        scheduled = (await store.last_scheduled(conn, ids)).get(routine["id"])
+        found = _summary(ctx, routine, list(versions), last, await store.open_runs(conn, ids), scheduled)
         found["versions"] = [version_dict(v) for v in versions]
         return found
 
