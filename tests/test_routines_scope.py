@@ -42,7 +42,13 @@ async def status(client: BoardClient, method: str, path: str, body: Any) -> int:
 def body_for(method: str, path: str, role: str) -> Any:
     tag = role.replace("_", "-")
     if path == "/api/routines" and method == "POST":
-        return {"name": f"r-{tag}", "workspace": "proj", "schedule": "every 1h", "bot": "pb", "prompt": "Tidy."}
+        return {
+            "name": f"r-{tag}",
+            "workspace": "proj",
+            "schedule": "every 1h",
+            "bot": "pb",
+            "prompt": "Tidy.",
+        }
     if path.endswith("/versions"):
         return {"schedule": "0 3 * * *", "bot": "pb", "prompt": f"Proposed by {role}."}
     if path.endswith("/approve"):
@@ -70,7 +76,9 @@ async def test_each_role_gets_the_decided_answer(key: tuple[str, str], tmp_path:
     try:
         world = await populate(board)
         runner = board.client(await auth.runner_token(board.ctx))
-        await world.bot.propose_routine("nightly", workspace="proj", schedule="0 2 * * *", bot="pb", prompt="Do.")
+        await world.bot.propose_routine(
+            "nightly", workspace="proj", schedule="0 2 * * *", bot="pb", prompt="Do."
+        )
         await world.human.approve_version("nightly", 1, "fine")
         await world.bot.propose_version("nightly", schedule="0 2 * * *", bot="pb", prompt="Do more.")
         run_id = 0

@@ -56,6 +56,7 @@ def routines() -> None:
 def run(url: str, token: str, check_every: float, clock_file: Path | None) -> None:
     """Run the routines runner on its own, until interrupted."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)  # its job bookkeeping is ours to say
 
     async def go() -> None:
         async with BoardClient(url, token, timeout=120) as board:
