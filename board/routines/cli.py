@@ -71,11 +71,14 @@ def run(url: str, token: str, check_every: float, clock_file: Path | None) -> No
 @routines.command("import")
 @url_option
 @click.option("--token", envvar="BOARD_TOKEN", required=True, help="Your token [BOARD_TOKEN].")
+@click.option("--workspace", help="The workspace of definitions that name none.")
+@click.option("--bot", help="The bot of definitions that name none.")
 @click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
-def import_(url: str, token: str, folder: Path) -> None:
+def import_(url: str, token: str, workspace: str | None, bot: str | None, folder: Path) -> None:
     """Propose each FOLDER/<name>/ (routine.toml, prompt.md); unchanged files propose nothing."""
+    defaults = {k: v for k, v in (("workspace", workspace), ("bot", bot)) if v is not None}
     try:
-        found = importer.definitions(folder)
+        found = importer.definitions(folder, defaults)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
 

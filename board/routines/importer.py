@@ -34,8 +34,12 @@ class Definition:
     fields: dict[str, Any]  # the version's fields, the prompt among them
 
 
-def read(folder: Path) -> Definition:
-    """One routine's files, or ValueError saying which file to fix."""
+def read(folder: Path, defaults: dict[str, str] | None = None) -> Definition:
+    """One routine's files, or ValueError saying which file to fix.
+
+    ``defaults`` fill what the file leaves out: a shipped definition names no
+    workspace or bot, since those are the importing board's own.
+    """
     toml_path = folder / "routine.toml"
     try:
         data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
@@ -49,16 +53,19 @@ def read(folder: Path) -> Definition:
         prompt = prompt_path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ValueError(f"{prompt_path}: {exc}") from None
+    data = {**(defaults or {}), **data}
+    if "bot" not in data:
+        raise ValueError(f'{toml_path} names no bot; add bot = "<handle>" or import with --bot.')
     name = str(data.pop("name", folder.name))
     workspace = data.pop("workspace", None)
     return Definition(name, workspace, {**data, "prompt": prompt})
 
 
-def definitions(root: Path) -> list[Definition]:
+def definitions(root: Path, defaults: dict[str, str] | None = None) -> list[Definition]:
     folders = sorted(p for p in root.iterdir() if (p / "routine.toml").is_file())
     if not folders:
         raise ValueError(f"{root} holds no <name>/routine.toml.")
-    return [read(folder) for folder in folders]
+    return [read(folder, defaults) for folder in folders]
 
 
 async def propose(board: BoardClient, definition: Definition) -> dict[str, Any]:
