@@ -332,6 +332,7 @@ async def _add_version(
         author=p,
         meta={"routine": routine["name"], "version": number},
         parse_mentions=False,
+        notify=False,
     )
     await _changed(conn, ctx, routine, "propose")
     row = await store.version(conn, routine["id"], number)
@@ -361,6 +362,7 @@ async def propose(ctx: Context, p: Principal, req: RoutineProposal) -> tuple[int
             author=p,
             meta={"routine": req.name},
             parse_mentions=False,
+            notify=False,
         )
         routine_id = await store.insert(conn, req.name, workspace["id"], root.id, ctx.now())
         await audit.record(conn, ctx, p, "routine.create", req.name, workspace=workspace["slug"])
@@ -419,6 +421,7 @@ async def _decided(
             author=p,
             meta={"routine": routine["name"], "action": action},
             parse_mentions=False,
+            notify=False,
         )
         await _changed(conn, ctx, routine, action)
 
@@ -564,6 +567,7 @@ async def create_run(ctx: Context, p: Principal, name: str, req: RunRequest) -> 
                 parent=await _root(conn, routine),
                 meta={"routine": name, "run_id": run_id, "run": "missed"},
                 parse_mentions=False,
+                notify=False,
             )
         await _changed(conn, ctx, routine, f"run.{req.state}")
         return 201, run_dict(await store.run(conn, run_id))
@@ -656,6 +660,7 @@ async def finish_run(ctx: Context, p: Principal, name: str, run_id: int, req: Ru
                 parent=root,
                 meta={"routine": name, "run_id": run_id, "run": req.state},
                 parse_mentions=False,
+                notify=False,
             )
         await _changed(conn, ctx, routine, f"run.{req.state}")
         return run_dict(await store.run(conn, run_id))
