@@ -278,7 +278,7 @@ async def _check_fields(conn: Connection, req: VersionProposal, workspace: Any) 
     except ValueError as exc:
         raise InvalidArgument(str(exc), field="schedule") from None
     bot = await identity_store.agent_by_handle(conn, req.bot)
-    if not scope.runs_routine(bot, workspace["id"]):
+    if bot is None or not scope.runs_routine(bot, workspace["id"]):
         raise InvalidArgument(
             f"{req.bot} is not a bot that reads workspace {workspace['slug']}; name one of its bots.",
             field="bot",
