@@ -1115,14 +1115,19 @@ def board_action(kind: str, step: dict[str, Any], allowed: bool) -> Action:
             action.error = f"HTTP {exc.code}"
         except (OSError, ValueError) as exc:
             action.error = str(exc)
+    return recorded(action, url, payload)
+
+
+def recorded(action: Action, url: str, payload: dict[str, Any]) -> Action:
+    """Append the action to actions.jsonl (and say on stderr what went wrong)."""
     append_jsonl(
         "actions.jsonl",
         {
             "pid": os.getpid(),
-            "action": kind,
+            "action": action.kind,
             "url": url,
             "payload": payload,
-            "allowed": allowed,
+            "allowed": action.allowed,
             "status": action.status,
             "response": action.body[:2000],
             "error": action.error,
@@ -1130,7 +1135,7 @@ def board_action(kind: str, step: dict[str, Any], allowed: bool) -> Action:
         },
     )
     if action.error:
-        sys.stderr.write(f"fake {kind}: {action.error}\n")
+        sys.stderr.write(f"fake {action.kind}: {action.error}\n")
     return action
 
 
@@ -1150,23 +1155,7 @@ def act(step: dict[str, Any], prompt: str, allowed: bool) -> Action:
         action.body = done.stdout
         if done.returncode != 0:
             action.error = f"exit {done.returncode}: {done.stderr[-2000:]}"
-    append_jsonl(
-        "actions.jsonl",
-        {
-            "pid": os.getpid(),
-            "action": "act",
-            "url": program,
-            "payload": {"prompt_chars": len(prompt)},
-            "allowed": allowed,
-            "status": action.status,
-            "response": action.body[:2000],
-            "error": action.error,
-            "time": time.time(),
-        },
-    )
-    if action.error:
-        sys.stderr.write(f"fake act: {action.error}\n")
-    return action
+    return recorded(action, program, {"prompt_chars": len(prompt)})
 
 
 # --------------------------------------------------------------------------

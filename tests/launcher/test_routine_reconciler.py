@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from boardtest import World, populate
+from boardtest import World
 from botrun import BotProcess, LiveBoard, eventually
 from fakeharness import Fake
 from routines_support import RunnerProcess, start_runner
@@ -24,20 +24,6 @@ from board.server.services import auth
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = ROOT / "docs" / "routines" / "knowledge-reconciler" / "prompt.md"
 MODEL = ROOT / "tests" / "fakes" / "models" / "knowledge_reconciler.py"
-
-
-@pytest.fixture
-async def live(tmp_path: Path) -> AsyncIterator[LiveBoard]:
-    board = LiveBoard(tmp_path)
-    await board.start()
-    yield board
-    await board.stop()
-
-
-@pytest.fixture
-async def world(live: LiveBoard) -> World:
-    assert live.board is not None
-    return await populate(live.board)
 
 
 @pytest.fixture

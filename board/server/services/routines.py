@@ -122,19 +122,21 @@ def version_dict(row: Any) -> dict[str, Any]:
     }
 
 
+RUN_FIELDS = (
+    "id",
+    "version",
+    "scheduled_for",
+    "cause",
+    "state",
+    "message_id",
+    "started_at",
+    "ended_at",
+    "outcome",
+)
+
+
 def run_dict(row: Any) -> dict[str, Any]:
-    return {
-        "id": row["id"],
-        "version": row["version"],
-        "scheduled_for": row["scheduled_for"],
-        "cause": row["cause"],
-        "state": row["state"],
-        "message_id": row["message_id"],
-        "started_at": row["started_at"],
-        "ended_at": row["ended_at"],
-        "outcome": row["outcome"],
-        "wake_cost_usd": row["wake_cost"],
-    }
+    return {name: row[name] for name in RUN_FIELDS} | {"wake_cost_usd": row["wake_cost"]}
 
 
 def _digest(fields: dict[str, Any]) -> str:

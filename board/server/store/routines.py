@@ -31,6 +31,11 @@ VERSION_FIELDS = (
 )
 
 
+def _marks(ids: list[int]) -> str:
+    """The placeholders of an ``IN (...)`` list; NULL matches nothing when it is empty."""
+    return ",".join("?" * len(ids)) or "NULL"
+
+
 async def by_name(conn: Connection, name: str) -> Row | None:
     return await one(conn, f"{ROUTINE} WHERE r.name = ?", (name,))
 
@@ -38,7 +43,7 @@ async def by_name(conn: Connection, name: str) -> Row | None:
 async def select(conn: Connection, workspace_ids: list[int] | None) -> list[Row]:
     if workspace_ids is None:
         return await all_rows(conn, f"{ROUTINE} ORDER BY r.name")
-    marks = ",".join("?" * len(workspace_ids)) or "NULL"
+    marks = _marks(workspace_ids)
     return await all_rows(
         conn, f"{ROUTINE} WHERE r.workspace_id IN ({marks}) ORDER BY r.name", tuple(workspace_ids)
     )
@@ -67,7 +72,7 @@ async def set_active_since(conn: Connection, routine_id: int, now: str) -> None:
 
 
 async def versions(conn: Connection, routine_ids: list[int]) -> list[Row]:
-    marks = ",".join("?" * len(routine_ids)) or "NULL"
+    marks = _marks(routine_ids)
     return await all_rows(
         conn,
         f"{VERSION} WHERE v.routine_id IN ({marks}) ORDER BY v.routine_id, v.version",
@@ -178,7 +183,7 @@ async def runs(conn: Connection, routine_id: int, before: int | None, limit: int
 
 
 async def open_runs(conn: Connection, routine_ids: list[int]) -> list[Row]:
-    marks = ",".join("?" * len(routine_ids)) or "NULL"
+    marks = _marks(routine_ids)
     return await all_rows(
         conn,
         f"{RUN} WHERE u.state IN ('scheduled', 'running') AND u.routine_id IN ({marks}) ORDER BY u.id",
@@ -188,7 +193,7 @@ async def open_runs(conn: Connection, routine_ids: list[int]) -> list[Row]:
 
 async def last_runs(conn: Connection, routine_ids: list[int]) -> dict[int, Row]:
     """Each routine's latest run by scheduled time."""
-    marks = ",".join("?" * len(routine_ids)) or "NULL"
+    marks = _marks(routine_ids)
     rows = await all_rows(
         conn,
         f"""{RUN} WHERE u.id IN (SELECT (SELECT id FROM routine_runs x WHERE x.routine_id = r.id
@@ -200,7 +205,7 @@ async def last_runs(conn: Connection, routine_ids: list[int]) -> dict[int, Row]:
 
 async def last_scheduled(conn: Connection, routine_ids: list[int]) -> dict[int, str]:
     """Each routine's latest scheduled time that has a run from its schedule (not run-now)."""
-    marks = ",".join("?" * len(routine_ids)) or "NULL"
+    marks = _marks(routine_ids)
     rows = await all_rows(
         conn,
         f"""SELECT routine_id, MAX(scheduled_for) AS at FROM routine_runs
