@@ -1,8 +1,8 @@
 """The routines runner as a real process against a real board, on a clock the test moves.
 
-Routine ``zz-canary`` (every minute, sorted last) shows that a runner has
-checked every routine at a given time: its run for that time exists only once
-the runner's pass over the routines before it is done.
+On a test's clock a runner says when it has checked every routine at a time
+(``checked every routine at <time>``): a test that moves the clock waits for that
+line before it looks for what must not have happened.
 """
 
 from __future__ import annotations
@@ -51,14 +51,18 @@ class Scene:
     async def checked(self, at: str) -> None:
         """Move to ``at`` and wait until a runner has checked every routine there."""
         self.time.move_to(at)
-        await self.run_at("zz-canary", at)
+        line = f"checked every routine at {at}"
+
+        async def seen() -> bool:
+            return any(line in runner.output() for runner in self.runners)
+
+        await until(seen, line, tuple(self.runners))
 
 
 @pytest.fixture
 async def scene(clocked_world: World, clock: ManualClock, tmp_path: Path) -> AsyncIterator[Scene]:
     token = await auth.runner_token(clocked_world.board.ctx)
     s = Scene(clocked_world, Time(clock, tmp_path / "now.txt"), token, [])
-    await propose_and_approve(clocked_world.bot, clocked_world.human, "zz-canary", "every 1m")
     yield s
     for runner in s.runners:
         runner.stop()
@@ -94,7 +98,6 @@ async def test_a_second_runner_creates_no_duplicate_run(scene: Scene) -> None:
     for minute in ("01", "02", "03", "04"):
         scene.time.move_to(f"2026-11-30T04:{minute}:00Z")
         await scene.run_at("often", f"2026-11-30T04:{minute}:00Z")
-        await scene.run_at("zz-canary", f"2026-11-30T04:{minute}:00Z")
     made = await runs(human, "often")
     assert [r["scheduled_for"][11:16] for r in made] == ["04:01", "04:02", "04:03", "04:04"]
     thread = (await human.routine("often"))["thread_id"]
@@ -198,3 +201,26 @@ async def test_runs_end_done_failed_and_timed_out_with_the_claim_released(scene:
     notes = [m["body"] for m in view["messages"] if m["meta"].get("run_id") == third["id"]]
     assert any("timed out; its claim is released" in body for body in notes), notes
     assert any("released by the board from pb" in m["body"] for m in view["messages"])
+
+
+async def test_a_run_due_in_quiet_hours_waits_for_their_end_and_takes_the_times_it_waited_through(
+    scene: Scene,
+) -> None:
+    human = scene.world.human
+    await propose_and_approve(scene.world.bot, human, "quiet", "every 1m", quiet_hours="04:02-04:04")
+    scene.runner()
+    scene.time.move_to("2026-11-30T04:01:00Z")
+    await scene.run_at("quiet", "2026-11-30T04:01:00Z")
+    await scene.checked("2026-11-30T04:02:00Z")
+    await scene.run_at("quiet", "2026-11-30T04:02:00Z", state="scheduled")
+    await scene.checked("2026-11-30T04:03:00Z")
+    assert [(r["scheduled_for"][11:16], r["state"]) for r in await runs(human, "quiet")] == [
+        ("04:01", "running"),
+        ("04:02", "scheduled"),
+    ]
+    scene.time.move_to("2026-11-30T04:04:00Z")
+    waited = await scene.run_at("quiet", "2026-11-30T04:02:00Z")
+    assert waited["started_at"] == "2026-11-30T04:04:00Z"
+    await scene.checked("2026-11-30T04:05:00Z")
+    await scene.run_at("quiet", "2026-11-30T04:05:00Z")
+    assert [r["scheduled_for"][11:16] for r in await runs(human, "quiet")] == ["04:01", "04:02", "04:05"]

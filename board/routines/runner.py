@@ -8,7 +8,9 @@ steady ``check`` job runs beside them, to follow open runs and to catch what a
 trigger cannot know about (a restart, a run asked for now).
 
 Every check reads the routine from the board and asks the schedule for the latest
-time in ``(last scheduled run or activation, now]``. Missed times are coalesced:
+time in ``(covered until, now]``: the board says until when the schedule is covered
+(the activation, the latest scheduled run, or that run's start when it began
+later, as one that waited through quiet hours). Missed times are coalesced:
 the latest becomes one run if it is late by at most the grace, else a ``missed``
 record. The run is created on the board's unique ``(routine, scheduled_for)``, so
 a second runner, a restart or a trigger racing the check never makes it twice;
@@ -98,8 +100,9 @@ class Runner:
     async def _follow_changes(self) -> None:
         cursor: int | None = None
         while True:
+            wait = LONG_POLL_SECONDS if cursor is not None else None
             try:
-                page = await self.client.routines(since=cursor, wait=LONG_POLL_SECONDS if cursor else None)
+                page = await self.client.routines(since=cursor, wait=wait)
             except BoardAPIError as exc:
                 log.warning("routines: cannot read the board (%s); retrying", exc.code)
                 await asyncio.sleep(RETRY_SECONDS)
@@ -144,22 +147,28 @@ class Runner:
     async def check_all(self, routines: list[dict[str, Any]] | None = None) -> None:
         """Create what is due, start what waits, finish what ended; one pass at a time."""
         async with self._lock:
+            now = self.clock.now()  # one time for the whole pass
             try:
                 if routines is None:
                     routines = (await self.client.routines())["routines"]
                 for routine in routines:
-                    await self.check(routine)
+                    await self.check(routine, now)
             except BoardAPIError as exc:
                 log.warning("routines: check failed (%s: %s)", exc.code, exc.message)
+            except Exception:  # the next check tries again; a runner that dies runs nothing
+                log.exception("routines: check failed")
+            else:
+                if isinstance(self.clock, FileClock):  # a test's clock: say which time was checked
+                    log.info("routines: checked every routine at %s", iso(now))
             self._started = True
 
-    async def check(self, routine: dict[str, Any]) -> None:
-        now = self.clock.now()
+    async def check(self, routine: dict[str, Any], now: datetime) -> None:
         approved = routine["approved"]
         if approved is None:
             return
         parsed = schedules.parse(approved["schedule"], approved["timezone"])
-        if routine["state"] == "active":
+        waiting = any(r["state"] == "scheduled" and r["cause"] != "run-now" for r in routine["open_runs"])
+        if routine["state"] == "active" and not waiting:  # a waiting run takes the times it waits through
             await self._create_due(routine, approved, parsed, now)
         open_runs = (await self.client.routine(routine["name"]))["open_runs"]
         if any(run["state"] == "running" for run in open_runs):
@@ -175,8 +184,8 @@ class Runner:
     ) -> None:
         anchor = parse_time(routine["active_since"])
         after = anchor
-        if routine.get("last_scheduled"):
-            after = max(after, parse_time(routine["last_scheduled"]))
+        if routine.get("covered_until"):
+            after = max(after, parse_time(routine["covered_until"]))
         last, count = parsed.last_between(after, now, anchor)
         if last is None:
             return

@@ -157,7 +157,7 @@ def _summary(
     versions: list[Any],
     last: Any | None,
     open_runs: list[Any],
-    last_scheduled: str | None,
+    covered_until: str | None,
 ) -> dict[str, Any]:
     approved = next((version_dict(v) for v in versions if v["state"] == "approved"), None)
     if approved is not None:
@@ -173,7 +173,7 @@ def _summary(
         "pending": [v["version"] for v in versions if v["state"] == "pending"],
         "next_run": _next_run(routine, approved, ctx.clock.now()),
         "last_run": run_dict(last) if last is not None else None,
-        "last_scheduled": last_scheduled,
+        "covered_until": covered_until,
         "open_runs": [run_dict(r) for r in open_runs],
     }
 
@@ -197,7 +197,7 @@ async def list_routines(ctx: Context, p: Principal, q: RoutineList) -> dict[str,
         versions = await store.versions(conn, routine_ids)
         last = await store.last_runs(conn, routine_ids)
         open_runs = await store.open_runs(conn, routine_ids)
-        scheduled = await store.last_scheduled(conn, routine_ids)
+        covered = await store.covered_until(conn, routine_ids)
         items = [
             _summary(
                 ctx,
@@ -205,7 +205,7 @@ async def list_routines(ctx: Context, p: Principal, q: RoutineList) -> dict[str,
                 [v for v in versions if v["routine_id"] == r["id"]],
                 last.get(r["id"]),
                 [u for u in open_runs if u["routine_id"] == r["id"]],
-                scheduled.get(r["id"]),
+                covered.get(r["id"]),
             )
             for r in rows
         ]
@@ -232,8 +232,8 @@ async def get_routine(ctx: Context, p: Principal, name: str) -> dict[str, Any]:
         versions = await store.versions(conn, [routine["id"]])
         ids = [routine["id"]]
         last = (await store.last_runs(conn, ids)).get(routine["id"])
-        scheduled = (await store.last_scheduled(conn, ids)).get(routine["id"])
-        found = _summary(ctx, routine, list(versions), last, await store.open_runs(conn, ids), scheduled)
+        covered = (await store.covered_until(conn, ids)).get(routine["id"])
+        found = _summary(ctx, routine, list(versions), last, await store.open_runs(conn, ids), covered)
         found["versions"] = [version_dict(v) for v in versions]
         return found
 

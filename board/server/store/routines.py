@@ -203,12 +203,14 @@ async def last_runs(conn: Connection, routine_ids: list[int]) -> dict[int, Row]:
     return {row["routine_id"]: row for row in rows}
 
 
-async def last_scheduled(conn: Connection, routine_ids: list[int]) -> dict[int, str]:
-    """Each routine's latest scheduled time that has a run from its schedule (not run-now)."""
+async def covered_until(conn: Connection, routine_ids: list[int]) -> dict[int, str]:
+    """Until when each routine's schedule is covered: its latest scheduled run's time, or its
+    start when that was later (times passing while a run waited are coalesced into it)."""
     marks = _marks(routine_ids)
     rows = await all_rows(
         conn,
-        f"""SELECT routine_id, MAX(scheduled_for) AS at FROM routine_runs
+        f"""SELECT routine_id, MAX(CASE WHEN started_at > scheduled_for THEN started_at
+                ELSE scheduled_for END) AS at FROM routine_runs
             WHERE cause <> 'run-now' AND routine_id IN ({marks}) GROUP BY routine_id""",
         tuple(routine_ids),
     )
