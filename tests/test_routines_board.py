@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from boardtest import World, snapshot
+from boardtest import World, held, snapshot
 
 from board.client import BoardAPIError
 from board.routines import schedule as schedules
@@ -88,11 +88,11 @@ async def test_run_now_needs_an_approved_version(world: World) -> None:
 async def test_the_long_poll_answers_when_a_routine_changes(world: World) -> None:
     await world.bot.propose_routine("tidy", **FIELDS)
     cursor = (await world.bot.routines())["cursor"]
-    held = asyncio.ensure_future(world.bot.routines(since=cursor, wait=30))
-    await asyncio.sleep(0.2)  # let the poll reach the board and wait there
-    assert not held.done()
+    polling = asyncio.ensure_future(world.bot.routines(since=cursor, wait=30))
+    await held(world.board)  # the poll waits on the board: from now on a change reaches it
+    assert not polling.done()
     await world.human.approve_version("tidy", 1, "go")
-    page = await asyncio.wait_for(held, 20)
+    page = await asyncio.wait_for(polling, 20)
     assert page["cursor"] > cursor and page["routines"][0]["state"] == "active"
 
 

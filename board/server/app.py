@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from .api.access import metrics_middleware
 from .api.errors import error_middleware
-from .api.keys import CONTEXT, PRESENCE, REPLAYS, ROUTES
-from .api.metrics import METRICS, Metrics, metrics_middleware
-from .api.routing import Replays, endpoint
+from .api.gate import Hosts, gate_middleware
+from .api.keys import CONTEXT, HOSTS, METRICS, PRESENCE, REPLAYS, ROUTES
+from .api.metrics import Metrics
+from .api.replays import Replays
+from .api.routing import TEST_SIGKILL, endpoint
 from .api.table import all_routes
 from .clock import Clock
 from .housekeeping import housekeeping
@@ -18,6 +23,8 @@ from .services.context import Context
 from .settings import Settings
 from .store.db import Database
 from .store.messages import max_id
+
+log = logging.getLogger(__name__)
 
 MAX_BODY = 1024 * 1024
 
@@ -28,8 +35,15 @@ async def _release_long_polls(app: web.Application) -> None:
 
 
 def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: bool = True) -> web.Application:
-    """A board application on ``settings.db``; the database opens with the app."""
-    app = web.Application(middlewares=[metrics_middleware, error_middleware], client_max_size=MAX_BODY)
+    """A board application on ``settings.db``; the database opens with the app.
+
+    Raises ``ValueError`` for a ``BOARD_PUBLIC_URL`` that is not an http(s) URL.
+    """
+    hosts = Hosts.from_settings(settings)
+    app = web.Application(
+        middlewares=[metrics_middleware, error_middleware, gate_middleware(hosts)], client_max_size=MAX_BODY
+    )
+    app[HOSTS] = hosts
     routes = all_routes()
     for route in routes:
         app.router.add_route(route.method, route.path, endpoint(route))
@@ -37,6 +51,8 @@ def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: boo
     app[METRICS] = Metrics()
     app[PRESENCE] = Presence()
     app[REPLAYS] = Replays()
+    if os.environ.get(TEST_SIGKILL):
+        log.warning("%s is set: this board kills itself on the request id it names", TEST_SIGKILL)
 
     async def database(app: web.Application) -> AsyncIterator[None]:
         db = Database(settings.db, readers=settings.readers, exclusive=exclusive)

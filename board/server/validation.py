@@ -10,14 +10,15 @@ declaration into the OpenAPI schema, so the contract and the check cannot drift.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import types
 import typing
 from collections.abc import Mapping
-from functools import cache
 from typing import Any, TypeVar, Union
 
 from .errors import InvalidArgument, LimitExceeded
+from .jsonvalues import has_surrogate, problem
 
 T = TypeVar("T")
 
@@ -63,14 +64,19 @@ def arg(
     return dataclasses.field(default=default, metadata=meta)
 
 
-@cache
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    """The resolved annotations of a declared type, worked out once per type."""
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
 
 
 def _wire_fields(cls: type) -> dict[str, dataclasses.Field[Any]]:
     """The fields of ``cls`` by the names callers use."""
-    return {f.metadata.get("name") or f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return {f.metadata.get("name") or f.name: f for f in dataclasses.fields(cls)}
 
 
 def _unwrap_optional(kind: Any) -> tuple[Any, bool]:
@@ -91,6 +97,10 @@ def _type_name(kind: Any) -> str:
 
 
 def _check_string(name: str, value: str, meta: Mapping[str, Any]) -> str:
+    if has_surrogate(value):
+        raise InvalidArgument(
+            f"'{name}' has a lone UTF-16 surrogate; send text that is valid Unicode.", field=name
+        )
     if not meta.get("multiline") and ("\n" in value or "\r" in value):
         raise InvalidArgument(f"'{name}' must be one line.", field=name)
     value = value.replace("\r\n", "\n")
@@ -133,13 +143,13 @@ def _check(name: str, kind: Any, value: Any, meta: Mapping[str, Any]) -> Any:
                 limit=meta["max_items"],
             )
         (item_kind,) = typing.get_args(kind)
-        item_meta = {k: v for k, v in meta.items() if k != "max_items"}
+        item_meta = _item_meta(meta)
         return [_check(f"{name}[{i}]", item_kind, item, item_meta) for i, item in enumerate(value)]
     if origin is dict or kind is dict:
         if not isinstance(value, dict):
             raise InvalidArgument(f"'{name}' must be an object.", field=name)
-        return value
-    if dataclasses.is_dataclass(kind):
+        return _check_json(name, value)
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         return parse_body(kind, value, prefix=f"{name}.")
     if kind is bool:
         if not isinstance(value, bool):
@@ -150,6 +160,8 @@ def _check(name: str, kind: Any, value: Any, meta: Mapping[str, Any]) -> Any:
             raise InvalidArgument(f"'{name}' must be a {_type_name(kind)}.", field=name)
         if kind is int and (isinstance(value, float) and not value.is_integer()):
             raise InvalidArgument(f"'{name}' must be a whole number.", field=name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidArgument(f"'{name}' must be a finite number.", field=name)
         value = kind(value)
         if kind is int and not INT64_MIN <= value <= INT64_MAX:
             raise InvalidArgument(f"'{name}' is out of range.", field=name)
@@ -163,8 +175,16 @@ def _check(name: str, kind: Any, value: Any, meta: Mapping[str, Any]) -> Any:
             raise InvalidArgument(f"'{name}' must be a string.", field=name)
         return _check_string(name, value, meta)
     if kind is Any:
-        return value
+        return _check_json(name, value)
     raise TypeError(f"unsupported field type {kind!r} for {name}")
+
+
+def _check_json(name: str, value: Any) -> Any:
+    """A free-form value (an object, or ``Any``) the board can store and send back unchanged."""
+    fault = problem(value, name)
+    if fault is not None:
+        raise InvalidArgument(f"'{name}' {fault}; send standard JSON.", field=name)
+    return value
 
 
 def parse_body(cls: type[T], data: Any, *, prefix: str = "") -> T:
@@ -175,10 +195,8 @@ def parse_body(cls: type[T], data: Any, *, prefix: str = "") -> T:
     fields = _wire_fields(cls)
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise InvalidArgument(
-            f"Unknown field {prefix}{unknown[0]!s}; known fields: {', '.join(fields)}.",
-            field=f"{prefix}{unknown[0]}",
-        )
+        shown = _shown(prefix + unknown[0])
+        raise InvalidArgument(f"Unknown field {shown}; known fields: {', '.join(fields)}.", field=shown)
     values = {}
     for name, f in fields.items():
         if name in data:
@@ -186,6 +204,11 @@ def parse_body(cls: type[T], data: Any, *, prefix: str = "") -> T:
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise InvalidArgument(f"'{prefix}{name}' is required.", field=prefix + name)
     return cls(**values)
+
+
+def _shown(name: str) -> str:
+    """A caller's name safe to repeat in an answer: no lone surrogate, at most 80 characters."""
+    return "".join("\ufffd" if has_surrogate(c) else c for c in name[:80])
 
 
 def _from_text(name: str, kind: Any, text: str) -> Any:
@@ -214,11 +237,16 @@ def parse_query(cls: type[T], query: Mapping[str, str]) -> T:
     for name in query:
         if name not in known:
             raise InvalidArgument(
-                f"Unknown parameter {name}; known parameters: {', '.join(sorted(known))}.",
-                field=name,
+                f"Unknown parameter {_shown(name)}; known parameters: {', '.join(sorted(known))}.",
+                field=_shown(name),
             )
         data[name] = _from_text(name, hints[known[name].name], query[name])
     return parse_body(cls, data)
+
+
+def _item_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """A list field's constraints on each of its items: all but its own length."""
+    return {k: v for k, v in meta.items() if k != "max_items"}
 
 
 def json_schema(cls: type) -> dict[str, Any]:
@@ -243,7 +271,8 @@ def _schema_of(kind: Any, meta: Mapping[str, Any]) -> dict[str, Any]:
     origin = typing.get_origin(kind)
     schema: dict[str, Any]
     if origin is list:
-        schema = {"type": "array", "items": _schema_of(typing.get_args(kind)[0], {})}
+        item_meta = {k: v for k, v in _item_meta(meta).items() if k != "help"}
+        schema = {"type": "array", "items": _schema_of(typing.get_args(kind)[0], item_meta)}
         if meta.get("max_items") is not None:
             schema["maxItems"] = meta["max_items"]
     elif dataclasses.is_dataclass(kind):
@@ -270,3 +299,20 @@ def _schema_of(kind: Any, meta: Mapping[str, Any]) -> dict[str, Any]:
     if optional:
         schema = {"anyOf": [schema, {"type": "null"}]}
     return schema
+
+
+def declared(cls: type) -> list[tuple[str, Any, Mapping[str, Any], bool]]:
+    """Each field of a declared input type: wire name, type, constraints and whether it is required.
+
+    For code that generates inputs from the declarations (the body fuzzer).
+    """
+    hints = _hints(cls)
+    return [
+        (
+            name,
+            hints[f.name],
+            f.metadata,
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+        )
+        for name, f in _wire_fields(cls).items()
+    ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from importlib import resources
 from typing import Any
@@ -10,13 +9,12 @@ from typing import Any
 from aiohttp import web
 
 from ... import __version__
-from ..errors import ERROR_CODES, Unauthenticated
-from ..services import auth
+from ..errors import ERROR_CODES
 from ..validation import json_schema
-from .keys import CONTEXT
+from .keys import HOSTS, METRICS
 from .keys import ROUTES as ROUTE_TABLE
-from .metrics import METRICS
-from .routing import Call, Route
+from .responses import COMPONENTS, RESPONSES
+from .route import Call, Route
 
 PATH_PARAM = re.compile(r"{(\w+)(?::[^}]*)?}")
 PATH_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -27,7 +25,8 @@ PATH_SCHEMAS: dict[str, dict[str, Any]] = {
 
 
 def board_url(request: web.Request) -> str:
-    return f"{request.scheme}://{request.host}"
+    """The address documents and prompts name (``BOARD_PUBLIC_URL``, else the accepted ``Host``)."""
+    return request.app[HOSTS].board_url(request)
 
 
 def _doc(name: str, request: web.Request) -> web.Response:
@@ -65,6 +64,7 @@ async def api_map(call: Call) -> Any:
         },
         "routes": [
             {"method": r.method, "path": r.path, "summary": r.summary, "auth": not r.public}
+            | ({"loopback_without_token": True} if r.loopback else {})
             for r in call.request.app[ROUTE_TABLE]
         ],
     }
@@ -73,6 +73,16 @@ async def api_map(call: Call) -> Any:
 def canonical(path: str) -> str:
     """A route's path with any pattern dropped from its parameters: ``{path:.+}`` is ``{path}``."""
     return PATH_PARAM.sub(r"{\1}", path)
+
+
+def _responses(route: Route) -> dict[str, Any]:
+    """The route's success answers, from :data:`RESPONSES` (a route without one is a bug)."""
+    answer = RESPONSES.get((route.method, route.path))
+    if answer is None:
+        raise LookupError(f"{route.method} {route.path} declares no response in api/responses.py")
+    media = answer.schema.get("contentMediaType", "application/json")
+    content = {media: {"schema": answer.schema}}
+    return {str(status): {"description": "OK", "content": content} for status in answer.statuses}
 
 
 def openapi(routes: list[Route]) -> dict[str, Any]:
@@ -86,8 +96,8 @@ def openapi(routes: list[Route]) -> dict[str, Any]:
             .replace("}", "")
             .replace(".", "_"),
             "summary": route.summary,
-            "responses": {
-                str(route.status): {"description": "OK"},
+            "responses": _responses(route)
+            | {
                 "default": {"description": "Error", "content": {"application/json": {"schema": error}}},
             },
         }
@@ -119,6 +129,8 @@ def openapi(routes: list[Route]) -> dict[str, Any]:
                 "content": {"application/json": {"schema": json_schema(route.body)}},
             }
         op["security"] = [] if route.public else [{"bearer": []}]
+        if route.loopback:
+            op["x-loopback-without-token"] = True
         paths.setdefault(path, {})[route.method.lower()] = op
     return {
         "openapi": "3.1.0",
@@ -130,7 +142,8 @@ def openapi(routes: list[Route]) -> dict[str, Any]:
         "paths": paths,
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": {
+            "schemas": COMPONENTS
+            | {
                 "Error": {
                     "type": "object",
                     "required": ["error"],
@@ -156,23 +169,9 @@ async def openapi_json(call: Call) -> Any:
     return openapi(call.request.app[ROUTE_TABLE])
 
 
-def _loopback(request: web.Request) -> bool:
-    try:
-        return ipaddress.ip_address(request.remote or "").is_loopback
-    except ValueError:
-        return False
-
-
 async def metrics(call: Call) -> web.Response:
-    request = call.request
-    if not _loopback(request):
-        header = request.headers.get("Authorization", "")
-        token = header[7:].strip() if header[:7].lower() == "bearer " else None
-        if not token:
-            raise Unauthenticated("/metrics needs a token, or a request from loopback.")
-        await auth.authenticate(request.app[CONTEXT], token)
-    ctx = request.app[CONTEXT]
-    return web.Response(text=request.app[METRICS].render(ctx), content_type="text/plain", charset="utf-8")
+    app = call.request.app
+    return web.Response(text=app[METRICS].render(call.ctx), content_type="text/plain", charset="utf-8")
 
 
 ROUTES = [
@@ -182,5 +181,5 @@ ROUTES = [
     Route("GET", "/llms.txt", llms_txt, "The protocol in prose.", public=True),
     Route("GET", "/agents.md", agents_md, "House rules for bots.", public=True),
     Route("GET", "/admin.md", admin_md, "House rules for admin bots.", public=True),
-    Route("GET", "/metrics", metrics, "Prometheus metrics (token or loopback).", public=True),
+    Route("GET", "/metrics", metrics, "Prometheus metrics (token, or none from loopback).", loopback=True),
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..services import routines
-from .routing import Call, Route
+from .route import Call, Route
 
 
 async def listing(call: Call) -> Any:
@@ -74,6 +74,7 @@ ROUTES = [
         propose,
         "Propose a routine (its first version, pending).",
         body=routines.RoutineProposal,
+        status=201,
     ),
     Route("GET", "/api/routines/{name}", get, "A routine with every version."),
     Route(
@@ -82,6 +83,7 @@ ROUTES = [
         propose_version,
         "Propose a new version (pending); the latest version's fields again propose nothing.",
         body=routines.VersionProposal,
+        status=201,
     ),
     Route(
         "POST",
@@ -115,6 +117,7 @@ ROUTES = [
         create_run,
         "Create the run of a scheduled time (the runner).",
         body=routines.RunRequest,
+        status=201,
     ),
     Route("POST", "/api/routines/{name}/runs/{id}/start", start_run, "Start a scheduled run (the runner)."),
     Route(

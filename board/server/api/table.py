@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import audit, claims, discovery, identity, knowledge, messages, registry, routines, workspaces
-from .routing import Route
+from .route import Route
 
 ROUTE_MODULES = (discovery, identity, workspaces, messages, claims, knowledge, registry, routines, audit)
 

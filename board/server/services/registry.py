@@ -225,6 +225,8 @@ async def profile_dicts(conn: Connection, rows: list[Any], *, full: bool = True)
             key: decoded[key]
             for key in ("name", "workspace", "harness", "model", "flags", "repo", "watch", "goal")
         }
+        if decoded.get("unreadable"):
+            item["unreadable"] = True
         item["skills"] = skills[row["id"]]
         item["bots"] = bots[row["id"]]
         if full:
@@ -400,6 +402,7 @@ async def update_profile(ctx: Context, p: Principal, name: str, req: ProfileUpda
         row = await _visible_profile(conn, p, name)
         _require_human(p)
         workspace = await workspace_store.by_id(conn, row["workspace_id"])
+        assert workspace is not None  # the profile's own workspace
         scope.require_writable(workspace)
         if req.base_version is not None and req.base_version != row["version"]:
             raise VersionConflict(
@@ -432,7 +435,9 @@ async def update_profile(ctx: Context, p: Principal, name: str, req: ProfileUpda
             workspace=workspace["slug"],
             details={"version": row["version"] + 1, "changed": changed},
         )
-        return (await profile_dicts(conn, [await store.profile(conn, name)]))[0]
+        fresh = await store.profile(conn, name)
+        assert fresh is not None  # updated in this transaction
+        return (await profile_dicts(conn, [fresh]))[0]
 
     return await ctx.db.write(write)
 

@@ -213,7 +213,7 @@ async def list_routines(ctx: Context, p: Principal, q: RoutineList) -> dict[str,
 
     if q.since is None or not q.wait:
         return await ctx.db.read(read)
-    waiter = ctx.hub.subscribe([CHANGES])
+    waiter = ctx.hub.subscribe([CHANGES], p.agent_id)  # counted against its held requests
     try:
         page = await ctx.db.read(read)
         if page["cursor"] > q.since:
@@ -252,7 +252,8 @@ async def list_runs(ctx: Context, p: Principal, name: str, q: RunList) -> dict[s
             if row["state"] == "running":
                 item["seen"] = await _seen(conn, routine, row)
             items.append(item)
-        page: dict[str, Any] = {"runs": items, "has_more": len(rows) > q.limit}
+        cursor = await store.change_cursor(conn)
+        page: dict[str, Any] = {"runs": items, "has_more": len(rows) > q.limit, "cursor": cursor}
         if page["has_more"]:
             page["next_before"] = items[-1]["id"]
         return page

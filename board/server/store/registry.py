@@ -8,6 +8,7 @@ from typing import Any
 from aiosqlite import Connection
 
 from .identity import Row, all_rows, one
+from .jsoncolumns import read_json
 
 SKILL_SELECT = """SELECT s.id, s.name, s.version AS latest_version, s.created_at, s.created_by,
     v.version, v.description, v.source, v.text, v.reason, v.author AS updated_by,
@@ -78,10 +79,12 @@ async def append_skill_version(
 
 
 def decode_profile(row: Row) -> dict[str, Any]:
-    """The stored columns of a profile, lists decoded."""
+    """The stored columns of a profile, lists decoded (``unreadable`` when one cannot be)."""
     item = dict(row)
     for key in ("flags", "watch"):
-        item[key] = json.loads(row[key])
+        item[key], ok = read_json("profiles", row["id"], key, row[key], [])
+        if not ok:
+            item["unreadable"] = True
     return item
 
 
@@ -93,7 +96,8 @@ async def list_profiles(
     conn: Connection, workspace_ids: list[int] | None, after_name: str, limit: int
 ) -> list[Row]:
     """Profiles of the given workspaces (every workspace when None), by name."""
-    where, params = "p.name > ?", [after_name]
+    where = "p.name > ?"
+    params: list[str | int] = [after_name]
     if workspace_ids is not None:
         where += f" AND p.workspace_id IN ({','.join('?' * len(workspace_ids)) or 'NULL'})"
         params += workspace_ids
