@@ -86,13 +86,12 @@ def serve(db: str | None, bind: str | None, port: int | None, with_routines: boo
             f"board: serving http://{settings.bind}:{settings.port} (database {settings.db})", err=True
         )
 
-    app = create_app(settings)
-    if with_routines:
-        app.cleanup_ctx.append(_routines_runner(settings))
     try:
         app = create_app(settings)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
+    if with_routines:
+        app.cleanup_ctx.append(_routines_runner(settings))
     try:
         web.run_app(
             app,
