@@ -517,6 +517,23 @@ async def _approved(conn: Connection, routine: Any) -> Any:
 # -- the runner's steps ------------------------------------------------------------------
 
 
+async def _audit_run(
+    conn: Connection,
+    ctx: Context,
+    p: Principal,
+    workspace: Any,
+    name: str,
+    run_id: int,
+    step: str,
+    **details: Any,
+) -> None:
+    """The audit row of a run's step (``routine.run.<step>``), targeting ``<routine>#<run>``."""
+    target = f"{name}#{run_id}"
+    await audit.record(
+        conn, ctx, p, f"routine.run.{step}", target, workspace=workspace["slug"], details=details
+    )
+
+
 def _require_runner(p: Principal) -> None:
     if p.kind != "system":
         raise Forbidden("Runs are created and finished by the routines runner (board routines run).")
@@ -551,14 +568,8 @@ async def create_run(ctx: Context, p: Principal, name: str, req: RunRequest) -> 
         )
         assert run_id is not None, "the writer serializes runs; the check above saw none"
         workspace = await scope.resolve(conn, p, routine["workspace"])
-        await audit.record(
-            conn,
-            ctx,
-            p,
-            f"routine.run.{req.state}",
-            f"{name}#{run_id}",
-            workspace=workspace["slug"],
-            details={"scheduled_for": scheduled_for, "cause": req.cause},
+        await _audit_run(
+            conn, ctx, p, workspace, name, run_id, req.state, scheduled_for=scheduled_for, cause=req.cause
         )
         if req.state == "missed":
             await post_event(
@@ -622,7 +633,7 @@ async def start_run(ctx: Context, p: Principal, name: str, run_id: int) -> dict[
             meta={"routine": name, "run_id": run_id, "version": run["version"], "run": "start"},
         )
         await store.start_run(conn, run_id, event.id, mark, ctx.now())
-        await audit.record(conn, ctx, p, "routine.run.start", f"{name}#{run_id}", workspace=workspace["slug"])
+        await _audit_run(conn, ctx, p, workspace, name, run_id, "start")
         await _changed(conn, ctx, routine, "run.start")
         return run_dict(await store.run(conn, run_id))
 
@@ -636,15 +647,7 @@ async def finish_run(ctx: Context, p: Principal, name: str, run_id: int, req: Ru
     async def write(conn: Connection) -> dict[str, Any]:
         routine, _, workspace = await _run_of(conn, p, name, run_id, "running")
         await store.finish_run(conn, run_id, req.state, req.outcome, ctx.now())
-        await audit.record(
-            conn,
-            ctx,
-            p,
-            f"routine.run.{req.state}",
-            f"{name}#{run_id}",
-            workspace=workspace["slug"],
-            reason=req.outcome[:500],
-        )
+        await _audit_run(conn, ctx, p, workspace, name, run_id, req.state, outcome=req.outcome[:500])
         if req.state != "done":
             root = await _root(conn, routine)
             board = await board_principal(conn)
