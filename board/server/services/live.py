@@ -13,7 +13,7 @@ from typing import Any
 
 from aiosqlite import Connection
 
-from ..hub import Key
+from ..hub import Event, Key
 from ..principal import Principal
 from . import messages, scope
 from .context import Context
@@ -72,7 +72,11 @@ class Feed:
                 self._renew()
                 yield []
                 continue
-            batch = [e.message for e in self.waiter.take() if e.id > last and scope.event_visible(self.p, e)]
+            batch = [
+                e.message
+                for e in self.waiter.take()
+                if isinstance(e, Event) and e.id > last and scope.event_visible(self.p, e)
+            ]
             if batch:
                 last = max(m["id"] for m in batch)
                 yield batch
