@@ -11,6 +11,7 @@ SCENARIOS = {
     "baseline": "bench.baseline",
     "wake_latency": "bench.wake_latency",
     "mcp": "bench.mcp",
+    "pages": "bench.pages",
 }
 
 
