@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .harnesses import ADAPTERS, Adapter, adapter_from_env
+from .mcp import McpSetup, setup_for
 from .process import silent_timeout, turn_timeout
 
 DEFAULT_BOARD_URL = "http://127.0.0.1:8080"
@@ -116,6 +117,7 @@ class Options:
     skills: tuple[str, ...] = ()
     jitter: float | None = None
     model: str | None = None
+    mcp: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,7 @@ class BotConfig:
     skills: tuple[str, ...] = ()  # --skill sources
     profile_skills: tuple[str, ...] = ()  # the profile's skills, by name on the board
     identity: str = ""  # the profile's identity text, for the local fallback prompt
+    mcp: McpSetup | None = None  # the board's MCP server for the harness, when MCP is on
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
@@ -205,6 +208,14 @@ def resolve(
         pool_path = Path(pool).expanduser().resolve()
         pool_path.mkdir(parents=True, exist_ok=True)
     model = options.model or environ.get("BOT_MODEL") or prof.get("model") or None
+    mcp = None
+    if _mcp_on(options, environ, prof):
+        mcp = setup_for(harness, board_url(options, environ), state_dir(environ, handle))
+        if mcp is None:
+            raise ConfigError(
+                f"harness {harness} takes no per-run MCP configuration here; "
+                "run it without --mcp (BOT_MCP, the profile's mcp), or use claude, codex or gemini"
+            )
     return BotConfig(
         handle=handle,
         harness=harness,
@@ -225,8 +236,20 @@ def resolve(
         skills=tuple(options.skills),
         profile_skills=parse_list(prof.get("skills")),
         identity=str(prof.get("identity") or ""),
+        mcp=mcp,
         environ=dict(environ),
     )
+
+
+def _mcp_on(options: Options, environ: Mapping[str, str], profile: Mapping[str, Any]) -> bool:
+    if options.mcp is not None:
+        return options.mcp
+    raw = environ.get("BOT_MCP", "").strip().lower()
+    if raw:
+        if raw not in ("1", "true", "yes", "0", "false", "no"):
+            raise ConfigError(f"BOT_MCP must be 1 or 0, not {raw!r}")
+        return raw in ("1", "true", "yes")
+    return bool(profile.get("mcp"))
 
 
 def make_adapter(cfg: BotConfig) -> Adapter:

@@ -52,6 +52,7 @@ from .config import BotConfig
 from .harnesses import Adapter, TurnRequest, TurnResult
 from .harnesses.base import describe_exit, trim
 from .logs import EventLog
+from .mcp import write_files as write_mcp_files
 from .pool import Pool
 from .process import ProcessOutcome, child_env, group_alive, identity_env, run_turn
 from .prompt import Prompt, Prompter
@@ -312,7 +313,10 @@ class Bot:
             board_url=self.cfg.board_url,
             workspace=self.workspace,
             identity=self.cfg.identity,
+            tools=self.cfg.mcp is not None,
         )
+        if self.cfg.mcp is not None:
+            write_mcp_files(self.cfg.mcp)
         if self.pool is not None:
             await self.pool.try_refresh()
             self.spawn(self.refresh_loop())
@@ -604,12 +608,15 @@ class Bot:
             prompt=prompt.text,
             session_id=session,
             model=self.cfg.model,
+            flags=self.cfg.mcp.flags if self.cfg.mcp else (),
             fresh_session_id=None if session else str(uuid.uuid4()),
         )
         env = child_env(
             self.cfg.environ,
             identity_env(self.cfg.board_url, self.cfg.token, self.cfg.handle, self.workspace, ids),
         )
+        if self.cfg.mcp is not None:
+            env.update(self.cfg.mcp.env)
         newest = max(ids)
         turn_id = uuid.uuid4().hex
 

@@ -55,6 +55,7 @@ STEP_KINDS = {
     "reply",
     "claim",
     "logged_out",
+    "mcp_reply",
 }
 
 
@@ -419,7 +420,11 @@ class Claude(Persona):
             model=last(opts, "--model"),
             tools_allowed=allowed,
             output=fmt,
-            details={"permission_mode": mode},
+            details={
+                "permission_mode": mode,
+                "mcp_config": last(opts, "--mcp-config"),
+                "strict_mcp_config": "--strict-mcp-config" in opts,
+            },
         )
 
     def check_env(self, inv: Invocation) -> None:
@@ -1232,23 +1237,91 @@ def board_action(kind: str, step: dict[str, Any], allowed: bool) -> Action:
             action.error = f"HTTP {exc.code}"
         except (OSError, ValueError) as exc:
             action.error = str(exc)
+    return record_action(action, url=url, payload=payload, allowed=allowed, status=action.status)
+
+
+def record_action(action: Action, **fields: Any) -> Action:
+    """Note a board action in actions.jsonl (and its error on stderr, as the model's tool would)."""
     append_jsonl(
         "actions.jsonl",
         {
             "pid": os.getpid(),
-            "action": kind,
-            "url": url,
-            "payload": payload,
-            "allowed": allowed,
-            "status": action.status,
+            "action": action.kind,
+            **fields,
             "response": action.body[:2000],
             "error": action.error,
             "time": time.time(),
         },
     )
     if action.error:
-        sys.stderr.write(f"fake {kind}: {action.error}\n")
+        sys.stderr.write(f"fake {action.kind}: {action.error}\n")
     return action
+
+
+def mcp_action(step: dict[str, Any], inv: Invocation) -> Action:
+    """Reply through the board's MCP server, as claude does with --mcp-config.
+
+    Like claude: the config's ``mcpServers`` entry is started as a child with
+    this process's environment plus the entry's ``env``, and spoken to in
+    newline-delimited JSON-RPC with the initialize handshake of 2025-06-18.
+    """
+    ids = [i for i in os.environ.get("BOARD_WAKE_IDS", "").split(",") if i.strip()]
+    arguments = {
+        "reply_to": step.get("reply_to", int(ids[-1]) if ids else None),
+        "body": step.get("text", "done"),
+    }
+    action = Action(kind="mcp_reply", command="mcp board post", allowed=inv.tools_allowed)
+    tools: list[str] = []
+    path = inv.details.get("mcp_config")
+    try:
+        if not inv.tools_allowed:
+            raise RuntimeError("blocked: the harness ran without its unattended flags")
+        if not path:
+            raise RuntimeError("no MCP server: the run had no --mcp-config")
+        with open(path, encoding="utf-8") as handle:
+            server = json.load(handle)["mcpServers"][step.get("server", "board")]
+        child = subprocess.Popen(
+            [server["command"], *server.get("args", [])],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, **server.get("env", {})},
+            text=True,
+        )
+        assert child.stdin is not None and child.stdout is not None
+        try:
+
+            def rpc(ident: int | None, method: str, params: dict[str, Any]) -> Any:
+                message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+                if ident is not None:
+                    message["id"] = ident
+                child.stdin.write(json.dumps(message) + "\n")  # type: ignore[union-attr]
+                child.stdin.flush()  # type: ignore[union-attr]
+                while ident is not None:
+                    answer = json.loads(child.stdout.readline() or "null")  # type: ignore[union-attr]
+                    if answer is None:
+                        raise RuntimeError("the MCP server closed its output")
+                    if answer.get("id") == ident:
+                        if "error" in answer:
+                            raise RuntimeError(f"MCP error: {answer['error']}")
+                        return answer["result"]
+                return None
+
+            client = {"name": "fake-claude", "version": "0"}
+            rpc(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client})
+            rpc(None, "notifications/initialized", {})
+            tools = [t["name"] for t in rpc(2, "tools/list", {})["tools"]]
+            result = rpc(3, "tools/call", {"name": "post", "arguments": arguments})
+            action.body = "".join(c.get("text", "") for c in result.get("content", []))
+            action.status = 200
+            if result.get("isError"):
+                action.error = f"tool error: {action.body[:500]}"
+        finally:
+            child.stdin.close()
+            child.wait(timeout=10)
+    except (OSError, ValueError, KeyError, RuntimeError, subprocess.TimeoutExpired) as exc:
+        action.error = action.error or str(exc)
+    return record_action(action, mcp_config=path, tools=tools, arguments=arguments)
 
 
 # --------------------------------------------------------------------------
@@ -1386,15 +1459,17 @@ def main() -> int:
         sys.stdout.buffer.write(b"\n")
         sys.stdout.flush()
     actions: list[Action] = []
-    if kind in ("reply", "claim"):
-        actions.append(board_action(kind, step, inv.tools_allowed))
+    if kind in ("reply", "claim", "mcp_reply"):
+        actions.append(
+            mcp_action(step, inv) if kind == "mcp_reply" else board_action(kind, step, inv.tools_allowed)
+        )
         then = step.get("then", "ok")
         if then == "error_result":
             return persona.emit_error_result(inv, sid, str(step.get("message", "simulated model error")))
         if then == "fail":
             sys.stderr.write(str(step.get("stderr", f"fake {name}: simulated failure")) + "\n")
             return int(step.get("exit", 1))
-        if kind == "reply" and "text" not in step:
+        if kind in ("reply", "mcp_reply") and "text" not in step:
             text = "replied on the board"
     return persona.emit_ok(inv, sid, text, actions)
 
