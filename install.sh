@@ -74,7 +74,7 @@ install() {
     fi
 
     stop_board
-    nohup "$board" serve --port "$BOARD_PORT" >>"$logfile" 2>&1 &
+    nohup "$board" serve --routines --port "$BOARD_PORT" >>"$logfile" 2>&1 &
     echo $! >"$pidfile"
     for _ in $(seq 50); do
         if "$BOARD_HOME/venv/bin/python" -c "import urllib.request,sys; urllib.request.urlopen('$url/healthz', timeout=1)" 2>/dev/null; then

@@ -23,9 +23,10 @@ SCENARIOS = {
     "baseline": "bench.baseline",
     "wake_latency": "bench.wake_latency",
     "mcp": "bench.mcp",
+    "pages": "bench.pages",
 }
 # `post` and `wake` drive the bare handler in their own run, so `all` leaves `baseline` out.
-ALL = ["post", "wake", "idle", "catchup", "knowledge", "claims", "wake_latency", "mcp"]
+ALL = ["post", "wake", "idle", "catchup", "knowledge", "claims", "wake_latency", "mcp", "pages"]
 
 
 def run_all(quick: bool) -> None:

@@ -9,6 +9,7 @@ from boardtest import (  # noqa: F401 - fixtures are found by name
     clocked_world,
     world,
 )
+from browser_support import chromium  # noqa: F401 - the browser tests' fixture
 from processes import use_suite_python
 
 

@@ -20,6 +20,7 @@ from .clock import Clock
 from .housekeeping import housekeeping
 from .mcp.endpoint import add_routes as add_mcp_routes
 from .mcp.endpoint import mcp_transport
+from .pages import install as install_pages
 from .services.auth import Presence
 from .services.context import Context
 from .settings import Settings
@@ -51,6 +52,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: boo
         app.router.add_route(route.method, route.path, endpoint(route))
     add_mcp_routes(app)
     app[ROUTES] = routes
+    install_pages(app, clock or Clock())
     app[METRICS] = Metrics()
     app[PRESENCE] = Presence()
     app[REPLAYS] = Replays()

@@ -69,6 +69,10 @@ class Settings:
     release_after: int = field(
         default=7200, metadata={"help": "Seconds without progress before a claim is released."}
     )
+    login_link_ttl: int = field(
+        default=86400, metadata={"help": "Seconds a one-time login link stays valid."}
+    )
+    session_ttl: int = field(default=30 * 86400, metadata={"help": "Seconds a browser stays signed in."})
     log_level: str = field(default="INFO", metadata={"help": "Logging level."})
     log_file: str = field(default="", metadata={"help": "Also write the JSON-lines log to this file."})
 

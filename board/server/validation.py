@@ -17,6 +17,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, TypeVar, Union
 
+from .clock import iso, parse_time
 from .errors import InvalidArgument, LimitExceeded
 from .jsonvalues import has_surrogate, problem
 
@@ -285,7 +286,8 @@ def _schema_of(kind: Any, meta: Mapping[str, Any]) -> dict[str, Any]:
                 if meta.get(key) is not None:
                     schema[name] = meta[key]
             if meta.get("pattern") is not None:
-                schema["pattern"] = meta["pattern"].pattern
+                # The parser matches the whole value; a JSON Schema pattern only searches.
+                schema["pattern"] = f"^(?:{meta['pattern'].pattern})$"
             if meta.get("choices") is not None:
                 schema["enum"] = list(meta["choices"])
         for key, name in (("min", "minimum"), ("max", "maximum")):
@@ -316,3 +318,20 @@ def declared(cls: type) -> list[tuple[str, Any, Mapping[str, Any], bool]]:
         )
         for name, f in _wire_fields(cls).items()
     ]
+
+
+def whole_number(name: str, text: str) -> int:
+    """A positive whole number given as text (a path segment), or INVALID_ARGUMENT naming it."""
+    if not text.isdigit() or len(text) > 18:
+        raise InvalidArgument(f"'{name}' must be a positive whole number.")
+    return int(text)
+
+
+def rfc3339(name: str, text: str | None) -> str | None:
+    """A time a caller gave, as stored (RFC 3339 UTC, seconds), or INVALID_ARGUMENT naming it."""
+    if text is None:
+        return None
+    try:
+        return iso(parse_time(text))
+    except ValueError:
+        raise InvalidArgument(f"'{name}' must be an RFC 3339 time.", field=name) from None

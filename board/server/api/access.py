@@ -27,7 +27,10 @@ async def metrics_middleware(
     try:
         response = await handler(request)
         status = response.status
-        response.headers["X-Request-Id"] = rid
+        if not response.prepared:  # a stream (SSE) has sent its headers already
+            response.headers["X-Request-Id"] = rid
+            # The board's own time for this answer, for browsers' tools and the benchmarks.
+            response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.2f}"
         return response
     except web.HTTPException as exc:
         status = exc.status

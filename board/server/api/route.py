@@ -13,9 +13,9 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import InvalidArgument
 from ..principal import Principal
 from ..services.context import Context
+from ..validation import whole_number
 
 
 @dataclass
@@ -39,10 +39,7 @@ class Call:
         return self.params[name]
 
     def int_arg(self, name: str) -> int:
-        text = self.params[name]
-        if not text.isdigit() or len(text) > 18:
-            raise InvalidArgument(f"'{name}' must be a positive whole number.")
-        return int(text)
+        return whole_number(name, self.params[name])
 
 
 Handler = Callable[[Call], Awaitable[Any]]

@@ -20,10 +20,10 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import BoardError, InvalidArgument, RequestIdReuse
+from ..errors import BoardError, InvalidArgument, RequestIdReuse, Unauthenticated
 from ..jsonvalues import MAX_DEPTH, dumps
 from ..principal import Principal
-from ..services import audit, auth
+from ..services import audit, auth, sessions
 from ..services.context import Context
 from ..store import requests as request_store
 from ..validation import parse_body, parse_query
@@ -32,6 +32,7 @@ from .route import Call, Route
 
 REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
+CSRF_HEADER = "X-CSRF-Token"
 
 
 def from_loopback(request: web.Request) -> bool:
@@ -50,10 +51,19 @@ def json_response(data: Any, status: int = 200, headers: dict[str, str] | None =
     )
 
 
+async def read_body(request: web.Request) -> bytes:
+    """The body as sent; one that does not decode as its Content-Encoding says is INVALID_ARGUMENT."""
+    try:
+        return await request.read()
+    except web.RequestPayloadError as exc:  # e.g. not the gzip its Content-Encoding says
+        why = str(exc).strip().splitlines()[-1].strip()  # aiohttp prefixes "400, message:"
+        raise InvalidArgument(f"The body cannot be read: {why}.") from None
+
+
 async def _json_body(request: web.Request) -> Any:
     if not request.can_read_body:
         return {}
-    raw = await request.read()
+    raw = await read_body(request)
     if not raw.strip():
         return {}
     try:
@@ -85,12 +95,25 @@ def _fingerprint(request: web.Request, data: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-async def authenticated(request: web.Request) -> Principal:
-    """The principal behind the request's bearer token (UNAUTHENTICATED without one), its presence touched."""
+async def authenticated(request: web.Request, *, browser: bool = False, mutating: bool = False) -> Principal:
+    """The principal behind the request's bearer token (UNAUTHENTICATED without one), its presence touched.
+
+    With ``browser`` (the JSON API), a request without an ``Authorization`` header may use the
+    pages' session cookie instead, and then a ``mutating`` one must carry the session's CSRF token.
+    """
     ctx = request.app[CONTEXT]
-    header = request.headers.get("Authorization", "")
-    token = header[7:].strip() if header[:7].lower() == "bearer " else None
-    principal = await auth.authenticate(ctx, token)
+    header = request.headers.get("Authorization")
+    cookie = request.cookies.get(sessions.COOKIE)
+    if browser and header is None and cookie:
+        session = await sessions.resolve(ctx, cookie)
+        if session is None:
+            raise Unauthenticated("Your session has ended; sign in again at /login.")
+        if mutating:
+            sessions.require_csrf(session, request.headers.get(CSRF_HEADER))
+        principal = session.principal
+    else:
+        token = header[7:].strip() if header and header[:7].lower() == "bearer " else None
+        principal = await auth.authenticate(ctx, token)
     await request.app[PRESENCE].touch(ctx, principal)
     return principal
 
@@ -118,7 +141,7 @@ def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespon
         ctx = request.app[CONTEXT]
         principal = None
         if not route.public and not (route.loopback and from_loopback(request)):
-            principal = await authenticated(request)
+            principal = await authenticated(request, browser=True, mutating=route.method in MUTATING)
         data: Any = None
         rid = None
         if route.method in MUTATING:

@@ -11,7 +11,7 @@ from ..errors import Forbidden
 from ..principal import Principal
 from ..store import audit as store
 from ..store.connection import Connection
-from ..validation import arg
+from ..validation import arg, rfc3339
 from .context import Context
 from .paging import Page, bounded_page
 
@@ -51,6 +51,8 @@ class AuditQuery:
     actor: str | None = arg(None, max_len=64)
     action: str | None = arg(None, max_len=64)
     since: int = arg(0, min=0, help="Audit row id to continue after.")
+    at_from: str | None = arg(None, max_len=40, name="from", help="Entries at or after this time (RFC 3339).")
+    until: str | None = arg(None, max_len=40, help="Entries before this time (RFC 3339).")
     limit: int = arg(20, min=1, max=500)
     max_bytes: int | None = arg(None, min=1)
 
@@ -58,6 +60,7 @@ class AuditQuery:
 async def entries(ctx: Context, p: Principal, q: AuditQuery) -> Page:
     if not p.is_human:
         raise Forbidden("Only a human may read the audit log.")
+    at_from, at_until = rfc3339("from", q.at_from), rfc3339("until", q.until)
     rows = await ctx.db.read(
         lambda conn: store.select(
             conn,
@@ -66,6 +69,8 @@ async def entries(ctx: Context, p: Principal, q: AuditQuery) -> Page:
             action=q.action,
             since=q.since,
             limit=q.limit + 1,
+            at_from=at_from,
+            at_until=at_until,
         )
     )
     items = [dict(row) | {"details": json.loads(row["details"])} for row in rows]

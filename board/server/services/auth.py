@@ -25,7 +25,14 @@ from . import audit
 from .context import Context
 
 HANDLE_PATTERN = r"[A-Za-z0-9._-]{2,32}"
-TOKEN_PREFIX = {"bot": "bb_", "human": "bh_", "keeper": "bk_", "login": "bl_", "invite": "bi_"}
+TOKEN_PREFIX = {
+    "bot": "bb_",
+    "human": "bh_",
+    "runner": "br_",
+    "keeper": "bk_",
+    "login": "bl_",
+    "invite": "bi_",
+}
 PRESENCE_WRITE_EVERY = 30.0
 
 
@@ -130,6 +137,23 @@ async def _issue_for_human(ctx: Context, handle: str, kind: str, action: str) ->
             raise NotFound("human")
         await audit.record(conn, ctx, None, action, handle)
         return await _issue(conn, ctx, row["id"], kind)
+
+    return await ctx.db.write(write)
+
+
+async def runner_token(ctx: Context) -> str:
+    """A token for the routines runner, which acts as the board's own system agent.
+
+    It creates, starts and finishes runs of approved versions; it proposes and
+    approves nothing (services/routines.py).
+    """
+
+    async def write(conn: Connection) -> str:
+        row = await store.agent_by_handle(conn, "board")
+        if row is None or row["kind"] != "system":
+            raise NotFound("board agent")
+        await audit.record(conn, ctx, None, "token.create", "board", details={"kind": "runner"})
+        return await _issue(conn, ctx, row["id"], "runner")
 
     return await ctx.db.write(write)
 
@@ -272,3 +296,38 @@ def agent_dict(row: Any, now: str) -> dict[str, Any]:
         "last_seen_at": row["last_seen_at"],
         "presence": presence(row["last_seen_at"], now),
     }
+
+
+# -- a human's own API tokens (the settings page) ------------------------------------
+
+
+def _require_human(p: Principal) -> None:
+    if not p.is_human:
+        raise Forbidden("Only a human manages API tokens here.")
+
+
+async def list_own_tokens(ctx: Context, p: Principal) -> list[dict[str, Any]]:
+    """The caller's live API tokens: ids and dates, never the secrets."""
+    _require_human(p)
+    rows = await ctx.db.read(lambda conn: store.tokens_of(conn, p.agent_id, "human"))
+    return [{"id": r["id"], "created_at": r["created_at"]} for r in rows]
+
+
+async def create_own_token(ctx: Context, p: Principal) -> str:
+    """A new API token for the caller, shown once."""
+    _require_human(p)
+    return await _issue_for_human(ctx, p.handle, "human", "token.create")
+
+
+async def revoke_own_token(ctx: Context, p: Principal, token_id: int) -> None:
+    _require_human(p)
+
+    async def write(conn: Connection) -> str | None:
+        token_hash = await store.revoke_token(conn, p.agent_id, token_id, ctx.now())
+        if token_hash is None:
+            raise NotFound("token")
+        await audit.record(conn, ctx, p, "token.revoke", p.handle, details={"token": token_id})
+        return token_hash
+
+    await ctx.db.write(write)
+    ctx.tokens.forget_agent(p.agent_id)

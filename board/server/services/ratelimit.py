@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from ..errors import RateLimited
 
@@ -14,9 +14,9 @@ class RateLimiter:
         self.rate = rate
         self.burst = burst
         self._monotonic = monotonic
-        self._buckets: dict[int, tuple[float, float]] = {}
+        self._buckets: dict[Hashable, tuple[float, float]] = {}
 
-    def check(self, key: int) -> None:
+    def check(self, key: Hashable) -> None:
         now = self._monotonic()
         tokens, last = self._buckets.get(key, (float(self.burst), now))
         tokens = min(float(self.burst), tokens + (now - last) * self.rate)

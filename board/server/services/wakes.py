@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..clock import iso, parse_time
 from ..errors import Forbidden, InvalidArgument
 from ..hub import Event, Key
 from ..principal import Principal
@@ -25,7 +24,7 @@ from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..store.jsoncolumns import read_json
 from ..store.messages import MessageFilter
-from ..validation import arg
+from ..validation import arg, rfc3339
 from . import audit, registry, scope
 from .context import Context
 from .longpoll import poll
@@ -162,15 +161,6 @@ class WakeRecord:
     error: str | None = arg(None, max_len=4000, multiline=True)
 
 
-def _time(name: str, text: str | None) -> str | None:
-    if text is None:
-        return None
-    try:
-        return iso(parse_time(text))
-    except ValueError:
-        raise InvalidArgument(f"'{name}' must be an RFC 3339 time.", field=name) from None
-
-
 def wake_dict(row: Any) -> dict[str, Any]:
     item = {
         k: row[k]
@@ -200,7 +190,7 @@ def wake_dict(row: Any) -> dict[str, Any]:
 async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int, dict[str, Any]]:
     if not p.is_bot:
         raise Forbidden("Wakes are recorded by a bot's launcher, with the bot's token.")
-    started_at, ended_at = _time("started_at", req.started_at), _time("ended_at", req.ended_at)
+    started_at, ended_at = rfc3339("started_at", req.started_at), rfc3339("ended_at", req.ended_at)
     if ended_at is not None and started_at is not None and ended_at < started_at:
         raise InvalidArgument(
             f"ended_at ({ended_at}) is before started_at ({started_at}); send the run's real times.",
@@ -248,7 +238,9 @@ async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int,
 class WakeList:
     bot: str | None = arg(None, max_len=32)
     workspace: str | None = arg(None, pattern=r"[a-z0-9._-]{2,64}")
+    thread: int | None = arg(None, min=1, help="Only wakes a message of this thread triggered.")
     since: int = arg(0, min=0)
+    before: int | None = arg(None, min=1, help="Wakes before this id, newest first.")
     limit: int = arg(20, min=1, max=500)
     max_bytes: int | None = arg(None, min=1)
 
@@ -260,10 +252,13 @@ async def list_wakes(ctx: Context, p: Principal, q: WakeList) -> Page:
         if q.bot is not None:
             bot = await identity_store.agent_by_handle(conn, q.bot)
             agent_id = bot["id"] if bot is not None else -1
+        thread_id = None
+        if q.thread is not None:
+            thread_id = (await scope.visible_root(conn, p, q.thread))["id"]
         rows = await claim_store.select_wakes(
-            conn, scope.workspace_ids(p, workspace), agent_id, q.since, q.limit + 1
+            conn, scope.workspace_ids(p, workspace), agent_id, q.since, q.limit + 1, thread_id, q.before
         )
         return [wake_dict(r) for r in rows]
 
     items = await ctx.db.read(read)
-    return bounded_page(ctx, "wakes", items, q.limit, q.max_bytes, descending=False)
+    return bounded_page(ctx, "wakes", items, q.limit, q.max_bytes, descending=q.before is not None)

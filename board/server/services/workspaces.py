@@ -60,6 +60,12 @@ async def list_workspaces(ctx: Context, p: Principal, q: WorkspaceList) -> Page:
     )
 
 
+def first_to_show(listed: list[dict[str, Any]]) -> str:
+    """The workspace a page opens on when none is named: the first live project one, else admin."""
+    live = [w["slug"] for w in listed if not w["archived"] and w["slug"] != ADMIN_WORKSPACE]
+    return live[0] if live else ADMIN_WORKSPACE
+
+
 async def get(ctx: Context, p: Principal, slug: str) -> dict[str, Any]:
     async def read(conn: Connection) -> Any:
         row = await scope.visible_workspace(conn, p, slug)

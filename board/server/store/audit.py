@@ -50,12 +50,20 @@ async def select(
     action: str | None,
     since: int,
     limit: int,
+    at_from: str | None = None,
+    at_until: str | None = None,
 ) -> list[Row]:
     clauses: list[str] = ["id > ?"]
     params: list[int | str] = [since]
-    for column, value in (("workspace", workspace), ("actor", actor), ("action", action)):
+    for clause, value in (
+        ("workspace = ?", workspace),
+        ("actor = ?", actor),
+        ("action = ?", action),
+        ("at >= ?", at_from),
+        ("at < ?", at_until),
+    ):
         if value is not None:
-            clauses.append(f"{column} = ?")
+            clauses.append(clause)
             params.append(value)
     return await all_rows(
         conn,

@@ -154,9 +154,26 @@ async def insert_wake(conn: Connection, values: dict[str, Any]) -> int:
 
 
 async def select_wakes(
-    conn: Connection, workspace_ids: list[int] | None, agent_id: int | None, since: int, limit: int
+    conn: Connection,
+    workspace_ids: list[int] | None,
+    agent_id: int | None,
+    since: int,
+    limit: int,
+    thread_id: int | None = None,
+    before: int | None = None,
 ) -> list[Row]:
+    """Wakes after ``since`` oldest first, or before ``before`` newest first; with ``thread_id``,
+    those a message of that thread triggered."""
     clauses, params = ["k.id > ?"], [since]
+    if before is not None:
+        clauses.append("k.id < ?")
+        params.append(before)
+    if thread_id is not None:
+        clauses.append(
+            "EXISTS (SELECT 1 FROM json_each(k.trigger_ids) j JOIN messages m ON m.id = j.value"
+            " WHERE m.thread_id = ?)"
+        )
+        params.append(thread_id)
     if workspace_ids is not None:
         clauses.append(f"k.workspace_id IN ({','.join('?' * len(workspace_ids)) or 'NULL'})")
         params += workspace_ids
@@ -167,7 +184,7 @@ async def select_wakes(
         conn,
         f"""SELECT k.*, a.handle AS bot, w.slug AS workspace FROM wakes k
             JOIN agents a ON a.id = k.agent_id JOIN workspaces w ON w.id = k.workspace_id
-            WHERE {" AND ".join(clauses)} ORDER BY k.id LIMIT ?""",
+            WHERE {" AND ".join(clauses)} ORDER BY k.id {"DESC" if before is not None else ""} LIMIT ?""",
         (*params, limit),
     )
 

@@ -29,7 +29,7 @@ async def principal_by_token(conn: Connection, token_hash: str) -> Row | None:
         conn,
         f"""SELECT {AGENT_COLUMNS}, t.kind AS token_kind FROM tokens t
             JOIN agents a ON a.id = t.agent_id LEFT JOIN workspaces w ON w.id = a.workspace_id
-            WHERE t.hash = ? AND t.revoked_at IS NULL AND t.kind IN ('bot', 'human')""",
+            WHERE t.hash = ? AND t.revoked_at IS NULL AND t.kind IN ('bot', 'human', 'runner')""",
         (token_hash,),
     )
 
@@ -100,18 +100,27 @@ async def revoke_tokens(conn: Connection, agent_id: int, kind: str, now: str) ->
     return cur.rowcount
 
 
-async def consume_login(conn: Connection, token_hash: str, now: str) -> Row | None:
-    """Use a one-time login token: the agent it belongs to, and the token is spent."""
+async def tokens_of(conn: Connection, agent_id: int, kind: str) -> list[Row]:
+    """An agent's live tokens of one kind, newest first (ids and dates only, never hashes)."""
+    return await all_rows(
+        conn,
+        """SELECT id, created_at FROM tokens WHERE agent_id = ? AND kind = ? AND revoked_at IS NULL
+           ORDER BY id DESC LIMIT 100""",
+        (agent_id, kind),
+    )
+
+
+async def revoke_token(conn: Connection, agent_id: int, token_id: int, now: str) -> str | None:
+    """Revoke one of an agent's live tokens by id; its hash (to drop from caches), or None."""
     row = await one(
         conn,
-        f"""SELECT {AGENT_COLUMNS} FROM tokens t JOIN agents a ON a.id = t.agent_id
-            LEFT JOIN workspaces w ON w.id = a.workspace_id
-            WHERE t.hash = ? AND t.kind = 'login' AND t.revoked_at IS NULL""",
-        (token_hash,),
+        "SELECT hash FROM tokens WHERE id = ? AND agent_id = ? AND revoked_at IS NULL",
+        (token_id, agent_id),
     )
-    if row is not None:
-        await conn.execute("UPDATE tokens SET revoked_at = ? WHERE hash = ?", (now, token_hash))
-    return row
+    if row is None:
+        return None
+    await conn.execute("UPDATE tokens SET revoked_at = ? WHERE id = ?", (now, token_id))
+    return str(row["hash"])
 
 
 async def touch(conn: Connection, agent_id: int, now: str) -> None:

@@ -1,0 +1,183 @@
+"""The board: workspace switcher, channels and conversations, the stream, threads, posting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from aiohttp import web
+
+from ..errors import NotFound
+from ..principal import Principal
+from ..services import channels, claims, messages, posting, wakes, workspaces
+from ..services.context import Context
+from ..validation import arg
+from .routing import PageCall, PageRoute, redirect
+
+SLUG = r"[a-z0-9._-]{2,64}"
+STREAM_PAGE = 30
+
+
+@dataclass
+class BoardQuery:
+    workspace: str | None = arg(None, pattern=SLUG)
+    conversation: int | None = arg(None, min=1)
+    thread: int | None = arg(None, min=1)
+    before: int | None = arg(None, min=1, help="Roots older than this id (the older page).")
+
+
+async def all_workspaces(ctx: Context, p: Principal) -> list[dict[str, Any]]:
+    """Every workspace for the switcher, paged through the service."""
+    found: list[dict[str, Any]] = []
+    after = ""
+    while True:
+        page = await workspaces.list_workspaces(ctx, p, workspaces.WorkspaceList(after=after, limit=500))
+        found += page["workspaces"]
+        if not page["has_more"]:
+            return found
+        after = found[-1]["slug"]
+
+
+def place(workspace: str, channel: str | None = None, **params: Any) -> str:
+    """The address of a place on the board (a channel, or a conversation with ``conversation=``)."""
+    query = urlencode({"workspace": workspace, **{k: v for k, v in params.items() if v is not None}})
+    return f"/c/{channel}?{query}" if channel else f"/?{query}"
+
+
+async def _sidebar(call: PageCall, spaces: list[dict[str, Any]], workspace: str) -> dict[str, Any]:
+    chans = await channels.list_channels(
+        call.ctx, call.p, channels.ChannelList(workspace=workspace, limit=500)
+    )
+    convs = await channels.list_conversations(
+        call.ctx, call.p, channels.ConversationList(workspace=workspace)
+    )
+    return {
+        "workspaces": spaces,
+        "workspace": workspace,
+        "channels": chans["channels"],
+        "conversations": convs["conversations"],
+    }
+
+
+async def _stream(call: PageCall, q: messages.MessageQuery) -> dict[str, Any]:
+    """One page of roots, newest page first, shown oldest first, with the link to the older page."""
+    page = await messages.list_messages(call.ctx, call.p, q)
+    return {
+        "roots": list(reversed(page["messages"])),
+        "older": page.get("next_before"),
+        "cursor": page["cursor"],
+    }
+
+
+async def _board(call: PageCall, channel: str | None) -> web.StreamResponse:
+    q = call.query(BoardQuery)
+    spaces = await all_workspaces(call.ctx, call.p)
+    workspace = q.workspace or workspaces.first_to_show(spaces)
+    sidebar = await _sidebar(call, spaces, workspace)
+    if channel is None and q.conversation is None:
+        first = sidebar["channels"][0]["slug"] if sidebar["channels"] else "lobby"
+        return redirect(place(workspace, first))
+    roots = messages.MessageQuery(
+        workspace=workspace,
+        channel=channel,
+        conversation=q.conversation,
+        roots=True,
+        order="desc",
+        before=q.before,
+        limit=STREAM_PAGE,
+    )
+    try:
+        stream = await _stream(call, roots)
+    except NotFound:
+        if channel is None:
+            raise
+        # A channel is created by its first post: a new name shows an empty stream to post in.
+        stream = {"roots": [], "older": None, "cursor": 0}
+    thread = None
+    if q.thread is not None:
+        thread = await messages.thread(call.ctx, call.p, q.thread, messages.ThreadQuery(limit=200))
+    return call.render(
+        "board.html",
+        channel=channel,
+        conversation=q.conversation,
+        thread=thread,
+        place=place,
+        here=place(workspace, channel, conversation=q.conversation),
+        **sidebar,
+        **stream,
+    )
+
+
+async def home(call: PageCall) -> web.StreamResponse:
+    return await _board(call, None)
+
+
+async def channel_page(call: PageCall) -> web.StreamResponse:
+    return await _board(call, call.arg("slug"))
+
+
+async def thread_page(call: PageCall) -> web.StreamResponse:
+    thread_id = call.int_arg("id")
+    thread = await messages.thread(call.ctx, call.p, thread_id, messages.ThreadQuery(limit=200))
+    root = thread["messages"][0]
+    woken = await wakes.list_wakes(
+        call.ctx, call.p, wakes.WakeList(thread=thread_id, workspace=root["workspace"], limit=100)
+    )
+    return call.render(
+        "thread.html",
+        thread=thread,
+        root=root,
+        wakes=woken["wakes"],
+        cost=sum(w["cost_usd"] or 0 for w in woken["wakes"]),
+        workspace=root["workspace"],
+        place=place,
+    )
+
+
+async def post_root(call: PageCall) -> web.StreamResponse:
+    """A new root in a channel or conversation; the page opens on its thread."""
+    fields: dict[str, str] = {}
+    if "channel" not in call.form and call.request.match_info.get("slug"):
+        fields["channel"] = call.arg("slug")
+    req = call.parsed_form(posting.PostMessage, **fields)
+    posted = await posting.post(call.ctx, call.p, req)
+    workspace = posted["workspace"]
+    return redirect(
+        place(workspace, posted["channel"], conversation=posted["conversation"], thread=posted["id"])
+    )
+
+
+async def reply(call: PageCall) -> web.StreamResponse:
+    """A reply in a thread; back to where the form was (the board's panel or the thread page)."""
+    thread_id = call.int_arg("id")
+    back = call.form.pop("back", "")
+    req = call.parsed_form(posting.PostMessage, reply_to=str(thread_id))
+    await posting.post(call.ctx, call.p, req)
+    return redirect(back if back.startswith("/") and not back.startswith("//") else f"/t/{thread_id}")
+
+
+async def claim_action(call: PageCall) -> web.StreamResponse:
+    """A human ends or moves a claim from the thread page: release, done or hand off."""
+    thread_id = call.int_arg("id")
+    action = call.arg("action")
+    if action == "release":
+        await claims.release(call.ctx, call.p, thread_id, call.parsed_form(claims.ReleaseRequest))
+    elif action == "done":
+        await claims.done(call.ctx, call.p, thread_id, call.parsed_form(claims.DoneRequest))
+    elif action == "handoff":
+        await claims.handoff(call.ctx, call.p, thread_id, call.parsed_form(claims.HandoffRequest))
+    else:
+        raise NotFound("action")
+    return redirect(f"/t/{thread_id}")
+
+
+ROUTES = [
+    PageRoute("GET", "/", home, "The board of the default (or named) workspace."),
+    PageRoute("GET", "/c/{slug}", channel_page, "A channel's stream, with a thread panel."),
+    PageRoute("POST", "/c/{slug}", post_root, "Post a new root in this channel."),
+    PageRoute("POST", "/", post_root, "Post a new root in a conversation."),
+    PageRoute("GET", "/t/{id}", thread_page, "A thread with its claim history and wakes."),
+    PageRoute("POST", "/t/{id}", reply, "Reply in a thread."),
+    PageRoute("POST", "/t/{id}/{action}", claim_action, "Release, finish or hand off a thread's claim."),
+]

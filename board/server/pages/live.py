@@ -1,0 +1,88 @@
+"""Server-Sent Events for the pages: one stream per tab, resumable with Last-Event-ID.
+
+Each event is a message the viewer may read, with its item already rendered
+(the same template the page uses), so the page's script only places it. The
+rendering is cached by message id: a hundred tabs watching one post render it once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from ..services import live
+from ..validation import arg
+from .board import SLUG
+from .routing import TEMPLATES, PageCall, PageRoute
+
+RENDERED_KEPT = 1000
+
+
+@dataclass
+class LiveQuery:
+    workspace: str = arg(pattern=SLUG)
+    since: int | None = arg(None, min=0, help="The cursor the page was rendered at.")
+
+
+class RenderedItems:
+    """Message items rendered once per message, shared by every tab."""
+
+    def __init__(self) -> None:
+        self._items: OrderedDict[int, str] = OrderedDict()
+
+    def get(self, request: web.Request, message: dict[str, Any]) -> str:
+        hit = self._items.get(message["id"])
+        if hit is None:
+            macro = request.app[TEMPLATES].get_template("message.html").module.item  # type: ignore[attr-defined]
+            hit = str(macro(message))
+            self._items[message["id"]] = hit
+            if len(self._items) > RENDERED_KEPT:
+                self._items.popitem(last=False)
+        return hit
+
+
+RENDERED = web.AppKey("rendered_items", RenderedItems)
+
+
+def _last_event_id(request: web.Request) -> int | None:
+    text = request.headers.get("Last-Event-ID", "")
+    return int(text) if text.isdigit() and len(text) < 19 else None
+
+
+async def events(call: PageCall) -> web.StreamResponse:
+    q = call.query(LiveQuery)
+    since = _last_event_id(call.request)
+    feed = await live.open_feed(call.ctx, call.p, q.workspace, q.since if since is None else since)
+    request = call.request
+    rendered = request.app[RENDERED]
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    )
+    try:
+        await response.prepare(request)
+        await response.write(b": open\n\n")
+        async for batch in feed.batches():
+            if not batch:
+                await response.write(b": beat\n\n")
+            for message in batch:
+                data = json.dumps({"message": message, "html": rendered.get(request, message)})
+                await response.write(f"id: {message['id']}\nevent: message\ndata: {data}\n\n".encode())
+    except live.TooFarBehind:
+        await response.write(b"event: reset\ndata: {}\n\n")
+    except live.Released:
+        # Too many tabs or long-polls at once: this, the oldest, stops rather than retrying.
+        await response.write(b"event: released\ndata: {}\n\n")
+    except ConnectionResetError:
+        pass  # the tab went away
+    finally:
+        feed.close()
+    return response
+
+
+ROUTES = [
+    PageRoute("GET", "/events", events, "Live messages of one workspace, as Server-Sent Events."),
+]

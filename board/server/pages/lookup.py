@@ -1,0 +1,55 @@
+"""Finding things: search with highlighted snippets, the human's inbox, the audit log."""
+
+from __future__ import annotations
+
+import re
+
+from aiohttp import web
+from markupsafe import Markup, escape
+
+from ..services import audit, messages
+from ..services.knowledge import moderation
+from ..services.knowledge.inputs import ReviewQueueQuery
+from .routing import PageCall, PageRoute
+
+HIT = re.compile(r"\*\*(.+?)\*\*")
+
+
+def highlight(snippet: str) -> Markup:
+    """A search snippet with its hits (``**word**``) marked, everything else escaped."""
+    return Markup(HIT.sub(lambda m: f"<mark>{m.group(1)}</mark>", str(escape(snippet))))
+
+
+async def search(call: PageCall) -> web.StreamResponse:
+    if not call.request.query.get("q"):
+        return call.render("search.html", q=None, results=[], next_offset=None, highlight=highlight)
+    q = call.query(messages.SearchQuery)
+    page = await messages.search(call.ctx, call.p, q)
+    return call.render(
+        "search.html", q=q, results=page["messages"], next_offset=page.get("next_offset"), highlight=highlight
+    )
+
+
+async def inbox(call: PageCall) -> web.StreamResponse:
+    q = call.query(messages.InboxQuery)
+    page = await messages.inbox(call.ctx, call.p, q)
+    reviews = await moderation.review_queue(call.ctx, call.p, ReviewQueueQuery(limit=20))
+    return call.render(
+        "inbox.html",
+        messages=page["messages"],
+        next_since=page.get("next_since"),
+        reviews=reviews["documents"],
+    )
+
+
+async def audit_log(call: PageCall) -> web.StreamResponse:
+    q = call.query(audit.AuditQuery)
+    page = await audit.entries(call.ctx, call.p, q)
+    return call.render("audit.html", q=q, entries=page["entries"], next_since=page.get("next_since"))
+
+
+ROUTES = [
+    PageRoute("GET", "/search", search, "Full-text search with highlighted snippets."),
+    PageRoute("GET", "/inbox", inbox, "What waits for the human: mentions, handoffs, reviews."),
+    PageRoute("GET", "/audit", audit_log, "The audit log, filterable by actor, workspace, action."),
+]

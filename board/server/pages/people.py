@@ -1,0 +1,39 @@
+"""The roster with presence, and one agent's profile: claims, recent wakes with cost, recent posts."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ..services import agents, messages, wakes
+from .routing import PageCall, PageRoute
+
+RECENT = 20
+NEWEST = 2**62  # ``before`` past every id: the latest first
+
+
+async def roster(call: PageCall) -> web.StreamResponse:
+    q = call.query(agents.AgentList)
+    page = await agents.roster(call.ctx, call.p, q)
+    return call.render("agents.html", agents=page["agents"], next_after=page.get("next_since"), q=q)
+
+
+async def profile(call: PageCall) -> web.StreamResponse:
+    handle = call.arg("handle")
+    agent = await agents.get_agent(call.ctx, call.p, handle)
+    woken = await wakes.list_wakes(call.ctx, call.p, wakes.WakeList(bot=handle, before=NEWEST, limit=RECENT))
+    posts = await messages.list_messages(
+        call.ctx, call.p, messages.MessageQuery(author=handle, order="desc", limit=RECENT)
+    )
+    return call.render(
+        "agent.html",
+        agent=agent,
+        wakes=woken["wakes"],
+        cost=sum(w["cost_usd"] or 0 for w in woken["wakes"]),
+        posts=posts["messages"],
+    )
+
+
+ROUTES = [
+    PageRoute("GET", "/agents", roster, "The roster with presence."),
+    PageRoute("GET", "/a/{handle}", profile, "One agent: profile, claims, wakes with cost, posts."),
+]

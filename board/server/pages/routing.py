@@ -1,0 +1,189 @@
+"""Page declarations and the plumbing every page goes through.
+
+A page handler parses the request, calls the same service functions as the
+API with the session's principal, and renders a template. :func:`endpoint`
+resolves the session from its cookie (no session: a redirect to ``/login``,
+never a page of data; a bearer token is not a session), checks the CSRF token
+of every form that changes state before anything runs, and renders any
+``BoardError`` as an HTML page with the error's status.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import jinja2
+from aiohttp import web
+
+from ..api.keys import CONTEXT, PRESENCE
+from ..clock import Clock
+from ..errors import BoardError, Unavailable
+from ..principal import Principal
+from ..services import sessions
+from ..services.context import Context
+from ..validation import parse_query, whole_number
+from .render import environment
+
+log = logging.getLogger("board.pages")
+T = TypeVar("T")
+
+TEMPLATES = web.AppKey("templates", jinja2.Environment)
+SIGN_IN_LIMITS = web.AppKey("sign_in_limits", sessions.SignInLimits)
+
+#: Pages load scripts, styles and images from the board only; nothing inline runs.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+@dataclass
+class PageCall:
+    """One page request: the session (None on a public page) and the parsed form of a POST."""
+
+    request: web.Request
+    ctx: Context
+    session: sessions.Session | None
+    form: dict[str, str]
+
+    @property
+    def p(self) -> Principal:
+        assert self.session is not None, "page is public; no session"
+        return self.session.principal
+
+    def arg(self, name: str) -> str:
+        return self.request.match_info[name]
+
+    def int_arg(self, name: str) -> int:
+        return whole_number(name, self.request.match_info[name])
+
+    def query(self, cls: type[T], *, keep: tuple[str, ...] = ()) -> T:
+        """The query string parsed into a service's input type (unknown names refused)."""
+        return parse_query(cls, _given(self.request.query, keep))
+
+    def parsed_form(self, cls: type[T], **fixed: str) -> T:
+        """The form (without its CSRF field) parsed into a service's input type."""
+        return parse_query(cls, {**_given(self.form, ()), **fixed})
+
+    def render(self, template: str, status: int = 200, **values: Any) -> web.Response:
+        return render(self.request, template, self.session, status=status, **values)
+
+
+def _given(values: Mapping[str, str], keep: tuple[str, ...]) -> dict[str, str]:
+    """Fields with a value: an empty form field means "not given", as an absent query parameter."""
+    return {
+        name: value.replace("\r\n", "\n")
+        for name, value in values.items()
+        if name != "csrf" and (value != "" or name in keep)
+    }
+
+
+PageHandler = Callable[[PageCall], Awaitable[web.StreamResponse]]
+
+
+@dataclass(frozen=True)
+class PageRoute:
+    method: str
+    path: str
+    handler: PageHandler
+    summary: str
+    public: bool = False
+
+
+def render(
+    request: web.Request,
+    template: str,
+    session: sessions.Session | None,
+    *,
+    status: int = 200,
+    **values: Any,
+) -> web.Response:
+    env = request.app[TEMPLATES]
+    html = env.get_template(template).render(
+        me=session.principal if session else None,
+        csrf=session.csrf if session else "",
+        path=request.path,
+        **values,
+    )
+    return web.Response(text=html, status=status, content_type="text/html", headers=SECURITY_HEADERS)
+
+
+def redirect(location: str) -> web.Response:
+    """See Other: after a form, the browser loads the page again with GET."""
+    return web.Response(status=303, headers={"Location": location, **SECURITY_HEADERS})
+
+
+def to_login(request: web.Request) -> web.Response:
+    target = request.path_qs if request.method == "GET" else "/"
+    return redirect(f"/login?next={quote(target, safe='')}")
+
+
+def set_session_cookie(request: web.Request, response: web.StreamResponse, cookie: str, ttl: int) -> None:
+    response.set_cookie(
+        sessions.COOKIE,
+        cookie,
+        max_age=ttl,
+        path="/",
+        httponly=True,
+        samesite="Strict",
+        secure=request.secure,
+    )
+
+
+def clear_session_cookie(response: web.StreamResponse) -> None:
+    response.del_cookie(sessions.COOKIE, path="/")
+
+
+def endpoint(route: PageRoute) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        ctx = request.app[CONTEXT]
+        session = await sessions.resolve(ctx, request.cookies.get(sessions.COOKIE))
+        if session is None and not route.public:
+            return to_login(request)
+        if session is not None:
+            await request.app[PRESENCE].touch(ctx, session.principal)  # the roster shows the human here
+        form: dict[str, str] = {}
+        try:
+            if request.method == "POST":
+                posted = await request.post()
+                form = {k: v for k, v in posted.items() if isinstance(v, str)}
+                if session is not None:
+                    sessions.require_csrf(session, form.get("csrf"))
+            return await route.handler(PageCall(request, ctx, session, form))
+        except BoardError as exc:
+            return _error_page(request, session, exc)
+        except web.HTTPException:
+            raise
+        except Exception:
+            incident = secrets.token_hex(6)
+            log.exception("unhandled error %s on %s %s", incident, request.method, request.path)
+            return _error_page(request, session, Unavailable(f"Internal error {incident}; it is logged."))
+
+    handle.__name__ = getattr(route.handler, "__name__", "handle")
+    return handle
+
+
+def _error_page(request: web.Request, session: sessions.Session | None, exc: BoardError) -> web.Response:
+    response = render(request, "error.html", session, status=exc.status, error=exc)
+    retry_after = exc.details.get("retry_after")
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(max(1, round(retry_after + 0.499)))
+    return response
+
+
+def setup(app: web.Application, routes: list[PageRoute], clock: Clock) -> None:
+    """Add the page routes, the templates and the sign-in limits to the app."""
+    app[TEMPLATES] = environment()
+    app[SIGN_IN_LIMITS] = sessions.SignInLimits(clock.monotonic)
+    for route in routes:
+        app.router.add_route(route.method, route.path, endpoint(route))

@@ -1,0 +1,116 @@
+"""Signing in and out, and the human's settings: API tokens and password."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from aiohttp import web
+
+from ..errors import Forbidden
+from ..services import auth, sessions
+from .routing import (
+    SIGN_IN_LIMITS,
+    PageCall,
+    PageRoute,
+    clear_session_cookie,
+    redirect,
+    set_session_cookie,
+)
+
+
+def _next(target: str | None) -> str:
+    """Where to go after signing in: a path on this board only (never another site)."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target
+
+
+def _same_origin(call: PageCall) -> None:
+    """A sign-in form posted from another site is refused (it would sign the browser in as someone else)."""
+    origin = call.request.headers.get("Origin")
+    if origin is not None and urlsplit(origin).netloc != call.request.host:
+        raise Forbidden("Sign in from this board's own page.")
+
+
+async def login_page(call: PageCall) -> web.StreamResponse:
+    token = call.request.query.get("token")
+    target = _next(call.request.query.get("next"))
+    if token is None:
+        if call.session is not None:
+            return redirect(target)
+        return call.render("login.html", next=target, link_for=None, refusal=None)
+    try:
+        handle = await sessions.check_link(call.ctx, token)
+    except sessions.LoginLinkRefused as exc:
+        return call.render("login.html", status=exc.status, next=target, link_for=None, refusal=exc)
+    return call.render("login.html", next=target, link_for=handle, token=token, refusal=None)
+
+
+async def login(call: PageCall) -> web.StreamResponse:
+    _same_origin(call)
+    limits = call.request.app[SIGN_IN_LIMITS]
+    address = call.request.remote or "unknown"
+    target = _next(call.form.get("next"))
+    token = call.form.get("token")
+    try:
+        if token:
+            limits.check(address, None)
+            opened = await sessions.sign_in_with_link(call.ctx, token)
+        else:
+            handle = call.form.get("handle", "")
+            limits.check(address, handle)
+            opened = await sessions.sign_in_with_password(call.ctx, handle, call.form.get("password", ""))
+    except sessions.LoginLinkRefused as exc:
+        return call.render("login.html", status=exc.status, next=target, link_for=None, refusal=exc)
+    response = redirect(target)
+    set_session_cookie(call.request, response, opened.cookie, call.ctx.settings.session_ttl)
+    return response
+
+
+async def logout(call: PageCall) -> web.StreamResponse:
+    cookie = call.request.cookies.get(sessions.COOKIE)
+    if cookie:
+        await sessions.sign_out(call.ctx, cookie)
+    response = redirect("/login")
+    clear_session_cookie(response)
+    return response
+
+
+async def _settings(call: PageCall, *, new_token: str | None = None, saved: str = "") -> web.Response:
+    return call.render(
+        "settings.html",
+        tokens=await auth.list_own_tokens(call.ctx, call.p),
+        has_password=await sessions.has_password(call.ctx, call.p),
+        new_token=new_token,
+        saved=saved,
+    )
+
+
+async def settings(call: PageCall) -> web.StreamResponse:
+    return await _settings(call)
+
+
+async def token_create(call: PageCall) -> web.StreamResponse:
+    # Rendered, not redirected: the token is shown this once and never again.
+    return await _settings(call, new_token=await auth.create_own_token(call.ctx, call.p))
+
+
+async def token_revoke(call: PageCall) -> web.StreamResponse:
+    await auth.revoke_own_token(call.ctx, call.p, call.int_arg("id"))
+    return redirect("/settings")
+
+
+async def password(call: PageCall) -> web.StreamResponse:
+    await sessions.set_password(call.ctx, call.p, call.form.get("current", ""), call.form.get("password", ""))
+    return await _settings(call, saved="Password saved.")
+
+
+ROUTES = [
+    PageRoute("GET", "/login", login_page, "Sign in: password, or confirm a one-time link.", public=True),
+    PageRoute("POST", "/login", login, "Sign in and open a session.", public=True),
+    PageRoute("POST", "/logout", logout, "Sign out: the session is revoked."),
+    PageRoute("GET", "/settings", settings, "API tokens and password."),
+    PageRoute("POST", "/settings/tokens", token_create, "Create an API token, shown once."),
+    PageRoute("POST", "/settings/tokens/{id}/revoke", token_revoke, "Revoke an API token."),
+    PageRoute("POST", "/settings/password", password, "Set or change the password."),
+]

@@ -1,0 +1,136 @@
+// Bot Board pages: live updates over Server-Sent Events, unread counts, small conveniences.
+// No framework and no build step. Message items arrive rendered by the server (bodies already
+// made safe there); this script only places them.
+"use strict";
+
+(function () {
+  const body = document.body;
+  const csrf = document.querySelector('meta[name="csrf-token"]')?.content || "";
+
+  document.querySelectorAll("select[data-autosubmit]").forEach((select) => {
+    select.addEventListener("change", () => select.form.submit());
+  });
+  document.querySelectorAll("form[data-confirm]").forEach((form) => {
+    // A typed confirmation: the button stays disabled until the exact word is typed.
+    const input = form.querySelector("input[name=confirm]");
+    const button = form.querySelector("button[type=submit]");
+    const check = () => { button.disabled = input.value !== form.dataset.confirm; };
+    input.addEventListener("input", check);
+    check();
+  });
+
+  const workspace = body.dataset.live;
+  if (!workspace) return;
+
+  // Unread counts: what this browser last saw per channel and conversation, in localStorage.
+  const seenKey = "board-seen:" + workspace;
+  const seen = JSON.parse(localStorage.getItem(seenKey) || '{"channel": {}, "conversation": {}}');
+  if (!seen.channel) { seen.channel = {}; seen.conversation = {}; }
+  const here = body.dataset.channel;
+  const hereConversation = body.dataset.conversation;
+  function markSeen(kind, key, id) {
+    if (!key || !id) return;
+    seen[kind][key] = Math.max(seen[kind][key] || 0, id);
+    localStorage.setItem(seenKey, JSON.stringify(seen));
+  }
+  function badge(kind, key) {
+    const attr = kind === "channel" ? "data-unread" : "data-unread-conversation";
+    return document.querySelector(`[${attr}="${CSS.escape(String(key))}"]`);
+  }
+  function showUnread(kind, key, count) {
+    const b = badge(kind, key);
+    if (!b) return;
+    b.textContent = String(count);
+    b.hidden = !count;
+  }
+  if (here) {
+    const link = document.querySelector(`[data-channel-link="${CSS.escape(here)}"]`);
+    markSeen("channel", here, Number(link?.dataset.lastId || 0));
+  }
+  if (hereConversation) {
+    const link = document.querySelector(`[data-conversation-link="${CSS.escape(hereConversation)}"]`);
+    markSeen("conversation", hereConversation, Number(link?.dataset.lastId || 0));
+  }
+  function fillUnread(kind, path, noun, keyOf, current) {
+    const list = Object.entries(seen[kind]).map(([key, id]) => `${key}:${id}`).join(",");
+    const params = new URLSearchParams({ workspace, seen: list || "0:0" });
+    fetch(path + "?" + params, { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.json() : { [noun]: [] }))
+      .then((page) => page[noun].forEach((item) => {
+        if (String(keyOf(item)) !== current) showUnread(kind, keyOf(item), item.unread || 0);
+      }));
+  }
+  if (document.querySelector("[data-unread]")) {
+    fillUnread("channel", "/api/channels", "channels", (c) => c.slug, here || "");
+    fillUnread("conversation", "/api/conversations", "conversations", (c) => c.id, hereConversation || "");
+  }
+
+  function place(html, container) {
+    const holder = document.createElement("div");
+    holder.innerHTML = html; // rendered and escaped by the server's template
+    const node = holder.firstElementChild;
+    node.classList.add("fresh");
+    container.appendChild(node);
+    document.getElementById("no-roots")?.remove();
+    return node;
+  }
+
+  function onMessage(data) {
+    const m = data.message;
+    if (document.getElementById("m" + m.id)) return;
+    const thread = body.dataset.thread;
+    const threadBox = document.getElementById("thread-messages");
+    if (thread && threadBox && String(m.thread_id) === thread) place(data.html, threadBox);
+    if (m.reply_to !== null) {
+      if (m.kind !== "event") {
+        document.querySelectorAll(`[data-replies-for="${m.thread_id}"]`).forEach((count) => {
+          count.textContent = String(Number(count.textContent) + 1);
+        });
+      }
+    }
+    if (m.kind === "event" && m.meta && m.meta.claim) updateClaim(m);
+    const roots = document.getElementById("roots");
+    const kind = m.channel ? "channel" : "conversation";
+    const key = m.channel || String(m.conversation);
+    const inView = key === (kind === "channel" ? here : hereConversation);
+    if (inView) markSeen(kind, key, m.id);
+    if (m.reply_to === null && roots && inView) {
+      const node = place(data.html, roots);
+      const open = node.querySelector("a.open-thread");
+      if (open && body.dataset.here) open.href = body.dataset.here + "&thread=" + m.id;
+    } else if (!inView && m.kind !== "event" && m.author !== body.dataset.me) {
+      const b = badge(kind, key);
+      if (b) showUnread(kind, key, Number(b.textContent || 0) + 1);
+    }
+  }
+
+  function updateClaim(m) {
+    const states = { claim: "claimed", release: "open", expire: "open", done: "done", handoff: "claimed" };
+    const state = states[m.meta.claim];
+    if (!state) return; // a nudge changes no holder
+    // A claim names its claimer in meta.by; a handoff mentions whom it went to.
+    const holder = m.meta.claim === "handoff" ? (m.mentions || [])[0] : m.meta.by || m.author;
+    const text = state === "claimed" ? `claimed by ${holder || "someone"} for 0 s` : state;
+    document.querySelectorAll(`[data-claim-for="${m.meta.thread_id}"]`).forEach((badge) => {
+      badge.textContent = text;
+      badge.className = "claim claim-" + state;
+    });
+  }
+
+  const params = new URLSearchParams({ workspace });
+  if (body.dataset.cursor) params.set("since", body.dataset.cursor);
+  const source = new EventSource("/events?" + params);
+  source.addEventListener("message", (e) => onMessage(JSON.parse(e.data)));
+  source.addEventListener("reset", () => { source.close(); location.reload(); });
+  source.addEventListener("released", () => {
+    // Newer tabs took this one's place under the board's cap: stop instead of fighting them.
+    source.close();
+    body.classList.remove("live");
+    const note = document.createElement("p");
+    note.className = "paused";
+    note.textContent = "Live updates paused: too many tabs are open. Reload to resume.";
+    document.querySelector("main")?.prepend(note);
+  });
+  source.addEventListener("open", () => body.classList.add("live"));
+  window.boardCsrf = csrf;
+})();

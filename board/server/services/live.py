@@ -1,0 +1,101 @@
+"""A live feed of one workspace for a browser, from the hub the long-polls use.
+
+The feed subscribes to the hub before it reads what the browser missed (the
+messages after its last id), so nothing committed in between is lost; from
+then on each event arrives with its rendered message, and the only check is
+the scope module's decision on the event itself: no query per event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ..hub import Event, Key
+from ..principal import Principal
+from ..store.connection import Connection
+from . import messages, scope
+from .context import Context
+
+HEARTBEAT_SECONDS = 20.0
+CATCH_UP = 200
+
+
+class TooFarBehind(Exception):
+    """More was missed than a feed replays: the browser should load the page again."""
+
+
+class Released(Exception):
+    """The viewer holds more streams and long-polls than ``BOARD_MAX_WAITS``: this, the oldest, ends."""
+
+
+class Feed:
+    """One browser's subscription to a workspace; :meth:`batches` yields what it may read."""
+
+    def __init__(
+        self, ctx: Context, p: Principal, workspace: str, keys: list[Key], since: int | None
+    ) -> None:
+        self.ctx, self.p, self.workspace, self.keys = ctx, p, workspace, keys
+        self.since = since
+        # Before the catch-up read, so nothing falls between; held under the viewer, whose
+        # streams and long-polls together stay within the hub's cap.
+        self.waiter = ctx.hub.subscribe(keys, p.agent_id)
+
+    def close(self) -> None:
+        self.ctx.hub.unsubscribe(self.waiter)
+
+    async def batches(self) -> AsyncIterator[list[dict[str, Any]]]:
+        """Batches of messages after ``since``, [] on a quiet beat; ends when the board shuts down.
+
+        Raises :class:`TooFarBehind` when more than ``CATCH_UP`` messages were missed, and
+        :class:`Released` when a newer request of the viewer's took this one's place.
+        """
+        ctx, hub = self.ctx, self.ctx.hub
+        last = self.since if self.since is not None else hub.last_id
+        if self.since is not None and self.since < hub.last_id:
+            missed = await messages.list_messages(
+                ctx, self.p, messages.MessageQuery(workspace=self.workspace, since=self.since, limit=CATCH_UP)
+            )
+            if missed["has_more"]:
+                raise TooFarBehind()
+            if missed["messages"]:
+                last = missed["messages"][-1]["id"]
+                yield missed["messages"]
+        while not hub.closed:
+            woke = await self.waiter.wait(HEARTBEAT_SECONDS)
+            if hub.closed:
+                return
+            if self.waiter.released:
+                raise Released()
+            if not woke:
+                self._renew()
+                yield []
+                continue
+            batch = [
+                e.message
+                for e in self.waiter.take()
+                if isinstance(e, Event) and e.id > last and scope.event_visible(self.p, e)
+            ]
+            if batch:
+                last = max(m["id"] for m in batch)
+                yield batch
+
+    def _renew(self) -> None:
+        """A fresh waiter now and then, so a feed open for days does not keep every id it saw.
+
+        Nothing can be published between the two calls (no await), so nothing is lost.
+        """
+        stale = self.waiter
+        self.ctx.hub.unsubscribe(stale)
+        self.waiter = self.ctx.hub.subscribe(self.keys, self.p.agent_id)
+        for event in stale.take():
+            self.waiter.deliver(event)
+
+
+async def open_feed(ctx: Context, p: Principal, workspace: str, since: int | None) -> Feed:
+    """Subscribe ``p`` to a workspace it may read (NOT_FOUND otherwise, as on every route)."""
+
+    async def workspace_id(conn: Connection) -> int:
+        return int((await scope.resolve(conn, p, workspace))["id"])
+
+    return Feed(ctx, p, workspace, [("workspace", await ctx.db.read(workspace_id))], since)

@@ -1,0 +1,65 @@
+"""Headless Chromium from Debian's package, driven by Playwright, against a real board.
+
+Playwright's own browser download cannot run here, so the browser is the
+system's ``/usr/bin/chromium`` (``.ci/run`` installs it when missing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, Dialog, Page, async_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@dataclass
+class Tab:
+    """A browser tab with what it saw: dialogs opened and errors thrown by scripts."""
+
+    page: Page
+    out: Path
+    dialogs: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    async def shot(self, name: str) -> Path:
+        path = self.out / f"{name}.png"
+        await self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+
+@pytest.fixture
+async def chromium() -> AsyncIterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        await browser.close()
+
+
+async def new_tab(browser: Browser, out: Path, width: int = 1280) -> Tab:
+    context = await browser.new_context(viewport={"width": width, "height": 800})
+    page = await context.new_page()
+    tab = Tab(page, out)
+
+    async def dismiss(dialog: Dialog) -> None:
+        tab.dialogs.append(dialog.message)
+        await dialog.dismiss()
+
+    page.on("dialog", dismiss)
+    page.on("pageerror", lambda exc: tab.errors.append(str(exc)))
+    page.set_default_timeout(15_000)
+    return tab

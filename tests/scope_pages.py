@@ -1,0 +1,67 @@
+"""Route decisions for the pages: a signed-in human gets the page; nobody else gets data.
+
+``PAGE_DECISIONS`` maps (method, canonical path) to what a signed-in human
+gets for a representative call (``path`` names the facts filling the path's
+parameters, ``form`` the fields of a POST). Every other caller (no session, a
+bot's, an admin bot's or another workspace's bot's token, a signed-out or an
+expired session) is sent to ``/login`` with no page of data, except on the
+pages marked ``public``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class PageCase:
+    human: int
+    path: dict[str, str] = field(default_factory=dict)
+    form: dict[str, str] | None = None  # a POST's fields (the CSRF token is added)
+    query: str = ""
+    public: bool = False  # answered without a session (the sign-in page, the static files)
+    anon: int = 303
+
+
+PAGE_DECISIONS: dict[tuple[str, str], PageCase] = {
+    ("GET", "/login"): PageCase(303, public=True, anon=200),  # a signed-in human goes on to the board
+    ("POST", "/login"): PageCase(401, form={"token": "bl_unknown"}, public=True, anon=401),
+    ("POST", "/logout"): PageCase(303, form={}),
+    ("GET", "/settings"): PageCase(200),
+    ("POST", "/settings/tokens"): PageCase(200, form={}),
+    ("POST", "/settings/tokens/{id}/revoke"): PageCase(303, path={"id": "token_id"}, form={}),
+    ("POST", "/settings/password"): PageCase(200, form={"password": "a long enough secret"}),
+    ("GET", "/"): PageCase(303, query="?workspace=proj"),
+    ("POST", "/"): PageCase(303, form={"workspace": "proj", "conversation": "conversation_id", "body": "hi"}),
+    ("GET", "/c/{slug}"): PageCase(200, path={"slug": "lobby"}, query="?workspace=proj"),
+    ("POST", "/c/{slug}"): PageCase(303, path={"slug": "lobby"}, form={"workspace": "proj", "body": "hi"}),
+    ("GET", "/t/{id}"): PageCase(200, path={"id": "root"}),
+    ("POST", "/t/{id}"): PageCase(303, path={"id": "root"}, form={"body": "a reply"}),
+    ("POST", "/t/{id}/{action}"): PageCase(303, path={"id": "claimed", "action": "release"}, form={}),
+    ("GET", "/events"): PageCase(200, query="?workspace=proj&since=0"),
+    ("GET", "/agents"): PageCase(200),
+    ("GET", "/a/{handle}"): PageCase(200, path={"handle": "pb"}),
+    ("GET", "/search"): PageCase(200, query="?q=hello"),
+    ("GET", "/inbox"): PageCase(200),
+    ("GET", "/audit"): PageCase(200, query="?actor=alice&from=2026-01-01T00:00:00Z"),
+    ("GET", "/onboard"): PageCase(200),
+    ("GET", "/kb"): PageCase(200, query="?workspace=proj"),
+    ("GET", "/kb/review"): PageCase(200),
+    ("POST", "/kb/review"): PageCase(
+        303, form={"workspace": "proj", "path": "notes.md", "decision": "approve", "revision": "1"}
+    ),
+    ("GET", "/kb/{slug}/{path}"): PageCase(
+        200, path={"slug": "proj", "path": "notes.md"}, query="?from=1&to=1"
+    ),
+    ("POST", "/kb/{slug}/{path}/{action}"): PageCase(
+        303,
+        path={"slug": "proj", "path": "notes.md", "action": "dispute"},
+        form={"workspace": "proj", "reason": "it is wrong"},
+    ),
+    ("GET", "/workspaces"): PageCase(200),
+    ("POST", "/workspaces"): PageCase(303, form={"slug": "fresh", "name": "Fresh"}),
+    ("POST", "/workspaces/{slug}/{action}"): PageCase(
+        200, path={"slug": "proj", "action": "invite"}, form={"uses": "2"}
+    ),
+    ("GET", "/static"): PageCase(200, path={}, query="/app.css", public=True, anon=200),
+}

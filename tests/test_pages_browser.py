@@ -1,0 +1,206 @@
+"""The pages in a real browser: sign in, post, live replies, threads, XSS, review, search, workspaces."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from boardtest import Board, World, db_rows
+from browser_support import Tab, new_tab
+from pages_support import login_link
+from playwright.async_api import Browser, expect
+
+LIVE = re.compile(r"\blive\b")  # the page's stream is open
+
+
+async def signed_in_tab(chromium: Browser, world: World, tmp_path: Path) -> Tab:
+    tab = await new_tab(chromium, tmp_path)
+    link = await login_link(world.board, "alice")
+    await tab.page.goto(world.board.url + link)
+    await tab.page.click("#use-link")
+    await tab.page.wait_for_url("**/c/**")
+    return tab
+
+
+async def test_sign_in_with_the_link_then_the_link_is_refused(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    tab = await new_tab(chromium, tmp_path)
+    link = world.board.url + await login_link(world.board, "alice")
+    await tab.page.goto(link)
+    await tab.shot("01-login-link")
+    await tab.page.click("#use-link")
+    await tab.page.wait_for_url("**/c/**")
+    await expect(tab.page.locator(".who")).to_have_text("alice")
+    await tab.shot("02-first-visit")
+    other = await new_tab(chromium, tmp_path)
+    await other.page.goto(link)
+    await expect(other.page.locator(".refusal")).to_contain_text("already used")
+    await expect(other.page.locator(".refusal")).to_contain_text("board admin user link")
+    await other.shot("03-used-link")
+    assert db_rows(world.board.db_path, "SELECT count(*) FROM sessions")[0][0] == 1
+
+
+async def test_a_first_visit_to_a_fresh_board(chromium: Browser, board: Board, tmp_path: Path) -> None:
+    """What install.sh's link opens on a board with nothing in it yet: the steps to a fleet."""
+    tab = await new_tab(chromium, tmp_path)
+    await tab.page.goto(board.url + await login_link(board, "alice"))
+    await tab.page.click("#use-link")
+    await tab.page.wait_for_url("**/c/lobby?workspace=admin")
+    await expect(tab.page.locator("#get-started")).to_contain_text("Create a workspace")
+    await tab.shot("00-first-run")
+    phone = await new_tab(chromium, tmp_path, width=390)
+    await phone.page.goto(board.url + await login_link(board, "alice"))
+    await phone.page.click("#use-link")
+    await phone.page.wait_for_url("**/c/**")
+    await phone.shot("00-first-run-phone")
+    assert tab.errors == [] and phone.errors == []
+
+
+async def test_post_and_see_a_bots_reply_arrive_live(chromium: Browser, world: World, tmp_path: Path) -> None:
+    await world.bot.post("first", channel="lobby", workspace="proj")
+    await world.bot.post("build 1 passed", channel="builds", workspace="proj")
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/c/lobby?workspace=proj")
+    await tab.page.fill(".stream textarea[name=body]", "hello @pb, can you look at the build?")
+    await tab.page.click(".stream button[type=submit]")
+    await tab.page.wait_for_url("**thread=*")
+    await expect(tab.page.locator("#roots .msg").last).to_contain_text("can you look at the build")
+    root = int(tab.page.url.rsplit("=", 1)[1])
+    await expect(tab.page.locator("body")).to_have_class(LIVE)
+    await world.bot.post("On it: the build fails on step 3.", reply_to=root)
+    await expect(tab.page.locator("#thread-messages .msg").last).to_contain_text("fails on step 3")
+    await world.bot.post("A new root from pb", channel="lobby", workspace="proj")
+    await expect(tab.page.locator("#roots .msg").last).to_contain_text("A new root from pb")
+    builds = tab.page.locator('[data-unread="builds"]')
+    await expect(builds).to_have_text("1")
+    await world.bot.post("build 2 failed", channel="builds", workspace="proj")
+    await expect(builds).to_have_text("2")
+    await expect(tab.page.locator('[data-unread="lobby"]')).to_be_hidden()
+    await world.bot.claim(root, note="fixing step 3")
+    claim = tab.page.locator(f'#roots [data-claim-for="{root}"]')
+    await expect(claim).to_contain_text("claimed by pb")
+    await tab.shot("04-live-reply")
+    assert tab.errors == []
+
+
+async def test_a_thread_shows_its_claim_history_and_wakes(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    root = await world.human.post("please fix the flaky test @pb", channel="lobby", workspace="proj")
+    await world.bot.claim(root["id"], note="looking")
+    await world.bot.record_wake(
+        harness="claude",
+        started_at="2026-11-30T04:00:00Z",
+        outcome="ok",
+        trigger_ids=[root["id"]],
+        cost_usd=0.0421,
+    )
+    await world.bot.call(
+        "POST", f"/api/threads/{root['id']}/handoff", json={"to": "pb2", "note": "yours now"}
+    )
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + f"/t/{root['id']}")
+    history = tab.page.locator("#claim-history li")
+    await expect(history).to_have_count(2)
+    await expect(history.nth(0)).to_contain_text("claim")
+    await expect(history.nth(1)).to_contain_text("handoff")
+    await expect(history.nth(1)).to_contain_text("pb2")
+    await expect(tab.page.locator("h1 .claim")).to_contain_text("claimed by pb2")
+    await expect(tab.page.locator("table.wakes")).to_contain_text("$0.0421")
+    await tab.shot("05-thread-claim-history")
+
+
+async def test_approve_a_proposal_from_the_review_queue(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    await world.human.call("PATCH", "/api/workspaces/proj", json={"review": "bots"})
+    await world.bot.put_document("runbook/deploy.md", "# Deploy\n\nRun make deploy.\n", 0, "how we deploy")
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/kb/review")
+    group = tab.page.locator(".review-group", has_text="runbook/deploy.md")
+    await expect(group).to_contain_text("Run make deploy.")
+    await tab.shot("06-review-queue")
+    await group.get_by_role("button", name="Approve r1").click()
+    await expect(tab.page.locator("main")).to_contain_text("Nothing to review.")
+    doc = await world.bot.document("runbook/deploy.md")
+    assert doc["status"] == "settled" and doc["review"]["by"] == "alice"
+
+
+async def test_redact_a_revision_and_see_the_stub(chromium: Browser, world: World, tmp_path: Path) -> None:
+    await world.bot.put_document("notes.md", "# Notes\n\nthe password is hunter2\n", 0, "oops")
+    await world.bot.put_document("notes.md", "# Notes\n\nno secrets here\n", 1, "fixed")
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/kb/proj/notes.md?revision=1")
+    form = tab.page.locator("#redact-form")
+    await form.locator("select[name=revision]").select_option("1")
+    await form.locator("input[name=reason]").fill("a leaked secret")
+    await expect(form.get_by_role("button", name="Redact")).to_be_disabled()
+    await form.locator("input[name=confirm]").fill("redact")
+    await form.get_by_role("button", name="Redact").click()
+    await tab.page.goto(world.board.url + "/kb/proj/notes.md?revision=1")
+    await expect(tab.page.locator("#redacted")).to_contain_text("a leaked secret")
+    assert "hunter2" not in await tab.page.content()
+    await tab.shot("07-redacted-stub")
+    rows = db_rows(world.board.db_path, "SELECT count(*) FROM kb_revisions WHERE body LIKE '%hunter2%'")
+    assert rows == [(0,)]
+
+
+async def test_search_shows_a_highlighted_snippet(chromium: Browser, world: World, tmp_path: Path) -> None:
+    await world.bot.post("the nightly deploy failed at the migration step", channel="lobby", workspace="proj")
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/search")
+    await tab.page.fill("input[name=q]", "migration")
+    await tab.page.get_by_role("button", name="Search").click()
+    await expect(tab.page.locator(".snippet mark")).to_have_text("migration")
+    await tab.shot("08-search")
+
+
+async def test_create_a_workspace_and_an_invite(chromium: Browser, world: World, tmp_path: Path) -> None:
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/workspaces")
+    await tab.page.fill("#new-workspace input[name=slug]", "wordsnap")
+    await tab.page.fill("#new-workspace input[name=name]", "Word Snap")
+    await tab.page.click("#new-workspace button[type=submit]")
+    card = tab.page.locator("#ws-wordsnap")
+    await expect(card).to_contain_text("Word Snap")
+    await card.get_by_role("button", name="Create an invite").click()
+    code = await tab.page.locator("#invite-code").inner_text()
+    await expect(tab.page.locator("#invite-line")).to_contain_text(code)
+    await tab.shot("09-workspace-invite")
+    registered = await world.board.client().register("wordsnap-bot", code)
+    assert registered["agent"]["workspace"] == "wordsnap"
+
+
+PAYLOADS = [
+    "<script>window.__pwned = 1; alert('script')</script>",
+    "<img src=x onerror=\"window.__pwned = 1; alert('img')\">",
+    "[click me](javascript:alert('link'))",
+    "<svg onload=\"window.__pwned = 1; alert('svg')\"><script>alert(2)</script></svg>",
+    "[svg](data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+)",
+]
+
+
+async def test_hostile_bodies_render_inert(chromium: Browser, world: World, tmp_path: Path) -> None:
+    for payload in PAYLOADS:
+        await world.bot.post(payload, channel="lobby", workspace="proj")
+    await world.bot.put_document("xss.md", "# XSS\n\n" + "\n\n".join(PAYLOADS) + "\n", 0, "payloads")
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/c/lobby?workspace=proj")
+    await expect(tab.page.locator("body")).to_have_class(LIVE)
+    live = await world.bot.post(PAYLOADS[1] + " live", channel="lobby", workspace="proj")
+    await expect(tab.page.locator(f"#m{live['id']}")).to_contain_text("onerror")
+    for selector in ("#roots", "#roots"):
+        assert await tab.page.locator(f"{selector} script").count() == 0
+        assert await tab.page.locator(f"{selector} img").count() == 0
+        assert await tab.page.locator(f"{selector} svg").count() == 0
+    links = tab.page.locator("#roots .body a")
+    for i in range(await links.count()):
+        assert not (await links.nth(i).get_attribute("href") or "").startswith(("javascript:", "data:"))
+    await expect(tab.page.locator("#roots")).to_contain_text("<script>window.__pwned")
+    await tab.shot("10-xss-messages")
+    await tab.page.goto(world.board.url + "/kb/proj/xss.md")
+    assert await tab.page.locator(".doc-body script, .doc-body img, .doc-body svg").count() == 0
+    await tab.shot("11-xss-document")
+    assert await tab.page.evaluate("window.__pwned") is None
+    assert tab.dialogs == []

@@ -1,0 +1,38 @@
+"""Markdown for the pages: raw HTML stays text, links are marked, dangerous URLs are not links."""
+
+from __future__ import annotations
+
+from board.server.pages.lookup import highlight
+from board.server.pages.render import claim_line, markdown
+
+
+def test_raw_html_is_text() -> None:
+    html = str(markdown("<script>alert(1)</script> <img src=x onerror=alert(1)> <svg onload=alert(1)>"))
+    assert "<script" not in html and "<img" not in html and "<svg" not in html
+    assert "&lt;script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_links_get_rel_and_bad_schemes_are_no_links() -> None:
+    html = str(markdown("[ok](https://example.org/a) [bad](javascript:alert(1)) [data](data:text/html,x)"))
+    assert '<a href="https://example.org/a" rel="noopener nofollow">ok</a>' in html
+    assert "javascript:" not in html.split("[bad]")[0] and 'href="javascript' not in html
+    assert 'href="data:' not in html
+
+
+def test_images_are_not_loaded_and_code_is_monospaced() -> None:
+    html = str(markdown("![x](https://tracker.example/p.png)\n\n```\nrm -rf /\n```"))
+    assert "<img" not in html
+    assert "<pre><code>rm -rf /\n</code></pre>" in html
+
+
+def test_snippets_mark_hits_and_escape_the_rest() -> None:
+    assert str(highlight("a **deploy** <b>x</b>")) == "a <mark>deploy</mark> &lt;b&gt;x&lt;/b&gt;"
+
+
+def test_claim_lines() -> None:
+    assert claim_line(None) == "open"
+    assert claim_line({"state": "open", "holder": None}) == "open"
+    assert claim_line({"state": "done", "holder": "pb"}) == "done"
+    assert claim_line(
+        {"state": "claimed", "holder": "box3", "claimed_at": "2000-01-01T00:00:00Z"}
+    ).startswith("claimed by box3 for ")

@@ -1,0 +1,166 @@
+"""Signing in and the refusals that change nothing: links, passwords, CSRF, sessions on the API."""
+
+from __future__ import annotations
+
+import aiohttp
+from boardtest import Board, World, db_rows, snapshot
+from pages_support import browser, login_link, sign_in
+
+from board.server.clock import ManualClock
+from board.server.services import sessions
+
+
+async def test_a_link_signs_in_once_and_its_cookie_is_strict(world: World) -> None:
+    b = browser(world.board)
+    link = await login_link(world.board, "alice")
+    token = link.split("=", 1)[1]
+    status, page = await b.get(link)
+    assert status == 200 and "Sign in as alice" in page
+    async with b.http.post(world.board.url + "/login", data={"token": token}, allow_redirects=False) as resp:
+        assert resp.status == 303
+        cookie = resp.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+    assert "Secure" not in cookie  # plain HTTP on loopback; Secure comes with TLS
+    before = snapshot(world.board.db_path)
+    again = browser(world.board)
+    status, page = await again.get(link)
+    assert status == 401 and "already used" in page and "board admin user link" in page
+    status, page = await again.post("/login", {"token": token})
+    assert status == 401 and "already used" in page
+    assert snapshot(world.board.db_path) == before
+    await b.close()
+    await again.close()
+
+
+async def test_an_expired_link_says_so(clocked_world: World, clock: ManualClock) -> None:
+    board = clocked_world.board
+    link = await login_link(board, "alice")
+    clock.advance(board.ctx.settings.login_link_ttl + 1)
+    b = browser(board)
+    status, page = await b.get(link)
+    assert status == 401 and "expired" in page
+    before = snapshot(board.db_path)
+    status, _ = await b.post("/login", {"token": link.split("=", 1)[1]})
+    assert status == 401
+    assert snapshot(board.db_path) == before
+    await b.close()
+
+
+async def test_forms_without_their_own_csrf_token_change_nothing(world: World) -> None:
+    alice = await sign_in(world.board)
+    mallory = await sign_in(world.board)  # another session (of the same human, even)
+    before = snapshot(world.board.db_path)
+    form = {"workspace": "proj", "body": "forged post"}
+    for csrf in ("", mallory.csrf, "x" * 32):
+        status, page = await alice.post("/c/lobby", form, csrf=csrf)
+        assert status == 403 and "stale or not from this board" in page
+    assert snapshot(world.board.db_path) == before
+    status, _ = await alice.post("/c/lobby", form)
+    assert status == 303
+    assert db_rows(world.board.db_path, "SELECT count(*) FROM messages WHERE body = 'forged post'") == [(1,)]
+    await alice.close()
+    await mallory.close()
+
+
+async def test_the_api_takes_the_session_with_csrf_on_mutations(world: World) -> None:
+    alice = await sign_in(world.board)
+    url = world.board.url
+    async with alice.http.get(url + "/api/me") as resp:
+        assert resp.status == 200 and (await resp.json())["handle"] == "alice"
+    body = {"channel": "lobby", "workspace": "proj", "body": "from the page"}
+    before = snapshot(world.board.db_path)
+    for headers in ({}, {"X-CSRF-Token": "wrong"}):
+        async with alice.http.post(url + "/api/messages", json=body, headers=headers) as resp:
+            assert resp.status == 403
+            assert (await resp.json())["error"]["code"] == "FORBIDDEN"
+    assert snapshot(world.board.db_path) == before
+    async with alice.http.post(
+        url + "/api/messages", json=body, headers={"X-CSRF-Token": alice.csrf}
+    ) as resp:
+        assert resp.status == 201 and (await resp.json())["author"] == "alice"
+    await alice.close()
+
+
+async def test_signing_out_ends_the_session_everywhere(world: World) -> None:
+    alice = await sign_in(world.board)
+    cookie = alice.cookie()
+    status, location = await alice.post("/logout", {})
+    assert status == 303 and location == "/login"
+    async with aiohttp.ClientSession(cookies={sessions.COOKIE: cookie}) as http:
+        async with http.get(world.board.url + "/settings", allow_redirects=False) as resp:
+            assert resp.status == 303 and resp.headers["Location"].startswith("/login")
+        async with http.get(world.board.url + "/api/me") as resp:
+            assert resp.status == 401
+    await alice.close()
+
+
+async def test_password_sign_in_and_its_limits(board: Board) -> None:
+    alice = await sign_in(board, "alice")
+    status, page = await alice.post("/settings/password", {"password": "short"})
+    assert status == 422
+    status, page = await alice.post("/settings/password", {"password": "correct horse battery"})
+    assert status == 200 and "Password saved" in page
+    status, page = await alice.post("/settings/password", {"current": "nope", "password": "another secret!"})
+    assert status == 403
+    await alice.close()
+    fresh = browser(board)
+    status, location = await fresh.post(
+        "/login", {"handle": "alice", "password": "correct horse battery", "next": "/settings"}
+    )
+    assert status == 303 and location == "/settings"
+    status, _ = await fresh.get("/settings")
+    assert status == 200
+    other = browser(board)
+    refusals = []
+    for _ in range(6):
+        status, _ = await other.post("/login", {"handle": "alice", "password": "wrong guess"})
+        refusals.append(status)
+    assert refusals == [401] * 4 + [429, 429]  # one good sign-in above spent a fifth try
+    for _ in range(4):
+        status, _ = await other.post("/login", {"handle": "nobody-here", "password": "wrong guess"})
+    assert status == 429  # the address is out of tries too
+    status, _ = await other.post("/login", {"handle": "alice", "password": "correct horse battery"})
+    assert status == 429
+    await fresh.close()
+    await other.close()
+
+
+async def test_a_sign_in_form_from_another_site_is_refused(world: World) -> None:
+    link = await login_link(world.board, "alice")
+    before = snapshot(world.board.db_path)
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            world.board.url + "/login",
+            data={"token": link.split("=", 1)[1]},
+            headers={"Origin": "http://evil.example"},
+            allow_redirects=False,
+        ) as resp,
+    ):
+        assert resp.status == 403
+    assert snapshot(world.board.db_path) == before
+
+
+async def test_the_next_page_stays_on_this_board(world: World) -> None:
+    b = browser(world.board)
+    link = await login_link(world.board, "alice")
+    status, location = await b.post("/login", {"token": link.split("=", 1)[1], "next": "//evil.example/x"})
+    assert status == 303 and location == "/"
+    await b.close()
+
+
+async def test_mcp_does_not_take_the_browser_session(world: World) -> None:
+    """Only the JSON API, whose mutations check CSRF, accepts the cookie; /mcp wants a token."""
+    alice = await sign_in(world.board)
+    before = snapshot(world.board.db_path)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "post", "arguments": {"channel": "lobby", "workspace": "proj", "body": "x"}},
+    }
+    headers = {"X-CSRF-Token": alice.csrf, "Accept": "application/json, text/event-stream"}
+    async with alice.http.post(world.board.url + "/mcp", json=call, headers=headers) as resp:
+        assert resp.status == 401
+    assert snapshot(world.board.db_path) == before
+    await alice.close()

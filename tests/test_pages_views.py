@@ -1,0 +1,134 @@
+"""Page behaviour over HTTP: paging, typed confirmations, tokens shown once, audit filters."""
+
+from __future__ import annotations
+
+import re
+
+import aiohttp
+from boardtest import World, db_rows, snapshot
+from pages_support import sign_in
+
+from board.server.pages.board import STREAM_PAGE
+
+
+async def test_a_channel_opens_on_its_latest_page_and_links_to_older(world: World) -> None:
+    ids = [(await world.bot.post(f"root number {i}", channel="lobby"))["id"] for i in range(STREAM_PAGE + 5)]
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/c/lobby?workspace=proj")
+    assert status == 200
+    shown = [int(i) for i in re.findall(r'<article class="msg[^"]*" id="m(\d+)"', page)]
+    assert shown == ids[5:]
+    older = re.search(r'href="([^"]*before=\d+)" id="older"', page)
+    assert older is not None
+    status, page = await alice.get(older.group(1).replace("&amp;", "&"))
+    shown = [int(i) for i in re.findall(r'<article class="msg[^"]*" id="m(\d+)"', page)]
+    assert shown == ids[:5] and 'id="older"' not in page
+    await alice.close()
+
+
+async def test_deleting_a_workspace_needs_its_slug_typed(world: World) -> None:
+    await world.human.create_workspace("gone")
+    alice = await sign_in(world.board)
+    status, _ = await alice.post("/workspaces/gone/archive", {})
+    assert status == 303
+    before = snapshot(world.board.db_path)
+    status, _ = await alice.post("/workspaces/gone/delete", {"confirm": "gon"})
+    assert status == 422
+    assert snapshot(world.board.db_path) == before
+    status, _ = await alice.post("/workspaces/gone/delete", {"confirm": "gone"})
+    assert status == 303
+    assert db_rows(world.board.db_path, "SELECT count(*) FROM workspaces WHERE slug = 'gone'") == [(0,)]
+    await alice.close()
+
+
+async def test_redaction_needs_the_word_typed(world: World) -> None:
+    await world.bot.put_document("notes.md", "# Notes\n\nsecret\n", 0, "start")
+    alice = await sign_in(world.board)
+    form = {"workspace": "proj", "revision": "1", "reason": "leak"}
+    before = snapshot(world.board.db_path)
+    status, page = await alice.post("/kb/proj/notes.md/redact", {**form, "confirm": "yes"})
+    assert status == 422 and "Type redact" in page
+    assert snapshot(world.board.db_path) == before
+    assert db_rows(world.board.db_path, "SELECT count(*) FROM kb_revisions WHERE body LIKE '%secret%'") == [
+        (1,)
+    ]
+    await alice.close()
+
+
+async def test_an_api_token_is_shown_once_and_revoked_from_settings(world: World) -> None:
+    alice = await sign_in(world.board)
+    status, page = await alice.post("/settings/tokens", {})
+    token = re.search(r'id="new-token">(bh_[^<]+)<', page)
+    assert status == 200 and token is not None
+    async with aiohttp.ClientSession() as http:
+        headers = {"Authorization": f"Bearer {token.group(1)}"}
+        async with http.get(world.board.url + "/api/me", headers=headers) as resp:
+            assert resp.status == 200
+        status, page = await alice.get("/settings")
+        assert token.group(1) not in page
+        token_id = max(int(i) for i in re.findall(r"/settings/tokens/(\d+)/revoke", page))
+        status, _ = await alice.post(f"/settings/tokens/{token_id}/revoke", {})
+        assert status == 303
+        async with http.get(world.board.url + "/api/me", headers=headers) as resp:
+            assert resp.status == 401
+    await alice.close()
+
+
+async def test_the_audit_log_filters_by_time(world: World) -> None:
+    entries = (await world.human.call("GET", "/api/audit", params={"limit": "500"}))[1]["entries"]
+    first_at = entries[0]["at"]
+    _, later = await world.human.call("GET", "/api/audit", params={"from": "2999-01-01T00:00:00Z"})
+    assert later["entries"] == []
+    _, until = await world.human.call(
+        "GET", "/api/audit", params={"until": "2000-01-01T00:00:00Z", "limit": "500"}
+    )
+    assert until["entries"] == []
+    _, since_first = await world.human.call("GET", "/api/audit", params={"from": first_at, "limit": "500"})
+    assert len(since_first["entries"]) == len(entries)
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/audit?action=invite.create&from=2000-01-01T00:00:00Z")
+    assert status == 200 and "invite.create" in page and "human.create" not in page
+    status, page = await alice.get("/audit?from=not-a-time")
+    assert status == 422
+    await alice.close()
+
+
+async def test_a_profile_shows_the_latest_wakes_with_their_cost(world: World) -> None:
+    for i in range(25):
+        await world.bot.record_wake(
+            harness="claude", started_at=f"2026-11-30T04:{i:02d}:00Z", outcome="ok", cost_usd=0.01 * (i + 1)
+        )
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/a/pb")
+    assert status == 200
+    assert "2026-11-30T04:24:00Z" in page and "$0.2500" in page  # the newest
+    assert "2026-11-30T04:04:00Z" not in page  # past the latest 20
+    _, newest = await world.human.call(
+        "GET", "/api/wakes", params={"bot": "pb", "before": "1000000", "limit": "2"}
+    )
+    assert [w["started_at"] for w in newest["wakes"]] == ["2026-11-30T04:24:00Z", "2026-11-30T04:23:00Z"]
+    assert newest["has_more"] and newest["next_before"] == newest["wakes"][-1]["id"]
+    await alice.close()
+
+
+async def test_answers_carry_the_boards_own_time(world: World) -> None:
+    alice = await sign_in(world.board)
+    async with alice.http.get(world.board.url + "/c/lobby?workspace=proj") as resp:
+        assert resp.status == 200
+        name, _, duration = resp.headers["Server-Timing"].partition(";dur=")
+        assert name == "app" and float(duration) >= 0
+        assert "script-src 'self'" in resp.headers["Content-Security-Policy"]
+    await alice.close()
+
+
+async def test_a_new_channel_name_opens_empty_and_its_first_post_creates_it(world: World) -> None:
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/c/release-notes?workspace=proj")
+    assert status == 200 and 'id="no-roots"' in page
+    status, location = await alice.post("/c/release-notes", {"workspace": "proj", "body": "v1 is out"})
+    assert status == 303 and location.startswith("/c/release-notes?workspace=proj&thread=")
+    status, page = await alice.get("/c/release-notes?workspace=proj")
+    assert "v1 is out" in page and "#release-notes" in page
+    status, page = await alice.get("/c/release-notes?workspace=nowhere")
+    assert status == 404
+    await alice.close()
