@@ -21,7 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from ..errors import BoardError, InvalidArgument, RequestIdReuse, Unauthenticated
-from ..jsonvalues import MAX_DEPTH
+from ..jsonvalues import MAX_DEPTH, dumps
 from ..principal import Principal
 from ..services import audit, auth, sessions
 from ..services.context import Context
@@ -44,7 +44,7 @@ def from_loopback(request: web.Request) -> bool:
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(
-        text=json.dumps(data, ensure_ascii=False, separators=(",", ":")),
+        text=dumps(data),
         status=status,
         content_type="application/json",
         headers=headers,
@@ -256,7 +256,7 @@ def _withhold(text: str, secrets: tuple[str, ...]) -> str:
     data = json.loads(text)
     if isinstance(data, dict):
         data.update({name: None for name in secrets if name in data})
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return dumps(data)
 
 
 async def _remember(ctx: Context, key: tuple[int, str], fingerprint: str, status: int, text: str) -> None:

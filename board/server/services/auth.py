@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from aiosqlite import Connection
-
 from ..clock import iso, parse_time
 from ..errors import Forbidden, InvalidArgument, NameConflict, NotFound, Unauthenticated
 from ..principal import Principal
 from ..store import identity as store
 from ..store import workspaces as workspace_store
+from ..store.connection import Connection
 from ..validation import arg
 from . import audit
 from .context import Context

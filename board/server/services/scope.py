@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiosqlite import Connection
-
 from ..errors import Forbidden, InvalidArgument, NotFound
 from ..hub import Event
 from ..principal import ADMIN_WORKSPACE, Principal
@@ -29,6 +27,7 @@ from ..store import channels as channel_store
 from ..store import identity as identity_store
 from ..store import messages as message_store
 from ..store import workspaces as store
+from ..store.connection import Connection
 
 # -- workspaces --------------------------------------------------------------------
 
