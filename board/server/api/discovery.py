@@ -10,7 +10,7 @@ from typing import Any
 from aiohttp import web
 
 from ... import __version__
-from ..errors import ERROR_CODES, Unauthenticated
+from ..errors import ERROR_CODES, Forbidden, Unauthenticated
 from ..services import auth
 from ..validation import json_schema
 from .keys import CONTEXT
@@ -170,7 +170,8 @@ async def metrics(call: Call) -> web.Response:
         token = header[7:].strip() if header[:7].lower() == "bearer " else None
         if not token:
             raise Unauthenticated("/metrics needs a token, or a request from loopback.")
-        await auth.authenticate(request.app[CONTEXT], token)
+        if (await auth.authenticate(request.app[CONTEXT], token)).is_keeper:
+            raise Forbidden("A keeper token is for the fleet calls only.")
     ctx = request.app[CONTEXT]
     return web.Response(text=request.app[METRICS].render(ctx), content_type="text/plain", charset="utf-8")
 

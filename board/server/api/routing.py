@@ -1,6 +1,7 @@
 """Route declarations and the plumbing every API call goes through.
 
-Each route says who may call it without a token (``public``), which input
+Each route says who may call it without a token (``public``), whether a
+keeper's token may call it at all (``keeper``: the fleet calls only), which input
 types it takes, and a summary for the OpenAPI document. :func:`endpoint`
 turns a declaration into an aiohttp handler that authenticates, rate-limits
 writes, parses the body and query strictly, replays retries by request id,
@@ -19,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import BoardError, InvalidArgument, RequestIdReuse
+from ..errors import BoardError, Forbidden, InvalidArgument, RequestIdReuse
 from ..principal import Principal
 from ..services import audit, auth
 from ..services.context import Context
@@ -68,6 +69,8 @@ class Route:
     body: type | None = None
     query: type | None = None
     public: bool = False
+    #: A keeper token may call it (the fleet calls); everywhere else it is FORBIDDEN.
+    keeper: bool = False
     status: int = 200
     tags: tuple[str, ...] = field(default=())
     #: Answer fields holding a secret (a token, an invite code): shown once, so they are
@@ -137,6 +140,10 @@ def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespon
             header = request.headers.get("Authorization", "")
             token = header[7:].strip() if header[:7].lower() == "bearer " else None
             principal = await auth.authenticate(ctx, token)
+            if principal.is_keeper and not route.keeper:
+                raise Forbidden(
+                    "A keeper token is for the fleet calls only: its report and its bots' tokens."
+                )
             await request.app[PRESENCE].touch(ctx, principal)
         data: Any = None
         rid = None

@@ -80,3 +80,15 @@ def workspace_ids(p: Principal, workspace: Any | None) -> list[int] | None:
     if workspace is not None:
         return [workspace["id"]]
     return None if p.sees_all_workspaces else [p.workspace_id or 0]
+
+
+def machine_visible(p: Principal, machine_id: int) -> bool:
+    """Humans see every machine of the fleet; a keeper its own machine only; no one else any."""
+    return p.is_human or (p.is_keeper and p.machine_id == machine_id)
+
+
+def require_on_machine(p: Principal, row: Any | None, what: str) -> Any:
+    """A row of a machine's (a bot assigned to it), or NOT_FOUND as for an absent one."""
+    if row is None or not machine_visible(p, row["machine_id"]):
+        raise NotFound(what)
+    return row

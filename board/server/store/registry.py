@@ -258,3 +258,12 @@ async def conversation_member_ids(conn: Connection, conversation_ids: list[int])
     for row in rows:
         found[row["conversation_id"]].add(row["agent_id"])
     return found
+
+
+async def link_bot(conn: Connection, profile_id: int, agent_id: int) -> None:
+    """Run one bot with this profile (its earlier link, if any, is replaced)."""
+    await conn.execute(
+        """INSERT INTO bot_profiles (agent_id, profile_id) VALUES (?,?)
+           ON CONFLICT (agent_id) DO UPDATE SET profile_id = excluded.profile_id""",
+        (agent_id, profile_id),
+    )
