@@ -163,7 +163,7 @@ class BotReport:
     last_wake: dict[str, Any] | None = arg(None, help="When, how long, its cost, its outcome.")
     backoff_s: float | None = arg(None, min=0, help="Seconds until the next start, in backoff.")
     log_tail: list[str] = arg([], max_items=50, max_len=2000)
-    error: str = arg("", max_len=2000)
+    error: str = arg("", max_len=2000, multiline=True, help="What the daemon said when it last exited.")
 
 
 @dataclass

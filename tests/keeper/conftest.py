@@ -1,0 +1,6 @@
+"""The keeper's tests reuse the launcher's end-to-end helpers (a live board, the fakes)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "launcher"))
