@@ -30,6 +30,7 @@ from typing import Any
 from ..launcher.config import state_dir
 from ..launcher.daemon import EXIT_AUTH, PID_FILE, running_pid
 from ..launcher.logs import EventLog
+from ..launcher.loop import backoff
 from ..launcher.state import write_atomic
 from . import processes
 from .config import STATE_FILE, Timing
@@ -296,7 +297,7 @@ class Supervisor:
                 "left stopped until a human starts it",
             )
             return
-        delay = min(self.timing.backoff_max, self.timing.backoff_min * 2 ** (slot.in_a_row - 1))
+        delay = backoff(slot.in_a_row, self.timing.backoff_min, self.timing.backoff_max)
         slot.next_start = now + delay
         self.note(slot, "backoff", exit_code=code, detail=f"exited; restarting in {delay:g} s")
 
