@@ -3,7 +3,7 @@
     python -m bench.knowledge [--documents 10000] [--revisions 20] [--db PATH] [--keep]
 
 Builds the knowledge base through the service layer's own write function
-(``knowledge.append``, many revisions per writer job, so building takes
+(``knowledge.documents.append``, many revisions per writer job, so building takes
 minutes rather than hours), then starts a board on that file in a separate
 process and times calls from this one over HTTP on loopback, one at a time.
 Prints one JSON line; ``get_one_revision`` times documents that have a single
@@ -35,8 +35,9 @@ from typing import Any
 import aiohttp
 
 from board.server.principal import Principal
-from board.server.services import auth, knowledge, workspaces
+from board.server.services import auth, workspaces
 from board.server.services.context import Context
+from board.server.services.knowledge.documents import Change, append
 from board.server.settings import Settings
 from board.server.store.db import Database
 
@@ -95,7 +96,7 @@ async def setup(ctx: Context) -> tuple[Principal, str]:
 
 
 async def build(db_path: Path, documents: int, revisions: int, seed: int) -> dict[str, Any]:
-    """``documents`` of ``revisions`` each through ``knowledge.append``, and 500 of one revision."""
+    """``documents`` of ``revisions`` each through ``knowledge.documents.append``, and 500 of one revision."""
     rng = random.Random(seed)
     writer = Writer(rng)
     db = Database(db_path, readers=1)
@@ -115,14 +116,12 @@ async def build(db_path: Path, documents: int, revisions: int, seed: int) -> dic
         for path, n, revision in plan[start : start + JOB_SIZE]:
             if revision > 1:
                 bodies[n] = writer.edit(bodies[n], revision)
-            change = knowledge.Change(
-                kind="write", base_revision=revision - 1, reason=f"r{revision}", body=bodies[n]
-            )
+            change = Change(kind="write", base_revision=revision - 1, reason=f"r{revision}", body=bodies[n])
             jobs.append((path, change))
 
-        async def job(conn: Any, jobs: list[tuple[str, knowledge.Change]] = jobs) -> None:
+        async def job(conn: Any, jobs: list[tuple[str, Change]] = jobs) -> None:
             for path, change in jobs:
-                await knowledge.append(conn, ctx, bot, workspace, path, change)
+                await append(conn, ctx, bot, workspace, path, change)
 
         await db.write(job)
     built = time.monotonic() - started

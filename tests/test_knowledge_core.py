@@ -10,7 +10,7 @@ from kb_support import World, db_rows, expect_error, refused, snapshot, write
 from yarl import URL
 
 from board.server.errors import InvalidArgument
-from board.server.services.knowledge_text import check_path
+from board.server.services.knowledge.text import check_path
 
 
 async def test_create_read_update_and_conflict(world: World) -> None:

@@ -28,8 +28,16 @@ async def _sweep_forever(app: web.Application) -> None:
 
 
 async def housekeeping(app: web.Application) -> AsyncIterator[None]:
+    """The sweep runs while the board does; at the stop, what is gathered in memory is written.
+
+    Registered after the database, so this clean-up runs before the database closes.
+    """
     task = asyncio.create_task(_sweep_forever(app), name="board-sweep")
     yield
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+    try:
+        await app[CONTEXT].read_counts.flush()
+    except Exception:
+        log.exception("could not write knowledge read counts at the stop")

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InvalidArgument
-from ..services import knowledge, knowledge_pack
+from ..services.knowledge import documents, inputs, moderation, reads
+from ..services.knowledge import pack as knowledge_pack
 from .routing import Call, Route
 
 DOC = "/{path:.+}"
@@ -33,13 +34,13 @@ def _named(call: Call) -> str | None:
 
 
 async def listing(call: Call) -> Any:
-    return await knowledge.list_documents(call.ctx, call.p, _named(call), call.query)
+    return await reads.list_documents(call.ctx, call.p, _named(call), call.query)
 
 
 async def review_queue(call: Call) -> Any:
     query = call.query
     query.workspace = _named(call)
-    return await knowledge.review_queue(call.ctx, call.p, query)
+    return await moderation.review_queue(call.ctx, call.p, query)
 
 
 async def pack(call: Call) -> Any:
@@ -51,43 +52,43 @@ async def stats(call: Call) -> Any:
 
 
 async def get(call: Call) -> Any:
-    return await knowledge.get_document(call.ctx, call.p, _named(call), call.arg("path"), call.query)
+    return await reads.get_document(call.ctx, call.p, _named(call), call.arg("path"), call.query)
 
 
 async def put(call: Call) -> tuple[int, Any]:
-    return await knowledge.put(call.ctx, call.p, _named(call), call.arg("path"), call.body)
+    return await documents.put(call.ctx, call.p, _named(call), call.arg("path"), call.body)
 
 
 async def patch(call: Call) -> tuple[int, Any]:
-    return await knowledge.patch(call.ctx, call.p, _named(call), call.arg("path"), call.body)
+    return await documents.patch(call.ctx, call.p, _named(call), call.arg("path"), call.body)
 
 
 async def delete(call: Call) -> Any:
-    return await knowledge.delete(call.ctx, call.p, _named(call), call.arg("path"), call.body)
+    return await documents.delete(call.ctx, call.p, _named(call), call.arg("path"), call.body)
 
 
 async def history(call: Call) -> Any:
-    return await knowledge.history(call.ctx, call.p, _named(call), call.arg("path"), call.query)
+    return await reads.history(call.ctx, call.p, _named(call), call.arg("path"), call.query)
 
 
 async def diff(call: Call) -> Any:
-    return await knowledge.diff(call.ctx, call.p, _named(call), call.arg("path"), call.query)
+    return await reads.diff(call.ctx, call.p, _named(call), call.arg("path"), call.query)
 
 
 async def dispute(call: Call) -> tuple[int, Any]:
-    return await knowledge.dispute(call.ctx, call.p, _named(call), call.arg("path"), call.body)
+    return await moderation.dispute(call.ctx, call.p, _named(call), call.arg("path"), call.body)
 
 
 async def resolve(call: Call) -> Any:
-    return await knowledge.resolve(call.ctx, call.p, _named(call), call.arg("path"), call.body)
+    return await moderation.resolve(call.ctx, call.p, _named(call), call.arg("path"), call.body)
 
 
 async def review(call: Call) -> Any:
-    return await knowledge.review(call.ctx, call.p, _named(call), call.arg("path"), call.body)
+    return await moderation.review(call.ctx, call.p, _named(call), call.arg("path"), call.body)
 
 
 async def redact(call: Call) -> Any:
-    return await knowledge.redact(call.ctx, call.p, _named(call), call.arg("path"), call.body)
+    return await moderation.redact(call.ctx, call.p, _named(call), call.arg("path"), call.body)
 
 
 # (method, suffix, handler, summary, body, query, status), in matching order.
@@ -98,7 +99,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         listing,
         "Current documents by path, or ranked by q; as_of, valid_at, prefix, status.",
         None,
-        knowledge.KnowledgeList,
+        inputs.KnowledgeList,
         200,
     ),
     (
@@ -107,7 +108,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         review_queue,
         "Open proposals grouped by document, with diffs (humans).",
         None,
-        knowledge.ReviewQueueQuery,
+        inputs.ReviewQueueQuery,
         200,
     ),
     (
@@ -134,7 +135,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         history,
         "Every revision of a document, newest first.",
         None,
-        knowledge.HistoryQuery,
+        inputs.HistoryQuery,
         200,
     ),
     (
@@ -143,7 +144,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         diff,
         "A unified diff between two revisions.",
         None,
-        knowledge.DiffQuery,
+        inputs.DiffQuery,
         200,
     ),
     (
@@ -151,7 +152,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         DOC + "/dispute",
         dispute,
         "Say a document is wrong (it shows as disputed).",
-        knowledge.DisputeRequest,
+        inputs.DisputeRequest,
         None,
         201,
     ),
@@ -160,7 +161,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         DOC + "/resolve",
         resolve,
         "Close a document's disputes: upheld or dismissed.",
-        knowledge.ResolveRequest,
+        inputs.ResolveRequest,
         None,
         200,
     ),
@@ -169,7 +170,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         DOC + "/review",
         review,
         "Approve or reject a proposed revision, or all of them (humans).",
-        knowledge.ReviewRequest,
+        inputs.ReviewRequest,
         None,
         200,
     ),
@@ -178,7 +179,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         DOC + "/redact",
         redact,
         "Erase a revision's text from the database, leaving a stub (humans).",
-        knowledge.RedactRequest,
+        inputs.RedactRequest,
         None,
         200,
     ),
@@ -188,7 +189,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         get,
         "A document, one revision, or part of one (lines, section).",
         None,
-        knowledge.DocumentQuery,
+        inputs.DocumentQuery,
         200,
     ),
     (
@@ -196,7 +197,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         DOC,
         put,
         "Write a document on top of base_revision (0 creates; 201 new, 200 changed).",
-        knowledge.DocumentWrite,
+        inputs.DocumentWrite,
         None,
         200,
     ),
@@ -205,7 +206,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         DOC,
         patch,
         "Apply a unified diff to base_revision: all hunks or nothing (PATCH_FAILED).",
-        knowledge.DocumentPatch,
+        inputs.DocumentPatch,
         None,
         200,
     ),
@@ -214,7 +215,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         DOC,
         delete,
         "Delete a document with a reason: a tombstone revision.",
-        knowledge.DocumentDelete,
+        inputs.DocumentDelete,
         None,
         200,
     ),

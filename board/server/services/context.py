@@ -1,4 +1,4 @@
-"""What every service acts on: the database, the hub, the clock and the settings."""
+"""What every service acts on: the database, the hub, the clock, the settings, and what they gather."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from ..clock import Clock, iso
 from ..hub import Hub
 from ..settings import Settings
 from ..store.db import Database
+from .knowledge.counts import ReadCounts
 from .ratelimit import RateLimiter
 from .tokencache import TokenCache
 
@@ -23,8 +24,10 @@ class Context:
     hub: Hub = field(default_factory=Hub)
     tokens: TokenCache = field(default_factory=TokenCache)
     limiter: RateLimiter | None = None
+    read_counts: ReadCounts = field(init=False)
 
     def __post_init__(self) -> None:
+        self.read_counts = ReadCounts(self.db, self.clock)
         if self.limiter is None:
             self.limiter = RateLimiter(
                 self.settings.write_rate, self.settings.write_burst, self.clock.monotonic

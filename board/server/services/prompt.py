@@ -24,9 +24,10 @@ from ..store import channels as channel_store
 from ..store import identity as identity_store
 from ..store import registry as store
 from ..validation import arg
-from . import claims, knowledge, knowledge_prompt, registry, scope
+from . import claims, registry, scope
 from .auth import principal_from_row
 from .context import Context
+from .knowledge import prompt as knowledge_prompt
 
 DEFAULT_BUDGET = 12_000
 BODY_CAP = 2_000  # characters of a body shown; the rest is fetched by id
@@ -420,5 +421,5 @@ async def compose(ctx: Context, p: Principal, handle: str, q: PromptQuery, url: 
         }
 
     result = await ctx.db.read(read)
-    await knowledge.count(ctx, shown, "shown")
+    await ctx.read_counts.add(shown, "shown")
     return result

@@ -10,10 +10,10 @@ from typing import Any
 
 from aiosqlite import Connection
 
-from ..principal import Principal
-from ..store import knowledge as store
-from ..store import workspaces as workspace_store
-from .knowledge_pack import PackQuery, build, clip, why_not
+from ...principal import Principal
+from ...store import knowledge as store
+from ...store import workspaces as workspace_store
+from .pack import PackQuery, build, clip, why_not
 
 INDEX_PATH = "INDEX.md"
 INDEX_CHARS = 4000

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..errors import InvalidArgument, LimitExceeded, PatchFailed
+from ...errors import InvalidArgument, LimitExceeded, PatchFailed
 
 MAX_PATH = 200
 MAX_BODY_BYTES = 200_000

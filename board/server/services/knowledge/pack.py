@@ -16,17 +16,20 @@ from typing import Any
 
 from aiosqlite import Connection
 
-from ..errors import NotFound
-from ..principal import Principal
-from ..store import channels as channel_store
-from ..store import knowledge as store
-from ..store import messages as message_store
-from ..store.identity import Row
-from ..store.messages import MessageFilter
-from ..validation import arg
-from . import knowledge, scope
-from . import knowledge_text as text
-from .context import Context
+from ...errors import NotFound
+from ...principal import Principal
+from ...store import channels as channel_store
+from ...store import knowledge as store
+from ...store import messages as message_store
+from ...store.identity import Row
+from ...store.messages import MessageFilter
+from ...validation import arg
+from .. import scope
+from ..context import Context
+from . import text
+from .inputs import SLUG_PATTERN, WorkspaceArg
+from .render import holds_now, is_expired
+from .sources import visible_message
 
 CHARS_PER_TOKEN = 4
 THREAD_CHARS = 8_000
@@ -38,8 +41,8 @@ DEFAULT_STALE_DAYS = 30
 
 @dataclass
 class PackQuery:
-    workspace: str | None = knowledge.WorkspaceArg
-    channel: str | None = arg(None, pattern=knowledge.SLUG_PATTERN, help="Its mandatory references first.")
+    workspace: str | None = WorkspaceArg
+    channel: str | None = arg(None, pattern=SLUG_PATTERN, help="Its mandatory references first.")
     thread: int | None = arg(None, min=1, help="Rank documents by this thread's text.")
     q: str | None = arg(None, max_len=500, help="More words to rank by.")
     budget_tokens: int = arg(1500, min=50, max=32_000, help="The pack's size, at 4 characters a token.")
@@ -73,16 +76,16 @@ def why_not(row: Row, now: str) -> str | None:
         return "deleted"
     if row["redacted_at"] is not None:
         return "redacted"
-    if knowledge.is_expired(row, now):
+    if is_expired(row, now):
         return "expired"
-    if not knowledge.holds_now(row, now):
+    if not holds_now(row, now):
         return "not yet valid"
     return None
 
 
 async def _thread_text(conn: Connection, p: Principal, workspace: Any, thread: int) -> tuple[str, str | None]:
     """The thread's words (root and replies, bounded) and its channel."""
-    row = await knowledge._visible_message(conn, p, workspace, thread)
+    row = await visible_message(conn, p, workspace, thread)
     if row is None:
         raise NotFound("thread")
     flt = MessageFilter(thread_id=row["thread_id"], viewer_id=None if p.is_human else p.agent_id)
@@ -101,7 +104,7 @@ async def pack(ctx: Context, p: Principal, slug: str | None, q: PackQuery) -> di
         return await build(conn, p, workspace, q, now)
 
     result, included = await ctx.db.read(read)
-    await knowledge.count(ctx, included, "shown")
+    await ctx.read_counts.add(included, "shown")
     return result
 
 
@@ -198,7 +201,7 @@ async def build(
 
 @dataclass
 class StatsQuery:
-    workspace: str | None = knowledge.WorkspaceArg
+    workspace: str | None = WorkspaceArg
     stale_days: int = arg(DEFAULT_STALE_DAYS, min=1, max=3650, help="Not changed or confirmed in N days.")
     limit: int = arg(20, min=1, max=200, help="Documents per list.")
 
@@ -220,7 +223,7 @@ def _stat_item(row: Row) -> dict[str, Any]:
 
 async def stats(ctx: Context, p: Principal, slug: str | None, q: StatsQuery) -> dict[str, Any]:
     """How the workspace's knowledge is used: never read, shown but never read, stale."""
-    await knowledge.flush_counts(ctx)
+    await ctx.read_counts.flush()
     stale_before = ctx.ago(q.stale_days * 86_400)
 
     async def read(conn: Connection) -> tuple[Any, Row | None, dict[str, list[Row]]]:
