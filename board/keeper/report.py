@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import psutil
+import psutil  # type: ignore[import-untyped]
 
 from .. import __version__
 from ..launcher.logs import LOG_FILE, tail

@@ -20,26 +20,12 @@ from typing import Any
 
 import psutil
 import pytest
-from boardtest import World, populate
+from boardtest import World
 from botrun import LiveBoard, eventually
 from fakeharness import Fake
 from keeperrun import KeeperProcess, daemons, group_gone, kill_all
 
 pytestmark = pytest.mark.timeout(240)
-
-
-@pytest.fixture
-async def live(tmp_path: Path) -> AsyncIterator[LiveBoard]:
-    board = LiveBoard(tmp_path)
-    await board.start()
-    yield board
-    await board.stop()
-
-
-@pytest.fixture
-async def world(live: LiveBoard) -> World:
-    assert live.board is not None
-    return await populate(live.board)
 
 
 @pytest.fixture

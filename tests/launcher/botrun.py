@@ -19,12 +19,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 from aiohttp.test_utils import TestServer
-from boardtest import Board
+from boardtest import Board, World, populate
 from fakeharness import FAKES_BIN, Fake
 
 from board.client import BoardClient
@@ -66,6 +67,22 @@ class LiveBoard:
                 await client.close()
             await self.board.server.close()
             self.board = None
+
+
+@pytest.fixture
+async def live(tmp_path: Path) -> AsyncIterator[LiveBoard]:
+    """A live board for the test; import this fixture (and ``world``) into an end-to-end module."""
+    board = LiveBoard(tmp_path)
+    await board.start()
+    yield board
+    await board.stop()
+
+
+@pytest.fixture
+async def world(live: LiveBoard) -> World:
+    """The populated world of boardtest, on the live board."""
+    assert live.board is not None
+    return await populate(live.board)
 
 
 async def eventually(

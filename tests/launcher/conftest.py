@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from botrun import live, world  # noqa: F401 - end-to-end fixtures, found by name
 from fakeharness import FAKES_BIN, Fake
 from fakeharness import alive as is_alive
 
