@@ -444,10 +444,26 @@ async def test_claiming_a_done_thread_reopens_it(world: World) -> None:
     assert (await _events(world.human, tid))[-1] == "reopened by pb2: regression"
 
 
-async def test_a_reply_id_names_its_thread_and_admin_bots_can_take_a_handoff(world: World) -> None:
+async def test_a_reply_id_names_its_thread_and_an_admin_bot_is_not_handed_it(world: World) -> None:
+    """Handoff stays in the workspace: an admin bot is no more a target than an absent handle.
+
+    An admin bot may claim another workspace's thread itself; it is not handed one there.
+    """
     root = await world.human.post("work", channel="lobby", workspace="proj")
     reply = await world.peer.post("a reply", reply_to=root["id"])
     claim = await world.bot.claim(reply["id"])
     assert claim["thread_id"] == root["id"] and claim["holder"] == "pb"
-    handed = await world.bot.handoff(root["id"], "ab", "admin, please take it")
-    assert handed["holder"] == "ab"
+    before = snapshot(world.board.db_path)
+    to_admin = await _refused(world.bot.handoff(root["id"], "ab", "admin, please take it"))
+    to_nobody = await _refused(world.bot.handoff(root["id"], "nobody-here", "admin, please take it"))
+    assert _shape(to_admin) == _shape(to_nobody) and to_admin.code == "NOT_FOUND"
+    assert snapshot(world.board.db_path) == before
+    assert (await world.human.thread(root["id"]))["claim"]["holder"] == "pb"
+    handed = await world.bot.handoff(root["id"], "pb2", "yours")
+    assert handed["holder"] == "pb2"
+    own = await _thread(world, "another task")
+    assert (await world.admin_bot.claim(own))["holder"] == "ab"
+    # In the admin workspace, admin bots are the workspace's own bots: a handoff reaches them.
+    task = await world.human.post("seed it", channel="lobby", workspace="admin")
+    await world.human.claim(task["id"])
+    assert (await world.human.handoff(task["id"], "ab", "yours"))["holder"] == "ab"

@@ -3,10 +3,12 @@ carries its words, or its existence, to a bot outside it."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 import pytest
 from boardtest import World, snapshot
 
-from board.client import BoardAPIError
+from board.client import BoardAPIError, BoardClient
 
 
 async def _private(world: World) -> tuple[int, dict]:
@@ -108,3 +110,56 @@ async def test_a_humans_claims_elsewhere_stay_out_of_a_bots_roster(world: World)
         here["id"],
         elsewhere["id"],
     }
+
+
+def _answer(exc: BoardAPIError) -> tuple[object, ...]:
+    return exc.status, exc.code, exc.message, exc.details, exc.retryable
+
+
+async def _refusal(call: Awaitable[object]) -> tuple[object, ...]:
+    with pytest.raises(BoardAPIError) as caught:
+        await call
+    return _answer(caught.value)
+
+
+ABSENT = 10_000_000
+
+
+async def test_a_conversation_one_is_not_in_answers_as_an_absent_one_on_every_route(world: World) -> None:
+    """Posting, replying, reading, claiming, watching and recording a wake: each refusal is
+    the one an absent id gets, byte for byte, and nothing is written."""
+    convo_id, root = await _private(world)
+    await world.bot.claim(root["id"])
+
+    def calls(client: BoardClient, conversation: int, message: int) -> dict[str, Awaitable[object]]:
+        wake = {"harness": "claude", "started_at": "2026-11-30T04:00:00Z", "outcome": "ok"}
+        trigger = {"trigger": str(message)}
+        return {
+            "post a root": client.post("let me in", conversation=conversation),
+            "reply": client.post("let me in", reply_to=message),
+            "read the message": client.message(message),
+            "read the thread": client.thread(message),
+            "filter by thread": client.messages(thread=message),
+            "filter by conversation": client.messages(conversation=conversation),
+            "claim": client.claim(message),
+            "release": client.request("POST", f"/api/threads/{message}/release", json={}),
+            "hand off": client.handoff(message, "pb"),
+            "close": client.done(message),
+            "watch as goal": client.wake(goal=message),
+            "trigger a wake": client.record_wake(**wake, trigger_ids=[message]),
+            "own prompt": client.request("GET", "/api/bots/pb2/prompt", params=trigger),
+            # pb may read its conversation; whoever asks for pb's prompt must be able to as well
+            "a member's prompt": client.request("GET", "/api/bots/pb/prompt", params=trigger),
+        }
+
+    before = snapshot(world.board.db_path)
+    for outsider in (world.peer, world.admin_bot):
+        hidden = calls(outsider, convo_id, root["id"])
+        absent = calls(outsider, ABSENT, ABSENT)
+        for what in hidden:
+            answer = await _refusal(hidden[what])
+            status, code, message, *rest = await _refusal(absent[what])
+            # A refusal that names the id it refuses names the absent one in its place.
+            assert answer == (status, code, message.replace(str(ABSENT), str(root["id"])), *rest), what
+            assert code == "NOT_FOUND", what
+    assert snapshot(world.board.db_path) == before

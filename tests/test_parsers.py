@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from board.server.errors import BoardError, InvalidArgument
 from board.server.services.channels import parse_seen
-from board.server.services.messages import MessageQuery, PostMessage, fts_query
+from board.server.services.messages import MessageQuery, fts_query
+from board.server.services.posting import PostMessage
 from board.server.validation import arg, parse_body, parse_query
 
 json_values = st.recursive(

@@ -10,7 +10,7 @@ from boardtest import World, db_rows, snapshot
 
 from board.client import BoardAPIError, BoardClient
 from board.server.clock import ManualClock
-from board.server.services import auth, messages
+from board.server.services import auth, messages, posting
 
 
 async def _refused(call: Any) -> BoardAPIError:
@@ -204,6 +204,27 @@ async def test_only_a_bot_records_wakes(world: World) -> None:
     assert snapshot(world.board.db_path) == before
 
 
+async def test_a_wake_names_only_messages_its_bot_may_read(world: World) -> None:
+    """A trigger of another workspace is NOT_FOUND exactly as an absent one, and nothing is kept."""
+    w = world
+    mine = await w.human.post("@pb go", channel="lobby", workspace="proj")
+    foreign = await w.human.post("@ob go", channel="lobby", workspace="other")
+    absent = foreign["id"] + 1000
+    before = snapshot(w.board.db_path)
+    answers = []
+    for trigger in (foreign["id"], absent):
+        exc = await _refused(w.bot.record_wake(**RUN | {"trigger_ids": [mine["id"], trigger]}))
+        answers.append((exc.status, exc.code, exc.message.replace(str(trigger), "<id>"), exc.details))
+    assert answers[0] == answers[1] and answers[0][:2] == (404, "NOT_FOUND")
+    assert snapshot(w.board.db_path) == before
+    assert (await w.bot.wakes())["wakes"] == []
+    # its own workspace's messages are fine; an admin bot may name any workspace's
+    assert (await w.bot.record_wake(**RUN | {"trigger_ids": [mine["id"]]}))["trigger_ids"] == [mine["id"]]
+    assert (await w.admin_bot.record_wake(**RUN | {"trigger_ids": [foreign["id"]]}))["trigger_ids"] == [
+        foreign["id"]
+    ]
+
+
 @pytest.mark.parametrize(
     "change",
     [
@@ -266,8 +287,8 @@ async def test_an_empty_inboxs_cursor_never_skips_a_message(
 
     async def poll_then_post(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         items = await real_poll(*args, **kwargs)
-        request = messages.PostMessage(body="@pb just too late", channel="lobby", workspace="proj")
-        late.append((await messages.post(ctx, alice, request))["id"])
+        request = posting.PostMessage(body="@pb just too late", channel="lobby", workspace="proj")
+        late.append((await posting.post(ctx, alice, request))["id"])
         return items
 
     since = (await w.bot.me())["cursor"]

@@ -66,7 +66,12 @@ async def archived_workspace(world: World, facts: dict[str, Any]) -> None:
 
 
 def wake_body(role: str, facts: dict[str, Any]) -> Any:
-    return {"harness": "claude", "started_at": "2026-11-30T04:00:00Z", "outcome": "ok", "trigger_ids": []}
+    return {
+        "harness": "claude",
+        "started_at": "2026-11-30T04:00:00Z",
+        "outcome": "ok",
+        "trigger_ids": [facts["root"]],  # a message of proj: another workspace's bot may not name it
+    }
 
 
 CASES: dict[tuple[str, str], Case] = {
@@ -153,7 +158,7 @@ CASES: dict[tuple[str, str], Case] = {
     ),
     ("GET", "/api/claims"): Case(everyone(200)),
     ("POST", "/api/wakes"): Case(
-        {"human": 403, "bot": 201, "admin_bot": 201, "other_bot": 201, "anon": 401}, body=wake_body
+        {"human": 403, "bot": 201, "admin_bot": 201, "other_bot": 404, "anon": 401}, body=wake_body
     ),
     ("GET", "/api/wakes"): Case(everyone(200)),
     ("GET", "/api/wake"): Case({"human": 403, "bot": 200, "admin_bot": 200, "other_bot": 200, "anon": 401}),

@@ -6,14 +6,14 @@ import asyncio
 import hashlib
 import logging
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
 from aiosqlite import Connection
 
 from board.server.store import db as db_module
-from board.server.store.db import Database, StoreError, migrations, schema_version
+from board.server.store.db import Database, StoreError, emit, migrations, schema_version
 
 
 def file_digest(path: Path) -> str:
@@ -211,20 +211,29 @@ async def _values(conn: Connection) -> list[str]:
         return [row[0] for row in await cur.fetchall()]
 
 
-async def test_after_commit_runs_in_commit_order_and_only_for_committed_writes(db: Database) -> None:
-    seen: list[object] = []
+async def test_the_outbox_is_published_in_commit_order_and_only_for_committed_writes(db: Database) -> None:
+    published: list[object] = []
+    db.publish = published.append
 
-    async def fail(conn: Connection) -> None:
-        raise RuntimeError("no")
+    def emitting(*items: str, then_fail: bool = False) -> Callable[[Connection], Awaitable[None]]:
+        async def write(conn: Connection) -> None:
+            for item in items:
+                emit(item)
+            if then_fail:
+                raise RuntimeError("no")
+
+        return write
 
     results = await asyncio.gather(
-        db.write(insert("a"), after_commit=seen.append),
-        db.write(fail, after_commit=seen.append),
-        db.write(insert("b"), after_commit=seen.append),
+        db.write(emitting("a1", "a2")),
+        db.write(emitting("lost", then_fail=True)),
+        db.write(emitting("b")),
         return_exceptions=True,
     )
     assert isinstance(results[1], RuntimeError)
-    assert seen == [results[0], results[2]]
+    assert published == ["a1", "a2", "b"], "the failed write's outbox is dropped with it"
+    with pytest.raises(LookupError):
+        emit("outside any write")
 
 
 async def test_readers_see_only_committed_data(db: Database) -> None:

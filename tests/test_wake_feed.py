@@ -16,8 +16,8 @@ import pytest
 from boardtest import World, snapshot
 
 from board.client import BoardAPIError, BoardClient
-from board.server.services import auth, messages
-from board.server.services import wake as wake_service
+from board.server.services import auth, posting
+from board.server.services import wakes as wake_service
 
 
 async def _cursor(client: BoardClient) -> int:
@@ -185,8 +185,8 @@ async def test_an_empty_answers_cursor_never_skips_a_message(
 
     async def poll_then_post(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         items = await real_poll(*args, **kwargs)
-        request = messages.PostMessage(body="@pb just too late", channel="lobby", workspace="proj")
-        late.append((await messages.post(ctx, alice, request))["id"])
+        request = posting.PostMessage(body="@pb just too late", channel="lobby", workspace="proj")
+        late.append((await posting.post(ctx, alice, request))["id"])
         return items
 
     since = await _cursor(w.bot)

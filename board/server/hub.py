@@ -1,7 +1,8 @@
 """Long-poll waiters, held in memory and indexed by what they wait for.
 
-Services publish an event only after its write has committed (the writer calls
-:meth:`Hub.publish` in commit order). Publishing looks up the waiters under
+An event is published only after its write has committed: the write adds it to
+its outbox (``store.db.emit``) and the writer calls :meth:`Hub.publish` with it,
+in commit order. Publishing looks up the waiters under
 each key the event touches (its workspace, channel or conversation, thread,
 and every agent whose inbox it lands in) and hands them the event itself, so
 waking W waiters costs W list appends and no database query.

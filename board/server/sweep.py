@@ -12,12 +12,10 @@ from typing import Any
 
 from aiosqlite import Connection
 
-from .hub import Event
-from .principal import Principal
 from .services import claims
 from .services.context import Context
+from .services.posting import board_principal
 from .store import claims as store
-from .store import identity as identity_store
 from .store import messages as message_store
 from .store import requests as request_store
 from .store import workspaces as workspace_store
@@ -45,34 +43,28 @@ class SweepReport:
 
 
 async def sweep(ctx: Context) -> SweepReport:
-    """One pass; events are published after it commits."""
+    """One pass; its event messages are published after it commits."""
     stall_before = ctx.ago(ctx.settings.stall_after)
     release_before = ctx.ago(ctx.settings.release_after)
 
-    async def write(conn: Connection) -> tuple[SweepReport, list[Event]]:
-        report, events = SweepReport(), []
-        board_row = await identity_store.agent_by_handle(conn, "board")
-        board = Principal(board_row["id"], "board", "system")
+    async def write(conn: Connection) -> SweepReport:
+        report = SweepReport()
+        board = await board_principal(conn)
         for claim in await store.stale_claims(conn, stall_before, release_before, BATCH):
             root = await message_store.by_id(conn, claim["thread_id"])
             workspace = await workspace_store.by_id(conn, claim["workspace_id"])
-            if workspace["archived_at"]:
+            if root is None or workspace is None or workspace["archived_at"]:
                 continue
             if claim["progress_at"] < release_before:
-                events.append(await claims.expire(conn, ctx, board, root, workspace, claim))
+                await claims.expire(conn, ctx, board, root, workspace, claim)
                 report.released.append(claim["thread_id"])
             elif claim["nudged_at"] is None or claim["nudged_at"] < claim["progress_at"]:
-                events.append(await claims.nudge(conn, ctx, board, root, workspace, claim))
+                await claims.nudge(conn, ctx, board, root, workspace, claim)
                 report.nudged.append(claim["thread_id"])
         report.flagged = await store.flag_unseen(
             conn, ctx.ago(AWAY_AFTER), ctx.ago(UNSEEN_AFTER), ctx.now(), BATCH
         )
         report.pruned_requests = await request_store.prune(conn, ctx.ago(REQUESTS_KEPT))
-        return report, events
+        return report
 
-    def publish(result: tuple[SweepReport, list[Event]]) -> None:
-        for event in result[1]:
-            ctx.hub.publish(event)
-
-    report, _ = await ctx.db.write(write, after_commit=publish)
-    return report
+    return await ctx.db.write(write)

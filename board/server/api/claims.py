@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import claims, wake
+from ..services import claims, wakes
 from .routing import Call, Route
 
 
@@ -29,15 +29,15 @@ async def listing(call: Call) -> Any:
 
 
 async def record_wake(call: Call) -> tuple[int, Any]:
-    return await claims.record_wake(call.ctx, call.p, call.body)
+    return await wakes.record_wake(call.ctx, call.p, call.body)
 
 
-async def wakes(call: Call) -> Any:
-    return await claims.list_wakes(call.ctx, call.p, call.query)
+async def list_wakes(call: Call) -> Any:
+    return await wakes.list_wakes(call.ctx, call.p, call.query)
 
 
 async def feed(call: Call) -> Any:
-    return await wake.feed(call.ctx, call.p, call.query)
+    return await wakes.feed(call.ctx, call.p, call.query)
 
 
 ROUTES = [
@@ -70,15 +70,13 @@ ROUTES = [
         "Claims by holder and state; stalled=true for stalls.",
         query=claims.ClaimList,
     ),
-    Route(
-        "POST", "/api/wakes", record_wake, "Record one harness run (the launcher).", body=claims.WakeRecord
-    ),
-    Route("GET", "/api/wakes", wakes, "Harness runs with their cost.", query=claims.WakeList),
+    Route("POST", "/api/wakes", record_wake, "Record one harness run (the launcher).", body=wakes.WakeRecord),
+    Route("GET", "/api/wakes", list_wakes, "Harness runs with their cost.", query=wakes.WakeList),
     Route(
         "GET",
         "/api/wake",
         feed,
         "The launcher's feed: for_me and watched, long-pollable.",
-        query=wake.WakeQuery,
+        query=wakes.WakeQuery,
     ),
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import channels, messages
+from ..services import channels, messages, posting
 from .routing import Call, Route
 
 
@@ -30,7 +30,7 @@ async def conversation_open(call: Call) -> tuple[int, Any]:
 
 
 async def post(call: Call) -> tuple[int, Any]:
-    return 201, await messages.post(call.ctx, call.p, call.body)
+    return 201, await posting.post(call.ctx, call.p, call.body)
 
 
 async def listing(call: Call) -> Any:
@@ -98,7 +98,7 @@ ROUTES = [
         "/api/messages",
         post,
         "Post a root in a channel or conversation, or a reply.",
-        body=messages.PostMessage,
+        body=posting.PostMessage,
     ),
     Route(
         "GET",

@@ -7,7 +7,6 @@ from typing import Any
 
 from aiosqlite import Connection
 
-from ..errors import NotFound
 from ..principal import Principal
 from ..store import channels as channel_store
 from ..store import identity as store
@@ -51,10 +50,7 @@ class AgentList:
 async def roster(ctx: Context, p: Principal, q: AgentList) -> Page:
     async def read(conn: Connection) -> list[dict[str, Any]]:
         workspace = await scope.resolve_optional(conn, p, q.workspace)
-        ids = [workspace["id"]] if workspace is not None else None
-        if ids is None and not p.is_human:
-            ids = [p.workspace_id or 0]
-        rows = await store.list_agents(conn, ids, q.after, q.limit + 1)
+        rows = await store.list_agents(conn, scope.workspace_ids(p, workspace), q.after, q.limit + 1)
         claims = await active_claims(conn, p, [r["id"] for r in rows])
         now = ctx.now()
         return [
@@ -67,11 +63,7 @@ async def roster(ctx: Context, p: Principal, q: AgentList) -> Page:
 
 async def get_agent(ctx: Context, p: Principal, handle: str) -> dict[str, Any]:
     async def read(conn: Connection) -> dict[str, Any]:
-        row = await store.agent_by_handle(conn, handle)
-        if row is None or row["kind"] == "system":
-            raise NotFound("agent")
-        if row["kind"] == "bot" and not scope.visible(p, row["workspace_id"]):
-            raise NotFound("agent")
+        row = scope.require_agent(p, await store.agent_by_handle(conn, handle))
         return agent_dict(row, ctx.now()) | {"claims": await active_claims(conn, p, [row["id"]])}
 
     return await ctx.db.read(read)

@@ -165,7 +165,7 @@ async def list_conversations(ctx: Context, p: Principal, q: ConversationList) ->
         workspace = await scope.resolve_optional(conn, p, q.workspace)
         rows = await store.list_conversations(
             conn,
-            None if p.is_human else p.agent_id,
+            scope.viewer_id(p),
             workspace["id"] if workspace is not None else None,
             q.after,
             q.limit + 1,
@@ -201,18 +201,8 @@ async def open_conversation(ctx: Context, p: Principal, req: NewConversation) ->
             agent = by_handle.get(handle.lower())
             if agent is None or agent["kind"] == "system":
                 raise NotFound(f"agent {handle}")
-        bots = [a for a in agents if a["kind"] == "bot"]
-        slug = req.workspace
-        if slug is None and p.is_human:
-            slugs = {b["workspace"] for b in bots}
-            if len(slugs) != 1:
-                raise InvalidArgument("Name the workspace: workspace=<slug>.")
-            slug = slugs.pop()
-        workspace = await scope.resolve(conn, p, slug)
+        workspace = await scope.conversation_workspace(conn, p, req.workspace, agents)
         scope.require_writable(workspace)
-        for bot in bots:
-            if bot["workspace_id"] != workspace["id"]:
-                raise NotFound(f"agent {bot['handle']}")
         member_ids = sorted({a["id"] for a in agents} | {p.agent_id})
         if len(member_ids) < 2:
             raise InvalidArgument("A conversation needs someone besides you.", field="participants")

@@ -27,6 +27,7 @@ class Context:
     read_counts: ReadCounts = field(init=False)
 
     def __post_init__(self) -> None:
+        self.db.publish = self.hub.publish  # what a write emits reaches the hub after its commit
         self.read_counts = ReadCounts(self.db, self.clock)
         if self.limiter is None:
             self.limiter = RateLimiter(

@@ -22,6 +22,7 @@ from ..errors import InvalidArgument, NotFound
 from ..principal import Principal
 from ..store import channels as channel_store
 from ..store import identity as identity_store
+from ..store import messages as message_store
 from ..store import registry as store
 from ..validation import arg
 from . import claims, registry, scope
@@ -315,22 +316,16 @@ def _where(row: Any) -> str:
 
 
 async def _batch(
-    conn: Connection, bot: Principal, ids: list[int], now: str, shown: list[int]
+    conn: Connection, p: Principal, bot: Principal, ids: list[int], now: str, shown: list[int]
 ) -> tuple[list[Item], dict[int, Thread]]:
-    """The batch's messages and threads; ``shown`` collects the knowledge documents packed."""
-    rows = await store.messages_by_ids(conn, ids)
-    found = {r["id"]: r for r in rows}
-    members = await store.conversation_member_ids(
-        conn, sorted({r["conversation_id"] for r in rows if r["conversation_id"] is not None})
-    )
-    for message_id in ids:
-        row = found.get(message_id)
-        if (
-            row is None
-            or not scope.visible(bot, row["workspace_id"])
-            or (row["conversation_id"] is not None and bot.agent_id not in members[row["conversation_id"]])
-        ):
-            raise NotFound(f"message {message_id}")
+    """The batch's messages and threads; ``shown`` collects the knowledge documents packed.
+
+    Each trigger must be one the bot may read, and one the caller (a human, an
+    admin bot, the bot itself) may read too: a prompt is no side door.
+    """
+    await scope.require_messages(conn, bot, ids)
+    await scope.require_messages(conn, p, ids)
+    rows = await message_store.by_ids(conn, ids)
     reasons = await store.inbox_reasons(conn, bot.agent_id, ids)
     items = []
     for row in rows:
@@ -342,7 +337,7 @@ async def _batch(
             mark, rank = "watched", 1
         items.append(_item(row, mark, rank))
     thread_ids = sorted({i.thread_id for i in items})
-    roots = {r["id"]: r for r in await store.messages_by_ids(conn, thread_ids)}
+    roots = {r["id"]: r for r in await message_store.by_ids(conn, thread_ids)}
     states = await claims.claims_for_threads(conn, thread_ids)
     threads = {}
     for thread_id in thread_ids:
@@ -385,16 +380,15 @@ async def compose(ctx: Context, p: Principal, handle: str, q: PromptQuery, url: 
         row = await identity_store.agent_by_handle(conn, handle)
         if row is None or row["kind"] != "bot":
             raise NotFound("bot")
-        if not (p.is_human or p.is_admin_bot or p.agent_id == row["id"]):
-            raise NotFound("bot")
+        scope.require_speaks_for(p, row)
         bot = principal_from_row(row)
-        items, threads = await _batch(conn, bot, ids, now, shown)
+        items, threads = await _batch(conn, p, bot, ids, now, shown)
         first = None
         if q.first:
             profile = await registry.bot_profile(conn, bot.agent_id)
             goal = None
             if profile is not None and profile["goal"] is not None:
-                goal = (await store.messages_by_ids(conn, [profile["goal"]]) or [None])[0]
+                goal = next(iter(await message_store.by_ids(conn, [profile["goal"]])), None)
             skills = []
             if profile is not None and profile["skills"]:
                 by_name = {s["name"]: s for s in await store.skills_by_names(conn, profile["skills"])}

@@ -72,8 +72,9 @@ def skill_dict(row: Any, *, full: bool = True) -> dict[str, Any]:
 
 
 def _require_skill_writer(p: Principal) -> None:
-    if not (p.is_human or p.is_admin_bot):
-        raise Forbidden("Only humans and admin bots write skills; ask one in the admin workspace.")
+    scope.require_every_workspace(
+        p, "Only humans and admin bots write skills; ask one in the admin workspace."
+    )
 
 
 def _check_text(text: str) -> None:
@@ -261,10 +262,8 @@ async def list_profiles(ctx: Context, p: Principal, q: ProfileList) -> Page:
     """Profiles without their identity text; a bot sees its own workspace's only."""
 
     async def read(conn: Connection) -> list[dict[str, Any]]:
-        ids = None
-        if q.workspace is not None or not p.sees_all_workspaces:
-            ids = [(await scope.resolve(conn, p, q.workspace))["id"]]
-        rows = await store.list_profiles(conn, ids, q.after, q.limit + 1)
+        workspace = await scope.resolve_optional(conn, p, q.workspace, anywhere=True)
+        rows = await store.list_profiles(conn, scope.workspace_ids(p, workspace), q.after, q.limit + 1)
         return await profile_dicts(conn, rows, full=False)
 
     items = await ctx.db.read(read)

@@ -8,15 +8,14 @@ from typing import Any
 from aiosqlite import Connection
 
 from ..errors import Forbidden, InvalidArgument, NameConflict, NotFound
-from ..hub import Event
 from ..principal import ADMIN_WORKSPACE, Principal
 from ..store import identity as identity_store
 from ..store import workspaces as store
 from ..validation import arg
 from . import audit, claims, scope
 from .context import Context
-from .messages import post_event
 from .paging import Page, bounded_page
+from .posting import post_event
 
 SLUG_PATTERN = r"[a-z0-9._-]{2,64}"
 
@@ -49,8 +48,7 @@ class WorkspaceList:
 
 
 async def list_workspaces(ctx: Context, p: Principal, q: WorkspaceList) -> Page:
-    if not p.sees_all_workspaces:
-        raise Forbidden("Only humans and admin bots list workspaces.")
+    scope.require_every_workspace(p, "Only humans and admin bots list workspaces.")
     rows = await ctx.db.read(lambda conn: store.list_with_counts(conn, q.after, q.limit + 1))
     return bounded_page(
         ctx,
@@ -65,9 +63,7 @@ async def list_workspaces(ctx: Context, p: Principal, q: WorkspaceList) -> Page:
 
 async def get(ctx: Context, p: Principal, slug: str) -> dict[str, Any]:
     async def read(conn: Connection) -> Any:
-        row = await store.by_slug(conn, slug)
-        if row is None or not scope.visible(p, row["id"]):
-            raise NotFound("workspace")
+        row = await scope.visible_workspace(conn, p, slug)
         return row
 
     return to_dict(await ctx.db.read(read))
@@ -83,16 +79,15 @@ class NewWorkspace:
 async def create(ctx: Context, p: Principal, req: NewWorkspace) -> dict[str, Any]:
     _require_human(p, "create workspaces")
 
-    async def write(conn: Connection) -> tuple[dict[str, Any], Any]:
+    async def write(conn: Connection) -> dict[str, Any]:
         if await store.by_slug(conn, req.slug) is not None:
             raise NameConflict(f"Workspace {req.slug!r} exists; pick another slug.")
         now = ctx.now()
         workspace_id = await store.insert(conn, req.slug, req.name or req.slug, now)
         await audit.record(conn, ctx, p, "workspace.create", req.slug, workspace=req.slug)
-        event = None
         if req.seed:
             admin = await store.by_slug(conn, ADMIN_WORKSPACE)
-            event = await post_event(
+            await post_event(
                 conn,
                 ctx,
                 admin,
@@ -106,14 +101,9 @@ async def create(ctx: Context, p: Principal, req: NewWorkspace) -> dict[str, Any
                 # wakes no one. Admin bots find the thread by its tag.
                 parse_mentions=False,
             )
-        return to_dict(await store.by_id(conn, workspace_id)), event
+        return to_dict(await store.by_id(conn, workspace_id))
 
-    def publish(result: tuple[Any, Any]) -> None:
-        if result[1] is not None:
-            ctx.hub.publish(result[1])
-
-    result, _ = await ctx.db.write(write, after_commit=publish)
-    return result
+    return await ctx.db.write(write)
 
 
 @dataclass
@@ -124,9 +114,7 @@ class WorkspacePatch:
 
 async def patch(ctx: Context, p: Principal, slug: str, req: WorkspacePatch) -> dict[str, Any]:
     async def write(conn: Connection) -> Any:
-        row = await store.by_slug(conn, slug)
-        if row is None or not scope.visible(p, row["id"]):
-            raise NotFound("workspace")
+        row = await scope.visible_workspace(conn, p, slug)
         _require_human(p, "change workspace settings")
         scope.require_writable(row)
         changes: dict[str, Any] = {}
@@ -145,9 +133,7 @@ async def patch(ctx: Context, p: Principal, slug: str, req: WorkspacePatch) -> d
 
 async def archive(ctx: Context, p: Principal, slug: str) -> dict[str, Any]:
     async def write(conn: Connection) -> Any:
-        row = await store.by_slug(conn, slug)
-        if row is None or not scope.visible(p, row["id"]):
-            raise NotFound("workspace")
+        row = await scope.visible_workspace(conn, p, slug)
         _require_human(p, "archive workspaces")
         if slug == ADMIN_WORKSPACE:
             raise Forbidden("The admin workspace cannot be archived.")
@@ -166,9 +152,7 @@ class DeleteWorkspace:
 
 async def delete(ctx: Context, p: Principal, slug: str, req: DeleteWorkspace) -> dict[str, Any]:
     async def write(conn: Connection) -> tuple[dict[str, Any], list[int]]:
-        row = await store.by_slug(conn, slug)
-        if row is None or not scope.visible(p, row["id"]):
-            raise NotFound("workspace")
+        row = await scope.visible_workspace(conn, p, slug)
         _require_human(p, "delete workspaces")
         if row["archived_at"] is None:
             raise Forbidden("Archive the workspace before deleting it.")
@@ -204,15 +188,12 @@ class BotMembership:
 async def set_bots(ctx: Context, p: Principal, slug: str, req: BotMembership) -> dict[str, Any]:
     """Move the named bots into this workspace (a bot belongs to exactly one)."""
 
-    async def write(conn: Connection) -> tuple[dict[str, Any], list[int], list[Event]]:
-        row = await store.by_slug(conn, slug)
-        if row is None or not scope.visible(p, row["id"]):
-            raise NotFound("workspace")
+    async def write(conn: Connection) -> tuple[dict[str, Any], list[int]]:
+        row = await scope.visible_workspace(conn, p, slug)
         _require_human(p, "change workspace membership")
         scope.require_writable(row)
         agents = {a["handle"].lower(): a for a in await identity_store.agents_by_handles(conn, req.bots)}
         moved = []
-        events: list[Event] = []
         for handle in req.bots:
             agent = agents.get(handle.lower())
             if agent is None or agent["kind"] != "bot":
@@ -220,7 +201,7 @@ async def set_bots(ctx: Context, p: Principal, slug: str, req: BotMembership) ->
             if agent["workspace_id"] != row["id"]:
                 await identity_store.move_bot(conn, agent["id"], row["id"])
                 moved.append(agent["id"])
-                events += await claims.release_on_move(conn, ctx, p, agent, row)
+                await claims.release_on_move(conn, ctx, p, agent, row)
                 await audit.record(
                     conn,
                     ctx,
@@ -237,14 +218,9 @@ async def set_bots(ctx: Context, p: Principal, slug: str, req: BotMembership) ->
                 "bots": [m["handle"] for m in members if m["kind"] == "bot"],
             },
             moved,
-            events,
         )
 
-    def publish(result: tuple[Any, Any, list[Event]]) -> None:
-        for event in result[2]:
-            ctx.hub.publish(event)
-
-    result, moved, _ = await ctx.db.write(write, after_commit=publish)
+    result, moved = await ctx.db.write(write)
     for agent_id in moved:
         ctx.tokens.forget_agent(agent_id)
     return result

@@ -6,8 +6,10 @@ The writer task takes every write waiting at that moment, runs them in one
 write does not undo its neighbours), commits once, and only then resolves each
 caller's future with its result or its error. Each write runs in its caller's
 context (``contextvars``), so what the request set, such as its request id, is
-what the write sees. Reads run on their own connections and never wait for the
-writer.
+what the write sees. A write hands what must be announced once it is durable to
+:func:`emit`: the job's outbox, which the writer passes to ``publish`` after the
+commit, in commit order, and drops with the job when it fails. Reads run on their
+own connections and never wait for the writer.
 """
 
 from __future__ import annotations
@@ -33,6 +35,13 @@ T = TypeVar("T")
 Job = Callable[[aiosqlite.Connection], Awaitable[Any]]
 
 MAX_BATCH = 256
+
+_OUTBOX: contextvars.ContextVar[list[Any]] = contextvars.ContextVar("board_outbox")
+
+
+def emit(item: Any) -> None:
+    """Announce ``item`` once the write running now commits; LookupError outside a write."""
+    _OUTBOX.get().append(item)
 
 
 class StoreError(Exception):
@@ -67,13 +76,14 @@ async def _configure(conn: aiosqlite.Connection) -> None:
 @dataclass
 class _Write:
     fn: Job
-    after_commit: Callable[[Any], None] | None = None
+    outbox: list[Any] = field(default_factory=list)
     context: contextvars.Context = field(default_factory=contextvars.copy_context)
     future: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
-async def _call(fn: Job, conn: aiosqlite.Connection) -> Any:
-    return await fn(conn)
+async def _call(job: _Write, conn: aiosqlite.Connection) -> Any:
+    _OUTBOX.set(job.outbox)  # in the job's own context: its emits land in its outbox
+    return await job.fn(conn)
 
 
 def _fail(job: _Write, why: str) -> None:
@@ -98,6 +108,7 @@ class Database:
         self.readers = max(1, readers)
         self.exclusive = exclusive
         self.stats = WriterStats()
+        self.publish: Callable[[Any], None] | None = None  # receives each committed outbox item
         self._writer: aiosqlite.Connection | None = None
         self._pool: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all_readers: list[aiosqlite.Connection] = []
@@ -206,20 +217,16 @@ class Database:
     def queue_depth(self) -> int:
         return self._queue.qsize()
 
-    async def write(
-        self,
-        fn: Callable[[aiosqlite.Connection], Awaitable[T]],
-        after_commit: Callable[[T], None] | None = None,
-    ) -> T:
+    async def write(self, fn: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
         """Run ``fn`` in the writer's next transaction; return once it is committed.
 
-        ``after_commit(result)`` runs in the writer, in commit order, right after
-        the commit and before any later write: this is where events are published,
-        so a long-poll never sees message 11 before message 10.
+        What ``fn`` emitted is published in the writer, in commit order, right after
+        the commit and before any later write, so a long-poll never sees message 11
+        before message 10.
         """
         if self._task is None:
             raise StoreError("the database is not open")
-        job = _Write(fn, after_commit)
+        job = _Write(fn)
         self._queue.put_nowait(job)
         return await job.future
 
@@ -244,7 +251,7 @@ class Database:
             for job in batch:
                 await conn.execute("SAVEPOINT job")
                 try:
-                    result = await asyncio.create_task(_call(job.fn, conn), context=job.context)
+                    result = await asyncio.create_task(_call(job, conn), context=job.context)
                 except Exception as exc:  # the job's own error goes back to its caller
                     await conn.execute("ROLLBACK TO job")
                     await conn.execute("RELEASE job")
@@ -263,11 +270,12 @@ class Database:
         self.stats.writes += len(batch)
         self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
         for job, (ok, value) in zip(batch, outcomes, strict=True):
-            if ok and job.after_commit is not None:
-                try:
-                    job.after_commit(value)
-                except Exception:
-                    log.exception("after-commit hook failed")
+            if ok and self.publish is not None:
+                for item in job.outbox:
+                    try:
+                        self.publish(item)
+                    except Exception:
+                        log.exception("publishing a committed event failed")
             if job.future.done():
                 continue
             if ok:

@@ -99,6 +99,15 @@ async def by_id(conn: Connection, message_id: int) -> Row | None:
     return await one(conn, f"{SELECT} FROM {FROM} WHERE m.id = ?", (message_id,))
 
 
+async def by_ids(conn: Connection, message_ids: list[int]) -> list[Row]:
+    if not message_ids:
+        return []
+    marks = ",".join("?" * len(message_ids))
+    return await all_rows(
+        conn, f"{SELECT} FROM {FROM} WHERE m.id IN ({marks}) ORDER BY m.id", tuple(message_ids)
+    )
+
+
 async def max_id(conn: Connection) -> int:
     row = await one(conn, "SELECT seq FROM sqlite_sequence WHERE name = 'messages'")
     return int(row[0]) if row else 0

@@ -8,7 +8,6 @@ from typing import Any
 from aiosqlite import Connection
 
 from .identity import Row, all_rows, one
-from .messages import FROM, SELECT
 
 SKILL_SELECT = """SELECT s.id, s.name, s.version AS latest_version, s.created_at, s.created_by,
     v.version, v.description, v.source, v.text, v.reason, v.author AS updated_by,
@@ -233,31 +232,6 @@ async def inbox_reasons(conn: Connection, agent_id: int, message_ids: list[int])
         (agent_id, *message_ids),
     )
     return {row["message_id"]: row["reason"] for row in rows}
-
-
-async def messages_by_ids(conn: Connection, message_ids: list[int]) -> list[Row]:
-    if not message_ids:
-        return []
-    marks = ",".join("?" * len(message_ids))
-    return await all_rows(
-        conn, f"{SELECT} FROM {FROM} WHERE m.id IN ({marks}) ORDER BY m.id", tuple(message_ids)
-    )
-
-
-async def conversation_member_ids(conn: Connection, conversation_ids: list[int]) -> dict[int, set[int]]:
-    if not conversation_ids:
-        return {}
-    marks = ",".join("?" * len(conversation_ids))
-    rows = await all_rows(
-        conn,
-        f"""SELECT conversation_id, agent_id FROM conversation_members
-            WHERE conversation_id IN ({marks})""",
-        tuple(conversation_ids),
-    )
-    found: dict[int, set[int]] = {i: set() for i in conversation_ids}
-    for row in rows:
-        found[row["conversation_id"]].add(row["agent_id"])
-    return found
 
 
 async def link_bot(conn: Connection, profile_id: int, agent_id: int) -> None:

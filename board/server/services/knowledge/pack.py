@@ -88,7 +88,7 @@ async def _thread_text(conn: Connection, p: Principal, workspace: Any, thread: i
     row = await visible_message(conn, p, workspace, thread)
     if row is None:
         raise NotFound("thread")
-    flt = MessageFilter(thread_id=row["thread_id"], viewer_id=None if p.is_human else p.agent_id)
+    flt = MessageFilter(thread_id=row["thread_id"], viewer_id=scope.viewer_id(p))
     messages = await message_store.select(conn, flt, descending=False, limit=THREAD_MESSAGES)
     words = " ".join(m["body"] for m in messages)[:THREAD_CHARS]
     root = await message_store.by_id(conn, row["thread_id"])

@@ -1,30 +1,36 @@
-"""The launcher's feed: what is for this bot, plus what it watches.
+"""Wakes: the launcher's feed of what is for a bot, and the records of its harness runs.
 
 ``for_me`` is the bot's inbox (mentions, its conversations, replies in threads
 it posted in or holds, handoffs to it). ``watched`` is every other message in
 the channels it watches and in its goal thread. One long-poll covers both.
 The query's ``watch`` and ``goal`` win; each one left out comes from the
-profile the bot runs with (``services/registry.py``).
+profile the bot runs with (``services/registry.py``). A wake record is what
+one run of the harness did, posted by the launcher with the bot's token.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from aiosqlite import Connection
 
-from ..errors import Forbidden, NotFound
+from ..clock import iso, parse_time
+from ..errors import Forbidden, InvalidArgument
 from ..hub import Event, Key
 from ..principal import Principal
 from ..store import channels as channel_store
+from ..store import claims as claim_store
+from ..store import identity as identity_store
 from ..store import messages as store
+from ..store import workspaces as workspace_store
 from ..store.messages import MessageFilter
 from ..validation import arg
-from . import registry, scope
+from . import audit, registry, scope
 from .context import Context
 from .longpoll import poll
-from .messages import _conversation_ok, _rows_to_messages, render
+from .messages import message_page, rows_to_messages
 from .paging import Page, bounded_page
 
 
@@ -67,13 +73,7 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
         watching.extend(q.watch or profile_watch)
         goal = None
         if q.goal is not None:
-            root = await store.by_id(conn, q.goal)
-            if (
-                root is None
-                or not scope.visible(p, root["workspace_id"])
-                or not await _conversation_ok(conn, p, root)
-            ):
-                raise NotFound("thread")
+            root = await scope.visible_message(conn, p, q.goal, "thread")
             goal = root["thread_id"]
         elif profile_goal is not None:
             root = await store.by_id(conn, profile_goal)
@@ -110,10 +110,10 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
                 )
             items = {
                 m["id"]: m | {"for_me": False, "watched": True}
-                for m in await _rows_to_messages(conn, watched)
+                for m in await rows_to_messages(conn, watched)
                 if m["author"] != p.handle
             }
-            for m in await _rows_to_messages(conn, mine):
+            for m in await rows_to_messages(conn, mine):
                 items[m["id"]] = m | {"for_me": True, "watched": m["id"] in items}
             return [items[i] for i in sorted(items)][: q.limit + 1]
 
@@ -142,12 +142,127 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
     if pending:
         keys.append(("workspace", workspace_id))  # to hear a watched channel's first post
     items = await poll(ctx, keys, q.wait, fetch, match, since=q.since)
-    return bounded_page(
-        ctx,
-        "messages",
-        render(items, q.view),
-        q.limit,
-        q.max_bytes,
-        descending=False,
-        cursor=head["cursor"],
-    )
+    return message_page(ctx, items, q, descending=False, cursor=head["cursor"])
+
+
+# -- wake records ------------------------------------------------------------------
+
+
+@dataclass
+class WakeRecord:
+    harness: str = arg(max_len=32, pattern=r"[A-Za-z0-9._-]{1,32}")
+    started_at: str = arg(max_len=40)
+    outcome: str = arg(choices=("ok", "failed", "timeout", "error", "skipped"))
+    trigger_ids: list[int] = arg([], max_items=500, min=1)
+    session_id: str | None = arg(None, max_len=200)
+    ended_at: str | None = arg(None, max_len=40)
+    exit_code: int | None = arg(None, min=-255, max=255)
+    cost_usd: float | None = arg(None, min=0, max=1e6)
+    input_tokens: int | None = arg(None, min=0)
+    output_tokens: int | None = arg(None, min=0)
+    error: str | None = arg(None, max_len=4000, multiline=True)
+
+
+def _time(name: str, text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        return iso(parse_time(text))
+    except ValueError:
+        raise InvalidArgument(f"'{name}' must be an RFC 3339 time.", field=name) from None
+
+
+def wake_dict(row: Any) -> dict[str, Any]:
+    item = {
+        k: row[k]
+        for k in (
+            "id",
+            "bot",
+            "workspace",
+            "harness",
+            "session_id",
+            "started_at",
+            "ended_at",
+            "exit_code",
+            "outcome",
+            "cost_usd",
+            "input_tokens",
+            "output_tokens",
+            "error",
+            "created_at",
+        )
+    }
+    item["trigger_ids"] = json.loads(row["trigger_ids"])
+    return item
+
+
+async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int, dict[str, Any]]:
+    if not p.is_bot:
+        raise Forbidden("Wakes are recorded by a bot's launcher, with the bot's token.")
+    started_at, ended_at = _time("started_at", req.started_at), _time("ended_at", req.ended_at)
+    if ended_at is not None and started_at is not None and ended_at < started_at:
+        raise InvalidArgument(
+            f"ended_at ({ended_at}) is before started_at ({started_at}); send the run's real times.",
+            field="ended_at",
+        )
+    values = {
+        "agent_id": p.agent_id,
+        "workspace_id": p.workspace_id,
+        "trigger_ids": req.trigger_ids,
+        "harness": req.harness,
+        "session_id": req.session_id,
+        "started_at": started_at,
+        "ended_at": ended_at,
+        "exit_code": req.exit_code,
+        "outcome": req.outcome,
+        "cost_usd": req.cost_usd,
+        "input_tokens": req.input_tokens,
+        "output_tokens": req.output_tokens,
+        "error": req.error,
+        "created_at": ctx.now(),
+    }
+
+    async def write(conn: Connection) -> dict[str, Any]:
+        scope.require_writable(await workspace_store.by_id(conn, p.workspace_id or 0))
+        # A run is triggered by messages its bot can read: another workspace's or an
+        # absent id is NOT_FOUND alike, and nothing is recorded.
+        await scope.require_messages(conn, p, sorted(set(req.trigger_ids)))
+        wake_id = await claim_store.insert_wake(conn, values)
+        await audit.record(
+            conn,
+            ctx,
+            p,
+            "wake.record",
+            str(wake_id),
+            workspace=p.workspace,
+            details={"outcome": req.outcome, "cost_usd": req.cost_usd},
+        )
+        rows = await claim_store.select_wakes(conn, None, p.agent_id, wake_id - 1, 1)
+        return wake_dict(rows[0])
+
+    return 201, await ctx.db.write(write)
+
+
+@dataclass
+class WakeList:
+    bot: str | None = arg(None, max_len=32)
+    workspace: str | None = arg(None, pattern=r"[a-z0-9._-]{2,64}")
+    since: int = arg(0, min=0)
+    limit: int = arg(20, min=1, max=500)
+    max_bytes: int | None = arg(None, min=1)
+
+
+async def list_wakes(ctx: Context, p: Principal, q: WakeList) -> Page:
+    async def read(conn: Connection) -> list[dict[str, Any]]:
+        workspace = await scope.resolve_optional(conn, p, q.workspace)
+        agent_id = None
+        if q.bot is not None:
+            bot = await identity_store.agent_by_handle(conn, q.bot)
+            agent_id = bot["id"] if bot is not None else -1
+        rows = await claim_store.select_wakes(
+            conn, scope.workspace_ids(p, workspace), agent_id, q.since, q.limit + 1
+        )
+        return [wake_dict(r) for r in rows]
+
+    items = await ctx.db.read(read)
+    return bounded_page(ctx, "wakes", items, q.limit, q.max_bytes, descending=False)

@@ -1,0 +1,282 @@
+"""Posting: the one way a message is written, with its mentions, fan-out and events.
+
+A post is one write: the message, its tags, the thread summary, the holder's
+lease renewed, and a row in the inbox of everyone it is for. :func:`append`
+adds the message's event to the write's outbox (``store.db.emit``), so the
+writer publishes it after the commit, in commit order, carrying the rendered
+message: long-polls wake with the row in hand, and no caller publishes anything.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from aiosqlite import Connection
+
+from ..errors import InvalidArgument, LimitExceeded, NotFound
+from ..hub import Event
+from ..principal import Principal
+from ..store import channels as channel_store
+from ..store import claims as claim_store
+from ..store import identity as identity_store
+from ..store import messages as store
+from ..store.db import emit
+from ..validation import arg
+from . import audit, leases, scope
+from .context import Context
+
+SLUG_PATTERN = r"[a-z0-9._-]{2,64}"
+TAG_PATTERN = r"[A-Za-z0-9._:/-]{1,32}"
+MAX_BODY = 16_000
+MAX_META_BYTES = 8192
+MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9._-]{2,32})")
+
+
+async def _renew_holder(conn: Connection, ctx: Context, thread_id: int, author_id: int) -> int | None:
+    """A new message in a thread: the holder's own post renews its lease; returns the holder.
+
+    A done thread keeps its last holder: a later reply reopens nothing but reaches it.
+    """
+    claim = await claim_store.get(conn, thread_id)
+    if claim is None or claim["state"] == "open" or claim["holder_id"] is None:
+        return None
+    if claim["state"] == "claimed" and claim["holder_id"] == author_id:
+        lease = leases.lease_until(ctx.clock, leases.lease_minutes(claim))
+        await claim_store.progress(conn, thread_id, author_id, ctx.now(), lease)
+    return int(claim["holder_id"])
+
+
+async def append(
+    conn: Connection,
+    ctx: Context,
+    *,
+    workspace: Any,
+    author: Principal,
+    body: str,
+    kind: str,
+    channel: Any | None = None,
+    conversation_id: int | None = None,
+    parent: Any | None = None,
+    tags: list[str] | None = None,
+    meta: dict[str, Any] | None = None,
+    also_for: dict[int, str] | None = None,
+    actor_id: int | None = None,
+    parse_mentions: bool = True,
+) -> Event:
+    """Write one message and its fan-out; its event is published once the write commits.
+
+    ``channel`` is the channel row of a new root; a reply takes its place from
+    ``parent``. ``actor_id`` is who caused an event message: like the author, it
+    does not find its own doing in its inbox. ``parse_mentions=False`` is for a
+    body that quotes text addressed to nobody: an ``@handle`` in it mentions no
+    one. The message is rendered from what was written, as the read path would
+    render it, without reading it back.
+    """
+    channel_id, channel_slug = (channel["id"], channel["slug"]) if channel is not None else (None, None)
+    if parent is not None:
+        channel_id, channel_slug = parent["channel_id"], parent["channel"]
+        conversation_id = parent["conversation_id"]
+    audience = await scope.audience(conn, conversation_id)
+    wanted = sorted({name.rstrip(".") for name in MENTION.findall(body)}) if parse_mentions else []
+    mentioned = await scope.mentionable(conn, wanted, workspace["id"], audience) if wanted else {}
+    mentions = sorted(mentioned.values(), key=str.lower)
+    now = ctx.now()
+    message_id = await store.insert(
+        conn,
+        workspace_id=workspace["id"],
+        channel_id=channel_id,
+        conversation_id=conversation_id,
+        kind=kind,
+        author_id=author.agent_id,
+        body=body,
+        reply_to=parent["id"] if parent is not None else None,
+        thread_id=parent["thread_id"] if parent is not None else None,
+        tags=tags or [],
+        mentions=mentions,
+        meta=meta or {},
+        now=now,
+    )
+    reasons: dict[int, str] = {}
+    if parent is not None:
+        for agent_id in await store.thread_participant_ids(conn, parent["thread_id"]):
+            reasons[agent_id] = "thread"
+        holder = await _renew_holder(conn, ctx, parent["thread_id"], author.agent_id)
+        if holder is not None:
+            reasons[holder] = "thread"
+    reasons.update(dict.fromkeys(audience or (), "conversation"))
+    reasons.update(dict.fromkeys(mentioned, "mention"))
+    reasons.update(also_for or {})
+    reasons = await scope.within_audience(conn, reasons, audience)
+    reasons.pop(author.agent_id, None)
+    if actor_id is not None:
+        reasons.pop(actor_id, None)
+    if reasons:
+        await store.add_to_inboxes(conn, message_id, reasons)
+    message: dict[str, Any] = {
+        "id": message_id,
+        "workspace": workspace["slug"],
+        "channel": channel_slug,
+        "conversation": conversation_id,
+        "kind": kind,
+        "author": author.handle,
+        "author_kind": author.kind,
+        "body": body,
+        "reply_to": parent["id"] if parent is not None else None,
+        "thread_id": parent["thread_id"] if parent is not None else message_id,
+        "tags": tags or [],
+        "mentions": mentions,
+        "meta": meta or {},
+        "created_at": now,
+    }
+    if parent is None:
+        authors = [] if kind == "event" else [author.handle]
+        message["replies"] = {"count": 0, "last_id": None, "last_at": None, "authors": authors}
+        message["claim"] = {"state": "open", "holder": None}
+    event = Event(
+        message=message,
+        workspace_id=workspace["id"],
+        channel_id=channel_id,
+        conversation_id=conversation_id,
+        thread_id=message["thread_id"],
+        recipients=reasons,
+        audience=audience,
+    )
+    emit(event)
+    return event
+
+
+async def _channel_for_post(conn: Connection, ctx: Context, p: Principal, workspace: Any, slug: str) -> Any:
+    """The channel row of ``slug``, created (and audited) on first post."""
+    channel = await channel_store.by_slug(conn, workspace["id"], slug)
+    if channel is not None:
+        return channel
+    await channel_store.insert(conn, workspace["id"], slug, "", ctx.now())
+    await audit.record(conn, ctx, p, "channel.create", slug, workspace=workspace["slug"])
+    return await channel_store.by_slug(conn, workspace["id"], slug)
+
+
+async def board_principal(conn: Connection) -> Principal:
+    """The board's own system agent (made by the first migration): the author of event messages."""
+    row = await identity_store.agent_by_handle(conn, "board")
+    if row is None:
+        raise LookupError("the database has no board agent; it was not migrated")
+    return Principal(agent_id=row["id"], handle="board", kind="system")
+
+
+async def post_event(
+    conn: Connection,
+    ctx: Context,
+    workspace: Any,
+    body: str,
+    *,
+    channel: str | None = None,
+    parent: Any | None = None,
+    author: Principal | None = None,
+    meta: dict[str, Any] | None = None,
+    tags: list[str] | None = None,
+    also_for: dict[int, str] | None = None,
+    parse_mentions: bool = True,
+) -> Event:
+    """A ``kind: event`` message written by the board, in a channel or a thread."""
+    board = await board_principal(conn)
+    channel_row = None
+    if parent is None:
+        channel_row = await _channel_for_post(conn, ctx, author or board, workspace, channel or "lobby")
+    meta = dict(meta or {})
+    if author is not None:
+        meta.setdefault("by", author.handle)
+    return await append(
+        conn,
+        ctx,
+        workspace=workspace,
+        author=board,
+        body=body,
+        kind="event",
+        channel=channel_row,
+        parent=parent,
+        meta=meta,
+        tags=tags,
+        also_for=also_for,
+        actor_id=author.agent_id if author is not None else None,
+        parse_mentions=parse_mentions,
+    )
+
+
+# -- POST /api/messages ---------------------------------------------------------------
+
+
+@dataclass
+class PostMessage:
+    body: str = arg(max_len=MAX_BODY, limit=True, multiline=True)
+    channel: str | None = arg(None, pattern=SLUG_PATTERN, help="Channel of a new root.")
+    conversation: int | None = arg(None, min=1, help="Conversation of a new root.")
+    reply_to: int | None = arg(None, min=1, help="Reply in this message's thread.")
+    tags: list[str] = arg([], max_items=10, max_len=32, limit=True, pattern=TAG_PATTERN)
+    meta: dict[str, Any] = arg({})
+    workspace: str | None = arg(None, pattern=SLUG_PATTERN)
+
+
+def _check_meta(meta: dict[str, Any]) -> None:
+    size = len(json.dumps(meta, separators=(",", ":")).encode())
+    if size > MAX_META_BYTES:
+        raise LimitExceeded(
+            f"meta is {size} bytes of JSON; at most {MAX_META_BYTES} are allowed.", field="meta"
+        )
+
+
+async def post(ctx: Context, p: Principal, req: PostMessage) -> dict[str, Any]:
+    """A message by ``p``: a new root in a channel or conversation, or a reply in a thread.
+
+    A thread or conversation ``p`` may not read is NOT_FOUND, as if absent.
+    """
+    _check_meta(req.meta)
+    if not req.body.strip():
+        raise InvalidArgument("The body is empty; say something.", field="body")
+    targets = [x for x in (req.channel, req.conversation, req.reply_to) if x is not None]
+    if req.reply_to is None and len(targets) != 1:
+        raise InvalidArgument("A new root names exactly one of channel or conversation.")
+    if req.reply_to is not None and req.conversation is not None:
+        raise InvalidArgument("A reply takes its conversation from the thread; drop conversation.")
+
+    async def write(conn: Connection) -> Event:
+        parent = None
+        channel = None
+        conversation_id = None
+        if req.reply_to is not None:
+            parent = await scope.visible_message(conn, p, req.reply_to)
+            if req.workspace is not None and req.workspace != parent["workspace"]:
+                raise NotFound("message")
+            if req.channel is not None and req.channel != parent["channel"]:
+                raise InvalidArgument(
+                    f"A reply goes in its thread's channel ({parent['channel']}); drop channel.",
+                    field="channel",
+                )
+            workspace = await scope.resolve(conn, p, parent["workspace"])
+        elif req.conversation is not None:
+            conversation = await scope.require_conversation(conn, p, req.conversation)
+            workspace = await scope.resolve(conn, p, conversation["workspace"])
+            conversation_id = conversation["id"]
+        else:
+            workspace = await scope.resolve(conn, p, req.workspace)
+        scope.require_writable(workspace)
+        if req.channel is not None and parent is None:
+            channel = await _channel_for_post(conn, ctx, p, workspace, req.channel)
+        return await append(
+            conn,
+            ctx,
+            workspace=workspace,
+            author=p,
+            body=req.body,
+            kind="conversation" if (conversation_id or (parent and parent["conversation_id"])) else "channel",
+            channel=channel,
+            conversation_id=conversation_id,
+            parent=parent,
+            tags=req.tags,
+            meta=req.meta,
+        )
+
+    event = await ctx.db.write(write)
+    return event.message

@@ -1,0 +1,79 @@
+"""What each action tells the hub: one event per message it wrote, published after the commit.
+
+A waiter on the hub's ``all`` key sees every published event; each action is an
+awaited HTTP call, and the writer publishes before it answers, so the events are
+there when the call returns. A refused action publishes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from boardtest import World
+
+from board.client import BoardAPIError
+from board.server.clock import ManualClock
+from board.server.hub import Event, Hub
+from board.server.sweep import sweep
+
+
+@contextmanager
+def published(hub: Hub) -> Iterator[list[Event]]:
+    """The events published while the block runs, in publishing order."""
+    waiter = hub.subscribe([("all", 0)])
+    seen: list[Event] = []
+    try:
+        yield seen
+    finally:
+        seen += waiter.take()
+        hub.unsubscribe(waiter)
+
+
+def summary(events: list[Event]) -> list[tuple[str, str | None]]:
+    return [(e.message["kind"], e.message["meta"].get("claim")) for e in events]
+
+
+async def test_a_post_publishes_its_one_message(world: World) -> None:
+    with published(world.board.ctx.hub) as events:
+        message = await world.bot.post("@pb2 hello", channel="lobby")
+    assert [e.id for e in events] == [message["id"]]
+    assert summary(events) == [("channel", None)]
+    assert list(events[0].recipients.values()) == ["mention"]  # pb2, and not its author
+
+
+async def test_a_claim_a_renewal_and_a_handoff_publish_one_event_each_or_none(world: World) -> None:
+    root = await world.human.post("fix it", channel="lobby", workspace="proj")
+    hub = world.board.ctx.hub
+    with published(hub) as claimed:
+        await world.bot.claim(root["id"])
+    with published(hub) as renewed:
+        await world.bot.claim(root["id"])
+    with published(hub) as refused, pytest.raises(BoardAPIError):
+        await world.peer.claim(root["id"])
+    with published(hub) as handed:
+        await world.bot.handoff(root["id"], "pb2", "yours")
+    assert summary(claimed) == [("event", "claim")]
+    assert renewed == [] and refused == []
+    assert summary(handed) == [("event", "handoff")]
+    assert "handoff" in handed[0].recipients.values()
+    assert [e.thread_id for e in claimed + handed] == [root["id"], root["id"]]
+
+
+async def test_a_sweep_publishes_one_nudge_per_stalled_claim(
+    clocked_world: World, clock: ManualClock
+) -> None:
+    w = clocked_world
+    roots = [await w.human.post(f"task {i}", channel="lobby", workspace="proj") for i in range(2)]
+    for root in roots:
+        await w.bot.claim(root["id"])
+    clock.advance(31 * 60)
+    with published(w.board.ctx.hub) as events:
+        report = await sweep(w.board.ctx)
+    assert report.nudged == [r["id"] for r in roots]
+    assert summary(events) == [("event", "nudge"), ("event", "nudge")]
+    assert [e.thread_id for e in events] == report.nudged
+    with published(w.board.ctx.hub) as again:
+        await sweep(w.board.ctx)
+    assert again == []

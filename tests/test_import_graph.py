@@ -1,0 +1,89 @@
+"""The package's imports point one way: a cycle anywhere in board/ fails here.
+
+Every import counts, top-level or inside a function: a deferred import is a cycle
+hidden, not removed. The graph is read from the source with ``ast``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "board"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path, name: str, known: set[str]) -> set[str]:
+    """The board modules ``path`` imports (``from . import x`` names module x when it is one)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
+    return {m for m in found if m in known and m != name}
+
+
+def import_graph() -> dict[str, set[str]]:
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    known = set(files)
+    return {name: _imports(path, name, known) for name, path in files.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a path that ends where it starts, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_board_has_no_import_cycle() -> None:
+    graph = import_graph()
+    assert "board.server.services.posting" in graph["board.server.services.claims"]
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_check_finds_a_cycle_when_there_is_one() -> None:
+    graph = import_graph()
+    graph["board.server.services.posting"].add("board.server.services.claims")
+    cycle = find_cycle(graph)
+    assert cycle is not None and cycle[0] == cycle[-1]
+    assert {"board.server.services.posting", "board.server.services.claims"} <= set(cycle)
+
+
+def test_posting_and_scope_sit_below_every_other_service() -> None:
+    graph = import_graph()
+    services = "board.server.services."
+    for low in ("posting", "scope"):
+        above = {m.removeprefix(services) for m in graph[services + low] if m.startswith(services)}
+        assert above <= {"scope", "audit", "leases", "context", "paging"}, (low, above)
