@@ -30,6 +30,16 @@ from .config import LOG_FILE, PID_FILE, Enrolled, Timing, bot_environment
 from .supervisor import Supervisor
 
 EXIT_OK, EXIT_CONFIG, EXIT_RUNNING = 0, 2, 4
+MIN_GAP = 1.0  # seconds: the least time between two reports, however much changes
+
+
+async def _until(stop: asyncio.Event, seconds: float, also: asyncio.Event | None = None) -> bool:
+    """Wait ``seconds``, or less if ``stop`` (or ``also``) is set; whether ``stop`` is."""
+    waits = [asyncio.ensure_future(e.wait()) for e in (stop, also) if e is not None]
+    _, pending = await asyncio.wait(waits, timeout=max(0.0, seconds), return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    return stop.is_set()
 
 
 class Keeper:
@@ -70,20 +80,17 @@ class Keeper:
         return True
 
     async def report_loop(self, stop: asyncio.Event) -> None:
+        """Report every interval, and soon after a change (at most once a second); back off while refused."""
         while not stop.is_set():
             self.sup.changed.clear()
-            ok = await self.report_once()
-            delay = self.timing.interval
-            if not ok:
-                delay = backoff(
-                    self.failures, self.timing.interval, max(self.timing.retry_max, self.timing.interval)
-                )
-            waits = [asyncio.ensure_future(stop.wait())]
-            if ok:
-                waits.append(asyncio.ensure_future(self.sup.changed.wait()))
-            _, pending = await asyncio.wait(waits, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
-            for task in pending:
-                task.cancel()
+            if not await self.report_once():
+                cap = max(self.timing.retry_max, self.timing.interval)
+                await _until(stop, backoff(self.failures, self.timing.interval, cap))
+                continue
+            gap = min(MIN_GAP, self.timing.interval)
+            if await _until(stop, gap):
+                return
+            await _until(stop, self.timing.interval - gap, self.sup.changed)
 
     async def check_loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():

@@ -52,7 +52,7 @@ class Slot:
 
     handle: str
     profile: str = ""
-    desired: str = "stopped"  # running | stopped; a bot the board no longer assigns is stopped
+    desired: str = "stopped"  # running | stopped | gone (no longer assigned here: stopped, then dropped)
     state: str = "stopped"
     daemon: processes.Daemon | None = None
     runs: int = 0  # daemons started for it; all but the first are restarts
@@ -209,6 +209,9 @@ class Supervisor:
             slot.crashes, slot.in_a_row, slot.next_start, slot.error = [], 0, 0.0, ""
             if slot.state == "crashed":
                 self.note(slot, "stopped", detail=f"{kind} by a human clears the crash loop")
+        if slot.stopping:
+            self.acknowledge(order, True, "already stopping")
+            return
         if kind == "restart" and slot.daemon is not None:
             self._stop(slot, then=lambda: self.acknowledge(order, True, "restarted"))
             return
@@ -243,11 +246,12 @@ class Supervisor:
                 elif time.time() - slot.daemon.started >= self.timing.stable_after:
                     slot.in_a_row = 0  # it ran long enough: the next crash starts the backoff over
                 continue
-            if slot.desired == "gone" and slot.state in ("stopped", "crashed"):
+            if slot.desired == "gone" and slot.state in ("stopped", "crashed", "backoff"):
                 del self.slots[slot.handle]
                 self.note(slot, "unassigned", detail="no longer assigned to this machine")
-                continue
-            if slot.desired == "running" and slot.state != "crashed" and now >= slot.next_start:
+            elif slot.desired == "stopped" and slot.state == "backoff":
+                self.note(slot, "stopped", detail="a human stopped it during its backoff")
+            elif slot.desired == "running" and slot.state != "crashed" and now >= slot.next_start:
                 await self._start(slot)
 
     def _locked_by(self, slot: Slot) -> bool:
@@ -257,6 +261,11 @@ class Supervisor:
 
     async def _start(self, slot: Slot) -> None:
         bot_dir = self.bot_dir(slot.handle)
+        running = processes.find(bot_dir, None, None)
+        if running is not None:  # a daemon for this bot already holds its lock: take it, start no twin
+            slot.daemon = running
+            self.note(slot, "running", detail=f"pid {running.pid} adopted: it was already running")
+            return
         token_file = bot_dir / "token"
         if not token_file.exists():
             token = await self.token(slot.handle)

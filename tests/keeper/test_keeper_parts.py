@@ -133,3 +133,11 @@ def test_bin_keeper_without_dependencies_says_what_to_install(tmp_path: Path) ->
     assert bare.returncode == 1
     lines = bare.stderr.strip().splitlines()
     assert len(lines) == 1 and "pip install -e" in lines[0] and "Traceback" not in bare.stderr
+
+
+def test_every_keeper_command_is_documented() -> None:
+    from board.keeper.cli import main
+
+    docs = (ROOT / "docs" / "fleet.md").read_text()
+    for name in main.commands:
+        assert f"keeper {name}" in docs
