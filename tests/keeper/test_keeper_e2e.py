@@ -203,3 +203,21 @@ async def test_a_mention_wakes_the_bot_and_the_report_shows_the_wake(
     assert wake["outcome"] == "ok" and wake["cost_usd"] == pytest.approx(0.0123)
     assert wake["duration_s"] >= 0 and wake["at"]
     assert bot["log_tail"] and any('"turn_ended"' in line for line in bot["log_tail"])
+
+
+async def test_stopping_a_bot_mid_turn_ends_its_harness_too(
+    world: World, keeper: KeeperProcess, fake: Fake
+) -> None:
+    fake.script({"do": "hang", "seconds": 120})
+    await world.human.assign_bot("box1", "proj-dev", "fb")
+    await running(world, "fb")
+    await world.human.post("@fb a long one", channel="lobby", workspace="proj")
+    waking = await state(world, "fb", "waking")
+    harness = waking["harness"]
+    assert harness["pid"] != waking["pid"] and psutil.pid_exists(harness["pid"])
+    groups = {os.getpgid(waking["pid"]), os.getpgid(harness["pid"])}
+    assert len(groups) == 2  # the harness runs in a group of its own
+
+    await world.human.fleet_order("fb", "stop")
+    await state(world, "fb", "stopped")
+    assert all(group_gone(g) for g in groups)
