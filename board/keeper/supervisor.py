@@ -248,6 +248,8 @@ class Supervisor:
                 continue
             if slot.desired == "gone" and slot.state in ("stopped", "crashed", "backoff"):
                 del self.slots[slot.handle]
+                with contextlib.suppress(FileNotFoundError):
+                    (self.bot_dir(slot.handle) / "token").unlink()  # the board revoked it anyway
                 self.note(slot, "unassigned", detail="no longer assigned to this machine")
             elif slot.desired == "stopped" and slot.state == "backoff":
                 self.note(slot, "stopped", detail="a human stopped it during its backoff")
