@@ -132,7 +132,9 @@ def test_bin_keeper_without_dependencies_says_what_to_install(tmp_path: Path) ->
     bare = _keeper(tmp_path, "status", interpreter=[sys.executable, "-S", "-I"])  # no site-packages
     assert bare.returncode == 1
     lines = bare.stderr.strip().splitlines()
-    assert len(lines) == 1 and "pip install -e" in lines[0] and "Traceback" not in bare.stderr
+    assert len(lines) == 1 and "Traceback" not in bare.stderr, bare.stderr
+    assert lines[0].startswith(f"bin/keeper: {sys.executable} has no ")
+    assert f"run 'bash {ROOT / 'install.sh'}'" in lines[0] and "-m pip install -e" in lines[0]
 
 
 def test_every_keeper_command_is_documented() -> None:
