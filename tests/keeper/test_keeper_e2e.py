@@ -10,7 +10,6 @@ the board is down, and its wake, with its cost, on the fleet report.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import stat
@@ -130,9 +129,9 @@ async def test_crash_loop_stops_as_crashed_until_a_human_restarts(
     starts = len([e for e in keeper.events("state") if e["bot"] == "crashy" and e["state"] == "starting"])
     assert starts == 5
 
-    # Left stopped: several more reports go by without another start.
-    before = (await world.human.fleet())["machines"][0]["last_report_at"]
-    await eventually(lambda: _later_report(world, before), "three more reports", 30, 0.2)
+    # Left stopped: three more reports go by without another start.
+    for _ in range(3):
+        await next_report(world)
     assert len([e for e in keeper.events("state") if e["bot"] == "crashy" and e["state"] == "starting"]) == 5
     assert (await fleet_bot(world, "crashy"))["state"] == "crashed"  # type: ignore[index]
 
@@ -141,9 +140,14 @@ async def test_crash_loop_stops_as_crashed_until_a_human_restarts(
     await running(world, "crashy")
 
 
-async def _later_report(world: World, before: str) -> bool:
-    await asyncio.sleep(1.0)  # three intervals of 0.3 s
-    return bool((await world.human.fleet())["machines"][0]["last_report_at"] > before)
+async def next_report(world: World) -> None:
+    """Wait until the machine has reported once more."""
+    before = (await world.human.fleet())["machines"][0]["last_report_at"]
+
+    async def later() -> bool:
+        return bool((await world.human.fleet())["machines"][0]["last_report_at"] > before)
+
+    await eventually(later, "another report", 30, 0.1)
 
 
 async def test_restarted_keeper_adopts_its_bot(world: World, keeper: KeeperProcess) -> None:
