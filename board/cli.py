@@ -65,6 +65,7 @@ def serve(db: str | None, bind: str | None, port: int | None) -> None:
     """Run the board server."""
     from aiohttp import web
 
+    from .server.api.gate import SERVER_ARGS
     from .server.app import create_app
     from .server.logs import configure as configure_logs
     from .server.store.db import StoreError
@@ -75,7 +76,7 @@ def serve(db: str | None, bind: str | None, port: int | None) -> None:
         click.echo(
             f"warning: listening on {settings.bind}: anyone who can reach this address and post to a "
             "bot can make it run commands on its machine. Keep the board on loopback or a private "
-            "network.",
+            "network, and name its address in BOARD_PUBLIC_URL.",
             err=True,
         )
 
@@ -85,13 +86,17 @@ def serve(db: str | None, bind: str | None, port: int | None) -> None:
         )
 
     try:
+        app = create_app(settings)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
         web.run_app(
-            create_app(settings),
+            app,
             host=settings.bind,
             port=settings.port,
             print=started,
             access_log=None,
-            handler_cancellation=True,  # a caller who hangs up frees its long-poll at once
+            **SERVER_ARGS,
         )
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None

@@ -7,22 +7,28 @@ caller. Tests talk to it over HTTP through ``board.client`` like any daemon.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import inspect
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from board.client import BoardClient
+from board.server.api.gate import SERVER_ARGS
 from board.server.api.keys import CONTEXT
 from board.server.app import create_app
 from board.server.clock import Clock, ManualClock
 from board.server.services import auth
 from board.server.services.context import Context
 from board.server.settings import Settings
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -61,8 +67,9 @@ async def start_board(tmp_path: Path, *, clock: Clock | None = None, **overrides
     db_path = tmp_path / "board.db"
     settings = Settings(db=str(db_path), **overrides)
     app = create_app(settings, clock=clock)
-    server = TestServer(app, host="127.0.0.1", handler_cancellation=True)  # as `board serve` runs
-    await server.start_server()
+    server = TestServer(app, host="127.0.0.1")
+    # As `board serve` runs; TestServer sets handler_cancellation itself (and only takes it once).
+    await server.start_server(**{k: v for k, v in SERVER_ARGS.items() if k != "handler_cancellation"})
     return Board(server, app, db_path)
 
 
@@ -128,6 +135,37 @@ async def world(board: Board) -> World:
 @pytest.fixture
 async def clocked_world(clocked_board: Board) -> World:
     return await populate(clocked_board)
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[T] | T], what: str, timeout: float = 15.0, interval: float = 0.05
+) -> T:
+    """probe() (sync or async) until it is truthy; the test fails naming what after timeout."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if inspect.isawaitable(last):
+            last = await last
+        if last:
+            return last
+        await asyncio.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
+
+
+async def held(board: Board, count: int = 1, owner: int | None = None, timeout: float = 15.0) -> None:
+    """Wait until the board's hub holds exactly ``count`` long-polls (of ``owner``, if given).
+
+    A long-poll subscribes before it reads, so from then on every matching commit
+    reaches it: this is the moment a test may post and expect the wake.
+    """
+    hub = board.ctx.hub
+    await eventually(
+        lambda: (hub.waiting if owner is None else hub.held(owner)) == count,
+        f"{count} long-poll(s) held by the board" + (f" for agent {owner}" if owner is not None else ""),
+        timeout,
+        interval=0.005,
+    )
 
 
 def db_rows(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

@@ -11,16 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from processes import add_human, board_env, kill, serve, wait_healthy
+from processes import fuzzed_board
 
 
 def test_no_generated_request_makes_the_board_fail(tmp_path: Path) -> None:
-    db = tmp_path / "board.db"
-    env = board_env(BOARD_WRITE_RATE="100000", BOARD_WRITE_BURST="100000", BOARD_MAX_WAIT="1")
-    token = add_human(db, "alice", env)
-    served = serve(db, env=env)
-    try:
-        wait_healthy(served)
+    with fuzzed_board(tmp_path / "board.db") as (served, token, env):
         run = subprocess.run(
             [
                 sys.executable,
@@ -50,9 +45,6 @@ def test_no_generated_request_makes_the_board_fail(tmp_path: Path) -> None:
             timeout=600,
             env=env,
         )
-    finally:
-        kill(served.proc)
     summary = run.stdout[-3000:]
     assert "ST101" not in run.stdout and "Server error" not in run.stdout, summary
     assert run.returncode == 0, summary
-    assert "unhandled error" not in served.output()

@@ -10,6 +10,7 @@ import aiosqlite
 from kb_support import World, db_rows
 
 from board.server.store import knowledge as store
+from board.server.store.jsoncolumns import readable_json
 
 
 class Recorder:
@@ -39,6 +40,7 @@ async def test_list_get_and_search_use_indexes_only(world: World) -> None:
     flt = store.ListFilter(prefix="d", status="settled", expired=False, now="2030-01-01T00:00:00Z")
     async with aiosqlite.connect(db) as raw:
         raw.row_factory = sqlite3.Row
+        await raw.create_function("readable_json", 5, readable_json)  # as every board connection has
         conn = Recorder(raw)
         await store.list_current(conn, workspace_id, flt, after="", limit=21)  # type: ignore[arg-type]
         await store.search(conn, workspace_id, '"plan"', flt, limit=21, offset=0)  # type: ignore[arg-type]

@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from .api.errors import error_middleware
-from .api.keys import CONTEXT, PRESENCE, REPLAYS, ROUTES
+from .api.gate import Hosts, gate_middleware
+from .api.keys import CONTEXT, HOSTS, PRESENCE, REPLAYS, ROUTES
 from .api.metrics import METRICS, Metrics, metrics_middleware
 from .api.routing import Replays, endpoint
 from .api.table import all_routes
@@ -28,8 +29,15 @@ async def _release_long_polls(app: web.Application) -> None:
 
 
 def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: bool = True) -> web.Application:
-    """A board application on ``settings.db``; the database opens with the app."""
-    app = web.Application(middlewares=[metrics_middleware, error_middleware], client_max_size=MAX_BODY)
+    """A board application on ``settings.db``; the database opens with the app.
+
+    Raises ``ValueError`` for a ``BOARD_PUBLIC_URL`` that is not an http(s) URL.
+    """
+    hosts = Hosts.from_settings(settings)
+    app = web.Application(
+        middlewares=[metrics_middleware, error_middleware, gate_middleware(hosts)], client_max_size=MAX_BODY
+    )
+    app[HOSTS] = hosts
     routes = all_routes()
     for route in routes:
         app.router.add_route(route.method, route.path, endpoint(route))

@@ -94,6 +94,12 @@ class RateLimited(BoardError):
         self.retry_after = retry_after
 
 
+class Misdirected(BoardError):
+    """The request names a host this board does not answer to (a DNS rebinding, or a wrong name)."""
+
+    code, status = "MISDIRECTED_REQUEST", 421
+
+
 class Unavailable(BoardError):
     code, status, retryable = "UNAVAILABLE", 503, True
 
@@ -113,6 +119,7 @@ ERROR_CODES = {
         NameConflict,
         RequestIdReuse,
         RateLimited,
+        Misdirected,
         Unavailable,
     )
 }

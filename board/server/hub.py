@@ -6,12 +6,17 @@ in commit order. Publishing looks up the waiters under
 each key the event touches (its workspace, channel or conversation, thread,
 and every agent whose inbox it lands in) and hands them the event itself, so
 waking W waiters costs W list appends and no database query.
+
+Every held request (a long-poll now, a stream later) subscribes under its
+principal, which may hold at most ``max_held`` at once: a newer one releases the
+oldest, which answers at once with what it has. A buggy client looping on
+requests it never waits out cannot pile up memory and file descriptors.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +57,8 @@ class Waiter:
     """One held request: collects the events published under its keys."""
 
     keys: tuple[Key, ...]
+    owner: int | None = None
+    released: bool = False  # let go by a newer request of its owner: answer now
     events: list[Event] = field(default_factory=list)
     _seen: set[int] = field(default_factory=set)
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -65,6 +72,11 @@ class Waiter:
 
     def wake(self) -> None:
         """Return from :meth:`wait` now, with whatever is buffered (maybe nothing)."""
+        self._ready.set()
+
+    def release(self) -> None:
+        """Stop holding: :meth:`wait` returns now, and the holder should answer."""
+        self.released = True
         self._ready.set()
 
     async def wait(self, timeout: float) -> bool:
@@ -85,22 +97,40 @@ class Waiter:
 class Hub:
     """Index of waiters by key; publish hands each matching waiter the event."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_held: int = 8) -> None:
+        self.max_held = max_held
         self._by_key: dict[Key, set[Waiter]] = defaultdict(set)
+        self._by_owner: dict[int, deque[Waiter]] = {}
         self.published = 0
         self.waiting = 0
         self.last_id = 0  # highest message id published (or found in the store at start)
         self.closed = False
 
-    def subscribe(self, keys: Iterable[Key]) -> Waiter:
-        waiter = Waiter(tuple(keys))
+    def subscribe(self, keys: Iterable[Key], owner: int | None = None) -> Waiter:
+        """A waiter for ``keys``; past ``max_held`` for ``owner``, its oldest is released."""
+        waiter = Waiter(tuple(keys), owner)
+        if owner is not None:
+            held = self._by_owner.setdefault(owner, deque())
+            while len(held) >= self.max_held:
+                held.popleft().release()
+            held.append(waiter)
         for key in waiter.keys:
             self._by_key[key].add(waiter)
         self.waiting += 1
         return waiter
 
+    def held(self, owner: int) -> int:
+        """How many requests ``owner`` holds now."""
+        return len(self._by_owner.get(owner, ()))
+
     def unsubscribe(self, waiter: Waiter) -> None:
         self.waiting -= 1
+        held = self._by_owner.get(waiter.owner) if waiter.owner is not None else None
+        if held is not None:
+            if waiter in held:
+                held.remove(waiter)
+            if not held:
+                del self._by_owner[waiter.owner]  # type: ignore[arg-type]
         for key in waiter.keys:
             waiters = self._by_key.get(key)
             if waiters is not None:

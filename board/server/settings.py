@@ -26,6 +26,12 @@ class Settings:
 
     db: str = field(default_factory=_default_db, metadata={"help": "SQLite database file."})
     bind: str = field(default="127.0.0.1", metadata={"help": "Address to listen on."})
+    public_url: str = field(
+        default="",
+        metadata={
+            "help": "The board's address in documents and prompts; its host is answered besides loopback."
+        },
+    )
     port: int = field(default=8080, metadata={"help": "TCP port to listen on."})
     max_bytes: int = field(
         default=24_000, metadata={"help": "Byte cap of one list response (a request may lower it)."}
@@ -34,6 +40,10 @@ class Settings:
     write_burst: int = field(default=100, metadata={"help": "Burst of writes per token."})
     max_wait: int = field(
         default=60, metadata={"help": "Longest long-poll hold in seconds (a longer wait= is cut to it)."}
+    )
+    max_waits: int = field(
+        default=8,
+        metadata={"help": "Long-polls one token may hold at once; a newer one answers the oldest at once."},
     )
     readers: int = field(default=4, metadata={"help": "Read connections to the database."})
     sweep_every: int = field(default=300, metadata={"help": "Seconds between sweeps."})

@@ -10,6 +10,7 @@ declaration into the OpenAPI schema, so the contract and the check cannot drift.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import types
 import typing
@@ -18,6 +19,7 @@ from functools import cache
 from typing import Any, TypeVar, Union
 
 from .errors import InvalidArgument, LimitExceeded
+from .jsonvalues import has_surrogate, problem
 
 T = TypeVar("T")
 
@@ -91,6 +93,10 @@ def _type_name(kind: Any) -> str:
 
 
 def _check_string(name: str, value: str, meta: Mapping[str, Any]) -> str:
+    if has_surrogate(value):
+        raise InvalidArgument(
+            f"'{name}' has a lone UTF-16 surrogate; send text that is valid Unicode.", field=name
+        )
     if not meta.get("multiline") and ("\n" in value or "\r" in value):
         raise InvalidArgument(f"'{name}' must be one line.", field=name)
     value = value.replace("\r\n", "\n")
@@ -138,7 +144,7 @@ def _check(name: str, kind: Any, value: Any, meta: Mapping[str, Any]) -> Any:
     if origin is dict or kind is dict:
         if not isinstance(value, dict):
             raise InvalidArgument(f"'{name}' must be an object.", field=name)
-        return value
+        return _check_json(name, value)
     if dataclasses.is_dataclass(kind):
         return parse_body(kind, value, prefix=f"{name}.")
     if kind is bool:
@@ -150,6 +156,8 @@ def _check(name: str, kind: Any, value: Any, meta: Mapping[str, Any]) -> Any:
             raise InvalidArgument(f"'{name}' must be a {_type_name(kind)}.", field=name)
         if kind is int and (isinstance(value, float) and not value.is_integer()):
             raise InvalidArgument(f"'{name}' must be a whole number.", field=name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidArgument(f"'{name}' must be a finite number.", field=name)
         value = kind(value)
         if kind is int and not INT64_MIN <= value <= INT64_MAX:
             raise InvalidArgument(f"'{name}' is out of range.", field=name)
@@ -163,8 +171,16 @@ def _check(name: str, kind: Any, value: Any, meta: Mapping[str, Any]) -> Any:
             raise InvalidArgument(f"'{name}' must be a string.", field=name)
         return _check_string(name, value, meta)
     if kind is Any:
-        return value
+        return _check_json(name, value)
     raise TypeError(f"unsupported field type {kind!r} for {name}")
+
+
+def _check_json(name: str, value: Any) -> Any:
+    """A free-form value (an object, or ``Any``) the board can store and send back unchanged."""
+    fault = problem(value, name)
+    if fault is not None:
+        raise InvalidArgument(f"'{name}' {fault}; send standard JSON.", field=name)
+    return value
 
 
 def parse_body(cls: type[T], data: Any, *, prefix: str = "") -> T:
@@ -175,10 +191,8 @@ def parse_body(cls: type[T], data: Any, *, prefix: str = "") -> T:
     fields = _wire_fields(cls)
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise InvalidArgument(
-            f"Unknown field {prefix}{unknown[0]!s}; known fields: {', '.join(fields)}.",
-            field=f"{prefix}{unknown[0]}",
-        )
+        shown = _shown(prefix + unknown[0])
+        raise InvalidArgument(f"Unknown field {shown}; known fields: {', '.join(fields)}.", field=shown)
     values = {}
     for name, f in fields.items():
         if name in data:
@@ -186,6 +200,11 @@ def parse_body(cls: type[T], data: Any, *, prefix: str = "") -> T:
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise InvalidArgument(f"'{prefix}{name}' is required.", field=prefix + name)
     return cls(**values)
+
+
+def _shown(name: str) -> str:
+    """A caller's name safe to repeat in an answer: no lone surrogate, at most 80 characters."""
+    return "".join("\ufffd" if has_surrogate(c) else c for c in name[:80])
 
 
 def _from_text(name: str, kind: Any, text: str) -> Any:
@@ -214,8 +233,8 @@ def parse_query(cls: type[T], query: Mapping[str, str]) -> T:
     for name in query:
         if name not in known:
             raise InvalidArgument(
-                f"Unknown parameter {name}; known parameters: {', '.join(sorted(known))}.",
-                field=name,
+                f"Unknown parameter {_shown(name)}; known parameters: {', '.join(sorted(known))}.",
+                field=_shown(name),
             )
         data[name] = _from_text(name, hints[known[name].name], query[name])
     return parse_body(cls, data)
@@ -270,3 +289,20 @@ def _schema_of(kind: Any, meta: Mapping[str, Any]) -> dict[str, Any]:
     if optional:
         schema = {"anyOf": [schema, {"type": "null"}]}
     return schema
+
+
+def declared(cls: type) -> list[tuple[str, Any, Mapping[str, Any], bool]]:
+    """Each field of a declared input type: wire name, type, constraints and whether it is required.
+
+    For code that generates inputs from the declarations (the body fuzzer).
+    """
+    hints = _hints(cls)
+    return [
+        (
+            name,
+            hints[f.name],
+            f.metadata,
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+        )
+        for name, f in _wire_fields(cls).items()
+    ]

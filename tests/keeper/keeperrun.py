@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from botrun import ROOT, eventually
+from boardtest import eventually
+from botrun import ROOT
 from fakeharness import FAKES_BIN, Fake
 
 FAST = {

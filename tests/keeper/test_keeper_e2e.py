@@ -19,8 +19,8 @@ from typing import Any
 
 import psutil
 import pytest
-from boardtest import World
-from botrun import LiveBoard, eventually
+from boardtest import World, eventually
+from botrun import LiveBoard
 from fakeharness import Fake
 from keeperrun import KeeperProcess, daemons, group_gone, kill_all
 

@@ -13,7 +13,7 @@ from ... import __version__
 from ..errors import ERROR_CODES, Forbidden, Unauthenticated
 from ..services import auth
 from ..validation import json_schema
-from .keys import CONTEXT
+from .keys import CONTEXT, HOSTS
 from .keys import ROUTES as ROUTE_TABLE
 from .metrics import METRICS
 from .routing import Call, Route
@@ -27,7 +27,8 @@ PATH_SCHEMAS: dict[str, dict[str, Any]] = {
 
 
 def board_url(request: web.Request) -> str:
-    return f"{request.scheme}://{request.host}"
+    """The address documents and prompts name (``BOARD_PUBLIC_URL``, else the accepted ``Host``)."""
+    return request.app[HOSTS].board_url(request)
 
 
 def _doc(name: str, request: web.Request) -> web.Response:

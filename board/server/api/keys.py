@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from .gate import Hosts
+
 if TYPE_CHECKING:
     pass
 
@@ -13,3 +15,4 @@ CONTEXT = web.AppKey("context", "Context")
 PRESENCE = web.AppKey("presence", "Presence")
 ROUTES = web.AppKey("routes", "list[Route]")
 REPLAYS = web.AppKey("replays", "Replays")
+HOSTS = web.AppKey("hosts", Hosts)

@@ -21,6 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from ..errors import BoardError, Forbidden, InvalidArgument, RequestIdReuse
+from ..jsonvalues import MAX_DEPTH
 from ..principal import Principal
 from ..services import audit, auth
 from ..services.context import Context
@@ -97,6 +98,10 @@ async def _json_body(request: web.Request) -> Any:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidArgument(f"The body is not valid JSON: {exc}.") from None
+    except RecursionError:
+        raise InvalidArgument(
+            f"The body nests too deeply; a value may nest at most {MAX_DEPTH} levels."
+        ) from None
 
 
 def _request_id(request: web.Request, data: Any) -> str | None:

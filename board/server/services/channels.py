@@ -90,7 +90,13 @@ class ChannelPatch:
 
 
 async def upsert(ctx: Context, p: Principal, req: ChannelWrite, *, create: bool = True) -> dict[str, Any]:
-    """Create a channel, or change its topic and references."""
+    """Create a channel, or change its topic and references (each document named once)."""
+    paths = [r.path for r in req.refs or []]
+    for i, path in enumerate(paths):
+        if path in paths[:i]:
+            raise InvalidArgument(
+                f"refs[{i}] names {path} again; name each document once.", field=f"refs[{i}]"
+            )
 
     async def write(conn: Connection) -> dict[str, Any]:
         workspace = await scope.resolve(conn, p, req.workspace)

@@ -21,12 +21,13 @@ class Context:
     db: Database
     settings: Settings
     clock: Clock = field(default_factory=Clock)
-    hub: Hub = field(default_factory=Hub)
+    hub: Hub = field(init=False)
     tokens: TokenCache = field(default_factory=TokenCache)
     limiter: RateLimiter | None = None
     read_counts: ReadCounts = field(init=False)
 
     def __post_init__(self) -> None:
+        self.hub = Hub(self.settings.max_waits)
         self.db.publish = self.hub.publish  # what a write emits reaches the hub after its commit
         self.read_counts = ReadCounts(self.db, self.clock)
         if self.limiter is None:

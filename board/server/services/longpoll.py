@@ -23,9 +23,14 @@ async def poll(
     wait: int,
     fetch: Callable[[], Awaitable[list[dict[str, Any]]]],
     match: Callable[[Event], dict[str, Any] | None],
+    *,
+    owner: int,
     since: int | None = None,
 ) -> list[dict[str, Any]]:
     """``fetch()``; if empty and ``wait`` > 0, the matching events of the next ``wait`` s.
+
+    The wait is held under ``owner`` (the caller's agent id), which holds at most
+    ``BOARD_MAX_WAITS`` at once: a newer one ends this one early, with what it has.
 
     A reader already at the head (``since`` at or past the last id this board has
     published) skips the read: nothing newer exists, and anything committed from
@@ -33,7 +38,7 @@ async def poll(
     """
     if not wait:
         return await fetch()
-    waiter = ctx.hub.subscribe(keys)
+    waiter = ctx.hub.subscribe(keys, owner)
     try:
         at_head = since is not None and since >= ctx.hub.last_id
         items = [] if at_head else await fetch()
@@ -42,11 +47,12 @@ async def poll(
         loop = asyncio.get_running_loop()
         deadline = loop.time() + min(wait, MAX_WAIT, ctx.settings.max_wait)
         while (remaining := deadline - loop.time()) > 0:
-            if not await waiter.wait(remaining) or ctx.hub.closed:
-                break
+            woken = await waiter.wait(remaining)
             found = [item for event in waiter.take() if (item := match(event)) is not None]
             if found:
                 return sorted(found, key=lambda item: item["id"])
+            if not woken or waiter.released or ctx.hub.closed:
+                break
         return []
     finally:
         ctx.hub.unsubscribe(waiter)

@@ -206,7 +206,7 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
             return None
         return m
 
-    items = await poll(ctx, keys, q.wait, fetch, match, since=q.since)
+    items = await poll(ctx, keys, q.wait, fetch, match, owner=p.agent_id, since=q.since)
     return message_page(ctx, items, q, descending=descending, cursor=head["cursor"])
 
 
@@ -276,7 +276,7 @@ async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
             return None
         return event.message | {"reason": reason}
 
-    items = await poll(ctx, [("agent", p.agent_id)], q.wait, fetch, match, since=q.since)
+    items = await poll(ctx, [("agent", p.agent_id)], q.wait, fetch, match, owner=p.agent_id, since=q.since)
     page = message_page(ctx, items, q, descending=False, cursor=head["cursor"])
     if q.ack and page["messages"]:
         # ack is a side effect of a read: the messages of an archived workspace are

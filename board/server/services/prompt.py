@@ -10,7 +10,6 @@ messages for the bot first, watched ones after.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -24,6 +23,7 @@ from ..store import channels as channel_store
 from ..store import identity as identity_store
 from ..store import messages as message_store
 from ..store import registry as store
+from ..store.jsoncolumns import read_json
 from ..validation import arg
 from . import claims, registry, scope
 from .auth import principal_from_row
@@ -363,7 +363,7 @@ def _item(row: Any, mark: str, rank: int) -> Item:
         where=_where(row),
         created_at=row["created_at"],
         reply_to=row["reply_to"],
-        tags=json.loads(row["tags"]),
+        tags=read_json("messages", row["id"], "tags", row["tags"], [])[0],
         body=row["body"],
         mark=mark,
         rank=rank,

@@ -225,6 +225,8 @@ async def profile_dicts(conn: Connection, rows: list[Any], *, full: bool = True)
             key: decoded[key]
             for key in ("name", "workspace", "harness", "model", "flags", "repo", "watch", "goal")
         }
+        if decoded.get("unreadable"):
+            item["unreadable"] = True
         item["skills"] = skills[row["id"]]
         item["bots"] = bots[row["id"]]
         if full:

@@ -10,7 +10,6 @@ one run of the harness did, posted by the launcher with the bot's token.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +24,7 @@ from ..store import claims as claim_store
 from ..store import identity as identity_store
 from ..store import messages as store
 from ..store import workspaces as workspace_store
+from ..store.jsoncolumns import read_json
 from ..store.messages import MessageFilter
 from ..validation import arg
 from . import audit, registry, scope
@@ -141,7 +141,7 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
         keys.append(("thread", goal))
     if pending:
         keys.append(("workspace", workspace_id))  # to hear a watched channel's first post
-    items = await poll(ctx, keys, q.wait, fetch, match, since=q.since)
+    items = await poll(ctx, keys, q.wait, fetch, match, owner=p.agent_id, since=q.since)
     return message_page(ctx, items, q, descending=False, cursor=head["cursor"])
 
 
@@ -192,7 +192,9 @@ def wake_dict(row: Any) -> dict[str, Any]:
             "created_at",
         )
     }
-    item["trigger_ids"] = json.loads(row["trigger_ids"])
+    item["trigger_ids"], readable = read_json("wakes", row["id"], "trigger_ids", row["trigger_ids"], [])
+    if not readable:
+        item["unreadable"] = True
     return item
 
 

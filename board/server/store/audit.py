@@ -9,6 +9,9 @@ from aiosqlite import Connection
 
 from .identity import Row, all_rows
 
+#: Details that cannot be read back (logged once) show as this, so one bad row never fails the list.
+UNREADABLE = '{"unreadable":true}'
+
 
 async def append(
     conn: Connection,
@@ -56,7 +59,8 @@ async def select(
             params.append(value)
     return await all_rows(
         conn,
-        f"""SELECT id, at, actor, workspace, action, target, reason, request_id, details FROM audit
+        f"""SELECT id, at, actor, workspace, action, target, reason, request_id,
+                   readable_json('audit', id, 'details', details, '{UNREADABLE}') AS details FROM audit
             WHERE {" AND ".join(clauses)} ORDER BY id LIMIT ?""",
         (*params, limit),
     )

@@ -29,6 +29,8 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
+from .jsoncolumns import readable_json
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -66,6 +68,7 @@ def schema_version() -> int:
 async def _configure(conn: aiosqlite.Connection) -> None:
     """The pragmas of every connection, writer and readers alike."""
     conn.row_factory = sqlite3.Row
+    await conn.create_function("readable_json", 5, readable_json)
     await conn.execute("PRAGMA busy_timeout = 5000")
     await conn.execute("PRAGMA foreign_keys = ON")
     await conn.execute("PRAGMA synchronous = NORMAL")

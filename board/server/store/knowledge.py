@@ -23,9 +23,19 @@ from .identity import Row, all_rows, one
 DOC_COLUMNS = """d.id AS document_id, d.workspace_id, d.path, d.created_at, d.latest_revision,
     d.accepted_revision, d.current_id, d.pending_revision, d.state, d.status AS doc_status, d.open_disputes,
     d.updated_at, d.confirmed_at, d.shown_count, d.read_count, d.last_shown_at, d.last_read_at"""
-REV_COLUMNS = """r.id AS revision_id, r.revision, r.base_revision, r.kind, r.status, r.title, r.excerpt,
-    r.bytes, r.author, r.author_kind, r.reason, r.sources, r.recorded_at, r.valid_from, r.valid_to,
-    r.superseded_by, r.overrides, r.reviewed_by, r.reviewed_at, r.review_note, r.redacted_by,
+#: Stored sources that cannot be read back show as one note saying so (and are logged once),
+#: so a damaged row never fails the list or document it is in.
+UNREADABLE_SOURCES = '[{"note":"These sources are unreadable: the stored value could not be decoded."}]'
+
+
+def _sources(table: str, row: str) -> str:
+    """The ``sources`` column of ``table`` (as ``row``), read back or marked unreadable."""
+    return f"readable_json('{table}', {row}.id, 'sources', {row}.sources, '{UNREADABLE_SOURCES}') AS sources"
+
+
+REV_COLUMNS = f"""r.id AS revision_id, r.revision, r.base_revision, r.kind, r.status, r.title, r.excerpt,
+    r.bytes, r.author, r.author_kind, r.reason, {_sources("kb_revisions", "r")}, r.recorded_at, r.valid_from,
+    r.valid_to, r.superseded_by, r.overrides, r.reviewed_by, r.reviewed_at, r.review_note, r.redacted_by,
     r.redacted_at, r.redaction_reason, r.redacted_sha256"""
 ACCEPTED = "r.status IN ('settled', 'superseded')"
 ACCEPTED_AT = "COALESCE(r.reviewed_at, r.recorded_at)"
@@ -359,8 +369,8 @@ async def insert_dispute(
 async def open_disputes(conn: Connection, document_id: int, limit: int = 50) -> list[Row]:
     return await all_rows(
         conn,
-        """SELECT id, revision, opened_by, reason, sources, opened_at FROM kb_disputes
-           WHERE document_id = ? AND outcome IS NULL ORDER BY id LIMIT ?""",
+        f"""SELECT id, revision, opened_by, reason, {_sources("kb_disputes", "kb_disputes")}, opened_at
+           FROM kb_disputes WHERE document_id = ? AND outcome IS NULL ORDER BY id LIMIT ?""",
         (document_id, limit),
     )
 
@@ -375,9 +385,10 @@ async def count_open_disputes(conn: Connection, document_id: int) -> int:
 async def last_resolved_dispute(conn: Connection, document_id: int) -> Row | None:
     return await one(
         conn,
-        """SELECT id, revision, opened_by, reason, sources, opened_at, outcome, resolved_by, resolved_at, note
-           FROM kb_disputes WHERE document_id = ? AND outcome IS NOT NULL ORDER BY resolved_at DESC, id DESC
-           LIMIT 1""",
+        f"""SELECT id, revision, opened_by, reason, {_sources("kb_disputes", "kb_disputes")}, opened_at,
+                  outcome, resolved_by, resolved_at, note
+           FROM kb_disputes WHERE document_id = ? AND outcome IS NOT NULL
+           ORDER BY resolved_at DESC, id DESC LIMIT 1""",
         (document_id,),
     )
 

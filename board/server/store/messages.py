@@ -9,6 +9,7 @@ from typing import Any
 from aiosqlite import Connection
 
 from .identity import Row, all_rows, one
+from .jsoncolumns import read_json
 
 SELECT = """SELECT m.id, m.workspace_id, w.slug AS workspace, m.channel_id, c.slug AS channel,
     m.conversation_id, m.kind, a.handle AS author, a.kind AS author_kind, m.body, m.reply_to,
@@ -68,8 +69,16 @@ class MessageFilter:
 
 
 def to_dict(row: Row) -> dict[str, Any]:
-    """A message as the API shows it (without the root-only fields)."""
-    return {
+    """A message as the API shows it (without the root-only fields).
+
+    A stored column that cannot be read back shows as its empty value, and the
+    message as ``unreadable``: one bad row never fails the list it is in.
+    """
+    decoded, unreadable = {}, False
+    for column, empty in (("tags", []), ("mentions", []), ("meta", {})):
+        decoded[column], ok = read_json("messages", row["id"], column, row[column], empty)
+        unreadable |= not ok
+    item = {
         "id": row["id"],
         "workspace": row["workspace"],
         "channel": row["channel"],
@@ -80,11 +89,12 @@ def to_dict(row: Row) -> dict[str, Any]:
         "body": row["body"],
         "reply_to": row["reply_to"],
         "thread_id": row["thread_id"],
-        "tags": json.loads(row["tags"]),
-        "mentions": json.loads(row["mentions"]),
-        "meta": json.loads(row["meta"]),
+        **decoded,
         "created_at": row["created_at"],
     }
+    if unreadable:
+        item["unreadable"] = True
+    return item
 
 
 async def select(conn: Connection, flt: MessageFilter, *, descending: bool, limit: int) -> list[Row]:

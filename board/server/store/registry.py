@@ -8,6 +8,7 @@ from typing import Any
 from aiosqlite import Connection
 
 from .identity import Row, all_rows, one
+from .jsoncolumns import read_json
 
 SKILL_SELECT = """SELECT s.id, s.name, s.version AS latest_version, s.created_at, s.created_by,
     v.version, v.description, v.source, v.text, v.reason, v.author AS updated_by,
@@ -78,10 +79,12 @@ async def append_skill_version(
 
 
 def decode_profile(row: Row) -> dict[str, Any]:
-    """The stored columns of a profile, lists decoded."""
+    """The stored columns of a profile, lists decoded (``unreadable`` when one cannot be)."""
     item = dict(row)
     for key in ("flags", "watch"):
-        item[key] = json.loads(row[key])
+        item[key], ok = read_json("profiles", row["id"], key, row[key], [])
+        if not ok:
+            item["unreadable"] = True
     return item
 
 

@@ -1,0 +1,77 @@
+"""What a free-form JSON value must be for the board to store it and read it back.
+
+Python's ``json`` accepts things a standard parser refuses, or that the board
+itself cannot send again: ``NaN`` and ``Infinity`` (and ``1e400``, which reads
+as infinity), lone UTF-16 surrogates (``"\\ud800"`` decodes to a string that
+cannot be encoded as UTF-8), and nesting deep enough to exhaust the stack when
+the value is encoded for a reply. The edge refuses such values
+(``validation.py``) and the store's row decoders treat a stored one as
+unreadable; both ask :func:`problem`, so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+#: The deepest nesting of objects and arrays in one value (the value itself is level 1).
+MAX_DEPTH = 32
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_surrogate(text: str) -> bool:
+    """True when ``text`` holds a UTF-16 surrogate (decoded JSON only ever holds lone ones)."""
+    return _SURROGATE.search(text) is not None
+
+
+def _step(path: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    shown = _SURROGATE.sub("\ufffd", key)[:40]
+    return f"{path}.{shown}"
+
+
+def problem(value: Any, path: str = "") -> str | None:
+    """Why ``value`` would not survive a round trip through a strict JSON parser, or None.
+
+    The answer names where in ``value`` the fault is (``path`` is its name), and
+    never repeats the offending characters, so it is safe to send back.
+    """
+    stack: list[tuple[str, Any, int]] = [(path, value, 1)]
+    while stack:
+        where, item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > MAX_DEPTH:
+                return f"nests deeper than {MAX_DEPTH} levels of objects and arrays (at {where})"
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            for key, child in pairs:
+                if isinstance(key, str) and has_surrogate(key):
+                    return f"has a lone UTF-16 surrogate in a key (in {where or 'the value'})"
+                stack.append((_step(where, key), child, depth + 1))
+        elif isinstance(item, str):
+            if has_surrogate(item):
+                return f"has a lone UTF-16 surrogate (at {where})"
+        elif isinstance(item, float) and not math.isfinite(item):
+            return f"has a number JSON cannot hold, NaN or infinite (at {where})"
+    return None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def strict_loads(text: str | bytes) -> Any:
+    """Decode ``text`` as a standard parser would, refusing what :func:`problem` refuses.
+
+    Raises ``ValueError`` (a ``RecursionError`` from deep nesting becomes one too).
+    """
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply to decode") from None
+    fault = problem(value)
+    if fault is not None:
+        raise ValueError(fault)
+    return value
