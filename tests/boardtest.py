@@ -2,7 +2,8 @@
 
 ``world`` is a populated board: a human, two project workspaces and the admin
 workspace, each with a bot registered through a real invite, and a client per
-caller. Tests talk to it over HTTP through ``board.client`` like any daemon.
+caller. Tests talk to it over HTTP through ``board.client`` like any daemon, and
+every answer they get is checked against the OpenAPI document (``contract.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, TypeVar
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from contract import CheckedClient
 
 from board.client import BoardClient
 from board.server.api.gate import SERVER_ARGS
@@ -49,7 +51,7 @@ class Board:
         return self.app[CONTEXT]
 
     def client(self, token: str | None = None) -> BoardClient:
-        client = BoardClient(self.url, token)
+        client = CheckedClient(self.url, token)
         self.clients.append(client)
         return client
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestServer
 from boardtest import Board, World, eventually, populate
-from fakeharness import FAKES_BIN, Fake, read_jsonl
+from fakeharness import FAKES_BIN, SANDBOX_ENV, Fake, read_jsonl
 
 from board.client import BoardClient
 from board.server.app import create_app
@@ -132,6 +132,7 @@ class BotProcess:
             "BOT_TURN_TIMEOUT": "20",
             "BOT_BOARD_RETRY_MAX": "0.5",
             "BOT_STOP_GRACE": "5",
+            **SANDBOX_ENV,
             **(env or {}),
         }
         self.proc: subprocess.Popen[bytes] | None = None

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..services import fleet
 from .discovery import board_url
-from .routing import Call, Route
+from .route import Call, Route
 
 
 async def enroll_code(call: Call) -> tuple[int, Any]:

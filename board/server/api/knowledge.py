@@ -13,14 +13,14 @@ from typing import Any
 from ..errors import InvalidArgument
 from ..services.knowledge import documents, inputs, moderation, reads
 from ..services.knowledge import pack as knowledge_pack
-from .routing import Call, Route
+from .route import Call, Route
 
 DOC = "/{path:.+}"
 
 
 def _workspace(call: Call, named: str | None) -> str | None:
     """The workspace a call names: the path's ``{slug}`` or the ``workspace`` field, which must agree."""
-    slug = call.request.match_info.get("slug")
+    slug = call.params.get("slug")
     if slug is None:
         return named
     if named is not None and named != slug:

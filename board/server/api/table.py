@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import audit, claims, discovery, fleet, identity, knowledge, messages, registry, workspaces
-from .routing import Route
+from .route import Route
 
 ROUTE_MODULES = (discovery, identity, workspaces, messages, claims, knowledge, registry, fleet, audit)
 

@@ -6,7 +6,8 @@ The writer task takes every write waiting at that moment, runs them in one
 write does not undo its neighbours), commits once, and only then resolves each
 caller's future with its result or its error. Each write runs in its caller's
 context (``contextvars``), so what the request set, such as its request id, is
-what the write sees. A write hands what must be announced once it is durable to
+what the write sees (and a call's request id is marked applied together with its
+effect, see :mod:`.requests`). A write hands what must be announced once it is durable to
 :func:`emit`: the job's outbox, which the writer passes to ``publish`` after the
 commit, in commit order, and drops with the job when it fails. Reads run on their
 own connections and never wait for the writer.
@@ -29,6 +30,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
+from . import requests
 from .jsoncolumns import readable_json
 
 log = logging.getLogger(__name__)
@@ -85,8 +87,12 @@ class _Write:
 
 
 async def _call(job: _Write, conn: aiosqlite.Connection) -> Any:
+    """One job, in its caller's context and its own savepoint."""
     _OUTBOX.set(job.outbox)  # in the job's own context: its emits land in its outbox
-    return await job.fn(conn)
+    result = await job.fn(conn)
+    # A call with a request id is marked applied in the same savepoint as its effect.
+    await requests.mark_applied(conn)
+    return result
 
 
 def _fail(job: _Write, why: str) -> None:
