@@ -57,6 +57,8 @@ def _keeper_env(tmp: Path) -> dict[str, str]:
         "FAKE_HARNESS_DIR": str(tmp / "fake"),
         "KEEPER_STATE_DIR": str(tmp / "keeper"),
         "BOT_STATE_DIR": str(tmp / "bots"),
+        # The fake claude, like the real one, refuses to run unattended as root outside a sandbox.
+        **({"IS_SANDBOX": "1"} if os.geteuid() == 0 else {}),
     }
 
 

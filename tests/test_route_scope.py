@@ -110,7 +110,7 @@ CASES: dict[tuple[str, str], Case] = {
         prepare=archived_workspace,
     ),
     ("PUT", "/api/workspaces/{slug}/bots"): Case(
-        HUMANS_ON_PROJ, path={"slug": "proj"}, body=lambda r, f: {"bots": ["pb", "pb2"]}
+        HUMANS_ON_PROJ, path={"slug": "proj"}, body=lambda r, f: {"bots": ["pb", "pb2", "fb"]}
     ),
     ("GET", "/api/channels"): Case(scoped(), params={"workspace": "proj"}),
     ("POST", "/api/channels"): Case(
@@ -310,7 +310,7 @@ async def test_route_decision_for_each_role(key: tuple[str, str], tmp_path: Any)
 def _public(board_app: Any) -> set[tuple[str, str]]:
     from board.server.api.table import all_routes
 
-    return {(r.method, r.path) for r in all_routes() if r.public}
+    return {(r.method, r.path) for r in all_routes() if r.public or r.loopback}  # loopback: as anyone
 
 
 async def test_keeper_refused_outside_the_fleet(tmp_path: Any) -> None:

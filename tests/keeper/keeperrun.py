@@ -19,7 +19,7 @@ from typing import Any
 import psutil
 from boardtest import eventually
 from botrun import ROOT
-from fakeharness import FAKES_BIN, Fake
+from fakeharness import FAKES_BIN, SANDBOX_ENV, Fake
 
 FAST = {
     "KEEPER_INTERVAL": "0.3",
@@ -52,6 +52,7 @@ class KeeperProcess:
             "FAKE_HARNESS_DIR": str(fake.root),
             "KEEPER_STATE_DIR": str(self.dir),
             "BOT_STATE_DIR": str(self.bots_dir),
+            **SANDBOX_ENV,
             **FAST,
             **env,
         }

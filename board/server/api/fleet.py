@@ -62,6 +62,7 @@ ROUTES = [
         "Trade an enroll code for a keeper token.",
         body=fleet.Enrollment,
         public=True,
+        status=201,
         secrets=("token",),
     ),
     Route(
@@ -85,6 +86,7 @@ ROUTES = [
         assign,
         "Assign a bot to a machine with a profile; it should run (humans).",
         body=fleet.Assignment,
+        status=201,
     ),
     *[
         Route(
@@ -102,6 +104,7 @@ ROUTES = [
         bot_token,
         "Mint the token of a bot assigned to this keeper's machine (keepers).",
         keeper=True,
+        status=201,
         secrets=("token",),
     ),
 ]

@@ -372,6 +372,12 @@ class Assignment:
     description: str = arg("", max_len=500)
 
 
+def harness_label(profile: Any) -> str:
+    """The roster's label for a bot launched with this profile (``command`` is ``other``)."""
+    label = {"claude": "claude-code", "command": "other"}.get(profile["harness"], profile["harness"])
+    return label if label in auth.HARNESS_LABELS else "other"
+
+
 async def _fleet_bot(conn: Connection, p: Principal, handle: str) -> Any:
     return scope.require_on_machine(p, await store.bot(conn, handle), "bot")
 
@@ -393,7 +399,7 @@ async def assign(ctx: Context, p: Principal, req: Assignment) -> dict[str, Any]:
         agent = await identity_store.agent_by_handle(conn, req.handle)
         if agent is None:
             agent_id = await identity_store.insert_agent(
-                conn, req.handle, "bot", workspace["id"], req.description, now
+                conn, req.handle, "bot", workspace["id"], req.description, now, harness_label(profile)
             )
         elif agent["kind"] != "bot" or agent["workspace_id"] != workspace["id"]:
             raise NameConflict(
