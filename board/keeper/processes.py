@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil  # type: ignore[import-untyped]
+import psutil
 
 from ..launcher.daemon import PID_FILE, running_pid
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import psutil  # type: ignore[import-untyped]
+import psutil
 
 from .. import __version__
 from ..launcher.logs import LOG_FILE, tail
