@@ -24,6 +24,7 @@ SCENARIOS = {
     "wake_latency": "bench.wake_latency",
     "mcp": "bench.mcp",
     "pages": "bench.pages",
+    "fleet": "bench.keeper_cost",
 }
 # `post` and `wake` drive the bare handler in their own run, so `all` leaves `baseline` out.
 ALL = ["post", "wake", "idle", "catchup", "knowledge", "claims", "wake_latency", "mcp", "pages"]
