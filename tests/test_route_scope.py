@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from boardtest import Board, World, populate, snapshot, start_board, stop_board
 from fleettest import Keeper, enroll_keeper
+from scope_pages import PAGE_DECISIONS
 
 from board.client import BoardAPIError, BoardClient
 
@@ -309,6 +310,9 @@ async def test_route_decision_for_each_role(key: tuple[str, str], tmp_path: Any)
         await stop_board(board)
 
 
+PAGES = set(PAGE_DECISIONS)
+
+
 def _public(board_app: Any) -> set[tuple[str, str]]:
     from board.server.api.table import all_routes
 
@@ -316,7 +320,10 @@ def _public(board_app: Any) -> set[tuple[str, str]]:
 
 
 async def test_keeper_refused_outside_the_fleet(tmp_path: Any) -> None:
-    """Every route of the app but the fleet's and the public documents: FORBIDDEN, nothing changed."""
+    """Every API route but the fleet's and the public documents: FORBIDDEN, nothing changed.
+
+    Pages take no bearer token at all: test_pages_scope sends a keeper's to every page.
+    """
     board = await start_board(tmp_path)
     try:
         world = await populate(board)
@@ -325,12 +332,17 @@ async def test_keeper_refused_outside_the_fleet(tmp_path: Any) -> None:
         public = _public(board.app)
         walked = 0
         for method, template in sorted(registered_routes(board.app)):
-            if template.startswith("/api/fleet") or (method, template) in public:
+            if (
+                template.startswith("/api/fleet")
+                or (method, template) in public
+                or (method, template) in PAGES
+            ):
                 continue
             path = template
-            for name in ("handle", "slug", "name", "id", "path"):
+            for name in ("handle", "slug", "name", "id", "path", "v"):
                 path = path.replace(
-                    "{" + name + "}", {"id": str(facts["root"]), "handle": "pb"}.get(name, "proj")
+                    "{" + name + "}",
+                    {"id": str(facts["root"]), "handle": "pb", "v": "1"}.get(name, "proj"),
                 )
             before = snapshot(board.db_path)
             try:
