@@ -25,6 +25,7 @@ from ..principal import Principal
 from ..services import audit, auth
 from ..services.context import Context
 from ..store import requests as request_store
+from ..store.db import along_with_first_write
 from ..validation import parse_body, parse_query
 from .keys import CONTEXT, PRESENCE, REPLAYS
 
@@ -210,14 +211,28 @@ async def _idempotent(
             if stored is not None:
                 if stored["fingerprint"] != fingerprint:
                     raise RequestIdReuse(f"request_id {rid} was used for a different call; use a new id.")
+                if stored["status"] == request_store.CARRIED_OUT:
+                    raise RequestIdReuse(
+                        f"request_id {rid} was carried out, but the board stopped before its answer was "
+                        "kept; read the current state instead of retrying.",
+                        carried_out=True,
+                    )
                 return web.Response(
                     text=stored["response"],
                     status=stored["status"],
                     content_type="application/json",
                     headers={"Idempotent-Replay": "true"},
                 )
+            now = ctx.now()
             try:
-                response = await _run(route, call)
+                # The mark rides in the effect's transaction: a kill between the effect and
+                # the stored answer leaves a retry the mark, never a second effect.
+                with along_with_first_write(
+                    lambda conn: request_store.put(
+                        conn, *key, fingerprint, request_store.CARRIED_OUT, "", now
+                    )
+                ):
+                    response = await _run(route, call)
             except BoardError as exc:
                 if exc.retryable or exc.status == 401:
                     raise

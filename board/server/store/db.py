@@ -21,7 +21,7 @@ import fcntl
 import logging
 import os
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -39,11 +39,27 @@ Job = Callable[[aiosqlite.Connection], Awaitable[Any]]
 MAX_BATCH = 256
 
 _OUTBOX: contextvars.ContextVar[list[Any]] = contextvars.ContextVar("board_outbox")
+_ALONG: contextvars.ContextVar[list[Job]] = contextvars.ContextVar("board_along")
 
 
 def emit(item: Any) -> None:
     """Announce ``item`` once the write running now commits; LookupError outside a write."""
     _OUTBOX.get().append(item)
+
+
+@contextlib.contextmanager
+def along_with_first_write(fn: Job) -> Iterator[None]:
+    """Run ``fn`` inside the first write made in this block, in that write's savepoint.
+
+    Both commit or neither: what must never be split from an effect (the mark
+    that a request id was carried out) rides in the effect's own transaction.
+    A write that fails leaves ``fn`` for the next one; with no write, it never runs.
+    """
+    token = _ALONG.set([fn])
+    try:
+        yield
+    finally:
+        _ALONG.reset(token)
 
 
 class StoreError(Exception):
@@ -86,7 +102,12 @@ class _Write:
 
 async def _call(job: _Write, conn: aiosqlite.Connection) -> Any:
     _OUTBOX.set(job.outbox)  # in the job's own context: its emits land in its outbox
-    return await job.fn(conn)
+    result = await job.fn(conn)
+    along = _ALONG.get(None)
+    while along:
+        await along[0](conn)
+        along.pop(0)
+    return result
 
 
 def _fail(job: _Write, why: str) -> None:

@@ -1,10 +1,17 @@
-"""Stored outcomes of mutating calls, keyed by the caller's request id."""
+"""Stored outcomes of mutating calls, keyed by the caller's request id.
+
+A row with status 0 marks a call whose effect committed but whose answer was
+never stored (the board stopped in between): a retry learns it was carried out.
+"""
 
 from __future__ import annotations
 
 from aiosqlite import Connection
 
 from .identity import Row, one
+
+#: The status of a call carried out whose answer is not known.
+CARRIED_OUT = 0
 
 
 async def get(conn: Connection, agent_id: int, request_id: str) -> Row | None:
@@ -24,9 +31,13 @@ async def put(
     response: str,
     now: str,
 ) -> None:
+    """Store an outcome; a stored answer is kept, a carried-out mark gives way to the answer."""
     await conn.execute(
-        """INSERT OR IGNORE INTO requests (agent_id, request_id, fingerprint, status, response, created_at)
-           VALUES (?,?,?,?,?,?)""",
+        """INSERT INTO requests (agent_id, request_id, fingerprint, status, response, created_at)
+           VALUES (?,?,?,?,?,?)
+           ON CONFLICT (agent_id, request_id) DO UPDATE
+           SET status = excluded.status, response = excluded.response
+           WHERE requests.status = 0 AND requests.fingerprint = excluded.fingerprint""",
         (agent_id, request_id, fingerprint, status, response, now),
     )
 
