@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+from unittest import mock
+
+from aiohttp.test_utils import make_mocked_request
 from boardtest import Board, World
 
+from board import __version__
+from board.server.api import discovery
+from board.server.api.routing import Call
 from board.server.api.table import all_routes
-from board.server.settings import SETTINGS
+from board.server.settings import SETTINGS, markdown_table
 
 
 async def test_openapi_lists_every_route_of_the_app(board: Board) -> None:
@@ -34,8 +42,15 @@ async def test_documents_fill_in_the_board_address(board: Board) -> None:
         assert board.url in text and "{{" not in text
 
 
-async def test_healthz_says_only_ok_and_version(board: Board) -> None:
-    assert set(await board.client().health()) == {"ok", "version"}
+async def test_healthz_names_the_pid_to_loopback_only(board: Board) -> None:
+    assert await board.client().health() == {"ok": True, "version": __version__, "pid": os.getpid()}
+
+    transport = mock.Mock()
+    transport.get_extra_info.side_effect = lambda name, default=None: (
+        ("192.0.2.7", 40000) if name == "peername" else default
+    )
+    remote = make_mocked_request("GET", "/healthz", transport=transport)
+    assert await discovery.healthz(Call(remote, board.ctx, None)) == {"ok": True, "version": __version__}
 
 
 async def test_api_map_lists_routes(world: World) -> None:
@@ -50,9 +65,8 @@ async def test_metrics_count_requests_and_writer_batches(world: World) -> None:
     assert "board_writer_batches_total" in text and "board_longpolls_open 0" in text
 
 
-def test_readme_documents_every_setting() -> None:
-    from pathlib import Path
-
+def test_readme_holds_the_generated_settings_table() -> None:
     readme = (Path(__file__).parent.parent / "README.md").read_text()
+    assert markdown_table() in readme, "regenerate it: python -m board.server.settings"
     for setting in SETTINGS:
-        assert f"BOARD_{setting.name.upper()}" in readme, setting.name
+        assert f"`BOARD_{setting.name.upper()}`" in markdown_table(), setting.name
