@@ -24,7 +24,7 @@ from board.server.store.db import Database
 LOAD_ENV = {"BOARD_WRITE_RATE": "1000000", "BOARD_WRITE_BURST": "1000000"}
 
 
-async def _humans(db: Path, names: list[str]) -> list[str]:
+async def add_humans(db: Path, names: list[str]) -> list[str]:
     database = Database(db)
     await database.open()
     try:
@@ -40,7 +40,7 @@ async def _humans(db: Path, names: list[str]) -> list[str]:
 
 def humans(db: Path, names: list[str]) -> list[str]:
     """API tokens of new humans on ``db`` (made before any board serves it)."""
-    return asyncio.run(_humans(db, names))
+    return asyncio.run(add_humans(db, names))
 
 
 @dataclass

@@ -153,6 +153,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/api/wakes"): Case(everyone(200)),
     ("GET", "/api/wake"): Case({"human": 403, "bot": 200, "admin_bot": 200, "other_bot": 200, "anon": 401}),
     ("GET", "/api/audit"): Case(HUMANS_ONLY),
+    ("POST", "/api/admin/backup"): Case(HUMANS_ONLY),
 }
 
 

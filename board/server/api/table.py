@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from . import audit, claims, discovery, identity, knowledge, messages, registry, workspaces
+from . import admin, audit, claims, discovery, identity, knowledge, messages, registry, workspaces
 from .routing import Route
 
-ROUTE_MODULES = (discovery, identity, workspaces, messages, claims, knowledge, registry, audit)
+ROUTE_MODULES = (discovery, identity, workspaces, messages, claims, knowledge, registry, audit, admin)
 
 
 def all_routes() -> list[Route]:
