@@ -17,6 +17,7 @@ import pytest
 from boardtest import Board, World, populate, start_board, stop_board
 
 from board.client import BoardAPIError, BoardClient
+from board.server import package
 
 ROLE_ORDER = ("anon", "other_bot", "admin_bot", "bot", "human")
 OK = {200, 201}
@@ -72,6 +73,8 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/agents.md"): Case(everyone(200, anon=200)),
     ("GET", "/admin.md"): Case(everyone(200, anon=200)),
     ("GET", "/metrics"): Case(everyone(200, anon=200)),  # loopback may read metrics
+    ("GET", "/install.sh"): Case(everyone(200, anon=200)),
+    ("GET", "/install/{name}"): Case(everyone(200, anon=200), path={"name": "wheel"}),
     ("POST", "/api/agents"): Case(
         everyone(201, anon=201),
         body=lambda role, f: {"handle": f"new-{role}", "invite": f["invite"]},
@@ -202,6 +205,7 @@ async def _facts(world: World) -> dict[str, Any]:
         "proj": "proj",
         "lobby": "lobby",
         "gone": "gone",
+        "wheel": package.WHEEL_NAME,
     }
 
 

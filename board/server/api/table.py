@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-from . import admin, audit, claims, discovery, identity, knowledge, messages, registry, workspaces
+from . import admin, audit, claims, discovery, identity, installer, knowledge, messages, registry, workspaces
 from .routing import Route
 
-ROUTE_MODULES = (discovery, identity, workspaces, messages, claims, knowledge, registry, audit, admin)
+ROUTE_MODULES = (
+    discovery,
+    installer,
+    identity,
+    workspaces,
+    messages,
+    claims,
+    knowledge,
+    registry,
+    audit,
+    admin,
+)
 
 
 def all_routes() -> list[Route]:
