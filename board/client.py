@@ -147,11 +147,13 @@ class BoardClient:
     async def health(self) -> JSON:
         return await self.request("GET", "/healthz")
 
-    async def register(self, handle: str, invite: str, description: str = "") -> JSON:
+    async def register(
+        self, handle: str, invite: str, description: str = "", kind: str | None = None
+    ) -> JSON:
         return await self.request(
             "POST",
             "/api/agents",
-            json=_body({"handle": handle, "invite": invite, "description": description}),
+            json=_body({"handle": handle, "invite": invite, "description": description, "kind": kind}),
         )
 
     async def me(self) -> JSON:

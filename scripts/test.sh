@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up a virtual environment in .venv from this checkout and run the whole test suite.
-# Extra arguments go to pytest (for example: bash scripts/test.sh -q -k claims).
+# Set up a virtual environment in .venv from this checkout, check lint, format and types,
+# and run the whole test suite. Extra arguments go to pytest (for example:
+# bash scripts/test.sh -q -k claims).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,4 +12,7 @@ python=${PYTHON:-python3}
 }
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+.venv/bin/ruff check --quiet .
+.venv/bin/ruff format --check --quiet .
+.venv/bin/mypy board
 exec .venv/bin/python -m pytest "$@"

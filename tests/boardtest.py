@@ -2,19 +2,24 @@
 
 ``world`` is a populated board: a human, two project workspaces and the admin
 workspace, each with a bot registered through a real invite, and a client per
-caller. Tests talk to it over HTTP through ``board.client`` like any daemon.
+caller. Tests talk to it over HTTP through ``board.client`` like any daemon, and
+every answer they get is checked against the OpenAPI document (``contract.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import inspect
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from contract import CheckedClient
 
 from board.client import BoardClient
 from board.server.api.gate import SERVER_ARGS
@@ -24,6 +29,8 @@ from board.server.clock import Clock, ManualClock
 from board.server.services import auth
 from board.server.services.context import Context
 from board.server.settings import Settings
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -44,7 +51,7 @@ class Board:
         return self.app[CONTEXT]
 
     def client(self, token: str | None = None) -> BoardClient:
-        client = BoardClient(self.url, token)
+        client = CheckedClient(self.url, token)
         self.clients.append(client)
         return client
 
@@ -130,6 +137,37 @@ async def world(board: Board) -> World:
 @pytest.fixture
 async def clocked_world(clocked_board: Board) -> World:
     return await populate(clocked_board)
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[T] | T], what: str, timeout: float = 15.0, interval: float = 0.05
+) -> T:
+    """probe() (sync or async) until it is truthy; the test fails naming what after timeout."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if inspect.isawaitable(last):
+            last = await last
+        if last:
+            return last
+        await asyncio.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
+
+
+async def held(board: Board, count: int = 1, owner: int | None = None, timeout: float = 15.0) -> None:
+    """Wait until the board's hub holds exactly ``count`` long-polls (of ``owner``, if given).
+
+    A long-poll subscribes before it reads, so from then on every matching commit
+    reaches it: this is the moment a test may post and expect the wake.
+    """
+    hub = board.ctx.hub
+    await eventually(
+        lambda: (hub.waiting if owner is None else hub.held(owner)) == count,
+        f"{count} long-poll(s) held by the board" + (f" for agent {owner}" if owner is not None else ""),
+        timeout,
+        interval=0.005,
+    )
 
 
 def db_rows(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

@@ -1,5 +1,6 @@
 """Fixtures shared by every test; the helpers behind them live in boardtest.py."""
 
+import pytest
 from boardtest import (  # noqa: F401 - fixtures are found by name
     _no_outbound_network,
     board,
@@ -8,3 +9,8 @@ from boardtest import (  # noqa: F401 - fixtures are found by name
     clocked_world,
     world,
 )
+from processes import use_suite_python
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    use_suite_python()

@@ -112,7 +112,7 @@ def missing(db: Path, acked: list[dict[str, Any]]) -> list[dict[str, Any]]:
     try:
         lost = []
         for entry in acked:
-            if entry["kind"] == "post" and entry["id"] is None:  # carried out, answer lost
+            if entry["kind"] == "post" and entry["id"] is None:  # applied, answer lost
                 row = conn.execute("SELECT 1 FROM messages WHERE body = ?", (entry["body"],)).fetchone()
                 found = row is not None
             elif entry["kind"] == "post":

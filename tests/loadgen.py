@@ -45,11 +45,11 @@ async def run(url: str, token: str, name: str, journal: Path, stop: Path) -> Non
         with journal.open("a", encoding="utf-8") as out:
 
             def ack(**entry: Any) -> None:
-                # A retry that learns its call was carried out (its answer lost to a kill) is an
+                # A retry that learns its call was applied (its answer lost to a kill) is an
                 # acknowledgement too, without the answer's fields.
-                entry["carried_out"] = entry["status"] == 409 and entry.pop("data", {}).get(
-                    "details", {}
-                ).get("carried_out", False)
+                entry["applied"] = entry["status"] == 409 and entry.pop("data", {}).get("details", {}).get(
+                    "applied", False
+                )
                 out.write(json.dumps(entry) + "\n")
                 out.flush()
 

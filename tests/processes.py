@@ -21,7 +21,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from boardtest import eventually
+
+from board.client import BoardClient
+
 ROOT = Path(__file__).resolve().parent.parent
+SUITE_BIN = Path(sys.executable).parent  # .venv/bin when run by scripts/test.sh
+
+
+def use_suite_python() -> None:
+    """Put the suite's own interpreter first on PATH, for every child the suite starts.
+
+    ``bin/bot`` and the fake harnesses start with ``#!/usr/bin/env python3``: without
+    this, they would run under whatever python3 the machine has, with its packages.
+    """
+    os.environ["PATH"] = os.pathsep.join([str(SUITE_BIN), os.environ.get("PATH", "")])
 
 
 def board_env(**extra: str) -> dict[str, str]:
@@ -107,6 +121,23 @@ def wait_healthy(served: Served, timeout: float = 20.0) -> dict[str, Any]:
             if time.monotonic() > deadline:
                 raise AssertionError(f"board did not answer in {timeout} s:\n{served.output()}") from None
             time.sleep(0.05)
+
+
+async def longpolls_open(url: str) -> int:
+    """The board's own count of the long-polls it holds (the /metrics gauge)."""
+    async with BoardClient(url) as anon:
+        text = await anon.request("GET", "/metrics")
+    gauge = next(line for line in text.splitlines() if line.startswith("board_longpolls_open "))
+    return int(gauge.split()[1])
+
+
+async def longpolls(url: str, count: int, timeout: float = 15.0) -> None:
+    """Wait until the board at ``url`` holds exactly ``count`` long-polls."""
+
+    async def reached() -> bool:
+        return await longpolls_open(url) == count
+
+    await eventually(reached, f"{count} long-poll(s) held by {url}", timeout, interval=0.02)
 
 
 def wait_for_output(served: Served, text: str, timeout: float = 20.0) -> str:

@@ -50,14 +50,14 @@ def test_acknowledged_writes_survive_repeated_kill_9_and_retries_take_effect_onc
 
     assert kills == KILLS
     assert integrity(db) == [("ok",)]
-    refused = [e for e in acked if e["status"] not in (200, 201) and not e["carried_out"]]
+    refused = [e for e in acked if e["status"] not in (200, 201) and not e["applied"]]
     assert not refused, f"retried calls that did not get their first outcome back: {refused[:5]}"
     lost = missing(db, acked)
     retried = [e for e in acked if e["retries"]]
-    carried_out = [e for e in acked if e["carried_out"]]
+    applied = [e for e in acked if e["applied"]]
     print(
         f"kills {kills}, acknowledged writes {len(acked)}, found {len(acked) - len(lost)}, "
-        f"retried after a kill {len(retried)} (of which answered 'carried out' {len(carried_out)})"
+        f"retried after a kill {len(retried)} (of which answered 'applied' {len(applied)})"
     )
     assert not lost, f"{len(lost)} of {len(acked)} acknowledged writes are missing: {lost[:5]}"
     assert retried, "no call was cut by a kill; the test proved nothing about retries"

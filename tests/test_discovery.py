@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from unittest import mock
 
+import pytest
+from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 from boardtest import Board, World
+from contract import check_answer
 
 from board import __version__
+from board.server import settings
 from board.server.api import discovery
-from board.server.api.routing import Call
+from board.server.api.discovery import canonical
+from board.server.api.keys import ROUTES
+from board.server.api.route import Call
+from board.server.api.routing import endpoint
 from board.server.api.table import all_routes
-from board.server.settings import SETTINGS, markdown_table
+from board.server.errors import Unauthenticated
 
 
 async def test_openapi_lists_every_route_of_the_app(board: Board) -> None:
@@ -45,11 +51,7 @@ async def test_documents_fill_in_the_board_address(board: Board) -> None:
 async def test_healthz_names_the_pid_to_loopback_only(board: Board) -> None:
     assert await board.client().health() == {"ok": True, "version": __version__, "pid": os.getpid()}
 
-    transport = mock.Mock()
-    transport.get_extra_info.side_effect = lambda name, default=None: (
-        ("192.0.2.7", 40000) if name == "peername" else default
-    )
-    remote = make_mocked_request("GET", "/healthz", transport=transport)
+    remote = make_mocked_request("GET", "/healthz", app=board.app).clone(remote="192.0.2.7")
     assert await discovery.healthz(Call(remote, board.ctx, None)) == {"ok": True, "version": __version__}
 
 
@@ -65,8 +67,62 @@ async def test_metrics_count_requests_and_writer_batches(world: World) -> None:
     assert "board_writer_batches_total" in text and "board_longpolls_open 0" in text
 
 
-def test_readme_holds_the_generated_settings_table() -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    assert markdown_table() in readme, "regenerate it: python -m board.server.settings"
-    for setting in SETTINGS:
-        assert f"`BOARD_{setting.name.upper()}`" in markdown_table(), setting.name
+def test_readme_settings_table_is_the_generated_one() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    assert settings.with_table(readme) == readme, (
+        "README differs from SETTINGS: run python -m board.server.settings --readme README.md"
+    )
+    for setting in settings.SETTINGS:
+        assert f"| `BOARD_{setting.name.upper()}` |" in readme, setting.name
+
+
+def test_the_generated_table_follows_a_new_setting() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    stale = readme.replace("| `BOARD_PORT` | `port` | `8080` | TCP port to listen on. |\n", "")
+    assert stale != readme
+    assert settings.with_table(stale) == readme
+
+
+async def test_metrics_from_beyond_loopback_need_a_token(world: World) -> None:
+    app = world.board.app
+    route = next(r for r in app[ROUTES] if r.path == "/metrics")
+    assert route.loopback and not route.public
+
+    def remote(headers: dict[str, str]) -> web.Request:
+        return make_mocked_request("GET", "/metrics", headers=headers, app=app).clone(remote="192.0.2.7")
+
+    with pytest.raises(Unauthenticated):
+        await endpoint(route)(remote({}))
+    with pytest.raises(Unauthenticated):
+        await endpoint(route)(remote({"Authorization": "Bearer bb_not-a-token"}))
+    token = world.bot.token
+    answer = await endpoint(route)(remote({"Authorization": f"Bearer {token}"}))
+    assert answer.status == 200 and "board_requests_total" in answer.text
+    spec = await world.anon.request("GET", "/api/openapi.json")
+    assert spec["paths"]["/metrics"]["get"]["security"] == [{"bearer": []}]
+    assert spec["paths"]["/metrics"]["get"]["x-loopback-without-token"] is True
+
+
+async def test_every_route_documents_its_answers(board: Board) -> None:
+    spec = await board.client().request("GET", "/api/openapi.json")
+    for route in all_routes():
+        responses = spec["paths"][canonical(route.path)][route.method.lower()]["responses"]
+        assert str(route.status) in responses, (route.method, route.path)
+        for code, answer in responses.items():
+            if code != "default":
+                (content,) = answer["content"].values()
+                assert content["schema"], (route.method, route.path, code)
+    message = spec["components"]["schemas"]["FullMessage"]
+    assert {"id", "body", "thread_id", "created_at", "author_kind"} <= set(message["required"])
+    lists = spec["paths"]["/api/agents"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert {"agents", "has_more", "cursor"} <= set(lists["required"])
+
+
+def test_an_answer_that_leaves_out_a_field_fails_the_contract_check() -> None:
+    check_answer("GET", "/healthz", 200, {"ok": True, "version": "1"})
+    with pytest.raises(AssertionError, match="Additional properties"):
+        check_answer("GET", "/healthz", 200, {"ok": True, "version": "1", "db": "/secret"})
+    with pytest.raises(AssertionError, match="cursor"):
+        check_answer("GET", "/api/agents", 200, {"agents": [], "has_more": False})
+    with pytest.raises(AssertionError, match="documents"):
+        check_answer("GET", "/api/agents", 201, {"agents": [], "has_more": False, "cursor": 0})

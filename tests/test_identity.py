@@ -52,7 +52,7 @@ async def test_registration_with_an_invite_creates_a_bot_in_its_workspace(world:
     assert status == 201
     assert data["token"].startswith("bb_") and len(data["token"]) > 40
     agent = data["agent"]
-    assert (agent["handle"], agent["kind"], agent["workspace"]) == ("builder", "bot", "proj")
+    assert (agent["handle"], agent["kind"], agent["workspace"]) == ("builder", "other", "proj")
     assert agent["description"] == "builds things"
     me = await board.client(data["token"]).me()
     assert (me["handle"], me["workspace"], me["role"]) == ("builder", "proj", "bot")
@@ -112,9 +112,21 @@ async def test_a_bad_handle_is_refused(world: World, handle: str) -> None:
     assert "handle" in error.message
 
 
+@pytest.mark.parametrize("kind", ["claude-code", "codex", "opencode", "copilot", "gemini", "other"])
+async def test_registration_takes_the_harness_label_and_the_roster_shows_it(world: World, kind: str) -> None:
+    code = await invite(world.board, "proj")
+    status, data = await register(world.board, handle="labelled", invite=code, kind=kind)
+    assert status == 201 and data["agent"]["kind"] == kind
+    client = world.board.client(data["token"])
+    assert (await client.me())["role"] == "bot"  # a label, not a role: still a plain bot
+    roster = {a["handle"]: a["kind"] for a in (await world.peer.agents())["agents"]}
+    assert roster["labelled"] == kind and roster["pb"] == "other"
+    assert (await world.human.agent("labelled"))["kind"] == kind
+
+
 async def test_registration_never_makes_a_human(world: World) -> None:
     code = await invite(world.board)
-    for kind in ("human", "system", "keeper"):
+    for kind in ("human", "system", "keeper", "bot", "Claude-Code"):
         await refused(world.board, "INVALID_ARGUMENT", 422, handle="wannabe", invite=code, kind=kind)
     await refused(world.board, "INVALID_ARGUMENT", 422, handle="wannabe", invite=code, role="human")
 

@@ -6,7 +6,7 @@ import asyncio
 import random
 import time
 
-from boardtest import World
+from boardtest import World, held
 
 from board.client import BoardClient
 
@@ -20,7 +20,7 @@ async def timed(coro: object) -> tuple[float, dict]:
 async def test_inbox_wait_returns_soon_after_a_matching_post(world: World) -> None:
     cursor = (await world.bot.me())["cursor"]
     waiting = asyncio.create_task(timed(world.bot.inbox(since=cursor, wait=10)))
-    await asyncio.sleep(0.2)
+    await held(world.board)
     posted_at = time.monotonic()
     posted = await world.human.post("@pb wake up", channel="lobby", workspace="proj")
     elapsed, page = await waiting
@@ -33,10 +33,11 @@ async def test_inbox_wait_returns_soon_after_a_matching_post(world: World) -> No
 async def test_inbox_wait_ignores_posts_that_are_not_for_me(world: World) -> None:
     cursor = (await world.bot.me())["cursor"]
     waiting = asyncio.create_task(timed(world.bot.inbox(since=cursor, wait=2)))
-    await asyncio.sleep(0.2)
+    await held(world.board)
     await world.human.post("nothing for pb here", channel="lobby", workspace="proj")
     await world.human.post("@ob this is yours", channel="lobby", workspace="other")
     await world.human.post("@pb2 not pb", channel="lobby", workspace="proj")
+    assert not waiting.done()  # the posts landed while it waited
     elapsed, page = await waiting
     assert page["messages"] == [] and page["has_more"] is False
     assert elapsed >= 1.9
@@ -50,19 +51,21 @@ async def test_channel_wait_wakes_every_reader_of_that_channel(world: World) -> 
         asyncio.create_task(r.messages(channel="builds", workspace="proj", since=cursor, wait=10))
         for r in readers
     ]
-    other_wait = asyncio.create_task(world.other.messages(since=cursor, wait=2))
-    await asyncio.sleep(0.2)
+    other_wait = asyncio.create_task(world.other.messages(since=cursor, wait=10))
+    await held(world.board, len(waits) + 1)
     await world.human.post("elsewhere", channel="lobby", workspace="proj")
     posted = await world.human.post("build 42 is green", channel="builds", workspace="proj")
     for page in await asyncio.gather(*waits):
         assert [m["id"] for m in page["messages"]] == [posted["id"]]
-    assert (await other_wait)["messages"] == []
+    assert not other_wait.done()  # neither post answered the other workspace's reader
+    theirs = await world.human.post("for the other workspace", channel="lobby", workspace="other")
+    assert [m["id"] for m in (await other_wait)["messages"]] == [theirs["id"]]
 
 
 async def test_a_waiting_reader_with_filters_only_wakes_on_matches(world: World) -> None:
     cursor = (await world.bot.me())["cursor"]
     waiting = asyncio.create_task(world.bot.messages(since=cursor, wait=10, tag="deploy", channel="lobby"))
-    await asyncio.sleep(0.2)
+    await held(world.board)
     await world.peer.post("untagged", channel="lobby")
     tagged = await world.peer.post("tagged", channel="lobby", tags=["deploy"])
     page = await waiting

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from boardtest import World, db_rows, snapshot
+from boardtest import World, db_rows, held, snapshot
 
 from board.client import BoardAPIError, BoardClient
 from board.server.clock import ManualClock
@@ -114,7 +114,7 @@ async def test_inbox_ack_on_a_long_poll_acks_what_woke_it(world: World) -> None:
     w = world
     cursor = (await w.bot.me())["cursor"]
     waiting = asyncio.create_task(w.bot.inbox(since=cursor, wait=10, ack=True))
-    await asyncio.sleep(0.2)
+    await held(w.board)
     posted = await w.human.post("@pb wake up", channel="lobby", workspace="proj")
     page = await asyncio.wait_for(waiting, 5)
     assert [m["id"] for m in page["messages"]] == [posted["id"]]

@@ -115,7 +115,7 @@ async def test_a_bot_runs_with_at_most_one_profile(world: World) -> None:
 
 async def test_a_bot_moved_to_another_workspace_leaves_its_old_profile(world: World) -> None:
     await make_profile(world)
-    await world.human.set_bots("other", ["pb"])
+    await world.human.set_bots("other", ["ob", "pb"])
     assert (await world.human.profile("proj-dev"))["bots"] == []
     relinked = await world.human.create_profile("other-dev", "other", "codex", bots=["pb"])
     assert relinked["bots"] == ["pb"]

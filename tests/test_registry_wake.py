@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from boardtest import World
+from boardtest import World, held
 
 from board.client import BoardAPIError
 
@@ -41,7 +41,7 @@ async def test_a_long_poll_on_profile_defaults_wakes_on_a_watched_post(world: Wo
     cursor = (await world.bot.wake())["cursor"]
 
     waiting = asyncio.create_task(world.bot.wake(since=cursor, wait=10))
-    await asyncio.sleep(0.2)
+    await held(world.board)
     posted = await world.human.post("red again", channel="builds", workspace="proj")
     feed = await asyncio.wait_for(waiting, 10)
     assert [(m["id"], m["watched"]) for m in feed["messages"]] == [(posted["id"], True)]

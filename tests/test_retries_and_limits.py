@@ -95,28 +95,3 @@ async def test_write_rate_limit_answers_429_with_retry_after(tmp_path: Path) -> 
         await world.peer.post("my own bucket", channel="lobby")
     finally:
         await stop_board(board)
-
-
-async def test_a_retry_after_the_answer_was_lost_learns_it_was_carried_out(
-    world: World, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from board.server.api import routing
-    from board.server.store.db import StoreError
-
-    async def board_stops(*args: object) -> None:  # as if killed between the effect and its answer
-        raise StoreError("the database closed")
-
-    count = message_count(world)
-    with monkeypatch.context() as patched:
-        patched.setattr(routing, "_remember", board_stops)
-        with pytest.raises(BoardAPIError) as lost:
-            await world.bot.post("carried out once", channel="lobby", request_id="lost-1")
-    assert lost.value.status == 503
-    assert message_count(world) == count + 1  # the effect committed, and with it the mark
-    with pytest.raises(BoardAPIError) as retry:
-        await world.bot.post("carried out once", channel="lobby", request_id="lost-1")
-    assert retry.value.code == "REQUEST_ID_REUSE" and retry.value.details == {"carried_out": True}
-    assert message_count(world) == count + 1
-    with pytest.raises(BoardAPIError) as other:
-        await world.bot.post("something else", channel="lobby", request_id="lost-1")
-    assert other.value.code == "REQUEST_ID_REUSE" and not other.value.details

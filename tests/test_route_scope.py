@@ -101,7 +101,7 @@ CASES: dict[tuple[str, str], Case] = {
         prepare=archived_workspace,
     ),
     ("PUT", "/api/workspaces/{slug}/bots"): Case(
-        HUMANS_ON_PROJ, path={"slug": "proj"}, body=lambda r, f: {"bots": ["pb2"]}
+        HUMANS_ON_PROJ, path={"slug": "proj"}, body=lambda r, f: {"bots": ["pb", "pb2"]}
     ),
     ("GET", "/api/channels"): Case(scoped(), params={"workspace": "proj"}),
     ("POST", "/api/channels"): Case(

@@ -10,7 +10,16 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
-from processes import add_human, board_env, command, kill, serve, wait_for_output, wait_healthy
+from processes import (
+    add_human,
+    board_env,
+    command,
+    kill,
+    longpolls,
+    serve,
+    wait_for_output,
+    wait_healthy,
+)
 
 from board.client import BoardAPIError, BoardClient
 from board.server.services import auth
@@ -213,7 +222,7 @@ async def test_stopping_the_board_releases_held_long_polls_at_once(tmp_path: Pat
         wait_healthy(served)
         async with BoardClient(served.url, token) as human:
             held = asyncio.create_task(human.inbox(wait=60))
-            await asyncio.sleep(0.5)
+            await longpolls(served.url, 1)
             stopped_at = time.monotonic()
             served.proc.send_signal(signal.SIGTERM)
             page = await held
@@ -229,28 +238,13 @@ async def test_a_caller_who_hangs_up_frees_its_long_poll(tmp_path: Path) -> None
     env = board_env()
     token = add_human(db, "al", env)
     served = serve(db)
-
-    async def held() -> int:
-        async with BoardClient(served.url) as anon:
-            text = await anon.request("GET", "/metrics")
-        return int(
-            next(line for line in text.splitlines() if line.startswith("board_longpolls_open ")).split()[1]
-        )
-
-    async def until(count: int) -> int:
-        for _ in range(200):
-            if (now := await held()) == count:
-                return now
-            await asyncio.sleep(0.02)
-        return await held()
-
     try:
         wait_healthy(served)
         leaving = BoardClient(served.url, token)
         polling = asyncio.create_task(leaving.inbox(wait=60))
-        assert await until(1) == 1  # the board holds it
+        await longpolls(served.url, 1)  # the board holds it
         polling.cancel()
         await leaving.close()  # the caller hangs up
-        assert await until(0) == 0  # and the board lets it go, long before the 60 s
+        await longpolls(served.url, 0)  # and the board lets it go, long before the 60 s
     finally:
         kill(served.proc)

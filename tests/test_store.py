@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from aiosqlite import Connection
+from boardtest import eventually
 
 from board.server.store import db as db_module
 from board.server.store.db import Database, StoreError, emit, migrations, schema_version
@@ -174,9 +175,10 @@ async def test_concurrent_writes_commit_in_groups(db: Database) -> None:
 
 async def test_a_failing_write_does_not_undo_its_neighbours(db: Database) -> None:
     await db.write(insert("taken"))
-    gate = asyncio.Event()
+    gate, entered = asyncio.Event(), asyncio.Event()
 
     async def hold(conn: Connection) -> str:
+        entered.set()
         await gate.wait()
         return "held"
 
@@ -186,14 +188,14 @@ async def test_a_failing_write_does_not_undo_its_neighbours(db: Database) -> Non
 
     batches = db.stats.batches
     holder = asyncio.create_task(db.write(hold))
-    await asyncio.sleep(0.05)  # the writer is inside the holder's batch now
+    await entered.wait()  # the writer is inside the holder's batch now
     jobs = [
         asyncio.create_task(db.write(insert("before"))),
         asyncio.create_task(db.write(insert("taken"))),  # UNIQUE violation
         asyncio.create_task(db.write(half_then_fail)),
         asyncio.create_task(db.write(insert("after"))),
     ]
-    await asyncio.sleep(0.05)
+    await eventually(lambda: db.queue_depth == len(jobs), "the jobs to queue behind the holder")
     gate.set()
     assert await holder == "held"
     results = await asyncio.gather(*jobs, return_exceptions=True)
@@ -319,7 +321,7 @@ async def test_writes_waiting_when_the_database_closes_fail_instead_of_hanging(t
     running = asyncio.create_task(database.write(endless))
     await started.wait()
     queued = asyncio.create_task(database.write(insert("queued")))
-    await asyncio.sleep(0.01)
+    await eventually(lambda: database.queue_depth == 1, "the write to queue")
     await database.close()
 
     for task in (running, queued):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from boardtest import Board, World, db_rows, populate, snapshot, start_board, stop_board
+from boardtest import Board, World, db_rows, held, populate, snapshot, start_board, stop_board
 
 from board.client import BoardClient
 from board.server.clock import ManualClock
@@ -136,7 +136,7 @@ async def test_the_holders_wait_wakes_on_its_nudge(clocked_world: World, clock: 
     tid = await _claimed_thread(w)
     cursor = (await w.bot.me())["cursor"]
     waiting = asyncio.create_task(w.bot.inbox(since=cursor, wait=10))
-    await asyncio.sleep(0.2)
+    await held(w.board)
     clock.advance(31 * MINUTE)
     started = time.monotonic()
     await sweep(w.board.ctx)

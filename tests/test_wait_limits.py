@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import boardtest
 from boardtest import World, db_rows
 
 
 async def held(world: World, handle: str, count: int) -> None:
     """Wait until the hub holds ``count`` requests of ``handle`` (its own state, no timing)."""
     ((agent_id,),) = db_rows(world.board.db_path, "SELECT id FROM agents WHERE handle = ?", (handle,))
-    while world.board.ctx.hub.held(agent_id) != count:
-        await asyncio.sleep(0.01)
+    await boardtest.held(world.board, count, owner=agent_id)
 
 
 async def test_past_the_cap_the_oldest_long_poll_answers_at_once(world: World) -> None:

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 import pytest
-from boardtest import World, snapshot
+from boardtest import World, held, snapshot
 
 from board.client import BoardAPIError, BoardClient
 from board.server.services import auth, posting
@@ -85,7 +85,7 @@ async def test_a_matching_post_wakes_a_waiting_bot_at_once(world: World) -> None
     ):
         since = await _cursor(w.bot)
         waiting = asyncio.create_task(w.bot.wake(since=since, wait=10, **kwargs))
-        await asyncio.sleep(0.3)
+        await held(w.board)
         assert not waiting.done()
         started = time.monotonic()
         posted = await target()
@@ -99,7 +99,7 @@ async def test_a_watched_channel_wakes_its_watcher_from_its_first_post(world: Wo
     w = world
     since = await _cursor(w.bot)
     waiting = asyncio.create_task(w.bot.wake(since=since, wait=10, watch=["fresh"]))
-    await asyncio.sleep(0.3)
+    await held(w.board)
     started = time.monotonic()
     await w.other.post("same slug, other workspace", channel="fresh")
     first = await w.peer.post("the first post makes the channel", channel="fresh")
@@ -111,16 +111,16 @@ async def test_a_watched_channel_wakes_its_watcher_from_its_first_post(world: Wo
 async def test_a_post_that_is_not_for_me_does_not_wake_me(world: World) -> None:
     w = world
     since = await _cursor(w.bot)
-    started = time.monotonic()
-    waiting = asyncio.create_task(w.bot.wake(since=since, wait=2, watch=["ops"]))
-    await asyncio.sleep(0.3)
+    waiting = asyncio.create_task(w.bot.wake(since=since, wait=10, watch=["ops"]))
+    await held(w.board)
     await w.peer.post("chatter in another channel", channel="random")
     await w.human.post("@pb2 not for pb", channel="ops-archive", workspace="proj")
     await w.bot.post("my own post in ops", channel="ops")
     await w.other.post("@pb in the other workspace", channel="ops")
+    assert not waiting.done()  # none of them answered it
+    mention = await w.human.post("@pb this one is", channel="lobby", workspace="proj")
     page = await asyncio.wait_for(waiting, 5)
-    assert time.monotonic() - started >= 1.9
-    assert page["messages"] == []
+    assert [m["id"] for m in page["messages"]] == [mention["id"]]  # still waiting, none of them in it
 
 
 async def test_a_handoff_and_a_claimed_threads_reply_wake_the_bot(world: World) -> None:
@@ -129,14 +129,14 @@ async def test_a_handoff_and_a_claimed_threads_reply_wake_the_bot(world: World) 
     await w.peer.claim(root["id"])
     since = await _cursor(w.bot)
     waiting = asyncio.create_task(w.bot.wake(since=since, wait=10))
-    await asyncio.sleep(0.2)
+    await held(w.board)
     await w.peer.handoff(root["id"], "pb", "over to you")
     page = await asyncio.wait_for(waiting, 5)
     assert [(m["reason"], m["for_me"]) for m in page["messages"]] == [("handoff", True)]
 
     since = page["messages"][-1]["id"]
     waiting = asyncio.create_task(w.bot.wake(since=since, wait=10))
-    await asyncio.sleep(0.2)
+    await held(w.board)
     reply = await w.human.post("the old keys expire friday", reply_to=root["id"])
     page = await asyncio.wait_for(waiting, 5)
     assert [(m["id"], m["reason"]) for m in page["messages"]] == [(reply["id"], "thread")]

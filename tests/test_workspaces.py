@@ -179,7 +179,7 @@ async def test_archive_makes_a_workspace_read_only(world: World) -> None:
             lambda: world.bot.record_wake(harness="claude", started_at="2026-11-30T04:00:00Z", outcome="ok"),
         ),
         ("human invites", lambda: world.human.invite("proj")),
-        ("human moves a bot in", lambda: world.human.set_bots("proj", ["ob"])),
+        ("human moves a bot in", lambda: world.human.set_bots("proj", ["pb", "pb2", "ob"])),
         ("human renames it", lambda: world.human.patch_workspace("proj", name="Renamed")),
     ]
     wrong = []
@@ -309,7 +309,7 @@ async def test_moving_a_bot_changes_its_scope_at_once(world: World) -> None:
     lobby_proj = await world.human.post("proj news", channel="lobby", workspace="proj")
     assert (await world.bot.me())["workspace"] == "proj"  # cached now
 
-    moved = await world.human.set_bots("other", ["pb"])
+    moved = await world.human.set_bots("other", ["ob", "pb"])
     assert moved == {"workspace": "other", "bots": ["ob", "pb"]}
 
     assert (await world.bot.me())["workspace"] == "other"
@@ -340,6 +340,22 @@ async def test_moving_a_bot_where_it_already_is_changes_nothing(world: World) ->
     assert snapshot(world.board.db_path) == before
 
 
+async def test_put_sets_the_whole_list_and_never_strands_a_bot(world: World) -> None:
+    # Leaving pb2 out would leave it in no workspace: refused, naming it, nothing changed.
+    error = await refused(world, "INVALID_ARGUMENT", lambda: world.human.set_bots("proj", ["pb", "ob"]))
+    assert error.details == {"field": "bots", "left_out": ["pb2"]} and "pb2" in error.message
+    assert (await world.other.me())["workspace"] == "other"
+
+    # Once pb2 is named in another workspace's list, proj's list can drop it.
+    assert (await world.human.set_bots("other", ["ob", "pb2"]))["bots"] == ["ob", "pb2"]
+    assert (await world.human.set_bots("proj", ["pb"]))["bots"] == ["pb"]
+    bots = [
+        a["handle"] for a in (await world.human.agents(workspace="proj"))["agents"] if a["kind"] != "human"
+    ]
+    assert bots == ["pb"]
+    assert (await world.peer.me())["workspace"] == "other"
+
+
 async def test_membership_refusals_change_nothing(world: World) -> None:
     await refused(world, "NOT_FOUND", lambda: world.human.set_bots("proj", ["pb2", "nobody"]))
     await refused(world, "NOT_FOUND", lambda: world.human.set_bots("proj", ["alice"]))
@@ -356,7 +372,7 @@ async def test_moving_a_bot_releases_the_claims_it_can_no_longer_reach(world: Wo
     await world.bot.claim(root["id"])
     other_root = await world.other.post("task in other", channel="lobby")
 
-    await world.human.set_bots("other", ["pb"])
+    await world.human.set_bots("other", ["ob", "pb"])
 
     thread = await world.human.thread(root["id"])
     assert thread["claim"]["state"] == "open" and thread["claim"]["holder"] is None
@@ -371,7 +387,7 @@ async def test_moving_a_bot_releases_the_claims_it_can_no_longer_reach(world: Wo
 async def test_moving_a_bot_into_admin_keeps_its_claims(world: World) -> None:
     root = await world.human.post("task in proj", channel="lobby", workspace="proj")
     await world.bot.claim(root["id"])
-    await world.human.set_bots("admin", ["pb"])
+    await world.human.set_bots("admin", ["ab", "pb"])
     assert (await world.human.thread(root["id"]))["claim"]["holder"] == "pb"
     assert (await world.bot.me())["role"] == "admin_bot"
 
@@ -380,7 +396,7 @@ async def test_a_workspace_whose_bot_wrote_elsewhere_is_kept_until_the_bot_moves
     """Deleting the bot would orphan its messages in another workspace: refused, with the way out."""
     root = await world.human.post("task", channel="lobby", workspace="proj")
     await world.bot.post("my answer", reply_to=root["id"])
-    await world.human.set_bots("other", ["pb"])
+    await world.human.set_bots("other", ["ob", "pb"])
     await world.human.archive_workspace("other")
 
     error = await refused(world, "FORBIDDEN", lambda: world.human.delete_workspace("other", "other"))

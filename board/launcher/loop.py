@@ -533,7 +533,7 @@ class Bot:
         if run.result.session_id:
             self.state.sessions[lane.key] = run.result.session_id
         wake = self.wake_fields(run)
-        report = None
+        report: dict[str, Any] | None = None
         if run.result.ok:
             self.state.failures.pop(lane.key, None)
             for m in batch:
@@ -541,10 +541,12 @@ class Bot:
         else:
             self.state.failures[lane.key] = self.state.failures.get(lane.key, 0) + 1
             count = self.state.note_thread_failure(thread)
-            report = {"reply_to": int(trigger["id"]), "thread": thread, "count": count}
-            report["body"] = failure_text(
-                self.cfg.harness, run.result, run.outcome, self.cfg.turn_timeout, count
-            )
+            report = {
+                "reply_to": int(trigger["id"]),
+                "thread": thread,
+                "count": count,
+                "body": failure_text(self.cfg.harness, run.result, run.outcome, self.cfg.turn_timeout, count),
+            }
         self.state.last_wake = {
             "at": iso(run.ended_at),
             "lane": lane.key,

@@ -34,6 +34,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .harnesses.base import (
     TRUNCATION_NOTE,
@@ -339,7 +340,8 @@ async def run_process(
     except BaseException:
         # Cancelled (daemon shutting down) or worse: leave nothing running.
         _signal_group(pgid, signal.SIGKILL)
-        for task in (*readers, waiter):
+        tasks: list[asyncio.Task[Any]] = [*readers, waiter]
+        for task in tasks:
             task.cancel()
         await asyncio.gather(*readers, waiter, return_exceptions=True)
         raise

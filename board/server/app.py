@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from .api.access import metrics_middleware
 from .api.errors import error_middleware
 from .api.gate import Hosts, gate_middleware
-from .api.keys import CONTEXT, HOSTS, PRESENCE, REPLAYS, ROUTES
-from .api.metrics import METRICS, Metrics, metrics_middleware
-from .api.routing import Replays, endpoint
+from .api.keys import CONTEXT, HOSTS, METRICS, PRESENCE, REPLAYS, ROUTES
+from .api.metrics import Metrics
+from .api.replays import Replays
+from .api.routing import TEST_SIGKILL, endpoint
 from .api.table import all_routes
 from .clock import Clock
 from .housekeeping import housekeeping
@@ -19,6 +23,8 @@ from .services.context import Context
 from .settings import Settings
 from .store.db import Database
 from .store.messages import max_id
+
+log = logging.getLogger(__name__)
 
 MAX_BODY = 1024 * 1024
 
@@ -45,6 +51,8 @@ def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: boo
     app[METRICS] = Metrics()
     app[PRESENCE] = Presence()
     app[REPLAYS] = Replays()
+    if os.environ.get(TEST_SIGKILL):
+        log.warning("%s is set: this board kills itself on the request id it names", TEST_SIGKILL)
 
     async def database(app: web.Application) -> AsyncIterator[None]:
         db = Database(settings.db, readers=settings.readers, exclusive=exclusive)

@@ -15,7 +15,6 @@ import re
 import types
 import typing
 from collections.abc import Mapping
-from functools import cache
 from typing import Any, TypeVar, Union
 
 from .errors import InvalidArgument, LimitExceeded
@@ -65,14 +64,19 @@ def arg(
     return dataclasses.field(default=default, metadata=meta)
 
 
-@cache
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    """The resolved annotations of a declared type, worked out once per type."""
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
 
 
 def _wire_fields(cls: type) -> dict[str, dataclasses.Field[Any]]:
     """The fields of ``cls`` by the names callers use."""
-    return {f.metadata.get("name") or f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return {f.metadata.get("name") or f.name: f for f in dataclasses.fields(cls)}
 
 
 def _unwrap_optional(kind: Any) -> tuple[Any, bool]:
@@ -139,13 +143,13 @@ def _check(name: str, kind: Any, value: Any, meta: Mapping[str, Any]) -> Any:
                 limit=meta["max_items"],
             )
         (item_kind,) = typing.get_args(kind)
-        item_meta = {k: v for k, v in meta.items() if k != "max_items"}
+        item_meta = _item_meta(meta)
         return [_check(f"{name}[{i}]", item_kind, item, item_meta) for i, item in enumerate(value)]
     if origin is dict or kind is dict:
         if not isinstance(value, dict):
             raise InvalidArgument(f"'{name}' must be an object.", field=name)
         return _check_json(name, value)
-    if dataclasses.is_dataclass(kind):
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         return parse_body(kind, value, prefix=f"{name}.")
     if kind is bool:
         if not isinstance(value, bool):
@@ -240,6 +244,11 @@ def parse_query(cls: type[T], query: Mapping[str, str]) -> T:
     return parse_body(cls, data)
 
 
+def _item_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """A list field's constraints on each of its items: all but its own length."""
+    return {k: v for k, v in meta.items() if k != "max_items"}
+
+
 def json_schema(cls: type) -> dict[str, Any]:
     """The JSON Schema of a declared input type, for the OpenAPI document."""
     hints = _hints(cls)
@@ -262,7 +271,8 @@ def _schema_of(kind: Any, meta: Mapping[str, Any]) -> dict[str, Any]:
     origin = typing.get_origin(kind)
     schema: dict[str, Any]
     if origin is list:
-        schema = {"type": "array", "items": _schema_of(typing.get_args(kind)[0], {})}
+        item_meta = {k: v for k, v in _item_meta(meta).items() if k != "help"}
+        schema = {"type": "array", "items": _schema_of(typing.get_args(kind)[0], item_meta)}
         if meta.get("max_items") is not None:
             schema["maxItems"] = meta["max_items"]
     elif dataclasses.is_dataclass(kind):

@@ -3,36 +3,31 @@ database, and a real ``bot run`` process with the fake harnesses on PATH.
 
 The board runs in the test's event loop (so tests can use ``populate`` and the
 service layer), on a fixed loopback port; the bot is a separate process that
-reaches it over HTTP like any daemon. Tests wait with ``asyncio.sleep`` so the
-board keeps serving while they wait.
+reaches it over HTTP like any daemon. Tests wait with ``eventually`` (an
+``asyncio.sleep`` loop) so the board keeps serving while they wait.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import inspect
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from aiohttp.test_utils import TestServer
-from boardtest import Board
-from fakeharness import FAKES_BIN, Fake
+from boardtest import Board, eventually
+from fakeharness import FAKES_BIN, Fake, read_jsonl
 
 from board.client import BoardClient
 from board.server.app import create_app
 from board.server.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
-T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -66,22 +61,6 @@ class LiveBoard:
                 await client.close()
             await self.board.server.close()
             self.board = None
-
-
-async def eventually(
-    probe: Callable[[], Awaitable[T] | T], what: str, timeout: float = 15.0, interval: float = 0.05
-) -> T:
-    """probe() (sync or async) until it is truthy; the test fails naming what after timeout."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if inspect.isawaitable(last):
-            last = await last
-        if last:
-            return last
-        await asyncio.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
 
 
 class BotProcess:
@@ -160,10 +139,7 @@ class BotProcess:
         )
 
     def events(self, name: str | None = None) -> list[dict[str, Any]]:
-        path = self.state_dir / "bot.log"
-        if not path.exists():
-            return []
-        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        rows = read_jsonl(self.state_dir / "bot.log")
         return [r for r in rows if name is None or r["event"] == name]
 
     def state(self) -> dict[str, Any]:

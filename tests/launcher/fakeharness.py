@@ -21,10 +21,7 @@ class Fake:
         (self.root / "script.json").write_text(json.dumps(list(steps)))
 
     def _jsonl(self, name: str) -> list[dict[str, Any]]:
-        path = self.root / name
-        if not path.exists():
-            return []
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return read_jsonl(self.root / name)
 
     def calls(self) -> list[dict[str, Any]]:
         return self._jsonl("calls.jsonl")
@@ -36,6 +33,17 @@ class Fake:
         calls = self.calls()
         assert calls, "the fake recorded no call"
         return calls[-1]
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The complete records of a JSON-lines file another process may be appending to.
+
+    Its writer may be mid-record: text after the last newline is not written yet.
+    """
+    if not path.exists():
+        return []
+    written = path.read_text().rpartition("\n")[0]
+    return [json.loads(line) for line in written.split("\n") if line.strip()]
 
 
 def alive(pid: int) -> bool:

@@ -3,7 +3,10 @@ daemon reads is documented."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from board.launcher.cli import main
@@ -34,12 +37,24 @@ def test_every_subcommand_is_documented() -> None:
         assert f"`bot {name}" in DOCS
 
 
-def test_bin_bot_runs_from_a_checkout(tmp_path: Path) -> None:
-    import os
-    import subprocess
-
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "BOT_STATE_DIR": str(tmp_path / "none")}
-    done = subprocess.run(
+def run_bin_bot(tmp_path: Path, path: str) -> subprocess.CompletedProcess[str]:
+    """``bin/bot status`` as a shell runs it: its ``#!/usr/bin/env python3`` picks the interpreter."""
+    env = {"PATH": path, "HOME": str(tmp_path), "BOT_STATE_DIR": str(tmp_path / "none")}
+    return subprocess.run(
         [str(ROOT / "bin" / "bot"), "status"], env=env, capture_output=True, text=True, timeout=30
     )
+
+
+def test_bin_bot_runs_from_a_checkout(tmp_path: Path) -> None:
+    done = run_bin_bot(tmp_path, os.environ["PATH"])  # the suite's python3 first (tests/conftest.py)
     assert done.returncode == 0 and "no bots in" in done.stdout
+
+
+def test_bin_bot_without_its_dependencies_says_what_to_run(tmp_path: Path) -> None:
+    bare = tmp_path / "bare"  # a python3 with the standard library only
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+    done = run_bin_bot(tmp_path, f"{bare / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    assert done.returncode == 1 and done.stdout == ""
+    assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(f"bin/bot: {bare / 'bin' / 'python3'} has no ")
+    assert f"run 'bash {ROOT / 'install.sh'}'" in done.stderr and (ROOT / "install.sh").exists()

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from boardtest import World, populate
-from botrun import BotProcess, LiveBoard, eventually, kill_later, replies, wakes
+from boardtest import World, eventually, held, populate
+from botrun import BotProcess, LiveBoard, kill_later, replies, wakes
 from fakeharness import Fake, alive
 
 HARNESSES = ["claude", "codex", "opencode", "copilot", "gemini"]
@@ -241,13 +241,16 @@ async def test_the_board_going_away_and_coming_back_loses_nothing(
     second = await mention(world, "a long one")
     await eventually(lambda: len(fake.calls()) >= 2, "the second turn to start")
     await live.stop()  # mid-turn: the wake record and receipts must wait for the board
-    await asyncio.sleep(3)
+    await eventually(
+        lambda: any(e["call"] == "record_wake" for e in bot.events("board_retry")),
+        "the second turn's wake record to find the board gone",
+    )
     board = await live.start()
     human = board.client(human_token)
     recorded = await wakes_recorded(human, 2)
     assert [w["trigger_ids"] for w in recorded] == [[first], [second]]
 
-    await asyncio.sleep(1.5)  # the daemon's long-poll is back
+    await held(board)  # the daemon's long-poll is back
     third = await human.post("@pb after the outage", channel="general", workspace="proj")
     await eventually(lambda: replies(human, int(third["id"]), "pb"), "the reply after the outage")
     assert wake_ids(fake) == [[first], [second], [int(third["id"])]]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from fakeharness import FAKES_BIN, Fake
+from fakeharness import FAKES_BIN, Fake, read_jsonl
 
 from board.launcher.harnesses import TurnRequest, get_adapter
 from board.launcher.process import run_turn
@@ -286,3 +286,13 @@ async def test_without_unattended_flags_the_board_is_never_reached(
     assert result.error_kind == kind, result.error
     assert board.seen == []
     assert fake.actions()[0]["allowed"] is False
+
+
+def test_a_record_still_being_appended_is_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "calls.jsonl"
+    assert read_jsonl(path) == []
+    path.write_text('{"n": 1}\n{"n": 2, "prompt": "half of a lo')  # a fake mid-write
+    assert read_jsonl(path) == [{"n": 1}]
+    with path.open("a") as f:
+        f.write('ng one"}\n')
+    assert read_jsonl(path) == [{"n": 1}, {"n": 2, "prompt": "half of a long one"}]

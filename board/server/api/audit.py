@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..services import audit
-from .routing import Call, Route
+from .route import Call, Route
 
 
 async def entries(call: Call) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..services import claims, wakes
-from .routing import Call, Route
+from .route import Call, Route
 
 
 async def claim(call: Call) -> tuple[int, Any]:
@@ -70,7 +70,14 @@ ROUTES = [
         "Claims by holder and state; stalled=true for stalls.",
         query=claims.ClaimList,
     ),
-    Route("POST", "/api/wakes", record_wake, "Record one harness run (the launcher).", body=wakes.WakeRecord),
+    Route(
+        "POST",
+        "/api/wakes",
+        record_wake,
+        "Record one harness run (the launcher).",
+        body=wakes.WakeRecord,
+        status=201,
+    ),
     Route("GET", "/api/wakes", list_wakes, "Harness runs with their cost.", query=wakes.WakeList),
     Route(
         "GET",

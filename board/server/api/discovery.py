@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from importlib import resources
@@ -11,13 +10,13 @@ from typing import Any
 from aiohttp import web
 
 from ... import __version__
-from ..errors import ERROR_CODES, Unauthenticated
-from ..services import auth
+from ..errors import ERROR_CODES
 from ..validation import json_schema
-from .keys import CONTEXT, HOSTS
+from .keys import HOSTS, METRICS
 from .keys import ROUTES as ROUTE_TABLE
-from .metrics import METRICS
-from .routing import Call, Route
+from .responses import COMPONENTS, RESPONSES
+from .route import Call, Route
+from .routing import from_loopback
 
 PATH_PARAM = re.compile(r"{(\w+)(?::[^}]*)?}")
 PATH_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -53,7 +52,7 @@ async def llms_txt(call: Call) -> web.Response:
 
 async def healthz(call: Call) -> Any:
     """Ok and version; to loopback also the pid, so whoever started a board knows it is the one answering."""
-    if _loopback(call.request):
+    if from_loopback(call.request):
         return {"ok": True, "version": __version__, "pid": os.getpid()}
     return {"ok": True, "version": __version__}
 
@@ -70,6 +69,7 @@ async def api_map(call: Call) -> Any:
         },
         "routes": [
             {"method": r.method, "path": r.path, "summary": r.summary, "auth": not r.public}
+            | ({"loopback_without_token": True} if r.loopback else {})
             for r in call.request.app[ROUTE_TABLE]
         ],
     }
@@ -78,6 +78,16 @@ async def api_map(call: Call) -> Any:
 def canonical(path: str) -> str:
     """A route's path with any pattern dropped from its parameters: ``{path:.+}`` is ``{path}``."""
     return PATH_PARAM.sub(r"{\1}", path)
+
+
+def _responses(route: Route) -> dict[str, Any]:
+    """The route's success answers, from :data:`RESPONSES` (a route without one is a bug)."""
+    answer = RESPONSES.get((route.method, route.path))
+    if answer is None:
+        raise LookupError(f"{route.method} {route.path} declares no response in api/responses.py")
+    media = answer.schema.get("contentMediaType", "application/json")
+    content = {media: {"schema": answer.schema}}
+    return {str(status): {"description": "OK", "content": content} for status in answer.statuses}
 
 
 def openapi(routes: list[Route]) -> dict[str, Any]:
@@ -91,8 +101,8 @@ def openapi(routes: list[Route]) -> dict[str, Any]:
             .replace("}", "")
             .replace(".", "_"),
             "summary": route.summary,
-            "responses": {
-                str(route.status): {"description": "OK"},
+            "responses": _responses(route)
+            | {
                 "default": {"description": "Error", "content": {"application/json": {"schema": error}}},
             },
         }
@@ -124,6 +134,8 @@ def openapi(routes: list[Route]) -> dict[str, Any]:
                 "content": {"application/json": {"schema": json_schema(route.body)}},
             }
         op["security"] = [] if route.public else [{"bearer": []}]
+        if route.loopback:
+            op["x-loopback-without-token"] = True
         paths.setdefault(path, {})[route.method.lower()] = op
     return {
         "openapi": "3.1.0",
@@ -135,7 +147,8 @@ def openapi(routes: list[Route]) -> dict[str, Any]:
         "paths": paths,
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": {
+            "schemas": COMPONENTS
+            | {
                 "Error": {
                     "type": "object",
                     "required": ["error"],
@@ -161,23 +174,9 @@ async def openapi_json(call: Call) -> Any:
     return openapi(call.request.app[ROUTE_TABLE])
 
 
-def _loopback(request: web.Request) -> bool:
-    try:
-        return ipaddress.ip_address(request.remote or "").is_loopback
-    except ValueError:
-        return False
-
-
 async def metrics(call: Call) -> web.Response:
-    request = call.request
-    if not _loopback(request):
-        header = request.headers.get("Authorization", "")
-        token = header[7:].strip() if header[:7].lower() == "bearer " else None
-        if not token:
-            raise Unauthenticated("/metrics needs a token, or a request from loopback.")
-        await auth.authenticate(request.app[CONTEXT], token)
-    ctx = request.app[CONTEXT]
-    return web.Response(text=request.app[METRICS].render(ctx), content_type="text/plain", charset="utf-8")
+    app = call.request.app
+    return web.Response(text=app[METRICS].render(call.ctx), content_type="text/plain", charset="utf-8")
 
 
 ROUTES = [
@@ -187,5 +186,5 @@ ROUTES = [
     Route("GET", "/llms.txt", llms_txt, "The protocol in prose.", public=True),
     Route("GET", "/agents.md", agents_md, "House rules for bots.", public=True),
     Route("GET", "/admin.md", admin_md, "House rules for admin bots.", public=True),
-    Route("GET", "/metrics", metrics, "Prometheus metrics (token or loopback).", public=True),
+    Route("GET", "/metrics", metrics, "Prometheus metrics (token, or none from loopback).", loopback=True),
 ]

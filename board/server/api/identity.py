@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..services import agents, auth
-from .routing import Call, Route
+from .route import Call, Route
 
 
-async def register(call: Call) -> tuple[int, Any]:
-    return 201, await auth.register_bot(call.ctx, call.body)
+async def register(call: Call) -> Any:
+    return await auth.register_bot(call.ctx, call.body)
 
 
 async def me(call: Call) -> Any:
@@ -28,8 +28,8 @@ async def agent(call: Call) -> Any:
     return await agents.get_agent(call.ctx, call.p, call.arg("handle"))
 
 
-async def invite(call: Call) -> tuple[int, Any]:
-    return 201, await auth.create_invite(call.ctx, call.p, call.body)
+async def invite(call: Call) -> Any:
+    return await auth.create_invite(call.ctx, call.p, call.body)
 
 
 async def revoke(call: Call) -> Any:
@@ -43,6 +43,7 @@ ROUTES = [
         register,
         "Register a bot with a human-issued invite.",
         body=auth.Registration,
+        status=201,
         public=True,
         secrets=("token",),
     ),
@@ -62,6 +63,7 @@ ROUTES = [
         invite,
         "Issue an invite code for one workspace (humans).",
         body=auth.InviteRequest,
+        status=201,
         secrets=("invite",),
     ),
     Route("DELETE", "/api/agents/{handle}/token", revoke, "Revoke a bot's token (humans)."),

@@ -15,7 +15,7 @@ from aiohttp import web
 from .. import package
 from ..errors import NotFound
 from .discovery import board_url
-from .routing import Call, Route
+from .route import Call, Route
 
 STABLE = "bot-board.whl"
 

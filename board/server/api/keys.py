@@ -1,4 +1,8 @@
-"""Typed application state, declared in one place."""
+"""Typed application state, declared in one place.
+
+The types are imported for the type checker only: the modules that define them
+import this one.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,15 @@ from aiohttp import web
 from .gate import Hosts
 
 if TYPE_CHECKING:
-    pass
+    from ..services.auth import Presence
+    from ..services.context import Context
+    from .metrics import Metrics
+    from .replays import Replays
+    from .route import Route
 
-CONTEXT = web.AppKey("context", "Context")
-PRESENCE = web.AppKey("presence", "Presence")
-ROUTES = web.AppKey("routes", "list[Route]")
-REPLAYS = web.AppKey("replays", "Replays")
-HOSTS = web.AppKey("hosts", Hosts)
+CONTEXT: web.AppKey[Context] = web.AppKey("context")
+PRESENCE: web.AppKey[Presence] = web.AppKey("presence")
+ROUTES: web.AppKey[list[Route]] = web.AppKey("routes")
+REPLAYS: web.AppKey[Replays] = web.AppKey("replays")
+METRICS: web.AppKey[Metrics] = web.AppKey("metrics")
+HOSTS: web.AppKey[Hosts] = web.AppKey("hosts")

@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import InvalidArgument
 from ..services.knowledge import documents, inputs, moderation, reads
 from ..services.knowledge import pack as knowledge_pack
-from .routing import Call, Route
+from .route import Call, Route
 
 DOC = "/{path:.+}"
 

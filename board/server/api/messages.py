@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..services import channels, messages, posting
-from .routing import Call, Route
+from .route import Call, Route
 
 
 async def channel_list(call: Call) -> Any:
@@ -29,8 +29,8 @@ async def conversation_open(call: Call) -> tuple[int, Any]:
     return await channels.open_conversation(call.ctx, call.p, call.body)
 
 
-async def post(call: Call) -> tuple[int, Any]:
-    return 201, await posting.post(call.ctx, call.p, call.body)
+async def post(call: Call) -> Any:
+    return await posting.post(call.ctx, call.p, call.body)
 
 
 async def listing(call: Call) -> Any:
@@ -99,6 +99,7 @@ ROUTES = [
         post,
         "Post a root in a channel or conversation, or a reply.",
         body=posting.PostMessage,
+        status=201,
     ),
     Route(
         "GET",

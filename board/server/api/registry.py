@@ -6,15 +6,15 @@ from typing import Any
 
 from ..services import prompt, registry
 from .discovery import board_url
-from .routing import Call, Route
+from .route import Call, Route
 
 
 async def skills(call: Call) -> Any:
     return await registry.list_skills(call.ctx, call.p, call.query)
 
 
-async def create_skill(call: Call) -> tuple[int, Any]:
-    return 201, await registry.create_skill(call.ctx, call.p, call.body)
+async def create_skill(call: Call) -> Any:
+    return await registry.create_skill(call.ctx, call.p, call.body)
 
 
 async def skill(call: Call) -> Any:
@@ -29,8 +29,8 @@ async def profiles(call: Call) -> Any:
     return await registry.list_profiles(call.ctx, call.p, call.query)
 
 
-async def create_profile(call: Call) -> tuple[int, Any]:
-    return 201, await registry.create_profile(call.ctx, call.p, call.body)
+async def create_profile(call: Call) -> Any:
+    return await registry.create_profile(call.ctx, call.p, call.body)
 
 
 async def profile(call: Call) -> Any:
@@ -53,6 +53,7 @@ ROUTES = [
         create_skill,
         "Add a skill: name, description, source, SKILL.md text (humans, admin bots).",
         body=registry.NewSkill,
+        status=201,
     ),
     Route(
         "GET",
@@ -81,6 +82,7 @@ ROUTES = [
         create_profile,
         "Add a launch profile to a workspace (humans).",
         body=registry.NewProfile,
+        status=201,
     ),
     Route("GET", "/api/profiles/{name}", profile, "One launch profile with its identity text."),
     Route(

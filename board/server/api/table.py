@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import admin, audit, claims, discovery, identity, installer, knowledge, messages, registry, workspaces
-from .routing import Route
+from .route import Route
 
 ROUTE_MODULES = (
     discovery,

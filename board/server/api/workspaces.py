@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..services import workspaces
-from .routing import Call, Route
+from .route import Call, Route
 
 
 async def listing(call: Call) -> Any:
     return await workspaces.list_workspaces(call.ctx, call.p, call.query)
 
 
-async def create(call: Call) -> tuple[int, Any]:
-    return 201, await workspaces.create(call.ctx, call.p, call.body)
+async def create(call: Call) -> Any:
+    return await workspaces.create(call.ctx, call.p, call.body)
 
 
 async def get(call: Call) -> Any:
@@ -50,6 +50,7 @@ ROUTES = [
         create,
         "Create a workspace, optionally seeding it (humans).",
         body=workspaces.NewWorkspace,
+        status=201,
     ),
     Route("GET", "/api/workspaces/{slug}", get, "A workspace's settings."),
     Route(

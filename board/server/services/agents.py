@@ -43,7 +43,7 @@ async def me(ctx: Context, p: Principal) -> dict[str, Any]:
 class AgentList:
     workspace: str | None = arg(None, pattern=r"[a-z0-9._-]{2,64}")
     after: str = arg("", max_len=32, help="Handle to continue after.")
-    limit: int = arg(100, min=1, max=500)
+    limit: int = arg(20, min=1, max=500)
     max_bytes: int | None = arg(None, min=1)
 
 

@@ -140,11 +140,19 @@ def check_handle(handle: str) -> None:
         raise InvalidArgument(f"A handle is 2-32 of [A-Za-z0-9._-]; got {handle[:40]!r}.")
 
 
+#: What a bot may say it runs at registration (its ``kind``).
+HARNESS_LABELS = ("claude-code", "codex", "opencode", "copilot", "gemini", "other")
+
+
 @dataclass
 class Registration:
     handle: str = arg(pattern=HANDLE_PATTERN, help="2-32 of [A-Za-z0-9._-], unique.")
     invite: str = arg(max_len=128, help="The invite code a human gave you.")
-    kind: str = arg("bot", choices=("bot",), help="Registration creates bots only.")
+    kind: str = arg(
+        "other",
+        choices=HARNESS_LABELS,
+        help="The harness this bot runs, shown on the roster; registration never makes a human.",
+    )
     description: str = arg("", max_len=500)
 
 
@@ -161,7 +169,7 @@ async def register_bot(ctx: Context, reg: Registration) -> dict[str, Any]:
         if await store.agent_by_handle(conn, reg.handle) is not None:
             raise NameConflict(f"The handle {reg.handle!r} is taken; pick another.")
         agent_id = await store.insert_agent(
-            conn, reg.handle, "bot", invite["workspace_id"], reg.description, now
+            conn, reg.handle, "bot", invite["workspace_id"], reg.description, now, harness=reg.kind
         )
         token = await _issue(conn, ctx, agent_id, "bot")
         actor = Principal(agent_id, reg.handle, "bot", invite["workspace_id"], invite["workspace"])
@@ -255,9 +263,10 @@ async def create_invite(ctx: Context, p: Principal | None, req: InviteRequest) -
 
 
 def agent_dict(row: Any, now: str) -> dict[str, Any]:
+    """An agent as the roster shows it: a bot's kind is its harness label, a human's ``human``."""
     return {
         "handle": row["handle"],
-        "kind": row["kind"],
+        "kind": row["harness"] if row["kind"] == "bot" else row["kind"],
         "workspace": row["workspace"],
         "description": row["description"],
         "created_at": row["created_at"],

@@ -37,7 +37,7 @@ class ChannelList:
     since: int | None = arg(None, min=0, help="Count messages after this id as unread.")
     seen: str | None = arg(None, max_len=8000, help="slug:id,... last seen per channel.")
     after: str = arg("", max_len=64, help="Slug to continue after.")
-    limit: int = arg(100, min=1, max=500)
+    limit: int = arg(20, min=1, max=500)
     max_bytes: int | None = arg(None, min=1)
 
 
@@ -124,6 +124,7 @@ async def upsert(ctx: Context, p: Principal, req: ChannelWrite, *, create: bool 
             details={"topic": req.topic, "refs": None if req.refs is None else len(req.refs)},
         )
         fresh = await store.by_slug(conn, workspace["id"], req.slug)
+        assert fresh is not None  # written in this transaction
         return {
             "slug": fresh["slug"],
             "workspace": workspace["slug"],
@@ -160,7 +161,7 @@ class ConversationList:
     since: int | None = arg(None, min=0)
     seen: str | None = arg(None, max_len=8000, help="id:last,... last seen per conversation.")
     after: int = arg(0, min=0, help="Conversation id to continue after.")
-    limit: int = arg(100, min=1, max=500)
+    limit: int = arg(20, min=1, max=500)
     max_bytes: int | None = arg(None, min=1)
 
 

@@ -226,7 +226,7 @@ async def get_message(ctx: Context, p: Principal, message_id: int) -> dict[str, 
 @dataclass
 class ThreadQuery:
     since: int = arg(0, min=0, help="Replies after this id (the root is always first).")
-    limit: int = arg(100, min=1, max=500)
+    limit: int = arg(20, min=1, max=500)
     max_bytes: int | None = arg(None, min=1)
     view: str = arg("full", choices=("full", "compact"))
 

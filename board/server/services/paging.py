@@ -52,11 +52,14 @@ def bounded_page(
     key: str = "id",
     cursor: int | None = None,
 ) -> Page:
-    """The list answer: ``{noun: [...], has_more, next_since|next_before, cursor}``."""
+    """The list answer: ``{noun: [...], has_more, next_since|next_before, cursor}``.
+
+    ``cursor`` is the message head the list's own read saw; a list that reads no
+    messages gets the highest id published so far, which never runs ahead of a commit.
+    """
     kept, has_more = trim(items, limit, byte_cap(ctx, max_bytes))
     page: Page = {noun: kept, "has_more": has_more}
-    if cursor is not None:
-        page["cursor"] = cursor
+    page["cursor"] = ctx.hub.last_id if cursor is None else cursor
     if has_more and kept:
         page["next_before" if descending else "next_since"] = kept[-1][key]
     return page

@@ -402,6 +402,7 @@ async def update_profile(ctx: Context, p: Principal, name: str, req: ProfileUpda
         row = await _visible_profile(conn, p, name)
         _require_human(p)
         workspace = await workspace_store.by_id(conn, row["workspace_id"])
+        assert workspace is not None  # the profile's own workspace
         scope.require_writable(workspace)
         if req.base_version is not None and req.base_version != row["version"]:
             raise VersionConflict(
@@ -434,7 +435,9 @@ async def update_profile(ctx: Context, p: Principal, name: str, req: ProfileUpda
             workspace=workspace["slug"],
             details={"version": row["version"] + 1, "changed": changed},
         )
-        return (await profile_dicts(conn, [await store.profile(conn, name)]))[0]
+        fresh = await store.profile(conn, name)
+        assert fresh is not None  # updated in this transaction
+        return (await profile_dicts(conn, [fresh]))[0]
 
     return await ctx.db.write(write)
 

@@ -186,18 +186,37 @@ class BotMembership:
 
 
 async def set_bots(ctx: Context, p: Principal, slug: str, req: BotMembership) -> dict[str, Any]:
-    """Move the named bots into this workspace (a bot belongs to exactly one)."""
+    """Make the named bots this workspace's whole set, moving them in from where they are.
+
+    A bot belongs to exactly one workspace, so a member left out has nowhere to go: the
+    call is refused, naming them, until they are named in another workspace's set (or
+    kept in this one). Moving them to ``admin`` would make them admin bots.
+    """
 
     async def write(conn: Connection) -> tuple[dict[str, Any], list[int]]:
         row = await scope.visible_workspace(conn, p, slug)
         _require_human(p, "change workspace membership")
         scope.require_writable(row)
         agents = {a["handle"].lower(): a for a in await identity_store.agents_by_handles(conn, req.bots)}
-        moved = []
         for handle in req.bots:
             agent = agents.get(handle.lower())
             if agent is None or agent["kind"] != "bot":
                 raise NotFound(f"bot {handle}")
+        named = {a["id"] for a in agents.values()}
+        current = await store.bot_ids(conn, row["id"])
+        if left_out := [agent_id for agent_id in current if agent_id not in named]:
+            rows = await identity_store.list_agents(conn, [row["id"]], "", len(current) + 1)
+            handles = [r["handle"] for r in rows if r["id"] in set(left_out)]
+            raise InvalidArgument(
+                f"PUT sets the whole list, and {', '.join(handles)} would be left without a "
+                f"workspace (a bot belongs to exactly one). Keep them in the list, or first name "
+                f"them in another workspace's list.",
+                field="bots",
+                left_out=handles,
+            )
+        moved = []
+        for handle in req.bots:
+            agent = agents[handle.lower()]
             if agent["workspace_id"] != row["id"]:
                 await identity_store.move_bot(conn, agent["id"], row["id"])
                 moved.append(agent["id"])

@@ -52,7 +52,8 @@ async def select(
     since: int,
     limit: int,
 ) -> list[Row]:
-    clauses, params = ["id > ?"], [since]
+    clauses: list[str] = ["id > ?"]
+    params: list[int | str] = [since]
     for column, value in (("workspace", workspace), ("actor", actor), ("action", action)):
         if value is not None:
             clauses.append(f"{column} = ?")

@@ -6,7 +6,8 @@ The writer task takes every write waiting at that moment, runs them in one
 write does not undo its neighbours), commits once, and only then resolves each
 caller's future with its result or its error. Each write runs in its caller's
 context (``contextvars``), so what the request set, such as its request id, is
-what the write sees. A write hands what must be announced once it is durable to
+what the write sees (and a call's request id is marked applied together with its
+effect, see :mod:`.requests`). A write hands what must be announced once it is durable to
 :func:`emit`: the job's outbox, which the writer passes to ``publish`` after the
 commit, in commit order, and drops with the job when it fails. Reads run on their
 own connections and never wait for the writer.
@@ -21,7 +22,7 @@ import fcntl
 import logging
 import os
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
+from . import requests
 from .jsoncolumns import readable_json
 
 log = logging.getLogger(__name__)
@@ -39,27 +41,11 @@ Job = Callable[[aiosqlite.Connection], Awaitable[Any]]
 MAX_BATCH = 256
 
 _OUTBOX: contextvars.ContextVar[list[Any]] = contextvars.ContextVar("board_outbox")
-_ALONG: contextvars.ContextVar[list[Job]] = contextvars.ContextVar("board_along")
 
 
 def emit(item: Any) -> None:
     """Announce ``item`` once the write running now commits; LookupError outside a write."""
     _OUTBOX.get().append(item)
-
-
-@contextlib.contextmanager
-def along_with_first_write(fn: Job) -> Iterator[None]:
-    """Run ``fn`` inside the first write made in this block, in that write's savepoint.
-
-    Both commit or neither: what must never be split from an effect (the mark
-    that a request id was carried out) rides in the effect's own transaction.
-    A write that fails leaves ``fn`` for the next one; with no write, it never runs.
-    """
-    token = _ALONG.set([fn])
-    try:
-        yield
-    finally:
-        _ALONG.reset(token)
 
 
 class StoreError(Exception):
@@ -101,12 +87,11 @@ class _Write:
 
 
 async def _call(job: _Write, conn: aiosqlite.Connection) -> Any:
+    """One job, in its caller's context and its own savepoint."""
     _OUTBOX.set(job.outbox)  # in the job's own context: its emits land in its outbox
     result = await job.fn(conn)
-    along = _ALONG.get(None)
-    while along:
-        await along[0](conn)
-        along.pop(0)
+    # A call with a request id is marked applied in the same savepoint as its effect.
+    await requests.mark_applied(conn)
     return result
 
 

@@ -9,7 +9,7 @@ from aiosqlite import Connection
 
 Row = sqlite3.Row
 
-AGENT_COLUMNS = """a.id, a.handle, a.kind, a.workspace_id, a.description, a.created_at,
+AGENT_COLUMNS = """a.id, a.handle, a.kind, a.harness, a.workspace_id, a.description, a.created_at,
     a.last_seen_at, w.slug AS workspace"""
 AGENT_FROM = "agents a LEFT JOIN workspaces w ON w.id = a.workspace_id"
 
@@ -69,11 +69,18 @@ async def list_agents(
 
 
 async def insert_agent(
-    conn: Connection, handle: str, kind: str, workspace_id: int | None, description: str, now: str
+    conn: Connection,
+    handle: str,
+    kind: str,
+    workspace_id: int | None,
+    description: str,
+    now: str,
+    harness: str | None = None,
 ) -> int:
     cur = await conn.execute(
-        "INSERT INTO agents (handle, kind, workspace_id, description, created_at) VALUES (?,?,?,?,?)",
-        (handle, kind, workspace_id, description, now),
+        """INSERT INTO agents (handle, kind, harness, workspace_id, description, created_at)
+           VALUES (?,?,?,?,?,?)""",
+        (handle, kind, harness, workspace_id, description, now),
     )
     return int(cur.lastrowid or 0)
 

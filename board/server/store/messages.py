@@ -128,7 +128,9 @@ async def thread_info(conn: Connection, root_ids: list[int]) -> dict[int, dict[s
     if not root_ids:
         return {}
     marks = ",".join("?" * len(root_ids))
-    info = {root: {"count": 0, "last_id": None, "last_at": None, "authors": []} for root in root_ids}
+    info: dict[int, dict[str, Any]] = {
+        root: {"count": 0, "last_id": None, "last_at": None, "authors": []} for root in root_ids
+    }
     for row in await all_rows(
         conn,
         f"SELECT root_id, reply_count, last_id, last_at FROM threads WHERE root_id IN ({marks})",

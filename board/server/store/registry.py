@@ -96,7 +96,8 @@ async def list_profiles(
     conn: Connection, workspace_ids: list[int] | None, after_name: str, limit: int
 ) -> list[Row]:
     """Profiles of the given workspaces (every workspace when None), by name."""
-    where, params = "p.name > ?", [after_name]
+    where = "p.name > ?"
+    params: list[str | int] = [after_name]
     if workspace_ids is not None:
         where += f" AND p.workspace_id IN ({','.join('?' * len(workspace_ids)) or 'NULL'})"
         params += workspace_ids

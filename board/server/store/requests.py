@@ -1,17 +1,37 @@
 """Stored outcomes of mutating calls, keyed by the caller's request id.
 
-A row with status 0 marks a call whose effect committed but whose answer was
-never stored (the board stopped in between): a retry learns it was carried out.
+A call with a request id is marked applied inside the savepoint of its own write
+(:func:`mark_applied`, run by the writer), so its effect and the mark commit together
+or not at all. Its answer is filled in once it is rendered (:func:`put`); a board
+that dies between the two leaves the mark, and a retry is told the call took effect
+instead of applying it again.
 """
 
 from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass
 
 from aiosqlite import Connection
 
 from .identity import Row, one
 
-#: The status of a call carried out whose answer is not known.
-CARRIED_OUT = 0
+#: Status of a call whose effect is committed and whose answer was never stored.
+APPLIED = 0
+
+
+@dataclass(frozen=True)
+class Pending:
+    """The request id of the call a write runs for."""
+
+    agent_id: int
+    request_id: str
+    fingerprint: str
+    now: str
+
+
+#: Set by the API around a call with a request id; the writer reads it in each write's context.
+pending: contextvars.ContextVar[Pending | None] = contextvars.ContextVar("pending_request", default=None)
 
 
 async def get(conn: Connection, agent_id: int, request_id: str) -> Row | None:
@@ -19,6 +39,18 @@ async def get(conn: Connection, agent_id: int, request_id: str) -> Row | None:
         conn,
         "SELECT fingerprint, status, response FROM requests WHERE agent_id = ? AND request_id = ?",
         (agent_id, request_id),
+    )
+
+
+async def mark_applied(conn: Connection) -> None:
+    """Inside a write's savepoint: the call it runs for (if any) has taken effect."""
+    key = pending.get()
+    if key is None:
+        return
+    await conn.execute(
+        """INSERT OR IGNORE INTO requests (agent_id, request_id, fingerprint, status, response, created_at)
+           VALUES (?,?,?,?,'',?)""",
+        (key.agent_id, key.request_id, key.fingerprint, APPLIED, key.now),
     )
 
 
@@ -31,14 +63,14 @@ async def put(
     response: str,
     now: str,
 ) -> None:
-    """Store an outcome; a stored answer is kept, a carried-out mark gives way to the answer."""
+    """The call's answer, kept for replays; a first answer is never replaced."""
     await conn.execute(
         """INSERT INTO requests (agent_id, request_id, fingerprint, status, response, created_at)
            VALUES (?,?,?,?,?,?)
            ON CONFLICT (agent_id, request_id) DO UPDATE
            SET status = excluded.status, response = excluded.response
-           WHERE requests.status = 0 AND requests.fingerprint = excluded.fingerprint""",
-        (agent_id, request_id, fingerprint, status, response, now),
+           WHERE requests.status = ?""",
+        (agent_id, request_id, fingerprint, status, response, now, APPLIED),
     )
 
 

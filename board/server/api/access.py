@@ -1,0 +1,53 @@
+"""The access middleware: every request counted, timed and logged under a fresh request id."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from .. import logs
+from .keys import METRICS
+
+access = logging.getLogger("board.access")
+
+
+@web.middleware
+async def metrics_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Count and time every request, and log one line for it under a fresh request id."""
+    started = time.perf_counter()
+    rid = secrets.token_hex(6)
+    token = logs.request_id.set(rid)
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        response.headers["X-Request-Id"] = rid
+        return response
+    except web.HTTPException as exc:
+        status = exc.status
+        raise
+    finally:
+        seconds = time.perf_counter() - started
+        info = request.match_info.route.resource
+        route = info.canonical if info is not None else "unmatched"
+        request.app[METRICS].observe(request.method, route, status, seconds)
+        access.info(
+            "%s %s %s",
+            request.method,
+            route,
+            status,
+            extra={
+                "method": request.method,
+                "route": route,
+                "status": status,
+                "ms": round(seconds * 1000, 2),
+                "request_id": rid,
+            },
+        )
+        logs.request_id.reset(token)

@@ -1,0 +1,64 @@
+"""Route declarations: what an API call is, and what a route says about itself.
+
+Each route says who may call it without a token (``public``, or ``loopback``
+for callers on this machine), which input types it takes, and a summary for
+the OpenAPI document; :mod:`.routing` runs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from ..errors import InvalidArgument
+from ..principal import Principal
+from ..services.context import Context
+
+
+@dataclass
+class Call:
+    """One parsed API call, handed to a handler."""
+
+    request: web.Request
+    ctx: Context
+    principal: Principal | None
+    body: Any = None
+    query: Any = None
+
+    @property
+    def p(self) -> Principal:
+        assert self.principal is not None, "route is public; no principal"
+        return self.principal
+
+    def arg(self, name: str) -> str:
+        return self.request.match_info[name]
+
+    def int_arg(self, name: str) -> int:
+        text = self.request.match_info[name]
+        if not text.isdigit() or len(text) > 18:
+            raise InvalidArgument(f"'{name}' must be a positive whole number.")
+        return int(text)
+
+
+Handler = Callable[[Call], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    body: type | None = None
+    query: type | None = None
+    public: bool = False
+    #: A caller on loopback needs no token (the operator's scraper); others authenticate.
+    loopback: bool = False
+    status: int = 200
+    tags: tuple[str, ...] = field(default=())
+    #: Answer fields holding a secret (a token, an invite code): shown once, so they are
+    #: never kept for a replay, which answers them as null.
+    secrets: tuple[str, ...] = field(default=())
