@@ -190,7 +190,9 @@ login_link() {  # prints the link; what it did goes to stderr
 
 start_board() {
     write_unit board "the board" "$venv/bin/board" serve
-    "$venv/bin/board" ctl start || die "the board did not start (see above)"
+    local started
+    started=$("$venv/bin/board" ctl start) || die "the board did not start (see above)"
+    say "$started"
 }
 
 enroll_keeper() {  # enroll_keeper URL CODE: once per machine
