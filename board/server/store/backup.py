@@ -19,25 +19,33 @@ from pathlib import Path
 from .db import StoreError, schema_version
 
 
-def integrity(path: Path) -> str:
-    """``PRAGMA integrity_check`` of a database file: ``ok`` or what is wrong."""
+@contextlib.contextmanager
+def _read_only(path: Path) -> Iterator[sqlite3.Connection]:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        rows = conn.execute("PRAGMA integrity_check").fetchall()
-    except sqlite3.DatabaseError as exc:
-        return str(exc)
+        yield conn
     finally:
         conn.close()
+
+
+def integrity(path: Path) -> str:
+    """``PRAGMA integrity_check`` of a database file: ``ok`` or what is wrong."""
+    with _read_only(path) as conn:
+        try:
+            rows = conn.execute("PRAGMA integrity_check").fetchall()
+        except sqlite3.DatabaseError as exc:
+            return str(exc)
     return "; ".join(str(row[0]) for row in rows)
 
 
-def _copy(source: sqlite3.Connection, dest: Path) -> None:
-    """Write ``source``'s snapshot to ``dest`` through a checked, synced temporary file."""
+def _copy(path: Path, dest: Path) -> None:
+    """Write a snapshot of the database at ``path`` to ``dest`` through a checked, synced temporary file."""
     tmp = dest.with_name(f".{dest.name}.partial")
     tmp.unlink(missing_ok=True)
     target = sqlite3.connect(tmp)
     try:
-        source.backup(target)  # all pages in one step: one read snapshot of the source
+        with _read_only(path) as source:
+            source.backup(target)  # all pages in one step: one read snapshot of the source
         target.execute("PRAGMA journal_mode = DELETE")  # a copy is one self-contained file
     finally:
         target.close()
@@ -66,11 +74,7 @@ def backup(db: Path, dest: Path) -> Path:
     if dest.exists():
         raise StoreError(f"{dest} already exists; name a new file or a folder")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    source = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        _copy(source, dest)
-    finally:
-        source.close()
+    _copy(db, dest)
     return dest
 
 
@@ -103,11 +107,8 @@ def restore(source: Path, db: Path) -> Path | None:
     verdict = integrity(source)
     if verdict != "ok":
         raise StoreError(f"{source} failed its integrity check ({verdict}); not restoring it")
-    conn = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
-    try:
+    with _read_only(source) as conn:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    finally:
-        conn.close()
     if version > schema_version():
         raise StoreError(
             f"{source} has schema version {version}, newer than this board understands "
@@ -121,9 +122,5 @@ def restore(source: Path, db: Path) -> Path | None:
             saved = backup(db, db.parent / "backups")
         for leftover in (Path(f"{db}-wal"), Path(f"{db}-shm")):
             leftover.unlink(missing_ok=True)  # the saved copy holds what they held
-        src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
-        try:
-            _copy(src, db)
-        finally:
-            src.close()
+        _copy(source, db)
     return saved
