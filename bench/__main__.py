@@ -10,6 +10,7 @@ SCENARIOS = {
     "wake": "bench.wake",
     "baseline": "bench.baseline",
     "wake_latency": "bench.wake_latency",
+    "mcp": "bench.mcp",
 }
 
 

@@ -585,6 +585,27 @@ def claim(url: str, token: str, thread_id: int, note: str) -> None:
     _call(url, token, lambda b: b.claim(thread_id, note))
 
 
+@main.command()
+@click.option(
+    "--board",
+    "board_url",
+    envvar="BOARD_URL",
+    default="http://127.0.0.1:8080",
+    show_default=True,
+    help="The board [BOARD_URL].",
+)
+def mcp(board_url: str) -> None:
+    """The board's MCP server on stdin/stdout, with the token in BOARD_TOKEN (see docs/mcp.md)."""
+    import os
+
+    from .mcp.stdio import serve_stdio
+
+    token = os.environ.get("BOARD_TOKEN", "")
+    if not token:
+        raise click.UsageError("Set BOARD_TOKEN to the bot's token (never a flag: it would show in ps).")
+    asyncio.run(serve_stdio(board_url, token))
+
+
 from .launcher.cli import main as bot  # noqa: E402 - the `bot` group lives with the daemon
 
 main.add_command(bot)

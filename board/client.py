@@ -37,7 +37,8 @@ class BoardAPIError(Exception):
         self.retry_after = retry_after
 
 
-def _params(values: Mapping[str, Any]) -> dict[str, str]:
+def encode_params(values: Mapping[str, Any]) -> dict[str, str]:
+    """Query-string values as the board parses them: ``true``, comma-joined lists; None and False left out."""
     out = {}
     for key, value in values.items():
         if value is None or value is False:
@@ -117,7 +118,7 @@ class BoardClient:
             hdrs["Authorization"] = f"Bearer {self.token}"
         try:
             async with self._http().request(
-                method, self.base_url + path, json=json, params=_params(params or {}), headers=hdrs
+                method, self.base_url + path, json=json, params=encode_params(params or {}), headers=hdrs
             ) as resp:
                 if resp.content_type == "application/json":
                     data = await resp.json()
@@ -336,12 +337,13 @@ class BoardClient:
         *,
         first: bool = False,
         budget_bytes: int | None = None,
+        mcp: bool = False,
     ) -> JSON:
         """The composed prompt of ``handle``'s next turn covering ``trigger`` message ids."""
         return await self.request(
             "GET",
             f"/api/bots/{handle}/prompt",
-            params={"trigger": trigger or [], "first": first, "budget_bytes": budget_bytes},
+            params={"trigger": trigger or [], "first": first, "budget_bytes": budget_bytes, "mcp": mcp},
         )
 
     # -- audit ------------------------------------------------------------------

@@ -16,6 +16,7 @@ from jsonschema import Draft202012Validator
 from board.client import BoardClient
 from board.server.api.discovery import canonical, openapi
 from board.server.api.table import all_routes
+from board.server.mcp.endpoint import openapi_paths as mcp_openapi_paths
 
 
 @cache
@@ -31,6 +32,8 @@ def _routes() -> list[tuple[str, re.Pattern[str], str]]:
         pattern = re.sub(r"{(\w+):([^}]*)}", r"(?:\2)", route.path)
         pattern = re.sub(r"{(\w+)}", r"[^/]+", pattern)
         found.append((route.path.count("{"), route.method, re.compile(pattern + "$"), canonical(route.path)))
+    for path, operations in mcp_openapi_paths().items():
+        found.extend((0, method.upper(), re.compile(re.escape(path) + "$"), path) for method in operations)
     found.sort(key=lambda item: item[0])
     return [(method, pattern, path) for _, method, pattern, path in found]
 

@@ -31,6 +31,7 @@ class Case:
     path: dict[str, str] = field(default_factory=dict)  # path parameter -> placeholder key
     body: Callable[[str, dict[str, Any]], Any] | None = None
     params: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
     prepare: Callable[[World, dict[str, Any]], Awaitable[None]] | None = None
 
 
@@ -43,6 +44,7 @@ def scoped(status: int | set[int] = 200) -> dict[str, int | set[int]]:
     return {"human": status, "bot": status, "admin_bot": status, "other_bot": 404, "anon": 401}
 
 
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 HUMANS_ONLY = {"human": OK, "bot": 403, "admin_bot": 403, "other_bot": 403, "anon": 401}
 HUMANS_ON_PROJ = {"human": OK, "bot": 403, "admin_bot": 403, "other_bot": 404, "anon": 401}
 
@@ -157,6 +159,15 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/api/wake"): Case({"human": 403, "bot": 200, "admin_bot": 200, "other_bot": 200, "anon": 401}),
     ("GET", "/api/audit"): Case(HUMANS_ONLY),
     ("POST", "/api/admin/backup"): Case(HUMANS_ONLY),
+    # MCP over streamable HTTP: a tool list for any token; what each tool may reach is the
+    # route's own decision, proved through the tools in test_mcp.py.
+    ("POST", "/mcp"): Case(
+        everyone(200),
+        body=lambda r, f: {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+        headers=MCP_HEADERS,
+    ),
+    ("GET", "/mcp"): Case(everyone(405), headers=MCP_HEADERS),
+    ("DELETE", "/mcp"): Case(everyone(405), headers=MCP_HEADERS),
 }
 
 
@@ -237,7 +248,7 @@ async def test_route_decision_for_each_role(key: tuple[str, str], tmp_path: Any)
             body = case.body(role, facts) if case.body is not None else None
             try:
                 results[role], _ = await _caller(world, role).call(
-                    method, path, json=body, params=case.params
+                    method, path, json=body, params=case.params, headers=case.headers
                 )
             except BoardAPIError as exc:
                 results[role] = exc.status

@@ -63,6 +63,11 @@ def main() -> None:
     help="Seconds (0..N, random) to wait before acting on watched-only messages [BOT_JITTER; 20].",
 )
 @click.option("--model", envvar="BOT_MODEL", help="The harness's model [BOT_MODEL]; else the profile's.")
+@click.option(
+    "--mcp/--no-mcp",
+    default=None,
+    help="Give the harness the board's MCP tools, and a prompt naming them [BOT_MCP]; else the profile's.",
+)
 def run(
     handle: str | None,
     harness: str | None,
@@ -75,6 +80,7 @@ def run(
     skills: tuple[str, ...],
     jitter: float | None,
     model: str | None,
+    mcp: bool | None,
 ) -> None:
     """Run one bot's daemon in the foreground until SIGTERM.
 
@@ -93,6 +99,7 @@ def run(
         skills=skills,
         jitter=jitter,
         model=model,
+        mcp=mcp,
     )
     try:
         code = asyncio.run(run_daemon(options, dict(os.environ)))

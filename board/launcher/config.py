@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from .harnesses import ADAPTERS, Adapter, adapter_from_env
-from .process import turn_timeout
+from .mcp import McpSetup, setup_for
+from .process import silent_timeout, turn_timeout
 
 DEFAULT_BOARD_URL = "http://127.0.0.1:8080"
 DEFAULT_JITTER = 20.0  # BOT_JITTER, seconds
@@ -116,6 +117,7 @@ class Options:
     skills: tuple[str, ...] = ()
     jitter: float | None = None
     model: str | None = None
+    mcp: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -135,11 +137,13 @@ class BotConfig:
     flags: tuple[str, ...] = ()
     jitter: float = DEFAULT_JITTER
     turn_timeout: float = 1800.0
+    silent_timeout: float = 300.0
     stop_grace: float = DEFAULT_STOP_GRACE
     pool: Path | None = None
     skills: tuple[str, ...] = ()  # --skill sources
     profile_skills: tuple[str, ...] = ()  # the profile's skills, by name on the board
     identity: str = ""  # the profile's identity text, for the local fallback prompt
+    mcp: McpSetup | None = None  # the board's MCP server for the harness, when MCP is on
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
@@ -196,6 +200,7 @@ def resolve(
     )
     try:
         timeout = turn_timeout(environ)
+        silence = silent_timeout(environ)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     pool_path = None
@@ -203,6 +208,14 @@ def resolve(
         pool_path = Path(pool).expanduser().resolve()
         pool_path.mkdir(parents=True, exist_ok=True)
     model = options.model or environ.get("BOT_MODEL") or prof.get("model") or None
+    mcp = None
+    if _mcp_on(options, environ, prof):
+        mcp = setup_for(harness, board_url(options, environ), state_dir(environ, handle))
+        if mcp is None:
+            raise ConfigError(
+                f"harness {harness} takes no per-run MCP configuration here; "
+                "run it without --mcp (BOT_MCP, the profile's mcp), or use claude, codex or gemini"
+            )
     return BotConfig(
         handle=handle,
         harness=harness,
@@ -217,13 +230,26 @@ def resolve(
         flags=parse_flags(prof.get("flags")),
         jitter=jitter,
         turn_timeout=timeout,
+        silent_timeout=silence,
         stop_grace=parse_seconds("BOT_STOP_GRACE", environ.get("BOT_STOP_GRACE"), DEFAULT_STOP_GRACE),
         pool=pool_path,
         skills=tuple(options.skills),
         profile_skills=parse_list(prof.get("skills")),
         identity=str(prof.get("identity") or ""),
+        mcp=mcp,
         environ=dict(environ),
     )
+
+
+def _mcp_on(options: Options, environ: Mapping[str, str], profile: Mapping[str, Any]) -> bool:
+    if options.mcp is not None:
+        return options.mcp
+    raw = environ.get("BOT_MCP", "").strip().lower()
+    if raw:
+        if raw not in ("1", "true", "yes", "0", "false", "no"):
+            raise ConfigError(f"BOT_MCP must be 1 or 0, not {raw!r}")
+        return raw in ("1", "true", "yes")
+    return bool(profile.get("mcp"))
 
 
 def make_adapter(cfg: BotConfig) -> Adapter:
@@ -233,6 +259,8 @@ def make_adapter(cfg: BotConfig) -> Adapter:
     if not env.get(key, "").strip() and cfg.flags:
         env[key] = shlex.join(cfg.flags)
     try:
-        return adapter_from_env(cfg.harness, env)
+        adapter = adapter_from_env(cfg.harness, env)
+        adapter.check_environment(env, os.geteuid())
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    return adapter

@@ -52,6 +52,7 @@ from .config import BotConfig
 from .harnesses import Adapter, TurnRequest, TurnResult
 from .harnesses.base import describe_exit, trim
 from .logs import EventLog
+from .mcp import write_files as write_mcp_files
 from .pool import Pool
 from .process import ProcessOutcome, child_env, group_alive, identity_env, run_turn
 from .prompt import Prompt, Prompter
@@ -101,7 +102,7 @@ def wake_outcome(result: TurnResult, outcome: ProcessOutcome | None) -> str:
     """The outcome word of POST /api/wakes for a turn."""
     if result.ok:
         return "ok"
-    if result.error_kind == "timeout":
+    if result.error_kind in ("timeout", "silent"):
         return "timeout"
     if outcome is None:
         return "error"  # never started
@@ -128,6 +129,8 @@ def failure_text(
     """The one reply a failed turn posts in its thread."""
     if result.error_kind == "timeout":
         what = f"timed out after {timeout:g} s and was stopped"
+    elif result.error_kind == "silent":
+        what = "printed nothing for too long (BOT_SILENT_TIMEOUT) and was stopped"
     elif outcome is None:
         what = "could not be started"
     elif outcome.exit_code not in (0, None):
@@ -156,6 +159,7 @@ class TurnRunner(Protocol):
         cwd: str | os.PathLike[str],
         env: Mapping[str, str],
         timeout: float,
+        silent_timeout: float,
         on_start: Callable[[int], object] | None,
     ) -> tuple[TurnResult, ProcessOutcome | None]: ...
 
@@ -309,7 +313,10 @@ class Bot:
             board_url=self.cfg.board_url,
             workspace=self.workspace,
             identity=self.cfg.identity,
+            tools=self.cfg.mcp is not None,
         )
+        if self.cfg.mcp is not None:
+            write_mcp_files(self.cfg.mcp)
         if self.pool is not None:
             await self.pool.try_refresh()
             self.spawn(self.refresh_loop())
@@ -601,12 +608,15 @@ class Bot:
             prompt=prompt.text,
             session_id=session,
             model=self.cfg.model,
+            flags=self.cfg.mcp.flags if self.cfg.mcp else (),
             fresh_session_id=None if session else str(uuid.uuid4()),
         )
         env = child_env(
             self.cfg.environ,
             identity_env(self.cfg.board_url, self.cfg.token, self.cfg.handle, self.workspace, ids),
         )
+        if self.cfg.mcp is not None:
+            env.update(self.cfg.mcp.env)
         newest = max(ids)
         turn_id = uuid.uuid4().hex
 
@@ -647,6 +657,7 @@ class Bot:
                 cwd=lane.cwd,
                 env=env,
                 timeout=self.cfg.turn_timeout,
+                silent_timeout=self.cfg.silent_timeout,
                 on_start=on_start,
             )
         except ValueError as exc:  # the adapter refused the request (prompt too big, ...)

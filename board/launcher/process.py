@@ -3,13 +3,19 @@
 What every harness run gets, and why (each of these was learned from a CLI's
 issue tracker):
 
-- **stdin is /dev/null.** Several CLIs read piped stdin to EOF before they
-  start; an open pipe that nobody writes to hangs them forever.
+- **stdin is /dev/null, or a pipe closed after the prompt.** Several CLIs read
+  piped stdin to EOF before they start; an open pipe that nobody writes to
+  hangs them forever. An adapter that passes its prompt on stdin (opencode)
+  gets a pipe that is written and closed at once.
 - **A new process group** (``start_new_session``), so that a timeout, or the
   end of the turn, can stop the harness together with everything it spawned
   (shells, test runners, MCP servers) by signalling the group.
 - **A wall-clock timeout** that sends the group SIGTERM, waits a short grace,
   then SIGKILL, and reaps the harness.
+- **A no-output watchdog**: a harness that prints nothing on stdout or stderr
+  for the silence limit is ended the same way. Without a network, some CLIs
+  retry forever without a word (opencode), and waiting for the wall clock
+  would hold the bot for half an hour.
 - **stdout and stderr read to EOF, always.** Closing a pipe early kills the
   harness with SIGPIPE in the middle of its work. What is kept in memory is
   capped: the head and the tail, with a note of how much of the middle was
@@ -48,6 +54,7 @@ from .harnesses.base import (
 log = logging.getLogger(__name__)
 
 DEFAULT_TURN_TIMEOUT = 1800.0  # BOT_TURN_TIMEOUT, seconds
+DEFAULT_SILENT_TIMEOUT = 300.0  # BOT_SILENT_TIMEOUT, seconds
 DEFAULT_STDOUT_CAP = 4 * 1024 * 1024
 DEFAULT_STDERR_CAP = 1024 * 1024
 DEFAULT_KILL_GRACE = 3.0  # between SIGTERM and SIGKILL
@@ -114,18 +121,28 @@ def identity_env(
     }
 
 
-def turn_timeout(environ: Mapping[str, str]) -> float:
-    """BOT_TURN_TIMEOUT in seconds (default 1800); ValueError says what is wrong."""
-    raw = environ.get("BOT_TURN_TIMEOUT", "").strip()
+def _positive_seconds(environ: Mapping[str, str], name: str, default: float) -> float:
+    """A positive number of seconds from environ[name], or default; ValueError says what is wrong."""
+    raw = environ.get(name, "").strip()
     if not raw:
-        return DEFAULT_TURN_TIMEOUT
+        return default
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError(f"BOT_TURN_TIMEOUT must be a number of seconds, not {raw!r}") from None
+        raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
     if not value > 0:
-        raise ValueError(f"BOT_TURN_TIMEOUT must be positive, not {raw!r}")
+        raise ValueError(f"{name} must be positive, not {raw!r}")
     return value
+
+
+def turn_timeout(environ: Mapping[str, str]) -> float:
+    """BOT_TURN_TIMEOUT in seconds (default 1800)."""
+    return _positive_seconds(environ, "BOT_TURN_TIMEOUT", DEFAULT_TURN_TIMEOUT)
+
+
+def silent_timeout(environ: Mapping[str, str]) -> float:
+    """BOT_SILENT_TIMEOUT in seconds (default 300): how long a turn may print nothing."""
+    return _positive_seconds(environ, "BOT_SILENT_TIMEOUT", DEFAULT_SILENT_TIMEOUT)
 
 
 @dataclass(frozen=True)
@@ -135,11 +152,12 @@ class ProcessOutcome:
     exit_code: int | None  # negative: killed by that signal; None: never reaped
     stdout: str
     stderr: str
-    timed_out: bool
+    timed_out: bool  # ended at the wall-clock timeout
     truncated: bool  # stdout or stderr lost its middle to the memory cap
     pid: int
     started_at: float  # time.time()
     ended_at: float
+    went_silent: bool = False  # ended by the no-output watchdog
 
     @property
     def duration(self) -> float:
@@ -200,12 +218,38 @@ class CappedBuffer:
         return self.head.decode("utf-8", "replace") + note + tail.decode("utf-8", "replace")
 
 
-async def _drain(stream: asyncio.StreamReader | None, buffer: CappedBuffer) -> None:
+class Activity:
+    """When the harness last printed anything, for the no-output watchdog."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+
+    def saw_output(self) -> None:
+        self.last = time.monotonic()
+
+
+async def _drain(stream: asyncio.StreamReader | None, buffer: CappedBuffer, activity: Activity) -> None:
     """Read a pipe to EOF into buffer; never stop early (SIGPIPE)."""
     if stream is None:
         return
     while chunk := await stream.read(READ_CHUNK):
+        activity.saw_output()
         buffer.feed(chunk)
+
+
+async def _feed(stream: asyncio.StreamWriter | None, data: bytes) -> None:
+    """Write data to the harness's stdin and close it; a harness that exits unread is fine."""
+    if stream is None:
+        return
+    try:
+        stream.write(data)
+        await stream.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        stream.close()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            await stream.wait_closed()
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -245,20 +289,33 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-async def _wait_exit(proc: asyncio.subprocess.Process, waiter: asyncio.Task[int], timeout: float) -> bool:
-    """Wait up to timeout for the harness itself to exit; True if it did.
+async def _wait_exit(
+    proc: asyncio.subprocess.Process,
+    waiter: asyncio.Task[int],
+    timeout: float,
+    activity: Activity | None = None,
+    silent_timeout: float | None = None,
+) -> str | None:
+    """Wait for the harness itself to exit: None if it did, else why the wait ended.
 
-    proc.wait() also waits for the pipes to close, which a child left holding
-    them can put off forever, so the return code is watched as well.
+    "timeout" after timeout seconds; "silent" once the harness has printed
+    nothing for silent_timeout seconds (when given). proc.wait() also waits for
+    the pipes to close, which a child left holding them can put off forever, so
+    the return code is watched as well.
     """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    deadline = time.monotonic() + timeout
     while proc.returncode is None:
-        remaining = deadline - loop.time()
+        now = time.monotonic()
+        remaining = deadline - now
         if remaining <= 0:
-            return False
+            return "timeout"
+        if activity is not None and silent_timeout is not None:
+            quiet_left = activity.last + silent_timeout - now
+            if quiet_left <= 0:
+                return "silent"
+            remaining = min(remaining, quiet_left)
         await asyncio.wait({waiter}, timeout=min(remaining, 0.1))
-    return True
+    return None
 
 
 async def _end_group(pgid: int, grace: float) -> None:
@@ -280,14 +337,18 @@ async def run_process(
     cwd: str | os.PathLike[str],
     env: Mapping[str, str],
     timeout: float = DEFAULT_TURN_TIMEOUT,
+    silent_timeout: float | None = None,
+    stdin_data: bytes | None = None,
     stdout_cap: int = DEFAULT_STDOUT_CAP,
     stderr_cap: int = DEFAULT_STDERR_CAP,
     kill_grace: float = DEFAULT_KILL_GRACE,
     drain_grace: float = DRAIN_GRACE,
     on_start: Callable[[int], object] | None = None,
 ) -> ProcessOutcome:
-    """Run argv to the end or to the timeout; see the module docstring for the rules.
+    """Run argv to the end, the timeout, or silent_timeout seconds without output.
 
+    See the module docstring for the rules. stdin_data, when given, is written
+    to the harness's stdin, which is then closed; otherwise stdin is /dev/null.
     on_start(pid) is called as soon as the process exists (the caller measures
     post-to-start latency with it); its errors are logged, never raised.
     Raises OSError when the program cannot be started at all.
@@ -297,7 +358,7 @@ async def run_process(
         *argv,
         cwd=cwd,
         env=dict(env),
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.DEVNULL if stdin_data is None else asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
@@ -310,17 +371,20 @@ async def run_process(
             log.exception("on_start callback failed for pid %s", proc.pid)
 
     out_buf, err_buf = CappedBuffer(stdout_cap), CappedBuffer(stderr_cap)
+    activity = Activity()
     readers = {
-        asyncio.create_task(_drain(proc.stdout, out_buf)),
-        asyncio.create_task(_drain(proc.stderr, err_buf)),
+        asyncio.create_task(_drain(proc.stdout, out_buf, activity)),
+        asyncio.create_task(_drain(proc.stderr, err_buf, activity)),
     }
+    if stdin_data is not None:
+        readers.add(asyncio.create_task(_feed(proc.stdin, stdin_data)))
     waiter = asyncio.create_task(proc.wait())
-    timed_out = False
+    stopped: str | None = None
     try:
-        if not await _wait_exit(proc, waiter, timeout):
-            timed_out = True
+        stopped = await _wait_exit(proc, waiter, timeout, activity, silent_timeout)
+        if stopped is not None:
             _signal_group(pgid, signal.SIGTERM)
-            if not await _wait_exit(proc, waiter, kill_grace):
+            if await _wait_exit(proc, waiter, kill_grace) is not None:
                 _signal_group(pgid, signal.SIGKILL)
                 await _wait_exit(proc, waiter, REAP_WAIT)
         # The harness is gone; so must be whatever it left behind.
@@ -329,8 +393,8 @@ async def run_process(
         if pending:
             # A process that left the group still holds a pipe: stop reading.
             log.warning("pid %s: a pipe stayed open after the harness exited", proc.pid)
-            for task in pending:
-                task.cancel()
+            for reader in pending:
+                reader.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
             transport = getattr(proc, "_transport", None)
             if transport is not None:
@@ -353,11 +417,12 @@ async def run_process(
         exit_code=exit_code,
         stdout=out_buf.text(),
         stderr=err_buf.text(),
-        timed_out=timed_out,
+        timed_out=stopped == "timeout",
         truncated=out_buf.truncated or err_buf.truncated,
         pid=proc.pid,
         started_at=started_at,
         ended_at=time.time(),
+        went_silent=stopped == "silent",
     )
 
 
@@ -368,6 +433,7 @@ async def run_turn(
     cwd: str | os.PathLike[str],
     env: Mapping[str, str],
     timeout: float = DEFAULT_TURN_TIMEOUT,
+    silent_timeout: float = DEFAULT_SILENT_TIMEOUT,
     on_start: Callable[[int], object] | None = None,
     stdout_cap: int = DEFAULT_STDOUT_CAP,
     stderr_cap: int = DEFAULT_STDERR_CAP,
@@ -379,12 +445,15 @@ async def run_turn(
     extra variables are added on top.
     """
     argv = adapter.argv(req)
+    stdin_text = adapter.stdin(req)
     try:
         outcome = await run_process(
             argv,
             cwd=cwd,
             env={**env, **adapter.env(req)},
             timeout=timeout,
+            silent_timeout=silent_timeout,
+            stdin_data=None if stdin_text is None else stdin_text.encode("utf-8"),
             stdout_cap=stdout_cap,
             stderr_cap=stderr_cap,
             kill_grace=kill_grace,
@@ -406,18 +475,21 @@ async def run_turn(
             None,
         )
     result = adapter.parse(outcome.stdout, outcome.stderr, outcome.exit_code)
-    if outcome.timed_out:
+    if outcome.timed_out or outcome.went_silent:
         session_id = result.session_id
         if session_id is None and not req.session_id and adapter.assigns_session_ids:
             session_id = req.fresh_session_id
         detail = outcome.stderr_tail(max_lines=10)
+        if outcome.went_silent:
+            kind, what = "silent", f"printed nothing for {silent_timeout:g}s"
+        else:
+            kind, what = "timeout", f"timed out after {timeout:g}s"
         result = TurnResult(
             ok=False,
             session_id=session_id or req.session_id,
             text=result.text,
-            error_kind="timeout",
-            error=f"timed out after {timeout:g}s ({describe_exit(outcome.exit_code)})"
-            + (f": {detail}" if detail else ""),
+            error_kind=kind,
+            error=f"{what} ({describe_exit(outcome.exit_code)})" + (f": {detail}" if detail else ""),
             cost_usd=result.cost_usd,
             input_tokens=result.input_tokens,
             output_tokens=result.output_tokens,

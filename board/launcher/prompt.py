@@ -52,6 +52,7 @@ class Prompter:
         board_url: str,
         workspace: str,
         identity: str = "",
+        tools: bool = False,
         budget: int = DEFAULT_BUDGET,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -60,6 +61,7 @@ class Prompter:
         self.board_url = board_url
         self.workspace = workspace
         self.identity = identity
+        self.tools = tools  # the harness has the board's MCP tools: the board's prompt names them
         self.budget = budget
         self.monotonic = monotonic
         self._absent_until = 0.0
@@ -70,7 +72,7 @@ class Prompter:
         prompt: Prompt | None = None
         if self.monotonic() >= self._absent_until:
             try:
-                answer = await self.client.bot_prompt(self.handle, ids, first=first)
+                answer = await self.client.bot_prompt(self.handle, ids, first=first, mcp=self.tools)
             except BoardAPIError as exc:
                 if exc.code == "UNAVAILABLE" or exc.retryable:
                     raise

@@ -18,6 +18,8 @@ from .api.routing import TEST_SIGKILL, endpoint
 from .api.table import all_routes
 from .clock import Clock
 from .housekeeping import housekeeping
+from .mcp.endpoint import add_routes as add_mcp_routes
+from .mcp.endpoint import mcp_transport
 from .services.auth import Presence
 from .services.context import Context
 from .settings import Settings
@@ -47,6 +49,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: boo
     routes = all_routes()
     for route in routes:
         app.router.add_route(route.method, route.path, endpoint(route))
+    add_mcp_routes(app)
     app[ROUTES] = routes
     app[METRICS] = Metrics()
     app[PRESENCE] = Presence()
@@ -64,6 +67,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: boo
         await db.close()
 
     app.cleanup_ctx.append(database)
+    app.cleanup_ctx.append(mcp_transport)
     app.on_shutdown.append(_release_long_polls)
     app.cleanup_ctx.append(housekeeping)
     return app

@@ -8,6 +8,15 @@ exits 2 with a usage message on bad argv, refuses what the real one refuses
 about its environment, reads piped stdin where the real one does, and prints
 the real output shapes. Every call is recorded; behaviour is scripted. See
 README.md next to this file for the script format. Standard library only.
+
+Checked against the real CLIs (help texts and observed output, fresh HOME, no
+credentials, no network), the versions pinned in tests/realcli/clis.py:
+
+    claude    Claude Code 2.1.332
+    codex     Codex CLI 0.171.0
+    opencode  OpenCode 1.18.33
+    gemini    Gemini CLI 0.61.0
+    copilot   Copilot CLI 1.0.102
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import fcntl
 import json
 import os
 import random
+import re
 import resource
 import signal
 import stat
@@ -31,7 +41,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-USAGE_EXIT = 2
 FAKE_DIR = os.environ.get("FAKE_HARNESS_DIR")
 STEP_KINDS = {
     "ok",
@@ -45,11 +54,13 @@ STEP_KINDS = {
     "read_stdin",
     "reply",
     "claim",
+    "logged_out",
+    "mcp_reply",
 }
 
 
 class Usage(Exception):
-    """Bad argv: the persona prints this and exits 2."""
+    """Bad argv: the persona prints this and exits with its `usage_exit`."""
 
 
 class Refusal(Exception):
@@ -125,12 +136,17 @@ def next_step() -> dict[str, Any]:
     return step
 
 
+def known_sessions(persona: str) -> dict[str, Any]:
+    """The sessions a persona handed out: id -> {cwd, turns}."""
+    with locked():
+        sessions: dict[str, Any] = _read_json("sessions.json", {}).get(persona, {})
+    return sessions
+
+
 def session_known(persona: str, sid: str, cwd: str, scoped: bool) -> bool:
     if not FAKE_DIR:
         return True
-    with locked():
-        sessions = _read_json("sessions.json", {}).get(persona, {})
-    entry = sessions.get(sid)
+    entry = known_sessions(persona).get(sid)
     return entry is not None and (not scoped or entry["cwd"] == cwd)
 
 
@@ -288,6 +304,8 @@ class Action:
 
 class Persona:
     name = ""
+    version = ""  # the real CLI this persona was checked against
+    usage_exit = 1  # how the real CLI exits on bad argv
     reads_piped_stdin = False
     sessions_scoped_to_cwd = False
 
@@ -309,6 +327,10 @@ class Persona:
     def emit_error_result(self, inv: Invocation, sid: str, message: str) -> int:
         raise NotImplementedError
 
+    def logged_out(self, inv: Invocation, sid: str) -> int:
+        """What the real CLI prints without credentials; its exit code."""
+        raise SystemExit(f"fake harness: {self.name} has no logged_out step")
+
     def partial(self, inv: Invocation, sid: str) -> str:
         """The first part of a success output, for a crash in the middle."""
         return ""
@@ -316,6 +338,7 @@ class Persona:
 
 class Claude(Persona):
     name = "claude"
+    version = "2.1.332"
     reads_piped_stdin = True  # it appends piped stdin to the prompt
     sessions_scoped_to_cwd = True  # sessions live under ~/.claude/projects/<cwd>
     SPEC = {
@@ -327,6 +350,7 @@ class Claude(Persona):
         "--resume": "value",
         "--continue": "flag",
         "--session-id": "value",
+        "--fork-session": "flag",
         "--model": "value",
         "--fallback-model": "value",
         "--verbose": "flag",
@@ -370,16 +394,25 @@ class Claude(Persona):
             raise Usage(f"option '--permission-mode <mode>' argument '{mode}' is invalid")
         resume = last(opts, "--resume")
         fresh = last(opts, "--session-id")
-        if fresh is not None and (resume is not None or "--continue" in opts):
-            raise Usage("Error: --session-id cannot be used with --continue or --resume.")
+        if (
+            fresh is not None
+            and (resume is not None or "--continue" in opts)
+            and "--fork-session" not in opts
+        ):
+            raise Usage("Error: --session-id with --continue or --resume also needs --fork-session.")
         if fresh is not None and not is_uuid(fresh):
             raise Usage("Error: Invalid session ID. Must be a valid UUID.")
         if resume is not None and not is_uuid(resume):
             raise Usage(
-                "Error: --resume requires a valid session ID when used with --print. "
-                f'Provided value "{resume}" is not a valid UUID'
+                "Error: --resume requires a valid session ID or session title when used with --print. "
+                "Usage: claude -p --resume <session-id|title>. "
+                f'Provided value "{resume}" is not a UUID and does not match any session title.'
             )
         allowed = mode == "bypassPermissions" or "--dangerously-skip-permissions" in opts
+        if allowed and os.geteuid() == 0 and os.environ.get("IS_SANDBOX") != "1":
+            raise Usage(
+                "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons"
+            )
         return Invocation(
             prompt=pos[0] if pos else "",
             resume=resume,
@@ -387,7 +420,11 @@ class Claude(Persona):
             model=last(opts, "--model"),
             tools_allowed=allowed,
             output=fmt,
-            details={"permission_mode": mode},
+            details={
+                "permission_mode": mode,
+                "mcp_config": last(opts, "--mcp-config"),
+                "strict_mcp_config": "--strict-mcp-config" in opts,
+            },
         )
 
     def check_env(self, inv: Invocation) -> None:
@@ -459,8 +496,24 @@ class Claude(Persona):
         return 0
 
     def emit_error_result(self, inv: Invocation, sid: str, message: str) -> int:
-        self._emit(inv, sid, self._result(sid, is_error=True, result=f"API Error: {message}"))
-        return 0
+        # An error keeps "subtype": "success" and exits 1.
+        self._emit(inv, sid, self._failure(sid, f"API Error: {message}"))
+        return 1
+
+    def logged_out(self, inv: Invocation, sid: str) -> int:
+        self._emit(inv, sid, self._failure(sid, "Not logged in · Please run /login"))
+        return 1
+
+    def _failure(self, sid: str, text: str) -> dict[str, Any]:
+        return self._result(
+            sid,
+            is_error=True,
+            result=text,
+            total_cost_usd=0,
+            usage={"input_tokens": 0, "output_tokens": 0},
+            terminal_reason="api_error",
+            stop_reason="stop_sequence",
+        )
 
     def partial(self, inv: Invocation, sid: str) -> str:
         return json.dumps(self._result(sid, result="partial"))[:60]
@@ -468,6 +521,8 @@ class Claude(Persona):
 
 class Codex(Persona):
     name = "codex"
+    version = "0.171.0"
+    usage_exit = 2
     reads_piped_stdin = True  # piped stdin is appended to the prompt
     EXEC_SPEC = {
         "--json": "flag",
@@ -662,9 +717,17 @@ class Codex(Persona):
         return json.dumps({"type": "thread.started", "thread_id": sid}) + '\n{"type": "item.comp'
 
 
+# yargs, which parses opencode's argv, turns a word that looks like a number
+# into a number (its isNumber: hex, or a decimal without a leading zero); run
+# then fails on it.
+NUMBER_WORD = re.compile(r"0x[0-9a-fA-F]+|(?!0[^.])-?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?")
+OPENCODE_ERROR = "\x1b[91m\x1b[1mError: \x1b[0m"
+
+
 class Opencode(Persona):
     name = "opencode"
-    reads_piped_stdin = True  # run reads stdin to EOF whenever it is not a TTY
+    version = "1.18.33"
+    reads_piped_stdin = True  # run reads the message from stdin whenever it is not a TTY
     sessions_scoped_to_cwd = True  # sessions belong to the project
     SPEC = {
         "--command": "value",
@@ -690,6 +753,7 @@ class Opencode(Persona):
         "--dangerously-skip-permissions": "flag",
         "--print-logs": "flag",
         "--log-level": "value",
+        "--pure": "flag",
     }
     ALIASES = {
         "-c": "--continue",
@@ -708,6 +772,12 @@ class Opencode(Persona):
         fmt = last(opts, "--format") or "default"
         if fmt not in ("default", "json"):
             raise Usage(f'Invalid values:\n  Argument: format, Given: "{fmt}", Choices: "default", "json"')
+        numbers = [w for w in pos + rest if NUMBER_WORD.fullmatch(w)]
+        if numbers:
+            raise Refusal(
+                OPENCODE_ERROR + "Unexpected error\n\n"
+                "G.includes is not a function. (In 'G.includes(\" \")', 'G.includes' is undefined)"
+            )
         # run joins its words with spaces, quoting any word that holds a space.
         words = [f'"{w.replace(chr(34), chr(92) + chr(34))}"' if " " in w else w for w in pos + rest]
         auto = any(k in opts for k in ("--auto", "--yolo", "--dangerously-skip-permissions"))
@@ -722,15 +792,15 @@ class Opencode(Persona):
 
     def check_env(self, inv: Invocation) -> None:
         if not inv.prompt.strip():
-            raise Refusal("Error: You must provide a message or a command")
+            raise Refusal(OPENCODE_ERROR + "You must provide a message or a command")
         if inv.details["fork"] and not (inv.resume or inv.details["continue"]):
-            raise Refusal("Error: --fork requires --continue or --session")
+            raise Refusal(OPENCODE_ERROR + "--fork requires --continue or --session")
 
     def new_session_id(self) -> str:
         return "ses_" + "".join(random.choices(string.ascii_letters + string.digits, k=26))
 
     def session_gone(self, inv: Invocation) -> Refusal:
-        return Refusal("Error: Session not found")
+        return Refusal(OPENCODE_ERROR + "Session not found")
 
     def _event(self, sid: str, kind: str, **data: Any) -> None:
         line({"type": kind, "timestamp": int(time.time() * 1000), "sessionID": sid, **data})
@@ -745,7 +815,6 @@ class Opencode(Persona):
         }
 
     def emit_ok(self, inv: Invocation, sid: str, text: str, actions: list[Action]) -> int:
-        rejected = []
         if inv.output != "json":
             out(text + "\n")
             return 0
@@ -758,7 +827,6 @@ class Opencode(Persona):
                     "output": action.body,
                 }
             else:
-                rejected.append("bash")
                 sys.stderr.write(f"! permission requested: bash ({action.command}); auto-rejecting\n")
                 state = {
                     "status": "error",
@@ -780,17 +848,17 @@ class Opencode(Persona):
             "step_finish",
             part=self._part(sid, "step-finish", reason="stop", cost=0.0042, tokens=tokens),
         )
-        self._event(sid, "done", reason="idle", rejected=rejected)
         return 0
 
     def emit_error_result(self, inv: Invocation, sid: str, message: str) -> int:
+        # An error ends the run at once, with exit 1 (no "done" event in this version).
         if inv.output != "json":
-            sys.stderr.write(f"Error: {message}\n")
-            return 0
-        self._event(sid, "step_start", part=self._part(sid, "step-start"))
-        self._event(sid, "error", error={"name": "APIError", "data": {"message": message}})
-        self._event(sid, "done", reason="idle", rejected=[])
-        return 0
+            sys.stderr.write(OPENCODE_ERROR + message + "\n")
+            return 1
+        self._event(
+            sid, "error", error={"name": "UnknownError", "data": {"message": message, "ref": "err_1"}}
+        )
+        return 1
 
     def partial(self, inv: Invocation, sid: str) -> str:
         return json.dumps({"type": "step_start", "sessionID": sid}) + '\n{"type": "te'
@@ -798,6 +866,7 @@ class Opencode(Persona):
 
 class Copilot(Persona):
     name = "copilot"
+    version = "1.0.102"
     SPEC = {
         "--prompt": "value",
         "--silent": "flag",
@@ -810,6 +879,7 @@ class Copilot(Persona):
         "--deny-tool": "value",
         "--model": "value",
         "--resume": "optional",
+        "--session-id": "value",
         "--continue": "flag",
         "--no-ask-user": "flag",
         "--add-dir": "value",
@@ -829,10 +899,14 @@ class Copilot(Persona):
 
     def parse(self, args: list[str]) -> Invocation:
         opts, pos, rest, _ = parse_options(
-            args, self.SPEC, self.ALIASES, unknown="error: unknown option '{}'"
+            args, self.SPEC, self.ALIASES, unknown="error: unexpected argument '{}' found"
         )
         if pos or rest:
-            raise Usage(f"error: too many arguments. Expected 0 arguments but got {len(pos + rest)}.")
+            raise Usage(
+                "error: Invalid command format.\n\n"
+                "It looks like your prompt was not quoted, so the extra words were treated as "
+                "separate arguments."
+            )
         prompt = last(opts, "--prompt")
         if prompt is None:
             raise Usage("fake copilot: interactive mode needs a terminal; use -p")
@@ -842,6 +916,13 @@ class Copilot(Persona):
         resume = last(opts, "--resume")
         if resume is True:
             raise Usage("fake copilot: --resume needs a session id with -p")
+        fresh = last(opts, "--session-id")
+        if fresh is not None and resume is not None:
+            raise Usage("error: the argument '--resume [<value>]' cannot be used with '--session-id <id>'")
+        if fresh is not None and not is_uuid(fresh):
+            raise Usage(f"error: invalid value '{fresh}' for '--session-id <id>': not a valid UUID")
+        if fresh is not None and session_known(self.name, fresh, os.getcwd(), False):
+            resume, fresh = fresh, None  # --session-id names an existing session: resume it
         tools = opts.get("--allow-tool", [])
         allowed = (
             "--allow-all-tools" in opts or "--allow-all" in opts or any("shell" in str(t) for t in tools)
@@ -849,6 +930,7 @@ class Copilot(Persona):
         return Invocation(
             prompt=prompt,
             resume=resume,
+            fresh_id=fresh,
             model=last(opts, "--model"),
             tools_allowed=allowed,
             output=fmt,
@@ -856,7 +938,22 @@ class Copilot(Persona):
         )
 
     def session_gone(self, inv: Invocation) -> Refusal:
-        return Refusal(f"Error: No session, task, or name matched '{inv.resume}'.")
+        return Refusal(
+            f"Error: No session, task, or name matched '{inv.resume}'.\n\n"
+            "To resume by session or task ID:  copilot --resume=<id>\n"
+            "To start a new session with ID:   copilot --session-id=<valid-uuid>"
+        )
+
+    def logged_out(self, inv: Invocation, sid: str) -> int:
+        sys.stderr.write(
+            "Error: No authentication information found.\n\n"
+            "Copilot can be authenticated with GitHub using an OAuth Token or a Fine-Grained "
+            "Personal Access Token.\n\n"
+            "To authenticate, you can use any of the following methods:\n"
+            "  • Start 'copilot' and run the '/login' command\n"
+            "  • Set the COPILOT_GITHUB_TOKEN, GH_TOKEN, or GITHUB_TOKEN environment variable\n"
+        )
+        return 1
 
     def _event(self, kind: str, **data: Any) -> None:
         line(
@@ -933,6 +1030,12 @@ class Copilot(Persona):
 
 class Gemini(Persona):
     name = "gemini"
+    version = "0.61.0"
+    # -o json writes its error object to stderr: bare before the run (auth),
+    # after "[ERROR] " during it; the exit code says what failed.
+    EXIT_AUTH = 41
+    EXIT_RESUME = 42
+    EXIT_UNTRUSTED = 55
     sessions_scoped_to_cwd = True  # ~/.gemini/tmp/<project>/chats
     SPEC = {
         "--prompt": "value",
@@ -940,6 +1043,8 @@ class Gemini(Persona):
         "--output-format": "value",
         "--model": "value",
         "--resume": "value",
+        "--session-id": "value",
+        "--session-file": "value",
         "--approval-mode": "value",
         "--yolo": "flag",
         "--sandbox": "flag",
@@ -990,11 +1095,17 @@ class Gemini(Persona):
             )
         if mode is not None and mode not in self.MODES:
             raise Usage(f'Invalid values:\n  Argument: approval-mode, Given: "{mode}"')
+        if sum(k in opts for k in ("--resume", "--session-id", "--session-file")) > 1:
+            raise Usage(
+                "The flags --resume, --session-id, and --session-file are mutually exclusive. "
+                "Please provide only one."
+            )
         yolo = "--yolo" in opts or mode == "yolo"
         trusted = "--skip-trust" in opts or os.environ.get("GEMINI_CLI_TRUST_WORKSPACE") == "true"
         return Invocation(
             prompt=prompt,
             resume=last(opts, "--resume"),
+            fresh_id=last(opts, "--session-id"),
             model=last(opts, "--model"),
             tools_allowed=yolo and trusted,
             output=fmt,
@@ -1002,6 +1113,8 @@ class Gemini(Persona):
         )
 
     def check_env(self, inv: Invocation) -> None:
+        if inv.details["yolo"]:
+            sys.stderr.write("YOLO mode is enabled. All tool calls will be automatically approved.\n")
         if not inv.details["trusted"]:
             note = (
                 'Approval mode overridden to "default" because the current folder is not trusted.\n'
@@ -1009,17 +1122,22 @@ class Gemini(Persona):
                 else ""
             )
             raise Refusal(
-                note + "Gemini CLI is not running in a trusted directory. To proceed, either use "
+                note + "\x1b[31mGemini CLI is not running in a trusted directory. To proceed, either use "
                 "`--skip-trust`, set the `GEMINI_CLI_TRUST_WORKSPACE=true` environment variable, "
-                "or trust this directory in interactive mode.",
-                code=55,
+                "or trust this directory in interactive mode.\x1b[0m",
+                code=self.EXIT_UNTRUSTED,
             )
 
     def session_gone(self, inv: Invocation) -> Refusal:
+        if not any(entry["cwd"] == os.getcwd() for entry in known_sessions(self.name).values()):
+            return Refusal(
+                "Error resuming session: No previous sessions found for this project.", code=self.EXIT_RESUME
+            )
         return Refusal(
             f'Error resuming session: Invalid session identifier "{inv.resume}".\n'
             "  Use --list-sessions to see available sessions, then use --resume {number}, "
-            "--resume {uuid}, or --resume latest."
+            "--resume {uuid}, or --resume latest.",
+            code=self.EXIT_RESUME,
         )
 
     def _stats(self, calls: int) -> dict[str, Any]:
@@ -1056,15 +1174,20 @@ class Gemini(Persona):
     def emit_error_result(self, inv: Invocation, sid: str, message: str) -> int:
         if inv.output == "text":
             sys.stderr.write(f"Error: {message}\n")
-            return 0
-        out(
-            json.dumps(
-                {"session_id": sid, "error": {"type": "ApiError", "message": message, "code": 500}},
-                indent=2,
-            )
-            + "\n"
+            return 1
+        error = {"session_id": sid, "error": {"type": "ApiError", "message": message, "code": 500}}
+        sys.stderr.write("[ERROR] " + json.dumps(error, indent=2) + "\n")
+        return 1
+
+    def logged_out(self, inv: Invocation, sid: str) -> int:
+        message = (
+            f"Please set an Auth method in your {os.path.expanduser('~')}/.gemini/settings.json or "
+            "specify one of the following environment variables before running: GEMINI_API_KEY, "
+            "GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_GENAI_USE_GCA"
         )
-        return 0
+        error = {"session_id": sid, "error": {"type": "Error", "message": message, "code": self.EXIT_AUTH}}
+        sys.stderr.write(json.dumps(error, indent=2) + "\n")
+        return self.EXIT_AUTH
 
     def partial(self, inv: Invocation, sid: str) -> str:
         return '{\n  "session_id": "' + sid + '",\n  "response": "par'
@@ -1114,23 +1237,91 @@ def board_action(kind: str, step: dict[str, Any], allowed: bool) -> Action:
             action.error = f"HTTP {exc.code}"
         except (OSError, ValueError) as exc:
             action.error = str(exc)
+    return record_action(action, url=url, payload=payload, allowed=allowed, status=action.status)
+
+
+def record_action(action: Action, **fields: Any) -> Action:
+    """Note a board action in actions.jsonl (and its error on stderr, as the model's tool would)."""
     append_jsonl(
         "actions.jsonl",
         {
             "pid": os.getpid(),
-            "action": kind,
-            "url": url,
-            "payload": payload,
-            "allowed": allowed,
-            "status": action.status,
+            "action": action.kind,
+            **fields,
             "response": action.body[:2000],
             "error": action.error,
             "time": time.time(),
         },
     )
     if action.error:
-        sys.stderr.write(f"fake {kind}: {action.error}\n")
+        sys.stderr.write(f"fake {action.kind}: {action.error}\n")
     return action
+
+
+def mcp_action(step: dict[str, Any], inv: Invocation) -> Action:
+    """Reply through the board's MCP server, as claude does with --mcp-config.
+
+    Like claude: the config's ``mcpServers`` entry is started as a child with
+    this process's environment plus the entry's ``env``, and spoken to in
+    newline-delimited JSON-RPC with the initialize handshake of 2025-06-18.
+    """
+    ids = [i for i in os.environ.get("BOARD_WAKE_IDS", "").split(",") if i.strip()]
+    arguments = {
+        "reply_to": step.get("reply_to", int(ids[-1]) if ids else None),
+        "body": step.get("text", "done"),
+    }
+    action = Action(kind="mcp_reply", command="mcp board post", allowed=inv.tools_allowed)
+    tools: list[str] = []
+    path = inv.details.get("mcp_config")
+    try:
+        if not inv.tools_allowed:
+            raise RuntimeError("blocked: the harness ran without its unattended flags")
+        if not path:
+            raise RuntimeError("no MCP server: the run had no --mcp-config")
+        with open(path, encoding="utf-8") as handle:
+            server = json.load(handle)["mcpServers"][step.get("server", "board")]
+        child = subprocess.Popen(
+            [server["command"], *server.get("args", [])],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, **server.get("env", {})},
+            text=True,
+        )
+        assert child.stdin is not None and child.stdout is not None
+        try:
+
+            def rpc(ident: int | None, method: str, params: dict[str, Any]) -> Any:
+                message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+                if ident is not None:
+                    message["id"] = ident
+                child.stdin.write(json.dumps(message) + "\n")  # type: ignore[union-attr]
+                child.stdin.flush()  # type: ignore[union-attr]
+                while ident is not None:
+                    answer = json.loads(child.stdout.readline() or "null")  # type: ignore[union-attr]
+                    if answer is None:
+                        raise RuntimeError("the MCP server closed its output")
+                    if answer.get("id") == ident:
+                        if "error" in answer:
+                            raise RuntimeError(f"MCP error: {answer['error']}")
+                        return answer["result"]
+                return None
+
+            client = {"name": "fake-claude", "version": "0"}
+            rpc(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client})
+            rpc(None, "notifications/initialized", {})
+            tools = [t["name"] for t in rpc(2, "tools/list", {})["tools"]]
+            result = rpc(3, "tools/call", {"name": "post", "arguments": arguments})
+            action.body = "".join(c.get("text", "") for c in result.get("content", []))
+            action.status = 200
+            if result.get("isError"):
+                action.error = f"tool error: {action.body[:500]}"
+        finally:
+            child.stdin.close()
+            child.wait(timeout=10)
+    except (OSError, ValueError, KeyError, RuntimeError, subprocess.TimeoutExpired) as exc:
+        action.error = action.error or str(exc)
+    return record_action(action, mcp_config=path, tools=tools, arguments=arguments)
 
 
 # --------------------------------------------------------------------------
@@ -1152,7 +1343,7 @@ def main() -> int:
     persona_cls = PERSONAS.get(name)
     if persona_cls is None:
         sys.stderr.write(f"fake harness: run me as one of {', '.join(PERSONAS)}, not {name!r}\n")
-        return USAGE_EXIT
+        return 2
     persona = persona_cls()
     record: dict[str, Any] = {
         "persona": name,
@@ -1172,7 +1363,11 @@ def main() -> int:
     except Usage as exc:
         append_jsonl("calls.jsonl", {**record, "argv_error": str(exc)})
         sys.stderr.write(f"{exc}\n")
-        return USAGE_EXIT
+        return persona.usage_exit
+    except Refusal as exc:
+        append_jsonl("calls.jsonl", {**record, "refused": str(exc)})
+        sys.stderr.write(f"{exc}\n")
+        return exc.code
     if persona.reads_piped_stdin and record["stdin"] not in ("tty", "closed"):
         piped = read_stdin()  # blocks until EOF, as the real CLI does
         record["stdin_bytes"] = len(piped)
@@ -1243,6 +1438,8 @@ def main() -> int:
         return int(step.get("exit", 1))
     if kind == "error_result":
         return persona.emit_error_result(inv, sid, str(step.get("message", "simulated model error")))
+    if kind == "logged_out":
+        return persona.logged_out(inv, sid)
     if kind == "crash":
         out(persona.partial(inv, sid))
         sig = signal.SIGSEGV if step.get("signal") == "SEGV" else signal.SIGKILL
@@ -1262,15 +1459,17 @@ def main() -> int:
         sys.stdout.buffer.write(b"\n")
         sys.stdout.flush()
     actions: list[Action] = []
-    if kind in ("reply", "claim"):
-        actions.append(board_action(kind, step, inv.tools_allowed))
+    if kind in ("reply", "claim", "mcp_reply"):
+        actions.append(
+            mcp_action(step, inv) if kind == "mcp_reply" else board_action(kind, step, inv.tools_allowed)
+        )
         then = step.get("then", "ok")
         if then == "error_result":
             return persona.emit_error_result(inv, sid, str(step.get("message", "simulated model error")))
         if then == "fail":
             sys.stderr.write(str(step.get("stderr", f"fake {name}: simulated failure")) + "\n")
             return int(step.get("exit", 1))
-        if kind == "reply" and "text" not in step:
+        if kind in ("reply", "mcp_reply") and "text" not in step:
             text = "replied on the board"
     return persona.emit_ok(inv, sid, text, actions)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp.test_utils import TestServer
 from boardtest import Board, eventually
-from fakeharness import FAKES_BIN, Fake, read_jsonl
+from fakeharness import FAKES_BIN, SANDBOX_ENV, Fake, read_jsonl
 
 from board.client import BoardClient
 from board.server.app import create_app
@@ -114,6 +114,7 @@ class BotProcess:
             "BOT_TURN_TIMEOUT": "20",
             "BOT_BOARD_RETRY_MAX": "0.5",
             "BOT_STOP_GRACE": "5",
+            **SANDBOX_ENV,
             **(env or {}),
         }
         self.proc: subprocess.Popen[bytes] | None = None

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fakeharness import FAKES_BIN, Fake
+from fakeharness import FAKES_BIN, SANDBOX_ENV, Fake
 from fakeharness import alive as is_alive
 
 from board.launcher.process import child_env, identity_env
@@ -39,6 +39,7 @@ def make_env(fake: Fake) -> Callable[..., dict[str, str]]:
                 **identity_env("http://127.0.0.1:9", "tok-secret", "box3-test", "main", [7, 9]),
                 "FAKE_HARNESS_DIR": str(fake.root),
                 "PATH": f"{FAKES_BIN}{os.pathsep}{parent.get('PATH', '')}",
+                **SANDBOX_ENV,
                 **extra,
             },
         )

@@ -4,10 +4,14 @@ live, their script and records, and whether a recorded pid still runs."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 FAKES_BIN = Path(__file__).resolve().parent.parent / "fakes" / "bin"
+# Claude Code refuses bypassPermissions as root unless told the machine is a
+# sandbox; test machines that run as root are disposable ones.
+SANDBOX_ENV = {"IS_SANDBOX": "1"} if os.geteuid() == 0 else {}
 
 
 class Fake:

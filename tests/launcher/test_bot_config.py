@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from fakeharness import SANDBOX_ENV
 
 from board.launcher.config import (
     ConfigError,
@@ -85,11 +86,11 @@ def test_configuration_errors_say_what_to_change(tmp_path: Path) -> None:
 
 def test_profile_flags_apply_unless_the_environment_sets_its_own(tmp_path: Path) -> None:
     profile = {"harness": "claude", "flags": "--max-turns 5"}
-    cfg = resolve(Options(repo=str(tmp_path)), {}, token="t", handle="pb", profile=profile)
+    cfg = resolve(Options(repo=str(tmp_path)), SANDBOX_ENV, token="t", handle="pb", profile=profile)
     assert make_adapter(cfg).flags == ("--max-turns", "5")
     cfg = resolve(
         Options(repo=str(tmp_path)),
-        {"BOT_CLAUDE_FLAGS": "--max-turns 9"},
+        {"BOT_CLAUDE_FLAGS": "--max-turns 9", **SANDBOX_ENV},
         token="t",
         handle="pb",
         profile=profile,

@@ -99,7 +99,8 @@ async def test_a_mention_is_answered_recorded_and_the_session_resumed(
     assert reply["body"] == f"hello from {harness}"
     call = fake.last_call()
     assert call["persona"] == harness and call["resume"] is None
-    assert call["cwd"] == str(bot.repo) and call["stdin"] == "devnull"
+    # opencode gets its prompt on a pipe that is closed after it; the rest read nothing.
+    assert call["cwd"] == str(bot.repo) and call["stdin"] == ("pipe" if harness == "opencode" else "devnull")
     session = call["session"]
 
     recorded = await eventually(lambda: wakes(world.human, "pb"), "the wake record")
@@ -122,6 +123,22 @@ async def test_a_mention_is_answered_recorded_and_the_session_resumed(
     started = bot.events("turn_started")
     assert [e["prompt_source"] for e in started] == ["board", "board"]
     assert started[0]["prompt_bytes"] > started[1]["prompt_bytes"]  # the first turn has the house rules
+
+
+async def test_an_opencode_turn_on_a_prompt_naming_message_ids_succeeds(
+    world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    """The board's prompt names message ids; opencode fails on a bare number in its argv."""
+    fake.script({"do": "reply", "text": "answered"})
+    await make_bot("opencode").start().started()
+    first = await mention(world, "the fix costs 3.50 and closes 42")
+    reply = await one_reply(world, first)
+    assert reply["body"] == "answered"
+    call = fake.last_call()
+    assert "refused" not in call and call["step"]["do"] == "reply"
+    assert f"covers messages: {first}." in call["prompt"] and "closes 42" in call["prompt"]
+    recorded = await eventually(lambda: wakes(world.human, "pb"), "the wake record")
+    assert recorded[0]["outcome"] == "ok" and recorded[0]["session_id"] == call["session"]
 
 
 async def test_messages_posted_during_a_turn_make_the_next_batch(
@@ -168,7 +185,7 @@ async def test_an_error_inside_a_zero_exit_is_a_failure(
     world: World, fake: Fake, make_bot: Callable[..., BotProcess]
 ) -> None:
     fake.script({"do": "error_result", "message": "the model is overloaded"})
-    await make_bot().start().started()
+    await make_bot("codex").start().started()  # codex reports turn.failed with exit 0
     first = await mention(world)
     report = await one_reply(world, first)
     assert "reported a failure" in report["body"] and "the model is overloaded" in report["body"]

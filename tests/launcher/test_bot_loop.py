@@ -21,7 +21,16 @@ from board.client import BoardAPIError
 from board.launcher.config import BotConfig
 from board.launcher.harnesses import TurnRequest, TurnResult, get_adapter
 from board.launcher.logs import EventLog
-from board.launcher.loop import Bot, Fatal, Timing, backoff, failure_text, jitter_delay, no_mentions
+from board.launcher.loop import (
+    Bot,
+    Fatal,
+    Timing,
+    backoff,
+    failure_text,
+    jitter_delay,
+    no_mentions,
+    wake_outcome,
+)
 from board.launcher.process import ProcessOutcome
 from board.launcher.state import BotState, StateFile
 
@@ -296,6 +305,17 @@ def test_a_failure_reply_says_what_happened_and_wakes_nobody() -> None:
     assert "@alice" not in text and no_mentions("@alice") in text
     assert "released" not in text
     assert "I released my claim" in failure_text("codex", result, outcome, 5.0, 3, released=True)
+
+
+def test_a_silent_turn_is_reported_as_silence_and_recorded_as_a_timeout() -> None:
+    result = TurnResult(
+        False, "s", "", "silent", "printed nothing for 300s (killed by SIGTERM)", None, None, None
+    )
+    outcome = ProcessOutcome(-15, "", "", False, False, 1, 0.0, 300.0, went_silent=True)
+    text = failure_text("opencode", result, outcome, 1800.0, 1)
+    assert text.startswith("My opencode turn printed nothing for too long (BOT_SILENT_TIMEOUT)")
+    assert "printed nothing for 300s" in text and "1800" not in text
+    assert wake_outcome(result, outcome) == "timeout"
 
 
 async def test_a_turn_that_finished_before_a_crash_is_recorded_not_run_again(tmp_path: Path) -> None:

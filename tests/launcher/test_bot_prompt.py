@@ -26,7 +26,10 @@ class Board:
         self.answer = answer
         self.asked: list[tuple[str, list[int], bool]] = []
 
-    async def bot_prompt(self, handle: str, trigger: list[int], *, first: bool) -> dict[str, Any]:
+    async def bot_prompt(
+        self, handle: str, trigger: list[int], *, first: bool, mcp: bool = False
+    ) -> dict[str, Any]:
+        assert not mcp, "these prompters have no MCP tools"
         self.asked.append((handle, trigger, first))
         if isinstance(self.answer, BoardAPIError):
             raise self.answer

@@ -4,6 +4,8 @@ board actions a bot performs through its own shell."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -20,12 +22,16 @@ HARNESSES = ["claude", "codex", "opencode", "copilot", "gemini"]
 UUID = "5f0c1b7e-2d55-4a57-9d1c-0a4c1f3e8b21"
 
 
-def run_fake(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run_fake(
+    argv: list[str], cwd: Path, env: dict[str, str], stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run a fake as the launcher would: stdin is /dev/null, or a pipe holding only stdin."""
     return subprocess.run(
         [str(FAKES_BIN / argv[0]), *argv[1:]],
         cwd=cwd,
         env=env,
-        stdin=subprocess.DEVNULL,
+        input=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else None,
         capture_output=True,
         text=True,
         timeout=20,
@@ -48,6 +54,7 @@ BAD_ARGV = [
     ["claude", "-p", "--output-format", "stream-json", "hi"],
     ["claude", "-p", "--permission-mode", "yes", "hi"],
     ["claude", "-p", "one", "two"],
+    ["claude", "-p", "--permission-mode", "bypassPermissions", "--resume", UUID, "--session-id", UUID, "hi"],
     # codex: flags that resume rejects after it; exec only
     ["codex", "exec", "--json", "resume", UUID, "-s", "workspace-write", "hi"],
     ["codex", "exec", "--json", "resume", UUID, "-C", "/tmp", "hi"],
@@ -62,20 +69,22 @@ BAD_ARGV = [
     ["copilot", "hi"],
     ["copilot", "-p", "hi", "extra"],
     ["copilot", "-p", "hi", "--output-format", "yaml"],
+    ["copilot", "-p", "hi", f"--resume={UUID}", f"--session-id={UUID}"],
     # gemini: -y with --approval-mode, -p with a positional prompt
     ["gemini", "-p", "hi", "-y", "--approval-mode", "yolo"],
     ["gemini", "-p", "hi", "positional"],
     ["gemini", "-p", "hi", "-o", "xml"],
+    ["gemini", "-r", UUID, "--session-id", UUID, "-p", "hi"],
 ]
 
 
 @pytest.mark.parametrize("argv", BAD_ARGV, ids=lambda a: " ".join(a))
-def test_bad_argv_exits_2_with_a_message(
+def test_bad_argv_exits_with_a_usage_message(
     argv: list[str], fake: Fake, repo: Path, env: dict[str, str]
 ) -> None:
     fake.script({"do": "ok"})
     proc = run_fake(argv, repo, env)
-    assert proc.returncode == 2, proc.stderr
+    assert proc.returncode == (2 if argv[0] == "codex" else 1), proc.stderr  # as the real ones exit
     assert proc.stderr.strip() and proc.stdout == ""
     call = fake.last_call()
     assert call["argv_error"]
@@ -88,11 +97,13 @@ def test_adapter_argv_is_accepted_for_start_and_resume(
 ) -> None:
     adapter = get_adapter(name)
     env = {**env, **adapter.env(TurnRequest(prompt="p"))}
-    first = run_fake(adapter.argv(TurnRequest(prompt="start", model="m1")), repo, env)
+    start = TurnRequest(prompt="start", model="m1")
+    first = run_fake(adapter.argv(start), repo, env, adapter.stdin(start))
     assert first.returncode == 0, first.stderr
     r1 = adapter.parse(first.stdout, first.stderr, first.returncode)
     assert r1.ok and r1.session_id, r1.error
-    second = run_fake(adapter.argv(TurnRequest(prompt="again", session_id=r1.session_id)), repo, env)
+    again = TurnRequest(prompt="again", session_id=r1.session_id)
+    second = run_fake(adapter.argv(again), repo, env, adapter.stdin(again))
     r2 = adapter.parse(second.stdout, second.stderr, second.returncode)
     assert r2.ok and r2.session_id == r1.session_id, r2.error
     calls = fake.calls()
@@ -120,7 +131,9 @@ async def test_turns_through_run_turn(name: str, fake: Fake, repo: Path, env: di
     assert second.ok and second.text == "two"
     assert second.session_id and second.session_id != first.session_id  # latest wins
     third = await turn(second.session_id)
-    assert third.error_kind == "error_result" and "model overloaded" in (third.error or "")
+    # claude, opencode and gemini exit 1 with their structured error; codex and copilot exit 0.
+    kind = "error_result" if name in ("codex", "copilot") else "exit"
+    assert third.error_kind == kind and "model overloaded" in (third.error or ""), third.error
     gone = await turn(second.session_id)
     assert gone.error_kind == "session_gone", gone.error
     unknown = await turn("5f0c1b7e-0000-4000-8000-000000000000")
@@ -286,6 +299,82 @@ async def test_without_unattended_flags_the_board_is_never_reached(
     assert result.error_kind == kind, result.error
     assert board.seen == []
     assert fake.actions()[0]["allowed"] is False
+
+
+@pytest.mark.parametrize("word", ["1", "42", "3.50", "2.", "-7", ".5", "1e3", "0x1f"])
+def test_opencode_dies_on_a_message_word_that_looks_like_a_number(
+    word: str, fake: Fake, repo: Path, env: dict[str, str]
+) -> None:
+    proc = run_fake(["opencode", "run", "--format", "json", "--", "covers", word], repo, env)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "G.includes is not a function" in proc.stderr
+    piped = run_fake(["opencode", "run", "--format", "json"], repo, env, stdin=f"covers {word}")
+    assert piped.returncode == 0 and fake.last_call()["prompt"] == f"covers {word}"
+    # what 1.18.33 leaves as words
+    assert (
+        run_fake(
+            ["opencode", "run", "--format", "json", "--", "ids:", "1,", "3.50.", "0123"], repo, env
+        ).returncode
+        == 0
+    )
+
+
+def test_opencode_prints_no_done_event_and_fails_with_exit_1(
+    fake: Fake, repo: Path, env: dict[str, str]
+) -> None:
+    fake.script({"do": "ok"}, {"do": "error_result", "message": "rate limited"})
+    ok = run_fake(["opencode", "run", "--format", "json", "--auto"], repo, env, stdin="p")
+    kinds = [json.loads(line)["type"] for line in ok.stdout.splitlines()]
+    assert ok.returncode == 0 and kinds[-1] == "step_finish" and "done" not in kinds
+    failed = run_fake(["opencode", "run", "--format", "json", "--auto"], repo, env, stdin="p")
+    assert failed.returncode == 1 and json.loads(failed.stdout)["type"] == "error"
+
+
+def test_gemini_writes_its_errors_to_stderr_with_their_exit_codes(
+    fake: Fake, repo: Path, env: dict[str, str]
+) -> None:
+    fake.script({"do": "logged_out"}, {"do": "error_result", "message": "quota"})
+    argv = ["gemini", "--session-id", UUID, "-p", "hi", "-o", "json", "--skip-trust"]
+    auth = run_fake(argv, repo, env)
+    assert auth.returncode == 41 and auth.stdout == ""
+    assert '"session_id": "' + UUID in auth.stderr and "Please set an Auth method" in auth.stderr
+    during = run_fake(argv[:1] + argv[3:], repo, env)
+    assert during.returncode == 1 and during.stdout == "" and "[ERROR] {" in during.stderr
+    gone = run_fake(["gemini", "-r", UUID, "-p", "hi", "-o", "json", "--skip-trust"], repo / "..", env)
+    assert gone.returncode == 42 and "No previous sessions found" in gone.stderr
+
+
+def test_claude_not_logged_in_reports_success_with_is_error(
+    fake: Fake, repo: Path, env: dict[str, str]
+) -> None:
+    fake.script({"do": "logged_out"})
+    proc = run_fake(["claude", "--output-format", "json", "-p", "hi"], repo, env)
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 1 and result["subtype"] == "success" and result["is_error"] is True
+    assert result["result"] == "Not logged in · Please run /login"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="claude's refusal is of root")
+def test_claude_as_root_refuses_bypass_unless_told_it_is_a_sandbox(
+    fake: Fake, repo: Path, make_env: Callable[..., dict[str, str]]
+) -> None:
+    argv = ["claude", "--permission-mode", "bypassPermissions", "-p", "hi"]
+    env = {k: v for k, v in make_env().items() if k != "IS_SANDBOX"}
+    proc = run_fake(argv, repo, env)
+    assert proc.returncode == 1 and "cannot be used with root/sudo privileges" in proc.stderr
+    assert run_fake(argv, repo, {**env, "IS_SANDBOX": "1"}).returncode == 0
+    assert run_fake(["claude", "--permission-mode", "acceptEdits", "-p", "hi"], repo, env).returncode == 0
+
+
+@pytest.mark.parametrize("name", ["copilot", "gemini"])
+async def test_a_pre_assigned_session_id_becomes_the_session(
+    name: str, fake: Fake, repo: Path, env: dict[str, str]
+) -> None:
+    adapter = get_adapter(name)
+    first, _ = await run_turn(adapter, TurnRequest(prompt="p", fresh_session_id=UUID), cwd=repo, env=env)
+    assert first.ok and first.session_id == UUID and fake.last_call()["session"] == UUID
+    again, _ = await run_turn(adapter, TurnRequest(prompt="p", session_id=UUID), cwd=repo, env=env)
+    assert again.ok and fake.last_call()["resume"] == UUID
 
 
 def test_a_record_still_being_appended_is_not_read(tmp_path: Path) -> None:

@@ -13,6 +13,8 @@ from board.launcher.harnesses.base import (
     describe_exit,
     iter_json_objects,
     merge_flags,
+    option_values,
+    plain,
     safe_prompt,
     trim,
 )
@@ -83,6 +85,19 @@ def test_trim_keeps_the_last_lines_within_bounds() -> None:
     text = "\n".join(f"line {i}" for i in range(100))
     assert trim(text, max_lines=3) == "line 97\nline 98\nline 99"
     assert len(trim("x" * 5000, max_chars=100)) == 100
+
+
+def test_error_text_loses_terminal_escapes_and_control_characters() -> None:
+    coloured = "\x1b[91m\x1b[1mError: \x1b[0mSession not found\r\n\x1b]0;title\x07\tdone\x00\x7f"
+    assert plain(coloured) == "Error: Session not found\n\tdone"
+    assert trim("\x1b[31mred\x1b[0m\n\x1b[2Kgone") == "red\ngone"
+
+
+def test_option_values_reads_every_spelling() -> None:
+    flags = ["-m", "a", "--model=b", "--verbose", "-c", "k=v"]
+    assert option_values(flags, SPEC, "--model") == ["a", "b"]
+    assert option_values(flags, SPEC, "--verbose") == [""]
+    assert option_values(flags, SPEC, "--absent") == []
 
 
 def test_cap_text() -> None:

@@ -118,6 +118,40 @@ def test_non_zero_exit_uses_stderr() -> None:
     assert r.error == "exit 1: Error: Invalid API key · Please run /login"
 
 
+def test_not_logged_in_says_so_though_its_subtype_says_success() -> None:
+    # 2.1.332 without credentials: exit 1, "subtype": "success", "is_error": true
+    out = result(
+        is_error=True, subtype="success", result="Not logged in · Please run /login", total_cost_usd=0
+    )
+    r = adapter.parse(out, "", 1)
+    assert r.error_kind == "exit" and r.session_id == SID
+    assert r.error == "exit 1: claude reported an error: Not logged in · Please run /login"
+    assert "success" not in (r.error or "")
+
+
+@pytest.mark.parametrize(
+    ("environ", "euid", "flags", "refused"),
+    [
+        ({}, 0, [], True),
+        ({"IS_SANDBOX": "1"}, 0, [], False),
+        ({"IS_SANDBOX": "0"}, 0, [], True),
+        ({}, 1000, [], False),
+        ({}, 0, ["--permission-mode", "acceptEdits"], False),
+        ({}, 0, ["--permission-mode=acceptEdits"], False),
+        ({}, 0, ["--permission-mode", "acceptEdits", "--dangerously-skip-permissions"], True),
+    ],
+)
+def test_root_without_a_sandbox_is_refused_before_any_turn(
+    environ: dict[str, str], euid: int, flags: list[str], refused: bool
+) -> None:
+    check = get_adapter("claude", flags=flags).check_environment
+    if not refused:
+        check(environ, euid)
+        return
+    with pytest.raises(ValueError, match=r"as root.*IS_SANDBOX=1"):
+        check(environ, euid)
+
+
 def test_non_zero_exit_with_error_result_keeps_the_result_message() -> None:
     r = adapter.parse(result(is_error=True, result="API Error: 500"), "", 1)
     assert r.error_kind == "exit" and "API Error: 500" in (r.error or "")

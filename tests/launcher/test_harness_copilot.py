@@ -48,6 +48,21 @@ def test_resume_uses_the_equals_form() -> None:
     assert argv[argv.index("--model") + 1] == "gpt-5"
 
 
+def test_a_new_session_takes_the_pre_assigned_id_and_a_resume_never_does() -> None:
+    fresh = "0b4c7d9e-1111-4222-8333-444455556666"
+    argv = adapter.argv(TurnRequest(prompt="hello", fresh_session_id=fresh))
+    assert f"--session-id={fresh}" in argv and not any(a.startswith("--resume") for a in argv)
+    resumed = adapter.argv(TurnRequest(prompt="again", session_id=SID, fresh_session_id=fresh))
+    assert f"--resume={SID}" in resumed and not any(a.startswith("--session-id") for a in resumed)
+    assert adapter.assigns_session_ids
+
+
+def test_not_logged_in_is_a_readable_failure() -> None:
+    stderr = "Error: No authentication information found.\n\nCopilot can be authenticated with GitHub.\n"
+    r = adapter.parse("", stderr, 1)
+    assert r.error_kind == "exit" and "No authentication information found." in (r.error or "")
+
+
 def test_override_flags() -> None:
     argv = get_adapter("copilot", flags=["--yolo"]).argv(TurnRequest(prompt="x"))
     assert "--yolo" in argv

@@ -127,3 +127,48 @@ def test_truncated_object_is_unparsed() -> None:
 def test_single_line_json_is_accepted_too() -> None:
     out = json.dumps({"session_id": SID, "response": "ok"}) + "\n"
     assert adapter.parse(out, "", 0).ok
+
+
+def test_a_new_session_takes_the_pre_assigned_id_and_a_resume_never_does() -> None:
+    argv = adapter.argv(TurnRequest(prompt="hello", fresh_session_id=SID))
+    assert argv[:3] == ["gemini", "--session-id", SID] and "-r" not in argv
+    resumed = adapter.argv(TurnRequest(prompt="again", session_id=NEW_SID, fresh_session_id=SID))
+    assert resumed[:3] == ["gemini", "-r", NEW_SID] and "--session-id" not in resumed
+    assert adapter.assigns_session_ids
+    with pytest.raises(FlagError):
+        get_adapter("gemini", flags=["--session-id", SID])
+
+
+def error_object(code: int, message: str) -> str:
+    return json.dumps(
+        {"session_id": SID, "error": {"type": "Error", "message": message, "code": code}}, indent=2
+    )
+
+
+def test_not_logged_in_is_a_bare_error_object_on_stderr_with_exit_41() -> None:
+    stderr = "YOLO mode is enabled. All tool calls will be automatically approved.\n" + error_object(
+        41, "Please set an Auth method in your /home/u/.gemini/settings.json"
+    )
+    r = adapter.parse("", stderr, 41)
+    assert r.error_kind == "exit" and r.session_id == SID
+    assert (
+        r.error == "exit 41: gemini error: Error: Please set an Auth method in your "
+        "/home/u/.gemini/settings.json (code 41)"
+    )
+
+
+def test_an_error_during_the_run_follows_an_error_tag_on_stderr() -> None:
+    stderr = "Ripgrep is not available.\n[ERROR] " + error_object(500, "quota exceeded") + "\n"
+    r = adapter.parse("", stderr, 1)
+    assert r.error_kind == "exit" and "quota exceeded (code 500)" in (r.error or "") and r.session_id == SID
+
+
+def test_resume_failure_exit_42_is_session_gone() -> None:
+    r = adapter.parse("", "Error resuming session: No previous sessions found for this project.\n", 42)
+    assert r.error_kind == "session_gone"
+
+
+def test_untrusted_folder_in_colour_reads_plainly() -> None:
+    stderr = "\x1b[31mGemini CLI is not running in a trusted directory.\x1b[0m\n"
+    r = adapter.parse("", stderr, 55)
+    assert r.error == "exit 55: Gemini CLI is not running in a trusted directory."

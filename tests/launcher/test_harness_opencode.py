@@ -1,4 +1,4 @@
-"""OpenCode adapter: --auto, the prompt passed as words, and its JSON events."""
+"""OpenCode adapter: --auto, the prompt on stdin, and the JSON events of 1.18.33."""
 
 from __future__ import annotations
 
@@ -23,38 +23,45 @@ def step_finish(reason: str, cost: float, sid: str = SID) -> str:
     return event("step_finish", sid, part=part)
 
 
-def run(sid: str = SID, rejected: list[str] | None = None, done: bool = True) -> str:
-    out = (
+def run(sid: str = SID) -> str:
+    """A turn as 1.18.33 prints it: a tool step, then the answer; no end-of-run event."""
+    return (
         event("step_start", sid, part={"type": "step-start"})
         + event("tool_use", sid, part={"type": "tool", "tool": "bash", "state": {"status": "completed"}})
         + step_finish("tool-calls", 0.002, sid)
         + event("step_start", sid, part={"type": "step-start"})
+        + event("reasoning", sid, part={"type": "reasoning", "text": "The claim worked."})
         + event("text", sid, part={"type": "text", "text": "Claimed thread 12."})
         + step_finish("stop", 0.003, sid)
     )
-    if done:
-        out += event("done", sid, reason="idle", rejected=rejected or [])
-    return out
 
 
 adapter = get_adapter("opencode")
+ANSI_ERROR = "\x1b[91m\x1b[1mError: \x1b[0m"
 
 
-def test_start_argv() -> None:
-    argv = adapter.argv(TurnRequest(prompt="fix  the\nbug"))
+def test_start_argv_has_no_prompt_and_the_prompt_goes_on_stdin() -> None:
+    req = TurnRequest(prompt="This turn covers messages: 1, 42.\n  costs 3.50")
+    argv = adapter.argv(req)
     assert argv[:2] == ["opencode", "run"]
     assert argv[argv.index("--format") + 1] == "json"
     assert "--auto" in argv and "--session" not in argv
-    words = argv[argv.index("--") + 1 :]
-    assert words == ["fix", "", "the\nbug"]
-    assert " ".join(words) == "fix  the\nbug"  # run joins them back verbatim
+    assert not any("42" in word or "covers" in word for word in argv)
+    assert adapter.stdin(req) == req.prompt  # verbatim: no word of it is parsed as an option
+
+
+def test_stdin_prompt_is_checked_like_an_argv_one() -> None:
+    for bad in ("", "  \n", "a\x00b", "x" * 200_000):
+        with pytest.raises(ValueError):
+            adapter.stdin(TurnRequest(prompt=bad))
 
 
 def test_resume_and_model() -> None:
-    argv = adapter.argv(TurnRequest(prompt="-x y", session_id=SID, model="anthropic/claude-sonnet-4"))
+    req = TurnRequest(prompt="-x y", session_id=SID, model="anthropic/claude-sonnet-4")
+    argv = adapter.argv(req)
     assert argv[argv.index("--session") + 1] == SID
     assert argv[argv.index("--model") + 1] == "anthropic/claude-sonnet-4"
-    assert argv.index("--session") < argv.index("--") and argv[-2:] == ["-x", "y"]
+    assert "-x" not in argv and adapter.stdin(req) == "-x y"
 
 
 def test_override_flags() -> None:
@@ -78,21 +85,21 @@ def test_success_sums_cost_over_step_finish() -> None:
     assert r.output_tokens == 2 * (20 + 5)
 
 
-def test_rejected_permissions_are_a_failure() -> None:
-    r = adapter.parse(run(rejected=["bash"]), "! permission requested: bash (curl *); auto-rejecting\n", 0)
-    assert r.error_kind == "error_result" and "--auto" in (r.error or "")
-
-
-def test_error_event_inside_zero_exit_is_a_failure() -> None:
-    out = event("step_start") + event(
-        "error", error={"name": "APIError", "data": {"message": "rate limited"}}
+def test_rejected_permissions_show_only_on_stderr_and_are_a_failure() -> None:
+    stderr = "! permission requested: bash (curl *); auto-rejecting\n"
+    r = adapter.parse(run(), stderr, 0)
+    assert (
+        r.error_kind == "error_result" and "bash (curl *)" in (r.error or "") and "--auto" in (r.error or "")
     )
-    r = adapter.parse(out, "", 0)
-    assert r.error_kind == "error_result" and "rate limited" in (r.error or "")
+    # a line that only quotes the words is not a rejection
+    assert adapter.parse(run(), "note: ! permission requested: x; auto-rejecting later\n", 0).ok
 
 
-def test_old_versions_without_done_end_on_the_last_step_finish() -> None:
-    assert adapter.parse(run(done=False), "", 0).ok
+def test_error_event_is_a_failure_with_exit_1_as_with_exit_0() -> None:
+    out = event("error", error={"name": "UnknownError", "data": {"message": "rate limited", "ref": "e"}})
+    for code, kind in ((1, "exit"), (0, "error_result")):
+        r = adapter.parse(out, "", code)
+        assert r.error_kind == kind and "rate limited" in (r.error or "") and r.session_id == SID
 
 
 def test_stopping_after_tool_calls_is_unparsed() -> None:
@@ -104,14 +111,16 @@ def test_latest_session_id_wins() -> None:
     assert adapter.parse(run() + run(sid=NEW_SID), "", 0).session_id == NEW_SID
 
 
-def test_session_gone() -> None:
-    r = adapter.parse("", "Error: Session not found\n", 1)
-    assert r.error_kind == "session_gone"
+def test_session_gone_through_terminal_colours() -> None:
+    r = adapter.parse("", ANSI_ERROR + "Session not found\n", 1)
+    assert r.error_kind == "session_gone" and r.error == "Error: Session not found"
 
 
-def test_non_zero_exit() -> None:
-    r = adapter.parse(event("step_start"), "Error: You must provide a message or a command\n", 1)
-    assert r.error_kind == "exit" and "must provide a message" in (r.error or "")
+def test_non_zero_exit_is_readable_without_escapes() -> None:
+    stderr = ANSI_ERROR + "Unexpected error\n\nG.includes is not a function.\n"
+    r = adapter.parse("", stderr, 1)
+    assert r.error_kind == "exit" and "G.includes" in (r.error or "")
+    assert "\x1b" not in (r.error or "") and "Error: Unexpected error" in (r.error or "")
 
 
 def test_noise_lines_are_skipped() -> None:
@@ -121,8 +130,5 @@ def test_noise_lines_are_skipped() -> None:
 
 def test_truncated_line_is_unparsed() -> None:
     text = run()
-    r = adapter.parse(text[: text.index('{"type": "done"')], "", 0)
-    # the stop step_finish came before the cut: that counts as the end
-    assert r.ok
     r = adapter.parse(text[:200], "", 0)
     assert r.error_kind == "unparsed" and r.session_id == SID

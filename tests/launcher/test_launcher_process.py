@@ -16,18 +16,19 @@ from fakeharness import FAKES_BIN, Fake
 
 from board.launcher.harnesses import TurnRequest, get_adapter
 from board.launcher.process import (
-    DEFAULT_TURN_TIMEOUT,
     CappedBuffer,
     child_env,
     identity_env,
     run_process,
     run_turn,
     scrubbed,
+    silent_timeout,
     turn_timeout,
 )
 
 claude = get_adapter("claude")
 gemini = get_adapter("gemini")
+opencode = get_adapter("opencode")
 
 
 async def test_ok_turn_runs_in_repo_with_closed_stdin_in_its_own_group(
@@ -64,6 +65,24 @@ async def test_stdin_is_closed_so_a_stdin_reader_finishes(
     assert fake.last_call()["stdin_bytes"] == 0
 
 
+async def test_a_prompt_on_stdin_arrives_whole_and_the_pipe_is_closed(
+    fake: Fake, repo: Path, env: dict[str, str]
+) -> None:
+    prompt = "This turn covers messages: 1, 42.\n-v costs 3.50 " + "x" * 100_000  # more than a pipe holds
+    result, _ = await run_turn(opencode, TurnRequest(prompt=prompt), cwd=repo, env=env, timeout=20)
+    assert result.ok, result.error
+    call = fake.last_call()
+    assert call["stdin"] == "pipe" and call["prompt"] == prompt  # read to EOF: the pipe was closed
+    assert not any("42" in word for word in call["argv"])
+
+
+async def test_stdin_data_to_a_harness_that_never_reads_it_does_not_hang(repo: Path) -> None:
+    outcome = await run_process(
+        [sys.executable, "-c", "print('done')"], cwd=repo, env=dict(os.environ), stdin_data=b"x" * 1_000_000
+    )
+    assert outcome.exit_code == 0 and outcome.stdout == "done\n" and not outcome.timed_out
+
+
 def test_the_fake_really_hangs_on_an_open_stdin_pipe(fake: Fake, repo: Path, env: dict[str, str]) -> None:
     """Without this, the test above would prove nothing."""
     argv = claude.argv(TurnRequest(prompt="p"))
@@ -96,6 +115,20 @@ async def test_hang_is_killed_at_timeout_with_its_whole_group(
     assert not alive(call["grandchild_pid"])
 
 
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+async def test_output_on_either_stream_keeps_the_watchdog_away(stream: str, repo: Path) -> None:
+    """Lines a tenth of a second apart for twice the limit: never silent for long."""
+    code = (
+        "import sys, time\n"
+        f"for _ in range(30):\n    print('.', file=sys.{stream}, flush=True)\n    time.sleep(0.1)"
+    )
+    outcome = await run_process(
+        [sys.executable, "-c", code], cwd=repo, env=dict(os.environ), timeout=30, silent_timeout=1.5
+    )
+    assert outcome.exit_code == 0 and not outcome.went_silent
+    assert getattr(outcome, stream).count(".") == 30
+
+
 async def test_a_harness_ignoring_sigterm_gets_sigkill(
     fake: Fake, repo: Path, env: dict[str, str], alive: Callable[[int], bool]
 ) -> None:
@@ -111,19 +144,34 @@ async def test_a_harness_ignoring_sigterm_gets_sigkill(
     assert not alive(call["pid"]) and not alive(call["grandchild_pid"])
 
 
-async def test_timeout_keeps_the_pre_assigned_session(fake: Fake, repo: Path, env: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    ("name", "limits", "kind", "says"),
+    [
+        ("claude", {"timeout": 0.5}, "timeout", "timed out after 0.5s"),
+        ("gemini", {"timeout": 60, "silent_timeout": 2.0}, "silent", "printed nothing for 2s"),
+    ],
+)
+async def test_a_stopped_turn_keeps_the_pre_assigned_session(
+    name: str,
+    limits: dict[str, float],
+    kind: str,
+    says: str,
+    fake: Fake,
+    repo: Path,
+    env: dict[str, str],
+    alive: Callable[[int], bool],
+) -> None:
+    """At the wall clock, or the no-output watchdog (its own kind), the group goes and the id stays."""
     fake.script({"do": "hang", "seconds": 60})
     sid = "5f0c1b7e-2d55-4a57-9d1c-0a4c1f3e8b21"
-    result, _ = await run_turn(
-        claude,
-        TurnRequest(prompt="p", fresh_session_id=sid),
-        cwd=repo,
-        env=env,
-        timeout=0.5,
-        kill_grace=0.3,
-    )
-    assert result.error_kind == "timeout" and result.session_id == sid
-    assert fake.last_call()["session"] == sid
+    req = TurnRequest(prompt="p", fresh_session_id=sid)
+    result, outcome = await run_turn(get_adapter(name), req, cwd=repo, env=env, kill_grace=0.3, **limits)
+    assert outcome is not None and outcome.went_silent == (kind == "silent")
+    assert outcome.timed_out == (kind == "timeout")
+    assert result.error_kind == kind and says in (result.error or "") and result.session_id == sid
+    call = fake.last_call()
+    assert call["session"] == sid
+    assert not alive(call["pid"]) and not alive(call["grandchild_pid"])
 
 
 async def test_a_process_left_behind_after_a_normal_exit_is_ended(
@@ -314,12 +362,18 @@ def test_child_env_and_identity() -> None:
     assert not scrubbed("CLAUDE_CODE_USE_BEDROCK") and not scrubbed("HOME")
 
 
-def test_turn_timeout_from_environment() -> None:
-    assert turn_timeout({}) == DEFAULT_TURN_TIMEOUT == 1800
-    assert turn_timeout({"BOT_TURN_TIMEOUT": "90"}) == 90
+@pytest.mark.parametrize(
+    ("read", "name", "default"),
+    [(turn_timeout, "BOT_TURN_TIMEOUT", 1800), (silent_timeout, "BOT_SILENT_TIMEOUT", 300)],
+)
+def test_timeouts_from_environment(
+    read: Callable[[dict[str, str]], float], name: str, default: float
+) -> None:
+    assert read({}) == default
+    assert read({name: "90"}) == 90
     for bad in ("soon", "0", "-5"):
-        with pytest.raises(ValueError, match="BOT_TURN_TIMEOUT"):
-            turn_timeout({"BOT_TURN_TIMEOUT": bad})
+        with pytest.raises(ValueError, match=name):
+            read({name: bad})
 
 
 def test_fakes_are_executable_symlinks() -> None:

@@ -11,8 +11,12 @@ The harness CLIs share a few habits that the helpers here absorb once:
   looked for line by line and anything else is skipped;
 - output may have been cut in the middle by the launcher's memory cap or by a
   crash, so a missing result is reported as ``unparsed`` rather than raised;
-- a failure can hide inside a zero exit, so each adapter says whether the
-  harness's own result carried an error;
+- a failure can hide inside a zero exit, and a non-zero exit can come with a
+  structured error, so each adapter says what the harness's own result carried
+  (on stdout, or on stderr where the CLI writes it there);
+- they colour their errors with terminal escapes even when nothing is a
+  terminal, and the board refuses text with control characters, so error text
+  is stripped of them;
 - a resume can fail because the session no longer exists, which the loop treats
   differently (start fresh once), so each adapter lists the messages its CLI
   prints in that case.
@@ -38,7 +42,7 @@ MAX_PROMPT_BYTES = 120_000
 TEXT_CAP = 16_000
 ERROR_CAP = 2_000
 
-ERROR_KINDS = frozenset({"exit", "error_result", "timeout", "session_gone", "unparsed"})
+ERROR_KINDS = frozenset({"exit", "error_result", "timeout", "silent", "session_gone", "unparsed"})
 
 
 @dataclass(frozen=True)
@@ -49,9 +53,9 @@ class TurnRequest:
     session_id: str | None = None  # resume this session when set
     model: str | None = None
     flags: tuple[str, ...] = ()  # extra/override flags (from BOT_<HARNESS>_FLAGS or a profile)
-    # Pre-assign the id of a new session where the CLI allows it (claude
-    # --session-id), so a turn that times out leaves a session the next turn
-    # can resume. Ignored when session_id is set.
+    # Pre-assign the id of a new session where the CLI allows it (claude,
+    # copilot and gemini --session-id), so a turn that times out leaves a
+    # session the next turn can resume. Ignored when session_id is set.
     fresh_session_id: str | None = None
 
 
@@ -62,7 +66,7 @@ class TurnResult:
     ok: bool
     session_id: str | None
     text: str  # the final answer text, for logs
-    # None | "exit" | "error_result" | "timeout" | "session_gone" | "unparsed"
+    # None | "exit" | "error_result" | "timeout" | "silent" | "session_gone" | "unparsed"
     error_kind: str | None
     error: str | None  # human-readable, trimmed
     cost_usd: float | None
@@ -156,6 +160,15 @@ def merge_flags(defaults: Sequence[str], overrides: Sequence[Sequence[str]], spe
     return [token for _identity, tokens in merged for token in tokens]
 
 
+def option_values(flags: Sequence[str], spec: FlagSpec, name: str) -> list[str]:
+    """The values flags give option name (canonical), in order; "" for a bare flag."""
+    values = []
+    for identity, tokens in _groups(flags, spec, "flags"):
+        if identity.partition(":")[0] == name:
+            values.append(tokens[1] if len(tokens) > 1 else tokens[0].partition("=")[2])
+    return values
+
+
 def safe_prompt(prompt: str) -> str:
     """Check the prompt fits in one argv element and cannot be read as a flag."""
     if not prompt.strip():
@@ -211,9 +224,19 @@ def non_json_lines(text: str) -> list[str]:
     ]
 
 
+# Terminal escapes (CSI and OSC sequences), then any other control character.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def plain(text: str) -> str:
+    """text without terminal escapes or control characters (newlines and tabs stay)."""
+    return _CONTROLS.sub("", _ESCAPES.sub("", text))
+
+
 def trim(text: str, max_lines: int = 20, max_chars: int = ERROR_CAP) -> str:
-    """The last lines of text, bounded, for a human to read in a thread."""
-    lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
+    """The last lines of text, plain and bounded, for a human to read in a thread."""
+    lines = [line.rstrip() for line in plain(text).strip().splitlines() if line.strip()]
     out = "\n".join(lines[-max_lines:])
     if len(out) > max_chars:
         out = "..." + out[-(max_chars - 3) :]
@@ -295,8 +318,15 @@ class Adapter:
         """Extra environment the CLI needs to run unattended (most need none)."""
         return {}
 
-    def scan(self, stdout: str) -> Scan:
-        """Read the harness's own records out of stdout."""
+    def stdin(self, req: TurnRequest) -> str | None:
+        """Text to write to the CLI's stdin before closing it; None: stdin is /dev/null."""
+        return None
+
+    def check_environment(self, environ: Mapping[str, str], euid: int) -> None:
+        """Refuse (ValueError) an environment the CLI would refuse on every turn."""
+
+    def scan(self, stdout: str, stderr: str) -> Scan:
+        """Read the harness's own records out of its output (most print them on stdout)."""
         raise NotImplementedError
 
     def merged_flags(self, defaults: Sequence[str], req: TurnRequest) -> list[str]:
@@ -306,7 +336,7 @@ class Adapter:
 
     def parse(self, stdout: str, stderr: str, exit_code: int | None) -> TurnResult:
         """Classify a finished turn; never raises on odd output."""
-        scan = self.scan(stdout)
+        scan = self.scan(stdout, stderr)
         failed = exit_code != 0 or not scan.finished or scan.error is not None
         gone = None
         if failed:

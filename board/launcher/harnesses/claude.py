@@ -22,9 +22,14 @@ Pitfalls handled here:
   passed on every run, resume included;
 - ``--session-id`` names a new session and is refused together with
   ``--resume``, so it is only sent on a first run;
-- ``is_error`` can be true with exit 0 (an API error), and ``subtype`` can be
-  ``error_during_execution`` or ``error_max_turns`` with ``is_error`` false: both
-  are failures;
+- ``is_error: true`` is a failure whatever ``subtype`` says: 2.1.332 reports
+  "Not logged in" and API errors as ``"subtype": "success"``, ``is_error: true``,
+  exit 1; ``subtype`` can also be ``error_during_execution`` or
+  ``error_max_turns`` with ``is_error`` false, which is a failure too;
+- as root, ``bypassPermissions`` (and ``--dangerously-skip-permissions``) is
+  refused unless ``IS_SANDBOX=1`` says the machine is a disposable sandbox. The
+  launcher does not set that for the user: it refuses to start instead, saying
+  why (`check_environment`);
 - a tool call refused for lack of permission does not fail the run; it only
   shows in ``permission_denials``, which is treated as a failure because the
   bot could not do what it was asked;
@@ -36,6 +41,7 @@ Pitfalls handled here:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 from .base import (
@@ -46,6 +52,8 @@ from .base import (
     add,
     as_float,
     iter_json_objects,
+    merge_flags,
+    option_values,
     safe_prompt,
 )
 
@@ -68,19 +76,35 @@ class ClaudeAdapter(Adapter):
     session_gone_markers: ClassVar[tuple[str, ...]] = ("No conversation found with session ID",)
     assigns_session_ids: ClassVar[bool] = True
 
+    def check_environment(self, environ: Mapping[str, str], euid: int) -> None:
+        if euid != 0 or environ.get("IS_SANDBOX") == "1":
+            return
+        flags = merge_flags(self._defaults(None), [self.flags], self.flag_spec)
+        modes = option_values(flags, self.flag_spec, "--permission-mode")
+        bypass = modes[-1:] == ["bypassPermissions"] or bool(
+            option_values(flags, self.flag_spec, "--dangerously-skip-permissions")
+        )
+        if bypass:
+            raise ValueError(
+                "claude refuses --permission-mode bypassPermissions as root, and a bot cannot work "
+                "unattended without it: run the bot as an unprivileged user, or set IS_SANDBOX=1 "
+                "if this machine is a disposable sandbox"
+            )
+
+    def _defaults(self, model: str | None) -> list[str]:
+        defaults = ["--output-format", "json", "--permission-mode", "bypassPermissions"]
+        return [*defaults, "--model", model] if model else defaults
+
     def argv(self, req: TurnRequest) -> list[str]:
         prompt = safe_prompt(req.prompt)
-        defaults = ["--output-format", "json", "--permission-mode", "bypassPermissions"]
-        if req.model:
-            defaults += ["--model", req.model]
-        argv = [self.executable, *self.merged_flags(defaults, req)]
+        argv = [self.executable, *self.merged_flags(self._defaults(req.model), req)]
         if req.session_id:
             return [*argv, "-p", "--resume", req.session_id, prompt]
         if req.fresh_session_id:
             argv += ["--session-id", req.fresh_session_id]
         return [*argv, "-p", prompt]
 
-    def scan(self, stdout: str) -> Scan:
+    def scan(self, stdout: str, stderr: str) -> Scan:
         scan = Scan(expected="result object")
         for obj in iter_json_objects(stdout):
             session_id = obj.get("session_id")
@@ -110,13 +134,14 @@ class ClaudeAdapter(Adapter):
 def _result_error(obj: dict[str, object]) -> str | None:
     """The failure a result object reports, if any."""
     subtype = obj.get("subtype")
-    if obj.get("is_error") is True or (subtype is not None and subtype != "success"):
+    failed_subtype = subtype is not None and subtype != "success"
+    if obj.get("is_error") is True or failed_subtype:
         errors = obj.get("errors")
         details = [str(e) for e in errors] if isinstance(errors, list) else []
         result = obj.get("result")
         if isinstance(result, str) and result.strip():
             details.insert(0, result.strip())
-        reason = f"claude reported {subtype or 'an error'}"
+        reason = f"claude reported {subtype}" if failed_subtype else "claude reported an error"
         return reason + (": " + "; ".join(details) if details else "")
     denials = obj.get("permission_denials")
     if isinstance(denials, list) and denials:

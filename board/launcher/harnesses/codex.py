@@ -89,7 +89,7 @@ class CodexAdapter(Adapter):
             argv += ["resume", req.session_id]
         return [*argv, prompt]
 
-    def scan(self, stdout: str) -> Scan:
+    def scan(self, stdout: str, stderr: str) -> Scan:
         scan = Scan(expected="turn.completed or turn.failed event")
         stream_error: str | None = None
         for obj in iter_json_objects(stdout):

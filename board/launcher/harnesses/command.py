@@ -90,7 +90,7 @@ class CommandAdapter(Adapter):
             out.append(_PLACEHOLDER.sub(lambda m: values[m.group(0)] or "", word))
         return out
 
-    def scan(self, stdout: str) -> Scan:
+    def scan(self, stdout: str, stderr: str) -> Scan:
         scan = Scan(finished=True)
         if self.session_field:
             for obj in iter_json_objects(stdout):

@@ -1,11 +1,12 @@
-"""GitHub Copilot CLI (``copilot``).
+"""GitHub Copilot CLI (``copilot``), checked against 1.0.102.
 
 Start::
 
     copilot -p PROMPT -s --output-format json --allow-all-tools --no-ask-user
-            [--model M] [flags]
+            [--model M] [flags] --session-id=UUID
 
-Resume adds ``--resume=ID`` (the ``=`` form, since the option's value is optional).
+Resume ends with ``--resume=ID`` instead (the ``=`` form, since the option's
+value is optional); copilot refuses ``--session-id`` together with ``--resume``.
 
 ``--output-format json`` prints JSONL events and ends with a result line::
 
@@ -22,6 +23,10 @@ Pitfalls handled here:
 - copilot bills premium requests, not dollars: they go to
   ``TurnResult.premium_requests`` and ``cost_usd`` stays None;
 - ``--no-ask-user`` keeps it from stopping to ask a question nobody will answer;
+- a new session takes the id the launcher gives it (``--session-id``), so a
+  turn that dies before its result line still leaves a session to resume;
+- without credentials it prints "Error: No authentication information found."
+  on stderr and exits 1, before anything on stdout;
 - an unknown ``--resume`` id prints "No session, task, or name matched" and
   exits 1.
 """
@@ -48,9 +53,10 @@ class CopilotAdapter(Adapter):
     name = "copilot"
     flag_spec: ClassVar[FlagSpec] = FlagSpec(
         aliases={"-p": "--prompt", "-s": "--silent", "--yolo": "--allow-all"},
-        locked=frozenset({"--prompt", "--output-format", "--resume", "--continue"}),
+        locked=frozenset({"--prompt", "--output-format", "--resume", "--continue", "--session-id"}),
     )
     session_gone_markers: ClassVar[tuple[str, ...]] = ("No session, task, or name matched",)
+    assigns_session_ids: ClassVar[bool] = True
 
     def argv(self, req: TurnRequest) -> list[str]:
         prompt = safe_prompt(req.prompt)
@@ -66,9 +72,11 @@ class CopilotAdapter(Adapter):
         argv = [self.executable, "-p", prompt, *self.merged_flags(defaults, req)]
         if req.session_id:
             argv.append(f"--resume={req.session_id}")
+        elif req.fresh_session_id:
+            argv.append(f"--session-id={req.fresh_session_id}")
         return argv
 
-    def scan(self, stdout: str) -> Scan:
+    def scan(self, stdout: str, stderr: str) -> Scan:
         scan = Scan(expected="result line")
         last_error: str | None = None
         for obj in iter_json_objects(stdout):

@@ -1,8 +1,8 @@
-"""Gemini CLI (``gemini``).
+"""Gemini CLI (``gemini``), checked against 0.61.0.
 
 Start::
 
-    gemini -p PROMPT -o json --approval-mode yolo [--model M] [flags]
+    gemini --session-id UUID -p PROMPT -o json --approval-mode yolo [--model M] [flags]
 
 Resume::
 
@@ -10,7 +10,7 @@ Resume::
 
 with ``GEMINI_CLI_TRUST_WORKSPACE=true`` in the environment.
 
-``-o json`` prints one indented JSON object at the end::
+``-o json`` prints one indented JSON object on stdout at the end::
 
     {
       "session_id": "...",
@@ -20,7 +20,11 @@ with ``GEMINI_CLI_TRUST_WORKSPACE=true`` in the environment.
                            "thoughts": 0, "tool": 0}}}, "tools": {...}, "files": {...}}
     }
 
-or ``{"session_id": "...", "error": {"type": "...", "message": "...", "code": ...}}``.
+A failure is ``{"session_id": "...", "error": {"type": "...", "message": "...",
+"code": ...}}`` on **stderr**: bare when the run could not start (no
+credentials), after ``[ERROR] `` when it failed during the run, with a non-zero
+exit: 41 for authentication, 42 when a resume fails, 55 for an untrusted
+folder, 1 for bad arguments.
 
 Pitfalls handled here:
 
@@ -31,17 +35,24 @@ Pitfalls handled here:
   is not used because older versions reject it);
 - ``--yolo``/``-y`` and ``--approval-mode`` together are refused by gemini, so
   an override with ``-y`` replaces the default ``--approval-mode``;
-- an ``error`` object is a failure even with exit 0;
+- an ``error`` object is a failure even with exit 0 (older versions);
+- a new session takes the id the launcher gives it (``--session-id``), so a
+  turn that dies before printing anything still leaves a session to resume;
+  ``--session-id`` is refused together with ``-r``, so it is only sent first;
 - some versions report a new session id after a resume; the latest one wins;
 - an unknown ``-r`` id prints "Invalid session identifier" (or "No previous
-  sessions found" when the project has none) and exits non-zero.
+  sessions found" when the project has none) and exits 42.
 """
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
-from .base import Adapter, FlagSpec, Scan, TurnRequest, add, iter_json_objects, safe_prompt
+from .base import Adapter, FlagSpec, Scan, TurnRequest, add, iter_json_objects, plain, safe_prompt
+
+# How a failure during the run is written to stderr: "[ERROR] " and the object.
+_ERROR_PREFIX = re.compile(r"^\[ERROR\] ", re.MULTILINE)
 
 
 class GeminiAdapter(Adapter):
@@ -60,12 +71,22 @@ class GeminiAdapter(Adapter):
             "-i": "--prompt-interactive",
         },
         displaces={"--yolo": frozenset({"--approval-mode"})},
-        locked=frozenset({"--prompt", "--output-format", "--resume", "--prompt-interactive"}),
+        locked=frozenset(
+            {
+                "--prompt",
+                "--output-format",
+                "--resume",
+                "--prompt-interactive",
+                "--session-id",
+                "--session-file",
+            }
+        ),
     )
     session_gone_markers: ClassVar[tuple[str, ...]] = (
         "Invalid session identifier",
         "No previous sessions found",
     )
+    assigns_session_ids: ClassVar[bool] = True
 
     def argv(self, req: TurnRequest) -> list[str]:
         prompt = safe_prompt(req.prompt)
@@ -75,14 +96,17 @@ class GeminiAdapter(Adapter):
         argv = [self.executable]
         if req.session_id:
             argv += ["-r", req.session_id]
+        elif req.fresh_session_id:
+            argv += ["--session-id", req.fresh_session_id]
         return [*argv, "-p", prompt, "-o", "json", *self.merged_flags(defaults, req)]
 
     def env(self, req: TurnRequest) -> dict[str, str]:
         return {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
 
-    def scan(self, stdout: str) -> Scan:
+    def scan(self, stdout: str, stderr: str) -> Scan:
         scan = Scan(expected="JSON result object")
-        for obj in iter_json_objects(stdout):
+        errors = _ERROR_PREFIX.sub("", plain(stderr))
+        for obj in [*iter_json_objects(stdout), *iter_json_objects(errors)]:
             if not ({"session_id", "response", "error", "stats"} & obj.keys()):
                 continue
             session_id = obj.get("session_id")

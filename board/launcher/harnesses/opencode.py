@@ -1,14 +1,16 @@
-"""OpenCode (``opencode run``).
+"""OpenCode (``opencode run``), checked against 1.18.33.
 
 Start::
 
-    opencode run --format json --auto [--model PROVIDER/MODEL] [flags] -- WORDS...
+    opencode run --format json --auto [--model PROVIDER/MODEL] [flags]   (prompt on stdin)
 
 Resume::
 
-    opencode run --format json --auto [--model ...] [flags] --session ID -- WORDS...
+    opencode run --format json --auto [--model ...] [flags] --session ID   (prompt on stdin)
 
-``--format json`` prints one event per line, each carrying ``sessionID``::
+``--format json`` prints one event per line, each carrying ``sessionID``:
+``step_start``, ``text``, ``reasoning``, ``tool_use``, ``step_finish`` and
+``error``::
 
     {"type": "step_start", "sessionID": "ses_...", "part": {...}}
     {"type": "text", "sessionID": "ses_...", "part": {"type": "text", "text": "..."}}
@@ -16,27 +18,33 @@ Resume::
      "part": {"type": "step-finish", "reason": "stop", "cost": 0.001,
               "tokens": {"input": 1, "output": 1, "reasoning": 0,
                          "cache": {"read": 0, "write": 0}}}}
-    {"type": "done", "sessionID": "ses_...", "reason": "idle", "rejected": []}
-
-and ``{"type": "error", "error": {"name": "...", "data": {"message": "..."}}}``.
+    {"type": "error", "sessionID": "ses_...",
+     "error": {"name": "UnknownError", "data": {"message": "..."}}}
 
 Pitfalls handled here:
 
+- the prompt goes on stdin, which ``run`` reads to EOF when it is not a
+  terminal, and which the launcher closes right after it: opencode's option
+  parser turns any message word that looks like a number (``42``, ``3.50``) into
+  a number and ``run`` then dies on it ("G.includes is not a function"), and the
+  board's prompts name message ids;
+- there is no end-of-run event: the turn is over at a ``step_finish`` whose
+  reason is not ``tool-calls``;
 - without ``--auto`` every permission request is auto-rejected and the run
-  still ends normally; rejections show in ``done.rejected`` and count as a
-  failure;
-- ``run`` joins its message words with spaces but wraps any word containing a
-  space in quotes (escaping the quotes inside), so the prompt is passed as
-  space-separated words after ``--``: it arrives verbatim, and a word starting
-  with ``-`` is not taken for an option;
-- ``run`` reads stdin to EOF when it is not a terminal, so stdin must be closed;
-- an ``error`` event is a failure even with exit 0 (older versions exit 0);
+  still ends normally; a rejection shows only as a stderr line
+  ``! permission requested: PERM (PATTERNS); auto-rejecting``, which counts as
+  a failure;
+- an ``error`` event is a failure (this version then exits 1; older ones exit 0);
+- errors on stderr are coloured with terminal escapes even without a terminal;
 - cost is the sum of ``part.cost`` over ``step_finish`` events;
-- an unknown ``--session`` prints "Session not found" and exits 1.
+- an unknown ``--session`` prints "Session not found" and exits 1;
+- without a network it retries the model provider forever and prints nothing,
+  which the launcher's no-output watchdog ends.
 """
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 from .base import (
@@ -47,8 +55,12 @@ from .base import (
     add,
     as_float,
     iter_json_objects,
+    plain,
     safe_prompt,
 )
+
+# The only trace of a permission that run refused on its own.
+_REJECTED = re.compile(r"^! permission requested: (.*); auto-rejecting$", re.MULTILINE)
 
 
 class OpencodeAdapter(Adapter):
@@ -68,17 +80,20 @@ class OpencodeAdapter(Adapter):
     session_gone_markers: ClassVar[tuple[str, ...]] = ("Session not found",)
 
     def argv(self, req: TurnRequest) -> list[str]:
-        safe_prompt(req.prompt)  # size and content checks; "--" below keeps a dash harmless
         defaults = ["--format", "json", "--auto"]
         if req.model:
             defaults += ["--model", req.model]
         argv = [self.executable, "run", *self.merged_flags(defaults, req)]
         if req.session_id:
             argv += ["--session", req.session_id]
-        return [*argv, "--", *req.prompt.split(" ")]
+        return argv
 
-    def scan(self, stdout: str) -> Scan:
-        scan = Scan(expected="done or final step_finish event")
+    def stdin(self, req: TurnRequest) -> str:
+        safe_prompt(req.prompt)  # the same size and content checks as an argv prompt
+        return req.prompt
+
+    def scan(self, stdout: str, stderr: str) -> Scan:
+        scan = Scan(expected="final step_finish event")
         last_reason: str | None = None
         for obj in iter_json_objects(stdout):
             session_id = obj.get("sessionID")
@@ -109,18 +124,13 @@ class OpencodeAdapter(Adapter):
                     scan.output_tokens = add(scan.output_tokens, tokens.get("reasoning"))
             elif kind == "error":
                 scan.error = f"opencode error: {_error_message(obj.get('error'))}"
-            elif kind == "done":
-                scan.finished = True
-                rejected = obj.get("rejected")
-                if isinstance(rejected, list) and rejected and scan.error is None:
-                    scan.error = (
-                        "opencode auto-rejected permission for "
-                        f"{', '.join(sorted({str(r) for r in rejected}))}; "
-                        "it needs --auto to work unattended"
-                    )
-        if not scan.finished and last_reason is not None and last_reason != "tool-calls":
-            # Versions without the "done" event end on a final step_finish.
-            scan.finished = True
+        scan.finished = last_reason is not None and last_reason != "tool-calls"
+        rejected = [m.group(1) for m in _REJECTED.finditer(plain(stderr))]
+        if rejected and scan.error is None:
+            scan.error = (
+                f"opencode auto-rejected permission for {'; '.join(rejected)}; "
+                "it needs --auto to work unattended"
+            )
         return scan
 
 

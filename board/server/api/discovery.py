@@ -11,6 +11,7 @@ from aiohttp import web
 
 from ... import __version__
 from ..errors import ERROR_CODES
+from ..mcp.endpoint import openapi_paths as mcp_openapi_paths
 from ..validation import json_schema
 from .keys import HOSTS, METRICS
 from .keys import ROUTES as ROUTE_TABLE
@@ -91,7 +92,7 @@ def _responses(route: Route) -> dict[str, Any]:
 
 
 def openapi(routes: list[Route]) -> dict[str, Any]:
-    """The OpenAPI 3.1 document, built from the route table and its declared input types."""
+    """The OpenAPI 3.1 document, built from the route table and its declared input types, and ``/mcp``."""
     paths: dict[str, Any] = {}
     error = {"$ref": "#/components/schemas/Error"}
     for route in routes:
@@ -137,6 +138,7 @@ def openapi(routes: list[Route]) -> dict[str, Any]:
         if route.loopback:
             op["x-loopback-without-token"] = True
         paths.setdefault(path, {})[route.method.lower()] = op
+    paths.update(mcp_openapi_paths())
     return {
         "openapi": "3.1.0",
         "info": {

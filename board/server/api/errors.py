@@ -54,6 +54,11 @@ async def error_middleware(
             raise
         return error_response(_from_http(exc))
     except Exception:
-        incident = secrets.token_hex(6)
-        log.exception("unhandled error %s on %s %s", incident, request.method, request.path)
-        return error_response(Unavailable(f"Internal error {incident}; it is logged. Retry later."))
+        return error_response(unexpected(request.method, request.path))
+
+
+def unexpected(method: str, path: str) -> Unavailable:
+    """A surprise, logged with its trace under an incident id; the caller gets only the id."""
+    incident = secrets.token_hex(6)
+    log.exception("unhandled error %s on %s %s", incident, method, path)
+    return Unavailable(f"Internal error {incident}; it is logged. Retry later.")

@@ -13,6 +13,7 @@ from aiohttp import web
 from .gate import Hosts
 
 if TYPE_CHECKING:
+    from ..mcp.transport import McpTransport
     from ..services.auth import Presence
     from ..services.context import Context
     from .metrics import Metrics
@@ -25,3 +26,4 @@ ROUTES: web.AppKey[list[Route]] = web.AppKey("routes")
 REPLAYS: web.AppKey[Replays] = web.AppKey("replays")
 METRICS: web.AppKey[Metrics] = web.AppKey("metrics")
 HOSTS: web.AppKey[Hosts] = web.AppKey("hosts")
+MCP: web.AppKey[McpTransport] = web.AppKey("mcp")

@@ -20,7 +20,7 @@ DOC = "/{path:.+}"
 
 def _workspace(call: Call, named: str | None) -> str | None:
     """The workspace a call names: the path's ``{slug}`` or the ``workspace`` field, which must agree."""
-    slug = call.request.match_info.get("slug")
+    slug = call.params.get("slug")
     if slug is None:
         return named
     if named is not None and named != slug:

@@ -7,7 +7,7 @@ the OpenAPI document; :mod:`.routing` runs it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,8 @@ class Call:
     request: web.Request
     ctx: Context
     principal: Principal | None
+    #: The route's path arguments (the request's match, or what an MCP tool call names).
+    params: Mapping[str, str] = field(default_factory=dict)
     body: Any = None
     query: Any = None
 
@@ -34,10 +36,10 @@ class Call:
         return self.principal
 
     def arg(self, name: str) -> str:
-        return self.request.match_info[name]
+        return self.params[name]
 
     def int_arg(self, name: str) -> int:
-        text = self.request.match_info[name]
+        text = self.params[name]
         if not text.isdigit() or len(text) > 18:
             raise InvalidArgument(f"'{name}' must be a positive whole number.")
         return int(text)

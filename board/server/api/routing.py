@@ -15,7 +15,7 @@ import json
 import os
 import re
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -85,31 +85,48 @@ def _fingerprint(request: web.Request, data: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+async def authenticated(request: web.Request) -> Principal:
+    """The principal behind the request's bearer token (UNAUTHENTICATED without one), its presence touched."""
+    ctx = request.app[CONTEXT]
+    header = request.headers.get("Authorization", "")
+    token = header[7:].strip() if header[:7].lower() == "bearer " else None
+    principal = await auth.authenticate(ctx, token)
+    await request.app[PRESENCE].touch(ctx, principal)
+    return principal
+
+
+def limit_writes(ctx: Context, principal: Principal | None) -> None:
+    """The per-token write limit: RATE_LIMITED when a caller writes too fast."""
+    if principal is not None:
+        assert ctx.limiter is not None
+        ctx.limiter.check(principal.agent_id)
+
+
+def parse_input(route: Route, call: Call, query: Mapping[str, str], data: Any) -> None:
+    """Parse the query string and the body into the route's declared types, strictly."""
+    call.query = parse_query(route.query, query) if route.query else None
+    if route.query is None and route.method == "GET" and query:
+        raise InvalidArgument(f"{route.path} takes no parameters.")
+    if route.body is not None:
+        call.body = parse_body(route.body, data)
+    elif data:
+        raise InvalidArgument(f"{route.method} {route.path} takes no body fields.")
+
+
 def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handle(request: web.Request) -> web.StreamResponse:
         ctx = request.app[CONTEXT]
         principal = None
         if not route.public and not (route.loopback and from_loopback(request)):
-            header = request.headers.get("Authorization", "")
-            token = header[7:].strip() if header[:7].lower() == "bearer " else None
-            principal = await auth.authenticate(ctx, token)
-            await request.app[PRESENCE].touch(ctx, principal)
+            principal = await authenticated(request)
         data: Any = None
         rid = None
         if route.method in MUTATING:
-            if principal is not None:
-                assert ctx.limiter is not None
-                ctx.limiter.check(principal.agent_id)
+            limit_writes(ctx, principal)
             data = await _json_body(request)
             rid = _request_id(request, data)
-        call = Call(request, ctx, principal)
-        call.query = parse_query(route.query, request.query) if route.query else None
-        if route.query is None and route.method == "GET" and request.query:
-            raise InvalidArgument(f"{route.path} takes no parameters.")
-        if route.body is not None:
-            call.body = parse_body(route.body, data)
-        elif data:
-            raise InvalidArgument(f"{route.method} {route.path} takes no body fields.")
+        call = Call(request, ctx, principal, params=request.match_info)
+        parse_input(route, call, request.query, data)
         if route.method not in MUTATING:
             return await _run(route, call)  # a read (a long-poll too) ends with its caller
         # A write runs to its end even if the caller hangs up: its effect and its
@@ -137,14 +154,19 @@ async def _write(
         audit.request_id.reset(token)
 
 
-async def _run(route: Route, call: Call) -> web.StreamResponse:
+async def answer(route: Route, call: Call) -> tuple[int, Any]:
+    """The handler's status and answer (data, or a response it made itself)."""
     result = await route.handler(call)
+    if isinstance(result, tuple):
+        return result
+    return route.status, result
+
+
+async def _run(route: Route, call: Call) -> web.StreamResponse:
+    status, result = await answer(route, call)
     if isinstance(result, web.StreamResponse):
         return result
-    if isinstance(result, tuple):
-        status, result = result
-        return json_response(result, status)
-    return json_response(result, route.status)
+    return json_response(result, status)
 
 
 async def _idempotent(

@@ -46,16 +46,49 @@ class PromptQuery:
     )
     first: bool = arg(False, help="Add the first-turn part (a new session).")
     budget_bytes: int = arg(DEFAULT_BUDGET, min=2_000, max=100_000, help="Byte budget of the turn part.")
+    mcp: bool = arg(False, help="Name the board's MCP tools instead of HTTP calls (the bot has them).")
+
+
+@dataclass(frozen=True)
+class Calls:
+    """How the prompt tells the bot to make a board call: over HTTP, or with the board's MCP tools."""
+
+    url: str
+    tools: bool = False
+
+    def message(self, id: object) -> str:
+        return f'read(action="message", id={id})' if self.tools else f"GET {self.url}/api/messages/{id}"
+
+    def thread(self, id: object) -> str:
+        return f'read(action="thread", id={id})' if self.tools else f"GET {self.url}/api/threads/{id}"
+
+    def reply(self) -> str:
+        if self.tools:
+            return 'post(reply_to=<id>, body="...")'
+        return f'POST {self.url}/api/messages {{"reply_to": <id>, "body": "..."}}'
+
+    def claim(self) -> str:
+        if self.tools:
+            return 'claim(action="claim", id=<thread id>, note="what you will do")'
+        return f'POST {self.url}/api/threads/<thread id>/claim {{"note": "what you will do"}}'
+
+    def document(self) -> str:
+        return (
+            'knowledge(action="read", path=<path>)' if self.tools else f"GET {self.url}/api/knowledge/<path>"
+        )
+
+    def me(self) -> str:
+        return 'catch_up(action="me")' if self.tools else f"GET {self.url}/api/me"
 
 
 @cache
-def _agents_md() -> str:
-    return resources.files("board.server.docs").joinpath("agents.md").read_text(encoding="utf-8")
+def _doc(name: str) -> str:
+    return resources.files("board.server.docs").joinpath(name).read_text(encoding="utf-8")
 
 
-def house_rules(board_url: str) -> str:
-    """The text of /agents.md, with this board's address filled in."""
-    return _agents_md().replace("{{BOARD_URL}}", board_url)
+def house_rules(calls: Calls) -> str:
+    """The text of /agents.md, or its MCP tools version, with this board's address filled in."""
+    return _doc("agents-tools.md" if calls.tools else "agents.md").replace("{{BOARD_URL}}", calls.url)
 
 
 def _size(text: str) -> int:
@@ -86,7 +119,7 @@ class Item:
     mark: str  # "for you (mention)", "watched", "your own post"
     rank: int  # 0 for you, 1 watched, 2 your own
 
-    def render(self, url: str, cap: int = BODY_CAP) -> str:
+    def render(self, calls: Calls, cap: int = BODY_CAP) -> str:
         who = "the board" if self.author_kind == "system" else f"{self.author} ({self.author_kind})"
         extra = f", reply to #{self.reply_to}" if self.reply_to not in (None, self.thread_id) else ""
         if self.tags:
@@ -95,7 +128,7 @@ class Item:
         shown = self.body[:cap]
         quoted = "".join(f"> {line}".rstrip() + "\n" for line in shown.split("\n"))
         rest = len(self.body) - len(shown)
-        more = f"  (… {rest} more characters: GET {url}/api/messages/{self.id})\n" if rest else ""
+        more = f"  (… {rest} more characters: {calls.message(self.id)})\n" if rest else ""
         return head + quoted + more
 
 
@@ -137,37 +170,33 @@ def _head(covers: list[int]) -> str:
     )
 
 
-def _omitted_line(omitted: list[int], url: str) -> str:
+def _omitted_line(omitted: list[int], calls: Calls) -> str:
     if not omitted:
         return ""
-    return (
-        f"\nNot shown for lack of room: {_id_list(omitted)}. Read each with GET {url}/api/messages/{{id}}.\n"
-    )
+    return f"\nNot shown for lack of room: {_id_list(omitted)}. Read each with {calls.message('<id>')}.\n"
 
 
-def _instructions(url: str) -> str:
+def _instructions(calls: Calls) -> str:
     return (
         "\n## What to do\n"
         '- A message marked "for you" needs your answer: reply in its thread '
-        f'(POST {url}/api/messages {{"reply_to": <id>, "body": "..."}}).\n'
-        "- Before you work on a watched post, claim its thread: "
-        f'POST {url}/api/threads/<thread id>/claim {{"note": "what you will do"}}. '
+        f"({calls.reply()}).\n"
+        f"- Before you work on a watched post, claim its thread: {calls.claim()}. "
         "CLAIMED (409) means someone else holds it: leave it.\n"
         "- Leave FYIs alone: a watched post that asks nothing of you needs no reply.\n"
-        f"- Read a whole message or thread with GET {url}/api/messages/<id> "
-        f"or GET {url}/api/threads/<id>.\n"
+        f"- Read a whole message or thread with {calls.message('<id>')} or {calls.thread('<id>')}.\n"
     )
 
 
 def render_turn(
-    items: list[Item], threads: dict[int, Thread], you: str, url: str, budget: int
+    items: list[Item], threads: dict[int, Thread], you: str, calls: Calls, budget: int
 ) -> tuple[str, list[int], list[int]]:
     """The turn text within ``budget`` bytes, the ids it shows, and the ids it leaves out."""
     ids = sorted(i.id for i in items)
     # Room the id lists may take: each id lands in exactly one of the two lists.
     overhead = (
-        _size(_head([]) + _instructions(url))
-        + _size(_omitted_line([0], url))
+        _size(_head([]) + _instructions(calls))
+        + _size(_omitted_line([0], calls))
         + sum(len(str(i)) + 2 for i in ids)
     )
     if overhead > budget:
@@ -190,9 +219,9 @@ def render_turn(
                     continue
                 thread = threads[item.thread_id]
                 header = 0 if item.thread_id in opened else _size(thread.header(you, item.thread_id in batch))
-                text: str | None = item.render(url)
+                text: str | None = item.render(calls)
                 if header + _size(text or "") > room:
-                    text = None if whole else _cut_to_fit(item, url, room - header)
+                    text = None if whole else _cut_to_fit(item, calls, room - header)
                 if text is None:
                     continue
                 room -= header + _size(text)
@@ -214,16 +243,16 @@ def render_turn(
             room -= _size(pack)
         block += "".join(kept[i.id] for i in items if i.thread_id == thread_id and i.id in kept)
         blocks.append(block)
-    text = _head(covers) + "".join(blocks) + _omitted_line(omitted, url) + _instructions(url)
+    text = _head(covers) + "".join(blocks) + _omitted_line(omitted, calls) + _instructions(calls)
     assert _size(text) <= budget, "the turn outgrew its budget"
     return text, covers, omitted
 
 
-def _cut_to_fit(item: Item, url: str, room: int) -> str | None:
+def _cut_to_fit(item: Item, calls: Calls, room: int) -> str | None:
     """The item with its body cut so it fits ``room`` bytes, or None when too little would show."""
     cap = min(BODY_CAP, len(item.body)) - 1
     while cap >= MIN_BODY:
-        text = item.render(url, cap)
+        text = item.render(calls, cap)
         over = _size(text) - room
         if over <= 0:
             return text
@@ -235,7 +264,7 @@ def _cut_to_fit(item: Item, url: str, room: int) -> str | None:
 
 
 def render_first_turn(
-    url: str,
+    calls: Calls,
     bot: Any,
     profile: dict[str, Any] | None,
     goal: Any | None,
@@ -243,7 +272,8 @@ def render_first_turn(
     index: str | None,
     skills: list[Any],
 ) -> str:
-    parts = [house_rules(url).rstrip() + "\n"]
+    url = calls.url
+    parts = [house_rules(calls).rstrip() + "\n"]
     who = [
         "# Who you are\n",
         f"You are @{bot['handle']}, a bot in workspace {bot['workspace']} of the board at {url}.",
@@ -265,7 +295,7 @@ def render_first_turn(
     if goal is not None:
         who.append(
             f"Your goal is thread {goal['thread_id']}: {_one_line(goal['body'])} "
-            f"(GET {url}/api/threads/{goal['thread_id']})."
+            f"({calls.thread(goal['thread_id'])})."
         )
     text = "\n".join(who) + "\n"
     if profile is not None and profile["identity"].strip():
@@ -276,11 +306,11 @@ def render_first_turn(
     if refs:
         reading += (
             "The channels of your workspace name these documents as mandatory; read each "
-            f"(GET {url}/api/knowledge/<path>) before you work in that channel:\n"
+            f"({calls.document()}) before you work in that channel:\n"
         )
         reading += "".join(f"- #{r['channel']}: {r['path']}\n" for r in refs[:MAX_REFS])
         if len(refs) > MAX_REFS:
-            reading += f"- and {len(refs) - MAX_REFS} more: see mandatory_reading in GET {url}/api/me\n"
+            reading += f"- and {len(refs) - MAX_REFS} more: see mandatory_reading in {calls.me()}\n"
     else:
         reading += "No channel of your workspace names a mandatory document.\n"
     parts.append(reading)
@@ -373,6 +403,7 @@ def _item(row: Any, mark: str, rank: int) -> Item:
 async def compose(ctx: Context, p: Principal, handle: str, q: PromptQuery, url: str) -> dict[str, Any]:
     """The prompt of ``handle``'s next turn; the bot itself, humans and admin bots may ask."""
     ids = sorted({int(i) for i in q.trigger})
+    calls = Calls(url, tools=q.mcp)
     now = ctx.now()
     shown: list[int] = []
 
@@ -394,7 +425,7 @@ async def compose(ctx: Context, p: Principal, handle: str, q: PromptQuery, url: 
                 by_name = {s["name"]: s for s in await store.skills_by_names(conn, profile["skills"])}
                 skills = [by_name[n] for n in profile["skills"] if n in by_name]
             first = render_first_turn(
-                url,
+                calls,
                 row,
                 profile,
                 goal,
@@ -402,7 +433,7 @@ async def compose(ctx: Context, p: Principal, handle: str, q: PromptQuery, url: 
                 await knowledge_prompt.knowledge_index(conn, row["workspace_id"], now),
                 skills,
             )
-        turn, covers, omitted = render_turn(items, threads, bot.handle, url, q.budget_bytes)
+        turn, covers, omitted = render_turn(items, threads, bot.handle, calls, q.budget_bytes)
         whole = f"{first}\n\n{turn}" if first is not None else turn
         return {
             "bot": bot.handle,

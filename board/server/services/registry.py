@@ -223,7 +223,7 @@ async def profile_dicts(conn: Connection, rows: list[Any], *, full: bool = True)
         decoded = store.decode_profile(row)
         item = {
             key: decoded[key]
-            for key in ("name", "workspace", "harness", "model", "flags", "repo", "watch", "goal")
+            for key in ("name", "workspace", "harness", "model", "flags", "repo", "watch", "goal", "mcp")
         }
         if decoded.get("unreadable"):
             item["unreadable"] = True
@@ -292,6 +292,7 @@ class NewProfile:
     goal: int | None = arg(None, min=1, help="A thread of the workspace to watch.")
     skills: list[str] = arg([], max_items=50, max_len=64, pattern=SKILL_NAME)
     identity: str = arg("", max_len=MAX_IDENTITY, limit=True, multiline=True)
+    mcp: bool = arg(False, help="Hand the harness the board's MCP tools (bot run --mcp).")
     bots: list[str] = arg([], max_items=100, pattern=HANDLE_PATTERN, help="Bots that run with it.")
 
 
@@ -305,11 +306,12 @@ class ProfileUpdate:
     goal: int | None = arg(None, min=0, help="A thread of the workspace to watch; 0 clears it.")
     skills: list[str] | None = arg(None, max_items=50, max_len=64, pattern=SKILL_NAME)
     identity: str | None = arg(None, max_len=MAX_IDENTITY, limit=True, multiline=True)
+    mcp: bool | None = arg(None, help="Hand the harness the board's MCP tools (bot run --mcp).")
     bots: list[str] | None = arg(None, max_items=100, pattern=HANDLE_PATTERN)
     base_version: int | None = arg(None, min=1, help="Refuse the write unless this is the latest.")
 
 
-PROFILE_FIELDS = ("harness", "model", "flags", "repo", "watch", "goal", "skills", "identity", "bots")
+PROFILE_FIELDS = ("harness", "model", "flags", "repo", "watch", "goal", "skills", "identity", "mcp", "bots")
 
 
 def _unique(items: list[str]) -> list[str]:
@@ -375,6 +377,7 @@ async def create_profile(ctx: Context, p: Principal, req: NewProfile) -> dict[st
             "watch": _unique(req.watch),
             "goal": await _goal(conn, workspace, req.goal),
             "identity": req.identity,
+            "mcp": req.mcp,
             "updated_at": ctx.now(),
             "updated_by": p.handle,
         }
@@ -413,7 +416,7 @@ async def update_profile(ctx: Context, p: Principal, name: str, req: ProfileUpda
         current = store.decode_profile(row)
         values = {
             key: current[key] if getattr(req, key) is None else getattr(req, key)
-            for key in ("harness", "model", "flags", "repo", "watch", "identity")
+            for key in ("harness", "model", "flags", "repo", "watch", "identity", "mcp")
         }
         values["watch"] = _unique(values["watch"])
         values["goal"] = current["goal"] if req.goal is None else await _goal(conn, workspace, req.goal)

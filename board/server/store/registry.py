@@ -16,7 +16,7 @@ SKILL_SELECT = """SELECT s.id, s.name, s.version AS latest_version, s.created_at
     FROM skills s JOIN skill_versions v ON v.skill_id = s.id"""
 
 PROFILE_SELECT = """SELECT p.id, p.name, p.workspace_id, w.slug AS workspace, w.archived_at, p.harness,
-    p.model, p.flags, p.repo, p.watch, p.goal, p.identity, p.version, p.created_at, p.updated_at,
+    p.model, p.flags, p.repo, p.watch, p.goal, p.identity, p.mcp, p.version, p.created_at, p.updated_at,
     p.updated_by FROM profiles p JOIN workspaces w ON w.id = p.workspace_id"""
 
 
@@ -85,6 +85,7 @@ def decode_profile(row: Row) -> dict[str, Any]:
         item[key], ok = read_json("profiles", row["id"], key, row[key], [])
         if not ok:
             item["unreadable"] = True
+    item["mcp"] = bool(row["mcp"])
     return item
 
 
@@ -107,14 +108,14 @@ async def list_profiles(
 async def insert_profile(conn: Connection, name: str, workspace_id: int, values: dict[str, Any]) -> int:
     cur = await conn.execute(
         """INSERT INTO profiles (name, workspace_id, harness, model, flags, repo, watch, goal, identity,
-               version, created_at, updated_at, updated_by) VALUES (?,?,?,?,?,?,?,?,?,1,?,?,?)""",
+               mcp, version, created_at, updated_at, updated_by) VALUES (?,?,?,?,?,?,?,?,?,?,1,?,?,?)""",
         (name, workspace_id, *_profile_fields(values), values["updated_at"], values["updated_by"]),
     )
     return int(cur.lastrowid or 0)
 
 
 def _profile_fields(values: dict[str, Any]) -> tuple[Any, ...]:
-    """harness, model, flags, repo, watch, goal, identity, updated_at: as the columns hold them."""
+    """harness, model, flags, repo, watch, goal, identity, mcp, updated_at: as the columns hold them."""
     return (
         values["harness"],
         values["model"],
@@ -123,6 +124,7 @@ def _profile_fields(values: dict[str, Any]) -> tuple[Any, ...]:
         json.dumps(values["watch"]),
         values["goal"],
         values["identity"],
+        int(values["mcp"]),
         values["updated_at"],
     )
 
@@ -131,7 +133,7 @@ async def update_profile(conn: Connection, profile_id: int, values: dict[str, An
     """Write the profile's fields and count one more version."""
     await conn.execute(
         """UPDATE profiles SET harness = ?, model = ?, flags = ?, repo = ?, watch = ?, goal = ?,
-               identity = ?, version = version + 1, updated_at = ?, updated_by = ? WHERE id = ?""",
+               identity = ?, mcp = ?, version = version + 1, updated_at = ?, updated_by = ? WHERE id = ?""",
         (
             *_profile_fields(values),
             values["updated_by"],

@@ -1,0 +1,1 @@
+"""The board as an MCP server: one small tool set, served on stdio and at ``/mcp``."""

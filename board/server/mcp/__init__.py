@@ -1,0 +1,1 @@
+"""The MCP transport of the board: ``/mcp``, streamable HTTP, calling the route table's handlers."""
