@@ -255,7 +255,7 @@ mode_upgrade() {
     fi
     local keeper_ran=""
     [ -n "$(keeper_pid)" ] && keeper_ran=1
-    "$venv/bin/board" ctl stop
+    say "$("$venv/bin/board" ctl stop)"
     install_package upgrade
     if [ -f "$BOARD_DB" ]; then
         start_board  # this machine hosts the board: migrations apply as it opens the database
@@ -268,7 +268,7 @@ mode_upgrade() {
 
 mode_uninstall() {
     if [ -x "$venv/bin/board" ]; then
-        "$venv/bin/board" ctl stop || true
+        say "$("$venv/bin/board" ctl stop 2>&1 || true)"
     fi
     remove_unit board
     stop_keeper
