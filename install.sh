@@ -108,7 +108,9 @@ Description=Bot Board: $what
 
 [Service]
 ExecStart=$*
-Environment=BOARD_DB=$BOARD_DB BOARD_PORT=$BOARD_PORT KEEPER_STATE_DIR=$KEEPER_STATE_DIR
+Environment="BOARD_DB=$BOARD_DB"
+Environment="BOARD_PORT=$BOARD_PORT"
+Environment="KEEPER_STATE_DIR=$KEEPER_STATE_DIR"
 Restart=on-failure
 StandardOutput=append:$BOARD_STATE/$name.log
 StandardError=inherit
