@@ -101,13 +101,15 @@ write_unit() {
     local name=$1 what=$2
     shift 2
     systemd_works || return 0
+    local exec_line
+    exec_line=$(printf '"%s" ' "$@")
     mkdir -p "$units"
     cat >"$units/$name.service" <<EOF
 [Unit]
 Description=Bot Board: $what
 
 [Service]
-ExecStart=$*
+ExecStart=${exec_line% }
 Environment="BOARD_DB=$BOARD_DB"
 Environment="BOARD_PORT=$BOARD_PORT"
 Environment="KEEPER_STATE_DIR=$KEEPER_STATE_DIR"
