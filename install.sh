@@ -203,7 +203,9 @@ enroll_keeper() {  # enroll_keeper URL CODE: once per machine
     if "$venv/bin/keeper" status >/dev/null 2>&1; then
         say "this machine's keeper is already enrolled ($KEEPER_STATE_DIR)"
     else
-        "$venv/bin/keeper" enroll --board "$1" --code "$2"
+        local enrolled
+        enrolled=$("$venv/bin/keeper" enroll --board "$1" --code "$2") || die "the keeper could not enroll (see above)"
+        say "$(printf '%s\n' "$enrolled" | head -n 1)"
     fi
 }
 
@@ -214,7 +216,9 @@ mode_install() {
     start_board
     if has_keeper; then
         if ! "$venv/bin/keeper" status >/dev/null 2>&1; then
-            enroll_keeper "$url" "$("$venv/bin/board" admin enroll-code "$(hostname)" | tail -n 1)"
+            local code
+            code=$("$venv/bin/board" admin enroll-code "$(hostname)" --as "$BOARD_USER" --url "$url" | tail -n 1)
+            enroll_keeper "$url" "$code"
         fi
         start_keeper
     fi
@@ -271,7 +275,7 @@ mode_upgrade() {
 }
 
 mode_uninstall() {
-    if [ -x "$venv/bin/board" ]; then
+    if [ -x "$venv/bin/board" ] && [ -f "$BOARD_DB" ]; then
         say "$("$venv/bin/board" ctl stop 2>&1 || true)"
     fi
     remove_unit board
