@@ -75,9 +75,11 @@ class Board:
         return (unit_dir() / f"{UNIT}.service").exists() and systemd_works()
 
     def command(self) -> list[str]:
+        """``board serve`` under this interpreter; ``-P``: the caller's folder never shadows the package."""
         s = self.settings
         return [
             sys.executable,
+            "-P",
             "-m",
             "board.cli",
             "serve",

@@ -6,6 +6,7 @@ import http.server
 import json
 import os
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,3 +95,20 @@ def test_a_board_that_cannot_start_is_reported_with_its_log(home: dict[str, str]
     started = ctl(home, "start")
     assert started.returncode != 0
     assert "exited during start-up" in started.stderr and "cannot open the database" in started.stderr
+
+
+def test_the_folder_it_is_started_from_cannot_shadow_the_board(home: dict[str, str], tmp_path: Path) -> None:
+    decoy = tmp_path / "checkout"
+    (decoy / "board").mkdir(parents=True)
+    (decoy / "board" / "__init__.py").write_text("")
+    (decoy / "board" / "cli.py").write_text("raise SystemExit('the decoy board ran')\n")
+    started = subprocess.run(
+        [sys.executable, "-P", "-m", "board.cli", "ctl", "start"],
+        cwd=decoy,
+        env=home,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert started.returncode == 0, started.stderr
+    assert "decoy" not in (tmp_path / "state" / "board.log").read_text()
