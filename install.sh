@@ -193,7 +193,7 @@ login_link() {  # prints the link; what it did goes to stderr
 }
 
 start_board() {
-    write_unit board "the board" "$venv/bin/board" serve
+    write_unit board "the board, with its routines runner" "$venv/bin/board" serve --routines
     local started
     started=$("$venv/bin/board" ctl start) || die "the board did not start (see above)"
     say "$started"

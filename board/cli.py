@@ -62,7 +62,8 @@ db_option = click.option("--db", envvar="BOARD_DB", help="SQLite database file [
 @db_option
 @click.option("--bind", envvar="BOARD_BIND", help="Address to listen on [127.0.0.1].")
 @click.option("--port", envvar="BOARD_PORT", type=int, help="Port [8080].")
-def serve(db: str | None, bind: str | None, port: int | None) -> None:
+@click.option("--routines", "with_routines", is_flag=True, help="Run the routines runner in this process.")
+def serve(db: str | None, bind: str | None, port: int | None, with_routines: bool) -> None:
     """Run the board server."""
     from aiohttp import web
 
@@ -90,6 +91,8 @@ def serve(db: str | None, bind: str | None, port: int | None) -> None:
         app = create_app(settings)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
+    if with_routines:
+        app.cleanup_ctx.append(_routines_runner(settings))
     try:
         web.run_app(
             app,
@@ -107,6 +110,21 @@ def serve(db: str | None, bind: str | None, port: int | None) -> None:
             "set BOARD_PORT (or --port, or `port` in board.toml) to a free port, or BOARD_BIND to "
             "another address."
         ) from None
+
+
+def _routines_runner(settings: Any) -> Any:
+    """The runner inside the board, calling it on loopback with a runner token issued at start."""
+    from .routines.cli import in_process
+    from .server.api.keys import CONTEXT
+    from .server.services import auth
+
+    host = "127.0.0.1" if settings.bind in ("0.0.0.0", "::", "localhost") else settings.bind
+    host = f"[{host}]" if ":" in host else host
+
+    async def issue(app: Any) -> str:
+        return await auth.runner_token(app[CONTEXT])
+
+    return in_process(f"http://{host}:{settings.port}", issue)
 
 
 # -- running in the background, backups ----------------------------------------------
@@ -271,6 +289,17 @@ def admin_token(db: str | None, name: str) -> None:
 
     token = _run(_with_services(db, lambda ctx: auth.human_token(ctx, name)))
     click.echo(f"API token for {name} (shown once):")
+    click.echo(token)
+
+
+@admin.command("runner-token")
+@db_option
+def admin_runner_token(db: str | None) -> None:
+    """Issue a token (br_) for `board routines run`; printed once, as the last line."""
+    from .server.services import auth
+
+    token = _run(_with_services(db, auth.runner_token))
+    click.echo("Routines runner token (shown once):")
     click.echo(token)
 
 
@@ -607,8 +636,10 @@ def mcp(board_url: str) -> None:
 
 
 from .launcher.cli import main as bot  # noqa: E402 - the `bot` group lives with the daemon
+from .routines.cli import routines  # noqa: E402 - the `routines` group lives with the runner
 
 main.add_command(bot)
+main.add_command(routines)
 
 
 if __name__ == "__main__":

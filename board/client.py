@@ -351,6 +351,58 @@ class BoardClient:
     async def audit(self, **params: Any) -> JSON:
         return await self.request("GET", "/api/audit", params=params)
 
+    # -- routines ---------------------------------------------------------------
+
+    @staticmethod
+    def _routine(name: str, rest: str = "") -> str:
+        return f"/api/routines/{quote(name, safe='')}{rest}"
+
+    async def routines(self, **params: Any) -> JSON:
+        """``since`` (the change cursor) with ``wait`` long-polls until something changes."""
+        return await self.request("GET", "/api/routines", params=params)
+
+    async def routine(self, name: str) -> JSON:
+        return await self.request("GET", self._routine(name))
+
+    async def propose_routine(self, name: str, **fields: Any) -> JSON:
+        return await self.request("POST", "/api/routines", json=_body({"name": name, **fields}))
+
+    async def propose_version(self, name: str, **fields: Any) -> JSON:
+        return await self.request("POST", self._routine(name, "/versions"), json=_body(fields))
+
+    async def approve_version(self, name: str, version: int, note: str = "") -> JSON:
+        return await self.request(
+            "POST", self._routine(name, f"/versions/{version}/approve"), json={"note": note}
+        )
+
+    async def reject_version(self, name: str, version: int, note: str) -> JSON:
+        return await self.request(
+            "POST", self._routine(name, f"/versions/{version}/reject"), json={"note": note}
+        )
+
+    async def pause_routine(self, name: str) -> JSON:
+        return await self.request("POST", self._routine(name, "/pause"))
+
+    async def resume_routine(self, name: str) -> JSON:
+        return await self.request("POST", self._routine(name, "/resume"))
+
+    async def run_routine_now(self, name: str) -> JSON:
+        return await self.request("POST", self._routine(name, "/run-now"))
+
+    async def routine_runs(self, name: str, **params: Any) -> JSON:
+        return await self.request("GET", self._routine(name, "/runs"), params=params)
+
+    async def create_run(self, name: str, version: int, scheduled_for: str, **fields: Any) -> JSON:
+        body = {"version": version, "scheduled_for": scheduled_for, **fields}
+        return await self.request("POST", self._routine(name, "/runs"), json=_body(body))
+
+    async def start_run(self, name: str, run_id: int) -> JSON:
+        return await self.request("POST", self._routine(name, f"/runs/{run_id}/start"))
+
+    async def finish_run(self, name: str, run_id: int, state: str, outcome: str = "") -> JSON:
+        body = {"state": state, "outcome": outcome}
+        return await self.request("POST", self._routine(name, f"/runs/{run_id}/finish"), json=body)
+
     # -- knowledge --------------------------------------------------------------
     # ``workspace`` picks the /api/workspaces/{slug}/knowledge form (humans, admin bots);
     # without it a bot works in its own workspace.

@@ -75,7 +75,7 @@ class Board:
         return (unit_dir() / f"{UNIT}.service").exists() and systemd_works()
 
     def command(self) -> list[str]:
-        """``board serve`` under this interpreter; ``-P``: the caller's folder never shadows the package."""
+        """``board serve --routines`` under this interpreter; ``-P``: the caller's folder never shadows it."""
         s = self.settings
         return [
             sys.executable,
@@ -89,6 +89,7 @@ class Board:
             s.bind,
             "--port",
             str(s.port),
+            "--routines",  # the routines runner in the board's process
         ]
 
 

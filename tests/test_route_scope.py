@@ -177,6 +177,7 @@ def decided_elsewhere() -> set[tuple[str, str]]:
     for module, name in (
         ("scope_knowledge", "KNOWLEDGE_DECISIONS"),
         ("scope_registry", "REGISTRY_DECISIONS"),
+        ("scope_routines", "ROUTINE_DECISIONS"),
     ):
         try:
             keys |= set(getattr(__import__(module), name))

@@ -52,6 +52,17 @@ class Event:
             yield ("agent", agent_id)
 
 
+@dataclass(frozen=True)
+class Signal:
+    """A committed change that is not a message (a routine's): it wakes the waiters of one key."""
+
+    key: Key
+    id: int
+
+    def index_keys(self) -> Iterable[Key]:
+        yield self.key
+
+
 @dataclass(eq=False)
 class Waiter:
     """One held request: collects the events published under its keys."""
@@ -59,11 +70,11 @@ class Waiter:
     keys: tuple[Key, ...]
     owner: int | None = None
     released: bool = False  # let go by a newer request of its owner: answer now
-    events: list[Event] = field(default_factory=list)
+    events: list[Event | Signal] = field(default_factory=list)
     _seen: set[int] = field(default_factory=set)
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def deliver(self, event: Event) -> None:
+    def deliver(self, event: Event | Signal) -> None:
         if event.id in self._seen:
             return
         self._seen.add(event.id)
@@ -88,7 +99,7 @@ class Waiter:
                 return False
         return True
 
-    def take(self) -> list[Event]:
+    def take(self) -> list[Event | Signal]:
         events, self.events = self.events, []
         self._ready.clear()
         return events
@@ -138,9 +149,10 @@ class Hub:
                 if not waiters:
                     del self._by_key[key]
 
-    def publish(self, event: Event) -> None:
+    def publish(self, event: Event | Signal) -> None:
         self.published += 1
-        self.last_id = max(self.last_id, event.id)
+        if isinstance(event, Event):
+            self.last_id = max(self.last_id, event.id)
         for key in event.index_keys():
             for waiter in self._by_key.get(key, ()):
                 waiter.deliver(event)

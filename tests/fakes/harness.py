@@ -54,6 +54,7 @@ STEP_KINDS = {
     "read_stdin",
     "reply",
     "claim",
+    "act",
     "logged_out",
     "mcp_reply",
 }
@@ -294,7 +295,7 @@ class Invocation:
 
 @dataclass
 class Action:
-    kind: str  # reply | claim
+    kind: str  # reply | claim | act
     command: str
     allowed: bool
     status: int | None = None
@@ -1258,6 +1259,27 @@ def record_action(action: Action, **fields: Any) -> Action:
     return action
 
 
+def act(step: dict[str, Any], prompt: str, allowed: bool) -> Action:
+    """The model's own program: ``step["program"]`` reads the prompt on stdin and calls the
+    board with the run's BOARD_URL and BOARD_TOKEN, as a model with a shell would. Its
+    stdout is the answer; without the unattended flags it does not run."""
+    program = str(step["program"])
+    action = Action(kind="act", command=f"python {program}", allowed=allowed)
+    if not allowed:
+        action.error = "blocked: the harness ran without its unattended flags"
+    else:
+        done = subprocess.run(
+            [sys.executable, program], input=prompt, capture_output=True, text=True, timeout=120
+        )
+        action.status = done.returncode
+        action.body = done.stdout
+        if done.returncode != 0:
+            action.error = f"exit {done.returncode}: {done.stderr[-2000:]}"
+    return record_action(
+        action, url=program, payload={"prompt_chars": len(prompt)}, allowed=allowed, status=action.status
+    )
+
+
 def mcp_action(step: dict[str, Any], inv: Invocation) -> Action:
     """Reply through the board's MCP server, as claude does with --mcp-config.
 
@@ -1459,6 +1481,12 @@ def main() -> int:
         sys.stdout.buffer.write(b"\n")
         sys.stdout.flush()
     actions: list[Action] = []
+    if kind == "act":
+        done = act(step, inv.prompt, inv.tools_allowed)
+        actions.append(done)
+        if done.error and done.allowed:  # the program failed; a blocked one is a denial
+            return persona.emit_error_result(inv, sid, done.error)
+        text = done.body.strip() or text
     if kind in ("reply", "claim", "mcp_reply"):
         actions.append(
             mcp_action(step, inv) if kind == "mcp_reply" else board_action(kind, step, inv.tools_allowed)

@@ -1,14 +1,16 @@
 """Fixtures for the launcher tests: the fake harnesses on PATH, their script and
-their records, and a repo directory to run them in."""
+their records, a repo directory to run them in, and a live board for real bots."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from boardtest import World, populate
+from botrun import LiveBoard
 from fakeharness import FAKES_BIN, SANDBOX_ENV, Fake
 from fakeharness import alive as is_alive
 
@@ -67,3 +69,18 @@ def reap_later() -> Iterator[list[int]]:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, 9)
+
+
+@pytest.fixture
+async def live(tmp_path: Path) -> AsyncIterator[LiveBoard]:
+    """A board on a fixed loopback port that a real ``bot run`` reaches over HTTP."""
+    board = LiveBoard(tmp_path)
+    await board.start()
+    yield board
+    await board.stop()
+
+
+@pytest.fixture
+async def world(live: LiveBoard) -> World:
+    assert live.board is not None
+    return await populate(live.board)

@@ -14,25 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from boardtest import World, eventually, held, populate
+from boardtest import World, eventually, held
 from botrun import BotProcess, LiveBoard, kill_later, replies, wakes
 from fakeharness import Fake, alive
 
 HARNESSES = ["claude", "codex", "opencode", "copilot", "gemini"]
-
-
-@pytest.fixture
-async def live(tmp_path: Path) -> AsyncIterator[LiveBoard]:
-    board = LiveBoard(tmp_path)
-    await board.start()
-    yield board
-    await board.stop()
-
-
-@pytest.fixture
-async def world(live: LiveBoard) -> World:
-    assert live.board is not None
-    return await populate(live.board)
 
 
 @pytest.fixture

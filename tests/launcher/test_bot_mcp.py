@@ -17,8 +17,8 @@ from test_bot_e2e import mention, one_reply
 from board.launcher.config import ConfigError, Options, resolve
 from board.launcher.mcp import McpSetup
 
-# The fixtures of the end-to-end tests: a live board, its world, bots for pb.
-live, world, make_bot = test_bot_e2e.live, test_bot_e2e.world, test_bot_e2e.make_bot
+# Bots for pb, as the end-to-end tests make them (the live board and its world are in conftest.py).
+make_bot = test_bot_e2e.make_bot
 
 
 async def test_a_reply_through_the_mcp_tools_lands_and_the_wake_is_recorded(

@@ -238,6 +238,58 @@ COMPONENTS: dict[str, Schema] = {
             "details": ANY_OBJECT,
         }
     ),
+    # A version of a routine (docs/routines.md); the approved one of a routine adds its schedule in words.
+    "RoutineVersion": obj(
+        {
+            "version": INT,
+            "state": {"enum": ["pending", "approved", "rejected", "retired"]},
+            "schedule": STR,
+            "timezone": STR,
+            "bot": STR,
+            "prompt": STR,
+            "max_run_seconds": INT,
+            "grace_seconds": INT,
+            "quiet_hours": nullable(STR),
+            "why": STR,
+            "proposed_by": nullable(STR),
+            "proposed_at": TIME,
+            "decided_by": nullable(STR),
+            "decided_at": nullable(TIME),
+            "note": STR,
+        },
+        {"schedule_words": STR, "routine": STR, "proposed": BOOL},
+    ),
+    "Run": obj(
+        {
+            "id": INT,
+            "version": INT,
+            "scheduled_for": TIME,
+            "cause": {"enum": ["schedule", "catch-up", "run-now"]},
+            "state": {"enum": ["scheduled", "running", "done", "failed", "timed_out", "missed"]},
+            "message_id": nullable(INT),
+            "started_at": nullable(TIME),
+            "ended_at": nullable(TIME),
+            "outcome": STR,
+            "wake_cost_usd": nullable(NUM),
+        },
+        {"seen": ANY_OBJECT},
+    ),
+    "Routine": obj(
+        {
+            "name": STR,
+            "workspace": STR,
+            "thread_id": INT,
+            "state": {"enum": ["unapproved", "active", "paused"]},
+            "active_since": nullable(TIME),
+            "approved": nullable(ref("RoutineVersion")),
+            "pending": array(INT),
+            "next_run": nullable(TIME),
+            "last_run": nullable(ref("Run")),
+            "covered_until": nullable(TIME),
+            "open_runs": array(ref("Run")),
+        },
+        {"versions": array(ref("RoutineVersion"))},
+    ),
     # A knowledge document in a list: current revision, or ranked with a snippet.
     "DocumentItem": obj(
         {
@@ -393,6 +445,24 @@ class Answer:
     statuses: tuple[int, ...] = (200,)
 
 
+_ROUTINE = "/api/routines/{name}"
+ROUTINES: dict[tuple[str, str], Answer] = {
+    ("GET", "/api/routines"): Answer(page("routines", ref("Routine"))),
+    ("POST", "/api/routines"): Answer(ref("RoutineVersion"), (201,)),
+    ("GET", _ROUTINE): Answer(ref("Routine")),
+    ("POST", f"{_ROUTINE}/versions"): Answer(ref("RoutineVersion"), (201, 200)),
+    **{
+        ("POST", f"{_ROUTINE}/{action}"): Answer(ref("Routine"))
+        for action in ("versions/{v}/approve", "versions/{v}/reject", "pause", "resume")
+    },
+    ("POST", f"{_ROUTINE}/run-now"): Answer(ref("Run"), (201,)),
+    ("GET", f"{_ROUTINE}/runs"): Answer(page("runs", ref("Run"))),
+    ("POST", f"{_ROUTINE}/runs"): Answer(ref("Run"), (201,)),
+    ("POST", f"{_ROUTINE}/runs/{{id}}/start"): Answer(ref("Run")),
+    ("POST", f"{_ROUTINE}/runs/{{id}}/finish"): Answer(ref("Run")),
+}
+
+
 def _answers() -> dict[tuple[str, str], Answer]:
     created = (201,)
     table: dict[tuple[str, str], Answer] = {
@@ -515,6 +585,7 @@ def _answers() -> dict[tuple[str, str], Answer]:
             )
         ),
         ("GET", "/api/audit"): Answer(page("entries", ref("AuditEntry"))),
+        **ROUTINES,
     }
     for prefix in ("/api/knowledge", "/api/workspaces/{slug}/knowledge"):
         for (method, suffix), schema in KNOWLEDGE.items():

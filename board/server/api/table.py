@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-from . import admin, audit, claims, discovery, identity, installer, knowledge, messages, registry, workspaces
+from . import (
+    admin,
+    audit,
+    claims,
+    discovery,
+    identity,
+    installer,
+    knowledge,
+    messages,
+    registry,
+    routines,
+    workspaces,
+)
 from .route import Route
 
 ROUTE_MODULES = (
@@ -14,6 +26,7 @@ ROUTE_MODULES = (
     claims,
     knowledge,
     registry,
+    routines,
     audit,
     admin,
 )

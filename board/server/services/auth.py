@@ -26,7 +26,14 @@ from . import audit
 from .context import Context
 
 HANDLE_PATTERN = r"[A-Za-z0-9._-]{2,32}"
-TOKEN_PREFIX = {"bot": "bb_", "human": "bh_", "keeper": "bk_", "login": "bl_", "invite": "bi_"}
+TOKEN_PREFIX = {
+    "bot": "bb_",
+    "human": "bh_",
+    "runner": "br_",
+    "keeper": "bk_",
+    "login": "bl_",
+    "invite": "bi_",
+}
 PRESENCE_WRITE_EVERY = 30.0
 
 
@@ -131,6 +138,23 @@ async def _issue_for_human(ctx: Context, handle: str, kind: str, action: str) ->
             raise NotFound("human")
         await audit.record(conn, ctx, None, action, handle)
         return await _issue(conn, ctx, row["id"], kind)
+
+    return await ctx.db.write(write)
+
+
+async def runner_token(ctx: Context) -> str:
+    """A token for the routines runner, which acts as the board's own system agent.
+
+    It creates, starts and finishes runs of approved versions; it proposes and
+    approves nothing (services/routines.py).
+    """
+
+    async def write(conn: Connection) -> str:
+        row = await store.agent_by_handle(conn, "board")
+        if row is None or row["kind"] != "system":
+            raise NotFound("board agent")
+        await audit.record(conn, ctx, None, "token.create", "board", details={"kind": "runner"})
+        return await _issue(conn, ctx, row["id"], "runner")
 
     return await ctx.db.write(write)
 

@@ -386,16 +386,46 @@ async def expire(
     conn: Connection, ctx: Context, board: Principal, root: Any, workspace: Any, claim: Any
 ) -> None:
     """Release a claim abandoned past BOARD_RELEASE_AFTER; the thread is open again."""
+    body = f"released by the board: no progress from {claim['holder']} since {claim['progress_at']}"
+    await _board_release(conn, ctx, board, root, workspace, action="expire", body=body, note="no progress")
+
+
+async def release_by_board(
+    conn: Connection, ctx: Context, board: Principal, root: Any, workspace: Any, why: str
+) -> bool:
+    """Release a thread's claim for a reason of the board's (a routine run timed out).
+
+    False when nobody holds it. The holder finds the event in its inbox and stops.
+    """
+    current = await store.get(conn, root["id"])
+    if current is None or current["state"] != "claimed":
+        return False
+    body = f"released by the board from {current['holder']}: {why}"
+    await _board_release(conn, ctx, board, root, workspace, action="release", body=body, note=why)
+    return True
+
+
+async def _board_release(
+    conn: Connection,
+    ctx: Context,
+    board: Principal,
+    root: Any,
+    workspace: Any,
+    *,
+    action: str,
+    body: str,
+    note: str,
+) -> None:
     await _transition(
         conn,
         ctx,
         board,
         root,
         workspace,
-        action="expire",
-        body=f"released by the board: no progress from {claim['holder']} since {claim['progress_at']}",
+        action=action,
+        body=body,
         holder_id=None,
-        note="no progress",
+        note=note,
         state="open",
         lease_until=None,
         nudged_at=None,

@@ -48,7 +48,11 @@ async def poll(
         deadline = loop.time() + min(wait, MAX_WAIT, ctx.settings.max_wait)
         while (remaining := deadline - loop.time()) > 0:
             woken = await waiter.wait(remaining)
-            found = [item for event in waiter.take() if (item := match(event)) is not None]
+            found = [
+                item
+                for event in waiter.take()
+                if isinstance(event, Event) and (item := match(event)) is not None
+            ]
             if found:
                 return sorted(found, key=lambda item: item["id"])
             if not woken or waiter.released or ctx.hub.closed:

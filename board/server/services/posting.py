@@ -65,6 +65,7 @@ async def append(
     also_for: dict[int, str] | None = None,
     actor_id: int | None = None,
     parse_mentions: bool = True,
+    notify: bool = True,
 ) -> Event:
     """Write one message and its fan-out; its event is published once the write commits.
 
@@ -73,7 +74,8 @@ async def append(
     does not find its own doing in its inbox. ``parse_mentions=False`` is for a
     body that quotes text addressed to nobody: an ``@handle`` in it mentions no
     one. The message is rendered from what was written, as the read path would
-    render it, without reading it back.
+    render it, without reading it back. ``notify=False`` is for a record kept in a
+    thread for whoever reads it (a routine's bookkeeping): it lands in no inbox.
     """
     channel_id, channel_slug = (channel["id"], channel["slug"]) if channel is not None else (None, None)
     if parent is not None:
@@ -113,6 +115,8 @@ async def append(
     reasons.pop(author.agent_id, None)
     if actor_id is not None:
         reasons.pop(actor_id, None)
+    if not notify:
+        reasons = {}
     if reasons:
         await store.add_to_inboxes(conn, message_id, reasons)
     message: dict[str, Any] = {
@@ -179,6 +183,7 @@ async def post_event(
     tags: list[str] | None = None,
     also_for: dict[int, str] | None = None,
     parse_mentions: bool = True,
+    notify: bool = True,
 ) -> Event:
     """A ``kind: event`` message written by the board, in a channel or a thread."""
     board = await board_principal(conn)
@@ -202,6 +207,7 @@ async def post_event(
         also_for=also_for,
         actor_id=author.agent_id if author is not None else None,
         parse_mentions=parse_mentions,
+        notify=notify,
     )
 
 

@@ -246,6 +246,35 @@ async def conversation_workspace(conn: Connection, p: Principal, slug: str | Non
     return workspace
 
 
+# -- routines ------------------------------------------------------------------------
+
+
+def routine_workspace_ids(p: Principal) -> list[int] | None:
+    """Whose routines ``p`` reads: every workspace's for humans, admin bots and the runner."""
+    if p.sees_all_workspaces or p.kind == "system":
+        return None
+    return [p.workspace_id or 0]
+
+
+def require_routine(p: Principal, row: Any | None) -> Any:
+    """A routine row ``p`` may see, or NOT_FOUND as for an absent one."""
+    if row is None:
+        raise NotFound("routine")
+    ids = routine_workspace_ids(p)
+    if ids is not None and row["workspace_id"] not in ids:
+        raise NotFound("routine")
+    return row
+
+
+def runs_routine(agent: Any | None, workspace_id: int) -> bool:
+    """Whether ``agent`` may be the bot a routine of this workspace mentions: one that reads it."""
+    return (
+        agent is not None
+        and agent["kind"] == "bot"
+        and bot_reaches(agent["workspace"], agent["workspace_id"], workspace_id)
+    )
+
+
 # -- agents --------------------------------------------------------------------------
 
 

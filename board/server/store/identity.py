@@ -29,7 +29,7 @@ async def principal_by_token(conn: Connection, token_hash: str) -> Row | None:
         conn,
         f"""SELECT {AGENT_COLUMNS}, t.kind AS token_kind FROM tokens t
             JOIN agents a ON a.id = t.agent_id LEFT JOIN workspaces w ON w.id = a.workspace_id
-            WHERE t.hash = ? AND t.revoked_at IS NULL AND t.kind IN ('bot', 'human')""",
+            WHERE t.hash = ? AND t.revoked_at IS NULL AND t.kind IN ('bot', 'human', 'runner')""",
         (token_hash,),
     )
 

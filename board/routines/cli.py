@@ -1,0 +1,112 @@
+"""``board routines``: run the runner on its own, and import shipped definitions."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from ..client import BoardAPIError, BoardClient
+from . import importer
+from .runner import FileClock, Runner
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+url_option = click.option(
+    "--url",
+    envvar="BOARD_URL",
+    default="http://127.0.0.1:8080",
+    show_default=True,
+    help="The board [BOARD_URL].",
+)
+
+
+@click.group()
+def routines() -> None:
+    """Scheduled jobs a human approves: the runner, and importing definitions."""
+
+
+@routines.command("run")
+@url_option
+@click.option(
+    "--token",
+    envvar="BOARD_ROUTINES_TOKEN",
+    required=True,
+    help="A runner token, from `board admin runner-token` [BOARD_ROUTINES_TOKEN].",
+)
+@click.option(
+    "--check-every",
+    type=click.FloatRange(0.05),
+    default=30.0,
+    show_default=True,
+    help="Seconds between checks of open runs.",
+)
+@click.option(
+    "--clock-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    hidden=True,
+    help="Read the time from this file (RFC 3339): tests move it.",
+)
+def run(url: str, token: str, check_every: float, clock_file: Path | None) -> None:
+    """Run the routines runner on its own, until interrupted."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)  # its job bookkeeping is ours to say
+
+    async def go() -> None:
+        async with BoardClient(url, token, timeout=120) as board:
+            clock = FileClock(clock_file) if clock_file is not None else None
+            await Runner(board, clock, check_every=check_every).run()
+
+    click.echo(f"routines: running against {url}", err=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(go())
+
+
+@routines.command("import")
+@url_option
+@click.option("--token", envvar="BOARD_TOKEN", required=True, help="Your token [BOARD_TOKEN].")
+@click.option("--workspace", help="The workspace of definitions that name none.")
+@click.option("--bot", help="The bot of definitions that name none.")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def import_(url: str, token: str, workspace: str | None, bot: str | None, folder: Path) -> None:
+    """Propose each FOLDER/<name>/ (routine.toml, prompt.md); unchanged files propose nothing."""
+    defaults = {k: v for k, v in (("workspace", workspace), ("bot", bot)) if v is not None}
+    try:
+        found = importer.definitions(folder, defaults)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+
+    async def go() -> None:
+        async with BoardClient(url, token) as board:
+            for definition in found:
+                answer = await importer.propose(board, definition)
+                what = "proposed" if answer["proposed"] else "unchanged, latest is"
+                click.echo(f"{definition.name}: {what} version {answer['version']} ({answer['state']})")
+
+    try:
+        asyncio.run(go())
+    except BoardAPIError as exc:
+        raise click.ClickException(f"{exc.code}: {exc.message}") from None
+
+
+def in_process(
+    url: str, issue_token: Callable[[web.Application], Awaitable[str]]
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    """A clean-up context that runs the runner beside the board (``board serve --routines``)."""
+
+    async def runner(app: web.Application) -> AsyncIterator[None]:
+        board = BoardClient(url, await issue_token(app), timeout=120)
+        task = asyncio.create_task(Runner(board).run(), name="routines-runner")
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await board.close()
+
+    return runner
