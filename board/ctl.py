@@ -242,6 +242,15 @@ def _is_board(pid: int) -> bool:
     return False
 
 
+def _signal(pid: int, sig: int) -> None:
+    """Signal the board's process group when it leads one (as started here), else the process only."""
+    with contextlib.suppress(ProcessLookupError):
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+
+
 def stop(board: Board) -> str:
     if board.systemd:
         subprocess.run(["systemctl", "--user", "stop", UNIT], check=True)
@@ -250,15 +259,13 @@ def stop(board: Board) -> str:
     if pid is None or not _is_board(pid):
         board.pidfile.unlink(missing_ok=True)
         return "the board was not running"
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGTERM)
+    _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     how = "stopped"
     if _alive(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
+        _signal(pid, signal.SIGKILL)
         how = f"killed (it did not stop within {STOP_TIMEOUT:.0f} s)"
     board.pidfile.unlink(missing_ok=True)
     return f"{how} the board (pid {pid})"
