@@ -25,6 +25,7 @@ from fleettest import Keeper, enroll_keeper
 from scope_pages import PAGE_DECISIONS
 
 from board.client import BoardAPIError, BoardClient
+from board.server import package
 
 ROLE_ORDER = ("anon", "other_keeper", "keeper", "other_bot", "admin_bot", "bot", "human")
 KEEPERS = ("keeper", "other_keeper")
@@ -85,6 +86,8 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/agents.md"): Case(everyone(200, anon=200)),
     ("GET", "/admin.md"): Case(everyone(200, anon=200)),
     ("GET", "/metrics"): Case(everyone(200, anon=200)),  # loopback may read metrics
+    ("GET", "/install.sh"): Case(everyone(200, anon=200)),
+    ("GET", "/install/{name}"): Case(everyone(200, anon=200), path={"name": "wheel"}),
     ("POST", "/api/agents"): Case(
         everyone(201, anon=201),
         body=lambda role, f: {"handle": f"new-{role}", "invite": f["invite"]},
@@ -188,6 +191,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("POST", "/api/fleet/bots/{handle}/token"): Case(
         {**FLEET_KEEPER, "keeper": 201, "other_keeper": 404}, path={"handle": "fleet_bot"}
     ),
+    ("POST", "/api/admin/backup"): Case(HUMANS_ONLY),
     # MCP over streamable HTTP: a tool list for any token; what each tool may reach is the
     # route's own decision, proved through the tools in test_mcp.py.
     ("POST", "/mcp"): Case(
@@ -263,6 +267,7 @@ async def _facts(world: World) -> dict[str, Any]:
         "proj": "proj",
         "lobby": "lobby",
         "gone": "gone",
+        "wheel": package.WHEEL_NAME,
     }
 
 
