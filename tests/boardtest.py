@@ -155,6 +155,13 @@ async def eventually(
     raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
 
 
+#: A long-poll a test expects to be woken asks for the longest wait (BOARD_MAX_WAIT's
+#: default), and is awaited for half of it: answered by then, it was the awaited commit
+#: that woke it, not the wait running out. No tighter figure holds on a loaded machine.
+LONG_WAIT = 60
+WOKEN_WITHIN = LONG_WAIT / 2
+
+
 async def held(board: Board, count: int = 1, owner: int | None = None, timeout: float = 15.0) -> None:
     """Wait until the board's hub holds exactly ``count`` long-polls (of ``owner``, if given).
 

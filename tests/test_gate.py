@@ -20,6 +20,7 @@ from board.server.settings import Settings
 
 LOOPBACK = ["localhost", "LocalHost:8080", "127.0.0.1", "127.0.0.1:1", "127.9.8.7:80", "[::1]", "[::1]:8080"]
 FOREIGN = ["evil.example", "evil.example:8080", "127.0.0.1.evil.example", "localhost.evil.example", "[::1"]
+FOREIGN += ["[::1].evil.example", "[::1]evil.example", "[::1]:x", "[127.0.0.1]:80:80"]
 
 
 def hosts(**settings: str) -> Hosts:

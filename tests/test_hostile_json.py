@@ -19,9 +19,11 @@ from board.server.services.messages import MessageQuery
 from board.server.validation import parse_query
 
 
-async def send(world: World, token: str | None, method: str, path: str, text: str) -> tuple[int, Any]:
-    """One call with ``text`` as its body, answered through a strict parser."""
-    headers = {"Content-Type": "application/json"}
+async def send(
+    world: World, token: str | None, method: str, path: str, text: str, **extra: str
+) -> tuple[int, Any]:
+    """One call with ``text`` as its body (and ``extra`` headers), answered through a strict parser."""
+    headers = {"Content-Type": "application/json", **extra}
     if token:
         headers["Authorization"] = f"Bearer {token}"
     url = world.board.url + path
@@ -137,4 +139,17 @@ async def test_a_channel_naming_one_document_twice_is_refused(world: World) -> N
     body = '{"slug":"docs","workspace":"proj","refs":[{"path":"a.md"},{"path":"a.md","mandatory":true}]}'
     status, answer = await send(world, world.human.token, "POST", "/api/channels", body)
     assert status == 422 and answer["error"]["details"]["field"] == "refs[1]"
+    assert snapshot(world.board.db_path) == before
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+async def test_a_body_that_does_not_decode_as_its_content_encoding_is_a_4xx(
+    world: World, encoding: str
+) -> None:
+    before = snapshot(world.board.db_path)
+    body = '{"body":"hi","channel":"general"}'
+    headers = {"Content-Encoding": encoding}
+    status, answer = await send(world, world.bot.token, "POST", "/api/messages", body, **headers)
+    assert status == 422, answer
+    assert answer["error"]["code"] == "INVALID_ARGUMENT" and encoding in answer["error"]["message"]
     assert snapshot(world.board.db_path) == before

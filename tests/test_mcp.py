@@ -288,3 +288,17 @@ async def test_a_profile_says_whether_its_bots_get_the_tools(world: World) -> No
     await world.human.update_profile("proj-mcp", identity="still on")
     assert (await world.bot.profile("proj-mcp"))["mcp"] is True, "a field left out keeps its value"
     assert (await world.human.update_profile("proj-mcp", mcp=False))["mcp"] is False
+
+
+async def test_a_body_that_does_not_decode_as_its_content_encoding_is_refused(world: World) -> None:
+    before = snapshot(world.board.db_path)
+    headers = {
+        "Authorization": f"Bearer {world.bot.token}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "Content-Encoding": "gzip",
+    }
+    async with httpx2.AsyncClient() as http:
+        answer = await http.post(world.board.url + "/mcp", content=b'{"jsonrpc": "2.0"}', headers=headers)
+    assert answer.status_code == 422 and answer.json()["error"]["code"] == "INVALID_ARGUMENT"
+    assert snapshot(world.board.db_path) == before

@@ -26,7 +26,7 @@ def _breaking_items(item_kind: Any, meta: Mapping[str, Any]) -> Iterator[tuple[s
         if meta.get("max_len") is not None:
             yield "max_len", "a" * (meta["max_len"] + 1)
         if meta.get("pattern") is not None:
-            yield "pattern", "\N{SNOWMAN}"
+            yield "pattern", "\N{SNOWMAN}ab"  # JSON Schema patterns search: only an anchored one refuses it
     if item_kind is int:
         if meta.get("min") is not None:
             yield "min", int(meta["min"]) - 1
@@ -73,3 +73,18 @@ def _minimal(kind: Any, meta: Mapping[str, Any]) -> Any:
     if meta.get("choices"):
         return meta["choices"][0]
     return {str: "ab", int: 1, bool: False}.get(kind, [] if typing.get_origin(kind) is list else {})
+
+
+def test_a_text_field_s_pattern_matches_the_whole_value_in_the_schema_too() -> None:
+    """The parser fullmatches a pattern; the published one must not merely find it inside."""
+    checked = 0
+    for route in all_routes():
+        for name, kind, meta, _ in declared(route.body) if route.body is not None else ():
+            kind = typing.get_args(kind)[0] if type(None) in typing.get_args(kind) else kind
+            if meta.get("pattern") is None or kind is not str:
+                continue
+            field = json_schema(route.body)["properties"][name]
+            field = next(s for s in field.get("anyOf", [field]) if s.get("type") == "string")
+            assert not Draft202012Validator(field).is_valid("\N{SNOWMAN}ab"), f"{route.body.__name__}.{name}"
+            checked += 1
+    assert checked

@@ -286,7 +286,8 @@ def _schema_of(kind: Any, meta: Mapping[str, Any]) -> dict[str, Any]:
                 if meta.get(key) is not None:
                     schema[name] = meta[key]
             if meta.get("pattern") is not None:
-                schema["pattern"] = meta["pattern"].pattern
+                # The parser matches the whole value; a JSON Schema pattern only searches.
+                schema["pattern"] = f"^(?:{meta['pattern'].pattern})$"
             if meta.get("choices") is not None:
                 schema["enum"] = list(meta["choices"])
         for key, name in (("min", "minimum"), ("max", "maximum")):

@@ -58,7 +58,10 @@ def host_name(authority: str) -> str:
     """The host of a ``Host`` header or URL authority: no port, no brackets, lower case."""
     authority = authority.strip().lower()
     if authority.startswith("["):
-        return authority[1 : authority.find("]")] if "]" in authority else authority
+        inside, bracket, port = authority[1:].partition("]")
+        # Only "[ip]" or "[ip]:port": "[::1].evil.example" is a name, not loopback.
+        ok = bracket and (not port or (port[:1] == ":" and port[1:].isdigit()))
+        return inside if ok else authority
     name, colon, port = authority.rpartition(":")
     if colon and port.isdigit() and ":" not in name:
         authority = name

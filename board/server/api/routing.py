@@ -51,10 +51,19 @@ def json_response(data: Any, status: int = 200, headers: dict[str, str] | None =
     )
 
 
+async def read_body(request: web.Request) -> bytes:
+    """The body as sent; one that does not decode as its Content-Encoding says is INVALID_ARGUMENT."""
+    try:
+        return await request.read()
+    except web.RequestPayloadError as exc:  # e.g. not the gzip its Content-Encoding says
+        why = str(exc).strip().splitlines()[-1].strip()  # aiohttp prefixes "400, message:"
+        raise InvalidArgument(f"The body cannot be read: {why}.") from None
+
+
 async def _json_body(request: web.Request) -> Any:
     if not request.can_read_body:
         return {}
-    raw = await request.read()
+    raw = await read_body(request)
     if not raw.strip():
         return {}
     try:

@@ -15,6 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
+from ..api.routing import read_body
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 AsgiApp = Callable[
@@ -45,7 +47,7 @@ def _scope(request: web.Request, extra: dict[str, Any]) -> Scope:
 
 async def serve(request: web.Request, app: AsgiApp, extra: dict[str, Any]) -> web.StreamResponse:
     """Run ``app`` for this request; its response, streamed as the app sends it."""
-    body = await request.read()
+    body = await read_body(request)
     finished = asyncio.Event()
     response: web.StreamResponse | None = None
     sent_body = False

@@ -10,7 +10,6 @@ from aiosqlite import Connection
 from ..errors import InvalidArgument, NotFound
 from ..principal import Principal
 from ..store import channels as store
-from ..store import identity as identity_store
 from ..validation import arg
 from . import audit, scope
 from .context import Context
@@ -202,13 +201,7 @@ async def open_conversation(ctx: Context, p: Principal, req: NewConversation) ->
     """The conversation of exactly these participants (and the caller): 201 new, 200 existing."""
 
     async def write(conn: Connection) -> tuple[int, dict[str, Any]]:
-        agents = await identity_store.agents_by_handles(conn, req.participants)
-        by_handle = {a["handle"].lower(): a for a in agents}
-        for handle in req.participants:
-            agent = by_handle.get(handle.lower())
-            if agent is None or agent["kind"] == "system":
-                raise NotFound(f"agent {handle}")
-        workspace = await scope.conversation_workspace(conn, p, req.workspace, agents)
+        workspace, agents = await scope.conversation_workspace(conn, p, req.workspace, req.participants)
         scope.require_writable(workspace)
         member_ids = sorted({a["id"] for a in agents} | {p.agent_id})
         if len(member_ids) < 2:

@@ -228,22 +228,33 @@ async def handoff_target(conn: Connection, handle: str, root: Any) -> Any:
     return target
 
 
-async def conversation_workspace(conn: Connection, p: Principal, slug: str | None, agents: list[Any]) -> Any:
-    """The workspace of a conversation of ``agents`` opened by ``p``, each of them able to join it.
+async def conversation_workspace(
+    conn: Connection, p: Principal, slug: str | None, handles: list[str]
+) -> tuple[Any, list[Any]]:
+    """The workspace of a conversation of ``handles`` opened by ``p``, and their agent rows.
 
-    A human naming none opens it where its bots are; a participant that is not a
-    human or a bot of that workspace is NOT_FOUND, as an absent handle.
+    A human naming none opens it where its bots are. A participant that is absent,
+    the board, or not a human or bot of that workspace is NOT_FOUND naming the
+    handle as given, and only once the workspace is settled: which check answers,
+    and how, must not tell a bot that a handle lives elsewhere.
     """
+    agents = await identity_store.agents_by_handles(conn, handles)
+    by_handle = {a["handle"].lower(): a for a in agents}
     if slug is None and p.is_human:
+        # A human sees every agent: an absent handle is named before the workspace is asked for.
+        for handle in handles:
+            if by_handle.get(handle.lower()) is None:
+                raise NotFound(f"agent {handle}")
         slugs = {a["workspace"] for a in agents if a["kind"] == "bot"}
         if len(slugs) != 1:
             raise InvalidArgument("Name the workspace: workspace=<slug>.")
         slug = slugs.pop()
     workspace = await resolve(conn, p, slug)
-    for agent in agents:
-        if not _of_workspace(agent, workspace["id"]):
-            raise NotFound(f"agent {agent['handle']}")
-    return workspace
+    for handle in handles:
+        agent = by_handle.get(handle.lower())
+        if agent is None or not _of_workspace(agent, workspace["id"]):
+            raise NotFound(f"agent {handle}")
+    return workspace, agents
 
 
 # -- routines ------------------------------------------------------------------------
