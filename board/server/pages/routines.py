@@ -14,8 +14,8 @@ from aiohttp import web
 
 from ...routines import schedule as schedules
 from ..errors import InvalidArgument
-from ..principal import ADMIN_WORKSPACE
-from ..services import routines
+from ..services import routines, workspaces
+from .board import all_workspaces
 from .routing import PageCall, PageRoute, redirect
 
 RUNS_SHOWN = 10
@@ -61,7 +61,9 @@ async def _routine_view(call: PageCall, summary: dict[str, Any]) -> dict[str, An
 async def index(call: PageCall) -> web.StreamResponse:
     listed = await routines.list_routines(call.ctx, call.p, call.query(routines.RoutineList))
     views = [await _routine_view(call, r) for r in listed["routines"]]
-    return call.render("routines.html", routines=views, live=ADMIN_WORKSPACE)
+    # The stream of a workspace the viewer reads carries the routines' changes (follow=routines).
+    live = workspaces.first_to_show(await all_workspaces(call.ctx, call.p))
+    return call.render("routines.html", routines=views, live=live)
 
 
 async def decide(call: PageCall) -> web.StreamResponse:
