@@ -8,7 +8,7 @@
 # Never needs root. Re-running is safe. Where things go (override by environment):
 #   BOARD_HOME   ~/.local/share/bot-board   the virtual environment
 #   BOARD_STATE  ~/.local/state/bot-board   database, logs, pid file
-#   BIN_DIR      ~/.local/bin               the `board` and `bot` commands
+#   BIN_DIR      ~/.local/bin               the `board`, `bot` and `keeper` commands
 #   BOARD_SOURCE a checkout of Bot Board (default: the folder holding this script)
 #   BOARD_PORT   8080;  BOARD_USER  the human to create (default: $USER)
 set -euo pipefail
@@ -41,9 +41,9 @@ stop_board() {
 
 uninstall() {
     stop_board
-    rm -f "$BIN_DIR/board" "$BIN_DIR/bot"
+    rm -f "$BIN_DIR/board" "$BIN_DIR/bot" "$BIN_DIR/keeper"
     rm -rf "$BOARD_HOME"
-    say "removed $BOARD_HOME, $BIN_DIR/board and $BIN_DIR/bot"
+    say "removed $BOARD_HOME, $BIN_DIR/board, $BIN_DIR/bot and $BIN_DIR/keeper"
     if [ "${1:-}" = "--purge" ]; then
         rm -rf "$BOARD_STATE"
         say "removed the data in $BOARD_STATE"
@@ -64,6 +64,7 @@ install() {
     "$BOARD_HOME/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$BOARD_SOURCE"
     ln -sf "$BOARD_HOME/venv/bin/board" "$BIN_DIR/board"
     ln -sf "$BOARD_HOME/venv/bin/bot" "$BIN_DIR/bot"
+    ln -sf "$BOARD_HOME/venv/bin/keeper" "$BIN_DIR/keeper"
     say "installed board into $BOARD_HOME (command: $BIN_DIR/board)"
 
     local board="$BOARD_HOME/venv/bin/board" url="http://127.0.0.1:$BOARD_PORT"

@@ -14,11 +14,21 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(os.environ.get("BENCH_RESULTS", Path(__file__).parent / "results"))
+
+
+def progress(message: str) -> None:
+    """One line per step on stderr, so a long run shows where it is."""
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def load_average() -> list[float]:
+    """The machine's 1, 5 and 15 minute load: it is shared, so every figure carries it."""
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def free_port() -> int:
@@ -38,11 +48,35 @@ def wait_healthy(url: str, timeout: float = 20.0) -> None:
     raise RuntimeError(f"board at {url} did not start")
 
 
+def serve(db: str, port: int, settings: dict[str, str]) -> subprocess.Popen[bytes]:
+    """``board serve`` on ``db`` in a process group of its own."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "board.cli", "serve", "--db", db, "--port", str(port)],
+        env={**os.environ, **settings},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the board's group, SIGKILL if it is still up after 10 s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 @dataclass
 class BoardProcess:
     url: str
     db: str
     proc: subprocess.Popen[bytes]
+    port: int = 0
+    settings: dict[str, str] = field(default_factory=dict)
 
     def admin(self, *args: str) -> str:
         """Run a `board admin ...` command on this board's database; its last line."""
@@ -53,6 +87,20 @@ class BoardProcess:
             text=True,
         ).stdout
         return out.strip().splitlines()[-1]
+
+    @contextlib.contextmanager
+    def stopped(self) -> Iterator[None]:
+        """Stop the board, and serve the same file on the same port again afterwards.
+
+        Bulk loads (``bench.bulk``) write the file while no board holds it, so the
+        board starts on the loaded data as it would after months of use.
+        """
+        stop(self.proc)
+        try:
+            yield
+        finally:
+            self.proc = serve(self.db, self.port, self.settings)
+            wait_healthy(self.url, timeout=120)
 
 
 @contextlib.contextmanager
@@ -67,25 +115,12 @@ def board_process(**env: str) -> Iterator[BoardProcess]:
             "BOARD_LOG_LEVEL": "WARNING",
             **env,
         }
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "board.cli", "serve", "--db", db, "--port", str(port)],
-            env={**os.environ, **settings},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        board = BoardProcess(f"http://127.0.0.1:{port}", db, proc)
+        board = BoardProcess(f"http://127.0.0.1:{port}", db, serve(db, port, settings), port, settings)
         try:
             wait_healthy(board.url)
             yield board
         finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            stop(board.proc)
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -101,18 +136,26 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     }
 
 
-def report(scenario: str, rows: list[dict[str, Any]]) -> None:
-    """One JSON line on stdout, a table on stderr, and a results file."""
+def report(scenario: str, rows: list[dict[str, Any]], **summary: Any) -> None:
+    """One JSON line on stdout, a table on stderr, and a results file.
+
+    ``summary`` holds figures of the run as a whole (a growth ratio, a verdict).
+    """
     record = {
         "scenario": scenario,
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "cpus": os.cpu_count(),
+        "load": load_average(),
         "rows": rows,
+        **summary,
     }
     print(json.dumps(record))
     keys = list(rows[0]) if rows else []
     print("  ".join(f"{k:>12}" for k in keys), file=sys.stderr)
     for row in rows:
-        print("  ".join(f"{row[k]!s:>12}" for k in keys), file=sys.stderr)
+        print("  ".join(f"{row.get(k, '')!s:>12}" for k in keys), file=sys.stderr)
+    for key, value in summary.items():
+        print(f"{key}: {value}", file=sys.stderr)
+    print(f"load average: {record['load']}", file=sys.stderr)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{record['at'].replace(':', '')}-{scenario}.json").write_text(json.dumps(record) + "\n")

@@ -1,31 +1,30 @@
-"""Knowledge at scale: list, get, search and pack latency with 10,000 documents of 20 revisions.
+"""Knowledge at scale: list, get, search, pack and CAS write latency, and lost updates.
 
-    python -m bench.knowledge [--documents 10000] [--revisions 20] [--db PATH] [--keep]
+    python -m bench knowledge [--documents 1000 10000] [--revisions 20] [--writers 8]
 
-Builds the knowledge base through the service layer's own write function
-(``knowledge.documents.append``, many revisions per writer job, so building takes
-minutes rather than hours), then starts a board on that file in a separate
-process and times calls from this one over HTTP on loopback, one at a time.
-Prints one JSON line; ``get_one_revision`` times documents that have a single
+The bulk path for documents: the knowledge base is built through the service
+layer's own write function (``knowledge.documents.append``, many revisions per
+writer job, so building takes minutes rather than hours), then ``board serve``
+starts on that file and a client process times calls over HTTP on loopback,
+one at a time. ``get_one_revision`` times documents that have a single
 revision, so its ratio to ``get`` shows whether history costs reads anything.
 ``search`` asks for a word of the vocabulary (each equally likely);
 ``search_common`` for one of the 50 most used, which match nearly every
 document; the pack ranks by six words drawn as often as the documents use them.
+
+Lost updates: ``--writers`` client processes each make ``--edits`` writes to one
+document, each a compare-and-set on the revision it read, retried on
+VERSION_CONFLICT, each adding a line of its own. Every line a writer was told
+was written must be in the final body, and the revision count must match:
+``lost_updates`` must be 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import json
-import os
+import multiprocessing as mp
 import random
-import shutil
-import socket
-import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -41,8 +40,14 @@ from board.server.services.knowledge.documents import Change, append
 from board.server.settings import Settings
 from board.server.store.db import Database
 
+from .common import free_port, percentiles, progress, report, serve, stop, wait_healthy
+
+QUICK = ["--documents", "1000", "--edits", "20"]
+TINY = ["--documents", "5", "--revisions", "2", "--writers", "2", "--edits", "2", "-n", "3"]
+
 WORKSPACE = "bench"
 JOB_SIZE = 250  # revisions appended per writer job
+FRESH = 100  # documents of a single revision
 SYLLABLES = [c + v for c in "bcdfghjklmnprstvz" for v in "aeiou"]
 
 
@@ -96,7 +101,7 @@ async def setup(ctx: Context) -> tuple[Principal, str]:
 
 
 async def build(db_path: Path, documents: int, revisions: int, seed: int) -> dict[str, Any]:
-    """``documents`` of ``revisions`` each through ``knowledge.documents.append``, and 500 of one revision."""
+    """``documents`` of ``revisions`` each, through ``knowledge.documents.append``; FRESH of one."""
     rng = random.Random(seed)
     writer = Writer(rng)
     db = Database(db_path, readers=1)
@@ -109,8 +114,8 @@ async def build(db_path: Path, documents: int, revisions: int, seed: int) -> dic
     plan = [
         (f"topics/t{n:05d}.md", n, revision) for revision in range(1, revisions + 1) for n in range(documents)
     ]
-    plan += [(f"fresh/f{n:03d}.md", documents + n, 1) for n in range(500)]
-    bodies += [writer.body(n) for n in range(documents, documents + 500)]
+    plan += [(f"fresh/f{n:03d}.md", documents + n, 1) for n in range(FRESH)]
+    bodies += [writer.body(n) for n in range(documents, documents + FRESH)]
     for start in range(0, len(plan), JOB_SIZE):
         jobs = []
         for path, n, revision in plan[start : start + JOB_SIZE]:
@@ -140,43 +145,17 @@ async def _workspace(conn: Any) -> Any:
     return await workspace_store.by_slug(conn, WORKSPACE)
 
 
-def serve(db_path: str, port: int) -> None:
-    """The board process under test (run as a child: the client's work must not share its loop)."""
-    from aiohttp import web
-
-    from board.server.app import create_app
-
-    settings = Settings(db=db_path, port=port, write_rate=100_000.0, write_burst=100_000, log_level="WARNING")
-    web.run_app(create_app(settings), host="127.0.0.1", port=port, print=None, access_log=None)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def summary(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
-    return {
-        "n": len(ordered),
-        "p50_ms": round(statistics.median(ordered) * 1000, 2),
-        "p99_ms": round(p99 * 1000, 2),
-    }
-
-
 async def timed(n: int, call: Callable[[int], Awaitable[None]]) -> dict[str, float]:
     samples = []
     for i in range(n):
         started = time.perf_counter()
         await call(i)
         samples.append(time.perf_counter() - started)
-    return summary(samples)
+    return percentiles(samples)
 
 
 async def measure(
-    url: str, token: str, built: dict[str, Any], documents: int, rng: random.Random
+    url: str, token: str, built: dict[str, Any], documents: int, rng: random.Random, n: int
 ) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {token}"}
     words, cumulative = built["words"], built["cumulative"]
@@ -204,21 +183,23 @@ async def measure(
                 assert resp.status == 200, data
                 return data
 
-        for _ in range(100):  # warm up connections and caches
+        for _ in range(max(1, n // 5)):  # warm up connections and caches
             await get("/api/knowledge/" + topic())
         results: dict[str, Any] = {}
-        results["get"] = await timed(1000, lambda i: get("/api/knowledge/" + topic()))
+        results["get"] = await timed(2 * n, lambda i: get("/api/knowledge/" + topic()))
         results["get_one_revision"] = await timed(
-            500, lambda i: get(f"/api/knowledge/fresh/f{i % 500:03d}.md")
+            n, lambda i: get(f"/api/knowledge/fresh/f{i % FRESH:03d}.md")
         )
-        results["list"] = await timed(500, lambda i: get("/api/knowledge", after=topic(), limit=20))
-        results["search"] = await timed(500, lambda i: get("/api/knowledge", q=any_word(), limit=20))
+        results["list"] = await timed(n, lambda i: get("/api/knowledge", after=topic(), limit=20))
+        results["search"] = await timed(n, lambda i: get("/api/knowledge", q=any_word(), limit=20))
         results["search_two_words"] = await timed(
-            300, lambda i: get("/api/knowledge", q=f"{any_word()} {any_word()}")
+            max(1, n * 3 // 5), lambda i: get("/api/knowledge", q=f"{any_word()} {any_word()}")
         )
-        results["search_common"] = await timed(300, lambda i: get("/api/knowledge", q=common_word()))
+        results["search_common"] = await timed(
+            max(1, n * 3 // 5), lambda i: get("/api/knowledge", q=common_word())
+        )
         results["pack"] = await timed(
-            200, lambda i: get("/api/knowledge/pack", q=" ".join(word() for _ in range(6)))
+            max(1, n * 2 // 5), lambda i: get("/api/knowledge/pack", q=" ".join(word() for _ in range(6)))
         )
 
         async def write(i: int) -> None:
@@ -234,69 +215,118 @@ async def measure(
             samples.append(time.perf_counter() - started)
 
         samples: list[float] = []
-        for i in range(300):
+        for i in range(max(1, n * 3 // 5)):
             await write(i)
-        results["cas_write"] = summary(samples)
+        results["cas_write"] = percentiles(samples)
     return results
 
 
-async def main_async(args: argparse.Namespace) -> dict[str, Any]:
-    workdir = Path(args.db).parent if args.db else Path(tempfile.mkdtemp(prefix="bench-knowledge-"))
-    db_path = Path(args.db) if args.db else workdir / "board.db"
-    try:
-        built = await build(db_path, args.documents, args.revisions, args.seed)
-        port = free_port()
-        child = subprocess.Popen(
-            [sys.executable, "-m", "bench.knowledge", "--serve", str(db_path), "--port", str(port)],
-            env=os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
-        )
-        try:
-            url = f"http://127.0.0.1:{port}"
-            await wait_for(url)
-            results = await measure(url, built["token"], built, args.documents, random.Random(args.seed + 1))
-        finally:
-            child.terminate()
-            child.wait(timeout=30)
-        return {
-            "scenario": "knowledge",
-            "documents": args.documents,
-            "revisions_per_document": args.revisions,
-            "single_revision_documents": 500,
-            "build_seconds": built["build_seconds"],
-            "db_megabytes": round(db_path.stat().st_size / 1e6, 1),
-            **results,
-        }
-    finally:
-        if not args.keep and not args.db:
-            shutil.rmtree(workdir, ignore_errors=True)
+def _measure_child(url: str, built: dict[str, Any], documents: int, seed: int, n: int) -> dict[str, Any]:
+    return asyncio.run(measure(url, built["token"], built, documents, random.Random(seed), n))
 
 
-async def wait_for(url: str) -> None:
-    deadline = time.monotonic() + 60
-    async with aiohttp.ClientSession() as http:
-        while time.monotonic() < deadline:
-            with contextlib.suppress(aiohttp.ClientError):
-                async with http.get(url + "/healthz") as resp:
+async def _edits(url: str, token: str, path: str, writer: int, edits: int) -> tuple[list[str], int]:
+    """``edits`` compare-and-set writes, each retried until it lands; its lines, and the conflicts."""
+    written, conflicts = [], 0
+    async with aiohttp.ClientSession(url, headers={"Authorization": f"Bearer {token}"}) as http:
+        for i in range(edits):
+            line = f"writer {writer} edit {i}"
+            while True:
+                async with http.get("/api/knowledge/" + path) as resp:
+                    doc = await resp.json()
+                body = {
+                    "body": doc["body"] + line + "\n",
+                    "base_revision": doc["latest_revision"],
+                    "reason": line,
+                }
+                async with http.put("/api/knowledge/" + path, json=body) as resp:
                     if resp.status == 200:
-                        return
-            await asyncio.sleep(0.2)
-    raise RuntimeError(f"the board at {url} did not start")
+                        written.append(line)
+                        break
+                    if resp.status != 409:
+                        raise RuntimeError(f"CAS write: {resp.status} {await resp.text()}")
+                    conflicts += 1
+    return written, conflicts
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.knowledge", description=__doc__.split("\n")[0])
-    parser.add_argument("--documents", type=int, default=10_000)
+def _editor(url: str, token: str, path: str, writer: int, edits: int) -> tuple[list[str], int]:
+    return asyncio.run(_edits(url, token, path, writer, edits))
+
+
+def lost_updates(url: str, token: str, writers: int, edits: int) -> dict[str, Any]:
+    """Concurrent CAS writers on one document: every acknowledged write must survive."""
+    path = "race/shared.md"
+
+    async def create() -> None:
+        async with aiohttp.ClientSession(url, headers={"Authorization": f"Bearer {token}"}) as http:
+            body = {"body": "# Shared\n", "base_revision": 0, "reason": "start"}
+            async with http.put("/api/knowledge/" + path, json=body) as resp:
+                assert resp.status == 201, await resp.text()
+
+    async def final() -> dict[str, Any]:
+        auth = {"Authorization": f"Bearer {token}"}
+        async with (
+            aiohttp.ClientSession(url, headers=auth) as http,
+            http.get("/api/knowledge/" + path) as resp,
+        ):
+            return dict(await resp.json())
+
+    asyncio.run(create())
+    with mp.get_context("spawn").Pool(writers) as pool:
+        results = pool.starmap(_editor, [(url, token, path, w, edits) for w in range(writers)])
+    doc = asyncio.run(final())
+    acknowledged = [line for lines, _ in results for line in lines]
+    present = set(doc["body"].splitlines())
+    lost = sum(1 for line in acknowledged if line not in present)
+    return {
+        "writers": writers,
+        "acknowledged": len(acknowledged),
+        "conflicts_retried": sum(c for _, c in results),
+        "final_revision": doc["latest_revision"],
+        "lost_updates": lost + abs(doc["latest_revision"] - 1 - len(acknowledged)),
+    }
+
+
+def one_size(documents: int, revisions: int, args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bench-knowledge-") as tmp:
+        db_path = Path(tmp) / "board.db"
+        progress(f"knowledge: building {documents:,} documents x {revisions} revisions")
+        built = asyncio.run(build(db_path, documents, revisions, args.seed))
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        board = serve(str(db_path), port, {"BOARD_WRITE_RATE": "1000000", "BOARD_WRITE_BURST": "1000000"})
+        try:
+            wait_healthy(url, timeout=120)
+            progress(f"knowledge: reads at {documents:,} documents")
+            with mp.get_context("spawn").Pool(1) as pool:
+                results = pool.apply(_measure_child, (url, built, documents, args.seed + 1, args.n))
+            progress(f"knowledge: {args.writers} concurrent CAS writers")
+            race = lost_updates(url, built["token"], args.writers, args.edits)
+        finally:
+            stop(board)
+        row: dict[str, Any] = {
+            "documents": documents,
+            "revisions": revisions,
+            "build_s": built["build_seconds"],
+            "db_mb": round(db_path.stat().st_size / 1e6, 1),
+        }
+    for name, figure in results.items():
+        row[f"{name}_p50_ms"] = figure["p50_ms"]
+        row[f"{name}_p99_ms"] = figure["p99_ms"]
+    return row | race
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench knowledge", description=__doc__.split("\n")[0])
+    parser.add_argument("--documents", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--revisions", type=int, default=20)
+    parser.add_argument("--writers", type=int, default=8, help="concurrent CAS writers on one document")
+    parser.add_argument("--edits", type=int, default=50, help="writes each of them makes")
+    parser.add_argument("-n", type=int, default=500, help="timed requests per read")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--db", help="Build into this file (kept) instead of a temporary one.")
-    parser.add_argument("--keep", action="store_true", help="Keep the temporary database.")
-    parser.add_argument("--serve", metavar="DB", help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.serve:
-        serve(args.serve, args.port)
-        return
-    print(json.dumps(asyncio.run(main_async(args))), flush=True)
+    args = parser.parse_args(argv)
+    rows = [one_size(d, args.revisions, args) for d in args.documents]
+    report("knowledge", rows, lost_updates=sum(r["lost_updates"] for r in rows))
 
 
 if __name__ == "__main__":

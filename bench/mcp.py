@@ -25,6 +25,9 @@ from mcp.client.streamable_http import streamable_http_client
 from .common import board_process, percentiles, report
 from .fleet import make_fleet
 
+QUICK = ["-n", "100"]
+TINY = ["-n", "3"]
+
 Call = Callable[[], Awaitable[Any]]
 
 

@@ -21,6 +21,8 @@ import aiohttp
 from .common import BoardProcess, board_process, percentiles, report
 from .fleet import make_fleet
 
+QUICK = ["--messages", "10000", "--rounds", "100", "--posts", "30"]
+TINY = ["--messages", "20", "--rounds", "3", "--browsers", "2", "--posts", "2"]
 WORKSPACE = "bench"
 CHANNEL = "big"
 

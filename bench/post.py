@@ -1,7 +1,9 @@
 """POST /api/messages throughput and latency with C concurrent posters.
 
 The posters run in separate processes (``--procs``, default 2), each with its
-own event loop and connection pool; every poster has its own bot token.
+own event loop and connection pool; every poster has its own bot token. The
+bare aiohttp echo (``bench.baseline``) is driven alike in the same run, and
+each row gives the board's posts/s as a fraction of it.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from typing import Any
 
 import aiohttp
 
-from .common import board_process, percentiles, report
+from .common import board_process, percentiles, progress, report
 from .fleet import make_fleet
+
+QUICK = ["--concurrency", "1", "128", "--seconds", "3"]
+TINY = ["--concurrency", "2", "--seconds", "0.5", "--procs", "1"]
 
 
 async def _posters(url: str, tokens: list[str], seconds: float, path: str) -> tuple[int, list[float]]:
@@ -77,12 +82,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--procs", type=int, default=2)
     args = parser.parse_args(argv)
+    from .baseline import echo_rows  # baseline drives posters with this module's drive()
+
+    echo = echo_rows(args.concurrency, args.seconds, args.procs)
     rows = []
     for c in args.concurrency:
         with board_process() as board:
             fleet = asyncio.run(make_fleet(board, c))
             tokens = [t for _, t in fleet.bots]
-            rows.append({"concurrency": c, **drive(board.url, tokens, args.seconds, args.procs)})
+            progress(f"post, {c} posters")
+            row = drive(board.url, tokens, args.seconds, args.procs)
+        rows.append(
+            {
+                "concurrency": c,
+                **row,
+                "echo_posts_per_s": echo[c]["posts_per_s"],
+                "echo_p99_ms": echo[c]["p99_ms"],
+                "vs_echo": round(row["posts_per_s"] / max(echo[c]["posts_per_s"], 1e-9), 3),
+            }
+        )
     report("post", rows)
 
 

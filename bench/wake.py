@@ -4,6 +4,8 @@
 them, and the latency is from sending the post to that waiter's answer.
 ``all``: every waiter long-polls one channel; each post lands there, and the
 latency is from sending the post to the last waiter's answer (the fan-out).
+The bare handler of ``bench.baseline`` (one future per waiter, woken by the post)
+is driven the same way with the same waiter count in the same run.
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ from typing import Any
 
 import aiohttp
 
-from .common import board_process, percentiles, report
+from .baseline import baseline_process
+from .common import board_process, percentiles, progress, report
 from .fleet import make_fleet
+
+QUICK = ["--waiters", "10", "1000", "--posts", "30"]
+TINY = ["--waiters", "3", "--posts", "3"]
 
 
 async def _until(predicate: Any, timeout: float = 30.0) -> None:
@@ -109,7 +115,21 @@ def main(argv: list[str] | None = None) -> None:
             # A fresh board per mode: requests the last mode left held would count as waiters.
             with board_process() as board:
                 fleet = asyncio.run(make_fleet(board, w))
-                rows.append(asyncio.run(run(board.url, fleet.human, fleet.bots, mode, args.posts)))
+                progress(f"wake {mode}, {w} waiters")
+                row = asyncio.run(run(board.url, fleet.human, fleet.bots, mode, args.posts))
+            with baseline_process() as url:
+                # The bare handler's tokens are the handles: a post names the waiter it wakes.
+                bots = [(f"b{i}", f"b{i}") for i in range(w)]
+                progress(f"wake {mode}, {w} waiters, bare asyncio wake")
+                bare = asyncio.run(run(url, "human", bots, mode, args.posts))
+            rows.append(
+                row
+                | {
+                    "event_p50_ms": bare["p50_ms"],
+                    "event_p99_ms": bare["p99_ms"],
+                    "vs_event_p99": round(row["p99_ms"] / max(bare["p99_ms"], 1e-3), 2),
+                }
+            )
     report("wake", rows)
 
 

@@ -36,6 +36,8 @@ from .common import board_process, percentiles, report
 from .fleet import make_fleet
 
 ROOT = Path(__file__).resolve().parent.parent
+QUICK = ["-n", "50"]
+TINY = ["-n", "3"]
 FAKES_BIN = ROOT / "tests" / "fakes" / "bin"
 
 
@@ -82,6 +84,8 @@ async def measure(url: str, human: str, handle: str, token: str, work: Path, n: 
         "BOT_STATE_DIR": str(state_root),
         "BOARD_TOKEN": token,
         "BOT_JITTER": "0",
+        # The scratch folder is disposable: claude (the fake, as the real one) runs unattended as root.
+        "IS_SANDBOX": "1",
     }
     argv = ["bot", "run", "--handle", handle, "--harness", "claude", "--board", url, "--repo", str(repo)]
     bot = subprocess.Popen(
@@ -95,7 +99,11 @@ async def measure(url: str, human: str, handle: str, token: str, work: Path, n: 
     spawn: list[float] = []
     start: list[float] = []
     try:
-        await _until(lambda: any(e["event"] == "started" for e in _jsonl(log)), "the bot to start")
+        try:
+            await _until(lambda: any(e["event"] == "started" for e in _jsonl(log)), "the bot to start")
+        except SystemExit:
+            sys.stderr.write((work / "bot.err").read_text()[-2000:])  # why the bot did not start
+            raise
         await asyncio.sleep(0.5)  # its long-poll is open
         async with BoardClient(url, human) as client:
             for i in range(n):

@@ -525,6 +525,79 @@ def mcp(board_url: str) -> None:
     asyncio.run(serve_stdio(board_url, token))
 
 
+# -- the fleet -----------------------------------------------------------------------
+
+
+@main.group()
+def fleet() -> None:
+    """Machines and the bots on them: list, assign, start, stop, restart, unassign."""
+
+
+def _bot_line(bot: dict[str, Any]) -> str:
+    pid = f" pid {bot['pid']}" if bot.get("pid") else ""
+    wake = bot.get("last_wake") or {}
+    last = f"; last wake {wake['at']} {wake.get('outcome')}" if wake.get("at") else ""
+    return (
+        f"  {bot['handle']} ({bot['workspace']}/{bot['profile']}): {bot['state']}{pid}, "
+        f"should be {bot['desired']}; restarts {bot.get('restarts', 0)}{last}"
+    )
+
+
+@fleet.command("ls")
+@_client_options
+@click.option("--json", "as_json", is_flag=True, help="The whole answer as JSON.")
+def fleet_ls(url: str, token: str, as_json: bool) -> None:
+    """Every machine, online or stale, with its bots and their states."""
+    answer = _kb_call(url, token, lambda b: b.fleet(limit=500))
+    if as_json:
+        click.echo(json.dumps(answer, indent=2, ensure_ascii=False))
+        return
+    if not answer["machines"]:
+        click.echo("no machines; add one with an enroll code (POST /api/fleet/enroll-codes)")
+    for machine in answer["machines"]:
+        status = machine["status"]
+        if machine.get("stale_for_s") is not None:
+            status += f" for {machine['stale_for_s']:.0f} s"
+        load = ", ".join(f"{x:g}" for x in machine.get("load", []))
+        click.echo(f"{machine['name']} ({machine['hostname']}): {status}; load {load or '-'}")
+        for row in machine["bots"]:
+            click.echo(_bot_line(row))
+
+
+@fleet.command("assign")
+@_client_options
+@click.argument("handle")
+@click.option("--machine", required=True, help="The machine to run it on.")
+@click.option("--profile", required=True, help="The launch profile it runs with.")
+def fleet_assign(url: str, token: str, handle: str, machine: str, profile: str) -> None:
+    """Put HANDLE (a new bot, or one of the profile's workspace) on a machine; it starts."""
+    _call(url, token, lambda b: b.assign_bot(machine, profile, handle))
+
+
+def _order_command(kind: str, help_text: str) -> None:
+    @fleet.command(kind, help=help_text)
+    @_client_options
+    @click.argument("handle")
+    def send(url: str, token: str, handle: str) -> None:
+        _call(url, token, lambda b: b.fleet_order(handle, kind))
+
+
+for _kind, _help in (
+    ("start", "Start HANDLE (and clear a crash loop)."),
+    ("stop", "Stop HANDLE; it stays assigned."),
+    ("restart", "Restart HANDLE (and clear a crash loop)."),
+):
+    _order_command(_kind, _help)
+
+
+@fleet.command("unassign")
+@_client_options
+@click.argument("handle")
+def fleet_unassign(url: str, token: str, handle: str) -> None:
+    """Stop HANDLE and take it off its machine; its tokens are revoked."""
+    _call(url, token, lambda b: b.unassign_bot(handle))
+
+
 from .launcher.cli import main as bot  # noqa: E402 - the `bot` group lives with the daemon
 from .routines.cli import routines  # noqa: E402 - the `routines` group lives with the runner
 

@@ -344,6 +344,45 @@ class BoardClient:
             params={"trigger": trigger or [], "first": first, "budget_bytes": budget_bytes, "mcp": mcp},
         )
 
+    # -- fleet: machines, keepers, bots on machines -----------------------------
+
+    async def enroll_code(self, machine_name: str, expires_in: int | None = None) -> JSON:
+        return await self.request(
+            "POST",
+            "/api/fleet/enroll-codes",
+            json=_body({"machine_name": machine_name, "expires_in": expires_in}),
+        )
+
+    async def enroll(self, code: str, hostname: str = "") -> JSON:
+        """Trade an enroll code for a keeper token (no token needed)."""
+        return await self.request("POST", "/api/fleet/enroll", json={"code": code, "hostname": hostname})
+
+    async def fleet_report(self, report: JSON) -> JSON:
+        return await self.request("POST", "/api/fleet/report", json=report)
+
+    async def fleet(self, **params: Any) -> JSON:
+        return await self.request("GET", "/api/fleet", params=params)
+
+    async def assign_bot(self, machine: str, profile: str, handle: str, description: str = "") -> JSON:
+        return await self.request(
+            "POST",
+            "/api/fleet/bots",
+            json=_body(
+                {"machine": machine, "profile": profile, "handle": handle, "description": description}
+            ),
+        )
+
+    async def fleet_order(self, handle: str, kind: str) -> JSON:
+        """``kind``: start, stop or restart."""
+        return await self.request("POST", f"/api/fleet/bots/{quote(handle, safe='')}/{kind}")
+
+    async def unassign_bot(self, handle: str) -> JSON:
+        return await self.request("DELETE", f"/api/fleet/bots/{quote(handle, safe='')}")
+
+    async def bot_token(self, handle: str) -> JSON:
+        """A keeper mints the token of a bot assigned to its machine."""
+        return await self.request("POST", f"/api/fleet/bots/{quote(handle, safe='')}/token")
+
     # -- audit ------------------------------------------------------------------
 
     async def audit(self, **params: Any) -> JSON:

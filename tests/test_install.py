@@ -37,6 +37,7 @@ def test_install_starts_a_board_and_uninstall_removes_it(tmp_path: Path) -> None
             assert json.load(resp)["ok"] is True
         assert (tmp_path / ".local/bin/board").exists()
         assert (tmp_path / ".local/bin/bot").exists()
+        assert (tmp_path / ".local/bin/keeper").exists()
         assert (tmp_path / ".local/state/bot-board/board.db").exists()
         again = subprocess.run(
             ["bash", str(ROOT / "install.sh")], env=env, capture_output=True, text=True, timeout=300

@@ -1,10 +1,16 @@
 """Walk the application's route table: every route has a decision for every role.
 
 Each route gets a representative call on a freshly populated board, made by a
-human, a bot of the workspace, an admin bot, a bot of another workspace and an
-anonymous caller, in the order of ROLE_ORDER (refusals first, so a success does
-not change what a later role sees unless the row says so). A route added to
-the app without a row here fails ``test_every_route_has_a_decision``.
+human, a bot of the workspace, an admin bot, a bot of another workspace, the
+keeper of a machine, the keeper of another machine and an anonymous caller, in
+the order of ROLE_ORDER (refusals first, so a success does not change what a
+later role sees unless the row says so). A route added to the app without a row
+here fails ``test_every_route_has_a_decision``.
+
+Keepers can do nothing but the fleet calls: unless a row says otherwise, a
+keeper gets FORBIDDEN where anonymous callers get UNAUTHENTICATED, and what
+anyone gets on a public route. ``test_keeper_refused_outside_the_fleet`` walks
+every route of the app, the ones decided elsewhere too.
 """
 
 from __future__ import annotations
@@ -14,11 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from boardtest import Board, World, populate, start_board, stop_board
+from boardtest import Board, World, populate, snapshot, start_board, stop_board
+from fleettest import Keeper, enroll_keeper
 
 from board.client import BoardAPIError, BoardClient
 
-ROLE_ORDER = ("anon", "other_bot", "admin_bot", "bot", "human")
+ROLE_ORDER = ("anon", "other_keeper", "keeper", "other_bot", "admin_bot", "bot", "human")
+KEEPERS = ("keeper", "other_keeper")
 OK = {200, 201}
 
 
@@ -45,6 +53,8 @@ def scoped(status: int | set[int] = 200) -> dict[str, int | set[int]]:
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 HUMANS_ONLY = {"human": OK, "bot": 403, "admin_bot": 403, "other_bot": 403, "anon": 401}
+FLEET_HUMANS = {**HUMANS_ONLY, "keeper": 403, "other_keeper": 403}
+FLEET_KEEPER = {"human": 403, "bot": 403, "admin_bot": 403, "other_bot": 403, "anon": 401}
 HUMANS_ON_PROJ = {"human": OK, "bot": 403, "admin_bot": 403, "other_bot": 404, "anon": 401}
 
 
@@ -100,7 +110,7 @@ CASES: dict[tuple[str, str], Case] = {
         prepare=archived_workspace,
     ),
     ("PUT", "/api/workspaces/{slug}/bots"): Case(
-        HUMANS_ON_PROJ, path={"slug": "proj"}, body=lambda r, f: {"bots": ["pb", "pb2"]}
+        HUMANS_ON_PROJ, path={"slug": "proj"}, body=lambda r, f: {"bots": ["pb", "pb2", "fb"]}
     ),
     ("GET", "/api/channels"): Case(scoped(), params={"workspace": "proj"}),
     ("POST", "/api/channels"): Case(
@@ -155,6 +165,28 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/api/wakes"): Case(everyone(200)),
     ("GET", "/api/wake"): Case({"human": 403, "bot": 200, "admin_bot": 200, "other_bot": 200, "anon": 401}),
     ("GET", "/api/audit"): Case(HUMANS_ONLY),
+    # The fleet: humans steer it, each keeper speaks for its own machine only.
+    ("POST", "/api/fleet/enroll-codes"): Case(FLEET_HUMANS, body=lambda r, f: {"machine_name": f"m-{r}"}),
+    ("POST", "/api/fleet/enroll"): Case(
+        {**everyone(201, anon=201), "keeper": 201, "other_keeper": 201},
+        body=lambda role, f: {"code": f["codes"][role], "hostname": role},
+    ),
+    ("POST", "/api/fleet/report"): Case(
+        {**FLEET_KEEPER, "keeper": 200, "other_keeper": 200}, body=lambda r, f: {"interval": 5}
+    ),
+    ("GET", "/api/fleet"): Case({**FLEET_HUMANS, "human": 200}),
+    ("POST", "/api/fleet/bots"): Case(
+        FLEET_HUMANS,
+        body=lambda role, f: {"machine": "box1", "profile": "proj-dev", "handle": f"fleet-{role}"},
+    ),
+    **{
+        ("POST", f"/api/fleet/bots/{{handle}}/{kind}"): Case(FLEET_HUMANS, path={"handle": "fleet_bot"})
+        for kind in ("start", "stop", "restart")
+    },
+    ("DELETE", "/api/fleet/bots/{handle}"): Case(FLEET_HUMANS, path={"handle": "fleet_bot"}),
+    ("POST", "/api/fleet/bots/{handle}/token"): Case(
+        {**FLEET_KEEPER, "keeper": 201, "other_keeper": 404}, path={"handle": "fleet_bot"}
+    ),
     # MCP over streamable HTTP: a tool list for any token; what each tool may reach is the
     # route's own decision, proved through the tools in test_mcp.py.
     ("POST", "/mcp"): Case(
@@ -203,12 +235,28 @@ def _status_ok(expected: int | set[int], got: int) -> bool:
     return got in expected if isinstance(expected, set) else got == expected
 
 
+def expected(case: Case, role: str) -> int | set[int]:
+    """A row's expectation for a role; a keeper defaults to a token that may do nothing here."""
+    if role in case.expect:
+        return case.expect[role]
+    anon = case.expect["anon"]
+    return 403 if anon == 401 else anon
+
+
 async def _facts(world: World) -> dict[str, Any]:
     root = await world.human.post("hello @pb, please look", channel="lobby", workspace="proj")
     invite = await world.human.invite("proj", uses=10)
+    await world.human.create_profile("proj-dev", "proj", "claude")
+    keeper = await enroll_keeper(world.board, world.human, "box1")
+    other_keeper = await enroll_keeper(world.board, world.human, "box2")
+    await world.human.assign_bot("box1", "proj-dev", "fb")
+    codes = {role: (await world.human.enroll_code(f"code-{role}"))["code"] for role in ROLE_ORDER}
     return {
         "root": root["id"],
         "invite": invite["invite"],
+        "keepers": {"keeper": keeper, "other_keeper": other_keeper},
+        "codes": codes,
+        "fleet_bot": "fb",
         "bot_handle": "pb",
         "peer_handle": "pb2",
         "proj": "proj",
@@ -217,7 +265,10 @@ async def _facts(world: World) -> dict[str, Any]:
     }
 
 
-def _caller(world: World, role: str) -> BoardClient:
+def _caller(world: World, role: str, facts: dict[str, Any]) -> BoardClient:
+    if role in KEEPERS:
+        keeper: Keeper = facts["keepers"][role]
+        return keeper.client
     return {
         "human": world.human,
         "bot": world.bot,
@@ -244,15 +295,51 @@ async def test_route_decision_for_each_role(key: tuple[str, str], tmp_path: Any)
         for role in ROLE_ORDER:
             body = case.body(role, facts) if case.body is not None else None
             try:
-                results[role], _ = await _caller(world, role).call(
+                results[role], _ = await _caller(world, role, facts).call(
                     method, path, json=body, params=case.params, headers=case.headers
                 )
             except BoardAPIError as exc:
                 results[role] = exc.status
         for role in ROLE_ORDER:
-            assert _status_ok(case.expect[role], results[role]), (
-                f"{method} {template} as {role}: expected {case.expect[role]}, got {results[role]} "
+            assert _status_ok(expected(case, role), results[role]), (
+                f"{method} {template} as {role}: expected {expected(case, role)}, got {results[role]} "
                 f"(all: {results})"
             )
+    finally:
+        await stop_board(board)
+
+
+def _public(board_app: Any) -> set[tuple[str, str]]:
+    from board.server.api.table import all_routes
+
+    return {(r.method, r.path) for r in all_routes() if r.public or r.loopback}  # loopback: as anyone
+
+
+async def test_keeper_refused_outside_the_fleet(tmp_path: Any) -> None:
+    """Every route of the app but the fleet's and the public documents: FORBIDDEN, nothing changed."""
+    board = await start_board(tmp_path)
+    try:
+        world = await populate(board)
+        facts = await _facts(world)
+        keeper: Keeper = facts["keepers"]["keeper"]
+        public = _public(board.app)
+        walked = 0
+        for method, template in sorted(registered_routes(board.app)):
+            if template.startswith("/api/fleet") or (method, template) in public:
+                continue
+            path = template
+            for name in ("handle", "slug", "name", "id", "path"):
+                path = path.replace(
+                    "{" + name + "}", {"id": str(facts["root"]), "handle": "pb"}.get(name, "proj")
+                )
+            before = snapshot(board.db_path)
+            try:
+                status, _ = await keeper.client.call(method, path, json={} if method != "GET" else None)
+            except BoardAPIError as exc:
+                status = exc.status
+            assert status == 403, f"{method} {template} as a keeper: {status}"
+            assert snapshot(board.db_path) == before, f"{method} {template} as a keeper changed the database"
+            walked += 1
+        assert walked > 40
     finally:
         await stop_board(board)

@@ -6,14 +6,15 @@ import asyncio
 import hashlib
 import logging
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from aiosqlite import Connection
 from boardtest import eventually
 
 from board.server.store import db as db_module
+from board.server.store.connection import Connection, JobSuspended
 from board.server.store.db import Database, StoreError, emit, migrations, schema_version
 
 
@@ -175,11 +176,12 @@ async def test_concurrent_writes_commit_in_groups(db: Database) -> None:
 
 async def test_a_failing_write_does_not_undo_its_neighbours(db: Database) -> None:
     await db.write(insert("taken"))
-    gate, entered = asyncio.Event(), asyncio.Event()
+    # A job runs in the writer's thread: it holds the writer by blocking that thread.
+    gate, entered = threading.Event(), threading.Event()
 
     async def hold(conn: Connection) -> str:
         entered.set()
-        await gate.wait()
+        gate.wait()
         return "held"
 
     async def half_then_fail(conn: Connection) -> None:
@@ -188,7 +190,7 @@ async def test_a_failing_write_does_not_undo_its_neighbours(db: Database) -> Non
 
     batches = db.stats.batches
     holder = asyncio.create_task(db.write(hold))
-    await entered.wait()  # the writer is inside the holder's batch now
+    await eventually(entered.is_set, "the writer to be inside the holder's batch")
     jobs = [
         asyncio.create_task(db.write(insert("before"))),
         asyncio.create_task(db.write(insert("taken"))),  # UNIQUE violation
@@ -239,16 +241,15 @@ async def test_the_outbox_is_published_in_commit_order_and_only_for_committed_wr
 
 
 async def test_readers_see_only_committed_data(db: Database) -> None:
-    inside = asyncio.Event()
-    gate = asyncio.Event()
+    inside, gate = threading.Event(), threading.Event()
 
     async def slow(conn: Connection) -> None:
         await conn.execute("INSERT INTO t (v) VALUES ('pending')")
         inside.set()
-        await gate.wait()
+        gate.wait()
 
     writing = asyncio.create_task(db.write(slow))
-    await inside.wait()
+    await eventually(inside.is_set, "the write to be inside its transaction")
     # The write is done but not committed: readers neither see it nor wait for it.
     assert await asyncio.wait_for(scalar(db, "SELECT count(*) FROM t"), 2) == 0
     gate.set()
@@ -311,23 +312,46 @@ async def test_writes_waiting_when_the_database_closes_fail_instead_of_hanging(t
     database = Database(tmp_path / "closing.db")
     await database.open()
     await database.write(lambda conn: conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT UNIQUE)"))
-    started = asyncio.Event()
+    started, gate = threading.Event(), threading.Event()
 
-    async def endless(conn: Connection) -> None:
-        await conn.execute("INSERT INTO t (v) VALUES ('endless')")
+    async def long(conn: Connection) -> None:
+        await conn.execute("INSERT INTO t (v) VALUES ('long')")
         started.set()
-        await asyncio.Event().wait()
+        gate.wait()
 
-    running = asyncio.create_task(database.write(endless))
-    await started.wait()
+    running = asyncio.create_task(database.write(long))
+    await eventually(started.is_set, "the write to start")
     queued = asyncio.create_task(database.write(insert("queued")))
     await eventually(lambda: database.queue_depth == 1, "the write to queue")
-    await database.close()
+    closing = asyncio.create_task(database.close())
 
     for task in (running, queued):
         with pytest.raises(StoreError, match="closed"):
             await asyncio.wait_for(task, 5)
-    assert plain(database.path, "SELECT count(*) FROM t") == [(0,)]
+    gate.set()  # the job ends in the writer's thread, after its callers were told it failed
+    await asyncio.wait_for(closing, 5)
+    assert plain(database.path, "SELECT count(*) FROM t") == [(0,)], "so its batch is not committed"
+
+
+async def test_a_job_that_awaits_anything_but_its_connection_is_refused_and_undone(db: Database) -> None:
+    async def wanders(conn: Connection) -> None:
+        await conn.execute("INSERT INTO t (v) VALUES ('wandered')")
+        await asyncio.sleep(0)
+
+    results = await asyncio.gather(
+        db.write(insert("before")), db.write(wanders), db.write(insert("after")), return_exceptions=True
+    )
+    assert isinstance(results[1], JobSuspended)
+    assert isinstance(results[0], int) and isinstance(results[2], int)
+    assert await db.read(lambda conn: _values(conn)) == ["after", "before"]
+
+    async def reads_then_wanders(conn: Connection) -> None:
+        await conn.execute("SELECT 1")
+        await asyncio.sleep(0)
+
+    with pytest.raises(JobSuspended):
+        await db.read(reads_then_wanders)
+    assert await db.read(lambda conn: _values(conn)) == ["after", "before"], "the reader is usable again"
 
 
 async def test_a_file_that_is_not_a_database_is_refused_clearly(tmp_path: Path) -> None:

@@ -88,14 +88,33 @@ class EventLog:
 
 
 def tail(path: Path, lines: int) -> list[str]:
-    """The last lines of a log file (and of its rotated predecessor if needed)."""
+    """The last lines of a log file (and of its rotated predecessor if needed).
+
+    Reads from the end, so asking for a few lines of a full log costs a few kilobytes.
+    """
     out: list[str] = []
     for candidate in (path, path.with_name(path.name + ".1")):
         if len(out) >= lines:
             break
-        try:
-            text = candidate.read_text(errors="replace")
-        except FileNotFoundError:
-            continue
-        out = text.splitlines()[-(lines - len(out)) :] + out
+        out = _last_lines(candidate, lines - len(out)) + out
     return out[-lines:] if lines else []
+
+
+def _last_lines(path: Path, count: int) -> list[str]:
+    try:
+        f = path.open("rb")
+    except FileNotFoundError:
+        return []
+    with f:
+        position = f.seek(0, os.SEEK_END)
+        data, step = b"", 8192
+        while position > 0 and data.count(b"\n") <= count:
+            size = min(step, position)
+            position -= size
+            f.seek(position)
+            data = f.read(size) + data
+            step *= 2
+    found = data.decode(errors="replace").splitlines()
+    if position > 0:
+        found = found[1:]  # the first line read is cut
+    return found[-count:] if count else []

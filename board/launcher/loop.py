@@ -560,6 +560,8 @@ class Bot:
             "trigger_ids": ids,
             "outcome": wake["outcome"],
             "session_id": run.result.session_id,
+            "duration_s": round(run.ended_at - run.started_at, 3),
+            "cost_usd": wake["cost_usd"],
         }
         # The harness is done: from here a crash must not run it again, only finish the records.
         self.state.inflight[lane.key] = {

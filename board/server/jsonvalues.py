@@ -16,6 +16,8 @@ import math
 import re
 from typing import Any
 
+import orjson
+
 #: The deepest nesting of objects and arrays in one value (the value itself is level 1).
 MAX_DEPTH = 32
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -75,3 +77,24 @@ def strict_loads(text: str | bytes) -> Any:
     if fault is not None:
         raise ValueError(fault)
     return value
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text as the board answers it (UTF-8 as is, no spaces).
+
+    orjson encodes a page of messages several times faster than the standard
+    library, on the event loop where every answer is encoded; a value it refuses
+    (an integer past 64 bits) is encoded by the standard library instead.
+    """
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except (orjson.JSONEncodeError, TypeError):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def encoded_size(value: Any) -> int:
+    """The bytes :func:`dumps` gives for ``value``."""
+    try:
+        return len(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
+    except (orjson.JSONEncodeError, TypeError):
+        return len(dumps(value).encode())

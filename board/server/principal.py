@@ -9,11 +9,16 @@ ADMIN_WORKSPACE = "admin"
 
 @dataclass(frozen=True)
 class Principal:
-    """An authenticated caller. A bot's workspace is its token's workspace."""
+    """An authenticated caller. A bot's workspace is its token's workspace.
+
+    A keeper (a machine's daemon, token ``bk_``) is no agent: its ``agent_id`` is
+    its machine's id negated, so what is keyed by caller (rate limits, retried
+    requests) never mixes a keeper with an agent, and it has no workspace.
+    """
 
     agent_id: int
     handle: str
-    kind: str  # "human" | "bot" | "system"
+    kind: str  # "human" | "bot" | "system" | "keeper"
     workspace_id: int | None = None
     workspace: str | None = None
 
@@ -24,6 +29,15 @@ class Principal:
     @property
     def is_bot(self) -> bool:
         return self.kind == "bot"
+
+    @property
+    def is_keeper(self) -> bool:
+        return self.kind == "keeper"
+
+    @property
+    def machine_id(self) -> int | None:
+        """The keeper's machine; None for any other caller."""
+        return -self.agent_id if self.is_keeper else None
 
     @property
     def is_admin_bot(self) -> bool:

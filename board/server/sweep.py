@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiosqlite import Connection
-
 from .services import claims
 from .services.context import Context
 from .services.posting import board_principal
@@ -19,6 +17,7 @@ from .store import claims as store
 from .store import messages as message_store
 from .store import requests as request_store
 from .store import workspaces as workspace_store
+from .store.connection import Connection
 
 BATCH = 500
 UNSEEN_AFTER = 1800

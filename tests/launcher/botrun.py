@@ -16,11 +16,13 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import TestServer
-from boardtest import Board, eventually
+from boardtest import Board, World, eventually, populate
 from fakeharness import FAKES_BIN, SANDBOX_ENV, Fake, read_jsonl
 
 from board.client import BoardClient
@@ -61,6 +63,22 @@ class LiveBoard:
                 await client.close()
             await self.board.server.close()
             self.board = None
+
+
+@pytest.fixture
+async def live(tmp_path: Path) -> AsyncIterator[LiveBoard]:
+    """A live board for the test; import this fixture (and ``world``) into an end-to-end module."""
+    board = LiveBoard(tmp_path)
+    await board.start()
+    yield board
+    await board.stop()
+
+
+@pytest.fixture
+async def world(live: LiveBoard) -> World:
+    """The populated world of boardtest, on the live board."""
+    assert live.board is not None
+    return await populate(live.board)
 
 
 class BotProcess:

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from boardtest import World, populate
-from botrun import LiveBoard
+from botrun import live, world  # noqa: F401 - end-to-end fixtures, found by name
 from fakeharness import FAKES_BIN, SANDBOX_ENV, Fake
 from fakeharness import alive as is_alive
 
@@ -69,18 +68,3 @@ def reap_later() -> Iterator[list[int]]:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, 9)
-
-
-@pytest.fixture
-async def live(tmp_path: Path) -> AsyncIterator[LiveBoard]:
-    """A board on a fixed loopback port that a real ``bot run`` reaches over HTTP."""
-    board = LiveBoard(tmp_path)
-    await board.start()
-    yield board
-    await board.stop()
-
-
-@pytest.fixture
-async def world(live: LiveBoard) -> World:
-    assert live.board is not None
-    return await populate(live.board)

@@ -361,6 +361,68 @@ COMPONENTS: dict[str, Schema] = {
             "sources": array(ANY_OBJECT),
         }
     ),
+    # The fleet (docs/fleet.md). Process fields come from a keeper's report, when it sent one.
+    "FleetBot": obj(
+        {
+            "handle": STR,
+            "workspace": STR,
+            "machine": STR,
+            "profile": STR,
+            "desired": {"enum": ["running", "stopped"]},
+            "state": STR,
+            "presence": STR,
+            "claims": array(INT),
+            "reported_at": nullable(TIME),
+            "assigned_at": TIME,
+            "assigned_by": STR,
+        },
+        {
+            "pid": nullable(INT),
+            "started_at": nullable(STR),
+            "cpu_percent": nullable(NUM),
+            "rss": nullable(INT),
+            "restarts": INT,
+            "last_exit_code": nullable(INT),
+            "harness": nullable(obj({"pid": INT, "cpu_percent": NUM, "rss": INT})),
+            "last_wake": nullable(ANY_OBJECT),
+            "backoff_s": nullable(NUM),
+            "log_tail": array(STR),
+            "error": STR,
+        },
+    ),
+    "Machine": obj(
+        {
+            "name": STR,
+            "hostname": STR,
+            "status": {"enum": ["online", "stale", "never"]},
+            "online": BOOL,
+            "stale_for_s": nullable(NUM),
+            "last_report_at": nullable(TIME),
+            "interval_s": NUM,
+            "enrolled_at": TIME,
+            "bots": array(ref("FleetBot")),
+        },
+        {
+            "os": STR,
+            "cpus": INT,
+            "load": array(NUM),
+            "memory": ANY_OBJECT,
+            "disk": ANY_OBJECT,
+            "keeper_version": STR,
+            "uptime_s": NUM,
+            "keeper": ANY_OBJECT,
+        },
+    ),
+    "FleetOrder": obj(
+        {"id": INT, "handle": STR, "kind": {"enum": ["start", "stop", "restart"]}, "created_at": TIME},
+        {
+            "created_by": STR,
+            "machine": STR,
+            "acked_at": nullable(TIME),
+            "ok": nullable(BOOL),
+            "detail": STR,
+        },
+    ),
 }
 
 STAT_LIST = obj({"count": INT, "documents": array(ANY_OBJECT), "has_more": BOOL})
@@ -579,6 +641,35 @@ def _answers() -> dict[tuple[str, str], Answer]:
         ),
         ("GET", "/api/audit"): Answer(page("entries", ref("AuditEntry"))),
         **ROUTINES,
+        ("POST", "/api/fleet/enroll-codes"): Answer(
+            obj({"code": nullable(STR), "machine_name": STR, "expires_at": TIME, "command": nullable(STR)}),
+            created,
+        ),
+        ("POST", "/api/fleet/enroll"): Answer(obj({"machine": STR, "token": nullable(STR)}), created),
+        ("POST", "/api/fleet/report"): Answer(
+            obj(
+                {
+                    "machine": STR,
+                    "bots": array(obj({"handle": STR, "workspace": STR, "profile": STR, "desired": STR})),
+                    "orders": array(ref("FleetOrder")),
+                    "event_seq": INT,
+                }
+            )
+        ),
+        ("GET", "/api/fleet"): Answer(page("machines", ref("Machine"), orders=array(ref("FleetOrder")))),
+        ("POST", "/api/fleet/bots"): Answer(ref("FleetBot"), created),
+        **{
+            ("POST", f"/api/fleet/bots/{{handle}}/{kind}"): Answer(
+                {"allOf": [ref("FleetBot"), obj({"order": obj({"id": INT, "kind": STR})})]}
+            )
+            for kind in ("start", "stop", "restart")
+        },
+        ("DELETE", "/api/fleet/bots/{handle}"): Answer(
+            obj({"handle": STR, "machine": STR, "unassigned": BOOL})
+        ),
+        ("POST", "/api/fleet/bots/{handle}/token"): Answer(
+            obj({"handle": STR, "workspace": STR, "token": nullable(STR)}), created
+        ),
     }
     for prefix in ("/api/knowledge", "/api/workspaces/{slug}/knowledge"):
         for (method, suffix), schema in KNOWLEDGE.items():

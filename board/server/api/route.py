@@ -1,8 +1,9 @@
 """Route declarations: what an API call is, and what a route says about itself.
 
 Each route says who may call it without a token (``public``, or ``loopback``
-for callers on this machine), which input types it takes, and a summary for
-the OpenAPI document; :mod:`.routing` runs it.
+for callers on this machine), whether a keeper's token may call it at all
+(``keeper``: the fleet calls only), which input types it takes, and a summary
+for the OpenAPI document; :mod:`.routing` runs it.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ class Route:
     public: bool = False
     #: A caller on loopback needs no token (the operator's scraper); others authenticate.
     loopback: bool = False
+    #: A keeper token may call it (the fleet calls); everywhere else it is FORBIDDEN.
+    keeper: bool = False
     status: int = 200
     tags: tuple[str, ...] = field(default=())
     #: Answer fields holding a secret (a token, an invite code): shown once, so they are

@@ -20,8 +20,8 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import BoardError, InvalidArgument, RequestIdReuse, Unauthenticated
-from ..jsonvalues import MAX_DEPTH
+from ..errors import BoardError, Forbidden, InvalidArgument, RequestIdReuse, Unauthenticated
+from ..jsonvalues import MAX_DEPTH, dumps
 from ..principal import Principal
 from ..services import audit, auth, sessions
 from ..services.context import Context
@@ -44,7 +44,7 @@ def from_loopback(request: web.Request) -> bool:
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(
-        text=json.dumps(data, ensure_ascii=False, separators=(",", ":")),
+        text=dumps(data),
         status=status,
         content_type="application/json",
         headers=headers,
@@ -95,11 +95,14 @@ def _fingerprint(request: web.Request, data: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-async def authenticated(request: web.Request, *, browser: bool = False, mutating: bool = False) -> Principal:
+async def authenticated(
+    request: web.Request, *, browser: bool = False, mutating: bool = False, keeper: bool = False
+) -> Principal:
     """The principal behind the request's bearer token (UNAUTHENTICATED without one), its presence touched.
 
     With ``browser`` (the JSON API), a request without an ``Authorization`` header may use the
     pages' session cookie instead, and then a ``mutating`` one must carry the session's CSRF token.
+    A keeper's token is FORBIDDEN unless the caller allows it (``keeper``: the fleet calls).
     """
     ctx = request.app[CONTEXT]
     header = request.headers.get("Authorization")
@@ -114,6 +117,8 @@ async def authenticated(request: web.Request, *, browser: bool = False, mutating
     else:
         token = header[7:].strip() if header and header[:7].lower() == "bearer " else None
         principal = await auth.authenticate(ctx, token)
+    if principal.is_keeper and not keeper:
+        raise Forbidden("A keeper token is for the fleet calls only: its report, its bots' tokens.")
     await request.app[PRESENCE].touch(ctx, principal)
     return principal
 
@@ -141,7 +146,9 @@ def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespon
         ctx = request.app[CONTEXT]
         principal = None
         if not route.public and not (route.loopback and from_loopback(request)):
-            principal = await authenticated(request, browser=True, mutating=route.method in MUTATING)
+            principal = await authenticated(
+                request, browser=True, mutating=route.method in MUTATING, keeper=route.keeper
+            )
         data: Any = None
         rid = None
         if route.method in MUTATING:
@@ -256,7 +263,7 @@ def _withhold(text: str, secrets: tuple[str, ...]) -> str:
     data = json.loads(text)
     if isinstance(data, dict):
         data.update({name: None for name in secrets if name in data})
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return dumps(data)
 
 
 async def _remember(ctx: Context, key: tuple[int, str], fingerprint: str, status: int, text: str) -> None:

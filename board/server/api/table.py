@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-from . import audit, claims, discovery, identity, knowledge, messages, registry, routines, workspaces
+from . import audit, claims, discovery, fleet, identity, knowledge, messages, registry, routines, workspaces
 from .route import Route
 
-ROUTE_MODULES = (discovery, identity, workspaces, messages, claims, knowledge, registry, routines, audit)
+ROUTE_MODULES = (
+    discovery,
+    identity,
+    workspaces,
+    messages,
+    claims,
+    knowledge,
+    registry,
+    routines,
+    fleet,
+    audit,
+)
 
 
 def all_routes() -> list[Route]:

@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aiosqlite import Connection
-
 from ..principal import Principal
 from ..store import channels as channel_store
 from ..store import identity as store
 from ..store import messages as message_store
+from ..store.connection import Connection
 from ..validation import arg
 from . import scope
 from .auth import agent_dict

@@ -7,11 +7,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from aiosqlite import Connection
-
 from ..errors import Forbidden
 from ..principal import Principal
 from ..store import audit as store
+from ..store.connection import Connection
 from ..validation import arg, rfc3339
 from .context import Context
 from .paging import Page, bounded_page

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from aiosqlite import Connection
-
 from ..clock import iso, parse_time
 from ..errors import Forbidden, InvalidArgument, NameConflict, NotFound, Unauthenticated
 from ..principal import Principal
+from ..store import fleet as fleet_store
 from ..store import identity as store
 from ..store import workspaces as workspace_store
+from ..store.connection import Connection
 from ..validation import arg
 from . import audit
 from .context import Context
@@ -43,6 +43,11 @@ def hash_secret(secret: str) -> str:
 
 def new_secret(kind: str) -> str:
     return TOKEN_PREFIX[kind] + secrets.token_urlsafe(32)
+
+
+def keeper_principal(machine: Any) -> Principal:
+    """A machine's keeper: keyed by the negated machine id (see :class:`Principal`)."""
+    return Principal(agent_id=-machine["id"], handle=f"keeper:{machine['name']}", kind="keeper")
 
 
 def principal_from_row(row: Any) -> Principal:
@@ -73,6 +78,8 @@ class Presence:
         self._written: dict[int, float] = {}
 
     async def touch(self, ctx: Context, principal: Principal) -> None:
+        if principal.is_keeper:
+            return  # a keeper is no agent: its machine's last report says when it was seen
         now = ctx.clock.monotonic()
         last = self._written.get(principal.agent_id)
         if last is not None and now - last < PRESENCE_WRITE_EVERY:
@@ -90,10 +97,14 @@ async def authenticate(ctx: Context, token: str | None) -> Principal:
     principal = ctx.tokens.get(token_hash)
     if principal is None:
         generation = ctx.tokens.generation
-        row = await ctx.db.read(lambda conn: store.principal_by_token(conn, token_hash))
-        if row is None:
+        if token.startswith(TOKEN_PREFIX["keeper"]):
+            machine = await ctx.db.read(lambda conn: fleet_store.machine_by_token(conn, token_hash))
+            principal = keeper_principal(machine) if machine is not None else None
+        else:
+            row = await ctx.db.read(lambda conn: store.principal_by_token(conn, token_hash))
+            principal = principal_from_row(row) if row is not None else None
+        if principal is None:
             raise Unauthenticated("Unknown or revoked token.")
-        principal = principal_from_row(row)
         ctx.tokens.put(token_hash, principal, generation)
     return principal
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aiosqlite import Connection
-
 from ..errors import InvalidArgument, NotFound
 from ..principal import Principal
 from ..store import channels as store
+from ..store.connection import Connection
 from ..validation import arg
 from . import audit, scope
 from .context import Context

@@ -14,14 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aiosqlite import Connection
-
 from ..errors import Claimed, Forbidden, InvalidArgument
 from ..principal import Principal
 from ..store import claims as store
 from ..store import identity as identity_store
 from ..store import messages as message_store
 from ..store import workspaces as workspace_store
+from ..store.connection import Connection
 from ..validation import arg
 from . import audit, leases, scope
 from .context import Context

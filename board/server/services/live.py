@@ -14,10 +14,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from aiosqlite import Connection
-
 from ..hub import Event, Key, Signal
 from ..principal import Principal
+from ..store.connection import Connection
 from . import messages, scope
 from .context import Context
 

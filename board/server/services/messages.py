@@ -10,14 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from aiosqlite import Connection
-
 from ..errors import Forbidden, InvalidArgument, NotFound
 from ..hub import Event, Key
 from ..principal import Principal
 from ..store import channels as channel_store
 from ..store import identity as identity_store
 from ..store import messages as store
+from ..store.connection import Connection
 from ..store.messages import MessageFilter
 from ..validation import arg
 from . import claims, scope
@@ -176,17 +175,26 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
             flt.author_id = author["id"] if author is not None else -1
         return flt, keys
 
-    flt, keys = await ctx.db.read(resolve)
-
     head = {"cursor": q.since or 0}  # the head as the list's own read saw it: never skips
 
-    async def fetch() -> list[dict[str, Any]]:
-        async def read(conn: Connection) -> list[dict[str, Any]]:
-            head["cursor"] = await store.max_id(conn)
-            rows = await store.select(conn, flt, descending=descending, limit=q.limit + 1)
-            return await rows_to_messages(conn, rows)
+    async def rows(conn: Connection, flt: MessageFilter) -> list[dict[str, Any]]:
+        head["cursor"] = await store.max_id(conn)
+        found = await store.select(conn, flt, descending=descending, limit=q.limit + 1)
+        return await rows_to_messages(conn, found)
 
-        return await ctx.db.read(read)
+    if not q.wait:  # the usual read: resolve and read in one snapshot, one trip to a reader
+
+        async def resolve_and_read(conn: Connection) -> list[dict[str, Any]]:
+            flt, _ = await resolve(conn)
+            return await rows(conn, flt)
+
+        items = await ctx.db.read(resolve_and_read)
+        return message_page(ctx, items, q, descending=descending, cursor=head["cursor"])
+
+    flt, keys = await ctx.db.read(resolve)
+
+    async def fetch() -> list[dict[str, Any]]:
+        return await ctx.db.read(lambda conn: rows(conn, flt))
 
     def match(event: Event) -> dict[str, Any] | None:
         m = event.message

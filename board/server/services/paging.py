@@ -6,17 +6,14 @@ cursor to continue from, whatever the concept.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
+
+from ..jsonvalues import encoded_size
 
 if TYPE_CHECKING:
     from .context import Context
 
 Page = dict[str, Any]
-
-
-def encoded_size(item: Any) -> int:
-    return len(json.dumps(item, separators=(",", ":"), ensure_ascii=False).encode())
 
 
 def byte_cap(ctx: Context, requested: int | None) -> int:
@@ -29,7 +26,11 @@ def trim(items: list[Any], limit: int, max_bytes: int) -> tuple[list[Any], bool]
     """Keep at most ``limit`` items within ``max_bytes``; True when something was left out.
 
     ``items`` may hold one more than ``limit`` (fetched to learn whether more exist).
+    The usual page fits whole: it is encoded once, and item by item only when it does
+    not (the whole list is longer than the sum of its items, so the answer is the same).
     """
+    if encoded_size(items[:limit]) <= max_bytes:
+        return items[:limit], len(items) > limit
     kept: list[Any] = []
     used = 0
     for item in items[:limit]:

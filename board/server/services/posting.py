@@ -14,8 +14,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from aiosqlite import Connection
-
 from ..errors import InvalidArgument, LimitExceeded, NotFound
 from ..hub import Event
 from ..principal import Principal
@@ -23,6 +21,7 @@ from ..store import channels as channel_store
 from ..store import claims as claim_store
 from ..store import identity as identity_store
 from ..store import messages as store
+from ..store.connection import Connection
 from ..store.db import emit
 from ..validation import arg
 from . import audit, leases, scope

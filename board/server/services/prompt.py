@@ -15,14 +15,13 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from aiosqlite import Connection
-
 from ..errors import InvalidArgument, NotFound
 from ..principal import Principal
 from ..store import channels as channel_store
 from ..store import identity as identity_store
 from ..store import messages as message_store
 from ..store import registry as store
+from ..store.connection import Connection
 from ..store.jsoncolumns import read_json
 from ..validation import arg
 from . import claims, registry, scope

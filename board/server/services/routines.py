@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from aiosqlite import Connection
-
 from ...routines import schedule as schedules
 from ..clock import iso, parse_time
 from ..errors import Forbidden, InvalidArgument, NameConflict, NotFound, VersionConflict
@@ -30,6 +28,7 @@ from ..principal import Principal
 from ..store import identity as identity_store
 from ..store import messages as message_store
 from ..store import routines as store
+from ..store.connection import Connection
 from ..store.db import emit
 from ..validation import arg
 from . import audit, claims, scope

@@ -13,14 +13,15 @@ Addressing: who a message may reach (mentions, a conversation's inbox rows) and
 who may be given a thread (handoff) or a place in a conversation. No one may
 address the board's own system agent.
 
+The fleet: humans see every machine; a keeper (a machine's token) its own
+machine and the bots assigned to it, and nothing of any workspace.
+
 Every service asks here; no other module decides what a caller may see.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-from aiosqlite import Connection
 
 from ..errors import Forbidden, InvalidArgument, NotFound
 from ..hub import Event
@@ -29,6 +30,7 @@ from ..store import channels as channel_store
 from ..store import identity as identity_store
 from ..store import messages as message_store
 from ..store import workspaces as store
+from ..store.connection import Connection
 
 # -- workspaces --------------------------------------------------------------------
 
@@ -302,3 +304,18 @@ def require_speaks_for(p: Principal, bot: Any) -> None:
     """Reading a bot's own view (its prompt) is for the bot, humans and admin bots: else NOT_FOUND."""
     if not (p.is_human or p.is_admin_bot or p.agent_id == bot["id"]):
         raise NotFound("bot")
+
+
+# -- the fleet ------------------------------------------------------------------------
+
+
+def machine_visible(p: Principal, machine_id: int) -> bool:
+    """Humans see every machine of the fleet; a keeper its own machine only; no one else any."""
+    return p.is_human or (p.is_keeper and p.machine_id == machine_id)
+
+
+def require_on_machine(p: Principal, row: Any | None, what: str) -> Any:
+    """A row of a machine's (a bot assigned to it), or NOT_FOUND as for an absent one."""
+    if row is None or not machine_visible(p, row["machine_id"]):
+        raise NotFound(what)
+    return row

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from aiosqlite import Connection
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
@@ -24,6 +23,7 @@ from ..errors import Forbidden, InvalidArgument, Unauthenticated
 from ..principal import Principal
 from ..store import identity as identity_store
 from ..store import sessions as store
+from ..store.connection import Connection
 from ..store.identity import Row
 from . import audit
 from .auth import hash_secret, principal_from_row

@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aiosqlite import Connection
-
 from ..errors import Forbidden, InvalidArgument
 from ..hub import Event, Key
 from ..principal import Principal
@@ -23,6 +21,7 @@ from ..store import claims as claim_store
 from ..store import identity as identity_store
 from ..store import messages as store
 from ..store import workspaces as workspace_store
+from ..store.connection import Connection
 from ..store.jsoncolumns import read_json
 from ..store.messages import MessageFilter
 from ..validation import arg, rfc3339

@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aiosqlite import Connection
-
 from ..errors import Forbidden, InvalidArgument, NameConflict, NotFound
 from ..principal import ADMIN_WORKSPACE, Principal
 from ..store import identity as identity_store
 from ..store import workspaces as store
+from ..store.connection import Connection
 from ..validation import arg
 from . import audit, claims, scope
 from .context import Context

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aiosqlite import Connection
-
+from .connection import Connection
 from .identity import Row, all_rows
 
 #: Details that cannot be read back (logged once) show as this, so one bad row never fails the list.

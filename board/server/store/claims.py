@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aiosqlite import Connection
-
+from .connection import Connection
 from .identity import Row, all_rows, one
 
 COLUMNS = """c.thread_id, c.workspace_id, w.slug AS workspace, c.state, c.holder_id,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from aiosqlite import Connection
+from .connection import Connection
 
 Row = sqlite3.Row
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite
-from aiosqlite import Connection
 
+from .connection import Connection
 from .identity import Row, all_rows, one
 
 DOC_COLUMNS = """d.id AS document_id, d.workspace_id, d.path, d.created_at, d.latest_revision,

@@ -6,8 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from aiosqlite import Connection
-
+from .connection import Connection
 from .identity import Row, all_rows, one
 from .jsoncolumns import read_json
 

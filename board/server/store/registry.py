@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aiosqlite import Connection
-
+from .connection import Connection
 from .identity import Row, all_rows, one
 from .jsoncolumns import read_json
 
@@ -238,3 +237,12 @@ async def inbox_reasons(conn: Connection, agent_id: int, message_ids: list[int])
         (agent_id, *message_ids),
     )
     return {row["message_id"]: row["reason"] for row in rows}
+
+
+async def link_bot(conn: Connection, profile_id: int, agent_id: int) -> None:
+    """Run one bot with this profile (its earlier link, if any, is replaced)."""
+    await conn.execute(
+        """INSERT INTO bot_profiles (agent_id, profile_id) VALUES (?,?)
+           ON CONFLICT (agent_id) DO UPDATE SET profile_id = excluded.profile_id""",
+        (agent_id, profile_id),
+    )

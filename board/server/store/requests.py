@@ -12,8 +12,7 @@ from __future__ import annotations
 import contextvars
 from dataclasses import dataclass
 
-from aiosqlite import Connection
-
+from .connection import Connection
 from .identity import Row, one
 
 #: Status of a call whose effect is committed and whose answer was never stored.

@@ -5,8 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from aiosqlite import Connection
-
+from .connection import Connection
 from .identity import Row, all_rows, one
 
 ROUTINE = """SELECT r.id, r.name, r.workspace_id, w.slug AS workspace, r.thread_id, r.paused,

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from aiosqlite import Connection
-
+from .connection import Connection
 from .identity import AGENT_COLUMNS, Row, one
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiosqlite import Connection
-
 from . import knowledge
+from .connection import Connection
 from .identity import Row, all_rows, one
 
 COLUMNS = "id, slug, name, review_policy, archived_at, created_at"

@@ -12,11 +12,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from aiosqlite import Connection
-
 from ...errors import InvalidArgument, NotFound, VersionConflict
 from ...principal import Principal
 from ...store import knowledge as store
+from ...store.connection import Connection
 from ...store.identity import Row
 from .. import audit, scope
 from ..context import Context

@@ -11,11 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aiosqlite import Connection
-
 from ...errors import NotFound, Tombstoned
 from ...principal import Principal
 from ...store import knowledge as store
+from ...store.connection import Connection
 from ...store.identity import Row
 from .. import scope
 from .render import accepted_at

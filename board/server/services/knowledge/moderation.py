@@ -10,11 +10,10 @@ import hashlib
 import json
 from typing import Any
 
-from aiosqlite import Connection
-
 from ...errors import Forbidden, InvalidArgument, LimitExceeded, NotFound
 from ...principal import Principal
 from ...store import knowledge as store
+from ...store.connection import Connection
 from .. import audit, scope
 from ..context import Context
 from ..paging import Page, bounded_page

@@ -14,13 +14,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from aiosqlite import Connection
-
 from ...errors import NotFound
 from ...principal import Principal
 from ...store import channels as channel_store
 from ...store import knowledge as store
 from ...store import messages as message_store
+from ...store.connection import Connection
 from ...store.identity import Row
 from ...store.messages import MessageFilter
 from ...validation import arg

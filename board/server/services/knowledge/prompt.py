@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiosqlite import Connection
-
 from ...principal import Principal
 from ...store import knowledge as store
 from ...store import workspaces as workspace_store
+from ...store.connection import Connection
 from .pack import PackQuery, build, clip, why_not
 
 INDEX_PATH = "INDEX.md"

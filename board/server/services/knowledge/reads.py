@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiosqlite import Connection
-
 from ...errors import InvalidArgument, NotFound
 from ...principal import Principal
 from ...store import knowledge as store
+from ...store.connection import Connection
 from ...store.identity import Row
 from .. import scope
 from ..context import Context

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiosqlite import Connection
-
 from ...errors import InvalidArgument
 from ...principal import Principal
 from ...store import knowledge as store
 from ...store import messages as message_store
+from ...store.connection import Connection
 from ...store.identity import Row
 from .. import scope
 from . import text

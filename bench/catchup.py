@@ -1,0 +1,102 @@
+"""Catching up on a big board: inbox, channel list with unread counts, channel reads, thread, search.
+
+For each size (10^4, 10^5, 10^6 messages by default) a fresh board is filled
+through the bulk path (``bench.bulk``) and read one request at a time from a
+client process. ``search`` asks for one word of the vocabulary, each as likely.
+``channel`` is ``GET /api/messages?channel=...&limit=50``; its
+exact response bytes are then served from memory by the bare aiohttp handler
+(``bench.baseline``) and timed the same way: ``vs_bytes_p50`` is the board's
+read as a multiple of that. The record's ``growth`` is each read's p99 at the
+largest size over its p99 at the smallest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import tempfile
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from . import bulk, reads
+from .baseline import baseline_process
+from .common import BoardProcess, board_process, progress, report
+from .fleet import Fleet, make_fleet
+
+QUICK = ["--messages", "10000", "100000", "-n", "200"]
+TINY = ["--messages", "300", "-n", "5"]
+CHANNELS = [f"c{i}" for i in range(10)]
+
+
+async def _channels(board: BoardProcess, fleet: Fleet) -> None:
+    async with aiohttp.ClientSession(board.url, headers={"Authorization": f"Bearer {fleet.human}"}) as http:
+        for slug in CHANNELS:
+            async with http.post("/api/channels", json={"workspace": "bench", "slug": slug}) as resp:
+                resp.raise_for_status()
+
+
+def probes(loaded: bulk.Loaded, rng: random.Random) -> dict[str, list[reads.Request]]:
+    since = [rng.randint(loaded.first_id, loaded.last_id) for _ in range(50)]
+    words = [rng.choice(bulk.WORDS) for _ in range(50)]  # a specific thing, as a search usually is
+    channel = {"workspace": "bench", "channel": "c0", "limit": 50}
+    return {
+        "inbox": [("/api/inbox", {"since": s, "limit": 50}) for s in since],
+        "channels": [("/api/channels", {"workspace": "bench", "since": max(0, loaded.last_id - 1000)})],
+        "channel": [("/api/messages", channel)],
+        "channel_compact": [("/api/messages", channel | {"view": "compact"})],
+        "thread": [(f"/api/threads/{loaded.busy_root}", {"limit": 50})],
+        "search": [("/api/search", {"workspace": "bench", "q": w, "limit": 20}) for w in words],
+    }
+
+
+def one_size(messages: int, n: int) -> dict[str, Any]:
+    with board_process() as board:
+        fleet = asyncio.run(make_fleet(board, 4))
+        asyncio.run(_channels(board, fleet))
+        with board.stopped():
+            loaded = bulk.load_messages(board.db, "bench", CHANNELS, [h for h, _ in fleet.bots], messages)
+        token = fleet.bots[0][1]
+        progress(f"catchup reads at {messages:,} messages")
+        figures = reads.measure(board.url, token, probes(loaded, random.Random(messages)), n)
+        request = urllib.request.Request(
+            board.url + "/api/messages?workspace=bench&channel=c0&limit=50",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        with urllib.request.urlopen(request) as resp:
+            body = resp.read()
+    with tempfile.TemporaryDirectory(prefix="bench-bytes-") as tmp:
+        path = Path(tmp) / "channel.json"
+        path.write_bytes(body)
+        with baseline_process(path) as url:
+            progress(f"the same {len(body):,} bytes from memory")
+            bare = reads.measure(url, token, {"bytes": [("/api/messages", {"channel": "c0"})]}, n)["bytes"]
+    row: dict[str, Any] = {"messages": messages}
+    for name, figure in figures.items():
+        row[f"{name}_p50_ms"] = figure["p50_ms"]
+        row[f"{name}_p99_ms"] = figure["p99_ms"]
+    row["bytes_p50_ms"] = bare["p50_ms"]
+    row["vs_bytes_p50"] = round(figures["channel"]["p50_ms"] / max(bare["p50_ms"], 1e-3), 2)
+    row["channel_bytes"] = len(body)
+    return row
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench catchup")
+    parser.add_argument("--messages", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("-n", type=int, default=500, help="timed requests per read")
+    args = parser.parse_args(argv)
+    rows = [one_size(m, args.n) for m in args.messages]
+    growth = {
+        key.removesuffix("_p99_ms"): round(rows[-1][key] / max(rows[0][key], 1e-3), 2)
+        for key in rows[0]
+        if key.endswith("_p99_ms")
+    }
+    report("catchup", rows, growth=growth)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""bin/keeper: the per-machine daemon that starts, stops, restarts and reports bot daemons."""

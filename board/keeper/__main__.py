@@ -1,0 +1,5 @@
+"""``python -m board.keeper``: the ``keeper`` command."""
+
+from .cli import main
+
+main()

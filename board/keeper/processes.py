@@ -1,0 +1,175 @@
+"""The bot daemons' processes: start one in its own session, find it again, stop its group.
+
+A bot daemon runs in a session (and so a process group) of its own, so the
+keeper can stop it with everything it started, and so it outlives the keeper:
+restarting the keeper leaves the bots running. A harness the daemon runs sits
+in yet another group; stopping a bot signals that group too.
+
+A process is known by its pid *and* its start time: a pid the kernel has handed
+to another process since is not mistaken for the bot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from ..launcher.daemon import PID_FILE, running_pid
+
+START_TIME_SLACK = 0.05  # seconds: psutil's start times are rounded by the kernel's clock ticks
+
+
+def start_time(pid: int) -> float | None:
+    try:
+        return float(psutil.Process(pid).create_time())
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return None
+
+
+def same_process(pid: int, started: float) -> bool:
+    """Whether pid is still the process that started at ``started`` (and not a zombie)."""
+    try:
+        proc = psutil.Process(pid)
+        if abs(proc.create_time() - started) > START_TIME_SLACK:
+            return False
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+@dataclass
+class Daemon:
+    """One bot daemon's process, started by this keeper (``popen``) or adopted (no exit code)."""
+
+    pid: int
+    started: float  # the process's start time (epoch seconds)
+    popen: subprocess.Popen[bytes] | None = None
+    proc: psutil.Process | None = field(default=None, repr=False)
+    children: dict[int, psutil.Process] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        with contextlib.suppress(psutil.Error):
+            self.proc = psutil.Process(self.pid)
+
+    def exited(self) -> tuple[bool, int | None]:
+        """(True, exit code or None when not known) once the process is gone."""
+        if self.popen is not None:
+            code = self.popen.poll()
+            return (code is not None, code)
+        return (not same_process(self.pid, self.started), None)
+
+    def harness(self) -> psutil.Process | None:
+        """The daemon's child running a harness turn, if one runs now."""
+        if self.proc is None:
+            return None
+        try:
+            kids = self.proc.children()
+        except psutil.Error:
+            return None
+        alive = {k.pid for k in kids}
+        for pid in list(self.children):
+            if pid not in alive:
+                del self.children[pid]
+        for kid in kids:
+            self.children.setdefault(kid.pid, kid)
+        return self.children[kids[0].pid] if kids else None
+
+
+def spawn(
+    handle: str,
+    profile: str,
+    board: str,
+    *,
+    environ: Mapping[str, str],
+    cwd: Path,
+    output: Path,
+) -> Daemon:
+    """``bot run --handle H --profile P --board URL`` in a session of its own; no token on the line."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "board", "bot", "run", "--handle", handle, "--profile", profile]
+    argv += ["--board", board]
+    with output.open("ab") as out:
+        popen = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=dict(environ),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+        )
+    return Daemon(popen.pid, start_time(popen.pid) or time.time(), popen=popen)
+
+
+def find(bot_dir: Path, pid: int | None, started: float | None) -> Daemon | None:
+    """The daemon recorded as (pid, start time), or whichever one holds the bot's pid lock now."""
+    if pid and started and same_process(pid, started):
+        return Daemon(pid, started)
+    holder = running_pid(bot_dir / PID_FILE)
+    if holder and holder > 0:
+        began = start_time(holder)
+        if began is not None:
+            return Daemon(holder, began)
+    return None
+
+
+def _members(daemon: Daemon) -> list[psutil.Process]:
+    """The daemon and everything it runs now (harnesses and their children)."""
+    if daemon.proc is None:
+        return []
+    members = [daemon.proc]
+    with contextlib.suppress(psutil.Error):
+        members += daemon.proc.children(recursive=True)
+    return members
+
+
+def _groups(members: list[psutil.Process]) -> list[int]:
+    """Their process groups, the daemon's own first; never the keeper's."""
+    groups: list[int] = []
+    for proc in members:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            group = os.getpgid(proc.pid)
+            if group > 1 and group != os.getpgrp() and group not in groups:
+                groups.append(group)
+    return groups
+
+
+def _signal(groups: list[int], sig: int) -> None:
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, sig)
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+async def stop(daemon: Daemon, grace: float, poll: float = 0.05) -> int | None:
+    """SIGTERM the daemon's group; after ``grace``, SIGKILL every group it had. Its exit code."""
+    members = _members(daemon)
+    groups = _groups(members)
+    if not groups:
+        return daemon.exited()[1]
+    _signal(groups[:1], signal.SIGTERM)  # the daemon lets a running turn finish, within its own grace
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and not daemon.exited()[0]:
+        await asyncio.sleep(poll)
+    members += [m for m in _members(daemon) if m not in members]
+    _signal(_groups(members) or groups, signal.SIGKILL)  # whatever is left, harness groups included
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (not daemon.exited()[0] or any(map(_running, members))):
+        await asyncio.sleep(poll)
+    return daemon.exited()[1]

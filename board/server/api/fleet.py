@@ -1,0 +1,110 @@
+"""Fleet routes: enrollment, the keeper's report and bot tokens, and the human's controls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..services import fleet
+from .discovery import board_url
+from .route import Call, Route
+
+
+async def enroll_code(call: Call) -> tuple[int, Any]:
+    return 201, await fleet.create_enroll_code(call.ctx, call.p, call.body, board_url(call.request))
+
+
+async def enroll(call: Call) -> tuple[int, Any]:
+    return 201, await fleet.enroll(call.ctx, call.body)
+
+
+async def report(call: Call) -> Any:
+    return await fleet.report(call.ctx, call.p, call.body)
+
+
+async def machines(call: Call) -> Any:
+    return await fleet.fleet(call.ctx, call.p, call.query)
+
+
+async def assign(call: Call) -> tuple[int, Any]:
+    return 201, await fleet.assign(call.ctx, call.p, call.body)
+
+
+def _order(kind: str) -> Any:
+    async def send(call: Call) -> Any:
+        return await fleet.order(call.ctx, call.p, call.arg("handle"), kind)
+
+    send.__name__ = kind
+    return send
+
+
+async def unassign(call: Call) -> Any:
+    return await fleet.unassign(call.ctx, call.p, call.arg("handle"))
+
+
+async def bot_token(call: Call) -> tuple[int, Any]:
+    return 201, await fleet.mint_bot_token(call.ctx, call.p, call.arg("handle"))
+
+
+ROUTES = [
+    Route(
+        "POST",
+        "/api/fleet/enroll-codes",
+        enroll_code,
+        "A one-time code for a machine's keeper to enroll (humans).",
+        body=fleet.EnrollCodeRequest,
+        status=201,
+        secrets=("code", "command"),
+    ),
+    Route(
+        "POST",
+        "/api/fleet/enroll",
+        enroll,
+        "Trade an enroll code for a keeper token.",
+        body=fleet.Enrollment,
+        public=True,
+        status=201,
+        secrets=("token",),
+    ),
+    Route(
+        "POST",
+        "/api/fleet/report",
+        report,
+        "A keeper's report; answers the machine's desired state and open orders (keepers).",
+        body=fleet.Report,
+        keeper=True,
+    ),
+    Route(
+        "GET",
+        "/api/fleet",
+        machines,
+        "Machines, online or stale, and their bots (humans).",
+        query=fleet.FleetQuery,
+    ),
+    Route(
+        "POST",
+        "/api/fleet/bots",
+        assign,
+        "Assign a bot to a machine with a profile; it should run (humans).",
+        body=fleet.Assignment,
+        status=201,
+    ),
+    *[
+        Route(
+            "POST",
+            f"/api/fleet/bots/{{handle}}/{kind}",
+            _order(kind),
+            f"{kind.capitalize()} a bot: change its desired state and send its keeper an order (humans).",
+        )
+        for kind in fleet.ORDER_KINDS
+    ],
+    Route("DELETE", "/api/fleet/bots/{handle}", unassign, "Stop a bot and take it off its machine (humans)."),
+    Route(
+        "POST",
+        "/api/fleet/bots/{handle}/token",
+        bot_token,
+        "Mint the token of a bot assigned to this keeper's machine (keepers).",
+        keeper=True,
+        status=201,
+        secrets=("token",),
+    ),
+]

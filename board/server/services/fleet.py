@@ -1,0 +1,483 @@
+"""The fleet: machines, their keepers, and the bots a human assigns to them.
+
+A human issues an enroll code; a machine's keeper trades it for a keeper token
+(``bk_``) and from then on reports what runs there. Each report is answered
+with the machine's desired state (which bots should run, with which profile)
+and the one-shot orders not yet acknowledged. Humans assign bots from a
+profile, start, stop, restart and unassign them; a keeper may mint tokens for
+its own machine's bots and nothing else. Every order and every state change a
+keeper reports is an audit row.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from ..clock import iso, parse_time
+from ..errors import Forbidden, NameConflict, NotFound, Unauthenticated
+from ..principal import Principal
+from ..store import claims as claim_store
+from ..store import fleet as store
+from ..store import identity as identity_store
+from ..store import registry as registry_store
+from ..store import workspaces as workspace_store
+from ..store.connection import Connection
+from ..validation import arg
+from . import audit, auth, scope
+from .context import Context
+from .paging import Page, bounded_page
+
+MACHINE_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+BOT_STATES = ("starting", "running", "waking", "stopped", "crashed", "backoff")
+ORDER_KINDS = ("start", "stop", "restart")
+STALE_AFTER_INTERVALS = 3
+RECENT_ORDERS = 20
+
+
+def _require_human(p: Principal, what: str) -> None:
+    if not p.is_human:
+        raise Forbidden(f"Only a human may {what}.")
+
+
+def _require_keeper(p: Principal) -> int:
+    if p.machine_id is None:
+        raise Forbidden("Only a machine's keeper (a bk_ token) makes this call.")
+    return p.machine_id
+
+
+# -- enrollment ------------------------------------------------------------------------
+
+
+@dataclass
+class EnrollCodeRequest:
+    machine_name: str = arg(pattern=MACHINE_NAME, help="1-64 of [A-Za-z0-9._-]; the machine's name.")
+    expires_in: int = arg(3600, min=60, max=30 * 86400, help="Seconds until the code expires.")
+
+
+async def create_enroll_code(
+    ctx: Context, p: Principal, req: EnrollCodeRequest, board_url: str
+) -> dict[str, Any]:
+    """A one-time code a machine's keeper trades for its token."""
+    _require_human(p, "add a machine")
+    code = auth.new_secret("keeper")
+    expires_at = iso(ctx.clock.now() + timedelta(seconds=req.expires_in))
+
+    async def write(conn: Connection) -> None:
+        await store.insert_code(
+            conn, auth.hash_secret(code), req.machine_name, expires_at, p.agent_id, ctx.now()
+        )
+        await audit.record(
+            conn, ctx, p, "fleet.enroll_code", req.machine_name, details={"expires_at": expires_at}
+        )
+
+    await ctx.db.write(write)
+    return {
+        "code": code,
+        "machine_name": req.machine_name,
+        "expires_at": expires_at,
+        "command": f"keeper enroll --board {board_url} --code {code}",
+    }
+
+
+@dataclass
+class Enrollment:
+    code: str = arg(max_len=128, help="The enroll code a human gave you.")
+    hostname: str = arg("", max_len=255)
+
+
+async def enroll(ctx: Context, req: Enrollment) -> dict[str, Any]:
+    """Trade an enroll code for a keeper token; enrolling a machine again replaces its token."""
+    token = auth.new_secret("keeper")
+
+    async def write(conn: Connection) -> tuple[int, str]:
+        now = ctx.now()
+        code = await store.take_code(conn, auth.hash_secret(req.code), now)
+        if code is None:
+            raise Unauthenticated("Unknown, used or expired enroll code; ask a human for a new one.")
+        name = code["machine_name"]
+        machine_id = await store.enroll_machine(conn, name, req.hostname, auth.hash_secret(token), now)
+        actor = auth.keeper_principal({"id": machine_id, "name": name})
+        await audit.record(
+            conn, ctx, actor, "fleet.enroll", name, details={"hostname": req.hostname, "code": code["id"]}
+        )
+        return machine_id, name
+
+    machine_id, name = await ctx.db.write(write)
+    ctx.tokens.forget_agent(-machine_id)  # a keeper enrolled before stops at once
+    return {"machine": name, "token": token}
+
+
+# -- the keeper's report ---------------------------------------------------------------
+
+
+@dataclass
+class Usage:
+    total: int = arg(0, min=0)
+    used: int = arg(0, min=0)
+    percent: float = arg(0.0, min=0, max=100)
+
+
+@dataclass
+class KeeperProcess:
+    pid: int = arg(0, min=0)
+    cpu_s: float = arg(0.0, min=0, help="CPU seconds the keeper has used.")
+    rss: int = arg(0, min=0, help="Bytes.")
+
+
+@dataclass
+class MachineReport:
+    hostname: str = arg("", max_len=255)
+    os: str = arg("", max_len=200)
+    cpus: int = arg(0, min=0, max=100_000)
+    load: list[float] = arg([], max_items=3, help="1, 5 and 15 minute load averages.")
+    memory: Usage = field(default_factory=Usage)
+    disk: Usage = field(default_factory=Usage)
+    keeper_version: str = arg("", max_len=64)
+    uptime_s: float = arg(0.0, min=0, help="Seconds since the machine booted.")
+    keeper: KeeperProcess = field(default_factory=KeeperProcess)
+
+
+@dataclass
+class ChildProcess:
+    pid: int = arg(min=1)
+    cpu_percent: float = arg(0.0, min=0)
+    rss: int = arg(0, min=0)
+    started_at: str | None = arg(None, max_len=40)
+
+
+@dataclass
+class BotReport:
+    handle: str = arg(pattern=auth.HANDLE_PATTERN)
+    state: str = arg(choices=BOT_STATES)
+    pid: int | None = arg(None, min=1)
+    started_at: str | None = arg(None, max_len=40)
+    cpu_percent: float | None = arg(None, min=0)
+    rss: int | None = arg(None, min=0)
+    restarts: int = arg(0, min=0)
+    last_exit_code: int | None = arg(None)
+    harness: ChildProcess | None = arg(None, help="The harness child, while a turn runs.")
+    last_wake: dict[str, Any] | None = arg(None, help="When, how long, its cost, its outcome.")
+    backoff_s: float | None = arg(None, min=0, help="Seconds until the next start, in backoff.")
+    log_tail: list[str] = arg([], max_items=50, max_len=2000)
+    error: str = arg("", max_len=2000, multiline=True, help="What the daemon said when it last exited.")
+
+
+@dataclass
+class KeeperEvent:
+    seq: int = arg(min=1, help="The keeper's own sequence: an event is recorded once.")
+    at: str = arg(max_len=40)
+    handle: str = arg(pattern=auth.HANDLE_PATTERN)
+    state: str = arg(choices=(*BOT_STATES, "unassigned"))
+    exit_code: int | None = arg(None)
+    detail: str = arg("", max_len=500)
+
+
+@dataclass
+class OrderAck:
+    id: int = arg(min=1)
+    ok: bool = arg(True)
+    detail: str = arg("", max_len=500)
+
+
+@dataclass
+class Report:
+    machine: MachineReport = field(default_factory=MachineReport)
+    interval: float = arg(10.0, min=0.05, max=3600, help="Seconds between this keeper's reports.")
+    bots: list[BotReport] = arg([], max_items=500)
+    events: list[KeeperEvent] = arg([], max_items=2000, help="State changes since the last report.")
+    acks: list[OrderAck] = arg([], max_items=500, help="Orders executed since the last report.")
+
+
+def _stale_for(machine: Any, now: str) -> float | None:
+    """Seconds past the online window, or None while the machine is online."""
+    if machine["last_report_at"] is None:
+        return None
+    age = (parse_time(now) - parse_time(machine["last_report_at"])).total_seconds()
+    window = STALE_AFTER_INTERVALS * machine["interval_s"]
+    return age if age > window else None
+
+
+async def report(ctx: Context, p: Principal, req: Report) -> dict[str, Any]:
+    """Take a keeper's report; answer the machine's desired state and its open orders."""
+    machine_id = _require_keeper(p)
+
+    async def write(conn: Connection) -> dict[str, Any]:
+        now = ctx.now()
+        machine = await store.machine_by_id(conn, machine_id)
+        if machine is None:
+            raise NotFound("machine")
+        name = machine["name"]
+        assigned = {r["handle"].lower(): r for r in await store.bots_of(conn, [machine_id])}
+        gap = _stale_for(machine, now)
+        if gap is not None:
+            await audit.record(conn, ctx, p, "fleet.machine.back", name, details={"silent_s": round(gap, 1)})
+        seq = machine["event_seq"]
+        for event in sorted(req.events, key=lambda e: e.seq):
+            if event.seq <= seq:
+                continue  # already recorded: a report retried after its answer was lost
+            seq = event.seq
+            row = assigned.get(event.handle.lower())
+            await audit.record(
+                conn,
+                ctx,
+                p,
+                "fleet.bot.state",
+                event.handle,
+                workspace=row["workspace"] if row else None,
+                reason=event.detail,
+                details={"machine": name, "state": event.state, "at": event.at, "exit_code": event.exit_code},
+            )
+        for ack in req.acks:
+            order = await store.ack_order(conn, machine_id, ack.id, ack.ok, ack.detail, now)
+            if order is not None:
+                row = assigned.get(order["handle"].lower())
+                await audit.record(
+                    conn,
+                    ctx,
+                    p,
+                    "fleet.order.done",
+                    order["handle"],
+                    workspace=row["workspace"] if row else None,
+                    reason=ack.detail,
+                    details={"machine": name, "order": ack.id, "kind": order["kind"], "ok": ack.ok},
+                )
+        for bot in req.bots:
+            row = assigned.get(bot.handle.lower())
+            if row is not None:
+                status = {k: v for k, v in asdict(bot).items() if k not in ("handle", "state")}
+                await store.set_status(conn, row["agent_id"], bot.state, status, now)
+        await store.store_report(conn, machine_id, asdict(req.machine), req.interval, seq, now)
+        return {
+            "machine": name,
+            "bots": [
+                {
+                    "handle": r["handle"],
+                    "workspace": r["workspace"],
+                    "profile": r["profile"],
+                    "desired": r["desired"],
+                }
+                for r in assigned.values()
+            ],
+            "orders": [dict(o) for o in await store.open_orders(conn, machine_id)],
+            "event_seq": seq,
+        }
+
+    return await ctx.db.write(write)
+
+
+async def mint_bot_token(ctx: Context, p: Principal, handle: str) -> dict[str, Any]:
+    """A new token for a bot assigned to the keeper's machine; its earlier tokens stop."""
+    _require_keeper(p)
+
+    async def write(conn: Connection) -> tuple[int, dict[str, Any]]:
+        row = scope.require_on_machine(p, await store.bot(conn, handle), "bot")
+        await identity_store.revoke_tokens(conn, row["agent_id"], "bot", ctx.now())
+        token = auth.new_secret("bot")
+        await identity_store.insert_token(conn, row["agent_id"], auth.hash_secret(token), "bot", ctx.now())
+        await audit.record(
+            conn,
+            ctx,
+            p,
+            "fleet.bot_token",
+            row["handle"],
+            workspace=row["workspace"],
+            details={"machine": row["machine"]},
+        )
+        return row["agent_id"], {"handle": row["handle"], "workspace": row["workspace"], "token": token}
+
+    agent_id, answer = await ctx.db.write(write)
+    ctx.tokens.forget_agent(agent_id)
+    return answer
+
+
+# -- what a human sees and does ---------------------------------------------------------
+
+
+def _bot_dict(row: Any, now: str, claims: list[int]) -> dict[str, Any]:
+    status = json.loads(row["status"])
+    return {
+        "handle": row["handle"],
+        "workspace": row["workspace"],
+        "machine": row["machine"],
+        "profile": row["profile"],
+        "desired": row["desired"],
+        "state": row["state"],
+        "presence": auth.presence(row["last_seen_at"], now),
+        "claims": claims,
+        "reported_at": row["reported_at"],
+        "assigned_at": row["assigned_at"],
+        "assigned_by": row["assigned_by"],
+        **status,
+    }
+
+
+def _machine_dict(row: Any, now: str, bots: list[dict[str, Any]]) -> dict[str, Any]:
+    stale_for = _stale_for(row, now)
+    status = "never" if row["last_report_at"] is None else "stale" if stale_for is not None else "online"
+    return {
+        "name": row["name"],
+        "hostname": row["hostname"],
+        "status": status,
+        "online": status == "online",
+        "stale_for_s": round(stale_for, 1) if stale_for is not None else None,
+        "last_report_at": row["last_report_at"],
+        "interval_s": row["interval_s"],
+        "enrolled_at": row["enrolled_at"],
+        **{k: v for k, v in json.loads(row["report"]).items() if k != "hostname"},
+        "bots": bots,
+    }
+
+
+@dataclass
+class FleetQuery:
+    after: str = arg("", max_len=64, help="Machine name to continue after.")
+    limit: int = arg(20, min=1, max=500)
+    max_bytes: int | None = arg(None, min=1)
+
+
+async def fleet(ctx: Context, p: Principal, q: FleetQuery) -> Page:
+    """Machines (online or stale, with how long), their bots and states, and the last orders."""
+    _require_human(p, "see the fleet")
+    now = ctx.now()
+
+    async def read(conn: Connection) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        machines = await store.machines(conn, q.after, q.limit + 1)
+        ids = [m["id"] for m in machines]
+        bots = await store.bots_of(conn, ids)
+        held: dict[int, list[int]] = {}
+        for claim in await claim_store.held_by(conn, [b["agent_id"] for b in bots]):
+            held.setdefault(claim["holder_id"], []).append(claim["thread_id"])
+        by_machine: dict[int, list[dict[str, Any]]] = {i: [] for i in ids}
+        for b in bots:
+            by_machine[b["machine_id"]].append(_bot_dict(b, now, held.get(b["agent_id"], [])))
+        items = [_machine_dict(m, now, by_machine[m["id"]]) for m in machines]
+        orders = [dict(o) for o in await store.recent_orders(conn, ids, RECENT_ORDERS)]
+        return items, orders
+
+    items, orders = await ctx.db.read(read)
+    page = bounded_page(ctx, "machines", items, q.limit, q.max_bytes, descending=False, key="name")
+    page["orders"] = [o | {"ok": None if o["ok"] is None else bool(o["ok"])} for o in orders]
+    return page
+
+
+@dataclass
+class Assignment:
+    machine: str = arg(pattern=MACHINE_NAME)
+    profile: str = arg(max_len=64, help="The launch profile: its workspace, harness, repo, watch.")
+    handle: str = arg(pattern=auth.HANDLE_PATTERN, help="A new bot, or a bot of the profile's workspace.")
+    description: str = arg("", max_len=500)
+
+
+def harness_label(profile: Any) -> str:
+    """The roster's label for a bot launched with this profile (``command`` is ``other``)."""
+    label = {"claude": "claude-code", "command": "other"}.get(profile["harness"], profile["harness"])
+    return label if label in auth.HARNESS_LABELS else "other"
+
+
+async def _fleet_bot(conn: Connection, p: Principal, handle: str) -> Any:
+    return scope.require_on_machine(p, await store.bot(conn, handle), "bot")
+
+
+async def assign(ctx: Context, p: Principal, req: Assignment) -> dict[str, Any]:
+    """Put a bot on a machine with a profile; its desired state is running."""
+    _require_human(p, "assign bots to machines")
+
+    async def write(conn: Connection) -> dict[str, Any]:
+        now = ctx.now()
+        machine = await store.machine_by_name(conn, req.machine)
+        if machine is None:
+            raise NotFound("machine")
+        profile = await registry_store.profile(conn, req.profile)
+        if profile is None or not scope.visible(p, profile["workspace_id"]):
+            raise NotFound("profile")
+        workspace: Any = await workspace_store.by_id(conn, profile["workspace_id"])
+        scope.require_writable(workspace)
+        agent = await identity_store.agent_by_handle(conn, req.handle)
+        if agent is None:
+            agent_id = await identity_store.insert_agent(
+                conn, req.handle, "bot", workspace["id"], req.description, now, harness_label(profile)
+            )
+        elif agent["kind"] != "bot" or agent["workspace_id"] != workspace["id"]:
+            raise NameConflict(
+                f"The handle {req.handle!r} is taken outside {workspace['slug']}; pick another."
+            )
+        else:
+            agent_id = agent["id"]
+            current = await store.bot(conn, req.handle)
+            if current is not None:
+                raise NameConflict(
+                    f"{req.handle} runs on machine {current['machine']}; unassign it first.",
+                    machine=current["machine"],
+                )
+            other = (await registry_store.profiles_of_bots(conn, [agent_id])).get(agent_id)
+            if other is not None and other != profile["name"]:
+                raise NameConflict(
+                    f"{req.handle} runs with profile {other}; take it out of that profile first.",
+                    profile=other,
+                )
+        await registry_store.link_bot(conn, profile["id"], agent_id)
+        await store.assign(conn, agent_id, machine["id"], profile["id"], p.handle, now)
+        await audit.record(
+            conn,
+            ctx,
+            p,
+            "fleet.assign",
+            req.handle,
+            workspace=workspace["slug"],
+            details={"machine": machine["name"], "profile": profile["name"], "new": agent is None},
+        )
+        return _bot_dict(await store.bot(conn, req.handle), now, [])
+
+    return await ctx.db.write(write)
+
+
+async def order(ctx: Context, p: Principal, handle: str, kind: str) -> dict[str, Any]:
+    """start or restart (desired: running) or stop (desired: stopped), sent as a one-shot order."""
+    _require_human(p, "start, stop or restart bots")
+
+    async def write(conn: Connection) -> dict[str, Any]:
+        now = ctx.now()
+        row = await _fleet_bot(conn, p, handle)
+        desired = "stopped" if kind == "stop" else "running"
+        await store.set_desired(conn, row["agent_id"], desired)
+        order_id = await store.insert_order(conn, row["machine_id"], row["handle"], kind, p.handle, now)
+        await audit.record(
+            conn,
+            ctx,
+            p,
+            f"fleet.{kind}",
+            row["handle"],
+            workspace=row["workspace"],
+            details={"machine": row["machine"], "order": order_id, "desired": desired, "was": row["desired"]},
+        )
+        bot = _bot_dict(await store.bot(conn, row["handle"]), now, [])
+        return bot | {"order": {"id": order_id, "kind": kind}}
+
+    return await ctx.db.write(write)
+
+
+async def unassign(ctx: Context, p: Principal, handle: str) -> dict[str, Any]:
+    """Take a bot off its machine (its keeper stops it) and revoke its tokens."""
+    _require_human(p, "unassign bots")
+
+    async def write(conn: Connection) -> tuple[int, dict[str, Any]]:
+        row = await _fleet_bot(conn, p, handle)
+        await store.unassign(conn, row["agent_id"])
+        revoked = await identity_store.revoke_tokens(conn, row["agent_id"], "bot", ctx.now())
+        await audit.record(
+            conn,
+            ctx,
+            p,
+            "fleet.unassign",
+            row["handle"],
+            workspace=row["workspace"],
+            details={"machine": row["machine"], "tokens_revoked": revoked},
+        )
+        return row["agent_id"], {"handle": row["handle"], "machine": row["machine"], "unassigned": True}
+
+    agent_id, answer = await ctx.db.write(write)
+    ctx.tokens.forget_agent(agent_id)
+    return answer

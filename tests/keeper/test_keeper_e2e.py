@@ -1,0 +1,227 @@
+"""A live board, a real keeper, real ``bot run`` daemons with the fake harnesses.
+
+Each test enrolls the machine with ``keeper enroll``, starts ``keeper run``,
+assigns a bot from a profile through the API and watches the board's fleet
+view and the processes themselves: the bot running with a real pid, restarted
+after SIGKILL, stopped as ``crashed`` after a crash loop, its whole group gone
+when stopped, adopted (not doubled) by a restarted keeper, kept running while
+the board is down, and its wake, with its cost, on the fleet report.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from boardtest import World, eventually
+from botrun import LiveBoard
+from fakeharness import Fake
+from keeperrun import KeeperProcess, daemons, group_gone, kill_all
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture
+async def keeper(tmp_path: Path, live: LiveBoard, world: World, fake: Fake) -> AsyncIterator[KeeperProcess]:
+    """An enrolled machine ``box1`` with a running keeper; its bots are killed at teardown."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    await world.human.create_profile("proj-dev", "proj", "claude", repo=str(repo))
+    code = (await world.human.enroll_code("box1"))["code"]
+    keeper = KeeperProcess(tmp_path, fake)
+    code_, out = await keeper.enroll(live.url, code)
+    assert code_ == 0, out
+    keeper.start()
+    yield keeper
+    if keeper.proc is not None and keeper.proc.poll() is None:
+        keeper.proc.kill()
+        keeper.proc.wait()
+    for handle in ("fb", "crashy"):
+        kill_all(handle)
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Fake:
+    return Fake(tmp_path / "fake")
+
+
+async def fleet_bot(world: World, handle: str) -> dict[str, Any] | None:
+    for machine in (await world.human.fleet())["machines"]:
+        for bot in machine["bots"]:
+            if bot["handle"] == handle:
+                return dict(bot)
+    return None
+
+
+async def running(world: World, handle: str, *, other_than: int | None = None) -> dict[str, Any]:
+    """Wait until the fleet shows the bot running with a live pid (another one than ``other_than``)."""
+
+    async def probe() -> dict[str, Any] | None:
+        bot = await fleet_bot(world, handle)
+        if not bot or bot["state"] not in ("running", "waking") or bot.get("pid") in (None, other_than):
+            return None
+        return bot if psutil.pid_exists(bot["pid"]) else None
+
+    return await eventually(probe, f"{handle} running", 60, 0.1)
+
+
+async def state(world: World, handle: str, wanted: str) -> dict[str, Any]:
+    async def probe() -> dict[str, Any] | None:
+        bot = await fleet_bot(world, handle)
+        return bot if bot and bot["state"] == wanted else None
+
+    return await eventually(probe, f"{handle} {wanted}", 60, 0.1)
+
+
+async def test_enroll_run_restart_after_kill_and_stop_the_group(
+    world: World, keeper: KeeperProcess, tmp_path: Path
+) -> None:
+    token_file = keeper.dir / "token"
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    machines = (await world.human.fleet())["machines"]
+    assert [m["name"] for m in machines] == ["box1"]
+
+    await world.human.assign_bot("box1", "proj-dev", "fb")
+    bot = await running(world, "fb")
+    proc = psutil.Process(bot["pid"])
+    assert "bot" in proc.cmdline() and "fb" in proc.cmdline()
+    bot_token = (keeper.bots_dir / "fb" / "token").read_text().strip()
+    assert stat.S_IMODE((keeper.bots_dir / "fb" / "token").stat().st_mode) == 0o600
+    for p in [proc, *psutil.Process(keeper.proc.pid).children(recursive=True)]:  # type: ignore[union-attr]
+        assert bot_token not in " ".join(p.cmdline())
+        assert "BOARD_TOKEN" not in p.environ()
+    machine = (await world.human.fleet())["machines"][0]
+    assert machine["online"] and machine["cpus"] >= 1 and machine["memory"]["total"] > 0
+
+    os.kill(bot["pid"], signal.SIGKILL)
+    again = await running(world, "fb", other_than=bot["pid"])
+    assert again["restarts"] >= 1 and again["last_exit_code"] == -signal.SIGKILL
+
+    pgid = os.getpgid(again["pid"])
+    stopped = await world.human.fleet_order("fb", "stop")
+    await state(world, "fb", "stopped")
+    assert group_gone(pgid)
+    assert daemons("fb") == []
+    audit = (await world.human.audit(limit=500))["entries"]
+    done = [e for e in audit if e["action"] == "fleet.order.done"]
+    assert [e["details"]["order"] for e in done] == [stopped["order"]["id"]]
+    states = [e["details"]["state"] for e in audit if e["action"] == "fleet.bot.state"]
+    assert states[:2] == ["starting", "running"] and "backoff" in states and states[-1] == "stopped"
+
+    await world.human.fleet_order("fb", "start")
+    await running(world, "fb")
+    assert len(daemons("fb")) == 1
+
+
+async def test_crash_loop_stops_as_crashed_until_a_human_restarts(
+    world: World, keeper: KeeperProcess, tmp_path: Path
+) -> None:
+    await world.human.create_profile("broken", "proj", "claude", repo=str(tmp_path / "no-such-repo"))
+    await world.human.assign_bot("box1", "broken", "crashy")
+    crashed = await state(world, "crashy", "crashed")
+    assert crashed["last_exit_code"] == 2 and "not a directory" in crashed["error"]
+    starts = len([e for e in keeper.events("state") if e["bot"] == "crashy" and e["state"] == "starting"])
+    assert starts == 5
+
+    # Left stopped: three more reports go by without another start.
+    for _ in range(3):
+        await next_report(world)
+    assert len([e for e in keeper.events("state") if e["bot"] == "crashy" and e["state"] == "starting"]) == 5
+    assert (await fleet_bot(world, "crashy"))["state"] == "crashed"  # type: ignore[index]
+
+    await world.human.update_profile("broken", repo=str(tmp_path / "repo"))
+    await world.human.fleet_order("crashy", "restart")
+    await running(world, "crashy")
+
+
+async def next_report(world: World) -> None:
+    """Wait until the machine has reported once more."""
+    before = (await world.human.fleet())["machines"][0]["last_report_at"]
+
+    async def later() -> bool:
+        return bool((await world.human.fleet())["machines"][0]["last_report_at"] > before)
+
+    await eventually(later, "another report", 30, 0.1)
+
+
+async def test_restarted_keeper_adopts_its_bot(world: World, keeper: KeeperProcess) -> None:
+    await world.human.assign_bot("box1", "proj-dev", "fb")
+    bot = await running(world, "fb")
+    assert await keeper.stop() == 0
+    assert psutil.pid_exists(bot["pid"])
+
+    keeper.start()
+    await eventually(lambda: len(keeper.events("started")) == 2, "the second keeper", 30)
+    await eventually(
+        lambda: any("adopted" in e.get("detail", "") for e in keeper.events("state")), "adoption", 30
+    )
+    again = await running(world, "fb")
+    assert again["pid"] == bot["pid"]
+    assert [p.pid for p in daemons("fb")] == [bot["pid"]]
+    assert again["restarts"] == bot["restarts"]
+
+
+async def test_board_down_bots_keep_running_and_the_keeper_catches_up(
+    world: World, live: LiveBoard, keeper: KeeperProcess
+) -> None:
+    await world.human.assign_bot("box1", "proj-dev", "fb")
+    bot = await running(world, "fb")
+    await live.stop()
+    await eventually(lambda: keeper.events("board_retry"), "the keeper to miss the board", 30)
+    assert psutil.pid_exists(bot["pid"]) and daemons("fb")[0].pid == bot["pid"]
+    os.kill(bot["pid"], signal.SIGKILL)  # what happens meanwhile is reported later
+    await eventually(
+        lambda: len([p for p in daemons("fb") if p.pid != bot["pid"]]) == 1, "a restart while away", 30
+    )
+
+    board = await live.start()  # the same port and database; the clients reconnect
+    human = world.human
+    board.clients.append(human)
+    await eventually(lambda: keeper.events("board_back"), "the keeper to reach the board again", 30)
+    again = await running(world, "fb", other_than=bot["pid"])
+    assert again["restarts"] >= 1
+    audit = (await human.audit(limit=500))["entries"]
+    states = [e["details"]["state"] for e in audit if e["action"] == "fleet.bot.state"]
+    assert states.count("starting") >= 2 and "backoff" in states
+
+
+async def test_a_mention_wakes_the_bot_and_the_report_shows_the_wake(
+    world: World, keeper: KeeperProcess
+) -> None:
+    await world.human.assign_bot("box1", "proj-dev", "fb")
+    await running(world, "fb")
+    await world.human.post("@fb please look", channel="lobby", workspace="proj")
+
+    async def woke() -> dict[str, Any] | None:
+        bot = await fleet_bot(world, "fb")
+        return bot if bot and bot.get("last_wake") else None
+
+    bot = await eventually(woke, "the wake on the fleet report", 60, 0.1)
+    wake = bot["last_wake"]
+    assert wake["outcome"] == "ok" and wake["cost_usd"] == pytest.approx(0.0123)
+    assert wake["duration_s"] >= 0 and wake["at"]
+    assert bot["log_tail"] and any('"turn_ended"' in line for line in bot["log_tail"])
+
+
+async def test_stopping_a_bot_mid_turn_ends_its_harness_too(
+    world: World, keeper: KeeperProcess, fake: Fake
+) -> None:
+    fake.script({"do": "hang", "seconds": 120})
+    await world.human.assign_bot("box1", "proj-dev", "fb")
+    await running(world, "fb")
+    await world.human.post("@fb a long one", channel="lobby", workspace="proj")
+    waking = await state(world, "fb", "waking")
+    harness = waking["harness"]
+    assert harness["pid"] != waking["pid"] and psutil.pid_exists(harness["pid"])
+    groups = {os.getpgid(waking["pid"]), os.getpgid(harness["pid"])}
+    assert len(groups) == 2  # the harness runs in a group of its own
+
+    await world.human.fleet_order("fb", "stop")
+    await state(world, "fb", "stopped")
+    assert all(group_gone(g) for g in groups)

@@ -1,0 +1,71 @@
+"""Every benchmark scenario runs end to end at a tiny size, so the benchmark code cannot rot.
+
+Nothing here is timed: the figures of a tiny run mean nothing. What is checked is
+that each scenario starts its board, drives it, and writes the record the report
+reads, and that the verdicts that are not about speed (one claim winner, no lost
+update) hold.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from processes import board_env
+
+from bench import report
+from bench.__main__ import SCENARIOS
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_tiny(name: str, results: Path) -> dict:
+    argv = importlib.import_module(SCENARIOS[name]).TINY
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", name, *argv],
+        cwd=ROOT,
+        env=board_env(BENCH_RESULTS=str(results)),
+        capture_output=True,
+        text=True,
+        timeout=170,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    assert record["scenario"] == name
+    assert [json.loads(p.read_text()) for p in results.glob(f"*-{name}.json")] == [record]
+    return record
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_scenario_runs_at_a_tiny_size(name: str, tmp_path: Path) -> None:
+    record = run_tiny(name, tmp_path)
+    assert record["rows"] and len(record["load"]) == 3
+    if name == "claims":
+        assert record["exactly_one_winner"] is True
+        assert all(r["refused"] == r["rounds"] * (r["racers"] - 1) for r in record["rows"])
+    if name == "knowledge":
+        assert record["lost_updates"] == 0
+        assert all(r["acknowledged"] == r["writers"] * 2 for r in record["rows"])
+    if name == "catchup":
+        assert all(r["channel_bytes"] > 0 and r["bytes_p50_ms"] > 0 for r in record["rows"])
+
+
+def test_report_names_every_target_and_marks_a_missing_run(tmp_path: Path) -> None:
+    run_tiny("claims", tmp_path)
+    text = report.table(report.latest(tmp_path))
+    lines = text.splitlines()[2:]
+    assert len(lines) == len(report.TARGETS)
+    claims = next(line for line in lines if line.startswith("| claim race winners"))
+    assert "| True | " in claims and "| yes |" in claims
+    assert all("not run" in line for line in lines if "claim race" not in line)
+
+
+def test_report_draws_a_chart_per_scenario_that_has_one(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    record = run_tiny("claims", tmp_path)
+    path = report.chart(record, tmp_path)
+    assert path is not None and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
