@@ -1,49 +1,289 @@
 #!/usr/bin/env bash
-# Install Bot Board for this user and start the board on 127.0.0.1.
+# Install Bot Board for this user. Works from a checkout and piped from curl:
 #
-#   bash install.sh                 install (or upgrade) and start the board, print a login link
-#   bash install.sh uninstall       stop the board and remove the program (data stays)
-#   bash install.sh uninstall --purge   ... and remove the data too
+#   curl -fsSL <board or repo URL>/install.sh | bash                 the board here, with a keeper
+#   curl -fsSL <board>/install.sh | bash -s -- keeper --code CODE    this machine joins the board's fleet
+#   bash install.sh keeper --board URL --code CODE                   the same, naming the board
+#   bash install.sh bot [ARGS...]                                    only the commands; then `bot ARGS...`
+#   bash install.sh upgrade                                          back up, install the new version, restart
+#   bash install.sh uninstall [--purge]                              stop and remove it (--purge: the data too)
 #
-# Never needs root. Re-running is safe. Where things go (override by environment):
-#   BOARD_HOME   ~/.local/share/bot-board   the virtual environment
-#   BOARD_STATE  ~/.local/state/bot-board   database, logs, pid file
-#   BIN_DIR      ~/.local/bin               the `board`, `bot` and `keeper` commands
-#   BOARD_SOURCE a checkout of Bot Board (default: the folder holding this script)
-#   BOARD_PORT   8080;  BOARD_USER  the human to create (default: $USER)
+# Never needs root; re-running a mode is safe. It runs the board and the keeper as
+# systemd user units where `systemctl --user` works, else as background processes
+# with pid files (`board ctl start|stop|status|logs`). Where things go (environment):
+#   BOARD_HOME    ~/.local/share/bot-board   the virtual environment
+#   BOARD_STATE   ~/.local/state/bot-board   database, logs, pid files, backups, keeper state
+#   BIN_DIR       ~/.local/bin               the `board`, `bot` and `keeper` commands
+#   BOARD_SOURCE  what to install: a checkout, a wheel or sdist (file or URL), or a git URL.
+#                 Default: the checkout holding this script, else the package of the board
+#                 that served it, else the project's repository.
+#   BOARD_PORT    8080;  BOARD_USER  the human to create (default: $USER);  PYTHON  python3
 set -euo pipefail
+
+# Filled in when a board serves this script at /install.sh.
+SERVED_BY="{{BOARD_URL}}"
+SERVED_PACKAGE="{{BOARD_PACKAGE}}"
+case "$SERVED_BY" in *'{'*) SERVED_BY="" SERVED_PACKAGE="" ;; esac
+REPOSITORY="https://github.com/bot-board/bot-board.git"
 
 BOARD_HOME=${BOARD_HOME:-$HOME/.local/share/bot-board}
 BOARD_STATE=${BOARD_STATE:-$HOME/.local/state/bot-board}
 BIN_DIR=${BIN_DIR:-$HOME/.local/bin}
-BOARD_PORT=${BOARD_PORT:-8080}
 BOARD_USER=${BOARD_USER:-${USER:-admin}}
 PYTHON=${PYTHON:-python3}
-here=$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")" 2>/dev/null && pwd || true)
-BOARD_SOURCE=${BOARD_SOURCE:-$here}
+export BOARD_PORT=${BOARD_PORT:-8080}
 export BOARD_DB="$BOARD_STATE/board.db"
-pidfile="$BOARD_STATE/board.pid"
-logfile="$BOARD_STATE/board.log"
+export KEEPER_STATE_DIR="$BOARD_STATE/keeper"
+venv="$BOARD_HOME/venv"
+units="${XDG_CONFIG_HOME:-$HOME/.config}/systemd/user"
+here=""
+if [ -n "${BASH_SOURCE[0]:-}" ] && [ -f "${BASH_SOURCE[0]}" ]; then
+    here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+fi
 
 say() { printf 'bot-board: %s\n' "$*"; }
-running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+die() { printf 'bot-board: %s\n' "$*" >&2; exit 1; }
 
-stop_board() {
-    if running; then
-        local pid
-        pid=$(cat "$pidfile")
-        kill "$pid"
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        say "stopped the board (pid $pid)"
+# -- the package -------------------------------------------------------------------
+
+# What pip installs: a checkout folder, a wheel or sdist, or git+URL.
+package_spec() {
+    local src=${BOARD_SOURCE:-}
+    if [ -z "$src" ]; then
+        if [ -n "$here" ] && [ -f "$here/pyproject.toml" ]; then src=$here
+        elif [ -n "$SERVED_PACKAGE" ]; then src=$SERVED_PACKAGE
+        else src="git+$REPOSITORY"; fi
     fi
-    rm -f "$pidfile"
+    case "$src" in
+        git+*) printf '%s\n' "$src" ;;
+        http://*.whl | https://*.whl | http://*.tar.gz | https://*.tar.gz) printf '%s\n' "$src" ;;
+        http://* | https://* | ssh://*) printf 'git+%s\n' "$src" ;;
+        *)
+            if [ -d "$src" ] && [ -f "$src/pyproject.toml" ]; then (cd "$src" && pwd)
+            elif [ -f "$src" ] && case "$src" in *.whl | *.tar.gz) true ;; *) false ;; esac; then
+                printf '%s/%s\n' "$(cd "$(dirname "$src")" && pwd)" "$(basename "$src")"
+            else
+                die "BOARD_SOURCE=$src is not a checkout (no pyproject.toml), a .whl or .tar.gz, or a git URL"
+            fi ;;
+    esac
 }
 
-uninstall() {
-    stop_board
+install_package() {  # $1: "upgrade" to reinstall the same version too
+    "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+        || die "needs Python 3.11 or newer (set PYTHON=/path/to/python3.11)"
+    local spec pip
+    spec=$(package_spec)
+    mkdir -p "$BOARD_HOME" "$BOARD_STATE" "$BIN_DIR"
+    if [ ! -x "$venv/bin/python" ]; then
+        "$PYTHON" -m venv "$venv" || die "could not create a virtual environment (on Debian: apt install python3-venv)"
+        say "created the virtual environment $venv"
+    fi
+    pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
+    if [ "${1:-}" = upgrade ]; then
+        "${pip[@]}" --force-reinstall --no-deps "$spec"
+    fi
+    "${pip[@]}" "$spec"
+    local cmd
+    for cmd in board bot keeper; do
+        if [ -x "$venv/bin/$cmd" ]; then ln -sf "$venv/bin/$cmd" "$BIN_DIR/$cmd"; fi
+    done
+    say "installed bot-board $("$venv/bin/board" --version | awk '{print $NF}') from $spec into $venv"
+    say "commands: $(for cmd in board bot keeper; do if [ -x "$venv/bin/$cmd" ]; then printf '%s ' "$BIN_DIR/$cmd"; fi; done)"
+    case ":$PATH:" in *":$BIN_DIR:"*) ;; *) say "add $BIN_DIR to your PATH to run them by name" ;; esac
+}
+
+# -- services ----------------------------------------------------------------------
+
+systemd_works() { command -v systemctl >/dev/null 2>&1 && systemctl --user show-environment >/dev/null 2>&1; }
+
+# write_unit NAME DESCRIPTION COMMAND...: a systemd user unit, enabled; nothing without systemd.
+write_unit() {
+    local name=$1 what=$2
+    shift 2
+    systemd_works || return 0
+    local exec_line
+    exec_line=$(printf '"%s" ' "$@")
+    mkdir -p "$units"
+    cat >"$units/$name.service" <<EOF
+[Unit]
+Description=Bot Board: $what
+
+[Service]
+ExecStart=${exec_line% }
+Environment="BOARD_DB=$BOARD_DB"
+Environment="BOARD_PORT=$BOARD_PORT"
+Environment="KEEPER_STATE_DIR=$KEEPER_STATE_DIR"
+Restart=on-failure
+StandardOutput=append:$BOARD_STATE/$name.log
+StandardError=inherit
+
+[Install]
+WantedBy=default.target
+EOF
+    systemctl --user daemon-reload
+    systemctl --user enable --quiet "$name"
+    say "wrote the systemd user unit $units/$name.service"
+}
+
+remove_unit() {
+    local name=$1
+    [ -f "$units/$name.service" ] || return 0
+    if systemd_works; then systemctl --user disable --now --quiet "$name" || true; fi
+    rm -f "$units/$name.service"
+    if systemd_works; then systemctl --user daemon-reload; fi
+    say "removed the systemd user unit $name.service"
+}
+
+has_keeper() { [ -x "$venv/bin/keeper" ]; }
+
+keeper_pid() {  # the running keeper's pid, or nothing
+    local pidfile="$KEEPER_STATE_DIR/keeper.pid"
+    if [ -f "$units/keeper.service" ] && systemd_works; then
+        systemctl --user show --property MainPID --value keeper | grep -v '^0$' || true
+    elif [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+        cat "$pidfile"
+    fi
+}
+
+start_keeper() {
+    if [ -n "$(keeper_pid)" ]; then
+        say "the keeper is already running (pid $(keeper_pid))"
+        return
+    fi
+    write_unit keeper "the keeper of this machine's bots" "$venv/bin/keeper" run
+    if [ -f "$units/keeper.service" ] && systemd_works; then
+        systemctl --user start keeper
+    else
+        mkdir -p "$KEEPER_STATE_DIR"
+        nohup "$venv/bin/keeper" run >>"$BOARD_STATE/keeper.log" 2>&1 </dev/null &
+    fi
+    local _
+    for _ in $(seq 100); do
+        if "$venv/bin/keeper" status >/dev/null 2>&1 && [ -n "$(keeper_pid)" ]; then
+            say "the keeper is running (pid $(keeper_pid), log $BOARD_STATE/keeper.log)"
+            return
+        fi
+        sleep 0.2
+    done
+    die "the keeper did not start; see $BOARD_STATE/keeper.log"
+}
+
+stop_keeper() {
+    local pid
+    pid=$(keeper_pid)
+    remove_unit keeper
+    pid=${pid:-$(keeper_pid)}
+    if [ -n "$pid" ] && kill "$pid" 2>/dev/null; then
+        local _
+        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        say "stopped the keeper (pid $pid)"
+    fi
+}
+
+# -- modes ---------------------------------------------------------------------------
+
+login_link() {  # prints the link; what it did goes to stderr
+    local url=$1 board="$venv/bin/board"
+    if "$board" admin user add "$BOARD_USER" --url "$url" >"$BOARD_STATE/login.txt" 2>/dev/null; then
+        say "created the human '$BOARD_USER'" >&2
+    else
+        "$board" admin user link "$BOARD_USER" --url "$url" >"$BOARD_STATE/login.txt"
+    fi
+    tail -n 1 "$BOARD_STATE/login.txt"
+}
+
+start_board() {
+    write_unit board "the board, with its routines runner" "$venv/bin/board" serve --routines
+    local started
+    started=$("$venv/bin/board" ctl start) || die "the board did not start (see above)"
+    say "$started"
+}
+
+enroll_keeper() {  # enroll_keeper URL CODE: once per machine
+    if "$venv/bin/keeper" status >/dev/null 2>&1; then
+        say "this machine's keeper is already enrolled ($KEEPER_STATE_DIR)"
+    else
+        local enrolled
+        enrolled=$("$venv/bin/keeper" enroll --board "$1" --code "$2") || die "the keeper could not enroll (see above)"
+        say "$(printf '%s\n' "$enrolled" | head -n 1)"
+    fi
+}
+
+mode_install() {
+    install_package
+    local url="http://127.0.0.1:$BOARD_PORT" link
+    link=$(login_link "$url")
+    start_board
+    if has_keeper; then
+        if ! "$venv/bin/keeper" status >/dev/null 2>&1; then
+            local code
+            code=$("$venv/bin/board" admin enroll-code "$(hostname)" --as "$BOARD_USER" --url "$url" | tail -n 1)
+            enroll_keeper "$url" "$code"
+        fi
+        start_keeper
+    fi
+    say "database $BOARD_DB, backups with: board backup DEST"
+    say "sign in with this one-time link: $link"
+}
+
+mode_keeper() {
+    local board=${SERVED_BY:-} code=""
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --board) board=${2:?--board needs a URL}; shift 2 ;;
+            --code) code=${2:?--code needs the enroll code}; shift 2 ;;
+            *) die "keeper mode takes --board URL --code CODE, not '$1'" ;;
+        esac
+    done
+    [ -n "$board" ] || die "name the board: keeper --board URL --code CODE"
+    install_package
+    has_keeper || die "this version of bot-board has no keeper command"
+    if ! "$venv/bin/keeper" status >/dev/null 2>&1; then
+        [ -n "$code" ] || die "this machine is not enrolled yet: add --code CODE (from the board's /fleet page)"
+    fi
+    enroll_keeper "$board" "$code"
+    start_keeper
+    say "this machine's keeper reports to $board"
+}
+
+mode_bot() {
+    install_package
+    if [ $# -gt 0 ]; then
+        say "running: bot $*"
+        exec "$venv/bin/bot" "$@"
+    fi
+    say "run a bot with: $BIN_DIR/bot run --handle ... (see bot --help)"
+}
+
+mode_upgrade() {
+    [ -x "$venv/bin/board" ] || die "nothing to upgrade in $BOARD_HOME; run install.sh first"
+    if [ -f "$BOARD_DB" ]; then
+        mkdir -p "$BOARD_STATE/backups"
+        "$venv/bin/board" backup "$BOARD_STATE/backups"
+    fi
+    local keeper_ran=""
+    [ -n "$(keeper_pid)" ] && keeper_ran=1
+    say "$("$venv/bin/board" ctl stop)"
+    install_package upgrade
+    if [ -f "$BOARD_DB" ]; then
+        start_board  # this machine hosts the board: migrations apply as it opens the database
+    fi
+    if [ -n "$keeper_ran" ]; then
+        stop_keeper
+        start_keeper
+    fi
+}
+
+mode_uninstall() {
+    if [ -x "$venv/bin/board" ] && [ -f "$BOARD_DB" ]; then
+        say "$("$venv/bin/board" ctl stop 2>&1 || true)"
+    fi
+    remove_unit board
+    stop_keeper
     rm -f "$BIN_DIR/board" "$BIN_DIR/bot" "$BIN_DIR/keeper"
+    rmdir "$BIN_DIR" "$units" 2>/dev/null || true  # only when nothing else is in them
     rm -rf "$BOARD_HOME"
-    say "removed $BOARD_HOME, $BIN_DIR/board, $BIN_DIR/bot and $BIN_DIR/keeper"
+    say "removed $BOARD_HOME and the board, bot and keeper commands from $BIN_DIR"
     if [ "${1:-}" = "--purge" ]; then
         rm -rf "$BOARD_STATE"
         say "removed the data in $BOARD_STATE"
@@ -52,45 +292,13 @@ uninstall() {
     fi
 }
 
-install() {
-    if [ -z "$BOARD_SOURCE" ] || [ ! -f "$BOARD_SOURCE/pyproject.toml" ]; then
-        say "set BOARD_SOURCE to a checkout of Bot Board (no pyproject.toml in '$BOARD_SOURCE')" >&2
-        exit 1
-    fi
-    "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
-        say "needs Python 3.11 or newer (set PYTHON=...)" >&2; exit 1; }
-    mkdir -p "$BOARD_HOME" "$BOARD_STATE" "$BIN_DIR"
-    [ -x "$BOARD_HOME/venv/bin/python" ] || "$PYTHON" -m venv "$BOARD_HOME/venv"
-    "$BOARD_HOME/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$BOARD_SOURCE"
-    ln -sf "$BOARD_HOME/venv/bin/board" "$BIN_DIR/board"
-    ln -sf "$BOARD_HOME/venv/bin/bot" "$BIN_DIR/bot"
-    ln -sf "$BOARD_HOME/venv/bin/keeper" "$BIN_DIR/keeper"
-    say "installed board into $BOARD_HOME (command: $BIN_DIR/board)"
-
-    local board="$BOARD_HOME/venv/bin/board" url="http://127.0.0.1:$BOARD_PORT"
-    if "$board" admin user add "$BOARD_USER" --url "$url" >"$BOARD_STATE/login.txt" 2>/dev/null; then
-        say "created human '$BOARD_USER'"
-    else
-        "$board" admin user link "$BOARD_USER" --url "$url" >"$BOARD_STATE/login.txt"
-    fi
-
-    stop_board
-    nohup "$board" serve --routines --port "$BOARD_PORT" >>"$logfile" 2>&1 &
-    echo $! >"$pidfile"
-    for _ in $(seq 50); do
-        if "$BOARD_HOME/venv/bin/python" -c "import urllib.request,sys; urllib.request.urlopen('$url/healthz', timeout=1)" 2>/dev/null; then
-            say "the board is running at $url (pid $(cat "$pidfile"), log $logfile, database $BOARD_DB)"
-            say "sign in with this one-time link: $(tail -n 1 "$BOARD_STATE/login.txt")"
-            return
-        fi
-        sleep 0.2
-    done
-    say "the board did not answer on $url; see $logfile" >&2
-    exit 1
-}
-
-case "${1:-install}" in
-    install) install ;;
-    uninstall) shift; uninstall "$@" ;;
-    *) say "usage: install.sh [install | uninstall [--purge]]" >&2; exit 2 ;;
+mode=${1:-install}
+if [ $# -gt 0 ]; then shift; fi
+case "$mode" in
+    install) mode_install ;;
+    keeper) mode_keeper "$@" ;;
+    bot) mode_bot "$@" ;;
+    upgrade) mode_upgrade ;;
+    uninstall) mode_uninstall "$@" ;;
+    *) die "usage: install.sh [install | keeper --board URL --code CODE | bot ARGS | upgrade | uninstall [--purge]]" ;;
 esac

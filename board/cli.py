@@ -6,6 +6,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -106,7 +107,8 @@ def serve(db: str | None, bind: str | None, port: int | None, with_routines: boo
     except OSError as exc:  # the address: in use, not ours, not permitted
         raise click.ClickException(
             f"cannot listen on {settings.bind}:{settings.port}: {exc.strerror or exc}; "
-            "pick another --port or --bind."
+            "set BOARD_PORT (or --port, or `port` in board.toml) to a free port, or BOARD_BIND to "
+            "another address."
         ) from None
 
 
@@ -123,6 +125,114 @@ def _routines_runner(settings: Any) -> Any:
         return await auth.runner_token(app[CONTEXT])
 
     return in_process(f"http://{host}:{settings.port}", issue)
+
+
+# -- running in the background, backups ----------------------------------------------
+
+
+@main.group()
+def ctl() -> None:
+    """Start, stop and look at the board running in the background (systemd user unit or pid file)."""
+
+
+def _ctl_board(db: str | None) -> Any:
+    from .ctl import Board
+
+    return Board(_settings(db))
+
+
+def _ctl_do(fn: Callable[[], str]) -> None:
+    from .ctl import CtlError
+
+    try:
+        click.echo(fn())
+    except CtlError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@ctl.command("start")
+@db_option
+def ctl_start(db: str | None) -> None:
+    """Start the board; succeeds only once the process started answers /healthz with its pid."""
+    from . import ctl as control
+
+    _ctl_do(lambda: control.start(_ctl_board(db)))
+
+
+@ctl.command("stop")
+@db_option
+def ctl_stop(db: str | None) -> None:
+    """Stop the board (SIGTERM, then SIGKILL after a grace period)."""
+    from . import ctl as control
+
+    _ctl_do(lambda: control.stop(_ctl_board(db)))
+
+
+@ctl.command("restart")
+@db_option
+def ctl_restart(db: str | None) -> None:
+    """Stop the board if it runs, then start it."""
+    from . import ctl as control
+
+    board = _ctl_board(db)
+    _ctl_do(lambda: control.stop(board) + "\n" + control.start(board))
+
+
+@ctl.command("status")
+@db_option
+def ctl_status(db: str | None) -> None:
+    """Whether the board runs and answers; exits 3 when it does not."""
+    from . import ctl as control
+
+    running, line = control.status(_ctl_board(db))
+    click.echo(line)
+    if not running:
+        sys.exit(3)
+
+
+@ctl.command("logs")
+@db_option
+@click.option("-n", "--lines", default=50, show_default=True, type=click.IntRange(1))
+def ctl_logs(db: str | None, lines: int) -> None:
+    """The last lines of the board's log."""
+    from . import ctl as control
+
+    click.echo(control.logs(_ctl_board(db), lines))
+
+
+def _store_do(fn: Callable[[], T]) -> T:
+    from .server.store.db import StoreError
+
+    try:
+        return fn()
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@main.command()
+@db_option
+@click.argument("dest", type=click.Path(path_type=Path))
+def backup(db: str | None, dest: Path) -> None:
+    """Copy the database to DEST (a new file, or a folder) while the board keeps running."""
+    from .server.store import backup as store
+
+    source = Path(_settings(db).db)
+    made = _store_do(lambda: store.backup(source, dest))
+    click.echo(f"backed up {source} to {made} ({made.stat().st_size} bytes, integrity ok)")
+
+
+@main.command()
+@db_option
+@click.argument("source", type=click.Path(path_type=Path))
+def restore(db: str | None, source: Path) -> None:
+    """Put the backup SOURCE in place of the database; refuses while a board serves it."""
+    from .server.store import backup as store
+
+    target = Path(_settings(db).db)
+    saved = _store_do(lambda: store.restore(source, target))
+    if saved is not None:
+        click.echo(f"saved the database it replaced to {saved}")
+    click.echo(f"restored {source} to {target}; start the board to use it")
 
 
 @main.group()

@@ -122,8 +122,10 @@ class BoardClient:
             ) as resp:
                 if resp.content_type == "application/json":
                     data = await resp.json()
-                else:
+                elif resp.content_type.startswith("text/"):
                     data = await resp.text()
+                else:  # a download: the package
+                    data = await resp.read()
                 if resp.status >= 400:
                     error = data.get("error", {}) if isinstance(data, dict) else {}
                     retry = resp.headers.get("Retry-After")

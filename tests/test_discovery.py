@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,9 +11,12 @@ from aiohttp.test_utils import make_mocked_request
 from boardtest import Board, World
 from contract import check_answer
 
+from board import __version__
 from board.server import settings
+from board.server.api import discovery
 from board.server.api.discovery import canonical
 from board.server.api.keys import ROUTES
+from board.server.api.route import Call
 from board.server.api.routing import endpoint
 from board.server.api.table import all_routes
 from board.server.errors import Unauthenticated
@@ -51,8 +55,11 @@ async def test_documents_fill_in_the_board_address(board: Board) -> None:
         assert board.url in text and "{{" not in text
 
 
-async def test_healthz_says_only_ok_and_version(board: Board) -> None:
-    assert set(await board.client().health()) == {"ok", "version"}
+async def test_healthz_names_the_pid_to_loopback_only(board: Board) -> None:
+    assert await board.client().health() == {"ok": True, "version": __version__, "pid": os.getpid()}
+
+    remote = make_mocked_request("GET", "/healthz", app=board.app).clone(remote="192.0.2.7")
+    assert await discovery.healthz(Call(remote, board.ctx, None)) == {"ok": True, "version": __version__}
 
 
 async def test_api_map_lists_routes(world: World) -> None:
@@ -78,7 +85,7 @@ def test_readme_settings_table_is_the_generated_one() -> None:
 
 def test_the_generated_table_follows_a_new_setting() -> None:
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    stale = readme.replace("| `BOARD_PORT` | `8080` | TCP port to listen on. |\n", "")
+    stale = readme.replace("| `BOARD_PORT` | `port` | `8080` | TCP port to listen on. |\n", "")
     assert stale != readme
     assert settings.with_table(stale) == readme
 

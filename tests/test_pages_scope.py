@@ -1,7 +1,7 @@
 """Pages are a transport: every page route, for every caller, on populated data.
 
 A signed-in human gets the page; a caller without a live session (none, a bot's,
-an admin bot's or another workspace's bot's token, a signed-out or an expired
+an admin bot's, another workspace's bot's or a keeper's token, a signed-out or an expired
 session) is sent to /login with no page of data, and a POST of theirs changes nothing.
 """
 
@@ -13,6 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 from boardtest import Board, World, db_rows, populate, snapshot, start_board, stop_board
+from fleettest import enroll_keeper
 from pages_support import Browser, sign_in
 from scope_pages import PAGE_DECISIONS
 
@@ -98,6 +99,7 @@ async def test_page_decision_for_each_caller(key: tuple[str, str], tmp_path: Pat
     try:
         world = await populate(board)
         facts = await _facts(world)
+        keeper = await enroll_keeper(board, world.human, "box1")
         human = await sign_in(board)
         signed_out = await sign_in(board)
         signed_out_cookie = signed_out.cookie()
@@ -116,9 +118,13 @@ async def test_page_decision_for_each_caller(key: tuple[str, str], tmp_path: Pat
             "admin_bot": ({"Authorization": f"Bearer {world.admin_bot.token}"}, {}),
             "other_bot": ({"Authorization": f"Bearer {world.other.token}"}, {}),
             "human_api_token": ({"Authorization": f"Bearer {world.human.token}"}, {}),
+            "keeper": ({"Authorization": f"Bearer {keeper.token}"}, {}),
             "signed_out": ({}, {sessions.COOKIE: signed_out_cookie}),
             "expired": ({}, {sessions.COOKIE: await _expired_session(board)}),
         }
+        if case.public:
+            # A public page ignores tokens; one more caller would only spend the sign-in limit.
+            callers.pop("keeper")
         for role, (headers, cookies) in callers.items():
             before = snapshot(board.db_path)
             status, text, location = await _request(

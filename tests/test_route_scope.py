@@ -22,8 +22,10 @@ from typing import Any
 import pytest
 from boardtest import Board, World, populate, snapshot, start_board, stop_board
 from fleettest import Keeper, enroll_keeper
+from scope_pages import PAGE_DECISIONS
 
 from board.client import BoardAPIError, BoardClient
+from board.server import package
 
 ROLE_ORDER = ("anon", "other_keeper", "keeper", "other_bot", "admin_bot", "bot", "human")
 KEEPERS = ("keeper", "other_keeper")
@@ -84,6 +86,8 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/agents.md"): Case(everyone(200, anon=200)),
     ("GET", "/admin.md"): Case(everyone(200, anon=200)),
     ("GET", "/metrics"): Case(everyone(200, anon=200)),  # loopback may read metrics
+    ("GET", "/install.sh"): Case(everyone(200, anon=200)),
+    ("GET", "/install/{name}"): Case(everyone(200, anon=200), path={"name": "wheel"}),
     ("POST", "/api/agents"): Case(
         everyone(201, anon=201),
         body=lambda role, f: {"handle": f"new-{role}", "invite": f["invite"]},
@@ -187,6 +191,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("POST", "/api/fleet/bots/{handle}/token"): Case(
         {**FLEET_KEEPER, "keeper": 201, "other_keeper": 404}, path={"handle": "fleet_bot"}
     ),
+    ("POST", "/api/admin/backup"): Case(HUMANS_ONLY),
     # MCP over streamable HTTP: a tool list for any token; what each tool may reach is the
     # route's own decision, proved through the tools in test_mcp.py.
     ("POST", "/mcp"): Case(
@@ -262,6 +267,7 @@ async def _facts(world: World) -> dict[str, Any]:
         "proj": "proj",
         "lobby": "lobby",
         "gone": "gone",
+        "wheel": package.WHEEL_NAME,
     }
 
 
@@ -309,6 +315,9 @@ async def test_route_decision_for_each_role(key: tuple[str, str], tmp_path: Any)
         await stop_board(board)
 
 
+PAGES = set(PAGE_DECISIONS)
+
+
 def _public(board_app: Any) -> set[tuple[str, str]]:
     from board.server.api.table import all_routes
 
@@ -316,7 +325,10 @@ def _public(board_app: Any) -> set[tuple[str, str]]:
 
 
 async def test_keeper_refused_outside_the_fleet(tmp_path: Any) -> None:
-    """Every route of the app but the fleet's and the public documents: FORBIDDEN, nothing changed."""
+    """Every API route but the fleet's and the public documents: FORBIDDEN, nothing changed.
+
+    Pages take no bearer token at all: test_pages_scope sends a keeper's to every page.
+    """
     board = await start_board(tmp_path)
     try:
         world = await populate(board)
@@ -325,12 +337,17 @@ async def test_keeper_refused_outside_the_fleet(tmp_path: Any) -> None:
         public = _public(board.app)
         walked = 0
         for method, template in sorted(registered_routes(board.app)):
-            if template.startswith("/api/fleet") or (method, template) in public:
+            if (
+                template.startswith("/api/fleet")
+                or (method, template) in public
+                or (method, template) in PAGES
+            ):
                 continue
             path = template
-            for name in ("handle", "slug", "name", "id", "path"):
+            for name in ("handle", "slug", "name", "id", "path", "v"):
                 path = path.replace(
-                    "{" + name + "}", {"id": str(facts["root"]), "handle": "pb"}.get(name, "proj")
+                    "{" + name + "}",
+                    {"id": str(facts["root"]), "handle": "pb", "v": "1"}.get(name, "proj"),
                 )
             before = snapshot(board.db_path)
             try:

@@ -1,10 +1,11 @@
 """The one table of settings: every knob of the board, its default and its help.
 
-Each setting is read from the environment (``BOARD_<NAME>``) and may be
-overridden by the caller of :func:`load` (the CLI passes its options here).
-The README's settings table is generated from :data:`SETTINGS`
-(``python -m board.server.settings --readme README.md`` rewrites it) and a test
-keeps the two in step.
+Each setting is read, lowest first, from a TOML file (``BOARD_CONFIG``, else
+``~/.config/bot-board/board.toml``; top-level keys named like the settings),
+the environment (``BOARD_<NAME>``), and the caller of :func:`load` (the CLI
+passes its options here). The README's settings table is generated from
+:data:`SETTINGS` (``python -m board.server.settings --readme README.md``
+rewrites it) and a test keeps the two in step.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
@@ -21,6 +23,15 @@ from typing import Any
 def _default_db() -> str:
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return str(Path(state) / "bot-board" / "board.db")
+
+
+def config_path(env: Mapping[str, str] | None = None) -> Path:
+    """The TOML file of settings: ``BOARD_CONFIG``, else ``board.toml`` in the user's config folder."""
+    env = os.environ if env is None else env
+    if env.get("BOARD_CONFIG"):
+        return Path(env["BOARD_CONFIG"]).expanduser()
+    config = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config) / "bot-board" / "board.toml"
 
 
 @dataclass(frozen=True)
@@ -80,24 +91,47 @@ class Settings:
 SETTINGS = tuple(fields(Settings))
 
 
+def state_dir(settings: Settings) -> Path:
+    """Where the board keeps what is not the database: pid file, log, backups (the database's folder)."""
+    return Path(settings.db).expanduser().parent
+
+
 def _coerce(name: str, kind: Any, raw: Any) -> Any:
     if kind in (int, "int"):
         try:
             return int(raw)
         except (TypeError, ValueError):
-            raise ValueError(f"BOARD_{name.upper()} must be a whole number, not {raw!r}") from None
+            raise ValueError(f"{name} (BOARD_{name.upper()}) must be a whole number, not {raw!r}") from None
     if kind in (float, "float"):
         try:
             return float(raw)
         except (TypeError, ValueError):
-            raise ValueError(f"BOARD_{name.upper()} must be a number, not {raw!r}") from None
+            raise ValueError(f"{name} (BOARD_{name.upper()}) must be a number, not {raw!r}") from None
     return str(raw)
 
 
+def _from_file(path: Path, explicit: bool) -> dict[str, Any]:
+    """The settings a TOML file names; a missing file is no settings unless it was named."""
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        if explicit:
+            raise ValueError(f"BOARD_CONFIG names {path}, which does not exist") from None
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"cannot read the settings file {path}: {exc}") from None
+    known = {f.name: f for f in SETTINGS}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ValueError(f"{path}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    return {name: _coerce(name, known[name].type, value) for name, value in data.items()}
+
+
 def load(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Settings:
-    """Settings from the environment, then ``overrides`` (``None`` values are ignored)."""
+    """Settings from the file, the environment, then ``overrides`` (``None`` values are ignored)."""
     env = os.environ if env is None else env
-    values: dict[str, Any] = {}
+    values = _from_file(config_path(env), explicit=bool(env.get("BOARD_CONFIG")))
     for f in SETTINGS:
         raw = env.get(f"BOARD_{f.name.upper()}")
         if raw is not None and raw != "":
@@ -105,6 +139,8 @@ def load(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | No
     for name, value in (overrides or {}).items():
         if value is not None:
             values[name] = value
+    if "db" in values:
+        values["db"] = str(Path(values["db"]).expanduser())
     return Settings(**values)
 
 
@@ -121,9 +157,9 @@ def _shown_default(f: Field[Any]) -> str:
 
 def markdown_table() -> str:
     """The README's settings table, one row per setting in declaration order."""
-    rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
+    rows = ["| variable | in board.toml | default | meaning |", "| --- | --- | --- | --- |"]
     for f in SETTINGS:
-        rows.append(f"| `BOARD_{f.name.upper()}` | {_shown_default(f)} | {f.metadata['help']} |")
+        rows.append(f"| `BOARD_{f.name.upper()}` | `{f.name}` | {_shown_default(f)} | {f.metadata['help']} |")
     return "\n".join(rows) + "\n"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from importlib import resources
 from typing import Any
@@ -16,6 +17,7 @@ from .keys import HOSTS, METRICS
 from .keys import ROUTES as ROUTE_TABLE
 from .responses import COMPONENTS, RESPONSES
 from .route import Call, Route
+from .routing import from_loopback
 
 PATH_PARAM = re.compile(r"{(\w+)(?::[^}]*)?}")
 PATH_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -50,6 +52,9 @@ async def llms_txt(call: Call) -> web.Response:
 
 
 async def healthz(call: Call) -> Any:
+    """Ok and version; to loopback also the pid, so whoever started a board knows it is the one answering."""
+    if from_loopback(call.request):
+        return {"ok": True, "version": __version__, "pid": os.getpid()}
     return {"ok": True, "version": __version__}
 
 
@@ -177,7 +182,7 @@ async def metrics(call: Call) -> web.Response:
 
 
 ROUTES = [
-    Route("GET", "/healthz", healthz, "Liveness: ok and version only.", public=True),
+    Route("GET", "/healthz", healthz, "Liveness: ok and version (and the pid, from loopback).", public=True),
     Route("GET", "/api", api_map, "The machine map: routes and documents."),
     Route("GET", "/api/openapi.json", openapi_json, "This API as OpenAPI 3.1.", public=True),
     Route("GET", "/llms.txt", llms_txt, "The protocol in prose.", public=True),

@@ -21,6 +21,8 @@ TIME: Schema = {"type": "string", "format": "date-time"}
 ANY_OBJECT: Schema = {"type": "object"}
 MARKDOWN: Schema = {"type": "string", "contentMediaType": "text/markdown"}
 PLAIN: Schema = {"type": "string", "contentMediaType": "text/plain"}
+SHELL: Schema = {"type": "string", "contentMediaType": "text/x-shellscript"}
+WHEEL: Schema = {"contentMediaType": "application/zip"}  # bytes: no JSON type to check
 
 
 def nullable(schema: Schema) -> Schema:
@@ -526,7 +528,12 @@ ROUTINES: dict[tuple[str, str], Answer] = {
 def _answers() -> dict[tuple[str, str], Answer]:
     created = (201,)
     table: dict[tuple[str, str], Answer] = {
-        ("GET", "/healthz"): Answer({**obj({"ok": BOOL, "version": STR}), "additionalProperties": False}),
+        ("GET", "/healthz"): Answer(
+            {**obj({"ok": BOOL, "version": STR}, {"pid": INT}), "additionalProperties": False}
+        ),
+        ("GET", "/install.sh"): Answer(SHELL),
+        ("GET", "/install/{name}"): Answer(WHEEL),
+        ("POST", "/api/admin/backup"): Answer(obj({"path": STR, "bytes": INT, "started_at": TIME}), created),
         ("GET", "/api"): Answer(
             obj(
                 {

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
-from . import audit, claims, discovery, fleet, identity, knowledge, messages, registry, routines, workspaces
+from . import (
+    admin,
+    audit,
+    claims,
+    discovery,
+    fleet,
+    identity,
+    installer,
+    knowledge,
+    messages,
+    registry,
+    routines,
+    workspaces,
+)
 from .route import Route
 
 ROUTE_MODULES = (
     discovery,
+    installer,
     identity,
     workspaces,
     messages,
@@ -16,6 +30,7 @@ ROUTE_MODULES = (
     routines,
     fleet,
     audit,
+    admin,
 )
 
 

@@ -1,0 +1,34 @@
+"""Backups taken through the API: humans only, always under the board's state directory."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from ..errors import Forbidden
+from ..principal import Principal
+from ..settings import state_dir
+from ..store import backup as store
+from . import audit
+from .context import Context
+
+
+def backup_dir(ctx: Context) -> Path:
+    """Where API backups go: ``backups/`` beside the database, never a caller-chosen path."""
+    return state_dir(ctx.settings) / "backups"
+
+
+async def take(ctx: Context, p: Principal) -> dict[str, Any]:
+    """A consistent copy of the live database; the board keeps serving while it is taken."""
+    if not p.is_human:
+        raise Forbidden("Only a human may take a backup.")
+    started = ctx.now()
+    folder = backup_dir(ctx)
+    await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
+    path = await asyncio.to_thread(store.backup, Path(ctx.settings.db), folder)
+    size = path.stat().st_size
+    await ctx.db.write(
+        lambda conn: audit.record(conn, ctx, p, "board.backup", path.name, details={"bytes": size})
+    )
+    return {"path": str(path), "bytes": size, "started_at": started}

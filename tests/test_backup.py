@@ -1,0 +1,139 @@
+"""Backups under load: consistent, checked, restorable; a restore never lands under a running board."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from load import LOAD_ENV, add_humans, humans, integrity, load, missing
+from processes import board_env, command, kill, serve, wait_healthy
+
+from board.client import BoardAPIError, BoardClient
+
+
+def board(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command(*args), env=env, capture_output=True, text=True, timeout=120)
+
+
+def _wait_for_acks(clients: object, count: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while len(clients.acknowledged()) < count:  # type: ignore[attr-defined]
+        assert time.monotonic() < deadline, "the clients got no answers"
+        time.sleep(0.02)
+
+
+async def test_a_backup_under_load_restores_every_write_acknowledged_before_it(tmp_path: Path) -> None:
+    db = tmp_path / "board.db"
+    tokens = await add_humans(db, ["c0", "c1", "c2"])
+    env = board_env(**LOAD_ENV)
+    served = serve(db, env=env)
+    try:
+        wait_healthy(served)
+        with load(served.url, tokens, tmp_path / "load") as clients:
+            _wait_for_acks(clients, 100)
+            before_cli = clients.acknowledged()
+            made = board(env, "backup", str(tmp_path / "copy.db"), "--db", str(db))
+            assert made.returncode == 0, made.stderr
+            assert "integrity ok" in made.stdout
+            _wait_for_acks(clients, len(clients.acknowledged()) + 50)  # the board kept serving
+
+            before_api = clients.acknowledged()
+            async with BoardClient(served.url, tokens[0]) as human:
+                answer = await human.request("POST", "/api/admin/backup")
+            clients.finish()
+        during_api = clients.acknowledged()
+    finally:
+        kill(served.proc)
+
+    assert len(during_api) > len(before_api) > len(before_cli) >= 100
+    api_copy = Path(answer["path"])
+    assert api_copy.parent == tmp_path / "backups" and answer["bytes"] == api_copy.stat().st_size
+    for copy, acked in ((tmp_path / "copy.db", before_cli), (api_copy, before_api)):
+        restored = tmp_path / f"restored-{copy.name}"
+        put_back = board(env, "restore", str(copy), "--db", str(restored))
+        assert put_back.returncode == 0, put_back.stderr
+        assert integrity(restored) == [("ok",)]
+        assert missing(restored, acked) == []
+        conn = sqlite3.connect(restored)
+        try:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"  # one file, no -wal
+        finally:
+            conn.close()
+
+
+async def test_only_a_human_may_take_a_backup_through_the_api(tmp_path: Path) -> None:
+    from boardtest import populate, start_board, stop_board
+
+    running = await start_board(tmp_path)
+    try:
+        world = await populate(running)
+        for caller in (world.bot, world.admin_bot):
+            with pytest.raises(BoardAPIError) as refused:
+                await caller.request("POST", "/api/admin/backup")
+            assert refused.value.code == "FORBIDDEN"
+        assert not (tmp_path / "backups").exists() or not any((tmp_path / "backups").iterdir())
+        with pytest.raises(BoardAPIError) as bodied:
+            await world.human.request("POST", "/api/admin/backup", json={"path": "/etc/passwd"})
+        assert bodied.value.code == "INVALID_ARGUMENT"
+    finally:
+        await stop_board(running)
+
+
+def test_restore_refuses_while_a_board_serves_the_database(tmp_path: Path) -> None:
+    db = tmp_path / "board.db"
+    env = board_env()
+    humans(db, ["al"])
+    assert board(env, "backup", str(tmp_path / "copy.db"), "--db", str(db)).returncode == 0
+    served = serve(db, env=env)
+    try:
+        wait_healthy(served)
+        before = db.read_bytes()
+        refused = board(env, "restore", str(tmp_path / "copy.db"), "--db", str(db))
+        assert refused.returncode != 0
+        assert "running board" in refused.stderr and "board ctl stop" in refused.stderr
+        assert db.read_bytes() == before
+        assert not (tmp_path / "backups").exists()
+    finally:
+        kill(served.proc)
+
+
+def test_backup_and_restore_refuse_what_they_cannot_do_cleanly(tmp_path: Path) -> None:
+    db = tmp_path / "board.db"
+    env = board_env()
+    humans(db, ["al"])
+    (tmp_path / "taken.db").write_text("x")
+    exists = board(env, "backup", str(tmp_path / "taken.db"), "--db", str(db))
+    assert exists.returncode != 0 and "already exists" in exists.stderr
+    assert (tmp_path / "taken.db").read_text() == "x"
+
+    (tmp_path / "junk.db").write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
+    before = db.read_bytes()
+    junk = board(env, "restore", str(tmp_path / "junk.db"), "--db", str(db))
+    assert junk.returncode != 0 and "integrity check" in junk.stderr
+    assert db.read_bytes() == before
+
+    assert board(env, "restore", str(tmp_path / "absent.db"), "--db", str(db)).returncode != 0
+
+
+def test_restore_over_a_stopped_board_keeps_the_database_it_replaces(tmp_path: Path) -> None:
+    db = tmp_path / "board.db"
+    env = board_env()
+    humans(db, ["al"])
+    assert board(env, "backup", str(tmp_path / "one-human.db"), "--db", str(db)).returncode == 0
+    humans(db, ["bo"])
+    put_back = board(env, "restore", str(tmp_path / "one-human.db"), "--db", str(db))
+    assert put_back.returncode == 0, put_back.stderr
+    (saved,) = (tmp_path / "backups").iterdir()
+    assert f"saved the database it replaced to {saved}" in put_back.stdout
+
+    def handles(path: Path) -> set[str]:
+        conn = sqlite3.connect(path)
+        try:
+            return {row[0] for row in conn.execute("SELECT handle FROM agents WHERE kind = 'human'")}
+        finally:
+            conn.close()
+
+    assert handles(db) == {"al"} and handles(saved) == {"al", "bo"}
