@@ -45,6 +45,14 @@ PAGE_DECISIONS: dict[tuple[str, str], PageCase] = {
     ("GET", "/inbox"): PageCase(200),
     ("GET", "/audit"): PageCase(200, query="?actor=alice&from=2026-01-01T00:00:00Z"),
     ("GET", "/onboard"): PageCase(200),
+    ("GET", "/fleet"): PageCase(200),
+    ("POST", "/fleet/machines"): PageCase(200, form={"machine_name": "box2"}),
+    ("POST", "/fleet/bots"): PageCase(404, form={"machine": "box1", "profile": "nope", "handle": "newbot"}),
+    ("POST", "/fleet/bots/{handle}/{action}"): PageCase(
+        404, path={"handle": "pb", "action": "stop"}, form={}
+    ),
+    ("GET", "/fleet/bots/{handle}"): PageCase(404, path={"handle": "pb"}),
+    ("GET", "/fleet/events"): PageCase(200),
     ("GET", "/kb"): PageCase(200, query="?workspace=proj"),
     ("GET", "/kb/review"): PageCase(200),
     ("POST", "/kb/review"): PageCase(

@@ -46,7 +46,8 @@ def bot_report(handle: str, state: str = "running", **extra: Any) -> dict[str, A
 async def test_an_enroll_code_is_used_once_and_expires(clocked_world: World, clock: ManualClock) -> None:
     world = clocked_world
     code = await world.human.enroll_code("box1", expires_in=60)
-    assert code["command"] == f"keeper enroll --board {world.board.url} --code {code['code']}"
+    line = f"curl -fsSL {world.board.url}/install.sh | bash -s -- keeper --code {code['code']}"
+    assert code["command"] == line
     enrolled = await world.anon.enroll(code["code"], hostname="box1.local")
     assert enrolled["machine"] == "box1" and enrolled["token"].startswith("bk_")
     await refused(world, world.anon.enroll(code["code"]), 401, "UNAUTHENTICATED")

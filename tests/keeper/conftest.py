@@ -1,8 +1,46 @@
 """The keeper's tests reuse the launcher's end-to-end helpers (a live board, the fakes)."""
 
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "launcher"))
 
-from botrun import live, world  # noqa: F401 - end-to-end fixtures, found by name
+import botrun
+from boardtest import World
+from botrun import LiveBoard
+from fakeharness import Fake
+from keeperrun import KeeperProcess, kill_all
+
+live, world = botrun.live, botrun.world  # the launcher's end-to-end fixtures, found by name
+
+
+@pytest.fixture
+async def keeper(
+    tmp_path: Path,
+    live: LiveBoard,
+    world: World,
+    fake: Fake,
+) -> AsyncIterator[KeeperProcess]:
+    """An enrolled machine ``box1`` with a running keeper; its bots are killed at teardown."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    await world.human.create_profile("proj-dev", "proj", "claude", repo=str(repo))
+    code = (await world.human.enroll_code("box1"))["code"]
+    keeper = KeeperProcess(tmp_path, fake)
+    code_, out = await keeper.enroll(live.url, code)
+    assert code_ == 0, out
+    keeper.start()
+    yield keeper
+    if keeper.proc is not None and keeper.proc.poll() is None:
+        keeper.proc.kill()
+        keeper.proc.wait()
+    for handle in ("fb", "crashy"):
+        kill_all(handle)
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Fake:
+    return Fake(tmp_path / "fake")

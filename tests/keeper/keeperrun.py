@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from boardtest import eventually
+from boardtest import World, eventually
 from botrun import ROOT
 from fakeharness import FAKES_BIN, SANDBOX_ENV, Fake
 
@@ -136,3 +136,31 @@ def kill_all(handle: str) -> None:
     for proc in daemons(handle):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def fleet_bot(world: World, handle: str) -> dict[str, Any] | None:
+    for machine in (await world.human.fleet())["machines"]:
+        for bot in machine["bots"]:
+            if bot["handle"] == handle:
+                return dict(bot)
+    return None
+
+
+async def running(world: World, handle: str, *, other_than: int | None = None) -> dict[str, Any]:
+    """Wait until the fleet shows the bot running with a live pid (another one than ``other_than``)."""
+
+    async def probe() -> dict[str, Any] | None:
+        bot = await fleet_bot(world, handle)
+        if not bot or bot["state"] not in ("running", "waking") or bot.get("pid") in (None, other_than):
+            return None
+        return bot if psutil.pid_exists(bot["pid"]) else None
+
+    return await eventually(probe, f"{handle} running", 60, 0.1)
+
+
+async def state(world: World, handle: str, wanted: str) -> dict[str, Any]:
+    async def probe() -> dict[str, Any] | None:
+        bot = await fleet_bot(world, handle)
+        return bot if bot and bot["state"] == wanted else None
+
+    return await eventually(probe, f"{handle} {wanted}", 60, 0.1)

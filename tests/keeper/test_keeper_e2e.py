@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import signal
 import stat
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,61 +21,9 @@ import pytest
 from boardtest import World, eventually
 from botrun import LiveBoard
 from fakeharness import Fake
-from keeperrun import KeeperProcess, daemons, group_gone, kill_all
+from keeperrun import KeeperProcess, daemons, fleet_bot, group_gone, running, state
 
 pytestmark = pytest.mark.timeout(240)
-
-
-@pytest.fixture
-async def keeper(tmp_path: Path, live: LiveBoard, world: World, fake: Fake) -> AsyncIterator[KeeperProcess]:
-    """An enrolled machine ``box1`` with a running keeper; its bots are killed at teardown."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    await world.human.create_profile("proj-dev", "proj", "claude", repo=str(repo))
-    code = (await world.human.enroll_code("box1"))["code"]
-    keeper = KeeperProcess(tmp_path, fake)
-    code_, out = await keeper.enroll(live.url, code)
-    assert code_ == 0, out
-    keeper.start()
-    yield keeper
-    if keeper.proc is not None and keeper.proc.poll() is None:
-        keeper.proc.kill()
-        keeper.proc.wait()
-    for handle in ("fb", "crashy"):
-        kill_all(handle)
-
-
-@pytest.fixture
-def fake(tmp_path: Path) -> Fake:
-    return Fake(tmp_path / "fake")
-
-
-async def fleet_bot(world: World, handle: str) -> dict[str, Any] | None:
-    for machine in (await world.human.fleet())["machines"]:
-        for bot in machine["bots"]:
-            if bot["handle"] == handle:
-                return dict(bot)
-    return None
-
-
-async def running(world: World, handle: str, *, other_than: int | None = None) -> dict[str, Any]:
-    """Wait until the fleet shows the bot running with a live pid (another one than ``other_than``)."""
-
-    async def probe() -> dict[str, Any] | None:
-        bot = await fleet_bot(world, handle)
-        if not bot or bot["state"] not in ("running", "waking") or bot.get("pid") in (None, other_than):
-            return None
-        return bot if psutil.pid_exists(bot["pid"]) else None
-
-    return await eventually(probe, f"{handle} running", 60, 0.1)
-
-
-async def state(world: World, handle: str, wanted: str) -> dict[str, Any]:
-    async def probe() -> dict[str, Any] | None:
-        bot = await fleet_bot(world, handle)
-        return bot if bot and bot["state"] == wanted else None
-
-    return await eventually(probe, f"{handle} {wanted}", 60, 0.1)
 
 
 async def test_enroll_run_restart_after_kill_and_stop_the_group(

@@ -78,7 +78,7 @@ async def create_enroll_code(
         "code": code,
         "machine_name": req.machine_name,
         "expires_at": expires_at,
-        "command": f"keeper enroll --board {board_url} --code {code}",
+        "command": f"curl -fsSL {board_url}/install.sh | bash -s -- keeper --code {code}",
     }
 
 

@@ -1,0 +1,120 @@
+"""The fleet page: machines as cards with their bots; start, stop, restart; add a machine or a bot.
+
+Every button is a form sent to the same fleet service as the API, with the
+session's CSRF token (checked by the pages' endpoint before anything runs).
+The cards stay live over Server-Sent Events: ``/fleet/events`` renders them
+again every second and sends them when they changed. A keeper's report is not
+a hub event, and a machine turning stale is time passing with no write to wait
+for, so the stream renders on a beat instead of waiting on the hub.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from aiohttp import web
+
+from ..errors import NotFound
+from ..services import fleet, registry, sessions, wakes
+from .routing import TEMPLATES, PageCall, PageRoute, redirect
+
+LIVE_EVERY = 1.0  # seconds between two renderings of a live tab's cards
+MACHINES = 500  # a fleet page shows this many machines at most
+RECENT_WAKES = 20
+
+
+async def _machines(call: PageCall) -> list[dict[str, Any]]:
+    return list((await fleet.fleet(call.ctx, call.p, fleet.FleetQuery(limit=MACHINES)))["machines"])
+
+
+def _cards(call: PageCall, machines: list[dict[str, Any]]) -> str:
+    module: Any = call.request.app[TEMPLATES].get_template("fleet_cards.html").module
+    return str(module.cards(machines, call.session.csrf if call.session else ""))
+
+
+def _board_url(call: PageCall) -> str:
+    return f"{call.request.scheme}://{call.request.host}"
+
+
+async def _page(call: PageCall, *, enroll: dict[str, Any] | None = None) -> web.Response:
+    page = await fleet.fleet(call.ctx, call.p, fleet.FleetQuery(limit=MACHINES))
+    profiles = await registry.list_profiles(call.ctx, call.p, registry.ProfileList(limit=500))
+    return call.render(
+        "fleet.html",
+        machines=page["machines"],
+        orders=page["orders"],
+        profiles=profiles["profiles"],
+        enroll=enroll,
+    )
+
+
+async def overview(call: PageCall) -> web.StreamResponse:
+    return await _page(call)
+
+
+async def add_machine(call: PageCall) -> web.StreamResponse:
+    # Rendered, not redirected: the code is shown this once.
+    req = call.parsed_form(fleet.EnrollCodeRequest)
+    return await _page(call, enroll=await fleet.create_enroll_code(call.ctx, call.p, req, _board_url(call)))
+
+
+async def add_bot(call: PageCall) -> web.StreamResponse:
+    await fleet.assign(call.ctx, call.p, call.parsed_form(fleet.Assignment))
+    return redirect("/fleet")
+
+
+async def steer(call: PageCall) -> web.StreamResponse:
+    handle, action = call.arg("handle"), call.arg("action")
+    if action == "unassign":
+        await fleet.unassign(call.ctx, call.p, handle)
+    else:
+        await fleet.order(call.ctx, call.p, handle, action)
+    return redirect("/fleet")
+
+
+async def bot(call: PageCall) -> web.StreamResponse:
+    handle = call.arg("handle")
+    found = [b for m in await _machines(call) for b in m["bots"] if b["handle"] == handle]
+    if not found:
+        raise NotFound("bot")
+    woken = await wakes.list_wakes(call.ctx, call.p, wakes.WakeList(bot=handle, limit=RECENT_WAKES))
+    return call.render("fleet_bot.html", bot=found[0], wakes=woken["wakes"])
+
+
+async def events(call: PageCall) -> web.StreamResponse:
+    """The cards, sent again whenever they render differently, while the session lasts."""
+    cookie = call.request.cookies.get(sessions.COOKIE)
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    )
+    await response.prepare(call.request)
+    sent = ""
+    try:
+        await response.write(b": open\n\n")
+        while await sessions.resolve(call.ctx, cookie) is not None:
+            html = _cards(call, await _machines(call))
+            if html != sent:
+                await response.write(f"event: fleet\ndata: {json.dumps({'html': html})}\n\n".encode())
+                sent = html
+            await asyncio.sleep(LIVE_EVERY)
+        await response.write(b"event: released\ndata: {}\n\n")
+    except ConnectionResetError:
+        pass  # the tab went away
+    return response
+
+
+ROUTES = [
+    PageRoute("GET", "/fleet", overview, "Machines as cards with their bots, and the last orders."),
+    PageRoute("POST", "/fleet/machines", add_machine, "An enroll code and the line that adds a machine."),
+    PageRoute("POST", "/fleet/bots", add_bot, "Assign a bot to a machine from a profile."),
+    PageRoute(
+        "POST",
+        "/fleet/bots/{handle}/{action:start|stop|restart|unassign}",
+        steer,
+        "Start, stop, restart or unassign a bot.",
+    ),
+    PageRoute("GET", "/fleet/bots/{handle}", bot, "One bot of the fleet: its recent wakes and log tail."),
+    PageRoute("GET", "/fleet/events", events, "The fleet's cards, live, as Server-Sent Events."),
+]

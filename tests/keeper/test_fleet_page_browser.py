@@ -1,0 +1,66 @@
+"""/fleet in a real browser, with a real keeper running a real ``bot run`` daemon.
+
+Stopping the bot with its button ends its process group, and the card turns
+to ``stopped`` over the page's live stream without a reload; its Start button
+brings it back. The add-a-machine form shows the installer's one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from boardtest import World, eventually
+from browser_support import new_tab
+from keeperrun import KeeperProcess, daemons, group_gone, running, state
+from pages_support import login_link
+from playwright.async_api import Browser, expect
+
+pytestmark = pytest.mark.timeout(240)
+
+
+async def test_stop_and_start_a_bot_from_its_card(
+    chromium: Browser, world: World, keeper: KeeperProcess, tmp_path: Path
+) -> None:
+    await world.human.assign_bot("box1", "proj-dev", "fb")
+    bot = await running(world, "fb")
+    pgid = bot["pid"]
+    tab = await new_tab(chromium, tmp_path)
+    await tab.page.goto(world.board.url + await login_link(world.board, "alice"))
+    await tab.page.click("#use-link")
+    await tab.page.wait_for_url("**/c/**")
+    await tab.page.goto(world.board.url + "/fleet")
+    card = tab.page.locator("#machine-box1")
+    await expect(card).to_have_attribute("data-status", "online")
+    row = tab.page.locator("#bot-fb")
+    await expect(row).to_have_attribute("data-state", "running")
+    await expect(row).to_have_attribute("data-pid", str(bot["pid"]))
+    await tab.shot("01-running")
+    tab.page.on("framenavigated", lambda frame: tab.dialogs.append(f"navigated to {frame.url}"))
+
+    await row.locator("button[name=stop]").click()
+    await expect(tab.page.locator("#bot-fb")).to_have_attribute("data-state", "stopped", timeout=60_000)
+    await state(world, "fb", "stopped")
+    await eventually(lambda: group_gone(pgid), "the bot's process group to end", 30)
+    assert daemons("fb") == []
+    await expect(tab.page.locator("#bot-fb")).to_have_attribute("data-pid", "")
+    await tab.shot("02-stopped")
+
+    await tab.page.locator("#bot-fb button[name=start]").click()
+    await expect(tab.page.locator("#bot-fb")).to_have_attribute("data-state", "running", timeout=60_000)
+    again = await running(world, "fb")
+    assert again["pid"] != bot["pid"] and len(daemons("fb")) == 1
+    await expect(tab.page.locator("#bot-fb")).to_have_attribute("data-pid", str(again["pid"]))
+    await tab.shot("03-started-again")
+    assert tab.dialogs == [] and tab.errors == []  # no reload: the page never navigated
+
+    await tab.page.fill("#add-machine input[name=machine_name]", "box2")
+    await tab.page.click("#add-machine button")
+    line = tab.page.locator("#enroll-line")
+    await expect(line).to_contain_text(
+        f"curl -fsSL {world.board.url}/install.sh | bash -s -- keeper --code bk_"
+    )
+    await tab.shot("04-add-a-machine")
+    await tab.page.click("#bot-fb a")
+    await expect(tab.page.locator("#log-tail")).not_to_be_empty()
+    await tab.shot("05-bot")
