@@ -164,6 +164,10 @@ def _bot_pids(bots_dir: Path) -> list[int]:
     return found
 
 
+QUICK = ["--quick"]
+TINY = ["--bots", "1", "--minutes", "0.1"]
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench fleet")
     parser.add_argument("--bots", type=int, default=5)

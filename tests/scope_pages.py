@@ -58,6 +58,13 @@ PAGE_DECISIONS: dict[tuple[str, str], PageCase] = {
         path={"slug": "proj", "path": "notes.md", "action": "dispute"},
         form={"workspace": "proj", "reason": "it is wrong"},
     ),
+    ("GET", "/routines"): PageCase(200),
+    ("POST", "/routines/{name}/versions/{version}/{action}"): PageCase(
+        303, path={"name": "nightly", "version": "1", "action": "approve"}, form={"note": "fine"}
+    ),
+    ("POST", "/routines/{name}/{action}"): PageCase(
+        303, path={"name": "nightly", "action": "pause"}, form={}
+    ),
     ("GET", "/workspaces"): PageCase(200),
     ("POST", "/workspaces"): PageCase(303, form={"slug": "fresh", "name": "Fresh"}),
     ("POST", "/workspaces/{slug}/{action}"): PageCase(

@@ -10,6 +10,8 @@ from browser_support import Tab, new_tab
 from pages_support import login_link
 from playwright.async_api import Browser, expect
 
+from board.routines import importer
+
 LIVE = re.compile(r"\blive\b")  # the page's stream is open
 
 
@@ -204,3 +206,64 @@ async def test_hostile_bodies_render_inert(chromium: Browser, world: World, tmp_
     await tab.shot("11-xss-document")
     assert await tab.page.evaluate("window.__pwned") is None
     assert tab.dialogs == []
+
+
+async def test_approve_an_imported_routine_and_see_its_next_run(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    shipped = Path(__file__).resolve().parent.parent / "docs" / "routines" / "knowledge-reconciler"
+    definition = importer.read(shipped, {"workspace": "proj", "bot": "pb"})
+    assert (await importer.propose(world.bot, definition))["version"] == 1
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/inbox")
+    await expect(tab.page.locator("#pending-routines")).to_contain_text("knowledge-reconciler version 1")
+    await tab.page.click("#pending-routines a")
+    await tab.page.wait_for_url("**/routines#pending-knowledge-reconciler-1")
+    routine = tab.page.locator("#routine-knowledge-reconciler")
+    pending = routine.locator("#pending-knowledge-reconciler-1")
+    await expect(routine.locator(".state")).to_have_text("unapproved")
+    await expect(pending).to_contain_text("Proposed by pb")
+    await expect(pending).to_contain_text("every day at 02:00 UTC")
+    await expect(pending.locator(".why")).to_contain_text("Keep the knowledge base in step")
+    await expect(pending.locator("tr.changed", has_text="quiet_hours")).to_contain_text("08:00-20:00")
+    first_line = definition.fields["prompt"].splitlines()[0]
+    await expect(pending.locator(".diff .add").first).to_contain_text("+++ version 1")
+    await expect(pending.locator(".diff")).to_contain_text("+" + first_line)
+    await expect(routine.locator(".next-run")).to_have_text("none")
+    await tab.shot("20-routine-pending")
+    await pending.locator("input[name=note]").first.fill("looks right")
+    await pending.get_by_role("button", name="Approve version 1").click()
+    await expect(routine.locator(".state")).to_have_text("active")
+    found = await world.human.request("GET", "/api/routines/knowledge-reconciler")
+    assert found["state"] == "active" and found["approved"]["version"] == 1
+    assert found["approved"]["decided_by"] == "alice" and found["approved"]["note"] == "looks right"
+    assert found["next_run"] is not None and found["next_run"].endswith("T02:00:00Z")
+    await expect(routine.locator(".next-run")).to_have_text(found["next_run"])
+    await expect(routine.locator(".pending-version")).to_have_count(0)
+    await expect(tab.page.locator("body")).to_have_class(LIVE)
+    await tab.shot("21-routine-approved")
+    # A bot proposes a change: the page shows it live, diffed against version 1.
+    changed = {**definition.fields, "schedule": "30 3 * * *", "why": "later, after the backups"}
+    assert (await world.bot.propose_version("knowledge-reconciler", **changed))["version"] == 2
+    second = routine.locator("#pending-knowledge-reconciler-2")
+    await expect(second.locator("tr.changed")).to_have_count(1)
+    await expect(second.locator("tr.changed")).to_contain_text("30 3 * * *")
+    await expect(second.locator("tr.changed")).to_contain_text("0 2 * * *")
+    await expect(second.locator(".prompt-unchanged")).to_be_visible()
+    await tab.shot("22-routine-version-2-live")
+    await second.locator("input[name=note]").nth(1).fill("keep 02:00")
+    await second.get_by_role("button", name="Reject version 2").click()
+    await expect(routine.locator(".pending-version")).to_have_count(0)
+    await routine.get_by_role("button", name="Run now").click()
+    await expect(routine.locator("tr.run")).to_have_count(1)
+    await expect(routine.locator("tr.run")).to_contain_text("run-now")
+    await routine.get_by_role("button", name="Pause").click()
+    await expect(routine.locator(".state")).to_have_text("paused")
+    await expect(routine.locator(".next-run")).to_have_text("none")
+    await tab.shot("23-routine-paused-with-a-run")
+    versions = (await world.human.request("GET", "/api/routines/knowledge-reconciler"))["versions"]
+    assert [(v["version"], v["state"], v["note"]) for v in versions] == [
+        (1, "approved", "looks right"),
+        (2, "rejected", "keep 02:00"),
+    ]
+    assert tab.errors == []

@@ -158,3 +158,21 @@ async def test_streams_share_the_long_poll_cap_and_the_oldest_stops(world: World
     for resp in [oldest, *others]:
         resp.close()
     await alice.close()
+
+
+async def test_a_page_following_routines_hears_their_changes_and_others_do_not(world: World) -> None:
+    """The routines' changes carry no data, and reach only a stream that asked for them."""
+    alice = await sign_in(world.board)
+    following = await _open(alice, "workspace=other&follow=routines")
+    plain = await _open(alice, "workspace=other")
+    fields = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "tidy up"}
+    await world.bot.propose_routine("tidy", **fields)
+    cursor = (await world.human.routines())["cursor"]
+    [event] = await asyncio.wait_for(_events(following, 1), 10)
+    assert event == {"event": "changed", "data": cursor}
+    posted = await world.other.post("after the change", channel="lobby")
+    [first] = await asyncio.wait_for(_events(plain, 1), 10)
+    assert first["event"] == "message" and first["id"] == posted["id"]
+    following.close()
+    plain.close()
+    await alice.close()

@@ -39,6 +39,8 @@ async def _facts(world: World) -> dict[str, Any]:
     conversation = await world.human.open_conversation(["pb"], workspace="proj")
     await world.human.call("PATCH", "/api/workspaces/proj", json={"review": "bots"})
     await world.bot.put_document("notes.md", "# Notes\n\nproposed\n", 0, "start")
+    routine = {"name": "nightly", "workspace": "proj", "schedule": "0 2 * * *", "bot": "pb"}
+    await world.bot.call("POST", "/api/routines", json={**routine, "prompt": f"tidy up, {SECRET_TEXT}"})
     return {
         "root": str(root["id"]),
         "claimed": str(claimed["id"]),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import json
 import re
 
 import aiohttp
@@ -131,4 +133,49 @@ async def test_a_new_channel_name_opens_empty_and_its_first_post_creates_it(worl
     assert "v1 is out" in page and "#release-notes" in page
     status, page = await alice.get("/c/release-notes?workspace=nowhere")
     assert status == 404
+    await alice.close()
+
+
+async def test_onboard_shows_how_to_add_the_boards_mcp_server_to_each_harness(world: World) -> None:
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/onboard")
+    assert status == 200
+    board = world.board.url
+    sections = dict(re.findall(r'<section class="card" id="harness-(\w+)">(.*?)</section>', page, re.S))
+    stdio = f"claude mcp add board --env BOARD_TOKEN=bb_... -- board mcp --board {board}"
+    assert stdio in sections["claude"]
+    assert f"claude mcp add --transport http board {board}/mcp" in sections["claude"]
+    assert f"url = &#34;{board}/mcp&#34;" in sections["codex"]
+    for harness in ("gemini", "copilot", "opencode"):
+        [text] = re.findall(r'<pre class="mcp">(.*?)</pre>', sections[harness], re.S)
+        config = json.loads(html.unescape(text))
+        assert board in json.dumps(config), harness
+    assert 'class="mcp"' not in sections["command"] and 'class="no-mcp"' in sections["command"]
+    await alice.close()
+
+
+async def test_a_routine_decision_the_service_refuses_changes_nothing(world: World) -> None:
+    fields = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "tidy up"}
+    await world.bot.propose_routine("tidy", **fields)
+    alice = await sign_in(world.board)
+    before = snapshot(world.board.db_path)
+    status, page = await alice.post("/routines/tidy/versions/1/reject", {"note": ""})
+    assert status == 422 and "note" in page
+    status, _ = await alice.post("/routines/tidy/run-now", {})
+    assert status == 422  # nothing approved yet
+    assert snapshot(world.board.db_path) == before
+    status, _ = await alice.post("/routines/tidy/versions/1/approve", {"note": "go"})
+    assert status == 303
+    before = snapshot(world.board.db_path)
+    status, _ = await alice.post("/routines/tidy/versions/1/approve", {"note": "again"})
+    assert status == 422
+    status, _ = await alice.post("/routines/tidy/resume", {})
+    assert status == 422  # not paused
+    status, _ = await alice.post("/routines/nope/pause", {})
+    assert status == 404
+    assert snapshot(world.board.db_path) == before
+    actions = db_rows(
+        world.board.db_path, "SELECT action FROM audit WHERE action LIKE 'routine.%' ORDER BY id"
+    )
+    assert [a for (a,) in actions] == ["routine.create", "routine.propose", "routine.approve"]
     await alice.close()

@@ -11,10 +11,10 @@ from pathlib import Path
 from aiohttp import web
 
 from ..clock import Clock
-from . import board, kb, live, lookup, onboard, people, signin, spaces
+from . import board, kb, live, lookup, onboard, people, routines, signin, spaces
 from .routing import PageRoute, setup
 
-PAGE_MODULES = (signin, board, live, people, lookup, kb, spaces, onboard)
+PAGE_MODULES = (signin, board, live, people, lookup, kb, routines, spaces, onboard)
 STATIC = Path(__file__).parent / "static"
 
 

@@ -3,6 +3,8 @@
 Each event is a message the viewer may read, with its item already rendered
 (the same template the page uses), so the page's script only places it. The
 rendering is cached by message id: a hundred tabs watching one post render it once.
+A page may follow the routines' changes too (``follow=routines``): it then gets
+``event: changed`` carrying nothing but the change cursor, and reads itself again.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import Any
 
 from aiohttp import web
 
-from ..services import live
+from ..hub import Signal
+from ..services import live, routines
 from ..validation import arg
 from .board import SLUG
 from .routing import TEMPLATES, PageCall, PageRoute
@@ -26,6 +29,7 @@ RENDERED_KEPT = 1000
 class LiveQuery:
     workspace: str = arg(pattern=SLUG)
     since: int | None = arg(None, min=0, help="The cursor the page was rendered at.")
+    follow: str | None = arg(None, choices=("routines",), help="Also tell when the routines change.")
 
 
 class RenderedItems:
@@ -56,7 +60,8 @@ def _last_event_id(request: web.Request) -> int | None:
 async def events(call: PageCall) -> web.StreamResponse:
     q = call.query(LiveQuery)
     since = _last_event_id(call.request)
-    feed = await live.open_feed(call.ctx, call.p, q.workspace, q.since if since is None else since)
+    signals = (routines.CHANGES,) if q.follow == "routines" else ()
+    feed = await live.open_feed(call.ctx, call.p, q.workspace, q.since if since is None else since, signals)
     request = call.request
     rendered = request.app[RENDERED]
     response = web.StreamResponse(
@@ -69,6 +74,9 @@ async def events(call: PageCall) -> web.StreamResponse:
             if not batch:
                 await response.write(b": beat\n\n")
             for message in batch:
+                if isinstance(message, Signal):
+                    await response.write(f"event: changed\ndata: {message.id}\n\n".encode())
+                    continue
                 data = json.dumps({"message": message, "html": rendered.get(request, message)})
                 await response.write(f"id: {message['id']}\nevent: message\ndata: {data}\n\n".encode())
     except live.TooFarBehind:

@@ -7,7 +7,7 @@ import re
 from aiohttp import web
 from markupsafe import Markup, escape
 
-from ..services import audit, messages
+from ..services import audit, messages, routines
 from ..services.knowledge import moderation
 from ..services.knowledge.inputs import ReviewQueueQuery
 from .routing import PageCall, PageRoute
@@ -34,11 +34,13 @@ async def inbox(call: PageCall) -> web.StreamResponse:
     q = call.query(messages.InboxQuery)
     page = await messages.inbox(call.ctx, call.p, q)
     reviews = await moderation.review_queue(call.ctx, call.p, ReviewQueueQuery(limit=20))
+    listed = await routines.list_routines(call.ctx, call.p, routines.RoutineList())
     return call.render(
         "inbox.html",
         messages=page["messages"],
         next_since=page.get("next_since"),
         reviews=reviews["documents"],
+        pending_routines=[r for r in listed["routines"] if r["pending"]],
     )
 
 
@@ -50,6 +52,8 @@ async def audit_log(call: PageCall) -> web.StreamResponse:
 
 ROUTES = [
     PageRoute("GET", "/search", search, "Full-text search with highlighted snippets."),
-    PageRoute("GET", "/inbox", inbox, "What waits for the human: mentions, handoffs, reviews."),
+    PageRoute(
+        "GET", "/inbox", inbox, "What waits for the human: mentions, handoffs, reviews, routine versions."
+    ),
     PageRoute("GET", "/audit", audit_log, "The audit log, filterable by actor, workspace, action."),
 ]

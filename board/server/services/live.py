@@ -3,7 +3,10 @@
 The feed subscribes to the hub before it reads what the browser missed (the
 messages after its last id), so nothing committed in between is lost; from
 then on each event arrives with its rendered message, and the only check is
-the scope module's decision on the event itself: no query per event.
+the scope module's decision on the event itself: no query per event. A feed
+may also follow signal keys (a page that shows routines follows their changes):
+a signal carries no data, only that something changed, and the page reads it
+again through its own scoped handler.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..hub import Event, Key
+from ..hub import Event, Key, Signal
 from ..principal import Principal
 from ..store.connection import Connection
 from . import messages, scope
@@ -44,11 +47,12 @@ class Feed:
     def close(self) -> None:
         self.ctx.hub.unsubscribe(self.waiter)
 
-    async def batches(self) -> AsyncIterator[list[dict[str, Any]]]:
-        """Batches of messages after ``since``, [] on a quiet beat; ends when the board shuts down.
+    async def batches(self) -> AsyncIterator[list[dict[str, Any] | Signal]]:
+        """Batches of messages after ``since`` and signals of the followed keys, [] on a quiet beat.
 
-        Raises :class:`TooFarBehind` when more than ``CATCH_UP`` messages were missed, and
-        :class:`Released` when a newer request of the viewer's took this one's place.
+        Ends when the board shuts down. Raises :class:`TooFarBehind` when more than ``CATCH_UP``
+        messages were missed, and :class:`Released` when a newer request of the viewer's took
+        this one's place.
         """
         ctx, hub = self.ctx, self.ctx.hub
         last = self.since if self.since is not None else hub.last_id
@@ -71,14 +75,17 @@ class Feed:
                 self._renew()
                 yield []
                 continue
-            batch = [
+            taken = self.waiter.take()
+            found = [
                 e.message
-                for e in self.waiter.take()
+                for e in taken
                 if isinstance(e, Event) and e.id > last and scope.event_visible(self.p, e)
             ]
-            if batch:
-                last = max(m["id"] for m in batch)
-                yield batch
+            if found:
+                last = max(m["id"] for m in found)
+            signals = [e for e in taken if isinstance(e, Signal)]
+            if found or signals:
+                yield [*found, *signals[-1:]]  # the latest signal says all the others do
 
     def _renew(self) -> None:
         """A fresh waiter now and then, so a feed open for days does not keep every id it saw.
@@ -92,10 +99,12 @@ class Feed:
             self.waiter.deliver(event)
 
 
-async def open_feed(ctx: Context, p: Principal, workspace: str, since: int | None) -> Feed:
+async def open_feed(
+    ctx: Context, p: Principal, workspace: str, since: int | None, signals: tuple[Key, ...] = ()
+) -> Feed:
     """Subscribe ``p`` to a workspace it may read (NOT_FOUND otherwise, as on every route)."""
 
     async def workspace_id(conn: Connection) -> int:
         return int((await scope.resolve(conn, p, workspace))["id"])
 
-    return Feed(ctx, p, workspace, [("workspace", await ctx.db.read(workspace_id))], since)
+    return Feed(ctx, p, workspace, [("workspace", await ctx.db.read(workspace_id)), *signals], since)

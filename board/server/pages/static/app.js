@@ -119,8 +119,25 @@
 
   const params = new URLSearchParams({ workspace });
   if (body.dataset.cursor) params.set("since", body.dataset.cursor);
+  if (body.dataset.follow) params.set("follow", body.dataset.follow);
   const source = new EventSource("/events?" + params);
   source.addEventListener("message", (e) => onMessage(JSON.parse(e.data)));
+  if (body.dataset.follow) {
+    // Something this page shows changed: read the page again and swap in its list.
+    let reading = false;
+    source.addEventListener("changed", () => {
+      if (reading) return;
+      reading = true;
+      fetch(location.pathname + location.search, { credentials: "same-origin" })
+        .then((r) => (r.ok ? r.text() : null))
+        .then((html) => {
+          const fresh = html && new DOMParser().parseFromString(html, "text/html").getElementById(body.dataset.follow);
+          const here = document.getElementById(body.dataset.follow);
+          if (fresh && here) here.replaceWith(fresh);
+        })
+        .finally(() => { reading = false; });
+    });
+  }
   source.addEventListener("reset", () => { source.close(); location.reload(); });
   source.addEventListener("released", () => {
     // Newer tabs took this one's place under the board's cap: stop instead of fighting them.
