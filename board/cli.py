@@ -324,6 +324,33 @@ def admin_invite(db: str | None, workspace: str, uses: int, expires_in: int) -> 
     click.echo(result["invite"])
 
 
+@admin.command("enroll-code")
+@db_option
+@click.argument("machine")
+@click.option("--as", "human", envvar="BOARD_USER", required=True, help="The human issuing it [BOARD_USER].")
+@login_url_option
+@click.option(
+    "--expires-in",
+    default=3600,
+    show_default=True,
+    type=click.IntRange(60, 30 * 86400),
+    help="Seconds until the code expires.",
+)
+def admin_enroll_code(db: str | None, machine: str, human: str, url: str, expires_in: int) -> None:
+    """A one-time code for MACHINE's keeper to enroll with; the code is the last line."""
+    from .server.services import auth, fleet
+    from .server.validation import parse_body
+
+    async def issue(ctx: Any) -> dict[str, Any]:
+        p = await auth.human_principal(ctx, human)
+        req = parse_body(fleet.EnrollCodeRequest, {"machine_name": machine, "expires_in": expires_in})
+        return await fleet.create_enroll_code(ctx, p, req, url.rstrip("/"))
+
+    result = _run(_with_services(db, issue))
+    click.echo(f"Enroll code for machine {machine} (expires {result['expires_at']}):")
+    click.echo(result["code"])
+
+
 # -- client verbs ------------------------------------------------------------------
 
 

@@ -128,6 +128,28 @@ async def test_admin_invite_prints_a_code_with_the_uses_asked_for(world: World) 
     assert err.value.code == "UNAUTHENTICATED"
 
 
+async def test_admin_enroll_code_prints_a_code_a_keeper_enrolls_with(world: World) -> None:
+    db = str(world.board.db_path)
+    result = await cli("admin", "enroll-code", "build-01", "--as", "alice", "--db", db)
+    assert result.status == 0, result.err
+    code = result.last_line
+    assert code.startswith("bk_")
+    enrolled = await world.board.client().enroll(code, hostname="build-01.local")
+    assert enrolled["machine"] == "build-01"
+    with pytest.raises(BoardAPIError) as err:
+        await world.board.client().enroll(code)
+    assert err.value.code == "UNAUTHENTICATED"
+
+
+async def test_admin_enroll_code_is_issued_only_as_a_human_and_for_a_valid_name(world: World) -> None:
+    db = str(world.board.db_path)
+    failed_with(await cli("admin", "enroll-code", "m1", "--as", "nobody", "--db", db), "NOT_FOUND")
+    failed_with(await cli("admin", "enroll-code", "m1", "--as", "pb", "--db", db), "NOT_FOUND")
+    bad_name = await cli("admin", "enroll-code", "no good", "--as", "alice", "--db", db)
+    failed_with(bad_name, "INVALID_ARGUMENT")
+    assert db_rows(world.board.db_path, "SELECT count(*) FROM enroll_codes") == [(0,)]
+
+
 async def test_operator_errors_print_the_code_and_fail(world: World) -> None:
     db = str(world.board.db_path)
     failed_with(await cli("admin", "token", "nobody", "--db", db), "NOT_FOUND")

@@ -1,24 +1,33 @@
 """The whole life of an install: install.sh in fresh HOMEs and fresh virtual environments.
 
-From this checkout (``BOARD_SOURCE=<path>``): install and start the board, a second
-machine installing from the board's own ``/install.sh`` piped into bash, a port
+From this checkout (``BOARD_SOURCE=<path>``): install and start the board with its
+local keeper, sign in with the printed link in a real browser, a second machine
+joining the fleet from the board's own ``/install.sh`` piped into bash, a port
 already in use, an upgrade in place that keeps the database, and uninstalling
 until nothing is left.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
 import sqlite3
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
+import pytest
+from browser_support import new_tab
+from playwright.async_api import Browser
 from processes import ROOT, free_port, health
 
 INSTALL = str(ROOT / "install.sh")
+
+# Two installs into fresh virtual environments, on a machine others share.
+pytestmark = pytest.mark.timeout(480)
 
 
 def machine(home: Path, port: int, **extra: str) -> dict[str, str]:
@@ -45,6 +54,37 @@ def printed_pid(out: str) -> int:
     return int(found.group(1))
 
 
+def api(url: str, token: str, method: str, path: str, body: object = None) -> dict[str, object]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        url + path, data=data, method=method, headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        return dict(json.loads(resp.read()))
+
+
+def machines(url: str, token: str, timeout: float = 60) -> dict[str, bool]:
+    """The fleet's machines and whether each is online, once every one has reported."""
+    deadline = time.monotonic() + timeout
+    while True:
+        fleet = api(url, token, "GET", "/api/fleet")["machines"]
+        found = {m["name"]: m["online"] for m in fleet}  # type: ignore[attr-defined]
+        if all(found.values()) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+async def signed_in_as(browser: Browser, link: str, out: Path) -> str:
+    """Open the login link, use it, and read who the board's pages say is signed in."""
+    tab = await new_tab(browser, out)
+    await tab.page.goto(link)
+    await tab.page.click("#use-link")
+    await tab.page.wait_for_url("**/c/**")
+    who = await tab.page.locator(".who").inner_text()
+    assert tab.errors == [], tab.errors
+    return who
+
+
 def left_behind(home: Path) -> list[str]:
     """Files in the places an install writes to (other tools' dot folders are not ours)."""
     return sorted(
@@ -55,7 +95,7 @@ def left_behind(home: Path) -> list[str]:
     )
 
 
-def test_the_whole_life_of_an_install(tmp_path: Path) -> None:
+async def test_the_whole_life_of_an_install(tmp_path: Path, chromium: Browser) -> None:
     home, second = tmp_path / "home", tmp_path / "second"
     home.mkdir()
     second.mkdir()
@@ -76,8 +116,11 @@ def test_the_whole_life_of_an_install(tmp_path: Path) -> None:
         assert link, first.stdout
         pid = printed_pid(first.stdout)
         assert health(port)["pid"] == pid == int((state / "board.pid").read_text())
-        for command in ("board", "bot"):
+        for command in ("board", "bot", "keeper"):
             assert (home / ".local/bin" / command).exists()
+
+        # The printed link signs the human in, in a real browser.
+        assert await signed_in_as(chromium, link.group(1), tmp_path) == "alice"
 
         # Data a human wrote, to be kept by everything that follows.
         token = subprocess.run(
@@ -96,10 +139,17 @@ def test_the_whole_life_of_an_install(tmp_path: Path) -> None:
         assert again.returncode == 0, again.stderr
         assert printed_pid(again.stdout) == pid and "already running" in again.stdout
         assert "sign in with this one-time link: http" in again.stdout
+        assert "the keeper is already running" in again.stdout
 
-        # A second machine needs nothing but the board: its installer, piped into bash.
+        # The local keeper was enrolled with the board and reports to it.
+        url = f"http://127.0.0.1:{port}"
+        assert "the keeper is running (pid" in first.stdout
+        assert machines(url, token) == {socket.gethostname(): True}
+
+        # A second machine needs nothing but the board: its installer piped into bash, and a code.
+        code = api(url, token, "POST", "/api/fleet/enroll-codes", {"machine_name": "second"})["code"]
         joined = subprocess.run(
-            f"curl -fsSL http://127.0.0.1:{port}/install.sh | bash -s -- bot --help",
+            f"curl -fsSL {url}/install.sh | bash -s -- keeper --code {code}",
             shell=True,
             env=machine(second, free_port()),
             capture_output=True,
@@ -107,8 +157,12 @@ def test_the_whole_life_of_an_install(tmp_path: Path) -> None:
             timeout=600,
         )
         assert joined.returncode == 0, joined.stdout + joined.stderr
-        assert f"from http://127.0.0.1:{port}/install/bot_board-" in joined.stdout
-        assert (second / ".local/bin/bot").exists() and "Usage: bot" in joined.stdout
+        assert f"from {url}/install/bot_board-" in joined.stdout
+        assert f"this machine's keeper reports to {url}" in joined.stdout
+        assert (second / ".local/bin/keeper").exists() and not (
+            second / ".local/state/bot-board/board.db"
+        ).exists()
+        assert machines(url, token) == {socket.gethostname(): True, "second": True}
 
         # A port taken by another program is an error naming it, never a false "running".
         assert subprocess.run([board, "ctl", "stop"], env=env, capture_output=True).returncode == 0
@@ -126,6 +180,7 @@ def test_the_whole_life_of_an_install(tmp_path: Path) -> None:
         assert upgraded.returncode == 0, upgraded.stdout + upgraded.stderr
         assert "backed up" in upgraded.stdout
         (backup,) = (state / "backups").iterdir()
+        assert "stopped the keeper" in upgraded.stdout and "the keeper is running" in upgraded.stdout
         new_pid = printed_pid(upgraded.stdout)
         assert health(port)["pid"] == new_pid
         for db in (state / "board.db", backup):
@@ -140,7 +195,9 @@ def test_the_whole_life_of_an_install(tmp_path: Path) -> None:
         # Uninstall keeps the data; --purge leaves nothing at all.
         removed = run(env, "uninstall")
         assert removed.returncode == 0, removed.stderr
-        assert f"stopped the board (pid {new_pid})" in removed.stdout
+        assert (
+            f"stopped the board (pid {new_pid})" in removed.stdout and "stopped the keeper" in removed.stdout
+        )
         assert not (home / ".local/share/bot-board").exists() and not (home / ".local/bin/board").exists()
         assert (state / "board.db").exists()
         try:

@@ -142,6 +142,14 @@ async def login_link_token(ctx: Context, handle: str) -> str:
     return await _issue_for_human(ctx, handle, "login", "login.create")
 
 
+async def human_principal(ctx: Context, handle: str) -> Principal:
+    """An existing human, for operator commands that act as them (e.g. issuing an enroll code)."""
+    row = await ctx.db.read(lambda conn: store.agent_by_handle(conn, handle))
+    if row is None or row["kind"] != "human":
+        raise NotFound("human")
+    return principal_from_row(row)
+
+
 async def _issue_for_human(ctx: Context, handle: str, kind: str, action: str) -> str:
     async def write(conn: Connection) -> str:
         row = await store.agent_by_handle(conn, handle)
