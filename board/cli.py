@@ -33,11 +33,12 @@ async def _with_services(db: str | None, fn: Callable[[Any], Awaitable[T]]) -> T
     """Run ``fn(ctx)`` against the database directly (the operator's commands)."""
     from .server.errors import BoardError
     from .server.services.context import Context
-    from .server.store.db import Database, StoreError
+    from .server.store.stores import open_store
+    from .server.store.writer import StoreError
 
     settings = _settings(db)
-    database = Database(settings.db, readers=1)
     try:
+        database = open_store(settings, readers=1)
         await database.open()
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
@@ -60,19 +61,27 @@ db_option = click.option("--db", envvar="BOARD_DB", help="SQLite database file [
 
 @main.command()
 @db_option
+@click.option(
+    "--database-url",
+    envvar="BOARD_DATABASE_URL",
+    help="postgresql:// URL: run on PostgreSQL instead of the SQLite file [BOARD_DATABASE_URL].",
+)
 @click.option("--bind", envvar="BOARD_BIND", help="Address to listen on [127.0.0.1].")
 @click.option("--port", envvar="BOARD_PORT", type=int, help="Port [8080].")
 @click.option("--routines", "with_routines", is_flag=True, help="Run the routines runner in this process.")
-def serve(db: str | None, bind: str | None, port: int | None, with_routines: bool) -> None:
+def serve(
+    db: str | None, database_url: str | None, bind: str | None, port: int | None, with_routines: bool
+) -> None:
     """Run the board server."""
     from aiohttp import web
 
     from .server.api.gate import SERVER_ARGS
     from .server.app import create_app
     from .server.logs import configure as configure_logs
-    from .server.store.db import StoreError
+    from .server.store.stores import database_label
+    from .server.store.writer import StoreError
 
-    settings = _settings(db, bind=bind, port=port)
+    settings = _settings(db, database_url=database_url, bind=bind, port=port)
     configure_logs(settings.log_level, settings.log_file or None)
     if settings.bind not in ("127.0.0.1", "localhost", "::1"):
         click.echo(
@@ -84,7 +93,8 @@ def serve(db: str | None, bind: str | None, port: int | None, with_routines: boo
 
     def started(_: str) -> None:
         click.echo(
-            f"board: serving http://{settings.bind}:{settings.port} (database {settings.db})", err=True
+            f"board: serving http://{settings.bind}:{settings.port} (database {database_label(settings)})",
+            err=True,
         )
 
     try:
@@ -201,7 +211,7 @@ def ctl_logs(db: str | None, lines: int) -> None:
 
 
 def _store_do(fn: Callable[[], T]) -> T:
-    from .server.store.db import StoreError
+    from .server.store.writer import StoreError
 
     try:
         return fn()

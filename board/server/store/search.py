@@ -1,0 +1,28 @@
+"""Full-text queries, said once and written in each database's own syntax.
+
+A search is a list of words, each maybe a prefix, that must all match (a reader's
+search) or of which any may (the knowledge pack's ranked pick). SQLite reads it as
+an FTS5 query; PostgreSQL as a ``tsquery`` for ``to_tsquery('simple', ...)``.
+Every word is quoted, so nothing a reader types is taken as an operator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Terms:
+    words: tuple[tuple[str, bool], ...]  # (word, is a prefix)
+    any: bool = False  # any word may match, instead of every one
+
+    def fts5(self) -> str:
+        quoted = ['"' + word.replace('"', '""') + ('"*' if prefix else '"') for word, prefix in self.words]
+        return (" OR " if self.any else " ").join(quoted)
+
+    def tsquery(self) -> str:
+        quoted = [
+            "'" + word.replace("\\", "\\\\").replace("'", "''") + "'" + (":*" if prefix else "")
+            for word, prefix in self.words
+        ]
+        return (" | " if self.any else " & ").join(quoted)
