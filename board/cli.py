@@ -32,6 +32,7 @@ def _settings(db: str | None, **overrides: Any) -> Any:
 async def _with_services(db: str | None, fn: Callable[[Any], Awaitable[T]]) -> T:
     """Run ``fn(ctx)`` against the database directly (the operator's commands)."""
     from .server.errors import BoardError
+    from .server.services import remote
     from .server.services.context import Context
     from .server.store.stores import open_store
     from .server.store.writer import StoreError
@@ -42,8 +43,10 @@ async def _with_services(db: str | None, fn: Callable[[Any], Awaitable[T]]) -> T
         await database.open()
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
+    ctx = Context(db=database, settings=settings)
+    remote.connect(ctx)  # a token revoked here stops working on every running board process
     try:
-        return await fn(Context(db=database, settings=settings))
+        return await fn(ctx)
     except BoardError as exc:
         raise click.ClickException(f"{exc.code}: {exc.message}") from None
     finally:
@@ -134,7 +137,7 @@ def _routines_runner(settings: Any) -> Any:
     async def issue(app: Any) -> str:
         return await auth.runner_token(app[CONTEXT])
 
-    return in_process(f"http://{host}:{settings.port}", issue)
+    return in_process(f"http://{host}:{settings.port}", issue, lambda app: app[CONTEXT].db.duty("routines"))
 
 
 # -- running in the background, backups ----------------------------------------------

@@ -21,6 +21,7 @@ from .housekeeping import housekeeping
 from .mcp.endpoint import add_routes as add_mcp_routes
 from .mcp.endpoint import mcp_transport
 from .pages import install as install_pages
+from .services import remote
 from .services.auth import Presence
 from .services.context import Context
 from .settings import Settings
@@ -63,6 +64,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: boo
         db = open_store(settings, exclusive=exclusive)
         await db.open()
         ctx = Context(db=db, settings=settings, clock=clock or Clock())
+        remote.connect(ctx)
         ctx.hub.last_id = await db.read(max_id)
         app[CONTEXT] = ctx
         yield

@@ -65,7 +65,7 @@ class MessageFilter:
         if self.before is not None:
             clauses.append("m.id < ?")
             params.append(self.before)
-        return " AND ".join(clauses) or "1", params
+        return " AND ".join(clauses) or "TRUE", params
 
 
 def to_dict(row: Row) -> dict[str, Any]:
@@ -119,7 +119,11 @@ async def by_ids(conn: Connection, message_ids: list[int]) -> list[Row]:
 
 
 async def max_id(conn: Connection) -> int:
-    row = await one(conn, "SELECT seq FROM sqlite_sequence WHERE name = 'messages'")
+    """The highest message id handed out so far."""
+    if conn.dialect == "postgresql":
+        row = await one(conn, "SELECT COALESCE(MAX(id), 0) FROM messages")
+    else:  # the AUTOINCREMENT high-water mark counts deleted messages too
+        row = await one(conn, "SELECT seq FROM sqlite_sequence WHERE name = 'messages'")
     return int(row[0]) if row else 0
 
 
@@ -206,6 +210,12 @@ async def add_to_inboxes(conn: Connection, message_id: int, reasons: dict[int, s
         "INSERT INTO inbox (agent_id, message_id, reason) VALUES (?,?,?) ON CONFLICT DO NOTHING",
         [(agent_id, message_id, reason) for agent_id, reason in reasons.items()],
     )
+
+
+async def inbox_reasons(conn: Connection, message_id: int) -> dict[int, str]:
+    """Whose inbox a message landed in, and why."""
+    rows = await all_rows(conn, "SELECT agent_id, reason FROM inbox WHERE message_id = ?", (message_id,))
+    return {int(r["agent_id"]): str(r["reason"]) for r in rows}
 
 
 async def inbox(conn: Connection, agent_id: int, since: int, limit: int) -> list[Row]:

@@ -30,7 +30,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import orjson
@@ -245,10 +245,6 @@ class PostgresStore(Store):
         self.readers = max(1, readers)
         #: This process's name in its notifications: it skips its own.
         self.origin = f"{os.getpid()}-{time.monotonic_ns()}"
-        #: What an outbox item becomes in a notification (an id-only dict), or None for nothing.
-        self.describe: Callable[[Any], dict[str, Any] | None] = lambda item: None
-        #: Called, in commit order, with each item another process announced.
-        self.on_remote: Callable[[dict[str, Any]], Awaitable[None]] | None = None
         self._writer: PostgresConnection | None = None
         self._pool: asyncio.Queue[PostgresConnection] = asyncio.Queue()
         self._all: list[PostgresConnection] = []

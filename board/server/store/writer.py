@@ -100,6 +100,10 @@ class Store(ABC):
     def __init__(self) -> None:
         self.stats = WriterStats()
         self.publish: Callable[[Any], None] | None = None  # receives each committed outbox item
+        #: What an outbox item becomes for the board's other processes (ids only), or None.
+        self.describe: Callable[[Any], dict[str, Any] | None] = lambda item: None
+        #: Called, in commit order, with each item another process announced.
+        self.on_remote: Callable[[dict[str, Any]], Awaitable[None]] | None = None
         self._queue: asyncio.Queue[Write] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
 
