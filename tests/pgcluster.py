@@ -41,6 +41,9 @@ SETTINGS = {
     "shared_buffers": "'32MB'",
 }
 START_ATTEMPTS = 4  # a free port can be taken by someone else between picking it and binding it
+# In memory when the machine has it: creating a database there takes about 10 ms, against
+# some 300 ms on a busy disk, even with fsync off.
+SCRATCH = Path("/dev/shm")
 
 
 def wanted_stores() -> tuple[str, ...]:
@@ -76,7 +79,7 @@ def _free_port() -> int:
 
 @dataclass
 class PgCluster:
-    """A running cluster: its superuser URL, and new empty databases on demand."""
+    """A running cluster: its superuser URL, and new databases on demand (drop them when done)."""
 
     bindir: Path
     base: Path
@@ -106,6 +109,12 @@ class PgCluster:
                 )
             )
         return self.database_url(name)
+
+    def drop_database(self, url: str) -> None:
+        """Drop a database from :meth:`fresh_database` (the cluster's data may live in memory)."""
+        name = urlsplit(url).path.lstrip("/")
+        with psycopg.connect(self.url, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -155,7 +164,8 @@ def running_cluster() -> Iterator[PgCluster]:
     bindir = server_bindir()
     if bindir is None:
         raise RuntimeError(INSTALL_HINT)
-    base = Path(tempfile.mkdtemp(prefix="board-pg-"))
+    scratch = SCRATCH if SCRATCH.is_dir() and os.access(SCRATCH, os.W_OK) else None
+    base = Path(tempfile.mkdtemp(prefix="board-pg-", dir=scratch))
     as_postgres = os.geteuid() == 0
     if as_postgres:
         owner = pwd.getpwnam("postgres")

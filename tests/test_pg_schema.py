@@ -61,18 +61,21 @@ def migrate(conn: psycopg.Connection[Any]) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def migrated(pg_cluster: PgCluster) -> str:
+def migrated(pg_cluster: PgCluster) -> Iterator[str]:
     """One database migrated once; each test gets a copy."""
     url = pg_cluster.fresh_database()
     with psycopg.connect(url, autocommit=True) as conn:
         migrate(conn)
-    return url
+    yield url
+    pg_cluster.drop_database(url)
 
 
 @pytest.fixture
 def pg(pg_cluster: PgCluster, migrated: str) -> Iterator[psycopg.Connection[Any]]:
-    with psycopg.connect(pg_cluster.fresh_database(like=migrated), autocommit=True) as conn:
+    url = pg_cluster.fresh_database(like=migrated)
+    with psycopg.connect(url, autocommit=True) as conn:
         yield conn
+    pg_cluster.drop_database(url)
 
 
 @pytest.fixture(scope="module")
@@ -102,10 +105,12 @@ def refused(conn: psycopg.Connection[Any], query: str, params: tuple[Any, ...], 
 
 def test_every_migration_applies_in_order_recording_its_version(pg_cluster: PgCluster) -> None:
     assert [name for _, name, _ in pg_migrations()] == [name for _, name, _ in migrations()]
-    with psycopg.connect(pg_cluster.fresh_database(), autocommit=True) as conn:
+    url = pg_cluster.fresh_database()
+    with psycopg.connect(url, autocommit=True) as conn:
         assert migrate(conn) == [number for number, _, _ in migrations()]
         with pytest.raises(psycopg.errors.UniqueViolation):  # one row: the runner only updates it
             conn.execute("INSERT INTO board_schema (version) VALUES (1)")
+    pg_cluster.drop_database(url)
 
 
 def _lite_tables(lite: sqlite3.Connection) -> list[str]:
