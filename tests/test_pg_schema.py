@@ -623,6 +623,25 @@ def test_search_ranks_path_over_title_over_body_with_snippets(pg: psycopg.Connec
     assert snippet == "how the **backup** runs at night"
 
 
+def test_the_index_rebuilt_from_the_heads_is_the_one_the_triggers_keep(pg: psycopg.Connection[Any]) -> None:
+    """What a copy with its triggers off runs afterwards (docs/postgresql.md)."""
+    w = workspace(pg)
+    revise(pg, document(pg, w, "a.md"), 1, title="A", body="alpha")
+    doc = document(pg, w, "b.md")
+    revise(pg, doc, 1, title="B", body="beta")
+    revise(pg, doc, 2, title="B", body="beta two")
+    revise(pg, document(pg, w, "c.md"), 1, kind="tombstone")
+    document(pg, w, "hidden.md")
+    kept = pg.execute("SELECT * FROM kb_search ORDER BY revision_id").fetchall()
+    assert len(kept) == 2
+    pg.execute("DELETE FROM kb_search")
+    pg.execute(
+        """INSERT INTO kb_search SELECT d.current_id, d.id, kb_search_vector(d.path, r.title, r.body)
+           FROM kb_documents d JOIN kb_revisions r ON r.id = d.current_id WHERE d.state = 'live'"""
+    )
+    assert pg.execute("SELECT * FROM kb_search ORDER BY revision_id").fetchall() == kept
+
+
 def test_message_search_finds_the_body_s_words(
     pg: psycopg.Connection[Any], lobby_bots: tuple[int, int]
 ) -> None:
