@@ -30,8 +30,8 @@ import functools
 import logging
 import os
 import time
-from importlib import resources
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from importlib import resources
 from typing import Any, ClassVar, TypeVar
 
 import orjson
@@ -61,7 +61,10 @@ COMPAT = "compat.sql"  # SQLite's functions the shared SQL calls, replaced at ev
 
 @functools.lru_cache(maxsize=4096)
 def placeholders(sql: str) -> str:
-    """``sql`` with each ``?`` outside quotes and comments numbered as ``$1``, ``$2``..."""
+    """``sql`` with each ``?`` outside quotes and comments numbered as ``$1``, ``$2``...
+
+    ``?NNN`` (SQLite's numbered parameter, for a value used twice) becomes ``$NNN``.
+    """
     out: list[str] = []
     number = 0
     quote = ""
@@ -80,9 +83,15 @@ def placeholders(sql: str) -> str:
             i = end
             continue
         elif ch == "?":
-            number += 1
-            out.append(f"${number}")
-            i += 1
+            digits = i + 1
+            while digits < len(sql) and sql[digits].isdigit():
+                digits += 1
+            if digits > i + 1:
+                out.append(f"${sql[i + 1 : digits]}")
+            else:
+                number += 1
+                out.append(f"${number}")
+            i = digits
             continue
         out.append(ch)
         i += 1
