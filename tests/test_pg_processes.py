@@ -309,3 +309,31 @@ async def test_the_sweep_releases_a_stalled_claim_once_with_both_processes_sweep
         assert sorted(expired) == [(t, 1) for t in threads]
         by_process = swept(pair.a) + swept(pair.b)
         assert sorted(by_process) == threads
+
+
+# -- 7. a retry sent to the other process is not applied twice --------------------------------
+
+RETRIES = 30
+
+
+async def post_with_id(client: BoardClient, rid: str) -> str:
+    """``posted <id>``, or the refusal's status and code."""
+    try:
+        _, message = await client.call(
+            "POST", "/api/messages", json={"channel": "work", "body": rid, "request_id": rid}
+        )
+    except BoardAPIError as exc:
+        return f"{exc.status} {exc.code}"
+    return f"posted {message['id']}"
+
+
+async def test_one_request_id_sent_to_both_processes_at_once_takes_effect_once(pair: Pair) -> None:
+    [token] = await workspace_bots(pair, 1)
+    async with aiohttp.ClientSession() as session:
+        on_a, on_b = split(pair, [token, token], session)
+        for i in range(RETRIES):
+            rid = f"twice-{i}"
+            answers = set(await asyncio.gather(post_with_id(on_a, rid), post_with_id(on_b, rid)))
+            # Both answers name the one message, or the second is told the call took effect.
+            [stored] = db_rows(pair.where, "SELECT id FROM messages WHERE body = ?", (rid,))
+            assert answers - {"409 REQUEST_ID_REUSE"} == {f"posted {stored[0]}"}, answers
