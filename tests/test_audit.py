@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import pytest
@@ -199,6 +198,6 @@ async def test_sql_cannot_change_or_remove_audit_rows(world: World, sql: str) ->
     with pytest.raises(DB_ERRORS, match="append-only"):
         db_execute(path, sql)
 
-    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+    with pytest.raises(DB_ERRORS, match="append-only"):
         await world.board.ctx.db.write(lambda c: c.execute(sql))
     assert db_rows(path, "SELECT * FROM audit ORDER BY id") == before

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import aiohttp
 import pytest
-from boardtest import INTEGRITY_ERRORS, db_execute
+from boardtest import INTEGRITY_ERRORS, PgDatabase, db_execute
 from kb_support import World, db_rows, expect_error, refused, snapshot, write
 from yarl import URL
 
@@ -142,7 +142,8 @@ async def test_search_ranks_current_bodies_only(world: World) -> None:
     assert [d["path"] for d in (await world.bot.knowledge(q="widget"))["documents"]] == ["a.md"]
     assert [d["path"] for d in (await world.bot.knowledge(q="beta"))["documents"]] == ["b.md"]
     await expect_error("INVALID_ARGUMENT", world.bot.knowledge(q="widget", as_of="2030-01-01T00:00:00Z"))
-    integrity = db_rows(world.board.db_path, "SELECT count(*) FROM kb_fts")
+    index = "kb_search" if isinstance(world.board.db_path, PgDatabase) else "kb_fts"
+    integrity = db_rows(world.board.db_path, f"SELECT count(*) FROM {index}")
     assert integrity[0][0] == 2
 
 
