@@ -106,3 +106,15 @@ async def test_a_url_that_is_not_postgresql_is_refused(bad: str, tmp_path: Any) 
 
     with pytest.raises(StoreError, match="postgresql://"):
         open_store(Settings(db=str(tmp_path / "b.db"), database_url=bad))
+
+
+async def test_an_unreachable_database_is_one_clear_error_without_its_password(tmp_path: Any) -> None:
+    from board.server.settings import Settings
+    from board.server.store.stores import open_store
+    from board.server.store.writer import StoreError
+
+    url = "postgresql://board:hunter2@127.0.0.1:1/board?connect_timeout=2"
+    store = open_store(Settings(db=str(tmp_path / "b.db"), database_url=url))
+    with pytest.raises(StoreError, match="cannot open the database") as err:
+        await store.open()
+    assert "hunter2" not in str(err.value) and "board:***@127.0.0.1:1" in str(err.value)

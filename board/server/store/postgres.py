@@ -269,14 +269,14 @@ class PostgresStore(Store):
             await self._migrate(self._writer)
             for _ in range(self.readers):
                 self._pool.put_nowait(await self._connection())
+            listening = asyncio.get_running_loop().create_future()
+            self._listener = asyncio.create_task(self._listen(listening), name="board-listen")
+            await listening  # from here on, nothing another process commits is missed
         except BaseException as exc:
             await self.close()
             if isinstance(exc, psycopg.Error):
                 raise StoreError(f"{self.where}: cannot open the database: {exc}".rstrip()) from exc
             raise
-        listening = asyncio.get_running_loop().create_future()
-        self._listener = asyncio.create_task(self._listen(listening), name="board-listen")
-        await listening
         self._start_writer()
 
     async def _connection(self) -> PostgresConnection:
