@@ -258,6 +258,9 @@ def database_env(board: Board) -> dict[str, str]:
     return {"BOARD_DB": str(board.db_path)}
 
 
+#: For a test of what only PostgreSQL does (skipped when BOARD_TEST_STORES leaves it out).
+postgresql_only = pytest.mark.parametrize("store", ["postgresql"], indirect=True)
+
 #: For a test about the SQLite file itself (its bytes, its lock, its WAL): runs on SQLite only.
 sqlite_only = pytest.mark.parametrize("store", ["sqlite"], indirect=True)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,8 +15,9 @@ from board.server.store.search import Terms
 
 
 @pytest.fixture(scope="module")
-def pg(pg_cluster: PgCluster) -> psycopg.Connection:
-    conn = psycopg.connect(pg_cluster.url, autocommit=True)
+def pg(pg_cluster: PgCluster, pg_template: str) -> Iterator[psycopg.Connection]:
+    """A connection to the suite's migrated database: the index's own board_words is there."""
+    conn = psycopg.connect(pg_template, autocommit=True)
     yield conn
     conn.close()
 
@@ -40,11 +43,15 @@ def test_any_words_make_a_query_the_server_parses(pg: psycopg.Connection, terms:
         ("'; DROP TABLE x; --", "we deploy on fridays", False),
         ("a&b|!c", "a b c", True),  # one phrase of three words, as FTS5 reads it: no operator
         ("a&!b", "a c", False),
+        ("db.py", "see store/db.py for it", True),  # split at punctuation, as SQLite's tokenizer does
+        ("db", "see store/db.py for it", True),
+        ("store/db*", "see store/db.py for it", True),
+        ("py.db", "see store/db.py for it", False),
     ],
 )
 def test_words_match_as_on_sqlite(pg: psycopg.Connection, typed: str, body: str, found: bool) -> None:
     """Every word must match, ``word*`` is a prefix, operators are only text."""
     row = pg.execute(
-        "SELECT to_tsvector('simple', %s) @@ to_tsquery('simple', %s)", (body, fts_query(typed).tsquery())
+        "SELECT board_words(%s) @@ to_tsquery('simple', %s)", (body, fts_query(typed).tsquery())
     ).fetchone()
     assert row is not None and row[0] is found
