@@ -102,7 +102,7 @@ def echo_rows(concurrency: list[int], seconds: float, procs: int) -> dict[int, d
     with baseline_process() as url:
         for c in concurrency:
             progress(f"baseline echo, {c} posters")
-            rows[c] = drive(url, ["t"] * c, seconds, procs)
+            rows[c] = drive([url], ["t"] * c, seconds, procs)
     return rows
 
 

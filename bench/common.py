@@ -82,6 +82,7 @@ class BoardProcess:
         """Run a `board admin ...` command on this board's database; its last line."""
         out = subprocess.run(
             [sys.executable, "-m", "board.cli", "admin", *args, "--db", self.db],
+            env={**os.environ, **self.settings},  # BOARD_DATABASE_URL, on PostgreSQL
             check=True,
             capture_output=True,
             text=True,
@@ -105,22 +106,57 @@ class BoardProcess:
 
 @contextlib.contextmanager
 def board_process(**env: str) -> Iterator[BoardProcess]:
-    """A `board serve` subprocess on a fresh database in a temporary folder."""
+    """A `board serve` subprocess on a fresh SQLite database in a temporary folder."""
+    with board_processes(1, **env) as [board]:
+        yield board
+
+
+@contextlib.contextmanager
+def board_processes(count: int, database_url: str = "", **env: str) -> Iterator[list[BoardProcess]]:
+    """``count`` `board serve` subprocesses on one fresh database, each on a port of its own.
+
+    Without ``database_url`` the database is a SQLite file in a temporary folder (one
+    process only: SQLite's board holds its file's lock); with it, that PostgreSQL database.
+    """
+    if count > 1 and not database_url:
+        raise ValueError("only a PostgreSQL database is served by more than one board process")
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         db = str(Path(tmp) / "board.db")
-        port = free_port()
         settings = {
             "BOARD_WRITE_RATE": "1000000",
             "BOARD_WRITE_BURST": "1000000",
             "BOARD_LOG_LEVEL": "WARNING",
+            **({"BOARD_DATABASE_URL": database_url} if database_url else {}),
             **env,
         }
-        board = BoardProcess(f"http://127.0.0.1:{port}", db, serve(db, port, settings), port, settings)
+        boards: list[BoardProcess] = []
         try:
-            wait_healthy(board.url)
-            yield board
+            for _ in range(count):  # one after the other: the first one migrates the database
+                port = free_port()
+                board = BoardProcess(
+                    f"http://127.0.0.1:{port}", db, serve(db, port, settings), port, settings
+                )
+                boards.append(board)
+                wait_healthy(board.url)
+            yield boards
         finally:
-            stop(board.proc)
+            for board in boards:
+                stop(board.proc)
+
+
+@contextlib.contextmanager
+def postgres_cluster() -> Iterator[Any]:
+    """A throwaway PostgreSQL cluster: the test suite's own (tests/pgcluster.py), imported from there.
+
+    Its ``fresh_database()`` gives each measured board an empty database.
+    """
+    tests = str(Path(__file__).resolve().parent.parent / "tests")
+    if tests not in sys.path:
+        sys.path.append(tests)
+    from pgcluster import running_cluster
+
+    with running_cluster() as cluster:
+        yield cluster
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:

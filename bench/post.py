@@ -1,41 +1,52 @@
-"""POST /api/messages throughput and latency with C concurrent posters.
+"""POST /api/messages throughput and latency with C concurrent posters, per store and process count.
 
 The posters run in separate processes (``--procs``, default 2), each with its
 own event loop and connection pool; every poster has its own bot token. The
 bare aiohttp echo (``bench.baseline``) is driven alike in the same run, and
 each row gives the board's posts/s as a fraction of it.
+
+The SQLite board (one process) is always measured: it is the reference.
+``--store postgresql`` adds a board on PostgreSQL (a throwaway cluster, see
+``common.postgres_cluster``) for each count in ``--processes``: that many
+``board serve`` processes on one database, the posters spread evenly over their
+ports. With two or more, ``cross_process_wake`` times a long-poll held on one
+process woken by a post on another, ``--wakes`` times, one post after another.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import multiprocessing as mp
 import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import aiohttp
 
-from .common import board_process, percentiles, progress, report
+from .common import BoardProcess, board_processes, percentiles, postgres_cluster, progress, report
 from .fleet import make_fleet
 
-QUICK = ["--concurrency", "1", "128", "--seconds", "3"]
-TINY = ["--concurrency", "2", "--seconds", "0.5", "--procs", "1"]
+QUICK = ["--concurrency", "1", "128", "--seconds", "3", "--wakes", "20"]
+TINY = ["--concurrency", "2", "--seconds", "0.5", "--procs", "1", "--wakes", "3"]
+STORES = ("sqlite", "postgresql")
 
 
-async def _posters(url: str, tokens: list[str], seconds: float, path: str) -> tuple[int, list[float]]:
+async def _posters(targets: list[tuple[str, str]], seconds: float, path: str) -> tuple[int, list[float]]:
+    """Each (board URL, token) posts until the time is up; the count and every post's latency."""
     latencies: list[float] = []
     stop_at = time.monotonic() + seconds
     conn = aiohttp.TCPConnector(limit=0)
-    async with aiohttp.ClientSession(url, connector=conn) as http:
+    async with aiohttp.ClientSession(connector=conn) as http:
 
-        async def one(token: str, n: int) -> None:
+        async def one(url: str, token: str, n: int) -> None:
             headers = {"Authorization": f"Bearer {token}"}
             i = 0
             while time.monotonic() < stop_at:
                 started = time.monotonic()
                 async with http.post(
-                    path, json={"channel": f"load{n % 8}", "body": f"message {i}"}, headers=headers
+                    url + path, json={"channel": f"load{n % 8}", "body": f"message {i}"}, headers=headers
                 ) as resp:
                     await resp.read()
                     if resp.status >= 300:
@@ -43,22 +54,25 @@ async def _posters(url: str, tokens: list[str], seconds: float, path: str) -> tu
                 latencies.append(time.monotonic() - started)
                 i += 1
 
-        await asyncio.gather(*[one(t, n) for n, t in enumerate(tokens)])
+        await asyncio.gather(*[one(url, t, n) for n, (url, t) in enumerate(targets)])
     return len(latencies), latencies
 
 
-def _worker(url: str, tokens: list[str], seconds: float, path: str, out: Any) -> None:
-    out.put(asyncio.run(_posters(url, tokens, seconds, path)))
+def _worker(targets: list[tuple[str, str]], seconds: float, path: str, out: Any) -> None:
+    out.put(asyncio.run(_posters(targets, seconds, path)))
 
 
 def drive(
-    url: str, tokens: list[str], seconds: float, procs: int, path: str = "/api/messages"
+    urls: Sequence[str], tokens: list[str], seconds: float, procs: int, path: str = "/api/messages"
 ) -> dict[str, Any]:
-    """Run the posters split over ``procs`` processes; throughput and latency figures."""
-    queue: Any = mp.get_context("spawn").Queue()
+    """Run the posters split over ``procs`` processes and over ``urls``; throughput and latency."""
     ctx = mp.get_context("spawn")
-    groups = [tokens[i::procs] for i in range(procs) if tokens[i::procs]]
-    workers = [ctx.Process(target=_worker, args=(url, g, seconds, path, queue)) for g in groups]
+    queue: Any = ctx.Queue()
+    # Poster i goes to client process i % procs and to board (i // procs) % len(urls):
+    # every client process drives every board, each board gets its share of the posters.
+    targets = [(urls[(i // procs) % len(urls)], t) for i, t in enumerate(tokens)]
+    groups = [targets[i::procs] for i in range(procs) if targets[i::procs]]
+    workers = [ctx.Process(target=_worker, args=(g, seconds, path, queue)) for g in groups]
     started = time.monotonic()
     for w in workers:
         w.start()
@@ -76,32 +90,96 @@ def drive(
     }
 
 
+async def _longpolls_open(http: aiohttp.ClientSession, url: str) -> int:
+    async with http.get(url + "/metrics") as resp:
+        text = await resp.text()
+    gauge = next(line for line in text.splitlines() if line.startswith("board_longpolls_open "))
+    return int(gauge.split()[1])
+
+
+async def cross_process_wakes(boards: list[BoardProcess], n: int) -> dict[str, Any]:
+    """A long-poll on the second process, a post on the first: post sent → long-poll answered."""
+    fleet = await make_fleet(boards[0], 1)
+    auth = {"Authorization": f"Bearer {fleet.bots[0][1]}"}
+    poster, waiter = boards[0].url, boards[1].url
+    samples = []
+    async with aiohttp.ClientSession(headers=auth) as http:
+        async with http.post(poster + "/api/messages", json={"channel": "wake", "body": "first"}) as resp:
+            since = (await resp.json())["id"]
+        for i in range(n):
+            query = {"channel": "wake", "since": str(since), "wait": "60"}
+            held = asyncio.create_task(http.get(waiter + "/api/messages", params=query))
+            while await _longpolls_open(http, waiter) < 1:  # subscribed: the post will wake it
+                await asyncio.sleep(0.002)
+            sent = time.monotonic()
+            async with http.post(
+                poster + "/api/messages", json={"channel": "wake", "body": f"wake {i}"}
+            ) as resp:
+                since = (await resp.json())["id"]
+            async with await held as answer:
+                ids = [m["id"] for m in (await answer.json())["messages"]]
+            samples.append(time.monotonic() - sent)
+            if ids != [since]:
+                raise SystemExit(f"bench: the long-poll on {waiter} answered {ids}, not [{since}]")
+    return {"wakes": n, **percentiles(samples)}
+
+
+@contextlib.contextmanager
+def boards_on(store: str, processes: int, cluster: Any) -> Iterator[list[BoardProcess]]:
+    """``processes`` boards on a fresh database of ``store``."""
+    url = cluster.fresh_database() if store == "postgresql" else ""
+    try:
+        with board_processes(processes, database_url=url) as boards:
+            yield boards
+    finally:
+        if url:
+            cluster.drop_database(url)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench post")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 128])
     parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--procs", type=int, default=2)
+    parser.add_argument("--procs", type=int, default=2, help="client processes driving the posters")
+    parser.add_argument("--store", nargs="+", choices=STORES, default=["sqlite"])
+    parser.add_argument("--processes", type=int, nargs="+", default=[1], help="board processes on PostgreSQL")
+    parser.add_argument("--wakes", type=int, default=100, help="cross-process wakes timed")
     args = parser.parse_args(argv)
     from .baseline import echo_rows  # baseline drives posters with this module's drive()
 
+    boards = [("sqlite", 1)] + [("postgresql", k) for k in args.processes if "postgresql" in args.store]
     echo = echo_rows(args.concurrency, args.seconds, args.procs)
     rows = []
-    for c in args.concurrency:
-        with board_process() as board:
-            fleet = asyncio.run(make_fleet(board, c))
-            tokens = [t for _, t in fleet.bots]
-            progress(f"post, {c} posters")
-            row = drive(board.url, tokens, args.seconds, args.procs)
-        rows.append(
-            {
-                "concurrency": c,
-                **row,
-                "echo_posts_per_s": echo[c]["posts_per_s"],
-                "echo_p99_ms": echo[c]["p99_ms"],
-                "vs_echo": round(row["posts_per_s"] / max(echo[c]["posts_per_s"], 1e-9), 3),
-            }
-        )
-    report("post", rows)
+    summary: dict[str, Any] = {}
+    with postgres_cluster() if len(boards) > 1 else contextlib.nullcontext() as cluster:
+        # Every board at one concurrency before the next: the machine's load drifts, and the
+        # rows compared with each other are measured close together.
+        for c in args.concurrency:
+            for store, processes in boards:
+                label = store if store == "sqlite" else f"{store} x{processes}"
+                with boards_on(store, processes, cluster) as served:
+                    fleet = asyncio.run(make_fleet(served[0], c))
+                    tokens = [t for _, t in fleet.bots]
+                    progress(f"post, {label}, {c} posters")
+                    row = drive([b.url for b in served], tokens, args.seconds, args.procs)
+                rows.append(
+                    {
+                        "board": label,
+                        "store": store,
+                        "processes": processes,
+                        "concurrency": c,
+                        **row,
+                        "echo_posts_per_s": echo[c]["posts_per_s"],
+                        "echo_p99_ms": echo[c]["p99_ms"],
+                        "vs_echo": round(row["posts_per_s"] / max(echo[c]["posts_per_s"], 1e-9), 3),
+                    }
+                )
+        waker = max(processes for _, processes in boards)
+        if waker > 1 and args.wakes:
+            with boards_on("postgresql", waker, cluster) as served:
+                progress(f"cross-process wake, postgresql x{waker}, {args.wakes} posts")
+                summary["cross_process_wake"] = asyncio.run(cross_process_wakes(served, args.wakes))
+    report("post", rows, **summary)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,9 @@ class Target:
 
 
 def _post(records: dict[str, Record], key: str) -> tuple[Any, Any, Any]:
-    row = _row(records.get("post"), concurrency=128)
+    record = records.get("post")
+    # The SQLite board's row; a record from before PostgreSQL boards joined the run names no store.
+    row = _row(record, concurrency=128, store="sqlite") or _row(record, concurrency=128)
     if row is None:
         return None, None, None
     if key == "posts_per_s":
@@ -185,7 +187,7 @@ def table(records: dict[str, Record]) -> str:
 
 # scenario -> (x field, y fields, y label, group field): what its chart shows
 CHARTS: dict[str, tuple[str, list[str], str, str | None]] = {
-    "post": ("concurrency", ["posts_per_s", "echo_posts_per_s"], "posts/s", None),
+    "post": ("concurrency", ["posts_per_s", "echo_posts_per_s"], "posts/s", "board"),
     "wake": ("waiters", ["p99_ms", "event_p99_ms"], "p99 ms", "mode"),
     "catchup": (
         "messages",

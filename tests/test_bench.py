@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pgcluster import wanted_stores
 from processes import board_env
 
 from bench import report
@@ -23,8 +24,8 @@ from bench.__main__ import SCENARIOS
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_tiny(name: str, results: Path) -> dict:
-    argv = importlib.import_module(SCENARIOS[name]).TINY
+def run_tiny(name: str, results: Path, *extra: str) -> dict:
+    argv = [*importlib.import_module(SCENARIOS[name]).TINY, *extra]
     done = subprocess.run(
         [sys.executable, "-m", "bench", name, *argv],
         cwd=ROOT,
@@ -52,6 +53,19 @@ def test_scenario_runs_at_a_tiny_size(name: str, tmp_path: Path) -> None:
         assert all(r["acknowledged"] == r["writers"] * 2 for r in record["rows"])
     if name == "catchup":
         assert all(r["channel_bytes"] > 0 and r["bytes_p50_ms"] > 0 for r in record["rows"])
+
+
+def test_post_runs_on_sqlite_and_on_postgresql_with_one_and_two_processes(tmp_path: Path) -> None:
+    if "postgresql" not in wanted_stores():
+        pytest.skip("BOARD_TEST_STORES leaves out postgresql")
+    record = run_tiny("post", tmp_path, "--store", "postgresql", "--processes", "1", "2")
+    assert [(r["store"], r["processes"]) for r in record["rows"]] == [
+        ("sqlite", 1),
+        ("postgresql", 1),
+        ("postgresql", 2),
+    ]
+    assert all(r["posts"] > 0 for r in record["rows"])
+    assert record["cross_process_wake"]["wakes"] == 3
 
 
 def test_report_names_every_target_and_marks_a_missing_run(tmp_path: Path) -> None:

@@ -211,23 +211,16 @@ async def _idempotent(
         async with lock:
             stored = await ctx.db.read(lambda conn: request_store.get(conn, *key))
             if stored is not None:
-                if stored["fingerprint"] != fingerprint:
-                    raise RequestIdReuse(f"request_id {rid} was used for a different call; use a new id.")
-                if stored["status"] == request_store.APPLIED:
-                    raise RequestIdReuse(
-                        f"request_id {rid} took effect, but the board stopped before answering it; "
-                        "read the current state instead of retrying.",
-                        applied=True,
-                    )
-                return web.Response(
-                    text=stored["response"],
-                    status=stored["status"],
-                    content_type="application/json",
-                    headers={"Idempotent-Replay": "true"},
-                )
+                return _replayed(stored, rid, fingerprint)
             token = request_store.pending.set(request_store.Pending(*key, fingerprint, ctx.now()))
             try:
                 response = await _run(route, call)
+            except request_store.AppliedElsewhere:
+                # Another board process committed the same id meanwhile: answer as its retry.
+                request_store.pending.reset(token)
+                stored = await ctx.db.read(lambda conn: request_store.get(conn, *key))
+                assert stored is not None, "a committed request id is read back"
+                return _replayed(stored, rid, fingerprint)
             except BoardError as exc:
                 request_store.pending.reset(token)
                 if exc.retryable or exc.status == 401:
@@ -242,6 +235,24 @@ async def _idempotent(
             return response
     finally:
         replays.release(key, lock)
+
+
+def _replayed(stored: Any, rid: str, fingerprint: str) -> web.Response:
+    """The stored outcome of a request id, for a call that sent it again."""
+    if stored["fingerprint"] != fingerprint:
+        raise RequestIdReuse(f"request_id {rid} was used for a different call; use a new id.")
+    if stored["status"] == request_store.APPLIED:
+        raise RequestIdReuse(
+            f"request_id {rid} took effect, but its answer is not kept: the board stopped before "
+            "answering it, or is answering it now; read the current state instead of retrying.",
+            applied=True,
+        )
+    return web.Response(
+        text=stored["response"],
+        status=stored["status"],
+        content_type="application/json",
+        headers={"Idempotent-Replay": "true"},
+    )
 
 
 #: Test-only crash point. With ``BOARD_TEST_SIGKILL=after-commit:<request id>`` in its

@@ -19,7 +19,12 @@ from .identity import Row, one
 APPLIED = 0
 
 
-@dataclass(frozen=True)
+class AppliedElsewhere(Exception):
+    """A call with the same request id took effect first: on another board process sharing
+    the database, which a per-process lock cannot hold back. The write is rolled back."""
+
+
+@dataclass
 class Pending:
     """The request id of the call a write runs for."""
 
@@ -27,6 +32,7 @@ class Pending:
     request_id: str
     fingerprint: str
     now: str
+    marked: bool = False  # a write of this call has marked it applied
 
 
 #: Set by the API around a call with a request id; the writer reads it in each write's context.
@@ -44,13 +50,16 @@ async def get(conn: Connection, agent_id: int, request_id: str) -> Row | None:
 async def mark_applied(conn: Connection) -> None:
     """Inside a write's savepoint: the call it runs for (if any) has taken effect."""
     key = pending.get()
-    if key is None:
+    if key is None or key.marked:
         return
-    await conn.execute(
+    cur = await conn.execute(
         """INSERT INTO requests (agent_id, request_id, fingerprint, status, response, created_at)
            VALUES (?,?,?,?,'',?) ON CONFLICT DO NOTHING""",
         (key.agent_id, key.request_id, key.fingerprint, APPLIED, key.now),
     )
+    if cur.rowcount == 0:
+        raise AppliedElsewhere(key.request_id)
+    key.marked = True
 
 
 async def put(
