@@ -71,7 +71,7 @@ def one_size(messages: int, n: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-bytes-") as tmp:
         path = Path(tmp) / "channel.json"
         path.write_bytes(body)
-        with baseline_process(path) as url:
+        with baseline_process(path) as (url, _):
             progress(f"the same {len(body):,} bytes from memory")
             bare = reads.measure(url, token, {"bytes": [("/api/messages", {"channel": "c0"})]}, n)["bytes"]
     row: dict[str, Any] = {"messages": messages}
