@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 Key = tuple[str, int]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -35,10 +36,21 @@ class Event:
     thread_id: int
     recipients: dict[int, str] = field(default_factory=dict)  # agent id -> why it is for them
     audience: frozenset[int] | None = None  # conversation members; None for a channel
+    _views: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def id(self) -> int:
         return int(self.message["id"])
+
+    def view(self, key: Hashable, build: Callable[[], T]) -> T:
+        """``build()``, once per ``key`` for this event: what every waiter it wakes would redo.
+
+        A fan-out to W waiters then renders and encodes the message once per distinct
+        view (the key names everything the view depends on), not W times.
+        """
+        if key not in self._views:
+            self._views[key] = build()
+        return self._views[key]
 
     def index_keys(self) -> Iterable[Key]:
         yield ("all", 0)
