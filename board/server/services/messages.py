@@ -117,12 +117,13 @@ async def thread_claims(conn: Connection, root_ids: list[int]) -> dict[int, dict
 
 
 async def rows_to_messages(conn: Connection, rows: list[Any]) -> list[dict[str, Any]]:
+    # The rows of one query share their columns: which extras they carry is asked once.
+    extras = [extra for extra in ("reason", "snippet") if rows and extra in rows[0].keys()]  # noqa: SIM118
     items = []
     for row in rows:
         item = store.to_dict(row)
-        for extra in ("reason", "snippet"):
-            if extra in row.keys():  # noqa: SIM118 - sqlite3.Row
-                item[extra] = row[extra]
+        for extra in extras:
+            item[extra] = row[extra]
         items.append(item)
     return await with_thread_state(conn, items)
 
