@@ -83,13 +83,19 @@ class Waiter:
     owner: int | None = None
     released: bool = False  # let go by a newer request of its owner: answer now
     events: list[Event | Signal] = field(default_factory=list)
-    _seen: set[int] = field(default_factory=set)
+    _last: Event | Signal | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
 
     def deliver(self, event: Event | Signal) -> None:
-        if event.id in self._seen:
+        """Buffer ``event``, once: publishing hands it over under each of its keys in turn.
+
+        Nothing is published twice, and one publish reaches a waiter under all its keys
+        before the next begins, so the last event delivered is all a waiter keeps to
+        drop the repeats: a stream held for days holds no record of what it saw.
+        """
+        if event is self._last:
             return
-        self._seen.add(event.id)
+        self._last = event
         self.events.append(event)
         self._ready.set()
 

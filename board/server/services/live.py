@@ -75,7 +75,6 @@ class Feed:
             if self.waiter.released:
                 raise Released()
             if not woke:
-                self._renew()
                 yield []
                 continue
             taken = self.waiter.take()
@@ -87,17 +86,6 @@ class Feed:
             signals = [e for e in taken if isinstance(e, Signal)]
             if found or signals:
                 yield [*found, *signals[-1:]]  # the latest signal says all the others do
-
-    def _renew(self) -> None:
-        """A fresh waiter now and then, so a feed open for days does not keep every id it saw.
-
-        Nothing can be published between the two calls (no await), so nothing is lost.
-        """
-        stale = self.waiter
-        self.ctx.hub.unsubscribe(stale)
-        self.waiter = self.ctx.hub.subscribe(self.keys, self.p.agent_id)
-        for event in stale.take():
-            self.waiter.deliver(event)
 
 
 async def open_feed(
