@@ -94,9 +94,23 @@ class Encoded(dict[str, Any]):
         self.json = encode(value)
 
 
+class EncodedList(list[Any]):
+    """A JSON array with its encoding, as :class:`Encoded` is an object with its own.
+
+    A page's items are encoded once to measure them against the byte cap, and the
+    answer holding them splices that encoding in.
+    """
+
+    __slots__ = ("json",)
+
+    def __init__(self, items: list[Any], json: bytes) -> None:
+        super().__init__(items)
+        self.json = json
+
+
 def _spliced(value: Any) -> Any:
-    """orjson's hook for subclasses of built-in types: an :class:`Encoded`'s bytes, or the plain value."""
-    if isinstance(value, Encoded):
+    """orjson's hook for subclasses of built-in types: an encoded value's bytes, or the plain value."""
+    if isinstance(value, Encoded | EncodedList):
         return orjson.Fragment(value.json)
     base: type[Any]
     for base in (dict, list, str, int, float):
