@@ -142,7 +142,8 @@ async def _fan_out(
 
 
 async def run(messages: int, rounds: int, browsers: int, posts: int) -> list[dict[str, Any]]:
-    with board_process() as board:
+    # The readers are one human's tabs, which hold eight streams by default (BOARD_MAX_WAITS).
+    with board_process(BOARD_MAX_WAITS=str(browsers + 8)) as board:
         fleet = await make_fleet(board, 1, WORKSPACE)
         token = fleet.bots[0][1]
         started = time.monotonic()
