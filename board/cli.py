@@ -32,17 +32,21 @@ def _settings(db: str | None, **overrides: Any) -> Any:
 async def _with_services(db: str | None, fn: Callable[[Any], Awaitable[T]]) -> T:
     """Run ``fn(ctx)`` against the database directly (the operator's commands)."""
     from .server.errors import BoardError
+    from .server.services import remote
     from .server.services.context import Context
-    from .server.store.db import Database, StoreError
+    from .server.store.stores import open_store
+    from .server.store.writer import StoreError
 
     settings = _settings(db)
-    database = Database(settings.db, readers=1)
     try:
+        database = open_store(settings, readers=1)
         await database.open()
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
+    ctx = Context(db=database, settings=settings)
+    remote.connect(ctx)  # a token revoked here stops working on every running board process
     try:
-        return await fn(Context(db=database, settings=settings))
+        return await fn(ctx)
     except BoardError as exc:
         raise click.ClickException(f"{exc.code}: {exc.message}") from None
     finally:
@@ -60,19 +64,27 @@ db_option = click.option("--db", envvar="BOARD_DB", help="SQLite database file [
 
 @main.command()
 @db_option
+@click.option(
+    "--database-url",
+    envvar="BOARD_DATABASE_URL",
+    help="postgresql:// URL: run on PostgreSQL instead of the SQLite file [BOARD_DATABASE_URL].",
+)
 @click.option("--bind", envvar="BOARD_BIND", help="Address to listen on [127.0.0.1].")
 @click.option("--port", envvar="BOARD_PORT", type=int, help="Port [8080].")
 @click.option("--routines", "with_routines", is_flag=True, help="Run the routines runner in this process.")
-def serve(db: str | None, bind: str | None, port: int | None, with_routines: bool) -> None:
+def serve(
+    db: str | None, database_url: str | None, bind: str | None, port: int | None, with_routines: bool
+) -> None:
     """Run the board server."""
     from aiohttp import web
 
     from .server.api.gate import SERVER_ARGS
     from .server.app import create_app
     from .server.logs import configure as configure_logs
-    from .server.store.db import StoreError
+    from .server.store.stores import database_label
+    from .server.store.writer import StoreError
 
-    settings = _settings(db, bind=bind, port=port)
+    settings = _settings(db, database_url=database_url, bind=bind, port=port)
     configure_logs(settings.log_level, settings.log_file or None)
     if settings.bind not in ("127.0.0.1", "localhost", "::1"):
         click.echo(
@@ -84,7 +96,8 @@ def serve(db: str | None, bind: str | None, port: int | None, with_routines: boo
 
     def started(_: str) -> None:
         click.echo(
-            f"board: serving http://{settings.bind}:{settings.port} (database {settings.db})", err=True
+            f"board: serving http://{settings.bind}:{settings.port} (database {database_label(settings)})",
+            err=True,
         )
 
     try:
@@ -124,7 +137,7 @@ def _routines_runner(settings: Any) -> Any:
     async def issue(app: Any) -> str:
         return await auth.runner_token(app[CONTEXT])
 
-    return in_process(f"http://{host}:{settings.port}", issue)
+    return in_process(f"http://{host}:{settings.port}", issue, lambda app: app[CONTEXT].db.duty("routines"))
 
 
 # -- running in the background, backups ----------------------------------------------
@@ -200,8 +213,18 @@ def ctl_logs(db: str | None, lines: int) -> None:
     click.echo(control.logs(_ctl_board(db), lines))
 
 
+def _sqlite_settings(db: str | None) -> Any:
+    """The settings of a command that works on the SQLite file only."""
+    from .server.services.backups import POSTGRES_BACKUPS
+
+    settings = _settings(db)
+    if settings.database_url:
+        raise click.ClickException(POSTGRES_BACKUPS)
+    return settings
+
+
 def _store_do(fn: Callable[[], T]) -> T:
-    from .server.store.db import StoreError
+    from .server.store.writer import StoreError
 
     try:
         return fn()
@@ -216,7 +239,7 @@ def backup(db: str | None, dest: Path) -> None:
     """Copy the database to DEST (a new file, or a folder) while the board keeps running."""
     from .server.store import backup as store
 
-    source = Path(_settings(db).db)
+    source = Path(_sqlite_settings(db).db)
     made = _store_do(lambda: store.backup(source, dest))
     click.echo(f"backed up {source} to {made} ({made.stat().st_size} bytes, integrity ok)")
 
@@ -228,7 +251,7 @@ def restore(db: str | None, source: Path) -> None:
     """Put the backup SOURCE in place of the database; refuses while a board serves it."""
     from .server.store import backup as store
 
-    target = Path(_settings(db).db)
+    target = Path(_sqlite_settings(db).db)
     saved = _store_do(lambda: store.restore(source, target))
     if saved is not None:
         click.echo(f"saved the database it replaced to {saved}")

@@ -60,7 +60,7 @@ def test_fts_queries_are_quoted_words(text: str) -> None:
     except InvalidArgument:
         assert not [w for w in text.split() if w.rstrip("*")]
         return
-    for term in match.split(" "):
+    for term in match.fts5().split(" "):
         assert term.startswith('"') and (term.endswith('"') or term.endswith('"*'))
 
 

@@ -25,7 +25,8 @@ from board.client import BoardAPIError, BoardClient
 from board.server.services import auth
 from board.server.services.context import Context
 from board.server.settings import Settings
-from board.server.store.db import Database, schema_version
+from board.server.store.db import Database
+from board.server.store.writer import schema_version
 
 
 def test_serve_answers_healthz_on_loopback(tmp_path: Path) -> None:

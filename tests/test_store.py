@@ -15,7 +15,8 @@ from boardtest import eventually
 
 from board.server.store import db as db_module
 from board.server.store.connection import Connection, JobSuspended
-from board.server.store.db import Database, StoreError, emit, migrations, schema_version
+from board.server.store.db import Database
+from board.server.store.writer import StoreError, emit, migrations, schema_version
 
 
 def file_digest(path: Path) -> str:
@@ -42,8 +43,7 @@ async def scalar(db: Database, sql: str) -> object:
 
 def insert(value: str):
     async def job(conn: Connection) -> int:
-        cur = await conn.execute("INSERT INTO t (v) VALUES (?)", (value,))
-        return int(cur.lastrowid or 0)
+        return await conn.insert("INSERT INTO t (v) VALUES (?)", (value,))
 
     return job
 

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -95,14 +96,32 @@ def import_(url: str, token: str, workspace: str | None, bot: str | None, folder
         raise click.ClickException(f"{exc.code}: {exc.message}") from None
 
 
+#: Seconds between tries to take the runner's duty while another board process holds it.
+DUTY_RETRY = 15.0
+
+
 def in_process(
-    url: str, issue_token: Callable[[web.Application], Awaitable[str]]
+    url: str,
+    issue_token: Callable[[web.Application], Awaitable[str]],
+    duty: Callable[[web.Application], AbstractAsyncContextManager[bool]],
 ) -> Callable[[web.Application], AsyncIterator[None]]:
-    """A clean-up context that runs the runner beside the board (``board serve --routines``)."""
+    """A clean-up context that runs the runner beside the board (``board serve --routines``).
+
+    Several board processes on one database may each be started with ``--routines``:
+    the runner runs in the one holding the ``duty`` and takes over when that one stops.
+    """
+
+    async def on_duty(board: BoardClient, app: web.Application) -> None:
+        while True:
+            async with duty(app) as mine:
+                if mine:
+                    await Runner(board).run()
+                    return
+            await asyncio.sleep(DUTY_RETRY)
 
     async def runner(app: web.Application) -> AsyncIterator[None]:
         board = BoardClient(url, await issue_token(app), timeout=120)
-        task = asyncio.create_task(Runner(board).run(), name="routines-runner")
+        task = asyncio.create_task(on_duty(board, app), name="routines-runner")
         yield
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -21,11 +21,12 @@ from .housekeeping import housekeeping
 from .mcp.endpoint import add_routes as add_mcp_routes
 from .mcp.endpoint import mcp_transport
 from .pages import install as install_pages
+from .services import remote
 from .services.auth import Presence
 from .services.context import Context
 from .settings import Settings
-from .store.db import Database
 from .store.messages import max_id
+from .store.stores import open_store
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +61,10 @@ def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: boo
         log.warning("%s is set: this board kills itself on the request id it names", TEST_SIGKILL)
 
     async def database(app: web.Application) -> AsyncIterator[None]:
-        db = Database(settings.db, readers=settings.readers, exclusive=exclusive)
+        db = open_store(settings, exclusive=exclusive)
         await db.open()
         ctx = Context(db=db, settings=settings, clock=clock or Clock())
+        remote.connect(ctx)
         ctx.hub.last_id = await db.read(max_id)
         app[CONTEXT] = ctx
         yield

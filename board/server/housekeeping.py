@@ -20,7 +20,10 @@ async def _sweep_forever(app: web.Application) -> None:
     while True:
         await asyncio.sleep(ctx.settings.sweep_every)
         try:
-            report = await sweep(ctx)
+            async with ctx.db.duty("sweep") as mine:  # one board process at a time sweeps
+                if not mine:
+                    continue
+                report = await sweep(ctx)
             if report.nudged or report.released or report.flagged:
                 log.info("sweep: %s", report.as_dict())
         except Exception:

@@ -42,6 +42,13 @@ class Settings:
         default_factory=_default_db,
         metadata={"help": "SQLite database file.", "shown": "~/.local/state/bot-board/board.db"},
     )
+    database_url: str = field(
+        default="",
+        metadata={
+            "help": "A `postgresql://` URL: run on PostgreSQL instead of the SQLite file, so that "
+            "several board processes can share one database (docs/scale.md)."
+        },
+    )
     bind: str = field(
         default="127.0.0.1",
         metadata={

@@ -8,7 +8,7 @@ from datetime import timedelta
 from ..clock import Clock, iso
 from ..hub import Hub
 from ..settings import Settings
-from ..store.db import Database
+from ..store.writer import Store
 from .knowledge.counts import ReadCounts
 from .ratelimit import RateLimiter
 from .tokencache import TokenCache
@@ -18,7 +18,7 @@ from .tokencache import TokenCache
 class Context:
     """The running board's shared state, built once by the app factory."""
 
-    db: Database
+    db: Store
     settings: Settings
     clock: Clock = field(default_factory=Clock)
     hub: Hub = field(init=False)

@@ -19,6 +19,7 @@ from ..store import identity as identity_store
 from ..store import messages as store
 from ..store.connection import Connection
 from ..store.messages import MessageFilter
+from ..store.search import Terms
 from ..validation import arg
 from . import claims, scope
 from .context import Context
@@ -366,17 +367,17 @@ class SearchQuery:
     view: str = arg("full", choices=("full", "compact"))
 
 
-def fts_query(text: str) -> str:
-    """Plain words to an FTS5 query: every word must match; ``word*`` is a prefix."""
+def fts_query(text: str) -> Terms:
+    """Plain words to a search: every word must match; ``word*`` is a prefix."""
     terms = []
     for word in text.split():
         prefix = word.endswith("*")
-        word = word.rstrip("*").replace('"', '""')
+        word = word.rstrip("*")
         if word:
-            terms.append(f'"{word}"' + ("*" if prefix else ""))
+            terms.append((word, prefix))
     if not terms:
         raise InvalidArgument("Search for at least one word.", field="q")
-    return " ".join(terms)
+    return Terms(tuple(terms))
 
 
 async def search(ctx: Context, p: Principal, q: SearchQuery) -> Page:

@@ -22,7 +22,7 @@ from ..store import claims as claim_store
 from ..store import identity as identity_store
 from ..store import messages as store
 from ..store.connection import Connection
-from ..store.db import emit
+from ..store.writer import emit
 from ..validation import arg
 from . import audit, leases, scope
 from .context import Context

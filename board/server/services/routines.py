@@ -29,7 +29,7 @@ from ..store import identity as identity_store
 from ..store import messages as message_store
 from ..store import routines as store
 from ..store.connection import Connection
-from ..store.db import emit
+from ..store.writer import emit
 from ..validation import arg
 from . import audit, claims, scope
 from .context import Context

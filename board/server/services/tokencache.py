@@ -10,6 +10,7 @@ take :attr:`TokenCache.generation` before reading and hand it to :meth:`put`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from ..principal import Principal
 
@@ -19,8 +20,10 @@ TTL_SECONDS = 10.0
 class TokenCache:
     def __init__(self) -> None:
         self._entries: dict[str, tuple[Principal, float]] = {}
-        #: Bumped by every :meth:`forget_agent`.
+        #: Bumped by every :meth:`drop_agent`.
         self.generation = 0
+        #: Tells the board's other processes to drop the agent too (``services.remote``).
+        self.on_forget: Callable[[int], None] | None = None
 
     def get(self, token_hash: str) -> Principal | None:
         hit = self._entries.get(token_hash)
@@ -41,6 +44,12 @@ class TokenCache:
         self._entries[token_hash] = (principal, time.monotonic() + TTL_SECONDS)
 
     def forget_agent(self, agent_id: int) -> None:
+        """Drop what is cached for ``agent_id`` here and on every other board process."""
+        self.drop_agent(agent_id)
+        if self.on_forget is not None:
+            self.on_forget(agent_id)
+
+    def drop_agent(self, agent_id: int) -> None:
         self.generation += 1
         for key in [k for k, (p, _) in self._entries.items() if p.agent_id == agent_id]:
             del self._entries[key]

@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from .db import StoreError, schema_version
+from .writer import StoreError, schema_version
 
 
 @contextlib.contextmanager

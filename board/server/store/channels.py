@@ -15,11 +15,11 @@ async def by_slug(conn: Connection, workspace_id: int, slug: str) -> Row | None:
 
 
 async def insert(conn: Connection, workspace_id: int, slug: str, topic: str, now: str) -> int:
-    cur = await conn.execute(
+    new_id = await conn.insert(
         "INSERT INTO channels (workspace_id, slug, topic, created_at) VALUES (?,?,?,?)",
         (workspace_id, slug, topic, now),
     )
-    return int(cur.lastrowid or 0)
+    return new_id
 
 
 async def set_topic(conn: Connection, channel_id: int, topic: str) -> None:
@@ -106,11 +106,11 @@ async def insert_conversation(
     conn: Connection, workspace_id: int, member_ids: list[int], topic: str, now: str
 ) -> int:
     key = ",".join(str(i) for i in sorted(member_ids))
-    cur = await conn.execute(
+    new_id = await conn.insert(
         "INSERT INTO conversations (workspace_id, member_key, topic, created_at) VALUES (?,?,?,?)",
         (workspace_id, key, topic, now),
     )
-    conversation_id = int(cur.lastrowid or 0)
+    conversation_id = new_id
     await conn.executemany(
         "INSERT INTO conversation_members (conversation_id, agent_id) VALUES (?,?)",
         [(conversation_id, agent_id) for agent_id in sorted(member_ids)],

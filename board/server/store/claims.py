@@ -146,11 +146,11 @@ async def history(conn: Connection, thread_id: int, limit: int = 200) -> list[Ro
 async def insert_wake(conn: Connection, values: dict[str, Any]) -> int:
     values = dict(values, trigger_ids=json.dumps(values["trigger_ids"]))
     names = list(values)
-    cur = await conn.execute(
+    new_id = await conn.insert(
         f"INSERT INTO wakes ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
         tuple(values.values()),
     )
-    return int(cur.lastrowid or 0)
+    return new_id
 
 
 async def select_wakes(
@@ -212,7 +212,7 @@ async def mark_nudged(conn: Connection, thread_id: int, now: str) -> None:
 async def flag_unseen(conn: Connection, away_before: str, created_before: str, now: str, limit: int) -> int:
     """Flag messages addressed to away bots and still unseen; returns how many were new."""
     cur = await conn.execute(
-        """INSERT OR IGNORE INTO unseen_flags (message_id, agent_id, flagged_at)
+        """INSERT INTO unseen_flags (message_id, agent_id, flagged_at)
            SELECT i.message_id, i.agent_id, ? FROM inbox i
            JOIN agents a ON a.id = i.agent_id JOIN messages m ON m.id = i.message_id
            WHERE a.kind = 'bot' AND (a.last_seen_at IS NULL OR a.last_seen_at < ?)
@@ -221,7 +221,8 @@ async def flag_unseen(conn: Connection, away_before: str, created_before: str, n
                              AND r.message_id = i.message_id AND r.state = 'seen')
              AND NOT EXISTS (SELECT 1 FROM unseen_flags f WHERE f.agent_id = i.agent_id
                              AND f.message_id = i.message_id)
-           LIMIT ?""",
+           LIMIT ?
+           ON CONFLICT DO NOTHING""",
         (now, away_before, created_before, limit),
     )
     return cur.rowcount

@@ -1,16 +1,17 @@
-"""A SQLite connection owned by one thread, and the jobs that run on it in one hop.
+"""What a store function is handed, and the SQLite connection that runs a job in one hop.
 
-aiosqlite hands every statement to the connection's thread and back: a write job
-of ten statements paid ten round trips through the event loop, and the writer,
-which runs every job in turn, spent its time in those hand-offs. Here a job (a
-coroutine function taking a :class:`Connection`) runs *inside* the connection's
-thread: the connection's methods are coroutines only in name, answering at once,
-so the job's coroutine runs from start to end in one ``send`` without the event
-loop. A whole read, or a whole batch of writes with its savepoints and commit, is
-one hand-off.
+Every store function takes a :class:`Connection` and awaits its statements. The
+SQLite one (:class:`SqliteConnection`) is owned by one thread: aiosqlite handed
+every statement to the connection's thread and back, and a write job of ten
+statements paid ten round trips through the event loop. Here a job (a coroutine
+function taking a connection) runs *inside* the connection's thread: the
+connection's methods are coroutines only in name, answering at once, so the
+job's coroutine runs from start to end in one ``send`` without the event loop. A
+whole read, or a whole batch of writes with its savepoints and commit, is one
+hand-off. The PostgreSQL connection (``postgres.py``) awaits the server for real.
 
 A job therefore must await nothing but its connection (no sleeps, no other
-reads): :func:`drive` refuses one that suspends.
+reads): :func:`drive` refuses one that suspends on SQLite.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ import asyncio
 import contextlib
 import contextvars
 import sqlite3
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -31,15 +33,20 @@ class JobSuspended(RuntimeError):
     """A database job awaited something other than its connection."""
 
 
-class Cursor:
+class Cursor(Protocol):
     """A statement's result; the fetches answer at once."""
 
+    @property
+    def rowcount(self) -> int: ...
+
+    async def fetchone(self) -> Any: ...
+
+    async def fetchall(self) -> list[Any]: ...
+
+
+class _SqliteCursor:
     def __init__(self, cur: sqlite3.Cursor) -> None:
         self._cur = cur
-
-    @property
-    def lastrowid(self) -> int | None:
-        return self._cur.lastrowid
 
     @property
     def rowcount(self) -> int:
@@ -52,42 +59,83 @@ class Cursor:
         return self._cur.fetchall()
 
 
-class _Statement:
+class Statement:
     """``await conn.execute(...)`` or ``async with conn.execute(...) as cur``, as with aiosqlite."""
 
-    def __init__(self, run: Callable[[], sqlite3.Cursor]) -> None:
+    def __init__(self, run: Callable[[], Awaitable[Cursor]]) -> None:
         self._run = run
 
-    async def _cursor(self) -> Cursor:
-        return Cursor(self._run())
-
     def __await__(self) -> Generator[Any, None, Cursor]:
-        return self._cursor().__await__()
+        return self._run().__await__()
 
     async def __aenter__(self) -> Cursor:
-        return await self._cursor()
+        return await self._run()
 
     async def __aexit__(self, *exc: object) -> None:
         return None
 
 
-class Connection:
-    """What store functions see: ``await conn.execute(...)`` runs the statement now."""
+class Connection(ABC):
+    """What store functions see: ``await conn.execute(sql, params)`` with ``?`` placeholders.
+
+    The SQL is the common dialect of SQLite and PostgreSQL; where they part (full-text
+    search, a few functions), a store function asks :attr:`dialect`.
+    """
+
+    dialect: ClassVar[str]
+    #: What the driver raises when a constraint or a trigger refuses a change.
+    IntegrityError: ClassVar[type[Exception]]
+
+    @abstractmethod
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> Statement: ...
+
+    @abstractmethod
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Statement: ...
+
+    @abstractmethod
+    async def executescript(self, script: str) -> None: ...
+
+    @property
+    @abstractmethod
+    def in_transaction(self) -> bool: ...
+
+    async def execute_fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        cur = await self.execute(sql, params)
+        return await cur.fetchall()
+
+    async def insert(self, sql: str, params: Iterable[Any] = ()) -> int:
+        """Run an ``INSERT`` into a table with an ``id`` column; the new row's id."""
+        cur = await self.execute(f"{sql} RETURNING id", params)
+        row = await cur.fetchone()
+        return int(row[0])
+
+
+class SqliteConnection(Connection):
+    """A connection owned by one thread: every statement runs now, in that thread."""
+
+    dialect = "sqlite"
+    IntegrityError = sqlite3.IntegrityError
 
     def __init__(self, raw: sqlite3.Connection) -> None:
         self.raw = raw
 
-    def execute(self, sql: str, params: Iterable[Any] = ()) -> _Statement:
-        return _Statement(lambda: self.raw.execute(sql, tuple(params)))
+    def _now(self, run: Callable[[], sqlite3.Cursor]) -> Statement:
+        async def cursor() -> Cursor:
+            return _SqliteCursor(run())
 
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> _Statement:
-        return _Statement(lambda: self.raw.executemany(sql, rows))
+        return Statement(cursor)
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> Statement:
+        return self._now(lambda: self.raw.execute(sql, tuple(params)))
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Statement:
+        return self._now(lambda: self.raw.executemany(sql, rows))
 
     async def execute_fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
         return self.raw.execute(sql, tuple(params)).fetchall()
 
-    async def executescript(self, script: str) -> Cursor:
-        return Cursor(self.raw.executescript(script))
+    async def executescript(self, script: str) -> None:
+        self.raw.executescript(script)
 
     @property
     def in_transaction(self) -> bool:
@@ -113,7 +161,7 @@ class Owned:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="board-sqlite")
         self._path = path
         self._configure = configure
-        self.conn: Connection | None = None
+        self.conn: SqliteConnection | None = None
 
     def _open(self) -> None:
         raw = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
@@ -122,7 +170,7 @@ class Owned:
         except BaseException:
             raw.close()
             raise
-        self.conn = Connection(raw)
+        self.conn = SqliteConnection(raw)
 
     async def open(self) -> None:
         await self.call(self._open)

@@ -82,8 +82,8 @@ async def store_report(
 ) -> None:
     await conn.execute(
         """UPDATE machines SET report = ?, interval_s = ?, last_report_at = ?,
-               event_seq = max(event_seq, ?) WHERE id = ?""",
-        (json.dumps(report, separators=(",", ":")), interval_s, now, event_seq, machine_id),
+               event_seq = CASE WHEN event_seq > ? THEN event_seq ELSE ? END WHERE id = ?""",
+        (json.dumps(report, separators=(",", ":")), interval_s, now, event_seq, event_seq, machine_id),
     )
 
 
@@ -132,11 +132,11 @@ async def unassign(conn: Connection, agent_id: int) -> None:
 
 
 async def insert_order(conn: Connection, machine_id: int, handle: str, kind: str, by: str, now: str) -> int:
-    cur = await conn.execute(
+    new_id = await conn.insert(
         "INSERT INTO fleet_orders (machine_id, handle, kind, created_at, created_by) VALUES (?,?,?,?,?)",
         (machine_id, handle, kind, now, by),
     )
-    return int(cur.lastrowid or 0)
+    return new_id
 
 
 async def open_orders(conn: Connection, machine_id: int) -> list[Row]:

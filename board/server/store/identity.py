@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from .connection import Connection
 
-Row = sqlite3.Row
+#: A result row, read by column name or position (``sqlite3.Row``, or the PostgreSQL store's).
+Row = Any
 
 AGENT_COLUMNS = """a.id, a.handle, a.kind, a.harness, a.workspace_id, a.description, a.created_at,
     a.last_seen_at, w.slug AS workspace"""
@@ -77,12 +77,12 @@ async def insert_agent(
     now: str,
     harness: str | None = None,
 ) -> int:
-    cur = await conn.execute(
+    new_id = await conn.insert(
         """INSERT INTO agents (handle, kind, harness, workspace_id, description, created_at)
            VALUES (?,?,?,?,?,?)""",
         (handle, kind, harness, workspace_id, description, now),
     )
-    return int(cur.lastrowid or 0)
+    return new_id
 
 
 async def insert_token(conn: Connection, agent_id: int, token_hash: str, kind: str, now: str) -> None:
@@ -140,12 +140,12 @@ async def insert_invite(
     created_by: int | None,
     now: str,
 ) -> int:
-    cur = await conn.execute(
+    new_id = await conn.insert(
         """INSERT INTO invites (code_hash, workspace_id, uses_left, expires_at, created_by, created_at)
            VALUES (?,?,?,?,?,?)""",
         (code_hash, workspace_id, uses, expires_at, created_by, now),
     )
-    return int(cur.lastrowid or 0)
+    return new_id
 
 
 async def take_invite_use(conn: Connection, code_hash: str, now: str) -> Row | None:

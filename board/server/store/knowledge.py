@@ -10,15 +10,12 @@ moves a head keeps it so.
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import aiosqlite
 
 from .connection import Connection
 from .identity import Row, all_rows, one
+from .search import Terms
 
 DOC_COLUMNS = """d.id AS document_id, d.workspace_id, d.path, d.created_at, d.latest_revision,
     d.accepted_revision, d.current_id, d.pending_revision, d.state, d.status AS doc_status, d.open_disputes,
@@ -57,11 +54,11 @@ async def document_by_id(conn: Connection, document_id: int) -> Row | None:
 
 
 async def insert_document(conn: Connection, workspace_id: int, path: str, now: str) -> int:
-    cur = await conn.execute(
+    new_id = await conn.insert(
         "INSERT INTO kb_documents (workspace_id, path, created_at, updated_at) VALUES (?,?,?,?)",
         (workspace_id, path, now, now),
     )
-    return int(cur.lastrowid or 0)
+    return new_id
 
 
 async def set_head(conn: Connection, document_id: int, head: dict[str, Any]) -> None:
@@ -77,15 +74,15 @@ async def insert_revision(conn: Connection, values: dict[str, Any]) -> int | Non
     names = ", ".join(values)
     marks = ", ".join("?" * len(values))
     try:
-        cur = await conn.execute(
+        new_id = await conn.insert(
             f"INSERT INTO kb_revisions ({names}) VALUES ({marks})", tuple(values.values())
         )
-    except sqlite3.IntegrityError as exc:
-        text = str(exc)
-        if "UNIQUE" in text or "version conflict" in text:
+    except conn.IntegrityError as exc:
+        text = str(exc).lower()
+        if "unique" in text or "version conflict" in text:  # the constraint's or the trigger's refusal
             return None
         raise
-    return int(cur.lastrowid or 0)
+    return new_id
 
 
 async def revision_by_number(conn: Connection, document_id: int, revision: int) -> Row | None:
@@ -182,9 +179,13 @@ async def revision_at(
 
 
 # -- the full-text index -----------------------------------------------------------
+# SQLite's kb_fts is kept by hand. On PostgreSQL, triggers keep kb_search equal to
+# the shown revision of each live document: there is nothing to do here.
 
 
 async def index(conn: Connection, revision_id: int, path: str) -> None:
+    if conn.dialect == "postgresql":
+        return
     await conn.execute(
         """INSERT INTO kb_fts (rowid, path, title, body)
            SELECT id, ?, title, body FROM kb_revisions WHERE id = ?""",
@@ -194,6 +195,8 @@ async def index(conn: Connection, revision_id: int, path: str) -> None:
 
 async def unindex(conn: Connection, revision_id: int, path: str) -> None:
     """Drop a revision from the index; call it while its row still holds what was indexed."""
+    if conn.dialect == "postgresql":
+        return
     await conn.execute(
         """INSERT INTO kb_fts (kb_fts, rowid, path, title, body)
            SELECT 'delete', id, ?, title, body FROM kb_revisions WHERE id = ?""",
@@ -203,25 +206,14 @@ async def unindex(conn: Connection, revision_id: int, path: str) -> None:
 
 async def optimize_index(conn: Connection) -> None:
     """Merge the index into one segment, so no old segment keeps deleted tokens."""
+    if conn.dialect == "postgresql":
+        return
     await conn.execute("INSERT INTO kb_fts (kb_fts) VALUES ('optimize')")
-
-
-async def checkpoint(db_path: Path) -> list[int]:
-    """Copy the WAL into the database file and truncate it (a connection of its own:
-    a checkpoint cannot run inside the writer's transaction). Returns busy, log, done."""
-    async with aiosqlite.connect(db_path, isolation_level=None) as conn:
-        await conn.execute("PRAGMA busy_timeout = 5000")
-        await conn.execute("PRAGMA secure_delete = ON")
-        async with conn.execute("PRAGMA wal_checkpoint(TRUNCATE)") as cur:
-            row = await cur.fetchone()
-    return list(row) if row else []
 
 
 # -- current documents -------------------------------------------------------------
 
 LIST_FROM = "kb_documents d JOIN kb_revisions r ON r.id = d.current_id"
-# Searches start from the index (CROSS JOIN keeps that order): the planner would otherwise walk a
-# workspace's documents and query the index once for each.
 
 
 def _filters(
@@ -271,19 +263,49 @@ async def list_current(
     )
 
 
+def _matching(conn: Connection, match: Terms) -> tuple[str, str, str, str]:
+    """FROM, WHERE, ORDER BY and the query text of a search of shown revisions.
+
+    SQLite searches start from the index (CROSS JOIN keeps that order): the planner
+    would otherwise walk a workspace's documents and query the index once for each.
+    """
+    if conn.dialect == "postgresql":
+        return (  # kb_search holds the shown revision of each live document (weights as bm25's)
+            "to_tsquery('simple', ?) AS q(query) CROSS JOIN kb_search s "
+            "JOIN kb_documents d ON d.current_id = s.revision_id JOIN kb_revisions r ON r.id = d.current_id",
+            "s.search_vector @@ q.query AND ",
+            "ts_rank('{0.1, 0.2, 0.6, 1.0}', s.search_vector, q.query) DESC, d.path",
+            match.tsquery(),
+        )
+    return (
+        "kb_fts CROSS JOIN kb_documents d ON d.current_id = kb_fts.rowid "
+        "JOIN kb_revisions r ON r.id = d.current_id",
+        "kb_fts MATCH ? AND ",
+        "kb_fts.rank",
+        match.fts5(),
+    )
+
+
+def _snippet(conn: Connection) -> str:
+    if conn.dialect == "postgresql":
+        return (
+            "ts_headline('simple', r.body, q.query, "
+            "'StartSel=**, StopSel=**, MaxFragments=1, MaxWords=16, MinWords=4') AS snippet"
+        )
+    return "snippet(kb_fts, 2, '**', '**', '…', 16) AS snippet"
+
+
 async def search(
-    conn: Connection, workspace_id: int, match: str, flt: ListFilter, *, limit: int, offset: int
+    conn: Connection, workspace_id: int, match: Terms, flt: ListFilter, *, limit: int, offset: int
 ) -> list[Row]:
     where, params = _filters(flt.prefix, flt.status, flt.expired, flt.now)
+    found, matching, rank, terms = _matching(conn, match)
     return await all_rows(
         conn,
-        f"""SELECT {DOC_COLUMNS}, {REV_COLUMNS},
-                   snippet(kb_fts, 2, '**', '**', '…', 16) AS snippet
-            FROM kb_fts CROSS JOIN kb_documents d ON d.current_id = kb_fts.rowid
-            JOIN kb_revisions r ON r.id = d.current_id
-            WHERE kb_fts MATCH ? AND d.workspace_id = ? AND d.state = 'live'{where}
-            ORDER BY kb_fts.rank LIMIT ? OFFSET ?""",
-        (match, workspace_id, *params, limit, offset),
+        f"""SELECT {DOC_COLUMNS}, {REV_COLUMNS}, {_snippet(conn)} FROM {found}
+            WHERE {matching}d.workspace_id = ? AND d.state = 'live'{where}
+            ORDER BY {rank} LIMIT ? OFFSET ?""",
+        (terms, workspace_id, *params, limit, offset),
     )
 
 
@@ -316,18 +338,17 @@ async def list_at(
 
 
 async def search_ranked(
-    conn: Connection, workspace_id: int, match: str, exclude: list[int], limit: int
+    conn: Connection, workspace_id: int, match: Terms, exclude: list[int], limit: int
 ) -> list[Row]:
     """Settled live documents best matching ``match``, with their bodies (for the pack)."""
     skip = f" AND d.id NOT IN ({','.join('?' * len(exclude))})" if exclude else ""
+    found, matching, rank, terms = _matching(conn, match)
     return await all_rows(
         conn,
-        f"""SELECT {DOC_COLUMNS}, {REV_COLUMNS}, r.body FROM kb_fts
-            CROSS JOIN kb_documents d ON d.current_id = kb_fts.rowid
-            JOIN kb_revisions r ON r.id = d.current_id
-            WHERE kb_fts MATCH ? AND d.workspace_id = ? AND d.state = 'live' AND d.status = 'settled'{skip}
-            ORDER BY kb_fts.rank LIMIT ?""",
-        (match, workspace_id, *exclude, limit),
+        f"""SELECT {DOC_COLUMNS}, {REV_COLUMNS}, r.body FROM {found}
+            WHERE {matching}d.workspace_id = ? AND d.state = 'live' AND d.status = 'settled'{skip}
+            ORDER BY {rank} LIMIT ?""",
+        (terms, workspace_id, *exclude, limit),
     )
 
 
@@ -357,13 +378,13 @@ async def insert_dispute(
     sources: list[dict[str, Any]],
     now: str,
 ) -> int:
-    cur = await conn.execute(
+    new_id = await conn.insert(
         """INSERT INTO kb_disputes
                (document_id, workspace_id, revision, opened_by, reason, sources, opened_at)
            VALUES (?,?,?,?,?,?,?)""",
         (document_id, workspace_id, revision, by, reason, json.dumps(sources), now),
     )
-    return int(cur.lastrowid or 0)
+    return new_id
 
 
 async def open_disputes(conn: Connection, document_id: int, limit: int = 50) -> list[Row]:
@@ -421,7 +442,7 @@ async def review_groups(
             FROM kb_revisions r JOIN kb_documents d ON d.id = r.document_id
             JOIN workspaces w ON w.id = d.workspace_id
             WHERE r.status = 'proposed' AND r.revision > d.accepted_revision{where}
-            GROUP BY r.document_id HAVING min(r.id) > ? ORDER BY first_id LIMIT ?""",
+            GROUP BY d.id, w.slug HAVING min(r.id) > ? ORDER BY first_id LIMIT ?""",
         (*params, since, limit),
     )
 
@@ -439,10 +460,12 @@ async def add_counts(conn: Connection, counts: list[tuple[int, int, int, str | N
     )
 
 
+#: When a document was last written or confirmed, whichever is later.
+FRESHEST = "CASE WHEN d.confirmed_at > d.updated_at THEN d.confirmed_at ELSE d.updated_at END"
 STATS_LISTS = {
     "never_read": "d.read_count = 0 AND d.shown_count = 0",
     "shown_never_read": "d.read_count = 0 AND d.shown_count > 0",
-    "stale": "max(d.updated_at, COALESCE(d.confirmed_at, '')) < ?",
+    "stale": f"{FRESHEST} < ?",
 }
 
 
@@ -454,9 +477,14 @@ async def stats_list(
         conn,
         f"""SELECT {DOC_COLUMNS}, {REV_COLUMNS} FROM {LIST_FROM}
             WHERE d.workspace_id = ? AND d.state = 'live' AND {STATS_LISTS[which]}
-            ORDER BY max(d.updated_at, COALESCE(d.confirmed_at, '')), d.path LIMIT ?""",
+            ORDER BY {FRESHEST}, d.path LIMIT ?""",
         (workspace_id, *params, limit),
     )
+
+
+def _count_of(condition: str) -> str:
+    """How many rows meet ``condition`` (a truth is an integer on SQLite only)."""
+    return f"COALESCE(sum(CASE WHEN {condition} THEN 1 ELSE 0 END), 0)"
 
 
 async def stats_totals(conn: Connection, workspace_id: int, stale_before: str) -> Row | None:
@@ -464,9 +492,9 @@ async def stats_totals(conn: Connection, workspace_id: int, stale_before: str) -
         conn,
         f"""SELECT count(*) AS documents, COALESCE(sum(d.read_count), 0) AS reads,
                    COALESCE(sum(d.shown_count), 0) AS shown,
-                   COALESCE(sum({STATS_LISTS["never_read"]}), 0) AS never_read,
-                   COALESCE(sum({STATS_LISTS["shown_never_read"]}), 0) AS shown_never_read,
-                   COALESCE(sum({STATS_LISTS["stale"]}), 0) AS stale
+                   {_count_of(STATS_LISTS["never_read"])} AS never_read,
+                   {_count_of(STATS_LISTS["shown_never_read"])} AS shown_never_read,
+                   {_count_of(STATS_LISTS["stale"])} AS stale
             FROM kb_documents d WHERE d.workspace_id = ? AND d.state = 'live'""",
         (stale_before, workspace_id),
     )
@@ -481,12 +509,13 @@ async def purge_workspace(conn: Connection, workspace_id: int) -> int:
     count = int(row[0]) if row else 0
     if not count:
         return 0
-    await conn.execute(
-        """INSERT INTO kb_fts (kb_fts, rowid, path, title, body)
-           SELECT 'delete', r.id, d.path, r.title, r.body FROM kb_documents d
-           JOIN kb_revisions r ON r.id = d.current_id WHERE d.workspace_id = ? AND d.state = 'live'""",
-        (workspace_id,),
-    )
+    if conn.dialect == "sqlite":
+        await conn.execute(
+            """INSERT INTO kb_fts (kb_fts, rowid, path, title, body)
+               SELECT 'delete', r.id, d.path, r.title, r.body FROM kb_documents d
+               JOIN kb_revisions r ON r.id = d.current_id WHERE d.workspace_id = ? AND d.state = 'live'""",
+            (workspace_id,),
+        )
     for table in ("kb_disputes", "kb_revisions", "kb_documents"):
         await conn.execute(f"DELETE FROM {table} WHERE workspace_id = ?", (workspace_id,))
     await optimize_index(conn)

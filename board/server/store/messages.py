@@ -9,6 +9,7 @@ from typing import Any
 from .connection import Connection
 from .identity import Row, all_rows, one
 from .jsoncolumns import read_json
+from .search import Terms
 
 SELECT = """SELECT m.id, m.workspace_id, w.slug AS workspace, m.channel_id, c.slug AS channel,
     m.conversation_id, m.kind, a.handle AS author, a.kind AS author_kind, m.body, m.reply_to,
@@ -64,7 +65,7 @@ class MessageFilter:
         if self.before is not None:
             clauses.append("m.id < ?")
             params.append(self.before)
-        return " AND ".join(clauses) or "1", params
+        return " AND ".join(clauses) or "TRUE", params
 
 
 def to_dict(row: Row) -> dict[str, Any]:
@@ -123,7 +124,11 @@ async def by_ids(conn: Connection, message_ids: list[int]) -> list[Row]:
 
 
 async def max_id(conn: Connection) -> int:
-    row = await one(conn, "SELECT seq FROM sqlite_sequence WHERE name = 'messages'")
+    """The highest message id handed out so far."""
+    if conn.dialect == "postgresql":
+        row = await one(conn, "SELECT COALESCE(MAX(id), 0) FROM messages")
+    else:  # the AUTOINCREMENT high-water mark counts deleted messages too
+        row = await one(conn, "SELECT seq FROM sqlite_sequence WHERE name = 'messages'")
     return int(row[0]) if row else 0
 
 
@@ -170,10 +175,9 @@ async def insert(
     """Append a message; a root (no ``thread_id``) becomes its own thread.
 
     The thread bookkeeping (a root's own thread id, the reply summary, who took
-    part) is done by triggers inside SQLite: one statement crosses to the
-    connection's thread instead of four.
+    part) is done by triggers inside the database: one statement instead of four.
     """
-    cur = await conn.execute(
+    new_id = await conn.insert(
         """INSERT INTO messages (workspace_id, channel_id, conversation_id, kind, author_id, body,
                reply_to, thread_id, tags, mentions, meta, created_at)
            VALUES (?,?,?,?,?,?,?,?,?,?,?,?)""",
@@ -192,10 +196,10 @@ async def insert(
             now,
         ),
     )
-    message_id = int(cur.lastrowid or 0)
+    message_id = new_id
     if tags:
         await conn.executemany(
-            "INSERT OR IGNORE INTO message_tags (tag, message_id) VALUES (?, ?)",
+            "INSERT INTO message_tags (tag, message_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
             [(tag, message_id) for tag in tags],
         )
     return message_id
@@ -208,9 +212,15 @@ async def thread_participant_ids(conn: Connection, thread_id: int) -> list[int]:
 
 async def add_to_inboxes(conn: Connection, message_id: int, reasons: dict[int, str]) -> None:
     await conn.executemany(
-        "INSERT OR IGNORE INTO inbox (agent_id, message_id, reason) VALUES (?,?,?)",
+        "INSERT INTO inbox (agent_id, message_id, reason) VALUES (?,?,?) ON CONFLICT DO NOTHING",
         [(agent_id, message_id, reason) for agent_id, reason in reasons.items()],
     )
+
+
+async def inbox_reasons(conn: Connection, message_id: int) -> dict[int, str]:
+    """Whose inbox a message landed in, and why."""
+    rows = await all_rows(conn, "SELECT agent_id, reason FROM inbox WHERE message_id = ?", (message_id,))
+    return {int(r["agent_id"]): str(r["reason"]) for r in rows}
 
 
 async def inbox(conn: Connection, agent_id: int, since: int, limit: int) -> list[Row]:
@@ -263,7 +273,7 @@ async def in_archived_workspaces(conn: Connection, message_ids: list[int]) -> se
 
 async def add_receipts(conn: Connection, agent_id: int, message_ids: list[int], state: str, now: str) -> None:
     await conn.executemany(
-        "INSERT OR IGNORE INTO receipts (message_id, agent_id, state, at) VALUES (?,?,?,?)",
+        "INSERT INTO receipts (message_id, agent_id, state, at) VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
         [(message_id, agent_id, state, now) for message_id in message_ids],
     )
 
@@ -282,15 +292,25 @@ async def receipts_for(conn: Connection, message_id: int) -> list[Row]:
     )
 
 
-async def search(conn: Connection, match: str, flt: MessageFilter, limit: int, offset: int) -> list[Row]:
+async def search(conn: Connection, match: Terms, flt: MessageFilter, limit: int, offset: int) -> list[Row]:
     where, params = flt.where()
+    if conn.dialect == "postgresql":
+        found = """, ts_headline('simple', m.body, q.query,
+                          'StartSel=**, StopSel=**, MaxFragments=1, MaxWords=16, MinWords=4') AS snippet
+            FROM to_tsquery('simple', ?) AS q(query) JOIN messages m ON m.search_vector @@ q.query"""
+        rank = "ts_rank(m.search_vector, q.query) DESC"
+        terms, matching = match.tsquery(), ""
+    else:
+        found = """, snippet(messages_fts, 0, '**', '**', '…', 16) AS snippet
+            FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"""
+        rank = "bm25(messages_fts)"
+        terms, matching = match.fts5(), "messages_fts MATCH ? AND "
     return await all_rows(
         conn,
-        f"""{SELECT}, snippet(messages_fts, 0, '**', '**', '…', 16) AS snippet
-            FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+        f"""{SELECT}{found}
             JOIN agents a ON a.id = m.author_id JOIN workspaces w ON w.id = m.workspace_id
             LEFT JOIN channels c ON c.id = m.channel_id
-            WHERE messages_fts MATCH ? AND {where}
-            ORDER BY bm25(messages_fts), m.id DESC LIMIT ? OFFSET ?""",
-        (match, *params, limit, offset),
+            WHERE {matching}{where}
+            ORDER BY {rank}, m.id DESC LIMIT ? OFFSET ?""",
+        (terms, *params, limit, offset),
     )

@@ -9,10 +9,15 @@ from .connection import Connection
 from .identity import Row, all_rows, one
 from .jsoncolumns import read_json
 
-SKILL_SELECT = """SELECT s.id, s.name, s.version AS latest_version, s.created_at, s.created_by,
+
+def _skill_select(conn: Connection) -> str:
+    """A skill's head with one of its versions (the join's condition may be extended)."""
+    size = "octet_length(v.text)" if conn.dialect == "postgresql" else "length(CAST(v.text AS BLOB))"
+    return f"""SELECT s.id, s.name, s.version AS latest_version, s.created_at, s.created_by,
     v.version, v.description, v.source, v.text, v.reason, v.author AS updated_by,
-    v.created_at AS updated_at, length(CAST(v.text AS BLOB)) AS bytes
+    v.created_at AS updated_at, {size} AS bytes
     FROM skills s JOIN skill_versions v ON v.skill_id = s.id"""
+
 
 PROFILE_SELECT = """SELECT p.id, p.name, p.workspace_id, w.slug AS workspace, w.archived_at, p.harness,
     p.model, p.flags, p.repo, p.watch, p.goal, p.identity, p.mcp, p.version, p.created_at, p.updated_at,
@@ -25,14 +30,14 @@ PROFILE_SELECT = """SELECT p.id, p.name, p.workspace_id, w.slug AS workspace, w.
 async def skill(conn: Connection, name: str, version: int | None = None) -> Row | None:
     """A skill at ``version`` (its latest when None)."""
     if version is None:
-        return await one(conn, f"{SKILL_SELECT} AND v.version = s.version WHERE s.name = ?", (name,))
-    return await one(conn, f"{SKILL_SELECT} WHERE s.name = ? AND v.version = ?", (name, version))
+        return await one(conn, f"{_skill_select(conn)} AND v.version = s.version WHERE s.name = ?", (name,))
+    return await one(conn, f"{_skill_select(conn)} WHERE s.name = ? AND v.version = ?", (name, version))
 
 
 async def list_skills(conn: Connection, after_name: str, limit: int) -> list[Row]:
     return await all_rows(
         conn,
-        f"{SKILL_SELECT} AND v.version = s.version WHERE s.name > ? ORDER BY s.name LIMIT ?",
+        f"{_skill_select(conn)} AND v.version = s.version WHERE s.name > ? ORDER BY s.name LIMIT ?",
         (after_name, limit),
     )
 
@@ -42,16 +47,16 @@ async def skills_by_names(conn: Connection, names: list[str]) -> list[Row]:
         return []
     marks = ",".join("?" * len(names))
     return await all_rows(
-        conn, f"{SKILL_SELECT} AND v.version = s.version WHERE s.name IN ({marks})", tuple(names)
+        conn, f"{_skill_select(conn)} AND v.version = s.version WHERE s.name IN ({marks})", tuple(names)
     )
 
 
 async def insert_skill(conn: Connection, name: str, author: str, now: str) -> int:
-    cur = await conn.execute(
+    new_id = await conn.insert(
         "INSERT INTO skills (name, version, created_at, created_by) VALUES (?, 0, ?, ?)",
         (name, now, author),
     )
-    return int(cur.lastrowid or 0)
+    return new_id
 
 
 async def append_skill_version(
@@ -105,12 +110,12 @@ async def list_profiles(
 
 
 async def insert_profile(conn: Connection, name: str, workspace_id: int, values: dict[str, Any]) -> int:
-    cur = await conn.execute(
+    new_id = await conn.insert(
         """INSERT INTO profiles (name, workspace_id, harness, model, flags, repo, watch, goal, identity,
                mcp, version, created_at, updated_at, updated_by) VALUES (?,?,?,?,?,?,?,?,?,?,1,?,?,?)""",
         (name, workspace_id, *_profile_fields(values), values["updated_at"], values["updated_by"]),
     )
-    return int(cur.lastrowid or 0)
+    return new_id
 
 
 def _profile_fields(values: dict[str, Any]) -> tuple[Any, ...]:

@@ -47,8 +47,8 @@ async def mark_applied(conn: Connection) -> None:
     if key is None:
         return
     await conn.execute(
-        """INSERT OR IGNORE INTO requests (agent_id, request_id, fingerprint, status, response, created_at)
-           VALUES (?,?,?,?,'',?)""",
+        """INSERT INTO requests (agent_id, request_id, fingerprint, status, response, created_at)
+           VALUES (?,?,?,?,'',?) ON CONFLICT DO NOTHING""",
         (key.agent_id, key.request_id, key.fingerprint, APPLIED, key.now),
     )
 

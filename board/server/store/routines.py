@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from .connection import Connection
@@ -49,11 +48,11 @@ async def select(conn: Connection, workspace_ids: list[int] | None) -> list[Row]
 
 
 async def insert(conn: Connection, name: str, workspace_id: int, thread_id: int, now: str) -> int:
-    cur = await conn.execute(
+    new_id = await conn.insert(
         "INSERT INTO routines (name, workspace_id, thread_id, created_at) VALUES (?,?,?,?)",
         (name, workspace_id, thread_id, now),
     )
-    return int(cur.lastrowid or 0)
+    return new_id
 
 
 async def set_paused(conn: Connection, routine_id: int, paused: bool, active_since: str | None) -> None:
@@ -144,7 +143,7 @@ async def insert_run(
 ) -> int | None:
     """A new run; None when ``(routine, scheduled_for)`` already has one."""
     try:
-        cur = await conn.execute(
+        new_id = await conn.insert(
             """INSERT INTO routine_runs (routine_id, version, scheduled_for, cause, state, outcome,
                    ended_at, created_at) VALUES (?,?,?,?,?,?,?,?)""",
             (
@@ -158,9 +157,9 @@ async def insert_run(
                 now,
             ),
         )
-    except sqlite3.IntegrityError:
+    except conn.IntegrityError:
         return None
-    return int(cur.lastrowid or 0)
+    return new_id
 
 
 async def run(conn: Connection, run_id: int) -> Row | None:
@@ -272,10 +271,10 @@ async def failed_wake(conn: Connection, message_id: int) -> Row | None:
 
 
 async def add_change(conn: Connection, routine_id: int, what: str, now: str) -> int:
-    cur = await conn.execute(
+    new_id = await conn.insert(
         "INSERT INTO routine_changes (routine_id, what, at) VALUES (?,?,?)", (routine_id, what, now)
     )
-    return int(cur.lastrowid or 0)
+    return new_id
 
 
 async def change_cursor(conn: Connection) -> int:

@@ -33,10 +33,10 @@ async def list_with_counts(conn: Connection, after_slug: str, limit: int) -> lis
 
 async def insert(conn: Connection, slug: str, name: str, now: str) -> int:
     """A new workspace, with its ``lobby`` channel."""
-    cur = await conn.execute(
+    new_id = await conn.insert(
         "INSERT INTO workspaces (slug, name, created_at) VALUES (?,?,?)", (slug, name, now)
     )
-    workspace_id = int(cur.lastrowid or 0)
+    workspace_id = new_id
     await conn.execute(
         "INSERT INTO channels (workspace_id, slug, created_at) VALUES (?, 'lobby', ?)",
         (workspace_id, now),

@@ -14,7 +14,7 @@ from typing import Literal
 
 from ...clock import Clock, iso
 from ...store import knowledge as store
-from ...store.db import Database
+from ...store.writer import Store
 
 FLUSH_AFTER_SECONDS = 2.0
 FLUSH_AFTER_DOCUMENTS = 500
@@ -33,7 +33,7 @@ class _Pending:
 class ReadCounts:
     """One board's shown/read counts not yet written."""
 
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: Store, clock: Clock) -> None:
         self._db = db
         self._clock = clock
         self._pending: dict[int, _Pending] = {}

@@ -246,9 +246,7 @@ async def redact(
         }
 
     result = await ctx.db.write(write)
-    # Old page images of the erased text may still sit in the WAL: fold it into the
-    # (securely overwritten) database file and truncate it.
-    await store.checkpoint(ctx.db.path)
+    await ctx.db.scrub()  # old copies of the erased text may still sit in the log or dead rows
     return result
 
 

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ...errors import InvalidArgument, LimitExceeded, PatchFailed
+from ...store.search import Terms
 
 MAX_PATH = 200
 MAX_BODY_BYTES = 200_000
@@ -306,6 +307,6 @@ def keywords(text: str, most: int = 12) -> list[str]:
     return [word for word, _ in counts.most_common(most)]
 
 
-def any_of(words: list[str]) -> str:
-    """An FTS5 query matching any of ``words``."""
-    return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
+def any_of(words: list[str]) -> Terms:
+    """A search matching any of ``words``."""
+    return Terms(tuple((word, False) for word in words), any=True)

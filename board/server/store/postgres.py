@@ -1,0 +1,507 @@
+"""The PostgreSQL store: several board processes on one database, with SQLite's guarantees.
+
+The store functions are the same; their SQL is the dialect both databases share,
+with ``?`` placeholders rewritten to ``$n`` here. What one SQLite writer gave for
+free, the database gives across processes:
+
+- **Commit order.** Every write batch takes the board's write lock (a transaction
+  advisory lock) before its first statement and holds it to its commit. Batches of
+  all processes therefore commit one at a time, so ids of every table are handed
+  out in commit order, and a ``since`` reader can never skip a row committed later
+  with a lower id. Within a process, the writer batches up to 256 writes per lock.
+- **Claims, compare-and-set, replays** are decided inside that transaction, and the
+  schema's unique constraints (one claim per thread, one ``(document, revision)``,
+  one request id per caller) refuse a second winner whatever a later change does
+  to the lock.
+- **Waking.** Before its commit, a batch sends ``NOTIFY board`` with the ids of what
+  it emitted (never bodies: a payload is at most 8,000 bytes); PostgreSQL delivers
+  notifications in commit order once the transaction commits. Every other process
+  listens, reads each item back by id and publishes it to its own hub
+  (:attr:`PostgresStore.on_remote`).
+- **Duties.** The sweep and the routines runner run where :meth:`PostgresStore.duty`
+  holds a session advisory lock: one process at a time, taken over when it dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from importlib import resources
+from typing import Any, ClassVar, TypeVar
+
+import orjson
+import psycopg
+from psycopg.adapt import Loader
+from psycopg.rows import RowMaker
+from psycopg.types.numeric import Int8Dumper
+
+from . import requests
+from .connection import Connection, Cursor, Statement
+from .urls import redacted
+from .writer import Job, Outcome, Store, StoreError, Write, migrations, schema_version
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Advisory lock keys: (BOARD, what). The first number keeps the board's locks
+#: apart from any other application's on the same database.
+BOARD = 0x0B0A
+LOCKS = {"writes": 1, "migrate": 2, "sweep": 3, "routines": 4}
+CHANNEL = "board"
+MAX_PAYLOAD = 7900  # PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more
+MIGRATIONS = "board.server.store.migrations_pg"
+COMPAT = "compat.sql"  # SQLite's functions the shared SQL calls, replaced at every start
+
+
+@functools.lru_cache(maxsize=4096)
+def placeholders(sql: str) -> str:
+    """``sql`` with each ``?`` outside quotes and comments numbered as ``$1``, ``$2``...
+
+    ``?NNN`` (SQLite's numbered parameter, for a value used twice) becomes ``$NNN``.
+    """
+    out: list[str] = []
+    number = 0
+    quote = ""
+    i = 0
+    while i < len(sql):
+        ch = sql[i]
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "-" and sql.startswith("--", i):
+            end = sql.find("\n", i)
+            end = len(sql) if end < 0 else end
+            out.append(sql[i:end])
+            i = end
+            continue
+        elif ch == "?":
+            digits = i + 1
+            while digits < len(sql) and sql[digits].isdigit():
+                digits += 1
+            if digits > i + 1:
+                out.append(f"${sql[i + 1 : digits]}")
+            else:
+                number += 1
+                out.append(f"${number}")
+            i = digits
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+class Row:
+    """A result row read by position or by column name, like ``sqlite3.Row``."""
+
+    __slots__ = ("_names", "_values")
+
+    def __init__(self, names: dict[str, int], values: Sequence[Any]) -> None:
+        self._names = names
+        self._values = tuple(values)
+
+    def __getitem__(self, key: int | str | slice) -> Any:
+        if isinstance(key, str):
+            return self._values[self._names[key]]
+        return self._values[key]
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Row):
+            return self._values == other._values and self._names == other._names
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values)
+
+    def __repr__(self) -> str:
+        return f"Row({dict(zip(self._names, self._values, strict=True))!r})"
+
+
+def _rows(cursor: Any) -> RowMaker[Row]:
+    names = {c.name: i for i, c in enumerate(cursor.description or ())}
+    return functools.partial(Row, names)
+
+
+class _Number(Loader):
+    """``numeric`` as SQLite answers it: an int when whole (``SUM`` of integers), else a float."""
+
+    def load(self, data: Any) -> int | float:
+        text = bytes(data).decode()
+        try:
+            return int(text)
+        except ValueError:
+            return float(text)
+
+
+class _Bool(Loader):
+    """A comparison's truth as SQLite answers it: 1 or 0."""
+
+    def load(self, data: Any) -> int:
+        return 1 if bytes(data) == b"t" else 0
+
+
+def _adapt(conn: psycopg.AsyncConnection[Any]) -> None:
+    conn.adapters.register_loader("numeric", _Number)
+    conn.adapters.register_loader("bool", _Bool)
+    conn.adapters.register_dumper(bool, Int8Dumper)  # booleans are stored as 0/1 integers
+
+
+class _Fetched:
+    """A statement's rows, already read from the server."""
+
+    def __init__(self, rows: list[Any], rowcount: int) -> None:
+        self._rows = rows
+        self._at = 0
+        self.rowcount = rowcount
+
+    async def fetchone(self) -> Any:
+        if self._at >= len(self._rows):
+            return None
+        self._at += 1
+        return self._rows[self._at - 1]
+
+    async def fetchall(self) -> list[Any]:
+        rest, self._at = self._rows[self._at :], len(self._rows)
+        return rest
+
+
+class PostgresConnection(Connection):
+    """One server connection; a statement is one round trip, awaited for real."""
+
+    dialect = "postgresql"
+    IntegrityError: ClassVar[type[Exception]] = psycopg.IntegrityError
+
+    def __init__(self, raw: psycopg.AsyncConnection[Any]) -> None:
+        self.raw = raw
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> Statement:
+        async def run() -> Cursor:
+            cur = await self.raw.execute(placeholders(sql), tuple(params) or None)
+            rows = await cur.fetchall() if cur.description is not None else []
+            return _Fetched(rows, cur.rowcount)
+
+        return Statement(run)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Statement:
+        async def run() -> Cursor:
+            async with self.raw.cursor() as cur:
+                await cur.executemany(placeholders(sql), [tuple(r) for r in rows])
+                return _Fetched([], cur.rowcount)
+
+        return Statement(run)
+
+    async def executescript(self, script: str) -> None:
+        await self.raw.execute(script)  # no parameters: one simple query, many statements
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+
+async def _connect(url: str) -> PostgresConnection:
+    raw = await psycopg.AsyncConnection.connect(
+        url,
+        autocommit=True,  # transactions are begun and ended by the statements below, as on SQLite
+        cursor_factory=psycopg.AsyncRawCursor,
+        row_factory=_rows,
+        application_name="bot-board",
+    )
+    _adapt(raw)
+    return PostgresConnection(raw)
+
+
+async def _plain(url: str) -> psycopg.AsyncConnection[Any]:
+    """A connection of its own, outside any transaction (listening, locks held for a duty)."""
+    return await psycopg.AsyncConnection.connect(url, autocommit=True, application_name="bot-board")
+
+
+def _payloads(items: list[dict[str, Any]]) -> Iterator[str]:
+    """``items`` as NOTIFY payloads, each under the server's limit."""
+    chunk: list[bytes] = []
+    size = 2
+    for item in items:
+        encoded = orjson.dumps(item)
+        if chunk and size + len(encoded) + 1 > MAX_PAYLOAD:
+            yield "[" + b",".join(chunk).decode() + "]"
+            chunk, size = [], 2
+        chunk.append(encoded)
+        size += len(encoded) + 1
+    if chunk:
+        yield "[" + b",".join(chunk).decode() + "]"
+
+
+class PostgresStore(Store):
+    """The board's data in a PostgreSQL database that several board processes may share."""
+
+    def __init__(self, url: str, *, readers: int = 4) -> None:
+        super().__init__()
+        self.url = url
+        self.where = redacted(url)
+        self.readers = max(1, readers)
+        #: This process's name in its notifications: it skips its own.
+        self.origin = f"{os.getpid()}-{time.monotonic_ns()}"
+        self._writer: PostgresConnection | None = None
+        self._pool: asyncio.Queue[PostgresConnection] = asyncio.Queue()
+        self._all: list[PostgresConnection] = []
+        self._listener: asyncio.Task[None] | None = None
+
+    # -- lifecycle -------------------------------------------------------------
+
+    async def open(self) -> None:
+        try:
+            self._writer = await self._connection()
+            await self._migrate(self._writer)
+            for _ in range(self.readers):
+                self._pool.put_nowait(await self._connection())
+            listening = asyncio.get_running_loop().create_future()
+            self._listener = asyncio.create_task(self._listen(listening), name="board-listen")
+            await listening  # from here on, nothing another process commits is missed
+        except BaseException as exc:
+            await self.close()
+            if isinstance(exc, psycopg.Error):
+                raise StoreError(f"{self.where}: cannot open the database: {exc}".rstrip()) from exc
+            raise
+        self._start_writer()
+
+    async def _connection(self) -> PostgresConnection:
+        conn = await _connect(self.url)
+        self._all.append(conn)
+        return conn
+
+    async def close(self) -> None:
+        await self._stop_writer()
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener
+            self._listener = None
+        for conn in self._all:
+            with contextlib.suppress(psycopg.Error):
+                await conn.raw.close()
+        self._all.clear()
+        self._writer = None
+
+    async def _migrate(self, conn: PostgresConnection) -> None:
+        """Apply what is missing, one process at a time (the others wait, then find it done)."""
+        raw = conn.raw
+        await raw.execute("SELECT pg_advisory_lock($1, $2)", (BOARD, LOCKS["migrate"]))
+        try:
+            cur = await raw.execute("SELECT to_regclass('board_schema') IS NOT NULL")
+            row = await cur.fetchone()
+            current = 0
+            if row is not None and row[0]:
+                cur = await raw.execute("SELECT version FROM board_schema")
+                found = await cur.fetchone()
+                current = int(found[0]) if found is not None else 0
+            known = schema_version()
+            if current > known:
+                raise StoreError(
+                    f"{self.where} has schema version {current}, newer than this board "
+                    f"understands ({known}); upgrade the board before opening it."
+                )
+            for number, name, script in migrations(MIGRATIONS):
+                if number <= current:
+                    continue
+                log.info("applying migration %s", name)
+                try:
+                    await raw.execute("BEGIN")
+                    await raw.execute(script)
+                    await raw.execute("UPDATE board_schema SET version = $1", (number,))
+                    await raw.execute("COMMIT")
+                except psycopg.Error as exc:
+                    await raw.execute("ROLLBACK")
+                    raise StoreError(f"migration {name} failed: {exc}") from exc
+            await raw.execute(resources.files(MIGRATIONS).joinpath(COMPAT).read_text(encoding="utf-8"))
+        finally:
+            await raw.execute("SELECT pg_advisory_unlock($1, $2)", (BOARD, LOCKS["migrate"]))
+
+    # -- writes ----------------------------------------------------------------
+
+    async def _job(self, job: Write, conn: PostgresConnection) -> Any:
+        """One job, in its caller's context (run as a task in it)."""
+        job.start()
+        result = await job.fn(conn)
+        # A call with a request id is marked applied in the same savepoint as its effect.
+        await requests.mark_applied(conn)
+        return result
+
+    async def _commit(self, batch: list[Write]) -> list[Outcome]:
+        assert self._writer is not None
+        conn, raw = self._writer, self._writer.raw
+        outcomes: list[Outcome] = []
+        try:
+            await raw.execute("BEGIN")
+            await raw.execute("SELECT pg_advisory_xact_lock($1, $2)", (BOARD, LOCKS["writes"]))
+            for job in batch:
+                await raw.execute("SAVEPOINT job")
+                try:
+                    result = await asyncio.create_task(self._job(job, conn), context=job.context)
+                except Exception as exc:  # the job's own error goes back to its caller
+                    await raw.execute("ROLLBACK TO job")
+                    await raw.execute("RELEASE job")
+                    outcomes.append((False, exc))
+                else:
+                    await raw.execute("RELEASE job")
+                    outcomes.append((True, result))
+            await self._notify(conn, [job for job, (ok, _) in zip(batch, outcomes, strict=True) if ok])
+            await raw.execute("COMMIT")
+        except Exception as exc:
+            log.exception("write batch of %d failed", len(batch))
+            if conn.in_transaction and not raw.broken:
+                with contextlib.suppress(psycopg.Error):
+                    await raw.execute("ROLLBACK")
+            outcomes = [(False, exc)] * len(batch)
+            self._writer = await self._healthy(conn)
+        return outcomes
+
+    async def _healthy(self, conn: PostgresConnection) -> PostgresConnection:
+        """``conn``, or a new connection in its place when the server dropped it.
+
+        A failed reconnection keeps the broken one: its next use fails at once
+        (callers get a retryable error) and tries again.
+        """
+        if not conn.raw.broken and not conn.raw.closed:
+            return conn
+        try:
+            fresh = await _connect(self.url)
+        except psycopg.Error as exc:
+            log.warning("cannot reconnect to %s: %s", self.where, exc)
+            return conn
+        log.info("reconnected to %s", self.where)
+        self._all[self._all.index(conn)] = fresh
+        return fresh
+
+    async def _notify(self, conn: PostgresConnection, committed: list[Write]) -> None:
+        """Tell the other processes what ``committed`` emitted; delivered when the batch commits."""
+        items = [d for job in committed for item in job.outbox if (d := self.describe(item)) is not None]
+        if not items:
+            return
+        for payload in _payloads([{"o": self.origin, **item} for item in items]):
+            await conn.raw.execute("SELECT pg_notify($1, $2)", (CHANNEL, payload))
+
+    def announce(self, item: dict[str, Any]) -> None:
+        """Send ``item`` to the other processes now, through the writer (in commit order)."""
+
+        async def send(conn: Connection) -> None:
+            assert isinstance(conn, PostgresConnection)
+            for payload in _payloads([{"o": self.origin, **item}]):
+                await conn.execute("SELECT pg_notify(?, ?)", (CHANNEL, payload))
+
+        if self._task is not None:
+            task = asyncio.get_running_loop().create_task(self.write(send))
+            task.add_done_callback(_log_failure)
+
+    # -- what the other processes committed -----------------------------------
+
+    async def _listen(self, listening: asyncio.Future[None]) -> None:
+        """Feed :attr:`on_remote` from the other processes' notifications, reconnecting on loss."""
+        while True:
+            try:
+                raw = await _plain(self.url)
+            except psycopg.Error as exc:
+                if not listening.done():
+                    listening.set_exception(StoreError(f"{self.where}: cannot listen: {exc}"))
+                    return
+                log.warning("cannot listen for other board processes (%s); retrying", exc)
+                await asyncio.sleep(1)
+                continue
+            try:
+                await raw.execute(f"LISTEN {CHANNEL}")
+                if not listening.done():
+                    listening.set_result(None)
+                async for note in raw.notifies():
+                    await self._remote(note.payload)
+            except psycopg.Error as exc:
+                log.warning("lost the notification connection (%s); reconnecting", exc)
+                await asyncio.sleep(1)
+            finally:
+                with contextlib.suppress(psycopg.Error):
+                    await raw.close()
+
+    async def _remote(self, payload: str) -> None:
+        try:
+            items = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            log.warning("ignored a notification that is not JSON: %.80r", payload)
+            return
+        for item in items:
+            if not isinstance(item, dict) or item.get("o") == self.origin or self.on_remote is None:
+                continue
+            try:
+                await self.on_remote(item)
+            except Exception:
+                log.exception("could not take in another process's %s", item.get("t"))
+
+    async def scrub(self) -> None:
+        """Vacuum the tables whose rows redaction rewrites: the dead row versions holding
+        the erased text become free space (``docs/scale.md`` says what this does not reach)."""
+        raw = await _plain(self.url)
+        try:
+            await raw.execute("VACUUM kb_revisions")
+        finally:
+            await raw.close()
+
+    # -- duties ----------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def duty(self, name: str) -> AsyncIterator[bool]:
+        """Yes for one process at a time: a session advisory lock, held while inside.
+
+        The lock lives on a connection of its own, so a process that dies mid-duty
+        lets it go with its connection.
+        """
+        raw = await _plain(self.url)
+        try:
+            cur = await raw.execute("SELECT pg_try_advisory_lock(%s, %s)", (BOARD, LOCKS[name]))
+            row = await cur.fetchone()
+            yield bool(row and row[0])
+        finally:
+            await raw.close()
+
+    # -- reads -----------------------------------------------------------------
+
+    async def read(self, fn: Job[T]) -> T:
+        """Run ``fn`` in a read-only, repeatable-read transaction: one consistent snapshot.
+
+        The connection goes back to the pool once the read is over, even when the
+        caller stopped waiting (the read runs as a task of its own).
+        """
+        conn = await self._pool.get()
+        return await asyncio.shield(asyncio.get_running_loop().create_task(self._read(conn, fn)))
+
+    async def _read(self, conn: PostgresConnection, fn: Job[T]) -> T:
+        raw = conn.raw
+        try:
+            await raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                return await fn(conn)
+            finally:
+                with contextlib.suppress(psycopg.Error):
+                    await raw.execute("ROLLBACK" if _failed(conn) else "COMMIT")
+        finally:
+            self._pool.put_nowait(await self._healthy(conn))
+
+
+def _failed(conn: PostgresConnection) -> bool:
+    return conn.raw.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("could not tell the other board processes: %s", task.exception())

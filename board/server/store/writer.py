@@ -1,0 +1,204 @@
+"""What every store has in common: writes through one batching task, an outbox per write.
+
+Every write is a coroutine function ``fn(conn)`` handed to :meth:`Store.write`.
+The writer task takes every write waiting at that moment and hands the batch to
+the store, which runs them in one transaction (each inside its own savepoint, so
+one failing write does not undo its neighbours) and commits once; only then is
+each caller's future resolved with its result or its error. Each write runs in
+its caller's context (``contextvars``), so what the request set, such as its
+request id, is what the write sees (and a call's request id is marked applied
+together with its effect, see :mod:`.requests`). A write hands what must be
+announced once it is durable to :func:`emit`: the job's outbox, which the writer
+passes to ``publish`` after the commit, in commit order, and drops with the job
+when it fails. Reads run on their own connections and never wait for the writer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, TypeVar
+
+from .connection import Connection
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Job = Callable[[Connection], Awaitable[T]]
+Outcome = tuple[bool, Any]
+
+MAX_BATCH = 256
+
+_OUTBOX: contextvars.ContextVar[list[Any]] = contextvars.ContextVar("board_outbox")
+
+
+def emit(item: Any) -> None:
+    """Announce ``item`` once the write running now commits; LookupError outside a write."""
+    _OUTBOX.get().append(item)
+
+
+class StoreError(Exception):
+    """The database cannot be used (locked by another board, too new, unreadable)."""
+
+
+def migrations(package: str = "board.server.store.migrations") -> list[tuple[int, str, str]]:
+    """The numbered migration scripts shipped in ``package``, in order."""
+    found = []
+    for entry in resources.files(package).iterdir():
+        name = entry.name
+        if name.endswith(".sql") and name[:4].isdigit():
+            found.append((int(name[:4]), name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def schema_version() -> int:
+    """The schema version this code knows how to run."""
+    return max(number for number, _, _ in migrations())
+
+
+@dataclass
+class Write:
+    """One queued write: its job, its outbox, its caller's context and future."""
+
+    fn: Job[Any]
+    outbox: list[Any] = field(default_factory=list)
+    context: contextvars.Context = field(default_factory=contextvars.copy_context)
+    future: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+    def start(self) -> None:
+        """Point :func:`emit` at this job's outbox (call in the job's own context)."""
+        self.outbox.clear()
+        _OUTBOX.set(self.outbox)
+
+
+def _fail(job: Write, why: str) -> None:
+    if not job.future.done():
+        job.future.set_exception(StoreError(why))
+
+
+@dataclass
+class WriterStats:
+    """Counters for /metrics."""
+
+    batches: int = 0
+    writes: int = 0
+    largest_batch: int = 0
+
+
+class Store(ABC):
+    """A database the board runs on: open, migrate, write through one task, read in parallel."""
+
+    #: Where the store lives, for messages (a file path or a URL without its password).
+    where: str
+
+    def __init__(self) -> None:
+        self.stats = WriterStats()
+        self.publish: Callable[[Any], None] | None = None  # receives each committed outbox item
+        #: What an outbox item becomes for the board's other processes (ids only), or None.
+        self.describe: Callable[[Any], dict[str, Any] | None] = lambda item: None
+        #: Called, in commit order, with each item another process announced.
+        self.on_remote: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+        self._queue: asyncio.Queue[Write] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+
+    @abstractmethod
+    async def open(self) -> None: ...
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    @abstractmethod
+    async def read(self, fn: Job[T]) -> T:
+        """Run ``fn`` on a reader connection (a consistent snapshot of committed data)."""
+
+    @abstractmethod
+    async def _commit(self, batch: list[Write]) -> list[Outcome]:
+        """Run ``batch`` in one transaction; one ``(ok, result or error)`` per job."""
+
+    @contextlib.asynccontextmanager
+    async def duty(self, name: str) -> AsyncIterator[bool]:
+        """Whether this process should run the background duty ``name`` now.
+
+        One process serves a SQLite file, so the answer is always yes; a store shared
+        by several processes says yes to one of them at a time.
+        """
+        yield True
+
+    @abstractmethod
+    async def scrub(self) -> None:
+        """Overwrite old copies of erased rows that the database keeps beside the live ones."""
+
+    @abstractmethod
+    def announce(self, item: dict[str, Any]) -> None:
+        """Tell the board's other processes about ``item`` at once."""
+
+    # -- writes ----------------------------------------------------------------
+
+    @property
+    def queue_depth(self) -> int:
+        return self._queue.qsize()
+
+    def _start_writer(self) -> None:
+        self._task = asyncio.create_task(self._run_writer(), name="board-writer")
+
+    async def _stop_writer(self) -> None:
+        """Cancel the writer; every write it will never run fails at once."""
+        if self._task is None:
+            return
+        task, self._task = self._task, None  # write() refuses from here on
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        while not self._queue.empty():
+            _fail(self._queue.get_nowait(), "the database closed before this write ran")
+
+    async def write(self, fn: Job[T]) -> T:
+        """Run ``fn`` in the writer's next transaction; return once it is committed.
+
+        What ``fn`` emitted is published in the writer, in commit order, right after
+        the commit and before any later write, so a long-poll never sees message 11
+        before message 10.
+        """
+        if self._task is None:
+            raise StoreError("the database is not open")
+        job = Write(fn)
+        self._queue.put_nowait(job)
+        return await job.future
+
+    async def _run_writer(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while len(batch) < MAX_BATCH and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            try:
+                outcomes = await self._commit(batch)
+            except asyncio.CancelledError:
+                for job in batch:
+                    _fail(job, "the database closed during this write; it may not have been committed")
+                raise
+            self._settle(batch, outcomes)
+
+    def _settle(self, batch: list[Write], outcomes: list[Outcome]) -> None:
+        """Publish what the committed jobs emitted, in commit order, then answer each caller."""
+        self.stats.batches += 1
+        self.stats.writes += len(batch)
+        self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
+        for job, (ok, value) in zip(batch, outcomes, strict=True):
+            if ok and self.publish is not None:
+                for item in job.outbox:
+                    try:
+                        self.publish(item)
+                    except Exception:
+                        log.exception("publishing a committed event failed")
+            if job.future.done():
+                continue
+            if ok:
+                job.future.set_result(value)
+            else:
+                job.future.set_exception(value)
