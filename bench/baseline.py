@@ -81,8 +81,8 @@ def app(read_bytes: bytes = b"{}") -> web.Application:
 
 
 @contextlib.contextmanager
-def baseline_process(read_bytes: Path | None = None) -> Iterator[str]:
-    """The bare handler in its own process; ``GET /api/messages`` answers ``read_bytes``."""
+def baseline_process(read_bytes: Path | None = None) -> Iterator[tuple[str, int]]:
+    """The bare handler in its own process (its URL and pid); ``GET /api/messages`` answers ``read_bytes``."""
     port = free_port()
     argv = [sys.executable, "-m", "bench.baseline", "--serve", str(port)]
     if read_bytes is not None:
@@ -91,7 +91,7 @@ def baseline_process(read_bytes: Path | None = None) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url)
-        yield url
+        yield url, proc.pid
     finally:
         stop(proc)
 
@@ -99,7 +99,7 @@ def baseline_process(read_bytes: Path | None = None) -> Iterator[str]:
 def echo_rows(concurrency: list[int], seconds: float, procs: int) -> dict[int, dict[str, float]]:
     """The echo's throughput and latency per concurrency, by concurrency."""
     rows = {}
-    with baseline_process() as url:
+    with baseline_process() as (url, _):
         for c in concurrency:
             progress(f"baseline echo, {c} posters")
             rows[c] = drive([url], ["t"] * c, seconds, procs)

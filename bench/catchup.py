@@ -6,7 +6,8 @@ client process. ``search`` asks for one word of the vocabulary, each as likely.
 ``channel`` is ``GET /api/messages?channel=...&limit=50``; its
 exact response bytes are then served from memory by the bare aiohttp handler
 (``bench.baseline``) and timed the same way: ``vs_bytes_p50`` is the board's
-read as a multiple of that. The record's ``growth`` is each read's p99 at the
+read as a multiple of that, and ``vs_bytes_cpu`` the same for the server's CPU
+time per read. The record's ``growth`` is each read's p99 at the
 largest size over its p99 at the smallest.
 """
 
@@ -61,7 +62,7 @@ def one_size(messages: int, n: int) -> dict[str, Any]:
             loaded = bulk.load_messages(board.db, "bench", CHANNELS, [h for h, _ in fleet.bots], messages)
         token = fleet.bots[0][1]
         progress(f"catchup reads at {messages:,} messages")
-        figures = reads.measure(board.url, token, probes(loaded, random.Random(messages)), n)
+        figures = reads.measure(board.url, token, probes(loaded, random.Random(messages)), n, board.proc.pid)
         request = urllib.request.Request(
             board.url + "/api/messages?workspace=bench&channel=c0&limit=50",
             headers={"Authorization": f"Bearer {token}"},
@@ -71,15 +72,20 @@ def one_size(messages: int, n: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-bytes-") as tmp:
         path = Path(tmp) / "channel.json"
         path.write_bytes(body)
-        with baseline_process(path) as url:
+        with baseline_process(path) as (url, pid):
             progress(f"the same {len(body):,} bytes from memory")
-            bare = reads.measure(url, token, {"bytes": [("/api/messages", {"channel": "c0"})]}, n)["bytes"]
+            bare = reads.measure(url, token, {"bytes": [("/api/messages", {"channel": "c0"})]}, n, pid)[
+                "bytes"
+            ]
     row: dict[str, Any] = {"messages": messages}
     for name, figure in figures.items():
         row[f"{name}_p50_ms"] = figure["p50_ms"]
         row[f"{name}_p99_ms"] = figure["p99_ms"]
     row["bytes_p50_ms"] = bare["p50_ms"]
     row["vs_bytes_p50"] = round(figures["channel"]["p50_ms"] / max(bare["p50_ms"], 1e-3), 2)
+    row["channel_cpu_ms"] = figures["channel"]["cpu_ms"]
+    row["bytes_cpu_ms"] = bare["cpu_ms"]
+    row["vs_bytes_cpu"] = round(figures["channel"]["cpu_ms"] / max(bare["cpu_ms"], 1e-3), 2)
     row["channel_bytes"] = len(body)
     return row
 

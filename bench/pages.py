@@ -54,7 +54,8 @@ async def _fill(board: BoardProcess, token: str, total: int, concurrency: int = 
         return thread, done
 
 
-async def _sign_in(http: aiohttp.ClientSession, board: BoardProcess) -> None:
+async def sign_in(http: aiohttp.ClientSession, board: BoardProcess) -> None:
+    """Sign the fleet's human in on ``http`` (its cookie jar keeps the session)."""
     link = board.admin("user", "link", "bencher", "--url", board.url)
     token = link.split("token=", 1)[1]
     async with http.post("/login", data={"token": token}, allow_redirects=False) as resp:
@@ -141,7 +142,8 @@ async def _fan_out(
 
 
 async def run(messages: int, rounds: int, browsers: int, posts: int) -> list[dict[str, Any]]:
-    with board_process() as board:
+    # The readers are one human's tabs, which hold eight streams by default (BOARD_MAX_WAITS).
+    with board_process(BOARD_MAX_WAITS=str(browsers + 8)) as board:
         fleet = await make_fleet(board, 1, WORKSPACE)
         token = fleet.bots[0][1]
         started = time.monotonic()
@@ -149,7 +151,7 @@ async def run(messages: int, rounds: int, browsers: int, posts: int) -> list[dic
         fill_s = time.monotonic() - started
         jar = aiohttp.CookieJar(unsafe=True)
         async with aiohttp.ClientSession(board.url, cookie_jar=jar) as http:
-            await _sign_in(http, board)
+            await sign_in(http, board)
             rows = await _time_pages(
                 http,
                 {

@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 import aiohttp
+import psutil
 
 from .baseline import baseline_process
 from .common import board_process, percentiles, progress, report
@@ -34,7 +35,16 @@ async def _until(predicate: Any, timeout: float = 30.0) -> None:
         await asyncio.sleep(0.01)
 
 
-async def run(url: str, human: str, bots: list[tuple[str, str]], mode: str, posts: int) -> dict[str, Any]:
+def _cpu_seconds(proc: psutil.Process) -> float:
+    times = proc.cpu_times()
+    return float(times.user + times.system)
+
+
+async def run(
+    url: str, human: str, bots: list[tuple[str, str]], mode: str, posts: int, pid: int
+) -> dict[str, Any]:
+    """Latency per post; and the server's CPU per post, from sending it to every waiter held again."""
+    server = psutil.Process(pid)
     conn = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(url, connector=conn, timeout=aiohttp.ClientTimeout(total=90)) as http:
         auth = {"Authorization": f"Bearer {human}"}
@@ -85,11 +95,13 @@ async def run(url: str, human: str, bots: list[tuple[str, str]], mode: str, post
         tasks = [asyncio.create_task(waiter(t)) for _, t in bots]
         await settled()
         latencies = []
+        cpu = 0.0
         for i in range(posts):
             body: dict[str, Any] = {"workspace": "bench", "channel": "watch", "body": f"post {i}"}
             if mode == "one":
                 handle, _ = random.choice(bots)
                 body = {"workspace": "bench", "channel": "lobby", "body": f"@{handle} post {i}"}
+            cpu_before = _cpu_seconds(server)
             sent = time.monotonic()
             async with http.post("/api/messages", json=body, headers=auth) as resp:
                 message_id = (await resp.json())["id"]
@@ -97,11 +109,13 @@ async def run(url: str, human: str, bots: list[tuple[str, str]], mode: str, post
             await _until(lambda mid=message_id, n=expected: len(arrivals.get(mid, ())) >= n)
             latencies.append(max(arrivals[message_id]) - sent)
             await settled()
+            cpu += _cpu_seconds(server) - cpu_before
         stop.set()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    return {"mode": mode, "waiters": len(bots), "posts": posts, **percentiles(latencies)}
+    cpu_ms = round(1000 * cpu / max(posts, 1), 2)
+    return {"mode": mode, "waiters": len(bots), "posts": posts, **percentiles(latencies), "cpu_ms": cpu_ms}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -116,18 +130,20 @@ def main(argv: list[str] | None = None) -> None:
             with board_process() as board:
                 fleet = asyncio.run(make_fleet(board, w))
                 progress(f"wake {mode}, {w} waiters")
-                row = asyncio.run(run(board.url, fleet.human, fleet.bots, mode, args.posts))
-            with baseline_process() as url:
+                row = asyncio.run(run(board.url, fleet.human, fleet.bots, mode, args.posts, board.proc.pid))
+            with baseline_process() as (url, pid):
                 # The bare handler's tokens are the handles: a post names the waiter it wakes.
                 bots = [(f"b{i}", f"b{i}") for i in range(w)]
                 progress(f"wake {mode}, {w} waiters, bare asyncio wake")
-                bare = asyncio.run(run(url, "human", bots, mode, args.posts))
+                bare = asyncio.run(run(url, "human", bots, mode, args.posts, pid))
             rows.append(
                 row
                 | {
                     "event_p50_ms": bare["p50_ms"],
                     "event_p99_ms": bare["p99_ms"],
                     "vs_event_p99": round(row["p99_ms"] / max(bare["p99_ms"], 1e-3), 2),
+                    "event_cpu_ms": bare["cpu_ms"],
+                    "vs_event_cpu": round(row["cpu_ms"] / max(bare["cpu_ms"], 1e-3), 2),
                 }
             )
     report("wake", rows)

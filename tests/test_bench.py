@@ -51,6 +51,9 @@ def test_scenario_runs_at_a_tiny_size(name: str, tmp_path: Path) -> None:
     if name == "knowledge":
         assert record["lost_updates"] == 0
         assert all(r["acknowledged"] == r["writers"] * 2 for r in record["rows"])
+    if name == "idle":
+        # Every tab stayed open through the soak and heard every post of its workspace.
+        assert all(r["stream_messages"] == r["posted"] * r["browsers"] for r in record["rows"])
     if name == "catchup":
         assert all(r["channel_bytes"] > 0 and r["bytes_p50_ms"] > 0 for r in record["rows"])
 

@@ -55,6 +55,16 @@ def test_bound_to_every_interface_without_a_public_url_ip_literals_and_this_mach
     assert named.accepts("board.lan") and not named.accepts("192.168.1.5")
 
 
+def test_remembered_hosts_are_only_accepted_ones_and_bounded() -> None:
+    """The answer for a Host is kept once accepted; refusals are worked out every time."""
+    h = hosts()
+    for port in range(1, 200):  # more distinct accepted values than are kept
+        assert h.accepts(f"127.0.0.1:{port}")
+        assert not h.accepts(f"evil{port}.example")
+    assert h.accepts("127.0.0.1:1") and h.accepts("127.0.0.1:199")
+    assert not h.accepts("evil1.example")
+
+
 def test_a_request_without_host_is_answered() -> None:
     assert hosts().accepts(None)
 

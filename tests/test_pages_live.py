@@ -130,7 +130,7 @@ async def test_no_stream_without_a_session(world: World) -> None:
 
 
 async def test_a_quiet_stream_beats_and_still_delivers(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A beat renews the stream's waiter (a feed open for days keeps no growing state)."""
+    """A beat keeps a quiet stream open, and the same waiter still delivers after it."""
     monkeypatch.setattr(live, "HEARTBEAT_SECONDS", 0.05)
     alice = await sign_in(world.board)
     resp = await _open(alice, "workspace=proj")

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 Key = tuple[str, int]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -35,10 +36,21 @@ class Event:
     thread_id: int
     recipients: dict[int, str] = field(default_factory=dict)  # agent id -> why it is for them
     audience: frozenset[int] | None = None  # conversation members; None for a channel
+    _views: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def id(self) -> int:
         return int(self.message["id"])
+
+    def view(self, key: Hashable, build: Callable[[], T]) -> T:
+        """``build()``, once per ``key`` for this event: what every waiter it wakes would redo.
+
+        A fan-out to W waiters then renders and encodes the message once per distinct
+        view (the key names everything the view depends on), not W times.
+        """
+        if key not in self._views:
+            self._views[key] = build()
+        return self._views[key]
 
     def index_keys(self) -> Iterable[Key]:
         yield ("all", 0)
@@ -71,13 +83,19 @@ class Waiter:
     owner: int | None = None
     released: bool = False  # let go by a newer request of its owner: answer now
     events: list[Event | Signal] = field(default_factory=list)
-    _seen: set[int] = field(default_factory=set)
+    _last: Event | Signal | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
 
     def deliver(self, event: Event | Signal) -> None:
-        if event.id in self._seen:
+        """Buffer ``event``, once: publishing hands it over under each of its keys in turn.
+
+        Nothing is published twice, and one publish reaches a waiter under all its keys
+        before the next begins, so the last event delivered is all a waiter keeps to
+        drop the repeats: a stream held for days holds no record of what it saw.
+        """
+        if event is self._last:
             return
-        self._seen.add(event.id)
+        self._last = event
         self.events.append(event)
         self._ready.set()
 

@@ -79,22 +79,67 @@ def strict_loads(text: str | bytes) -> Any:
     return value
 
 
-def dumps(value: Any) -> str:
-    """Compact JSON text as the board answers it (UTF-8 as is, no spaces).
+class Encoded(dict[str, Any]):
+    """A JSON object together with its encoding, which every answer holding it reuses as is.
+
+    An event's message is encoded once, and the answers of every waiter it wakes splice
+    those bytes in (``orjson.Fragment``) instead of encoding the same fields again. The
+    object reads as the dict it encodes; it must not be changed after it is made.
+    """
+
+    __slots__ = ("json",)
+
+    def __init__(self, value: dict[str, Any]) -> None:
+        super().__init__(value)
+        self.json = encode(value)
+
+
+class EncodedList(list[Any]):
+    """A JSON array with its encoding, as :class:`Encoded` is an object with its own.
+
+    A page's items are encoded once to measure them against the byte cap, and the
+    answer holding them splices that encoding in.
+    """
+
+    __slots__ = ("json",)
+
+    def __init__(self, items: list[Any], json: bytes) -> None:
+        super().__init__(items)
+        self.json = json
+
+
+def _spliced(value: Any) -> Any:
+    """orjson's hook for subclasses of built-in types: an encoded value's bytes, or the plain value."""
+    if isinstance(value, Encoded | EncodedList):
+        return orjson.Fragment(value.json)
+    base: type[Any]
+    for base in (dict, list, str, int, float):
+        if isinstance(value, base):
+            return base(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
+def encode(value: Any) -> bytes:
+    """Compact JSON as the board answers it, UTF-8 (as is), no spaces.
 
     orjson encodes a page of messages several times faster than the standard
     library, on the event loop where every answer is encoded; a value it refuses
     (an integer past 64 bits) is encoded by the standard library instead.
     """
     try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        return orjson.dumps(value, default=_spliced, option=_OPTIONS)
     except (orjson.JSONEncodeError, TypeError):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def dumps(value: Any) -> str:
+    """:func:`encode` as text."""
+    return encode(value).decode()
 
 
 def encoded_size(value: Any) -> int:
-    """The bytes :func:`dumps` gives for ``value``."""
-    try:
-        return len(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
-    except (orjson.JSONEncodeError, TypeError):
-        return len(dumps(value).encode())
+    """The bytes :func:`encode` gives for ``value``."""
+    return len(encode(value))

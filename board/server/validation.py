@@ -10,6 +10,7 @@ declaration into the OpenAPI schema, so the contract and the check cannot drift.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 import types
@@ -75,12 +76,19 @@ def _hints(cls: type) -> dict[str, Any]:
     return _HINTS[cls]
 
 
+_WIRE_FIELDS: dict[type, dict[str, dataclasses.Field[Any]]] = {}
+
+
 def _wire_fields(cls: type) -> dict[str, dataclasses.Field[Any]]:
-    """The fields of ``cls`` by the names callers use."""
-    return {f.metadata.get("name") or f.name: f for f in dataclasses.fields(cls)}
+    """The fields of ``cls`` by the names callers use, worked out once per type."""
+    if cls not in _WIRE_FIELDS:
+        _WIRE_FIELDS[cls] = {f.metadata.get("name") or f.name: f for f in dataclasses.fields(cls)}
+    return _WIRE_FIELDS[cls]
 
 
+@functools.cache
 def _unwrap_optional(kind: Any) -> tuple[Any, bool]:
+    """``X | None`` as ``(X, True)``, anything else as ``(kind, False)``; once per declared type."""
     origin = typing.get_origin(kind)
     if origin in (Union, types.UnionType):
         members = [k for k in typing.get_args(kind) if k is not type(None)]

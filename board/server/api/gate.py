@@ -28,7 +28,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -78,6 +78,10 @@ def public_url(text: str) -> str:
     return text.rstrip("/")
 
 
+#: How many distinct accepted ``Host`` values are remembered (a board is asked under a few).
+ACCEPTED_KEPT = 64
+
+
 @dataclass(frozen=True)
 class Hosts:
     """The names this board answers to (see the module's docstring)."""
@@ -85,6 +89,9 @@ class Hosts:
     names: frozenset[str]
     any_ip: bool
     public_url: str
+    # Host values already accepted, so the usual request skips parsing its address. Only
+    # accepted ones, and a bounded number: a caller sending made-up names fills nothing.
+    _accepted: set[str] = field(default_factory=set, compare=False, repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Hosts:
@@ -101,13 +108,14 @@ class Hosts:
         return cls(frozenset(names), wildcard and not url, url)
 
     def accepts(self, host: str | None) -> bool:
-        if host is None:
+        if host is None or host in self._accepted:
             return True
         name = host_name(host)
         ip = _ip(name)
-        if ip is not None and (ip.is_loopback or self.any_ip):
-            return True
-        return name in self.names
+        accepted = (ip is not None and (ip.is_loopback or self.any_ip)) or name in self.names
+        if accepted and len(self._accepted) < ACCEPTED_KEPT:
+            self._accepted.add(host)
+        return accepted
 
     def board_url(self, request: web.Request) -> str:
         """The address documents and prompts name: the public URL, else the (accepted) one asked."""

@@ -21,7 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from ..errors import BoardError, Forbidden, InvalidArgument, RequestIdReuse, Unauthenticated
-from ..jsonvalues import MAX_DEPTH, dumps
+from ..jsonvalues import MAX_DEPTH, dumps, encode
 from ..principal import Principal
 from ..services import audit, auth, sessions
 from ..services.context import Context
@@ -44,9 +44,10 @@ def from_loopback(request: web.Request) -> bool:
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(
-        text=dumps(data),
+        body=encode(data),
         status=status,
         content_type="application/json",
+        charset="utf-8",
         headers=headers,
     )
 

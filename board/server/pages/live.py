@@ -2,21 +2,23 @@
 
 Each event is a message the viewer may read, with its item already rendered
 (the same template the page uses), so the page's script only places it. The
-rendering is cached by message id: a hundred tabs watching one post render it once.
+rendering is cached by message id, and each published message's whole frame on
+its hub event: a hundred tabs watching one post render and encode it once.
 A page may follow the routines' changes too (``follow=routines``): it then gets
 ``event: changed`` carrying nothing but the change cursor, and reads itself again.
 """
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from aiohttp import web
 
-from ..hub import Signal
+from ..hub import Event, Signal
+from ..jsonvalues import encode
 from ..services import live, routines
 from ..validation import arg
 from .board import SLUG
@@ -52,6 +54,12 @@ class RenderedItems:
 RENDERED = web.AppKey("rendered_items", RenderedItems)
 
 
+def _frame(request: web.Request, message: dict[str, Any]) -> bytes:
+    """One message event of the stream: the message and its rendered item."""
+    data = encode({"message": message, "html": request.app[RENDERED].get(request, message)})
+    return b"id: %d\nevent: message\ndata: %s\n\n" % (message["id"], data)
+
+
 def _last_event_id(request: web.Request) -> int | None:
     text = request.headers.get("Last-Event-ID", "")
     return int(text) if text.isdigit() and len(text) < 19 else None
@@ -63,7 +71,6 @@ async def events(call: PageCall) -> web.StreamResponse:
     signals = (routines.CHANGES,) if q.follow == "routines" else ()
     feed = await live.open_feed(call.ctx, call.p, q.workspace, q.since if since is None else since, signals)
     request = call.request
-    rendered = request.app[RENDERED]
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     )
@@ -73,12 +80,13 @@ async def events(call: PageCall) -> web.StreamResponse:
         async for batch in feed.batches():
             if not batch:
                 await response.write(b": beat\n\n")
-            for message in batch:
-                if isinstance(message, Signal):
-                    await response.write(f"event: changed\ndata: {message.id}\n\n".encode())
-                    continue
-                data = json.dumps({"message": message, "html": rendered.get(request, message)})
-                await response.write(f"id: {message['id']}\nevent: message\ndata: {data}\n\n".encode())
+            for item in batch:
+                if isinstance(item, Signal):
+                    await response.write(f"event: changed\ndata: {item.id}\n\n".encode())
+                elif isinstance(item, Event):  # the same bytes for every tab it reaches
+                    await response.write(item.view("sse", partial(_frame, request, item.message)))
+                else:
+                    await response.write(_frame(request, item))
     except live.TooFarBehind:
         await response.write(b"event: reset\ndata: {}\n\n")
     except live.Released:

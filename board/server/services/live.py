@@ -47,8 +47,11 @@ class Feed:
     def close(self) -> None:
         self.ctx.hub.unsubscribe(self.waiter)
 
-    async def batches(self) -> AsyncIterator[list[dict[str, Any] | Signal]]:
+    async def batches(self) -> AsyncIterator[list[dict[str, Any] | Event | Signal]]:
         """Batches of messages after ``since`` and signals of the followed keys, [] on a quiet beat.
+
+        What the browser missed comes as messages; what is published from then on as the
+        events themselves, so each is encoded once for every feed it reaches (``Event.view``).
 
         Ends when the board shuts down. Raises :class:`TooFarBehind` when more than ``CATCH_UP``
         messages were missed, and :class:`Released` when a newer request of the viewer's took
@@ -72,31 +75,17 @@ class Feed:
             if self.waiter.released:
                 raise Released()
             if not woke:
-                self._renew()
                 yield []
                 continue
             taken = self.waiter.take()
             found = [
-                e.message
-                for e in taken
-                if isinstance(e, Event) and e.id > last and scope.event_visible(self.p, e)
+                e for e in taken if isinstance(e, Event) and e.id > last and scope.event_visible(self.p, e)
             ]
             if found:
-                last = max(m["id"] for m in found)
+                last = max(e.id for e in found)
             signals = [e for e in taken if isinstance(e, Signal)]
             if found or signals:
                 yield [*found, *signals[-1:]]  # the latest signal says all the others do
-
-    def _renew(self) -> None:
-        """A fresh waiter now and then, so a feed open for days does not keep every id it saw.
-
-        Nothing can be published between the two calls (no await), so nothing is lost.
-        """
-        stale = self.waiter
-        self.ctx.hub.unsubscribe(stale)
-        self.waiter = self.ctx.hub.subscribe(self.keys, self.p.agent_id)
-        for event in stale.take():
-            self.waiter.deliver(event)
 
 
 async def open_feed(

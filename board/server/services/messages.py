@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from ..errors import Forbidden, InvalidArgument, NotFound
 from ..hub import Event, Key
+from ..jsonvalues import Encoded
 from ..principal import Principal
 from ..store import channels as channel_store
 from ..store import identity as identity_store
@@ -63,6 +64,17 @@ def render(items: list[dict[str, Any]], view: str) -> list[dict[str, Any]]:
     return [compact(m) for m in items] if view == "compact" else items
 
 
+def event_view(event: Event, view: str, **extra: Any) -> dict[str, Any]:
+    """The event's message with ``extra`` fields in ``view``, rendered and encoded once per event.
+
+    Every waiter woken by one event asks here, so a fan-out encodes the message once per
+    distinct view. The key holds everything the item depends on (the view and the
+    per-reader fields), so readers whose items differ never share one.
+    """
+    key = ("message", view, *sorted(extra.items()))
+    return event.view(key, lambda: Encoded(render([event.message | extra], view)[0]))
+
+
 class PageQuery(Protocol):
     """What every list of messages takes: how many, how many bytes, which view."""
 
@@ -72,12 +84,20 @@ class PageQuery(Protocol):
 
 
 def message_page(
-    ctx: Context, items: list[dict[str, Any]], q: PageQuery, *, descending: bool, cursor: int | None = None
+    ctx: Context,
+    items: list[dict[str, Any]],
+    q: PageQuery,
+    *,
+    descending: bool,
+    cursor: int | None = None,
+    rendered: bool = False,
 ) -> Page:
-    """The answer of a list of messages, in the query's view, within its limit and byte cap."""
-    return bounded_page(
-        ctx, "messages", render(items, q.view), q.limit, q.max_bytes, descending=descending, cursor=cursor
-    )
+    """The answer of a list of messages, in the query's view, within its limit and byte cap.
+
+    ``rendered``: the items are in the query's view already (a long-poll's, from :func:`event_view`).
+    """
+    items = items if rendered else render(items, q.view)
+    return bounded_page(ctx, "messages", items, q.limit, q.max_bytes, descending=descending, cursor=cursor)
 
 
 async def with_thread_state(conn: Connection, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -98,12 +118,13 @@ async def thread_claims(conn: Connection, root_ids: list[int]) -> dict[int, dict
 
 
 async def rows_to_messages(conn: Connection, rows: list[Any]) -> list[dict[str, Any]]:
+    # The rows of one query share their columns: which extras they carry is asked once.
+    extras = [extra for extra in ("reason", "snippet") if rows and extra in rows[0].keys()]  # noqa: SIM118
     items = []
     for row in rows:
         item = store.to_dict(row)
-        for extra in ("reason", "snippet"):
-            if extra in row.keys():  # noqa: SIM118 - sqlite3.Row
-                item[extra] = row[extra]
+        for extra in extras:
+            item[extra] = row[extra]
         items.append(item)
     return await with_thread_state(conn, items)
 
@@ -195,7 +216,7 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
     flt, keys = await ctx.db.read(resolve)
 
     async def fetch() -> list[dict[str, Any]]:
-        return await ctx.db.read(lambda conn: rows(conn, flt))
+        return render(await ctx.db.read(lambda conn: rows(conn, flt)), q.view)
 
     def match(event: Event) -> dict[str, Any] | None:
         m = event.message
@@ -213,10 +234,10 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
             return None
         if q.roots and m["reply_to"] is not None:
             return None
-        return m
+        return event_view(event, q.view)
 
     items = await poll(ctx, keys, q.wait, fetch, match, owner=p.agent_id, since=q.since)
-    return message_page(ctx, items, q, descending=descending, cursor=head["cursor"])
+    return message_page(ctx, items, q, descending=descending, cursor=head["cursor"], rendered=True)
 
 
 async def get_message(ctx: Context, p: Principal, message_id: int) -> dict[str, Any]:
@@ -275,7 +296,7 @@ async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
         async def read(conn: Connection) -> list[dict[str, Any]]:
             head["cursor"] = await store.max_id(conn)
             rows = await store.inbox(conn, p.agent_id, q.since, q.limit + 1)
-            return await rows_to_messages(conn, rows)
+            return render(await rows_to_messages(conn, rows), q.view)
 
         return await ctx.db.read(read)
 
@@ -283,10 +304,10 @@ async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
         reason = event.recipients.get(p.agent_id)
         if reason is None or event.id <= q.since:
             return None
-        return event.message | {"reason": reason}
+        return event_view(event, q.view, reason=reason)
 
     items = await poll(ctx, [("agent", p.agent_id)], q.wait, fetch, match, owner=p.agent_id, since=q.since)
-    page = message_page(ctx, items, q, descending=False, cursor=head["cursor"])
+    page = message_page(ctx, items, q, descending=False, cursor=head["cursor"], rendered=True)
     if q.ack and page["messages"]:
         # ack is a side effect of a read: the messages of an archived workspace are
         # shown, but not marked, since nothing is written into it any more.

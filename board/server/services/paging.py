@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..jsonvalues import encoded_size
+from ..jsonvalues import EncodedList, encode, encoded_size
 
 if TYPE_CHECKING:
     from .context import Context
@@ -26,11 +26,13 @@ def trim(items: list[Any], limit: int, max_bytes: int) -> tuple[list[Any], bool]
     """Keep at most ``limit`` items within ``max_bytes``; True when something was left out.
 
     ``items`` may hold one more than ``limit`` (fetched to learn whether more exist).
-    The usual page fits whole: it is encoded once, and item by item only when it does
-    not (the whole list is longer than the sum of its items, so the answer is the same).
+    The usual page fits whole: it is encoded once, and that encoding is the answer's
+    (an :class:`EncodedList`); item by item only when it does not fit (the whole list
+    is longer than the sum of its items, so the answer is the same).
     """
-    if encoded_size(items[:limit]) <= max_bytes:
-        return items[:limit], len(items) > limit
+    whole = encode(items[:limit])
+    if len(whole) <= max_bytes:
+        return EncodedList(items[:limit], whole), len(items) > limit
     kept: list[Any] = []
     used = 0
     for item in items[:limit]:

@@ -28,7 +28,7 @@ from ..validation import arg, rfc3339
 from . import audit, registry, scope
 from .context import Context
 from .longpoll import poll
-from .messages import message_page, rows_to_messages
+from .messages import event_view, message_page, render, rows_to_messages
 from .paging import Page, bounded_page
 
 
@@ -113,7 +113,7 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
             }
             for m in await rows_to_messages(conn, mine):
                 items[m["id"]] = m | {"for_me": True, "watched": m["id"] in items}
-            return [items[i] for i in sorted(items)][: q.limit + 1]
+            return render([items[i] for i in sorted(items)][: q.limit + 1], q.view)
 
         return await ctx.db.read(read)
 
@@ -129,10 +129,9 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
         watched = watched and event.message["author"] != p.handle
         if reason is None and not watched:
             return None
-        item = event.message | {"for_me": reason is not None, "watched": watched}
-        if reason is not None:
-            item["reason"] = reason
-        return item
+        if reason is None:
+            return event_view(event, q.view, for_me=False, watched=watched)
+        return event_view(event, q.view, for_me=True, watched=watched, reason=reason)
 
     keys: list[Key] = [("agent", p.agent_id)] + [("channel", c) for c in channel_ids]
     if goal is not None:
@@ -140,7 +139,7 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
     if pending:
         keys.append(("workspace", workspace_id))  # to hear a watched channel's first post
     items = await poll(ctx, keys, q.wait, fetch, match, owner=p.agent_id, since=q.since)
-    return message_page(ctx, items, q, descending=False, cursor=head["cursor"])
+    return message_page(ctx, items, q, descending=False, cursor=head["cursor"], rendered=True)
 
 
 # -- wake records ------------------------------------------------------------------

@@ -69,30 +69,35 @@ class MessageFilter:
 
 
 def to_dict(row: Row) -> dict[str, Any]:
-    """A message as the API shows it (without the root-only fields).
+    """A message as the API shows it (without the root-only fields), from a row that starts with ``SELECT``.
 
-    A stored column that cannot be read back shows as its empty value, and the
-    message as ``unreadable``: one bad row never fails the list it is in.
+    The columns are taken by position, in ``SELECT``'s order: a page of fifty rows
+    is read several times faster than column by name. A stored column that cannot
+    be read back shows as its empty value, and the message as ``unreadable``: one
+    bad row never fails the list it is in.
     """
-    decoded, unreadable = {}, False
-    for column, empty in (("tags", []), ("mentions", []), ("meta", {})):
-        decoded[column], ok = read_json("messages", row["id"], column, row[column], empty)
-        unreadable |= not ok
+    id_, _, workspace, _, channel, conversation, kind, author, author_kind = row[:9]
+    body, reply_to, thread_id, tags_text, mentions_text, meta_text, created_at = row[9:16]
+    tags, tags_ok = read_json("messages", id_, "tags", tags_text, [])
+    mentions, mentions_ok = read_json("messages", id_, "mentions", mentions_text, [])
+    meta, meta_ok = read_json("messages", id_, "meta", meta_text, {})
     item = {
-        "id": row["id"],
-        "workspace": row["workspace"],
-        "channel": row["channel"],
-        "conversation": row["conversation_id"],
-        "kind": row["kind"],
-        "author": row["author"],
-        "author_kind": row["author_kind"],
-        "body": row["body"],
-        "reply_to": row["reply_to"],
-        "thread_id": row["thread_id"],
-        **decoded,
-        "created_at": row["created_at"],
+        "id": id_,
+        "workspace": workspace,
+        "channel": channel,
+        "conversation": conversation,
+        "kind": kind,
+        "author": author,
+        "author_kind": author_kind,
+        "body": body,
+        "reply_to": reply_to,
+        "thread_id": thread_id,
+        "tags": tags,
+        "mentions": mentions,
+        "meta": meta,
+        "created_at": created_at,
     }
-    if unreadable:
+    if not (tags_ok and mentions_ok and meta_ok):
         item["unreadable"] = True
     return item
 

@@ -1,0 +1,32 @@
+"""The hub hands each waiter every event under its keys exactly once."""
+
+from __future__ import annotations
+
+from board.server.hub import Event, Hub, Signal
+
+
+def _event(
+    message_id: int, *, channel: int = 1, thread: int = 1, recipients: dict[int, str] | None = None
+) -> Event:
+    message = {"id": message_id, "body": f"message {message_id}"}
+    return Event(message, 1, channel, None, thread, recipients or {})
+
+
+def test_an_event_under_several_of_a_waiters_keys_arrives_once() -> None:
+    hub = Hub()
+    waiter = hub.subscribe([("workspace", 1), ("channel", 1), ("thread", 7), ("agent", 3)])
+    first, second = _event(10, thread=7, recipients={3: "mention"}), _event(11, thread=7)
+    hub.publish(first)
+    hub.publish(second)
+    assert waiter.take() == [first, second]
+
+
+def test_a_signal_and_a_message_with_the_same_number_both_arrive() -> None:
+    """Signals count their own changes: a change id equal to a message id is another event."""
+    hub = Hub()
+    changes = ("routines", 1)
+    waiter = hub.subscribe([("workspace", 1), changes])
+    message, signal = _event(5), Signal(changes, 5)
+    hub.publish(message)
+    hub.publish(signal)
+    assert waiter.take() == [message, signal]
