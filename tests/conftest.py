@@ -10,6 +10,7 @@ from boardtest import (  # noqa: F401 - fixtures are found by name
     world,
 )
 from browser_support import chromium  # noqa: F401 - the browser tests' fixture
+from pgcluster import pg_cluster  # noqa: F401 - the PostgreSQL tests' cluster
 from processes import use_suite_python
 
 

@@ -23,10 +23,16 @@ CREATE TABLE board_schema (version BIGINT NOT NULL);
 CREATE UNIQUE INDEX board_schema_one_row ON board_schema ((true));
 INSERT INTO board_schema (version) VALUES (0);
 
--- Every refusing trigger calls this with its message as the argument.
+-- Every refusal raises through board_raise; a trigger that refuses whatever its WHEN lets
+-- in calls board_refuse with its message as the argument.
+CREATE FUNCTION board_raise(message TEXT) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION '%', message USING ERRCODE = 'integrity_constraint_violation';
+END $$;
 CREATE FUNCTION board_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    RAISE EXCEPTION '%', TG_ARGV[0] USING ERRCODE = 'integrity_constraint_violation';
+    PERFORM board_raise(TG_ARGV[0]);
+    RETURN NULL;
 END $$;
 
 CREATE TABLE workspaces (

@@ -96,8 +96,7 @@ CREATE INDEX kb_revisions_proposed ON kb_revisions(workspace_id, document_id, re
 CREATE FUNCTION kb_revisions_follow_latest() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.revision <> 1 + (SELECT latest_revision FROM kb_documents WHERE id = NEW.document_id) THEN
-        RAISE EXCEPTION 'version conflict: a revision must follow the latest one'
-            USING ERRCODE = 'integrity_constraint_violation';
+        PERFORM board_raise('version conflict: a revision must follow the latest one');
     END IF;
     RETURN NEW;
 END $$;
@@ -137,8 +136,7 @@ EXECUTE FUNCTION board_refuse('knowledge revisions are append-only: only a revie
 CREATE FUNCTION kb_revisions_kept() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF (SELECT archived_at FROM workspaces WHERE id = OLD.workspace_id) IS NULL THEN
-        RAISE EXCEPTION 'knowledge revisions are kept: they go only with their archived workspace'
-            USING ERRCODE = 'integrity_constraint_violation';
+        PERFORM board_raise('knowledge revisions are kept: they go only with their archived workspace');
     END IF;
     RETURN OLD;
 END $$;
