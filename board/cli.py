@@ -213,6 +213,16 @@ def ctl_logs(db: str | None, lines: int) -> None:
     click.echo(control.logs(_ctl_board(db), lines))
 
 
+def _sqlite_settings(db: str | None) -> Any:
+    """The settings of a command that works on the SQLite file only."""
+    from .server.services.backups import POSTGRES_BACKUPS
+
+    settings = _settings(db)
+    if settings.database_url:
+        raise click.ClickException(POSTGRES_BACKUPS)
+    return settings
+
+
 def _store_do(fn: Callable[[], T]) -> T:
     from .server.store.writer import StoreError
 
@@ -229,7 +239,7 @@ def backup(db: str | None, dest: Path) -> None:
     """Copy the database to DEST (a new file, or a folder) while the board keeps running."""
     from .server.store import backup as store
 
-    source = Path(_settings(db).db)
+    source = Path(_sqlite_settings(db).db)
     made = _store_do(lambda: store.backup(source, dest))
     click.echo(f"backed up {source} to {made} ({made.stat().st_size} bytes, integrity ok)")
 
@@ -241,7 +251,7 @@ def restore(db: str | None, source: Path) -> None:
     """Put the backup SOURCE in place of the database; refuses while a board serves it."""
     from .server.store import backup as store
 
-    target = Path(_settings(db).db)
+    target = Path(_sqlite_settings(db).db)
     saved = _store_do(lambda: store.restore(source, target))
     if saved is not None:
         click.echo(f"saved the database it replaced to {saved}")

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import psycopg
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 from contract import CheckedClient
+from pgcluster import PgCluster, wanted_stores
 
 from board.client import BoardClient
 from board.server.api.gate import SERVER_ARGS
@@ -29,8 +32,72 @@ from board.server.clock import Clock, ManualClock
 from board.server.services import auth
 from board.server.services.context import Context
 from board.server.settings import Settings
+from board.server.store.postgres import PostgresStore, placeholders
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PgDatabase:
+    """Where a board on PostgreSQL keeps its data, for the tests that read it directly."""
+
+    url: str
+
+
+#: What a test reads a board's database through: its SQLite file, or its PostgreSQL database.
+Where = Path | PgDatabase
+
+
+@dataclass(frozen=True)
+class StoreChoice:
+    """The store a test's board runs on: the ``store`` fixture's parameter."""
+
+    name: str
+    cluster: PgCluster | None = None
+    template: str | None = None  # a migrated database each test's database is copied from
+
+    def overrides(self) -> dict[str, Any]:
+        if self.cluster is None:
+            return {}
+        return {"database_url": self.cluster.fresh_database(like=self.template)}
+
+
+SQLITE = StoreChoice("sqlite")
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_cluster: PgCluster) -> str:
+    """A database migrated once: each test's board gets a copy instead of migrating its own."""
+    url = pg_cluster.fresh_database()
+
+    async def migrate() -> None:
+        store = PostgresStore(url, readers=1)
+        await store.open()
+        await store.close()
+
+    # Its own loop, in a thread of its own: a test's loop may already run in this one.
+    failed: list[BaseException] = []
+    worker = threading.Thread(target=lambda: _capture(failed, lambda: asyncio.run(migrate())))
+    worker.start()
+    worker.join()
+    if failed:
+        raise failed[0]
+    return url
+
+
+def _capture(failed: list[BaseException], fn: Callable[[], Any]) -> None:
+    try:
+        fn()
+    except BaseException as exc:
+        failed.append(exc)
+
+
+@pytest.fixture(params=wanted_stores())
+def store(request: pytest.FixtureRequest) -> StoreChoice:
+    """Each test that takes it runs once per store BOARD_TEST_STORES names."""
+    if request.param == "postgresql":
+        return StoreChoice("postgresql", request.getfixturevalue("pg_cluster"), request.getfixturevalue("pg_template"))
+    return SQLITE
 
 
 @dataclass
@@ -39,7 +106,7 @@ class Board:
 
     server: TestServer
     app: web.Application
-    db_path: Path
+    db_path: Where
     clients: list[BoardClient] = field(default_factory=list)
 
     @property
@@ -65,14 +132,17 @@ class Board:
         return self.client(registered["token"])
 
 
-async def start_board(tmp_path: Path, *, clock: Clock | None = None, **overrides: Any) -> Board:
+async def start_board(
+    tmp_path: Path, *, clock: Clock | None = None, store: StoreChoice = SQLITE, **overrides: Any
+) -> Board:
     db_path = tmp_path / "board.db"
-    settings = Settings(db=str(db_path), **overrides)
+    settings = Settings(db=str(db_path), **{**store.overrides(), **overrides})
     app = create_app(settings, clock=clock)
     server = TestServer(app, host="127.0.0.1")
     # As `board serve` runs; TestServer sets handler_cancellation itself (and only takes it once).
     await server.start_server(**{k: v for k, v in SERVER_ARGS.items() if k != "handler_cancellation"})
-    return Board(server, app, db_path)
+    where: Where = PgDatabase(settings.database_url) if settings.database_url else db_path
+    return Board(server, app, where)
 
 
 async def stop_board(board: Board) -> None:
@@ -82,8 +152,8 @@ async def stop_board(board: Board) -> None:
 
 
 @pytest.fixture
-async def board(tmp_path: Path) -> AsyncIterator[Board]:
-    b = await start_board(tmp_path)
+async def board(tmp_path: Path, store: StoreChoice) -> AsyncIterator[Board]:
+    b = await start_board(tmp_path, store=store)
     yield b
     await stop_board(b)
 
@@ -94,8 +164,8 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-async def clocked_board(tmp_path: Path, clock: ManualClock) -> AsyncIterator[Board]:
-    b = await start_board(tmp_path, clock=clock)
+async def clocked_board(tmp_path: Path, clock: ManualClock, store: StoreChoice) -> AsyncIterator[Board]:
+    b = await start_board(tmp_path, clock=clock, store=store)
     yield b
     await stop_board(b)
 
@@ -177,28 +247,43 @@ async def held(board: Board, count: int = 1, owner: int | None = None, timeout: 
     )
 
 
-def db_rows(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Read the database file directly, as a second process would."""
+def database_env(board: Board) -> dict[str, str]:
+    """The environment that points ``board`` commands at this board's database."""
+    if isinstance(board.db_path, PgDatabase):
+        return {"BOARD_DATABASE_URL": board.db_path.url}
+    return {"BOARD_DB": str(board.db_path)}
+
+
+#: For a test about the SQLite file itself (its bytes, its lock, its WAL): runs on SQLite only.
+sqlite_only = pytest.mark.parametrize("store", ["sqlite"], indirect=True)
+
+
+def db_rows(where: Where, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Read the database directly, as a second process would (``?`` placeholders on both stores)."""
+    if isinstance(where, PgDatabase):
+        with psycopg.connect(where.url, autocommit=True, cursor_factory=psycopg.RawCursor) as conn:
+            cur = conn.execute(placeholders(sql), params or None)
+            return [tuple(row) for row in cur.fetchall()] if cur.description else []
     import sqlite3
 
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"file:{where}?mode=ro", uri=True)
     try:
         return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
 
 
-def snapshot(path: Path) -> dict[str, int]:
+def snapshot(where: Where) -> dict[str, int]:
     """Row counts of every table: compared before and after a refused call."""
-    tables = [
-        r[0]
-        for r in db_rows(
-            path,
+    if isinstance(where, PgDatabase):
+        listed = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+    else:
+        listed = (
             "SELECT name FROM sqlite_master WHERE type = 'table' "
-            "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '%fts%'",
+            "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '%fts%'"
         )
-    ]
-    return {t: db_rows(path, f"SELECT count(*) FROM {t}")[0][0] for t in tables}
+    tables = [r[0] for r in db_rows(where, listed)]
+    return {t: db_rows(where, f"SELECT count(*) FROM {t}")[0][0] for t in tables}
 
 
 @pytest.fixture(autouse=True)

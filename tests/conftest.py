@@ -7,6 +7,8 @@ from boardtest import (  # noqa: F401 - fixtures are found by name
     clock,
     clocked_board,
     clocked_world,
+    pg_template,
+    store,
     world,
 )
 from browser_support import chromium  # noqa: F401 - the browser tests' fixture

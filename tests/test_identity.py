@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from boardtest import Board, World, db_rows, snapshot
+from boardtest import Board, PgDatabase, Where, World, db_rows, snapshot
 
 from board.client import BoardAPIError, BoardClient
 from board.server.clock import ManualClock, iso
@@ -195,9 +195,13 @@ async def test_revoking_something_that_is_not_a_bot_is_not_found(world: World) -
     assert (await world.human.me())["handle"] == "alice"
 
 
-def database_bytes(path: Path) -> bytes:
-    data = path.read_bytes()
-    wal = Path(f"{path}-wal")
+def database_bytes(where: Where) -> bytes:
+    """Everything the database holds: the SQLite file and its WAL, or every row on PostgreSQL."""
+    if isinstance(where, PgDatabase):
+        tables = [t for t, in db_rows(where, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
+        return "\n".join(str(row) for t in tables for row in db_rows(where, f"SELECT * FROM {t}")).encode()
+    data = where.read_bytes()
+    wal = Path(f"{where}-wal")
     return data + (wal.read_bytes() if wal.exists() else b"")
 
 

@@ -6,12 +6,18 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from ..errors import Forbidden
+from ..errors import BoardError, Forbidden
 from ..principal import Principal
 from ..settings import state_dir
 from ..store import backup as store
 from . import audit
 from .context import Context
+
+#: The board copies only its own SQLite file; a PostgreSQL database has its own tools.
+POSTGRES_BACKUPS = (
+    "This board runs on PostgreSQL: back it up with pg_dump (or the server's own backups), "
+    "not through the board."
+)
 
 
 def backup_dir(ctx: Context) -> Path:
@@ -23,6 +29,8 @@ async def take(ctx: Context, p: Principal) -> dict[str, Any]:
     """A consistent copy of the live database; the board keeps serving while it is taken."""
     if not p.is_human:
         raise Forbidden("Only a human may take a backup.")
+    if ctx.settings.database_url:
+        raise BoardError(POSTGRES_BACKUPS)
     started = ctx.now()
     folder = backup_dir(ctx)
     await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)

@@ -30,6 +30,7 @@ import functools
 import logging
 import os
 import time
+from importlib import resources
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, TypeVar
 
@@ -55,6 +56,7 @@ LOCKS = {"writes": 1, "migrate": 2, "sweep": 3, "routines": 4}
 CHANNEL = "board"
 MAX_PAYLOAD = 7900  # PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more
 MIGRATIONS = "board.server.store.migrations_pg"
+COMPAT = "compat.sql"  # SQLite's functions the shared SQL calls, replaced at every start
 
 
 @functools.lru_cache(maxsize=4096)
@@ -316,6 +318,7 @@ class PostgresStore(Store):
                 except psycopg.Error as exc:
                     await raw.execute("ROLLBACK")
                     raise StoreError(f"migration {name} failed: {exc}") from exc
+            await raw.execute(resources.files(MIGRATIONS).joinpath(COMPAT).read_text(encoding="utf-8"))
         finally:
             await raw.execute("SELECT pg_advisory_unlock($1, $2)", (BOARD, LOCKS["migrate"]))
 
