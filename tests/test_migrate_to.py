@@ -27,8 +27,6 @@ from pgcluster import PgCluster
 from processes import board_env, command
 from routines_support import propose_and_approve
 
-from board.server.store.postgres import PostgresStore
-
 DOC = "runbook/deploy.md"
 
 
@@ -162,18 +160,10 @@ def counts(url: str) -> dict[str, int]:
         return {t: pg.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}  # type: ignore[index]
 
 
-@pytest.fixture(scope="module")
-def seeded(pg_cluster: PgCluster) -> dict[str, int]:
+@pytest.fixture
+def seeded(pg_template: str) -> dict[str, int]:
     """The row counts of a database the board migrated and nothing wrote to: an empty board."""
-    url = pg_cluster.fresh_database()
-
-    async def migrate() -> None:
-        store = PostgresStore(url, readers=1)
-        await store.open()
-        await store.close()
-
-    _in_a_thread(migrate)
-    return counts(url)
+    return counts(pg_template)
 
 
 def rows(db: Path, url: str) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:

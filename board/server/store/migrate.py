@@ -76,6 +76,12 @@ class Table:
     verified: int = 0  # sampled rows that read back the same
     mismatches: list[str] = field(default_factory=list)
 
+    @property
+    def select(self) -> str:
+        """The SQLite query of its rows in key order (names checked against PostgreSQL's)."""
+        names = ", ".join(f'"{c.name}"' for c in self.columns)
+        return f'SELECT {names} FROM "{self.name}" ORDER BY ' + ", ".join(f'"{k}"' for k in self.key)
+
     def row_name(self, row: Sequence[Any]) -> str:
         names = [c.name for c in self.columns]
         return ", ".join(f"{k}={row[names.index(k)]!r}" for k in self.key)
@@ -116,20 +122,24 @@ def migrate(db: Path, url: str) -> Report:
     """
     started = time.monotonic()
     if not is_postgres(url):
-        raise StoreError(f"{url.split(':')[0]}: name the target as a postgresql:// URL")
+        raise StoreError(f"{url.split(':')[0]}: is not PostgreSQL; name the target as a postgresql:// URL")
     if not db.is_file():
         raise StoreError(f"{db} does not exist; there is no board to move")
     target = redacted(url)
     with owning(db), _source(db) as lite:
         _check_source(lite, db)
-        with _connect(url) as pg:
+        with _connect(url) as pg, _refusing(target, "nothing was written"):
             _check_target(pg, target)
         _create_schema(url)
         with _connect(url) as pg:
-            tables = _plan(lite, pg, target)
-            report = Report(target, tables, _copy(lite, pg, tables, target))
-            _verify(pg, tables)
-            pg.execute("ANALYZE")  # the planner learns the tables' new sizes now, not at autovacuum's leisure
+            with _refusing(target, "nothing was copied"):
+                tables = _plan(lite, pg, target)
+                report = Report(target, tables, _copy(lite, pg, tables, target))
+            with _refusing(target, "the copy is committed but was not all read back"):
+                _verify(pg, tables)
+                pg.execute(
+                    "ANALYZE"
+                )  # the planner learns the new tables' sizes now, not at autovacuum's leisure
     report.seconds = time.monotonic() - started
     return report
 
@@ -148,6 +158,15 @@ def _source(db: Path) -> Iterator[sqlite3.Connection]:
         yield conn
     finally:
         conn.close()
+
+
+@contextlib.contextmanager
+def _refusing(target: str, outcome: str) -> Iterator[None]:
+    """What the server refused, as one line saying what became of the copy."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise StoreError(f"{target}: {_one_line(exc)}; {outcome}") from None
 
 
 def _connect(url: str) -> psycopg.Connection[Any]:
@@ -272,7 +291,7 @@ def _table(lite: sqlite3.Connection, pg: psycopg.Connection[Any], name: str) -> 
         ).fetchall()
     ]
     if not key:
-        raise StoreError(f"{name} has no primary key in {name}; a copy could not name its rows")
+        raise StoreError(f"{name} has no primary key; a copy could not name its rows")
     identity = next((column for column, _, _, is_identity in rows if is_identity), None)
     return Table(name, columns, key, identity)
 
@@ -365,9 +384,7 @@ def _copy_table(lite: sqlite3.Connection, pg: psycopg.Connection[Any], t: Table)
 
 def _rows(lite: sqlite3.Connection, t: Table) -> Iterator[tuple[Any, ...]]:
     """The table's rows in key order, each value checked for PostgreSQL; StoreError naming a bad one."""
-    names = ", ".join(f'"{c.name}"' for c in t.columns)
-    order = ", ".join(f'"{k}"' for k in t.key)
-    for row in lite.execute(f'SELECT {names} FROM "{t.name}" ORDER BY {order}'):
+    for row in lite.execute(t.select):
         try:
             yield tuple(_value(v, c) for v, c in zip(row, t.columns, strict=True))
         except _Refused as exc:
@@ -423,11 +440,7 @@ def _refused(lite: sqlite3.Connection, t: Table, exc: psycopg.Error) -> str:
     where = ""
     found = COPY_LINE.search(exc.diag.context or "")
     if found:
-        order = ", ".join(f'"{k}"' for k in t.key)
-        names = ", ".join(f'"{c.name}"' for c in t.columns)
-        row = lite.execute(
-            f'SELECT {names} FROM "{t.name}" ORDER BY {order} LIMIT 1 OFFSET ?', (int(found[1]) - 1,)
-        ).fetchone()
+        row = lite.execute(f"{t.select} LIMIT 1 OFFSET ?", (int(found[1]) - 1,)).fetchone()
         if row is not None:
             where = f" row {t.row_name(row)}"
     detail = exc.diag.message_detail or ""
