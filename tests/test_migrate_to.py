@@ -22,10 +22,14 @@ from typing import Any
 import psycopg
 import pytest
 from boardtest import Board, db_rows, populate, start_board, stop_board
+from click.testing import CliRunner
 from contract import CheckedClient
 from pgcluster import PgCluster
 from processes import board_env, command
 from routines_support import propose_and_approve
+
+from board.cli import main
+from board.server.store import migrate
 
 DOC = "runbook/deploy.md"
 
@@ -42,11 +46,6 @@ class Filled:
 
 async def _fill(b: Board) -> tuple[dict[str, str], dict[str, int]]:
     w = await populate(b)
-    gone = await b.bot("gb", "other")  # moved below to a workspace that is then deleted
-    await w.human.create_workspace("gone", "Short-lived")
-    await w.human.set_bots("gone", ["gb"])
-    last_gone = await gone.post("soon deleted", channel="lobby")
-
     root = await w.human.post(
         "@pb deploy the release tonight, canary first", channel="lobby", workspace="proj"
     )
@@ -66,6 +65,10 @@ async def _fill(b: Board) -> tuple[dict[str, str], dict[str, int]]:
     )
     await propose_and_approve(w.bot, w.human, "nightly-check", "0 3 * * *")
 
+    # Last, a workspace with the newest bot and message, deleted: their ids must never come back.
+    await w.human.create_workspace("gone", "Short-lived")
+    gone = await b.bot("gb", "gone")
+    last_gone = await gone.post("soon deleted", channel="lobby")
     [(gone_id,)] = db_rows(b.db_path, "SELECT id FROM agents WHERE handle = 'gb'")  # type: ignore[arg-type]
     await w.human.archive_workspace("gone")
     await w.human.delete_workspace("gone", "gone")
@@ -197,6 +200,7 @@ async def test_a_moved_board_holds_every_row_and_goes_on_past_its_last_ids(
     table_lines = {line.split()[0]: line for line in moved.stdout.splitlines()[1:-2]}
     assert "ok: the count, and" in table_lines["messages"] and "MISMATCH" not in moved.stdout
     before, after = rows(db, url)
+    assert max(a[0] for a in before["agents"]) < filled.facts["gone_agent"]  # its id is SQLite's alone
     assert set(table_lines) == set(before) | {"kb_search"}
     assert before == after and len(before["kb_revisions"]) == 3 and before["audit"]
     with psycopg.connect(url) as pg:
@@ -329,3 +333,27 @@ def test_a_row_postgresql_cannot_hold_aborts_the_whole_copy(
     assert f"{table} row id={row_id}" in refused.stderr and said in refused.stderr
     assert "nothing was copied" in refused.stderr
     assert counts(url) == seeded  # the schema, and not one copied row
+
+
+def test_a_copy_that_reads_back_different_is_reported_and_fails(
+    filled: Filled, tmp_path: Path, pg_cluster: PgCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check after the commit compares for real: a row changed and a row added behind its back."""
+    db, url = _copy_of(filled, tmp_path), pg_cluster.fresh_database()
+    copy = migrate._copy
+
+    def and_then_tamper(lite: Any, pg: psycopg.Connection[Any], *args: Any) -> dict[str, int]:
+        rebuilt = copy(lite, pg, *args)
+        pg.execute("UPDATE messages SET body = 'tampered' WHERE id = (SELECT max(id) FROM messages)")
+        pg.execute("INSERT INTO audit (at, actor, action) VALUES ('2026-12-01T00:00:00Z', 'x', 'x')")
+        return rebuilt
+
+    monkeypatch.setattr(migrate, "_copy", and_then_tamper)
+    result = CliRunner().invoke(main, ["migrate-to", url, "--db", str(db)])
+    assert result.exit_code == 1
+    [last] = db_rows(db, "SELECT max(id) FROM messages")
+    assert f"messages row id={last[0]} reads back different" in result.output
+    assert "audit: " in result.output and "rows in PostgreSQL" in result.output
+    table_lines = {line.split()[0]: line for line in result.output.splitlines()[1:]}
+    assert table_lines["messages"].endswith("MISMATCH") and table_lines["audit"].endswith("MISMATCH")
+    assert "MISMATCH" not in table_lines["threads"]
