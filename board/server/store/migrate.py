@@ -386,7 +386,7 @@ def _rows(lite: sqlite3.Connection, t: Table) -> Iterator[tuple[Any, ...]]:
     """The table's rows in key order, each value checked for PostgreSQL; StoreError naming a bad one."""
     for row in lite.execute(t.select):
         try:
-            yield tuple(_value(v, c) for v, c in zip(row, t.columns, strict=True))
+            yield tuple(map(_value, row, t.columns))
         except _Refused as exc:
             raise StoreError(
                 f"{t.name} row {t.row_name(row)}, column {exc.column}: {exc.why}; nothing was copied"
@@ -407,10 +407,11 @@ def _value(value: Any, column: Column) -> Any:
     if column.kind is str and isinstance(value, str):
         if "\x00" in value:
             raise _Refused(column.name, "a NUL character, which PostgreSQL text cannot hold")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise _Refused(column.name, "bytes that are not UTF-8 text") from None
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _Refused(column.name, "bytes that are not UTF-8 text") from None
         return value
     if column.kind is int and type(value) is int:
         return value
