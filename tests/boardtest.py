@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -96,7 +97,9 @@ def _capture(failed: list[BaseException], fn: Callable[[], Any]) -> None:
 def store(request: pytest.FixtureRequest) -> StoreChoice:
     """Each test that takes it runs once per store BOARD_TEST_STORES names."""
     if request.param == "postgresql":
-        return StoreChoice("postgresql", request.getfixturevalue("pg_cluster"), request.getfixturevalue("pg_template"))
+        return StoreChoice(
+            "postgresql", request.getfixturevalue("pg_cluster"), request.getfixturevalue("pg_template")
+        )
     return SQLITE
 
 
@@ -107,6 +110,7 @@ class Board:
     server: TestServer
     app: web.Application
     db_path: Where
+    home: Path  # the test's folder: the SQLite file, logs, anything else on disk
     clients: list[BoardClient] = field(default_factory=list)
 
     @property
@@ -142,7 +146,7 @@ async def start_board(
     # As `board serve` runs; TestServer sets handler_cancellation itself (and only takes it once).
     await server.start_server(**{k: v for k, v in SERVER_ARGS.items() if k != "handler_cancellation"})
     where: Where = PgDatabase(settings.database_url) if settings.database_url else db_path
-    return Board(server, app, where)
+    return Board(server, app, where, tmp_path)
 
 
 async def stop_board(board: Board) -> None:
@@ -254,6 +258,9 @@ def database_env(board: Board) -> dict[str, str]:
     return {"BOARD_DB": str(board.db_path)}
 
 
+#: For a test of what only PostgreSQL does (skipped when BOARD_TEST_STORES leaves it out).
+postgresql_only = pytest.mark.parametrize("store", ["postgresql"], indirect=True)
+
 #: For a test about the SQLite file itself (its bytes, its lock, its WAL): runs on SQLite only.
 sqlite_only = pytest.mark.parametrize("store", ["sqlite"], indirect=True)
 
@@ -264,11 +271,26 @@ def db_rows(where: Where, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[
         with psycopg.connect(where.url, autocommit=True, cursor_factory=psycopg.RawCursor) as conn:
             cur = conn.execute(placeholders(sql), params or None)
             return [tuple(row) for row in cur.fetchall()] if cur.description else []
-    import sqlite3
-
     conn = sqlite3.connect(f"file:{where}?mode=ro", uri=True)
     try:
         return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+#: What either store's driver raises when SQL is refused (a constraint, a trigger, a bad statement).
+DB_ERRORS: tuple[type[Exception], ...] = (sqlite3.DatabaseError, psycopg.Error)
+INTEGRITY_ERRORS: tuple[type[Exception], ...] = (sqlite3.IntegrityError, psycopg.IntegrityError)
+
+
+def db_execute(where: Where, sql: str, params: tuple[Any, ...] = ()) -> int:
+    """One statement straight into the database, as another program would; its row count."""
+    if isinstance(where, PgDatabase):
+        with psycopg.connect(where.url, autocommit=True, cursor_factory=psycopg.RawCursor) as conn:
+            return conn.execute(placeholders(sql), params or None).rowcount
+    conn = sqlite3.connect(where, isolation_level=None, timeout=5)
+    try:
+        return conn.execute(sql, params).rowcount
     finally:
         conn.close()
 

@@ -67,7 +67,7 @@ class RunnerProcess:
 
 def start_runner(board: Board, token: str, time_: Time | None, name: str = "runner") -> RunnerProcess:
     """A runner checking every 0.2 s, on the test's clock file, or on the wall clock without one."""
-    log = board.db_path.parent / f"{name}-{time.monotonic_ns()}.log"
+    log = board.home / f"{name}-{time.monotonic_ns()}.log"
     args = ["routines", "run", "--url", board.url, "--token", token, "--check-every", "0.2"]
     if time_ is not None:
         args += ["--clock-file", str(time_.file)]

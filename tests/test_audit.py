@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import pytest
-from boardtest import World, db_rows, snapshot
+from boardtest import DB_ERRORS, World, db_execute, db_rows, snapshot
 
 from board.client import BoardAPIError, BoardClient
 from board.server.services import auth
@@ -196,13 +195,9 @@ async def test_sql_cannot_change_or_remove_audit_rows(world: World, sql: str) ->
     before = db_rows(path, "SELECT * FROM audit ORDER BY id")
     assert before
 
-    conn = sqlite3.connect(path, isolation_level=None, timeout=5)
-    try:
-        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-            conn.execute(sql)
-    finally:
-        conn.close()
+    with pytest.raises(DB_ERRORS, match="append-only"):
+        db_execute(path, sql)
 
-    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+    with pytest.raises(DB_ERRORS, match="append-only"):
         await world.board.ctx.db.write(lambda c: c.execute(sql))
     assert db_rows(path, "SELECT * FROM audit ORDER BY id") == before

@@ -198,7 +198,7 @@ async def test_revoking_something_that_is_not_a_bot_is_not_found(world: World) -
 def database_bytes(where: Where) -> bytes:
     """Everything the database holds: the SQLite file and its WAL, or every row on PostgreSQL."""
     if isinstance(where, PgDatabase):
-        tables = [t for t, in db_rows(where, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
+        tables = [t for (t,) in db_rows(where, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
         return "\n".join(str(row) for t in tables for row in db_rows(where, f"SELECT * FROM {t}")).encode()
     data = where.read_bytes()
     wal = Path(f"{where}-wal")

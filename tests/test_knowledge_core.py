@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import aiohttp
 import pytest
+from boardtest import INTEGRITY_ERRORS, PgDatabase, db_execute
 from kb_support import World, db_rows, expect_error, refused, snapshot, write
 from yarl import URL
 
@@ -143,7 +142,8 @@ async def test_search_ranks_current_bodies_only(world: World) -> None:
     assert [d["path"] for d in (await world.bot.knowledge(q="widget"))["documents"]] == ["a.md"]
     assert [d["path"] for d in (await world.bot.knowledge(q="beta"))["documents"]] == ["b.md"]
     await expect_error("INVALID_ARGUMENT", world.bot.knowledge(q="widget", as_of="2030-01-01T00:00:00Z"))
-    integrity = db_rows(world.board.db_path, "SELECT count(*) FROM kb_fts")
+    index = "kb_search" if isinstance(world.board.db_path, PgDatabase) else "kb_fts"
+    integrity = db_rows(world.board.db_path, f"SELECT count(*) FROM {index}")
     assert integrity[0][0] == 2
 
 
@@ -256,23 +256,18 @@ async def test_the_database_refuses_a_second_revision_on_one_base(world: World) 
     """Compare-and-set does not rest on the service alone: any process writing the file is held to it."""
     await world.bot.put_document("cas.md", "# one\n", 0, "r")
     await world.bot.put_document("cas.md", "# two\n", 1, "r")
-    conn = sqlite3.connect(world.board.db_path, timeout=5)
-    try:
-        doc_id, ws_id = conn.execute(
-            "SELECT id, workspace_id FROM kb_documents WHERE path = 'cas.md'"
-        ).fetchone()
-        insert = """INSERT INTO kb_revisions (document_id, workspace_id, revision, base_revision, kind,
-                        status, author, author_kind, reason, recorded_at)
-                    VALUES (?, ?, ?, ?, 'write', 'settled', 'x', 'bot', 'r', 't')"""
-        for revision in (2, 4, 1):
-            with pytest.raises(sqlite3.IntegrityError):
-                conn.execute(insert, (doc_id, ws_id, revision, revision - 1))
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
-            conn.execute("UPDATE kb_revisions SET body = 'rewritten' WHERE document_id = ?", (doc_id,))
-        with pytest.raises(sqlite3.IntegrityError, match="kept"):
-            conn.execute("DELETE FROM kb_revisions WHERE document_id = ?", (doc_id,))
-    finally:
-        conn.close()
+    where = world.board.db_path
+    [(doc_id, ws_id)] = db_rows(where, "SELECT id, workspace_id FROM kb_documents WHERE path = 'cas.md'")
+    insert = """INSERT INTO kb_revisions (document_id, workspace_id, revision, base_revision, kind,
+                    status, author, author_kind, reason, recorded_at)
+                VALUES (?, ?, ?, ?, 'write', 'settled', 'x', 'bot', 'r', 't')"""
+    for revision in (2, 4, 1):
+        with pytest.raises(INTEGRITY_ERRORS):
+            db_execute(where, insert, (doc_id, ws_id, revision, revision - 1))
+    with pytest.raises(INTEGRITY_ERRORS, match="append-only"):
+        db_execute(where, "UPDATE kb_revisions SET body = 'rewritten' WHERE document_id = ?", (doc_id,))
+    with pytest.raises(INTEGRITY_ERRORS, match="kept"):
+        db_execute(where, "DELETE FROM kb_revisions WHERE document_id = ?", (doc_id,))
 
 
 async def test_deleting_a_workspace_removes_its_knowledge(world: World) -> None:

@@ -7,6 +7,7 @@ import sqlite3
 from typing import Any
 
 import aiosqlite
+from boardtest import sqlite_only
 from kb_support import World, db_rows
 
 from board.server.store import knowledge as store
@@ -29,6 +30,7 @@ class Recorder:
         return self.conn.execute_fetchall(sql, params)
 
 
+@sqlite_only  # SQLite's EXPLAIN QUERY PLAN; PostgreSQL's plans follow its statistics
 async def test_list_get_and_search_use_indexes_only(world: World) -> None:
     for n in range(30):
         await world.bot.put_document("busy.md", f"# Busy\n\nversion {n} of the plan\n", n, "r")

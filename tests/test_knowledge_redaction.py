@@ -6,6 +6,7 @@ import hashlib
 import sqlite3
 from pathlib import Path
 
+from boardtest import sqlite_only
 from kb_support import World, db_rows, expect_error, refused
 
 SECRET = "qqxyzzysecretkey4471"
@@ -32,6 +33,7 @@ def index_blocks_with(db_path: Path, needle: bytes) -> int:
     return db_rows(db_path, "SELECT count(*) FROM kb_fts_data WHERE instr(block, ?) > 0", (needle,))[0][0]
 
 
+@sqlite_only  # reads the database file's bytes, its WAL and the FTS5 index's blocks
 async def test_a_redacted_secret_is_gone_from_the_file_the_index_and_the_wal(world: World) -> None:
     db = world.board.db_path
     for i in range(30):  # a populated index, so the secret shares segments with other text

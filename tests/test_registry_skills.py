@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import pytest
-from boardtest import World, db_rows, snapshot
+from boardtest import INTEGRITY_ERRORS, World, db_execute, db_rows, snapshot
 
 from board.client import BoardAPIError, BoardClient
 
@@ -67,12 +66,8 @@ async def test_every_put_is_a_new_version_and_old_ones_stay_readable(world: Worl
 
 async def test_skill_versions_are_append_only(world: World) -> None:
     await world.human.create_skill("review", SKILL_MD)
-    conn = sqlite3.connect(world.board.db_path)
-    try:
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
-            conn.execute("UPDATE skill_versions SET text = 'rewritten'")
-    finally:
-        conn.close()
+    with pytest.raises(INTEGRITY_ERRORS, match="append-only"):
+        db_execute(world.board.db_path, "UPDATE skill_versions SET text = 'rewritten'")
     assert (await world.bot.skill("review"))["text"] == SKILL_MD
 
 

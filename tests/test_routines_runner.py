@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from boardtest import World, db_rows
+from boardtest import PgDatabase, World, db_rows
 from routines_support import RunnerProcess, Time, propose_and_approve, runs, start_runner, until
 
 from board.server.clock import ManualClock
@@ -101,10 +101,10 @@ async def test_a_second_runner_creates_no_duplicate_run(scene: Scene) -> None:
     made = await runs(human, "often")
     assert [r["scheduled_for"][11:16] for r in made] == ["04:01", "04:02", "04:03", "04:04"]
     thread = (await human.routine("often"))["thread_id"]
+    where = scene.world.board.db_path
+    run = "meta::jsonb ->> 'run'" if isinstance(where, PgDatabase) else "json_extract(meta, '$.run')"
     starts = db_rows(
-        scene.world.board.db_path,
-        "SELECT count(*) FROM messages WHERE thread_id = ? AND json_extract(meta, '$.run') = 'start'",
-        (thread,),
+        where, f"SELECT count(*) FROM messages WHERE thread_id = ? AND {run} = 'start'", (thread,)
     )
     assert starts == [(4,)]
     audited = await human.audit(action="routine.run.start", limit=500)

@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
-from boardtest import World
+from boardtest import PgDatabase, Where, World
 
 from board.server.store import jsoncolumns
+from board.server.store.postgres import placeholders
 
 BROKEN = {
     "not JSON": '{"a":',
@@ -25,9 +26,17 @@ BROKEN = {
 }
 
 
-def write(path: Path, sql: str, params: tuple[Any, ...], *, table: str = "") -> None:
+def write(where: Where, sql: str, params: tuple[Any, ...], *, table: str = "") -> None:
     """One damaging statement; the guard triggers of ``table`` are lifted around it, as damage would."""
-    conn = sqlite3.connect(path)
+    if isinstance(where, PgDatabase):
+        with psycopg.connect(where.url, cursor_factory=psycopg.RawCursor) as pg, pg.transaction():
+            if table:
+                pg.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
+            assert pg.execute(placeholders(sql), params).rowcount == 1
+            if table:
+                pg.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
+        return
+    conn = sqlite3.connect(where)
     try:
         with conn:
             guards = conn.execute(

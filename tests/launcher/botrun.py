@@ -54,7 +54,7 @@ class LiveBoard:
         app = create_app(Settings(db=str(self.db_path)))
         server = TestServer(app, host="127.0.0.1", port=self.port)
         await server.start_server(shutdown_timeout=0.5)  # open long-polls end at once
-        self.board = Board(server, app, self.db_path)
+        self.board = Board(server, app, self.db_path, self.db_path.parent)
         return self.board
 
     async def stop(self) -> None:

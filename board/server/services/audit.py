@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import contextvars
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Forbidden
+from ..jsonvalues import strict_loads
 from ..principal import Principal
 from ..store import audit as store
 from ..store.connection import Connection
@@ -17,6 +17,14 @@ from .paging import Page, bounded_page
 
 #: The request id of the call being served, if the caller gave one.
 request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
+
+
+def _details(raw: str) -> Any:
+    """What the store read back (its unreadable marker included); the marker for anything else."""
+    try:
+        return strict_loads(raw)
+    except ValueError:
+        return strict_loads(store.UNREADABLE)
 
 
 async def record(
@@ -73,5 +81,5 @@ async def entries(ctx: Context, p: Principal, q: AuditQuery) -> Page:
             at_until=at_until,
         )
     )
-    items = [dict(row) | {"details": json.loads(row["details"])} for row in rows]
+    items = [dict(row) | {"details": _details(row["details"])} for row in rows]
     return bounded_page(ctx, "entries", items, q.limit, q.max_bytes, descending=False)

@@ -179,9 +179,8 @@ async def revision_at(
 
 
 # -- the full-text index -----------------------------------------------------------
-# SQLite keeps kb_fts by hand. On PostgreSQL, a revision's search vector is a
-# generated column of its row, and a search joins the shown revision: there is
-# nothing to keep.
+# SQLite's kb_fts is kept by hand. On PostgreSQL, triggers keep kb_search equal to
+# the shown revision of each live document: there is nothing to do here.
 
 
 async def index(conn: Connection, revision_id: int, path: str) -> None:
@@ -271,11 +270,11 @@ def _matching(conn: Connection, match: Terms) -> tuple[str, str, str, str]:
     would otherwise walk a workspace's documents and query the index once for each.
     """
     if conn.dialect == "postgresql":
-        return (
-            "to_tsquery('simple', ?) AS q(query) CROSS JOIN kb_documents d "
-            "JOIN kb_revisions r ON r.id = d.current_id AND r.search_vector @@ q.query",
-            "",
-            "ts_rank(r.search_vector, q.query) DESC, d.path",
+        return (  # kb_search holds the shown revision of each live document (weights as bm25's)
+            "to_tsquery('simple', ?) AS q(query) CROSS JOIN kb_search s "
+            "JOIN kb_documents d ON d.current_id = s.revision_id JOIN kb_revisions r ON r.id = d.current_id",
+            "s.search_vector @@ q.query AND ",
+            "ts_rank('{0.1, 0.2, 0.6, 1.0}', s.search_vector, q.query) DESC, d.path",
             match.tsquery(),
         )
     return (
@@ -443,7 +442,7 @@ async def review_groups(
             FROM kb_revisions r JOIN kb_documents d ON d.id = r.document_id
             JOIN workspaces w ON w.id = d.workspace_id
             WHERE r.status = 'proposed' AND r.revision > d.accepted_revision{where}
-            GROUP BY r.document_id HAVING min(r.id) > ? ORDER BY first_id LIMIT ?""",
+            GROUP BY d.id, w.slug HAVING min(r.id) > ? ORDER BY first_id LIMIT ?""",
         (*params, since, limit),
     )
 
@@ -483,14 +482,19 @@ async def stats_list(
     )
 
 
+def _count_of(condition: str) -> str:
+    """How many rows meet ``condition`` (a truth is an integer on SQLite only)."""
+    return f"COALESCE(sum(CASE WHEN {condition} THEN 1 ELSE 0 END), 0)"
+
+
 async def stats_totals(conn: Connection, workspace_id: int, stale_before: str) -> Row | None:
     return await one(
         conn,
         f"""SELECT count(*) AS documents, COALESCE(sum(d.read_count), 0) AS reads,
                    COALESCE(sum(d.shown_count), 0) AS shown,
-                   COALESCE(sum({STATS_LISTS["never_read"]}), 0) AS never_read,
-                   COALESCE(sum({STATS_LISTS["shown_never_read"]}), 0) AS shown_never_read,
-                   COALESCE(sum({STATS_LISTS["stale"]}), 0) AS stale
+                   {_count_of(STATS_LISTS["never_read"])} AS never_read,
+                   {_count_of(STATS_LISTS["shown_never_read"])} AS shown_never_read,
+                   {_count_of(STATS_LISTS["stale"])} AS stale
             FROM kb_documents d WHERE d.workspace_id = ? AND d.state = 'live'""",
         (stale_before, workspace_id),
     )

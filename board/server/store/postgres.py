@@ -30,8 +30,8 @@ import functools
 import logging
 import os
 import time
-from importlib import resources
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from importlib import resources
 from typing import Any, ClassVar, TypeVar
 
 import orjson
@@ -61,7 +61,10 @@ COMPAT = "compat.sql"  # SQLite's functions the shared SQL calls, replaced at ev
 
 @functools.lru_cache(maxsize=4096)
 def placeholders(sql: str) -> str:
-    """``sql`` with each ``?`` outside quotes and comments numbered as ``$1``, ``$2``..."""
+    """``sql`` with each ``?`` outside quotes and comments numbered as ``$1``, ``$2``...
+
+    ``?NNN`` (SQLite's numbered parameter, for a value used twice) becomes ``$NNN``.
+    """
     out: list[str] = []
     number = 0
     quote = ""
@@ -80,9 +83,15 @@ def placeholders(sql: str) -> str:
             i = end
             continue
         elif ch == "?":
-            number += 1
-            out.append(f"${number}")
-            i += 1
+            digits = i + 1
+            while digits < len(sql) and sql[digits].isdigit():
+                digits += 1
+            if digits > i + 1:
+                out.append(f"${sql[i + 1 : digits]}")
+            else:
+                number += 1
+                out.append(f"${number}")
+            i = digits
             continue
         out.append(ch)
         i += 1
@@ -260,14 +269,14 @@ class PostgresStore(Store):
             await self._migrate(self._writer)
             for _ in range(self.readers):
                 self._pool.put_nowait(await self._connection())
+            listening = asyncio.get_running_loop().create_future()
+            self._listener = asyncio.create_task(self._listen(listening), name="board-listen")
+            await listening  # from here on, nothing another process commits is missed
         except BaseException as exc:
             await self.close()
             if isinstance(exc, psycopg.Error):
                 raise StoreError(f"{self.where}: cannot open the database: {exc}".rstrip()) from exc
             raise
-        listening = asyncio.get_running_loop().create_future()
-        self._listener = asyncio.create_task(self._listen(listening), name="board-listen")
-        await listening
         self._start_writer()
 
     async def _connection(self) -> PostgresConnection:
@@ -354,11 +363,29 @@ class PostgresStore(Store):
             await raw.execute("COMMIT")
         except Exception as exc:
             log.exception("write batch of %d failed", len(batch))
-            if conn.in_transaction:
+            if conn.in_transaction and not raw.broken:
                 with contextlib.suppress(psycopg.Error):
                     await raw.execute("ROLLBACK")
             outcomes = [(False, exc)] * len(batch)
+            self._writer = await self._healthy(conn)
         return outcomes
+
+    async def _healthy(self, conn: PostgresConnection) -> PostgresConnection:
+        """``conn``, or a new connection in its place when the server dropped it.
+
+        A failed reconnection keeps the broken one: its next use fails at once
+        (callers get a retryable error) and tries again.
+        """
+        if not conn.raw.broken and not conn.raw.closed:
+            return conn
+        try:
+            fresh = await _connect(self.url)
+        except psycopg.Error as exc:
+            log.warning("cannot reconnect to %s: %s", self.where, exc)
+            return conn
+        log.info("reconnected to %s", self.where)
+        self._all[self._all.index(conn)] = fresh
+        return fresh
 
     async def _notify(self, conn: PostgresConnection, committed: list[Write]) -> None:
         """Tell the other processes what ``committed`` emitted; delivered when the batch commits."""
@@ -456,18 +483,19 @@ class PostgresStore(Store):
         caller stopped waiting (the read runs as a task of its own).
         """
         conn = await self._pool.get()
-        task = asyncio.get_running_loop().create_task(self._read(conn, fn))
-        task.add_done_callback(lambda _: self._pool.put_nowait(conn))
-        return await asyncio.shield(task)
+        return await asyncio.shield(asyncio.get_running_loop().create_task(self._read(conn, fn)))
 
     async def _read(self, conn: PostgresConnection, fn: Job[T]) -> T:
         raw = conn.raw
-        await raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         try:
-            return await fn(conn)
+            await raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                return await fn(conn)
+            finally:
+                with contextlib.suppress(psycopg.Error):
+                    await raw.execute("ROLLBACK" if _failed(conn) else "COMMIT")
         finally:
-            with contextlib.suppress(psycopg.Error):
-                await raw.execute("ROLLBACK" if _failed(conn) else "COMMIT")
+            self._pool.put_nowait(await self._healthy(conn))
 
 
 def _failed(conn: PostgresConnection) -> bool:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from ...jsonvalues import strict_loads
 from ...store.identity import Row
+from ...store.knowledge import UNREADABLE_SOURCES
 from . import text
 
 PROPOSAL_DIFF_CHARS = 20_000
@@ -25,9 +26,17 @@ def holds_now(row: Row, now: str) -> bool:
 
 
 def render_sources(raw: str) -> list[dict[str, Any]]:
-    """Stored sources with a link to each that resolves on this board."""
+    """Stored sources with a link to each that resolves on this board.
+
+    The store answers a column it cannot read back as a note saying so; text that
+    still fails the strict parser shows the same note, never a failed read.
+    """
+    try:
+        sources = strict_loads(raw)
+    except ValueError:
+        sources = strict_loads(UNREADABLE_SOURCES)
     out = []
-    for source in json.loads(raw):
+    for source in sources:
         item = dict(source)
         if "message" in source:
             item["href"] = f"/api/messages/{source['message']}"

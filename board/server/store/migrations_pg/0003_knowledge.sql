@@ -17,9 +17,8 @@
 --                                      q) DESC (D, C, B, A: bm25(5, 3, 1)'s ratios), snippet
 --                                      ts_headline('simple', r.body, q, 'StartSel=**,
 --                                      StopSel=**, MaxWords=16, MinWords=8') from the revision.
--- q is a tsquery in the 'simple' configuration, as for messages.search_vector. A path's
--- words are indexed one by one (split at every non-alphanumeric, as fts5's unicode61 does)
--- besides the whole path, which PostgreSQL's parser reads as one file name.
+-- q is a tsquery in the 'simple' configuration, as for messages.search_vector; path, title
+-- and body are split into words by board_words (0001), as fts5's unicode61 does.
 
 -- One row per path: the head. ``latest_revision`` is what the next write must
 -- name as its base; ``current_id`` is the revision the document shows (the
@@ -180,10 +179,8 @@ CREATE VIEW kb_current AS
 
 CREATE FUNCTION kb_search_vector(path TEXT, title TEXT, body TEXT) RETURNS tsvector
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT setweight(to_tsvector('simple', path)
-                     || to_tsvector('simple', regexp_replace(path, '[^[:alnum:]]+', ' ', 'g')), 'A')
-        || setweight(to_tsvector('simple', title), 'B')
-        || setweight(to_tsvector('simple', body), 'C')
+    SELECT setweight(board_words(path), 'A') || setweight(board_words(title), 'B')
+        || setweight(board_words(body), 'C')
 $$;
 
 CREATE TABLE kb_search (

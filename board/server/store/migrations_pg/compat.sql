@@ -19,11 +19,13 @@ END
 $$;
 
 -- A JSON column read back, or `empty` when it is not JSON (store/jsoncolumns.py
--- does the same on SQLite; the row is then shown as unreadable).
+-- does the same on SQLite; the row is then shown as unreadable). The check is the
+-- json type's, which reads the text as it is: jsonb would refuse an escaped NUL
+-- (\u0000) that the board accepts and must give back.
 CREATE OR REPLACE FUNCTION readable_json(tbl text, row_id bigint, col text, raw text, empty text)
 RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
-    PERFORM raw::jsonb;
+    PERFORM raw::json;
     RETURN COALESCE(raw, empty);
 EXCEPTION WHEN others THEN
     RAISE WARNING 'unreadable row: % %, column %', tbl, row_id, col;
