@@ -84,7 +84,7 @@ async def _reads(url: str, tokens: dict[str, str], facts: dict[str, int]) -> dic
         found = await bot.search("rollback")
         kb_found = await human.knowledge(workspace="proj", q="rollout")
         agents = (await human.agents(limit=500))["agents"]
-        return {
+        answers = {
             "messages": await human.messages(workspace="proj", limit=500),
             "other": await human.messages(workspace="other", limit=500),
             "thread": await bot.thread(facts["root"]),
@@ -99,6 +99,13 @@ async def _reads(url: str, tokens: dict[str, str], facts: dict[str, int]) -> dic
             "agents": [{k: v for k, v in a.items() if k not in ("last_seen_at", "presence")} for a in agents],
             "search": [m["id"] for m in found["messages"]],
             "kb_search": [d["path"] for d in kb_found["documents"]],
+        }
+        # A list's cursor is the highest message id handed out: SQLite counts the deleted newest
+        # message (sqlite_sequence), PostgreSQL the highest one it holds. Either way the next
+        # message gets an id above both, so no reader holding the higher one misses it.
+        return {
+            k: {f: v for f, v in a.items() if f != "cursor"} if isinstance(a, dict) else a
+            for k, a in answers.items()
         }
     finally:
         await human.close()
