@@ -12,10 +12,15 @@ from kb_support import World, db_rows
 
 from board.server.store import knowledge as store
 from board.server.store.jsoncolumns import readable_json
+from board.server.store.search import Terms
+
+PLAN = Terms((("plan", False),))
 
 
 class Recorder:
     """A connection that remembers each statement it runs."""
+
+    dialect = "sqlite"
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self.conn = conn
@@ -45,7 +50,7 @@ async def test_list_get_and_search_use_indexes_only(world: World) -> None:
         await raw.create_function("readable_json", 5, readable_json)  # as every board connection has
         conn = Recorder(raw)
         await store.list_current(conn, workspace_id, flt, after="", limit=21)  # type: ignore[arg-type]
-        await store.search(conn, workspace_id, '"plan"', flt, limit=21, offset=0)  # type: ignore[arg-type]
+        await store.search(conn, workspace_id, PLAN, flt, limit=21, offset=0)  # type: ignore[arg-type]
         doc = await store.document_by_path(conn, workspace_id, "BUSY.md")  # type: ignore[arg-type]
         assert doc is not None
         await store.revision_by_id(conn, doc["current_id"])  # type: ignore[arg-type]
@@ -56,7 +61,7 @@ async def test_list_get_and_search_use_indexes_only(world: World) -> None:
         await store.newest_accepted(conn, doc["document_id"])  # type: ignore[arg-type]
         await store.newest_proposed(conn, workspace_id, doc["document_id"], 0)  # type: ignore[arg-type]
         await store.current_by_paths(conn, workspace_id, ["busy.md", "doc1.md"])  # type: ignore[arg-type]
-        await store.search_ranked(conn, workspace_id, '"plan"', [doc["document_id"]], 20)  # type: ignore[arg-type]
+        await store.search_ranked(conn, workspace_id, PLAN, [doc["document_id"]], 20)  # type: ignore[arg-type]
         plans = []
         for sql, params in conn.statements:
             async with raw.execute(f"EXPLAIN QUERY PLAN {sql}", params) as cur:

@@ -14,15 +14,16 @@ from typing import Any
 
 from board.server.store import channels as channel_store
 from board.server.store import messages as store
-from board.server.store.connection import Connection
+from board.server.store.connection import Connection, SqliteConnection
 from board.server.store.db import Database
 from board.server.store.messages import MessageFilter
+from board.server.store.search import Terms
 
 
-class Recorder(Connection):
+class Recorder(SqliteConnection):
     """The store's connection, remembering each statement it runs."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: SqliteConnection) -> None:
         super().__init__(conn.raw)
         self.statements: list[tuple[str, tuple[Any, ...]]] = []
 
@@ -55,13 +56,16 @@ async def test_every_message_list_uses_an_index(tmp_path: Path) -> None:
     await db.open()
 
     async def lists(conn: Connection) -> list[tuple[str, list[str]]]:
+        assert isinstance(conn, SqliteConnection)
         recorder = Recorder(conn)
         for flt in FILTERS:
             for descending in (True, False):
                 await store.select(recorder, flt, descending=descending, limit=51)
         await store.inbox(recorder, 2, 0, 51)
         await store.unseen_count(recorder, 2)
-        await store.search(recorder, '"plan"', MessageFilter(workspace_ids=[1], viewer_id=2), 21, 0)
+        await store.search(
+            recorder, Terms((("plan", False),)), MessageFilter(workspace_ids=[1], viewer_id=2), 21, 0
+        )
         await store.thread_info(recorder, [1, 2, 3])
         await store.by_ids(recorder, [1, 2, 3])
         await store.max_id(recorder)
