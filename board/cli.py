@@ -258,6 +258,23 @@ def restore(db: str | None, source: Path) -> None:
     click.echo(f"restored {source} to {target}; start the board to use it")
 
 
+@main.command("migrate-to")
+@db_option
+@click.argument("url")
+def migrate_to(db: str | None, url: str) -> None:
+    """Copy the board (stopped) into the empty PostgreSQL database at URL, then read the copy back."""
+    from .server.store import migrate
+
+    report = _store_do(lambda: migrate.migrate(Path(_settings(db).db), url))
+    click.echo(report.summary())
+    if report.mismatches:
+        raise click.ClickException(
+            f"the copy is committed but reads back different: {'; '.join(report.mismatches[:3])}. "
+            "Keep running on SQLite; drop the PostgreSQL database and migrate again."
+        )
+    click.echo("to run on it: board serve --database-url URL (or BOARD_DATABASE_URL=URL)")
+
+
 @main.group()
 def admin() -> None:
     """Operator commands, run on the board's machine against its database."""

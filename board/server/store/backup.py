@@ -79,7 +79,7 @@ def backup(db: Path, dest: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _owning(db: Path) -> Iterator[None]:
+def owning(db: Path) -> Iterator[None]:
     """Hold the board's lock on ``db`` (the one ``board serve`` takes), or refuse: it is being served."""
     lock_path = f"{db}.lock"
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -115,7 +115,7 @@ def restore(source: Path, db: Path) -> Path | None:
             f"({schema_version()}); upgrade the board first"
         )
     db.parent.mkdir(parents=True, exist_ok=True)
-    with _owning(db):
+    with owning(db):
         saved = None
         if db.exists():
             (db.parent / "backups").mkdir(exist_ok=True)
