@@ -82,7 +82,6 @@ def test_report_names_every_target_and_marks_a_missing_run(tmp_path: Path) -> No
 
 
 def test_report_draws_a_chart_per_scenario_that_has_one(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
     record = run_tiny("claims", tmp_path)
     path = report.chart(record, tmp_path)
     assert path is not None and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
