@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import signal
-import sqlite3
 from pathlib import Path
 
 import pytest
+from boardtest import PgDatabase, StoreChoice, Where, db_rows
 from processes import add_human, board_env, kill, serve, wait_healthy
 
 from board.client import BoardAPIError, BoardClient
@@ -14,18 +14,19 @@ from board.client import BoardAPIError, BoardClient
 BODY = "posted once, answered never"
 
 
-def _count(db: Path, body: str) -> int:
-    conn = sqlite3.connect(db)
-    try:
-        return int(conn.execute("SELECT count(*) FROM messages WHERE body = ?", (body,)).fetchone()[0])
-    finally:
-        conn.close()
+def _count(where: Where, body: str) -> int:
+    return int(db_rows(where, "SELECT count(*) FROM messages WHERE body = ?", (body,))[0][0])
 
 
-async def test_a_retry_after_kill_9_between_commit_and_answer_is_not_applied_again(tmp_path: Path) -> None:
+async def test_a_retry_after_kill_9_between_commit_and_answer_is_not_applied_again(
+    tmp_path: Path, store: StoreChoice
+) -> None:
     db = tmp_path / "board.db"
-    token = add_human(db, "alice")
-    served = serve(db, env=board_env(BOARD_TEST_SIGKILL="after-commit:post-1"))
+    url = store.overrides().get("database_url")  # the processes run on the store the test runs on
+    on_store = {"BOARD_DATABASE_URL": url} if url else {}
+    where: Where = PgDatabase(url) if url else db
+    token = add_human(db, "alice", env=board_env(**on_store))
+    served = serve(db, env=board_env(BOARD_TEST_SIGKILL="after-commit:post-1", **on_store))
     try:
         wait_healthy(served)
         async with BoardClient(served.url, token, timeout=10) as client:
@@ -37,9 +38,9 @@ async def test_a_retry_after_kill_9_between_commit_and_answer_is_not_applied_aga
         assert served.proc.wait(timeout=20) == -signal.SIGKILL
     finally:
         kill(served.proc)
-    assert _count(db, BODY) == 1, "the effect was committed before the kill"
+    assert _count(where, BODY) == 1, "the effect was committed before the kill"
 
-    served = serve(db)
+    served = serve(db, env=board_env(**on_store))
     try:
         wait_healthy(served)
         async with BoardClient(served.url, token, timeout=10) as client:
@@ -56,5 +57,5 @@ async def test_a_retry_after_kill_9_between_commit_and_answer_is_not_applied_aga
             assert again["body"] == "before"
     finally:
         kill(served.proc)
-    assert _count(db, BODY) == 1
-    assert _count(db, "before") == 1
+    assert _count(where, BODY) == 1
+    assert _count(where, "before") == 1
