@@ -8,14 +8,13 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pgcluster import PgCluster
 
 from board.server.services.messages import fts_query
 from board.server.store.search import Terms
 
 
 @pytest.fixture(scope="module")
-def pg(pg_cluster: PgCluster, pg_template: str) -> Iterator[psycopg.Connection]:
+def pg(pg_template: str) -> Iterator[psycopg.Connection]:
     """A connection to the suite's migrated database: the index's own board_words is there."""
     conn = psycopg.connect(pg_template, autocommit=True)
     yield conn

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from collections.abc import Awaitable
 from typing import Any
 
 import psycopg
 import pytest
-from boardtest import LONG_WAIT, WOKEN_WITHIN, PgDatabase, World, db_rows, eventually, postgresql_only
+from boardtest import (
+    LONG_WAIT,
+    WOKEN_WITHIN,
+    PgDatabase,
+    World,
+    database_env,
+    db_rows,
+    eventually,
+    postgresql_only,
+    snapshot,
+)
+from processes import board_env, command
 
 from board.client import BoardAPIError
 from board.server.store.postgres import PostgresStore
@@ -118,3 +130,23 @@ async def test_an_unreachable_database_is_one_clear_error_without_its_password(t
     with pytest.raises(StoreError, match="cannot open the database") as err:
         await store.open()
     assert "hunter2" not in str(err.value) and "board:***@127.0.0.1:1" in str(err.value)
+
+
+@postgresql_only
+async def test_backups_through_the_board_are_refused_on_postgresql_and_change_nothing(world: World) -> None:
+    """The board copies only its own SQLite file; on PostgreSQL it says to use pg_dump."""
+    before = snapshot(world.board.db_path)
+    with pytest.raises(BoardAPIError) as err:
+        await world.human.request("POST", "/api/admin/backup")
+    assert (err.value.status, err.value.code, err.value.retryable) == (503, "UNAVAILABLE", False)
+    assert "pg_dump" in err.value.message
+    done = subprocess.run(
+        command("backup", str(world.board.home / "copy.db")),
+        env=board_env(**database_env(world.board)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0 and "pg_dump" in done.stderr, done.stderr
+    assert not (world.board.home / "copy.db").exists() and not (world.board.home / "backups").exists()
+    assert snapshot(world.board.db_path) == before  # not even an audit row

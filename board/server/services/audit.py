@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Forbidden
-from ..jsonvalues import strict_loads
 from ..principal import Principal
 from ..store import audit as store
 from ..store.connection import Connection
+from ..store.jsoncolumns import read_json
 from ..validation import arg, rfc3339
 from .context import Context
 from .paging import Page, bounded_page
@@ -19,12 +19,10 @@ from .paging import Page, bounded_page
 request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
 
 
-def _details(raw: str) -> Any:
-    """What the store read back (its unreadable marker included); the marker for anything else."""
-    try:
-        return strict_loads(raw)
-    except ValueError:
-        return strict_loads(store.UNREADABLE)
+def _details(row: Any) -> Any:
+    """What the store read back; the unreadable marker for anything the strict parser refuses."""
+    details, _ = read_json("audit", row["id"], "details", row["details"], {"unreadable": True})
+    return details
 
 
 async def record(
@@ -81,5 +79,5 @@ async def entries(ctx: Context, p: Principal, q: AuditQuery) -> Page:
             at_until=at_until,
         )
     )
-    items = [dict(row) | {"details": _details(row["details"])} for row in rows]
+    items = [dict(row) | {"details": _details(row)} for row in rows]
     return bounded_page(ctx, "entries", items, q.limit, q.max_bytes, descending=False)
