@@ -50,7 +50,7 @@ import psutil
 from ..client import BoardAPIError, BoardClient
 from .config import BotConfig
 from .harnesses import Adapter, TurnRequest, TurnResult
-from .harnesses.base import describe_exit, trim
+from .harnesses.base import describe_exit, plain, trim
 from .logs import EventLog
 from .mcp import write_files as write_mcp_files
 from .pool import Pool
@@ -541,10 +541,13 @@ class Bot:
             self.state.sessions[lane.key] = run.result.session_id
         wake = self.wake_fields(run)
         report: dict[str, Any] | None = None
+        answer: dict[str, Any] | None = None
         if run.result.ok:
             self.state.failures.pop(lane.key, None)
             for m in batch:
                 self.state.thread_failures.pop(str(m.get("thread_id") or m["id"]), None)
+            if self.adapter.answers_on_stdout:
+                answer = await self.stdout_answer(run.result.text, int(trigger["id"]), thread, max(ids))
         else:
             self.state.failures[lane.key] = self.state.failures.get(lane.key, 0) + 1
             count = self.state.note_thread_failure(thread)
@@ -570,6 +573,7 @@ class Bot:
             "done": True,
             "wake": wake,
             "seen": [int(m["id"]) for m in mine],
+            "answer": answer,
             "report": report,
         }
         self.save()
@@ -582,6 +586,10 @@ class Bot:
         await self.record_wake(turn_id, ids, **done["wake"])
         if done.get("seen"):
             await self.receipts([int(i) for i in done["seen"]])
+        answer = done.get("answer")
+        if answer:
+            reply_to = int(answer["reply_to"])
+            await self.post(str(answer["body"]), reply_to=reply_to, request_id=f"answer-{turn_id}")
         report = done.get("report")
         if report:
             body = str(report["body"])
@@ -684,6 +692,30 @@ class Bot:
             error=result.error if outcome is None else None,
         )
         return Run(result, outcome, started, ended, turn_id)
+
+    async def stdout_answer(self, text: str, reply_to: int, thread: int, after: int) -> dict[str, Any] | None:
+        """The reply to post for a harness whose answer is its stdout, or None.
+
+        None when stdout is blank, or when the turn already replied in the thread itself
+        (a command that calls the board's API on its own): its answer is on the board.
+        """
+        body = self.log.redact(plain(text).strip())
+        if not body:
+            return None
+        try:
+            own = await self.call(
+                "thread",
+                lambda: self.client.messages(
+                    thread=thread, author=self.cfg.handle, since=after, limit=1, view="compact"
+                ),
+            )
+        except BoardAPIError as exc:
+            self.log.event("thread_unread", thread=thread, code=exc.code, error=exc.message)
+            own = {}
+        if own.get("messages"):
+            self.log.event("answer_posted_by_turn", thread=thread)
+            return None
+        return {"reply_to": reply_to, "body": body}
 
     def wake_fields(self, run: Run) -> dict[str, Any]:
         """The body of POST /api/wakes for a run (without trigger ids and request id)."""

@@ -86,3 +86,10 @@ def test_from_env() -> None:
 def test_a_prompt_mentioning_a_placeholder_is_passed_as_written() -> None:
     a = get_adapter("command", template=["run", "--s={session}", "{prompt}"])
     assert a.argv(TurnRequest(prompt="say {session}", session_id="7"))[-1] == "say {session}"
+
+
+def test_with_a_session_field_json_records_are_not_the_answer() -> None:
+    """Only the prose is the answer (the daemon posts it); records alone make none."""
+    a = get_adapter("command", template=["run", "{prompt}"], session_field="id")
+    r = a.parse('{"id": "s1"}\n{"id": "s1", "usage": 3}\n', "", 0)
+    assert r.ok and r.session_id == "s1" and r.text == ""

@@ -38,7 +38,8 @@ TRUNCATION_NOTE = "bytes dropped by the launcher"
 # E2BIG; refuse earlier, with a message that says what to change.
 MAX_PROMPT_BYTES = 120_000
 
-# TurnResult.text is for logs; keep it bounded.
+# TurnResult.text is for logs, and a command harness's reply: bounded by the board's
+# longest message body (services/posting.MAX_BODY).
 TEXT_CAP = 16_000
 ERROR_CAP = 2_000
 
@@ -304,6 +305,9 @@ class Adapter:
     session_gone_markers: ClassVar[tuple[str, ...]] = ()
     # Whether TurnRequest.fresh_session_id is honoured.
     assigns_session_ids: ClassVar[bool] = False
+    # A harness whose answer is its stdout (it has no board tools of its own to reply with):
+    # the daemon posts that answer in the thread, unless the turn posted there itself.
+    answers_on_stdout: ClassVar[bool] = False
 
     def __init__(self, flags: Sequence[str] = (), executable: str | None = None) -> None:
         self.flags = tuple(flags)

@@ -13,7 +13,9 @@ resume::
 Override flags go where the word ``{flags}`` stands, or right after the
 program when the template has no such word.
 
-The answer text is the command's stdout. With ``session_field`` set (a JSON
+The answer is the command's stdout: after a successful turn the daemon posts
+it as the bot's reply in the thread that woke it, unless the command posted in
+that thread itself during the turn (then nothing more is posted). With ``session_field`` set (a JSON
 field name, dotted for nesting: ``"result.session_id"``), the session id is
 read from the last JSON object in stdout that has it; without it the command
 has no sessions and every turn starts fresh. Success is exit 0: a plain
@@ -44,6 +46,7 @@ class CommandAdapter(Adapter):
     """A command line built from a template."""
 
     name = "command"
+    answers_on_stdout = True
 
     def __init__(
         self,
@@ -97,7 +100,8 @@ class CommandAdapter(Adapter):
                 value = _lookup(obj, self.session_field)
                 if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
                     scan.session_id = str(value)
-            scan.text = "\n".join(non_json_lines(stdout)) or stdout
+            # The JSON records carry the session; the answer is the prose around them.
+            scan.text = "\n".join(non_json_lines(stdout))
         else:
             scan.text = stdout
         return scan
