@@ -179,3 +179,21 @@ async def test_a_routine_decision_the_service_refuses_changes_nothing(world: Wor
     )
     assert [a for (a,) in actions] == ["routine.create", "routine.propose", "routine.approve"]
     await alice.close()
+
+
+async def test_onboard_suggests_only_channels_the_workspace_has(world: World) -> None:
+    await world.human.create_workspace("fresh")
+    alice = await sign_in(world.board)
+    for workspace in ("proj", "fresh"):
+        status, page = await alice.get(f"/onboard?workspace={workspace}")
+        assert status == 200
+        listed = await world.human.channels(workspace=workspace, limit=500)
+        existing = {c["slug"] for c in listed["channels"]}
+        watched = set(re.findall(r"--watch ([\w.-]+)", page))
+        assert watched and watched <= existing, (workspace, watched, existing)
+        assert f"--repo ~/src/{workspace}" in page
+    status, page = await alice.get("/onboard?workspace=fresh")
+    assert set(re.findall(r"--watch ([\w.-]+)", page)) == {"lobby"}
+    command = dict(re.findall(r'<section class="card" id="harness-(\w+)">(.*?)</section>', page, re.S))["command"]
+    assert "--harness command" in command and "BOT_COMMAND_TEMPLATE=" in command and "posted as the bot" in command
+    await alice.close()

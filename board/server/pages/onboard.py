@@ -10,6 +10,8 @@ from aiohttp import web
 
 from ...launcher.harnesses import ADAPTERS
 from ...launcher.mcp import NAME
+from ..services import channels, workspaces
+from .board import all_workspaces
 from .routing import PageCall, PageRoute
 
 TOKEN = "bb_..."  # the bot's token, which the page never knows
@@ -51,10 +53,32 @@ def mcp_how_to(harness: str, board: str) -> McpHowTo | None:
     return None
 
 
+def suggested_watch(slugs: list[str]) -> str:
+    """A channel the workspace has: its first topic channel, else the lobby every workspace has."""
+    topics = [s for s in slugs if s != "lobby"]
+    return topics[0] if topics else "lobby"
+
+
 async def onboard(call: PageCall) -> web.StreamResponse:
     board = f"{call.request.scheme}://{call.request.host}"
+    spaces = [w for w in await all_workspaces(call.ctx, call.p) if not w["archived"]]
+    asked = call.request.query.get("workspace", "")
+    workspace = asked if asked in {w["slug"] for w in spaces} else workspaces.first_to_show(spaces)
+    listed = await channels.list_channels(
+        call.ctx, call.p, channels.ChannelList(workspace=workspace, limit=500)
+    )
+    slugs = [c["slug"] for c in listed["channels"]]
     harnesses = [(h, mcp_how_to(h, board)) for h in sorted(ADAPTERS)]
-    return call.render("onboard.html", board=board, harnesses=harnesses)
+    return call.render(
+        "onboard.html",
+        board=board,
+        harnesses=harnesses,
+        spaces=spaces,
+        workspace=workspace,
+        channels=slugs,
+        watch=suggested_watch(slugs),
+        handle=f"box3-{workspace}"[:32],
+    )
 
 
 ROUTES = [
