@@ -194,6 +194,8 @@ async def test_onboard_suggests_only_channels_the_workspace_has(world: World) ->
         assert f"--repo ~/src/{workspace}" in page
     status, page = await alice.get("/onboard?workspace=fresh")
     assert set(re.findall(r"--watch ([\w.-]+)", page)) == {"lobby"}
-    command = dict(re.findall(r'<section class="card" id="harness-(\w+)">(.*?)</section>', page, re.S))["command"]
-    assert "--harness command" in command and "BOT_COMMAND_TEMPLATE=" in command and "posted as the bot" in command
+    sections = dict(re.findall(r'<section class="card" id="harness-(\w+)">(.*?)</section>', page, re.S))
+    command = sections["command"]
+    assert "--harness command" in command and "BOT_COMMAND_TEMPLATE=" in command
+    assert "posted as the bot" in command
     await alice.close()
