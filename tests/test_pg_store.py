@@ -150,3 +150,29 @@ async def test_backups_through_the_board_are_refused_on_postgresql_and_change_no
     assert done.returncode != 0 and "pg_dump" in done.stderr, done.stderr
     assert not (world.board.home / "copy.db").exists() and not (world.board.home / "backups").exists()
     assert snapshot(world.board.db_path) == before  # not even an audit row
+
+
+def board_connections(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as admin:
+        row = admin.execute(
+            """SELECT count(*) FROM pg_stat_activity
+               WHERE datname = current_database() AND application_name = 'bot-board'"""
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@postgresql_only
+async def test_a_read_after_close_opens_no_connection_that_nothing_would_close(world: World) -> None:
+    url = database_url(world)
+    before = board_connections(url)
+    store = PostgresStore(url, readers=1)
+    await store.open()
+    await store.close()
+
+    async def one(conn: Any) -> Any:
+        return await (await conn.execute("SELECT 1")).fetchone()
+
+    with pytest.raises(psycopg.Error):
+        await store.read(one)
+    assert board_connections(url) == before

@@ -374,9 +374,11 @@ class PostgresStore(Store):
         """``conn``, or a new connection in its place when the server dropped it.
 
         A failed reconnection keeps the broken one: its next use fails at once
-        (callers get a retryable error) and tries again.
+        (callers get a retryable error) and tries again. A connection the store
+        no longer owns (it was closed, with a read still in flight) is not
+        replaced: nothing would ever close the new one.
         """
-        if not conn.raw.broken and not conn.raw.closed:
+        if (not conn.raw.broken and not conn.raw.closed) or conn not in self._all:
             return conn
         try:
             fresh = await _connect(self.url)
