@@ -159,7 +159,11 @@ async def test_online_then_stale_from_the_age_of_the_last_report(
     report = {
         "interval": 10,
         "machine": {"hostname": "box1.local", "cpus": 8, "load": [0.5, 0.4, 0.3]},
-        "bots": [bot_report("fb1", rss=1000, cpu_percent=1.5, last_wake={"at": "x", "cost_usd": 0.01})],
+        "bots": [
+            bot_report(
+                "fb1", rss=1000, cpu_percent=1.5, last_wake={"at": "2026-11-30T04:00:00Z", "cost_usd": 0.01}
+            )
+        ],
     }
     await box1.client.fleet_report(report)
     clock.advance(29)

@@ -41,9 +41,12 @@ def arg(
     max_items: int | None = None,
     limit: bool = False,
     multiline: bool = False,
+    time: bool = False,
     name: str | None = None,
 ) -> Any:
     """A dataclass field with constraints; ``limit=True`` makes a too-long value LIMIT_EXCEEDED.
+
+    ``time=True`` takes an RFC 3339 time and keeps it as stored (UTC, seconds).
 
     ``name`` is the field's name on the wire when Python cannot spell it (``from``).
     """
@@ -59,6 +62,7 @@ def arg(
         "max_items": max_items,
         "limit": limit,
         "multiline": multiline,
+        "time": time,
     }
     if isinstance(default, list | dict):
         factory = type(default)
@@ -132,6 +136,8 @@ def _check_string(name: str, value: str, meta: Mapping[str, Any]) -> str:
         raise InvalidArgument(
             f"'{name}' must be one of {', '.join(meta['choices'])}; got {value[:80]!r}.", field=name
         )
+    if meta.get("time"):
+        return stored_time(name, value)
     return value
 
 
@@ -298,6 +304,8 @@ def _schema_of(kind: Any, meta: Mapping[str, Any]) -> dict[str, Any]:
                 schema["pattern"] = f"^(?:{meta['pattern'].pattern})$"
             if meta.get("choices") is not None:
                 schema["enum"] = list(meta["choices"])
+            if meta.get("time"):
+                schema["format"] = "date-time"
         for key, name in (("min", "minimum"), ("max", "maximum")):
             if meta.get(key) is not None and kind in (int, float):
                 schema[name] = meta[key]
@@ -337,8 +345,11 @@ def whole_number(name: str, text: str) -> int:
 
 def rfc3339(name: str, text: str | None) -> str | None:
     """A time a caller gave, as stored (RFC 3339 UTC, seconds), or INVALID_ARGUMENT naming it."""
-    if text is None:
-        return None
+    return None if text is None else stored_time(name, text)
+
+
+def stored_time(name: str, text: str) -> str:
+    """:func:`rfc3339` for a time that is there."""
     try:
         return iso(parse_time(text))
     except ValueError:

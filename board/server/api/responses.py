@@ -386,7 +386,18 @@ COMPONENTS: dict[str, Schema] = {
             "restarts": INT,
             "last_exit_code": nullable(INT),
             "harness": nullable(obj({"pid": INT, "cpu_percent": NUM, "rss": INT})),
-            "last_wake": nullable(ANY_OBJECT),
+            "last_wake": nullable(
+                obj(
+                    {},
+                    {
+                        "at": nullable(TIME),
+                        "duration_s": nullable(NUM),
+                        "cost_usd": nullable(NUM),
+                        "outcome": nullable(STR),
+                        "trigger_ids": nullable(array(INT)),
+                    },
+                )
+            ),
             "backoff_s": nullable(NUM),
             "log_tail": array(STR),
             "error": STR,
@@ -402,6 +413,7 @@ COMPONENTS: dict[str, Schema] = {
             "last_report_at": nullable(TIME),
             "interval_s": NUM,
             "enrolled_at": TIME,
+            "events_dropped": INT,
             "bots": array(ref("FleetBot")),
         },
         {

@@ -35,6 +35,10 @@ BOT_STATES = ("starting", "running", "waking", "stopped", "crashed", "backoff")
 ORDER_KINDS = ("start", "stop", "restart")
 STALE_AFTER_INTERVALS = 3
 RECENT_ORDERS = 20
+#: A keeper's state changes recorded as audit rows, at most, per machine and window;
+#: a real keeper's bots change state a few times a minute, even crash-looping.
+EVENTS_PER_WINDOW = 120
+EVENT_WINDOW_S = 60
 
 
 def _require_human(p: Principal, what: str) -> None:
@@ -145,7 +149,18 @@ class ChildProcess:
     pid: int = arg(min=1)
     cpu_percent: float = arg(0.0, min=0)
     rss: int = arg(0, min=0)
-    started_at: str | None = arg(None, max_len=40)
+    started_at: str | None = arg(None, max_len=40, time=True)
+
+
+@dataclass
+class LastWake:
+    """What the bot daemon said of its last wake (its state file, read by the keeper)."""
+
+    at: str | None = arg(None, max_len=40, time=True)
+    duration_s: float | None = arg(None, min=0)
+    cost_usd: float | None = arg(None, min=0)
+    outcome: str | None = arg(None, max_len=40)
+    trigger_ids: list[int] | None = arg(None, max_items=100)
 
 
 @dataclass
@@ -153,13 +168,13 @@ class BotReport:
     handle: str = arg(pattern=auth.HANDLE_PATTERN)
     state: str = arg(choices=BOT_STATES)
     pid: int | None = arg(None, min=1)
-    started_at: str | None = arg(None, max_len=40)
+    started_at: str | None = arg(None, max_len=40, time=True)
     cpu_percent: float | None = arg(None, min=0)
     rss: int | None = arg(None, min=0)
     restarts: int = arg(0, min=0)
     last_exit_code: int | None = arg(None)
     harness: ChildProcess | None = arg(None, help="The harness child, while a turn runs.")
-    last_wake: dict[str, Any] | None = arg(None, help="When, how long, its cost, its outcome.")
+    last_wake: LastWake | None = arg(None, help="When, how long, its cost, its outcome.")
     backoff_s: float | None = arg(None, min=0, help="Seconds until the next start, in backoff.")
     log_tail: list[str] = arg([], max_items=50, max_len=2000)
     error: str = arg("", max_len=2000, multiline=True, help="What the daemon said when it last exited.")
@@ -168,7 +183,7 @@ class BotReport:
 @dataclass
 class KeeperEvent:
     seq: int = arg(min=1, help="The keeper's own sequence: an event is recorded once.")
-    at: str = arg(max_len=40)
+    at: str = arg(max_len=40, time=True, help="When the keeper saw it (kept in the row's details).")
     handle: str = arg(pattern=auth.HANDLE_PATTERN)
     state: str = arg(choices=(*BOT_STATES, "unassigned"))
     exit_code: int | None = arg(None)
@@ -200,6 +215,14 @@ def _stale_for(machine: Any, now: str) -> float | None:
     return age if age > window else None
 
 
+def _event_window(machine: Any, now: str) -> store.EventWindow:
+    """The machine's audit window at ``now``: the one still open, or a new one."""
+    opened = machine["events_window_at"]
+    if opened is not None and (parse_time(now) - parse_time(opened)).total_seconds() < EVENT_WINDOW_S:
+        return store.EventWindow(opened, machine["events_in_window"], 0)
+    return store.EventWindow(now, 0, 0)
+
+
 async def report(ctx: Context, p: Principal, req: Report) -> dict[str, Any]:
     """Take a keeper's report; answer the machine's desired state and its open orders."""
     machine_id = _require_keeper(p)
@@ -215,18 +238,23 @@ async def report(ctx: Context, p: Principal, req: Report) -> dict[str, Any]:
         if gap is not None:
             await audit.record(conn, ctx, p, "fleet.machine.back", name, details={"silent_s": round(gap, 1)})
         seq = machine["event_seq"]
+        window = _event_window(machine, now)
         for event in sorted(req.events, key=lambda e: e.seq):
             if event.seq <= seq:
                 continue  # already recorded: a report retried after its answer was lost
             seq = event.seq
             row = assigned.get(event.handle.lower())
+            if row is None or window.recorded >= EVENTS_PER_WINDOW:
+                window.dropped += 1  # not this machine's bot to speak of, or over the cap
+                continue
+            window.recorded += 1
             await audit.record(
                 conn,
                 ctx,
                 p,
                 "fleet.bot.state",
                 event.handle,
-                workspace=row["workspace"] if row else None,
+                workspace=row["workspace"],
                 reason=event.detail,
                 details={"machine": name, "state": event.state, "at": event.at, "exit_code": event.exit_code},
             )
@@ -249,7 +277,7 @@ async def report(ctx: Context, p: Principal, req: Report) -> dict[str, Any]:
             if row is not None:
                 status = {k: v for k, v in asdict(bot).items() if k not in ("handle", "state")}
                 await store.set_status(conn, row["agent_id"], bot.state, status, now)
-        await store.store_report(conn, machine_id, asdict(req.machine), req.interval, seq, now)
+        await store.store_report(conn, machine_id, asdict(req.machine), req.interval, seq, window, now)
         return {
             "machine": name,
             "bots": [
@@ -326,6 +354,7 @@ def _machine_dict(row: Any, now: str, bots: list[dict[str, Any]]) -> dict[str, A
         "last_report_at": row["last_report_at"],
         "interval_s": row["interval_s"],
         "enrolled_at": row["enrolled_at"],
+        "events_dropped": row["events_dropped"],
         **{k: v for k, v in json.loads(row["report"]).items() if k != "hostname"},
         "bots": bots,
     }

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from .connection import Connection
 from .identity import Row, all_rows, one
 
 MACHINE_COLUMNS = """m.id, m.name, m.hostname, m.enrolled_at, m.last_report_at, m.interval_s, m.report,
-    m.event_seq"""
+    m.event_seq, m.events_window_at, m.events_in_window, m.events_dropped"""
 
 BOT_SELECT = """SELECT f.agent_id, a.handle, a.last_seen_at, a.workspace_id, w.slug AS workspace,
     f.machine_id, m.name AS machine, f.profile_id, p.name AS profile, f.desired, f.state, f.status,
@@ -77,13 +78,40 @@ async def enroll_machine(conn: Connection, name: str, hostname: str, token_hash:
     return int(row["id"])
 
 
+@dataclass
+class EventWindow:
+    """Where a machine's bounded audit window stands after a report."""
+
+    at: str
+    recorded: int
+    dropped: int
+
+
 async def store_report(
-    conn: Connection, machine_id: int, report: dict[str, Any], interval_s: float, event_seq: int, now: str
+    conn: Connection,
+    machine_id: int,
+    report: dict[str, Any],
+    interval_s: float,
+    event_seq: int,
+    window: EventWindow,
+    now: str,
 ) -> None:
     await conn.execute(
         """UPDATE machines SET report = ?, interval_s = ?, last_report_at = ?,
-               event_seq = CASE WHEN event_seq > ? THEN event_seq ELSE ? END WHERE id = ?""",
-        (json.dumps(report, separators=(",", ":")), interval_s, now, event_seq, event_seq, machine_id),
+               event_seq = CASE WHEN event_seq > ? THEN event_seq ELSE ? END,
+               events_window_at = ?, events_in_window = ?, events_dropped = events_dropped + ?
+           WHERE id = ?""",
+        (
+            json.dumps(report, separators=(",", ":")),
+            interval_s,
+            now,
+            event_seq,
+            event_seq,
+            window.at,
+            window.recorded,
+            window.dropped,
+            machine_id,
+        ),
     )
 
 
