@@ -11,6 +11,7 @@ import pytest
 from boardtest import World
 from pages_support import Browser, sign_in
 
+from board.server.clock import ManualClock
 from board.server.services import auth, live, posting, sessions
 
 
@@ -175,4 +176,40 @@ async def test_a_page_following_routines_hears_their_changes_and_others_do_not(w
     assert first["event"] == "message" and first["id"] == posted["id"]
     following.close()
     plain.close()
+    await alice.close()
+
+
+async def _ended(resp: aiohttp.ClientResponse) -> list[bytes]:
+    """What a stream sends until it ends."""
+    lines = []
+    while line := await resp.content.readline():
+        lines.append(line)
+    return lines
+
+
+async def test_signing_out_ends_the_sessions_streams_at_once(world: World) -> None:
+    alice = await sign_in(world.board)
+    resp = await _open(alice, "workspace=proj")
+    other_tab = await _open(alice, "workspace=proj")
+    status, _ = await alice.post("/logout", {})
+    assert status == 303  # to /login
+    for stream in (resp, other_tab):
+        lines = await asyncio.wait_for(_ended(stream), 5)
+        assert b"event: signed-out\n" in lines
+    await world.bot.post("after the sign-out", channel="lobby")
+    assert world.board.ctx.hub.waiting == 0
+    await alice.close()
+
+
+async def test_a_stream_ends_at_the_first_beat_after_its_session_expired(
+    clocked_world: World, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(live, "HEARTBEAT_SECONDS", 0.05)
+    alice = await sign_in(clocked_world.board)
+    resp = await _open(alice, "workspace=proj")
+    assert await asyncio.wait_for(resp.content.readline(), 10) == b"\n"
+    assert await asyncio.wait_for(resp.content.readline(), 10) == b": beat\n"  # alive while the session is
+    clock.advance(clocked_world.board.ctx.settings.session_ttl + 1)
+    lines = await asyncio.wait_for(_ended(resp), 5)
+    assert b"event: signed-out\n" in lines
     await alice.close()

@@ -19,7 +19,7 @@ from aiohttp import web
 
 from ..hub import Event, Signal
 from ..jsonvalues import encode
-from ..services import live, routines
+from ..services import live, routines, sessions
 from ..validation import arg
 from .board import SLUG
 from .routing import TEMPLATES, PageCall, PageRoute
@@ -66,11 +66,15 @@ def _last_event_id(request: web.Request) -> int | None:
 
 
 async def events(call: PageCall) -> web.StreamResponse:
+    """The stream lives while its session does: a sign-out or a password change of the
+    human ends it at once (a signal on :func:`sessions.ended`), an expiry at the next beat."""
     q = call.query(LiveQuery)
     since = _last_event_id(call.request)
-    signals = (routines.CHANGES,) if q.follow == "routines" else ()
+    ended = sessions.ended(call.p.agent_id)
+    signals = (ended, routines.CHANGES) if q.follow == "routines" else (ended,)
     feed = await live.open_feed(call.ctx, call.p, q.workspace, q.since if since is None else since, signals)
     request = call.request
+    cookie = request.cookies.get(sessions.COOKIE)
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     )
@@ -78,9 +82,16 @@ async def events(call: PageCall) -> web.StreamResponse:
         await response.prepare(request)
         await response.write(b": open\n\n")
         async for batch in feed.batches():
-            if not batch:
+            beat = not batch
+            check = beat or any(isinstance(item, Signal) and item.key == ended for item in batch)
+            if check and await sessions.resolve(call.ctx, cookie) is None:
+                await response.write(b"event: signed-out\ndata: {}\n\n")
+                break
+            if beat:
                 await response.write(b": beat\n\n")
             for item in batch:
+                if isinstance(item, Signal) and item.key == ended:
+                    continue
                 if isinstance(item, Signal):
                     await response.write(f"event: changed\ndata: {item.id}\n\n".encode())
                 elif isinstance(item, Event):  # the same bytes for every tab it reaches

@@ -83,9 +83,10 @@ class Feed:
             ]
             if found:
                 last = max(e.id for e in found)
-            signals = [e for e in taken if isinstance(e, Signal)]
+            # The latest signal of each key says all the others of that key do.
+            signals = list({e.key: e for e in taken if isinstance(e, Signal)}.values())
             if found or signals:
-                yield [*found, *signals[-1:]]  # the latest signal says all the others do
+                yield [*found, *signals]
 
 
 async def open_feed(

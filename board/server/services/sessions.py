@@ -20,11 +20,13 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from ..clock import iso, parse_time
 from ..errors import Forbidden, InvalidArgument, Unauthenticated
+from ..hub import Key, Signal
 from ..principal import Principal
 from ..store import identity as identity_store
 from ..store import sessions as store
 from ..store.connection import Connection
 from ..store.identity import Row
+from ..store.writer import emit
 from . import audit
 from .auth import hash_secret, principal_from_row
 from .context import Context
@@ -174,11 +176,18 @@ def require_csrf(session: Session, sent: str | None) -> None:
         raise Forbidden("This form is stale or not from this board: reload the page and try again.")
 
 
+def ended(agent_id: int) -> Key:
+    """The hub key a human's live streams follow: a signal on it says one of their
+    sessions may have ended, and each stream checks its own."""
+    return ("sessions", agent_id)
+
+
 async def sign_out(ctx: Context, cookie: str) -> None:
     async def write(conn: Connection) -> None:
         row = await store.live(conn, hash_secret(cookie), ctx.now())
         if await store.revoke(conn, hash_secret(cookie), ctx.now()) and row is not None:
             await audit.record(conn, ctx, principal_from_row(row), "session.revoke", row["handle"])
+            emit(Signal(ended(principal_from_row(row).agent_id), 0))
 
     await ctx.db.write(write)
 
@@ -197,6 +206,7 @@ async def set_password(ctx: Context, p: Principal, current: str, new: str) -> No
     async def write(conn: Connection) -> None:
         await store.set_password(conn, p.agent_id, hashed, ctx.now())
         await audit.record(conn, ctx, p, "password.set", p.handle)
+        emit(Signal(ended(p.agent_id), 0))
 
     await ctx.db.write(write)
 

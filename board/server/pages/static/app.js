@@ -139,6 +139,8 @@
     });
   }
   source.addEventListener("reset", () => { source.close(); location.reload(); });
+  // The session ended (signed out here or in another tab, or its password changed).
+  source.addEventListener("signed-out", () => { source.close(); location.reload(); });
   source.addEventListener("released", () => {
     // Newer tabs took this one's place under the board's cap: stop instead of fighting them.
     source.close();
