@@ -199,3 +199,19 @@ async def test_onboard_suggests_only_channels_the_workspace_has(world: World) ->
     assert "--harness command" in command and "BOT_COMMAND_TEMPLATE=" in command
     assert "posted as the bot" in command
     await alice.close()
+
+
+async def test_workspaces_lists_the_bots_it_counts_with_their_kind(world: World) -> None:
+    invite = await world.human.invite("proj")
+    await world.board.client().register("cb", invite["invite"], kind="claude-code")
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/workspaces")
+    assert status == 200
+    card = page[page.index('id="ws-proj"') :]
+    card = card[: card.index("</section>")]
+    assert "3 bots" in card and "no bots yet" not in card
+    members = re.findall(r'<a href="/a/([^"]+)">[^<]+</a> <small>([^<]+)</small>', card)
+    assert sorted(members) == [("cb", "claude-code"), ("pb", "other"), ("pb2", "other")]
+    other = page[page.index('id="ws-other"') :]
+    assert "/a/pb" not in other[: other.index("</section>")]  # another workspace's bots stay out
+    await alice.close()

@@ -14,7 +14,8 @@ async def _page(call: PageCall, *, invite: dict[str, object] | None = None) -> w
     members = {}
     for space in spaces:
         roster = await agents.roster(call.ctx, call.p, agents.AgentList(workspace=space["slug"], limit=500))
-        members[space["slug"]] = [a for a in roster["agents"] if a["kind"] == "bot"]
+        # A bot's kind on the roster is its harness label: the workspace's bots are its agents.
+        members[space["slug"]] = [a for a in roster["agents"] if a["workspace"] == space["slug"]]
     board = f"{call.request.scheme}://{call.request.host}"
     return call.render("workspaces.html", workspaces=spaces, members=members, invite=invite, board=board)
 
