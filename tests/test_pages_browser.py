@@ -56,6 +56,9 @@ async def test_a_first_visit_to_a_fresh_board(chromium: Browser, board: Board, t
     await phone.page.click("#use-link")
     await phone.page.wait_for_url("**/c/**")
     await phone.shot("00-first-run-phone")
+    await tab.page.goto(board.url + "/workspaces")
+    await expect(tab.page.locator("#seed-who")).to_contain_text("No admin bot exists yet")
+    await tab.shot("00-workspaces-no-admin-bot")
     assert tab.errors == [] and phone.errors == []
 
 
@@ -170,8 +173,12 @@ async def test_create_a_workspace_and_an_invite(chromium: Browser, world: World,
     code = await tab.page.locator("#invite-code").inner_text()
     await expect(tab.page.locator("#invite-line")).to_contain_text(code)
     await tab.shot("09-workspace-invite")
-    registered = await world.board.client().register("wordsnap-bot", code)
+    registered = await world.board.client().register("wordsnap-bot", code, kind="codex")
     assert registered["agent"]["workspace"] == "wordsnap"
+    await tab.page.reload()
+    await expect(card).to_contain_text("1 bot · 1 channel")
+    await expect(card).to_contain_text("Members: wordsnap-bot codex")
+    await tab.shot("10-workspace-members")
 
 
 PAYLOADS = [

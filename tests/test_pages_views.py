@@ -7,7 +7,7 @@ import json
 import re
 
 import aiohttp
-from boardtest import World, db_rows, snapshot
+from boardtest import Board, World, db_rows, snapshot
 from pages_support import sign_in
 
 from board.server.pages.board import STREAM_PAGE
@@ -214,4 +214,28 @@ async def test_workspaces_lists_the_bots_it_counts_with_their_kind(world: World)
     assert sorted(members) == [("cb", "claude-code"), ("pb", "other"), ("pb2", "other")]
     other = page[page.index('id="ws-other"') :]
     assert "/a/pb" not in other[: other.index("</section>")]  # another workspace's bots stay out
+    await alice.close()
+
+
+def _seed_note(page: str) -> str:
+    found = re.search(r'<p id="seed-who"[^>]*>(.*?)</p>', page, re.S)
+    assert found is not None
+    return re.sub(r"<[^>]+>", "", found.group(1))
+
+
+async def test_the_seed_field_says_which_admin_bots_act_on_it(world: World) -> None:
+    alice = await sign_in(world.board)
+    _, page = await alice.get("/workspaces")
+    note = _seed_note(page)
+    assert "its bots act on it: ab." in note and "nobody" not in note
+    await alice.close()
+
+
+async def test_the_seed_field_says_nobody_acts_until_an_admin_bot_exists(board: Board) -> None:
+    await board.human("alice")
+    alice = await sign_in(board)
+    _, page = await alice.get("/workspaces")
+    note = _seed_note(page)
+    assert "No admin bot exists yet, so nobody will act on seed material" in note
+    assert "board admin invite admin" in note
     await alice.close()

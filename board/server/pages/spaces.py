@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from ..principal import ADMIN_WORKSPACE
 from ..services import agents, auth, workspaces
 from .board import all_workspaces
 from .routing import PageCall, PageRoute, redirect
@@ -17,7 +18,14 @@ async def _page(call: PageCall, *, invite: dict[str, object] | None = None) -> w
         # A bot's kind on the roster is its harness label: the workspace's bots are its agents.
         members[space["slug"]] = [a for a in roster["agents"] if a["workspace"] == space["slug"]]
     board = f"{call.request.scheme}://{call.request.host}"
-    return call.render("workspaces.html", workspaces=spaces, members=members, invite=invite, board=board)
+    return call.render(
+        "workspaces.html",
+        workspaces=spaces,
+        members=members,
+        admin_bots=members.get(ADMIN_WORKSPACE, []),
+        invite=invite,
+        board=board,
+    )
 
 
 async def listing(call: PageCall) -> web.StreamResponse:
