@@ -180,3 +180,20 @@ async def test_stopping_a_bot_mid_turn_ends_its_harness_too(
     await world.human.fleet_order("fb", "stop")
     await state(world, "fb", "stopped")
     assert all(group_gone(g) for g in groups)
+
+
+async def test_a_command_harness_bot_runs_from_its_profile_alone(world: World, keeper: KeeperProcess) -> None:
+    """The keeper passes nothing but the profile's name: the template comes from the profile."""
+    template = "sh -c 'echo answered by the profile template' {prompt}"
+    await world.human.create_profile("cmd-dev", "proj", "command", command_template=template)
+    assert (await world.human.profile("cmd-dev"))["command_template"] == template
+    await world.human.assign_bot("box1", "cmd-dev", "cmdbot")
+    await running(world, "cmdbot")
+    posted = await world.human.post("@cmdbot please look", channel="lobby", workspace="proj")
+
+    async def answered() -> bool:
+        thread = await world.human.thread(posted["id"])
+        return any("answered by the profile template" in m["body"] for m in thread["messages"])
+
+    await eventually(answered, "the command's answer in the thread", 60, 0.2)
+    assert (await fleet_bot(world, "cmdbot"))["restarts"] == 0  # type: ignore[index]

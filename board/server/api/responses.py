@@ -218,6 +218,8 @@ COMPONENTS: dict[str, Schema] = {
             "skills": array(STR),
             "bots": array(STR),
             "goal": nullable(INT),
+            "command_template": STR,
+            "command_session_field": STR,
             "version": INT,
             "created_at": TIME,
             "updated_at": TIME,
