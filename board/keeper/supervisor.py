@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..launcher.config import state_dir
-from ..launcher.daemon import EXIT_AUTH, PID_FILE, running_pid
+from ..launcher.daemon import EXIT_AUTH, EXIT_CONFIG, PID_FILE, running_pid
 from ..launcher.logs import EventLog
 from ..launcher.loop import backoff
 from ..launcher.state import write_atomic
@@ -207,8 +207,8 @@ class Supervisor:
             return
         if kind in ("start", "restart"):
             slot.crashes, slot.in_a_row, slot.next_start, slot.error = [], 0, 0.0, ""
-            if slot.state == "crashed":
-                self.note(slot, "stopped", detail=f"{kind} by a human clears the crash loop")
+            if slot.state in ("crashed", "misconfigured"):
+                self.note(slot, "stopped", detail=f"{kind} by a human clears the {slot.state} state")
         if slot.stopping:
             self.acknowledge(order, True, "already stopping")
             return
@@ -246,14 +246,18 @@ class Supervisor:
                 elif time.time() - slot.daemon.started >= self.timing.stable_after:
                     slot.in_a_row = 0  # it ran long enough: the next crash starts the backoff over
                 continue
-            if slot.desired == "gone" and slot.state in ("stopped", "crashed", "backoff"):
+            if slot.desired == "gone" and slot.state in ("stopped", "crashed", "misconfigured", "backoff"):
                 del self.slots[slot.handle]
                 with contextlib.suppress(FileNotFoundError):
                     (self.bot_dir(slot.handle) / "token").unlink()  # the board revoked it anyway
                 self.note(slot, "unassigned", detail="no longer assigned to this machine")
             elif slot.desired == "stopped" and slot.state == "backoff":
                 self.note(slot, "stopped", detail="a human stopped it during its backoff")
-            elif slot.desired == "running" and slot.state != "crashed" and now >= slot.next_start:
+            elif (
+                slot.desired == "running"
+                and slot.state not in ("crashed", "misconfigured")
+                and now >= slot.next_start
+            ):
                 await self._start(slot)
 
     def _locked_by(self, slot: Slot) -> bool:
@@ -296,6 +300,14 @@ class Supervisor:
         slot.error = self._last_output(slot.handle)
         if slot.desired != "running":
             self.note(slot, "stopped", exit_code=code, detail="exited")
+            return
+        if code == EXIT_CONFIG:  # starting it again would fail the same way: a human fixes the profile
+            self.note(
+                slot,
+                "misconfigured",
+                exit_code=code,
+                detail=slot.error.splitlines()[-1:][0][:500] if slot.error else "exited 2",
+            )
             return
         slot.crashes = [t for t in slot.crashes if time.time() - t < self.timing.crash_window] + [time.time()]
         slot.in_a_row += 1

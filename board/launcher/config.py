@@ -143,6 +143,7 @@ class BotConfig:
     skills: tuple[str, ...] = ()  # --skill sources
     profile_skills: tuple[str, ...] = ()  # the profile's skills, by name on the board
     identity: str = ""  # the profile's identity text, for the local fallback prompt
+    command: tuple[str, str] = ("", "")  # the profile's command template and session field
     mcp: McpSetup | None = None  # the board's MCP server for the harness, when MCP is on
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
 
@@ -236,6 +237,7 @@ def resolve(
         skills=tuple(options.skills),
         profile_skills=parse_list(prof.get("skills")),
         identity=str(prof.get("identity") or ""),
+        command=(str(prof.get("command_template") or ""), str(prof.get("command_session_field") or "")),
         mcp=mcp,
         environ=dict(environ),
     )
@@ -253,11 +255,14 @@ def _mcp_on(options: Options, environ: Mapping[str, str], profile: Mapping[str, 
 
 
 def make_adapter(cfg: BotConfig) -> Adapter:
-    """The harness adapter: BOT_<HARNESS>_FLAGS when set, else the profile's flags."""
+    """The harness adapter: BOT_<HARNESS>_FLAGS and BOT_COMMAND_* when set, else the profile's."""
     env = dict(cfg.environ)
     key = f"BOT_{cfg.harness.upper()}_FLAGS"
     if not env.get(key, "").strip() and cfg.flags:
         env[key] = shlex.join(cfg.flags)
+    for name, value in zip(("BOT_COMMAND_TEMPLATE", "BOT_COMMAND_SESSION_FIELD"), cfg.command, strict=True):
+        if not env.get(name, "").strip() and value:
+            env[name] = value  # the environment wins over the profile, as everywhere
     try:
         adapter = adapter_from_env(cfg.harness, env)
         adapter.check_environment(env, os.geteuid())

@@ -22,6 +22,7 @@ from boardtest import World, eventually
 from botrun import LiveBoard
 from fakeharness import Fake
 from keeperrun import KeeperProcess, daemons, fleet_bot, group_gone, running, state
+from pages_support import sign_in
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -66,25 +67,32 @@ async def test_enroll_run_restart_after_kill_and_stop_the_group(
     assert len(daemons("fb")) == 1
 
 
-async def test_crash_loop_stops_as_crashed_until_a_human_restarts(
+async def test_a_missing_repo_is_misconfigured_and_not_restarted_until_a_human_restarts(
     world: World, keeper: KeeperProcess, tmp_path: Path
 ) -> None:
     await world.human.create_profile("broken", "proj", "claude", repo=str(tmp_path / "no-such-repo"))
-    await world.human.assign_bot("box1", "broken", "crashy")
-    crashed = await state(world, "crashy", "crashed")
-    assert crashed["last_exit_code"] == 2 and "not a directory" in crashed["error"]
-    starts = len([e for e in keeper.events("state") if e["bot"] == "crashy" and e["state"] == "starting"])
-    assert starts == 5
+    await world.human.assign_bot("box1", "broken", "confused")
+    bot = await state(world, "confused", "misconfigured")
+    assert bot["last_exit_code"] == 2 and "not a directory" in bot["error"]
 
-    # Left stopped: three more reports go by without another start.
+    # Not restarted: three more reports go by without another start.
     for _ in range(3):
         await next_report(world)
-    assert len([e for e in keeper.events("state") if e["bot"] == "crashy" and e["state"] == "starting"]) == 5
-    assert (await fleet_bot(world, "crashy"))["state"] == "crashed"  # type: ignore[index]
+    starts = [e for e in keeper.events("state") if e["bot"] == "confused" and e["state"] == "starting"]
+    assert len(starts) == 1
+    assert (await fleet_bot(world, "confused"))["state"] == "misconfigured"  # type: ignore[index]
+    b = await sign_in(world.board, "alice")
+    try:
+        status, page = await b.get("/fleet")
+        assert status == 200
+        row = page[page.index('id="bot-confused"') :]
+        assert f"repo {tmp_path / 'no-such-repo'} is not a directory" in row[: row.index("</tr>")]
+    finally:
+        await b.close()
 
     await world.human.update_profile("broken", repo=str(tmp_path / "repo"))
-    await world.human.fleet_order("crashy", "restart")
-    await running(world, "crashy")
+    await world.human.fleet_order("confused", "restart")
+    await running(world, "confused")
 
 
 async def next_report(world: World) -> None:
@@ -172,3 +180,20 @@ async def test_stopping_a_bot_mid_turn_ends_its_harness_too(
     await world.human.fleet_order("fb", "stop")
     await state(world, "fb", "stopped")
     assert all(group_gone(g) for g in groups)
+
+
+async def test_a_command_harness_bot_runs_from_its_profile_alone(world: World, keeper: KeeperProcess) -> None:
+    """The keeper passes nothing but the profile's name: the template comes from the profile."""
+    template = "sh -c 'echo answered by the profile template' {prompt}"
+    await world.human.create_profile("cmd-dev", "proj", "command", command_template=template)
+    assert (await world.human.profile("cmd-dev"))["command_template"] == template
+    await world.human.assign_bot("box1", "cmd-dev", "cmdbot")
+    await running(world, "cmdbot")
+    posted = await world.human.post("@cmdbot please look", channel="lobby", workspace="proj")
+
+    async def answered() -> bool:
+        thread = await world.human.thread(posted["id"])
+        return any("answered by the profile template" in m["body"] for m in thread["messages"])
+
+    await eventually(answered, "the command's answer in the thread", 60, 0.2)
+    assert (await fleet_bot(world, "cmdbot"))["restarts"] == 0  # type: ignore[index]

@@ -218,6 +218,8 @@ COMPONENTS: dict[str, Schema] = {
             "skills": array(STR),
             "bots": array(STR),
             "goal": nullable(INT),
+            "command_template": STR,
+            "command_session_field": STR,
             "version": INT,
             "created_at": TIME,
             "updated_at": TIME,
@@ -363,7 +365,8 @@ COMPONENTS: dict[str, Schema] = {
             "sources": array(ANY_OBJECT),
         }
     ),
-    # The fleet (docs/fleet.md). Process fields come from a keeper's report, when it sent one.
+    # The fleet (docs/fleet.md). Process fields come from a keeper's report: always present, null
+    # when it sent none (a bot assigned a moment ago) or sent a value of another type.
     "FleetBot": obj(
         {
             "handle": STR,
@@ -377,30 +380,36 @@ COMPONENTS: dict[str, Schema] = {
             "reported_at": nullable(TIME),
             "assigned_at": TIME,
             "assigned_by": STR,
-        },
-        {
             "pid": nullable(INT),
-            "started_at": nullable(STR),
+            "started_at": nullable(TIME),
             "cpu_percent": nullable(NUM),
             "rss": nullable(INT),
-            "restarts": INT,
+            "restarts": nullable(INT),
             "last_exit_code": nullable(INT),
-            "harness": nullable(obj({"pid": INT, "cpu_percent": NUM, "rss": INT})),
+            "harness": nullable(
+                obj(
+                    {
+                        "pid": nullable(INT),
+                        "cpu_percent": nullable(NUM),
+                        "rss": nullable(INT),
+                        "started_at": nullable(TIME),
+                    }
+                )
+            ),
             "last_wake": nullable(
                 obj(
-                    {},
                     {
                         "at": nullable(TIME),
                         "duration_s": nullable(NUM),
                         "cost_usd": nullable(NUM),
                         "outcome": nullable(STR),
-                        "trigger_ids": nullable(array(INT)),
-                    },
+                        "trigger_ids": array(INT),
+                    }
                 )
             ),
             "backoff_s": nullable(NUM),
             "log_tail": array(STR),
-            "error": STR,
+            "error": nullable(STR),
         },
     ),
     "Machine": obj(
@@ -415,16 +424,14 @@ COMPONENTS: dict[str, Schema] = {
             "enrolled_at": TIME,
             "events_dropped": INT,
             "bots": array(ref("FleetBot")),
-        },
-        {
-            "os": STR,
-            "cpus": INT,
+            "os": nullable(STR),
+            "cpus": nullable(INT),
             "load": array(NUM),
-            "memory": ANY_OBJECT,
-            "disk": ANY_OBJECT,
-            "keeper_version": STR,
-            "uptime_s": NUM,
-            "keeper": ANY_OBJECT,
+            "memory": obj({"total": nullable(INT), "used": nullable(INT), "percent": nullable(NUM)}),
+            "disk": obj({"total": nullable(INT), "used": nullable(INT), "percent": nullable(NUM)}),
+            "keeper_version": nullable(STR),
+            "uptime_s": nullable(NUM),
+            "keeper": obj({"pid": nullable(INT), "cpu_s": nullable(NUM), "rss": nullable(INT)}),
         },
     ),
     "FleetOrder": obj(

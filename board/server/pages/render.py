@@ -61,6 +61,13 @@ def ago(stamp: str | None, now: datetime | None = None) -> str:
     return f"{seconds} s"
 
 
+def last_line(text: str | None, limit: int = 200) -> str:
+    """The last non-blank line of a daemon's output, cut to ``limit``: why it stopped, in one line."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    line = lines[-1] if lines else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def claim_line(claim: dict[str, Any] | None) -> str:
     """The claim state of a root as the board shows it: open, claimed by X for 12 min, done."""
     if not claim or claim.get("state") in (None, "open"):
@@ -81,5 +88,6 @@ def environment() -> jinja2.Environment:
     )
     env.filters["markdown"] = markdown
     env.filters["ago"] = ago
+    env.filters["last_line"] = last_line
     env.globals["claim_line"] = claim_line
     return env

@@ -11,7 +11,6 @@ keeper reports is an audit row.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -26,12 +25,12 @@ from ..store import registry as registry_store
 from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..validation import arg
-from . import audit, auth, scope
+from . import audit, auth, fleet_view, scope
 from .context import Context
 from .paging import Page, bounded_page
 
 MACHINE_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
-BOT_STATES = ("starting", "running", "waking", "stopped", "crashed", "backoff")
+BOT_STATES = ("starting", "running", "waking", "stopped", "crashed", "backoff", "misconfigured")
 ORDER_KINDS = ("start", "stop", "restart")
 STALE_AFTER_INTERVALS = 3
 RECENT_ORDERS = 20
@@ -325,7 +324,6 @@ async def mint_bot_token(ctx: Context, p: Principal, handle: str) -> dict[str, A
 
 
 def _bot_dict(row: Any, now: str, claims: list[int]) -> dict[str, Any]:
-    status = json.loads(row["status"])
     return {
         "handle": row["handle"],
         "workspace": row["workspace"],
@@ -338,7 +336,7 @@ def _bot_dict(row: Any, now: str, claims: list[int]) -> dict[str, Any]:
         "reported_at": row["reported_at"],
         "assigned_at": row["assigned_at"],
         "assigned_by": row["assigned_by"],
-        **status,
+        **fleet_view.bot_status(row["status"]),
     }
 
 
@@ -355,7 +353,7 @@ def _machine_dict(row: Any, now: str, bots: list[dict[str, Any]]) -> dict[str, A
         "interval_s": row["interval_s"],
         "enrolled_at": row["enrolled_at"],
         "events_dropped": row["events_dropped"],
-        **{k: v for k, v in json.loads(row["report"]).items() if k != "hostname"},
+        **fleet_view.machine_report(row["report"]),
         "bots": bots,
     }
 

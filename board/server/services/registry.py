@@ -213,6 +213,22 @@ async def update_skill(ctx: Context, p: Principal, name: str, req: SkillUpdate) 
 # -- profiles --------------------------------------------------------------------------
 
 
+PROFILE_KEYS = (
+    "name",
+    "workspace",
+    "harness",
+    "model",
+    "flags",
+    "repo",
+    "watch",
+    "goal",
+    "mcp",
+    "command_template",
+    "command_session_field",
+)
+TEMPLATE_HELP = "The command harness's shell-quoted argv template ({prompt}, {session}, {model}, {flags})."
+
+
 async def profile_dicts(conn: Connection, rows: list[Any], *, full: bool = True) -> list[dict[str, Any]]:
     ids = [r["id"] for r in rows]
     skills = await store.profile_skill_names(conn, ids)
@@ -220,10 +236,7 @@ async def profile_dicts(conn: Connection, rows: list[Any], *, full: bool = True)
     items = []
     for row in rows:
         decoded = store.decode_profile(row)
-        item = {
-            key: decoded[key]
-            for key in ("name", "workspace", "harness", "model", "flags", "repo", "watch", "goal", "mcp")
-        }
+        item = {key: decoded[key] for key in PROFILE_KEYS}
         if decoded.get("unreadable"):
             item["unreadable"] = True
         item["skills"] = skills[row["id"]]
@@ -292,6 +305,8 @@ class NewProfile:
     skills: list[str] = arg([], max_items=50, max_len=64, pattern=SKILL_NAME)
     identity: str = arg("", max_len=MAX_IDENTITY, limit=True, multiline=True)
     mcp: bool = arg(False, help="Hand the harness the board's MCP tools (bot run --mcp).")
+    command_template: str = arg("", max_len=2000, help=TEMPLATE_HELP)
+    command_session_field: str = arg("", max_len=200, help="The JSON field holding its session id.")
     bots: list[str] = arg([], max_items=100, pattern=HANDLE_PATTERN, help="Bots that run with it.")
 
 
@@ -306,11 +321,26 @@ class ProfileUpdate:
     skills: list[str] | None = arg(None, max_items=50, max_len=64, pattern=SKILL_NAME)
     identity: str | None = arg(None, max_len=MAX_IDENTITY, limit=True, multiline=True)
     mcp: bool | None = arg(None, help="Hand the harness the board's MCP tools (bot run --mcp).")
+    command_template: str | None = arg(None, max_len=2000, help=TEMPLATE_HELP)
+    command_session_field: str | None = arg(None, max_len=200)
     bots: list[str] | None = arg(None, max_items=100, pattern=HANDLE_PATTERN)
     base_version: int | None = arg(None, min=1, help="Refuse the write unless this is the latest.")
 
 
-PROFILE_FIELDS = ("harness", "model", "flags", "repo", "watch", "goal", "skills", "identity", "mcp", "bots")
+PROFILE_FIELDS = (
+    "harness",
+    "model",
+    "flags",
+    "repo",
+    "watch",
+    "goal",
+    "skills",
+    "identity",
+    "mcp",
+    "command_template",
+    "command_session_field",
+    "bots",
+)
 
 
 def _unique(items: list[str]) -> list[str]:
@@ -377,6 +407,8 @@ async def create_profile(ctx: Context, p: Principal, req: NewProfile) -> dict[st
             "goal": await _goal(conn, workspace, req.goal),
             "identity": req.identity,
             "mcp": req.mcp,
+            "command_template": req.command_template,
+            "command_session_field": req.command_session_field,
             "updated_at": ctx.now(),
             "updated_by": p.handle,
         }
@@ -415,7 +447,17 @@ async def update_profile(ctx: Context, p: Principal, name: str, req: ProfileUpda
         current = store.decode_profile(row)
         values = {
             key: current[key] if getattr(req, key) is None else getattr(req, key)
-            for key in ("harness", "model", "flags", "repo", "watch", "identity", "mcp")
+            for key in (
+                "harness",
+                "model",
+                "flags",
+                "repo",
+                "watch",
+                "identity",
+                "mcp",
+                "command_template",
+                "command_session_field",
+            )
         }
         values["watch"] = _unique(values["watch"])
         values["goal"] = current["goal"] if req.goal is None else await _goal(conn, workspace, req.goal)

@@ -20,7 +20,8 @@ def _skill_select(conn: Connection) -> str:
 
 
 PROFILE_SELECT = """SELECT p.id, p.name, p.workspace_id, w.slug AS workspace, w.archived_at, p.harness,
-    p.model, p.flags, p.repo, p.watch, p.goal, p.identity, p.mcp, p.version, p.created_at, p.updated_at,
+    p.model, p.flags, p.repo, p.watch, p.goal, p.identity, p.mcp, p.command_template, p.command_session_field,
+    p.version, p.created_at, p.updated_at,
     p.updated_by FROM profiles p JOIN workspaces w ON w.id = p.workspace_id"""
 
 
@@ -112,14 +113,15 @@ async def list_profiles(
 async def insert_profile(conn: Connection, name: str, workspace_id: int, values: dict[str, Any]) -> int:
     new_id = await conn.insert(
         """INSERT INTO profiles (name, workspace_id, harness, model, flags, repo, watch, goal, identity,
-               mcp, version, created_at, updated_at, updated_by) VALUES (?,?,?,?,?,?,?,?,?,?,1,?,?,?)""",
+               mcp, command_template, command_session_field, version, created_at, updated_at, updated_by)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,1,?,?,?)""",
         (name, workspace_id, *_profile_fields(values), values["updated_at"], values["updated_by"]),
     )
     return new_id
 
 
 def _profile_fields(values: dict[str, Any]) -> tuple[Any, ...]:
-    """harness, model, flags, repo, watch, goal, identity, mcp, updated_at: as the columns hold them."""
+    """The profile's fields in column order, as the columns hold them."""
     return (
         values["harness"],
         values["model"],
@@ -129,6 +131,8 @@ def _profile_fields(values: dict[str, Any]) -> tuple[Any, ...]:
         values["goal"],
         values["identity"],
         int(values["mcp"]),
+        values["command_template"],
+        values["command_session_field"],
         values["updated_at"],
     )
 
@@ -137,7 +141,8 @@ async def update_profile(conn: Connection, profile_id: int, values: dict[str, An
     """Write the profile's fields and count one more version."""
     await conn.execute(
         """UPDATE profiles SET harness = ?, model = ?, flags = ?, repo = ?, watch = ?, goal = ?,
-               identity = ?, mcp = ?, version = version + 1, updated_at = ?, updated_by = ? WHERE id = ?""",
+               identity = ?, mcp = ?, command_template = ?, command_session_field = ?,
+               version = version + 1, updated_at = ?, updated_by = ? WHERE id = ?""",
         (
             *_profile_fields(values),
             values["updated_by"],

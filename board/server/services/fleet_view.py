@@ -1,0 +1,109 @@
+"""A keeper's stored report read back into known fields, each of its type or None.
+
+A report is checked when it arrives, but what the fleet shows was written by
+whichever keeper version reported last, and a bot assigned a moment ago has no
+report at all. Readers (the API, the pages) get every field named here, always:
+a value of the wrong type, or one never reported, is None ("unknown"), and
+nothing else of the report goes out.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..clock import parse_time
+
+
+class Stamp(str):
+    """A field holding an ISO time: a string that does not parse is unknown too."""
+
+
+BOT_FIELDS: dict[str, type] = {
+    "pid": int,
+    "started_at": Stamp,
+    "cpu_percent": float,
+    "rss": int,
+    "restarts": int,
+    "last_exit_code": int,
+    "backoff_s": float,
+    "error": str,
+}
+CHILD_FIELDS: dict[str, type] = {"pid": int, "cpu_percent": float, "rss": int, "started_at": Stamp}
+WAKE_FIELDS: dict[str, type] = {"at": Stamp, "duration_s": float, "cost_usd": float, "outcome": str}
+USAGE_FIELDS: dict[str, type] = {"total": int, "used": int, "percent": float}
+MACHINE_FIELDS: dict[str, type] = {"os": str, "cpus": int, "keeper_version": str, "uptime_s": float}
+MAX_LINES = 50
+MAX_LINE = 2000
+
+
+def decode(raw: Any) -> dict[str, Any]:
+    """A JSON object column as a dict; anything else (unreadable, not an object) as empty."""
+    try:
+        value = json.loads(raw) if isinstance(raw, str | bytes) else raw
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _value(raw: Any, kind: type) -> Any:
+    if kind is Stamp:
+        try:
+            parse_time(raw)
+        except (AttributeError, TypeError, ValueError):
+            return None
+        return raw
+    if kind is float and isinstance(raw, int | float) and not isinstance(raw, bool):
+        return float(raw)
+    if kind is int and isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    if kind is str and isinstance(raw, str):
+        return raw
+    return None
+
+
+def _fields(raw: Any, fields: dict[str, type]) -> dict[str, Any]:
+    source = raw if isinstance(raw, dict) else {}
+    return {name: _value(source.get(name), kind) for name, kind in fields.items()}
+
+
+def _nested(raw: Any, fields: dict[str, type]) -> dict[str, Any] | None:
+    return _fields(raw, fields) if isinstance(raw, dict) else None
+
+
+def _lines(raw: Any) -> list[str]:
+    if not isinstance(raw, list):
+        return []
+    return [line[:MAX_LINE] for line in raw[-MAX_LINES:] if isinstance(line, str)]
+
+
+def _wake(raw: Any) -> dict[str, Any] | None:
+    wake = _nested(raw, WAKE_FIELDS)
+    if wake is not None:
+        ids = raw.get("trigger_ids")
+        wake["trigger_ids"] = [i for i in ids if _value(i, int) is not None] if isinstance(ids, list) else []
+    return wake
+
+
+def bot_status(raw: Any) -> dict[str, Any]:
+    """What a keeper last said of one bot; every field present, None where unknown."""
+    status = decode(raw)
+    return {
+        **_fields(status, BOT_FIELDS),
+        "harness": _nested(status.get("harness"), CHILD_FIELDS),
+        "last_wake": _wake(status.get("last_wake")),
+        "log_tail": _lines(status.get("log_tail")),
+    }
+
+
+def machine_report(raw: Any) -> dict[str, Any]:
+    """What a keeper last said of its machine; every field present, None where unknown."""
+    report = decode(raw)
+    load = report.get("load")
+    return {
+        **_fields(report, MACHINE_FIELDS),
+        "load": [float(x) for x in load if _value(x, float) is not None] if isinstance(load, list) else [],
+        "memory": _fields(report.get("memory"), USAGE_FIELDS),
+        "disk": _fields(report.get("disk"), USAGE_FIELDS),
+        "keeper": _fields(report.get("keeper"), {"pid": int, "cpu_s": float, "rss": int}),
+    }

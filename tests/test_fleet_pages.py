@@ -1,0 +1,113 @@
+"""/fleet and /fleet/bots/{handle} in every state a bot and its machine can be in.
+
+A bot assigned a moment ago has no report yet, a machine may be offline, a bot
+crashed, stopped or misconfigured, and a report may hold values of the wrong
+type (an older keeper, a damaged row): each page answers 200 and shows what
+it knows, "unknown" for the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from boardtest import World
+from fleettest import enroll_keeper
+from pages_support import sign_in
+
+from board.server.clock import ManualClock
+from board.server.store.connection import Connection
+
+
+def reported(handle: str, state: str, **extra: Any) -> dict[str, Any]:
+    return {"handle": handle, "state": state, "restarts": 1, **extra}
+
+
+async def pages_answer(world: World, handles: list[str]) -> str:
+    """/fleet and each bot's page answer 200; the fleet page's text."""
+    b = await sign_in(world.board, "alice")
+    try:
+        status, fleet = await b.get("/fleet")
+        assert status == 200, fleet
+        for handle in handles:
+            assert f'id="bot-{handle}"' in fleet
+            status, text = await b.get(f"/fleet/bots/{handle}")
+            assert status == 200, (handle, text)
+        return fleet
+    finally:
+        await b.close()
+
+
+async def test_the_fleet_pages_render_every_state_of_a_bot(clocked_world: World, clock: ManualClock) -> None:
+    world = clocked_world
+    await world.human.create_profile("proj-dev", "proj", "claude")
+    box1 = await enroll_keeper(world.board, world.human, "box1")
+    box2 = await enroll_keeper(world.board, world.human, "box2")
+    await enroll_keeper(world.board, world.human, "box3")
+    for machine, handle in [("box1", "run1"), ("box1", "crash1"), ("box1", "stop1"), ("box1", "mis1")]:
+        await world.human.assign_bot(machine, "proj-dev", handle)
+    await world.human.assign_bot("box2", "proj-dev", "away1")
+    await world.human.assign_bot("box3", "proj-dev", "fresh1")
+    await box2.client.fleet_report({"interval": 10, "bots": [reported("away1", "running", pid=77)]})
+    clock.advance(31)  # box2 is offline from now on
+    await box1.client.fleet_report(
+        {
+            "interval": 10,
+            "machine": {"hostname": "box1.local", "cpus": 2, "load": [0.1, 0.2, 0.3]},
+            "bots": [
+                reported("run1", "running", pid=4242, rss=3 * 1048576, cpu_percent=0.5),
+                reported("crash1", "crashed", last_exit_code=1, error="Traceback\nValueError: boom"),
+                reported("stop1", "stopped", last_exit_code=0),
+                reported(
+                    "mis1",
+                    "misconfigured",
+                    last_exit_code=2,
+                    error="starting\nbot: repo /nowhere/at/all is not a directory",
+                ),
+            ],
+        }
+    )
+    fleet = await pages_answer(world, ["run1", "crash1", "stop1", "mis1", "away1", "fresh1"])
+    assert 'data-status="stale"' in fleet and 'data-status="never"' in fleet
+    assert "not reported yet" in fleet  # fresh1: assigned, its keeper never spoke
+    assert "bot: repo /nowhere/at/all is not a directory" in fleet  # why mis1 does not run, in one line
+    assert "ValueError: boom" in fleet
+    assert "pid 4242, 0.5 % CPU, 3 MB" in fleet
+
+
+async def test_odd_values_in_a_stored_report_show_as_unknown(world: World) -> None:
+    await world.human.create_profile("proj-dev", "proj", "claude")
+    await enroll_keeper(world.board, world.human, "box1")
+    await world.human.assign_bot("box1", "proj-dev", "odd1")
+    odd_bot = {
+        "pid": 12,
+        "rss": "lots",
+        "cpu_percent": None,
+        "restarts": "two",
+        "harness": {"pid": 13, "rss": [1]},
+        "last_wake": {"at": "yesterday", "duration_s": "long", "trigger_ids": "7"},
+        "log_tail": "not a list",
+        "error": 5,
+    }
+    odd_machine = {"cpus": "many", "load": "high", "memory": 7, "disk": {"percent": "full"}}
+
+    async def damage(conn: Connection) -> None:
+        await conn.execute("UPDATE fleet_bots SET status = ?, state = ?", (json.dumps(odd_bot), "running"))
+        await conn.execute(
+            "UPDATE machines SET report = ?, last_report_at = ?",
+            (json.dumps(odd_machine), world.board.ctx.now()),
+        )
+
+    await world.board.ctx.db.write(damage)
+    fleet = await pages_answer(world, ["odd1"])
+    assert "pid 12, unknown % CPU, unknown; harness unknown %, unknown" in fleet
+    assert "unknown CPUs · load unknown · memory unknown % · disk unknown %" in fleet
+    bot = (await world.human.fleet())["machines"][0]["bots"][0]
+    assert (bot["rss"], bot["restarts"], bot["log_tail"], bot["error"]) == (None, None, [], None)
+    assert bot["last_wake"] == {
+        "at": None,
+        "duration_s": None,
+        "cost_usd": None,
+        "outcome": None,
+        "trigger_ids": [],
+    }
