@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
 import time
@@ -14,15 +13,6 @@ from .. import logs
 from .keys import METRICS
 
 access = logging.getLogger("board.access")
-
-#: The status logged and counted for a request whose client went away before its answer
-#: ended (nginx's "client closed request"); no answer is sent with it.
-CLIENT_GONE = 499
-
-
-def _client_gone(request: web.Request) -> bool:
-    transport = request.transport
-    return transport is None or transport.is_closing()
 
 
 @web.middleware
@@ -44,10 +34,6 @@ async def metrics_middleware(
         return response
     except web.HTTPException as exc:
         status = exc.status
-        raise
-    except asyncio.CancelledError:
-        if _client_gone(request):
-            status = CLIENT_GONE  # a closed tab or a client that gave up: not the board's error
         raise
     finally:
         seconds = time.perf_counter() - started
