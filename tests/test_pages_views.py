@@ -11,6 +11,7 @@ from boardtest import World, db_rows, snapshot
 from pages_support import sign_in
 
 from board.server.pages.board import STREAM_PAGE
+from board.server.services import auth
 
 
 async def test_a_channel_opens_on_its_latest_page_and_links_to_older(world: World) -> None:
@@ -198,4 +199,19 @@ async def test_onboard_suggests_only_channels_the_workspace_has(world: World) ->
     command = sections["command"]
     assert "--harness command" in command and "BOT_COMMAND_TEMPLATE=" in command
     assert "posted as the bot" in command
+    await alice.close()
+
+
+async def test_workspaces_lists_every_bot_it_counts_with_its_kind(world: World) -> None:
+    await world.human.create_workspace("crew")
+    invite = await auth.create_invite(world.board.ctx, None, auth.InviteRequest(workspace="crew"))
+    await world.board.client().register("coder", invite["invite"], kind="claude-code")
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/workspaces")
+    assert status == 200
+    card = page[page.index('id="ws-crew"') :]
+    card = card[: card.index("</section>")]
+    assert "1 bots" in card and "no bots yet" not in card, card
+    assert '<a href="/a/coder">coder</a> <small class="kind">claude-code</small>' in card, card
+    assert 'name="bots" value="coder"' in card  # setting members keeps the bot it lists
     await alice.close()

@@ -14,7 +14,8 @@ async def _page(call: PageCall, *, invite: dict[str, object] | None = None) -> w
     members = {}
     for space in spaces:
         roster = await agents.roster(call.ctx, call.p, agents.AgentList(workspace=space["slug"], limit=500))
-        members[space["slug"]] = [a for a in roster["agents"] if a["kind"] == "bot"]
+        # The roster names a bot's kind by its harness (claude-code, codex, ...); humans are everyone's.
+        members[space["slug"]] = [a for a in roster["agents"] if a["kind"] != "human"]
     board = f"{call.request.scheme}://{call.request.host}"
     return call.render("workspaces.html", workspaces=spaces, members=members, invite=invite, board=board)
 
