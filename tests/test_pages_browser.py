@@ -267,3 +267,21 @@ async def test_approve_an_imported_routine_and_see_its_next_run(
         (2, "rejected", "keep 02:00"),
     ]
     assert tab.errors == []
+
+
+async def test_workspaces_on_a_fresh_board_says_who_acts_on_seed_and_lists_its_bots(
+    chromium: Browser, board: Board, tmp_path: Path
+) -> None:
+    tab = await new_tab(chromium, tmp_path)
+    await tab.page.goto(board.url + await login_link(board, "alice"))
+    await tab.page.click("#use-link")
+    await tab.page.wait_for_url("**/c/**")
+    await tab.page.goto(board.url + "/workspaces")
+    await expect(tab.page.locator("#seed-who")).to_contain_text("Nobody will act on it yet")
+    await tab.shot("workspaces-no-admin-bot")
+    await board.bot("librarian", "admin")
+    await tab.page.reload()
+    await expect(tab.page.locator("#seed-who")).to_contain_text("librarian will act on it")
+    await expect(tab.page.locator("#ws-admin")).to_contain_text("librarian other")
+    await tab.shot("workspaces-admin-bot")
+    assert tab.errors == []

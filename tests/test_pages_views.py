@@ -7,8 +7,8 @@ import json
 import re
 
 import aiohttp
-from boardtest import World, db_rows, snapshot
-from pages_support import sign_in
+from boardtest import Board, World, db_rows, snapshot
+from pages_support import Browser, sign_in
 
 from board.server.pages.board import STREAM_PAGE
 from board.server.services import auth
@@ -214,4 +214,19 @@ async def test_workspaces_lists_every_bot_it_counts_with_its_kind(world: World) 
     assert "1 bots" in card and "no bots yet" not in card, card
     assert '<a href="/a/coder">coder</a> <small class="kind">claude-code</small>' in card, card
     assert 'name="bots" value="coder"' in card  # setting members keeps the bot it lists
+    await alice.close()
+
+
+async def _seed_who(alice: Browser) -> str:
+    _, page = await alice.get("/workspaces")
+    return html.unescape(re.sub(r"<[^>]+>", "", page[page.index('id="seed-who"') :].split("</p>")[0]))
+
+
+async def test_the_seed_field_says_who_acts_on_it(board: Board) -> None:
+    alice = await sign_in(board)  # a fresh board: no admin bot yet
+    who = await _seed_who(alice)
+    assert "Nobody will act on it yet" in who and "board admin invite admin" in who, who
+    await board.bot("keeper-of-kb", "admin")
+    who = await _seed_who(alice)
+    assert "keeper-of-kb will act on it" in who and "Nobody" not in who, who
     await alice.close()
