@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 import aiohttp
@@ -212,4 +213,29 @@ async def test_a_stream_ends_at_the_first_beat_after_its_session_expired(
     clock.advance(clocked_world.board.ctx.settings.session_ttl + 1)
     lines = await asyncio.wait_for(_ended(resp), 5)
     assert b"event: signed-out\n" in lines
+    await alice.close()
+
+
+@pytest.mark.parametrize("path", ["/events?workspace=proj", "/fleet/events"])
+async def test_a_closed_tab_is_logged_as_a_client_gone_not_a_server_error(
+    world: World, path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    alice = await sign_in(world.board)
+    caplog.set_level(logging.INFO)
+    resp = await alice.http.get(alice.url + path)
+    assert resp.status == 200 and (await resp.content.readline()) == b": open\n"
+    resp.close()  # the tab goes away mid-stream
+    route = path.split("?")[0]
+
+    def logged() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if r.name == "board.access" and getattr(r, "route", "") == route]
+
+    for _ in range(100):
+        if logged():
+            break
+        await asyncio.sleep(0.05)
+    [line] = logged()
+    assert line.levelno == logging.INFO and line.status == 200, (line.status, line.getMessage())
+    assert getattr(line, "gone", False) is True
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info], caplog.text
     await alice.close()

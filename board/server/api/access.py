@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
@@ -14,6 +15,14 @@ from .keys import METRICS
 
 access = logging.getLogger("board.access")
 
+CLIENT_GONE = 499
+"""Logged for a client that left before any answer went out (nginx's "client closed request")."""
+
+
+def _sent(request: web.Request) -> bool:
+    """Whether a stream's headers (and so its status) reached the client before it left."""
+    return bool(getattr(request.writer, "output_size", 0))
+
 
 @web.middleware
 async def metrics_middleware(
@@ -24,6 +33,7 @@ async def metrics_middleware(
     rid = secrets.token_hex(6)
     token = logs.request_id.set(rid)
     status = 500
+    gone = False
     try:
         response = await handler(request)
         status = response.status
@@ -35,22 +45,30 @@ async def metrics_middleware(
     except web.HTTPException as exc:
         status = exc.status
         raise
+    except (asyncio.CancelledError, ConnectionResetError):
+        # A closed tab ends its stream this way: the client left, the server did not fail.
+        gone = request.transport is None or request.transport.is_closing()
+        if gone:
+            status = 200 if _sent(request) else CLIENT_GONE
+        raise
     finally:
         seconds = time.perf_counter() - started
         info = request.match_info.route.resource
         route = info.canonical if info is not None else "unmatched"
         request.app[METRICS].observe(request.method, route, status, seconds)
         access.info(
-            "%s %s %s",
+            "%s %s %s%s",
             request.method,
             route,
             status,
+            " (client went away)" if gone else "",
             extra={
                 "method": request.method,
                 "route": route,
                 "status": status,
                 "ms": round(seconds * 1000, 2),
                 "request_id": rid,
+                "gone": gone,
             },
         )
         logs.request_id.reset(token)

@@ -53,6 +53,8 @@ async def error_middleware(
         if exc.status < 400:
             raise
         return error_response(_from_http(exc))
+    except ConnectionResetError:
+        raise  # the client left mid-answer: nothing to tell it, the access log says so
     except Exception:
         return error_response(unexpected(request.method, request.path))
 

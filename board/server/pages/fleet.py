@@ -91,17 +91,15 @@ async def events(call: PageCall) -> web.StreamResponse:
     )
     await response.prepare(call.request)
     sent = ""
-    try:
-        await response.write(b": open\n\n")
-        while await sessions.resolve(call.ctx, cookie) is not None:
-            html = _cards(call, await _machines(call))
-            if html != sent:
-                await response.write(f"event: fleet\ndata: {json.dumps({'html': html})}\n\n".encode())
-                sent = html
-            await asyncio.sleep(LIVE_EVERY)
-        await response.write(b"event: released\ndata: {}\n\n")
-    except ConnectionResetError:
-        pass  # the tab went away
+    # A closed tab ends this with ConnectionResetError; the access log shows it as the client gone.
+    await response.write(b": open\n\n")
+    while await sessions.resolve(call.ctx, cookie) is not None:
+        html = _cards(call, await _machines(call))
+        if html != sent:
+            await response.write(f"event: fleet\ndata: {json.dumps({'html': html})}\n\n".encode())
+            sent = html
+        await asyncio.sleep(LIVE_EVERY)
+    await response.write(b"event: released\ndata: {}\n\n")
     return response
 
 

@@ -103,9 +103,7 @@ async def events(call: PageCall) -> web.StreamResponse:
     except live.Released:
         # Too many tabs or long-polls at once: this, the oldest, stops rather than retrying.
         await response.write(b"event: released\ndata: {}\n\n")
-    except ConnectionResetError:
-        pass  # the tab went away
-    finally:
+    finally:  # a closed tab ends here too, logged by the access middleware as the client gone
         feed.close()
     return response
 
