@@ -224,3 +224,65 @@ async def test_a_run_due_in_quiet_hours_waits_for_their_end_and_takes_the_times_
     await scene.checked("2026-11-30T04:05:00Z")
     await scene.run_at("quiet", "2026-11-30T04:05:00Z")
     assert [r["scheduled_for"][11:16] for r in await runs(human, "quiet")] == ["04:01", "04:02", "04:05"]
+
+
+async def test_run_now_while_a_run_is_running_waits_and_each_run_keeps_its_own_outcome(scene: Scene) -> None:
+    bot, human = scene.world.bot, scene.world.human
+    await propose_and_approve(bot, human, "tidy", "0 5 * * *")
+    thread = (await human.routine("tidy"))["thread_id"]
+    scene.runner()
+    scene.time.move_to("2026-11-30T05:00:00Z")
+    first = await scene.run_at("tidy", "2026-11-30T05:00:00Z")
+    await bot.claim(thread, "tidying")
+
+    scene.time.move_to("2026-11-30T05:00:10Z")
+    asked = await human.run_routine_now("tidy")  # while the first runs
+    await scene.checked("2026-11-30T05:00:30Z")
+    waiting = await scene.run_at("tidy", asked["scheduled_for"], state="scheduled")
+    assert waiting["message_id"] is None  # no prompt while the first run holds the thread
+
+    await bot.done(thread, "first: tidied two threads")
+    done = await scene.run_at("tidy", "2026-11-30T05:00:00Z", state="done")
+    assert done["id"] == first["id"] and done["outcome"] == "first: tidied two threads"
+    second = await scene.run_at("tidy", asked["scheduled_for"])  # started once the first ended
+    prompt = await bot.message(second["message_id"])
+    assert "first: tidied two threads" in prompt["body"]  # the outcome it follows on from
+
+    await bot.claim(thread, "again")
+    await bot.done(thread, "second: nothing left")
+    ended = await scene.run_at("tidy", asked["scheduled_for"], state="done")
+    assert ended["id"] == second["id"] and ended["outcome"] == "second: nothing left"
+    assert [(r["id"], r["state"], r["outcome"]) for r in await runs(human, "tidy")] == [
+        (first["id"], "done", "first: tidied two threads"),
+        (second["id"], "done", "second: nothing left"),
+    ]
+
+
+async def test_a_scheduled_run_due_while_a_run_now_runs_waits_and_takes_its_own_done(scene: Scene) -> None:
+    bot, human = scene.world.bot, scene.world.human
+    await propose_and_approve(bot, human, "tidy", "every 1m", max_run_seconds=120)
+    thread = (await human.routine("tidy"))["thread_id"]
+    scene.runner()
+    await scene.checked("2026-11-30T05:00:30Z")
+    asked = await human.run_routine_now("tidy")
+    first = await scene.run_at("tidy", asked["scheduled_for"])
+    await bot.claim(thread, "asked for")
+
+    await scene.checked("2026-11-30T05:01:00Z")  # the schedule's time, while the run-now runs
+    await scene.checked("2026-11-30T05:02:00Z")  # coalesced into the run that waits
+    assert [(r["scheduled_for"][11:16], r["state"]) for r in await runs(human, "tidy")] == [
+        (asked["scheduled_for"][11:16], "running"),
+        ("05:01", "scheduled"),
+    ]
+
+    scene.time.move_to("2026-11-30T05:02:45Z")  # the run-now ends first, by its time limit
+    timed_out = await scene.run_at("tidy", asked["scheduled_for"], state="timed_out")
+    assert timed_out["id"] == first["id"] and timed_out["outcome"] == "no done within 120 s"
+    second = await scene.run_at("tidy", "2026-11-30T05:01:00Z")
+    assert second["started_at"] == "2026-11-30T05:02:45Z"
+
+    await bot.claim(thread, "scheduled")
+    await bot.done(thread, "the scheduled run's own summary")
+    ended = await scene.run_at("tidy", "2026-11-30T05:01:00Z", state="done")
+    assert ended["outcome"] == "the scheduled run's own summary"
+    assert (await scene.world.human.routine_runs("tidy"))["runs"][1]["outcome"] == "no done within 120 s"

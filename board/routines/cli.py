@@ -73,18 +73,35 @@ def run(url: str, token: str, check_every: float, clock_file: Path | None) -> No
 @url_option
 @click.option("--token", envvar="BOARD_TOKEN", required=True, help="Your token [BOARD_TOKEN].")
 @click.option("--workspace", help="The workspace of definitions that name none.")
-@click.option("--bot", help="The bot of definitions that name none.")
+@click.option(
+    "--bot",
+    "bots",
+    multiple=True,
+    metavar="[ROUTINE=]HANDLE",
+    help="ROUTINE=HANDLE: the bot of that routine; HANDLE: of every definition naming none. Repeatable.",
+)
 @click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
-def import_(url: str, token: str, workspace: str | None, bot: str | None, folder: Path) -> None:
-    """Propose each FOLDER/<name>/ (routine.toml, prompt.md); unchanged files propose nothing."""
-    defaults = {k: v for k, v in (("workspace", workspace), ("bot", bot)) if v is not None}
+def import_(url: str, token: str, workspace: str | None, bots: tuple[str, ...], folder: Path) -> None:
+    """Propose each FOLDER/<name>/ (routine.toml, prompt.md); unchanged files propose nothing.
+
+    The board checks every definition first: one it refuses (a bot that cannot
+    run it, say) imports none of them.
+    """
     try:
-        found = importer.definitions(folder, defaults)
+        found = importer.definitions(folder, workspace, importer.Bots.parse(bots))
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
 
     async def go() -> None:
         async with BoardClient(url, token) as board:
+            problems = []
+            for definition in found:
+                try:
+                    await importer.propose(board, definition, dry_run=True)
+                except BoardAPIError as exc:
+                    problems.append(f"{definition.name}: {exc.code}: {exc.message}")
+            if problems:
+                raise click.ClickException("\n".join([*problems, "Nothing was imported."]))
             for definition in found:
                 answer = await importer.propose(board, definition)
                 what = "proposed" if answer["proposed"] else "unchanged, latest is"

@@ -2,7 +2,9 @@
 
 The board compares a proposal with the routine's latest version, so importing
 the same files again proposes nothing, and changed files propose one new
-``pending`` version. Nothing imported runs until a human approves it.
+``pending`` version. Every definition is checked by the board (``dry_run``)
+before any is proposed, so a wrong bot imports nothing. Nothing imported runs
+until a human approves it.
 """
 
 from __future__ import annotations
@@ -34,11 +36,34 @@ class Definition:
     fields: dict[str, Any]  # the version's fields, the prompt among them
 
 
+@dataclass(frozen=True)
+class Bots:
+    """``--bot`` values: ``HANDLE`` for every definition naming none, ``ROUTINE=HANDLE`` for one."""
+
+    default: str | None
+    named: dict[str, str]
+
+    @classmethod
+    def parse(cls, values: tuple[str, ...] | list[str]) -> Bots:
+        default: str | None = None
+        named: dict[str, str] = {}
+        for value in values:
+            routine, _, handle = value.rpartition("=")
+            if not handle or (routine and routine in named) or (not routine and default is not None):
+                raise ValueError(f"--bot {value}: give HANDLE once and ROUTINE=HANDLE once per routine.")
+            if routine:
+                named[routine] = handle
+            else:
+                default = handle
+        return cls(default, named)
+
+
 def read(folder: Path, defaults: dict[str, str] | None = None) -> Definition:
     """One routine's files, or ValueError saying which file to fix.
 
     ``defaults`` fill what the file leaves out: a shipped definition names no
-    workspace or bot, since those are the importing board's own.
+    workspace or bot, since those are the importing board's own. The bot is
+    checked by :func:`definitions`, once ``ROUTINE=HANDLE`` is applied.
     """
     toml_path = folder / "routine.toml"
     try:
@@ -54,27 +79,59 @@ def read(folder: Path, defaults: dict[str, str] | None = None) -> Definition:
     except OSError as exc:
         raise ValueError(f"{prompt_path}: {exc}") from None
     data = {**(defaults or {}), **data}
-    if "bot" not in data:
-        raise ValueError(f'{toml_path} names no bot; add bot = "<handle>" or import with --bot.')
     name = str(data.pop("name", folder.name))
     workspace = data.pop("workspace", None)
     return Definition(name, workspace, {**data, "prompt": prompt})
 
 
-def definitions(root: Path, defaults: dict[str, str] | None = None) -> list[Definition]:
+def definitions(root: Path, workspace: str | None = None, bots: Bots | None = None) -> list[Definition]:
+    """Every definition under ``root``, or ValueError naming each one to fix.
+
+    ``ROUTINE=HANDLE`` wins over the file's bot (the importer named it for that
+    routine); a plain ``HANDLE`` and ``workspace`` fill only what the file leaves out.
+    """
+    bots = bots or Bots(None, {})
     folders = sorted(p for p in root.iterdir() if (p / "routine.toml").is_file())
     if not folders:
         raise ValueError(f"{root} holds no <name>/routine.toml.")
-    return [read(folder, defaults) for folder in folders]
-
-
-async def propose(board: BoardClient, definition: Definition) -> dict[str, Any]:
-    """Propose a routine, or a new version of an existing one; the board's answer."""
-    try:
-        return await board.propose_routine(
-            definition.name, workspace=definition.workspace, **definition.fields
+    base = {k: v for k, v in (("workspace", workspace), ("bot", bots.default)) if v is not None}
+    found: list[Definition] = []
+    problems: list[str] = []
+    for folder in folders:
+        try:
+            read_one = read(folder, base)
+        except ValueError as exc:
+            problems.append(str(exc))
+            continue
+        if read_one.name in bots.named:
+            read_one = Definition(
+                read_one.name, read_one.workspace, {**read_one.fields, "bot": bots.named[read_one.name]}
+            )
+        if "bot" not in read_one.fields:
+            problems.append(
+                f'{folder / "routine.toml"} names no bot; add bot = "<handle>" '
+                f"or import with --bot {read_one.name}=<handle>."
+            )
+        found.append(read_one)
+    held = sorted(d.name for d in found)
+    for routine in sorted(set(bots.named) - set(held)):
+        problems.append(
+            f"--bot {routine}=...: {root} holds no routine {routine}; it holds {', '.join(held)}."
         )
+    if problems:
+        raise ValueError("\n".join(problems))
+    return found
+
+
+async def propose(board: BoardClient, definition: Definition, *, dry_run: bool = False) -> dict[str, Any]:
+    """Propose a routine, or a new version of an existing one; the board's answer.
+
+    With ``dry_run`` the board checks the proposal (workspace, bot, schedule) and writes nothing.
+    """
+    fields = {**definition.fields, **({"dry_run": True} if dry_run else {})}
+    try:
+        return await board.propose_routine(definition.name, workspace=definition.workspace, **fields)
     except BoardAPIError as exc:
         if exc.code != "NAME_CONFLICT":
             raise
-    return await board.propose_version(definition.name, **definition.fields)
+    return await board.propose_version(definition.name, **fields)

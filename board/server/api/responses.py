@@ -259,7 +259,7 @@ COMPONENTS: dict[str, Schema] = {
             "decided_at": nullable(TIME),
             "note": STR,
         },
-        {"schedule_words": STR, "routine": STR, "proposed": BOOL},
+        {"schedule_words": STR, "routine": STR, "proposed": BOOL, "dry_run": BOOL},
     ),
     "Run": obj(
         {
@@ -529,7 +529,7 @@ class Answer:
 _ROUTINE = "/api/routines/{name}"
 ROUTINES: dict[tuple[str, str], Answer] = {
     ("GET", "/api/routines"): Answer(page("routines", ref("Routine"))),
-    ("POST", "/api/routines"): Answer(ref("RoutineVersion"), (201,)),
+    ("POST", "/api/routines"): Answer(ref("RoutineVersion"), (201, 200)),
     ("GET", _ROUTINE): Answer(ref("Routine")),
     ("POST", f"{_ROUTINE}/versions"): Answer(ref("RoutineVersion"), (201, 200)),
     **{

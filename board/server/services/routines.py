@@ -58,6 +58,7 @@ class VersionProposal:
     grace_seconds: int = arg(3600, min=0, max=7 * 24 * 3600, help="How late a missed run may still start.")
     quiet_hours: str | None = arg(None, pattern=schedules.QUIET.pattern, help="'22:00-07:00', local time.")
     why: str = arg("", max_len=2000, multiline=True, help="The proposer's reason, shown beside the diff.")
+    dry_run: bool = arg(False, help="Check only: answer 200 with the version it would be, write nothing.")
 
 
 @dataclass(kw_only=True)
@@ -307,12 +308,38 @@ async def _root(conn: Connection, routine: Any) -> Any:
     return root
 
 
+def _unwritten(ctx: Context, p: Principal, name: str, number: int, fields: dict[str, Any]) -> dict[str, Any]:
+    """What a dry run answers: the version a proposal would make, written nowhere."""
+    return {
+        "version": number,
+        "state": "pending",
+        **{k: fields[k] for k in (*COMPARED, "why")},
+        "proposed_by": p.handle,
+        "proposed_at": ctx.now(),
+        "decided_by": None,
+        "decided_at": None,
+        "note": "",
+        "routine": name,
+        "proposed": False,
+        "dry_run": True,
+    }
+
+
 async def _add_version(
-    conn: Connection, ctx: Context, p: Principal, routine: Any, workspace: Any, fields: dict[str, Any]
+    conn: Connection,
+    ctx: Context,
+    p: Principal,
+    routine: Any,
+    workspace: Any,
+    fields: dict[str, Any],
+    dry_run: bool,
 ) -> tuple[int, dict[str, Any]]:
     latest = await store.latest_version(conn, routine["id"])
     if latest is not None and latest["digest"] == fields["digest"]:
         return 200, version_dict(latest) | {"routine": routine["name"], "proposed": False}
+    if dry_run:
+        number = latest["version"] + 1 if latest is not None else 1
+        return 200, _unwritten(ctx, p, routine["name"], number, fields)
     number = await store.insert_version(conn, routine["id"], fields, p.agent_id, ctx.now())
     await audit.record(
         conn,
@@ -355,6 +382,8 @@ async def propose(ctx: Context, p: Principal, req: RoutineProposal) -> tuple[int
             raise NameConflict(
                 f"Routine {req.name} exists; propose a new version at /api/routines/{req.name}/versions."
             )
+        if req.dry_run:
+            return 200, _unwritten(ctx, p, req.name, 1, fields)
         root = await post_event(
             conn,
             ctx,
@@ -370,7 +399,7 @@ async def propose(ctx: Context, p: Principal, req: RoutineProposal) -> tuple[int
         await audit.record(conn, ctx, p, "routine.create", req.name, workspace=workspace["slug"])
         routine = await store.by_name(conn, req.name)
         assert routine is not None and routine["id"] == routine_id
-        return await _add_version(conn, ctx, p, routine, workspace, fields)
+        return await _add_version(conn, ctx, p, routine, workspace, fields, dry_run=False)
 
     return await ctx.db.write(write)
 
@@ -385,7 +414,8 @@ async def propose_version(
         routine = await _visible(conn, p, name)
         workspace = await scope.resolve(conn, p, routine["workspace"])
         scope.require_writable(workspace)
-        return await _add_version(conn, ctx, p, routine, workspace, await _check_fields(conn, req, workspace))
+        fields = await _check_fields(conn, req, workspace)
+        return await _add_version(conn, ctx, p, routine, workspace, fields, req.dry_run)
 
     return await ctx.db.write(write)
 
@@ -614,12 +644,23 @@ def _prompt(routine: Any, version: Any, run: Any, last: Any | None) -> str:
 
 
 async def start_run(ctx: Context, p: Principal, name: str, run_id: int) -> dict[str, Any]:
-    """A scheduled run starts: its prompt is posted in the routine's thread, mentioning the bot."""
+    """A scheduled run starts: its prompt is posted in the routine's thread, mentioning the bot.
+
+    Runs of a routine share its thread and so its claim: one runs at a time, and a run
+    whose routine has one running waits (``VERSION_CONFLICT`` here) until that one ends.
+    """
     _require_runner(p)
 
     async def write(conn: Connection) -> dict[str, Any]:
         routine, run, workspace = await _run_of(conn, p, name, run_id, "scheduled")
         scope.require_writable(workspace)
+        running = [r for r in await store.open_runs(conn, [routine["id"]]) if r["state"] == "running"]
+        if running:  # one thread, one claim: a second run would take the first one's done
+            raise VersionConflict(
+                f"Run {running[0]['id']} of routine {name} is still running; "
+                f"run {run_id} starts once it ends.",
+                run=run_dict(run),
+            )
         version = await store.version(conn, routine["id"], run["version"])
         assert version is not None
         mark = await store.claim_mark(conn, routine["thread_id"])
