@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from .client import BoardAPIError, BoardClient
+from .token_input import token_option
 
 T = TypeVar("T")
 
@@ -402,7 +403,7 @@ def _client_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         show_default=True,
         help="The board [BOARD_URL].",
     )(fn)
-    return click.option("--token", envvar="BOARD_TOKEN", required=True, help="Your token [BOARD_TOKEN].")(fn)
+    return token_option("BOARD_TOKEN", "your token")(fn)
 
 
 def _call(url: str, token: str, fn: Callable[[BoardClient], Awaitable[Any]]) -> None:

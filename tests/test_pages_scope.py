@@ -1,8 +1,9 @@
 """Pages are a transport: every page route, for every caller, on populated data.
 
 A signed-in human gets the page; a caller without a live session (none, a bot's,
-an admin bot's, another workspace's bot's or a keeper's token, a signed-out or an expired
-session) is sent to /login with no page of data, and a POST of theirs changes nothing.
+an admin bot's, another workspace's bot's, a keeper's or the runner's token, a
+signed-out or an expired session) is sent to /login with no page of data, and a
+POST of theirs changes nothing.
 """
 
 from __future__ import annotations
@@ -119,12 +120,14 @@ async def test_page_decision_for_each_caller(key: tuple[str, str], tmp_path: Pat
             "other_bot": ({"Authorization": f"Bearer {world.other.token}"}, {}),
             "human_api_token": ({"Authorization": f"Bearer {world.human.token}"}, {}),
             "keeper": ({"Authorization": f"Bearer {keeper.token}"}, {}),
+            "runner": ({"Authorization": f"Bearer {await auth.runner_token(board.ctx)}"}, {}),
             "signed_out": ({}, {sessions.COOKIE: signed_out_cookie}),
             "expired": ({}, {sessions.COOKIE: await _expired_session(board)}),
         }
         if case.public:
             # A public page ignores tokens; one more caller would only spend the sign-in limit.
             callers.pop("keeper")
+            callers.pop("runner")
         for role, (headers, cookies) in callers.items():
             before = snapshot(board.db_path)
             status, text, location = await _request(

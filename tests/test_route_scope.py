@@ -2,7 +2,8 @@
 
 Each route gets a representative call on a freshly populated board, made by a
 human, a bot of the workspace, an admin bot, a bot of another workspace, the
-keeper of a machine, the keeper of another machine and an anonymous caller, in
+keeper of a machine, the keeper of another machine, the routines runner and an
+anonymous caller, in
 the order of ROLE_ORDER (refusals first, so a success does not change what a
 later role sees unless the row says so). A route added to the app without a row
 here fails ``test_every_route_has_a_decision``.
@@ -11,6 +12,11 @@ Keepers can do nothing but the fleet calls: unless a row says otherwise, a
 keeper gets FORBIDDEN where anonymous callers get UNAUTHENTICATED, and what
 anyone gets on a public route. ``test_keeper_refused_outside_the_fleet`` walks
 every route of the app, the ones decided elsewhere too.
+
+The runner (token ``br_``) holds the board's own agent but reads routines and
+steps their runs, nothing else: every route's runner decision is
+:func:`runner_decision`, and ``test_runner_refused_outside_its_runs`` walks
+every route (API, ``/mcp``, fleet, installer, pages) with its token.
 """
 
 from __future__ import annotations
@@ -26,8 +32,10 @@ from scope_pages import PAGE_DECISIONS
 
 from board.client import BoardAPIError, BoardClient
 from board.server import package
+from board.server.api import table
+from board.server.services import auth
 
-ROLE_ORDER = ("anon", "other_keeper", "keeper", "other_bot", "admin_bot", "bot", "human")
+ROLE_ORDER = ("anon", "runner", "other_keeper", "keeper", "other_bot", "admin_bot", "bot", "human")
 KEEPERS = ("keeper", "other_keeper")
 OK = {200, 201}
 
@@ -234,6 +242,40 @@ async def test_every_route_has_a_decision(board: Board) -> None:
     assert not missing, f"routes without a scope decision: {sorted(missing)}"
     stale = decided - registered_routes(board.app)
     assert not stale, f"decisions for routes that no longer exist: {sorted(stale)}"
+    undecided = [key for key in sorted(registered_routes(board.app)) if runner_decision(key) is None]
+    assert not undecided, f"routes open to the runner without a decision for it: {undecided}"
+
+
+def _explicit_runner_decisions() -> dict[tuple[str, str], int | set[int]]:
+    from scope_routines import ROUTINE_DECISIONS
+
+    found: dict[tuple[str, str], int | set[int]] = {
+        key: case.expect["runner"] for key, case in CASES.items() if "runner" in case.expect
+    }
+    found.update({key: decision["runner"] for key, decision in ROUTINE_DECISIONS.items()})
+    return found
+
+
+#: The runner's decision on a public route or a page: what a caller without a token gets.
+AS_ANYONE = "as anyone"
+
+
+def runner_decision(key: tuple[str, str]) -> int | set[int] | str | None:
+    """What the runner's token gets on a route; None for a route opened to it without a decision.
+
+    A route the table opens to the runner (``runner=True``) must say what the runner
+    gets there; every other route refuses it (FORBIDDEN), but for the public ones
+    (what anyone gets) and the pages (no bearer token is a session: to /login).
+    """
+    explicit = _explicit_runner_decisions()
+    opened = {(r.method, r.path) for r in table.all_routes() if r.runner}
+    if key in explicit:
+        return explicit[key]
+    if key in opened:
+        return None
+    if key in _public() or key in PAGE_DECISIONS:
+        return AS_ANYONE
+    return 403
 
 
 def _status_ok(expected: int | set[int], got: int) -> bool:
@@ -241,7 +283,7 @@ def _status_ok(expected: int | set[int], got: int) -> bool:
 
 
 def expected(case: Case, role: str) -> int | set[int]:
-    """A row's expectation for a role; a keeper defaults to a token that may do nothing here."""
+    """A row's expectation for a role; a keeper or the runner defaults to a token that may do nothing here."""
     if role in case.expect:
         return case.expect[role]
     anon = case.expect["anon"]
@@ -268,6 +310,7 @@ async def _facts(world: World) -> dict[str, Any]:
         "lobby": "lobby",
         "gone": "gone",
         "wheel": package.WHEEL_NAME,
+        "runner": world.board.client(await auth.runner_token(world.board.ctx)),
     }
 
 
@@ -275,6 +318,9 @@ def _caller(world: World, role: str, facts: dict[str, Any]) -> BoardClient:
     if role in KEEPERS:
         keeper: Keeper = facts["keepers"][role]
         return keeper.client
+    if role == "runner":
+        runner: BoardClient = facts["runner"]
+        return runner
     return {
         "human": world.human,
         "bot": world.bot,
@@ -318,10 +364,8 @@ async def test_route_decision_for_each_role(key: tuple[str, str], tmp_path: Any)
 PAGES = set(PAGE_DECISIONS)
 
 
-def _public(board_app: Any) -> set[tuple[str, str]]:
-    from board.server.api.table import all_routes
-
-    return {(r.method, r.path) for r in all_routes() if r.public or r.loopback}  # loopback: as anyone
+def _public() -> set[tuple[str, str]]:
+    return {(r.method, r.path) for r in table.all_routes() if r.public or r.loopback}  # loopback: as anyone
 
 
 async def test_keeper_refused_outside_the_fleet(tmp_path: Any) -> None:
@@ -334,7 +378,7 @@ async def test_keeper_refused_outside_the_fleet(tmp_path: Any) -> None:
         world = await populate(board)
         facts = await _facts(world)
         keeper: Keeper = facts["keepers"]["keeper"]
-        public = _public(board.app)
+        public = _public()
         walked = 0
         for method, template in sorted(registered_routes(board.app)):
             if (
@@ -360,3 +404,49 @@ async def test_keeper_refused_outside_the_fleet(tmp_path: Any) -> None:
         assert walked > 40
     finally:
         await stop_board(board)
+
+
+async def test_runner_refused_outside_its_runs(tmp_path: Any) -> None:
+    """The runner's token on every route it is refused: FORBIDDEN, and nothing changed.
+
+    The API, ``/mcp`` (a tools call that would post as the board too), the fleet
+    and the installer's routes; the pages send it to /login (test_pages_scope).
+    """
+    board = await start_board(tmp_path)
+    try:
+        world = await populate(board)
+        facts = await _facts(world)
+        runner: BoardClient = facts["runner"]
+        walked = 0
+        for method, template in sorted(registered_routes(board.app)):
+            if runner_decision((method, template)) != 403:
+                continue
+            path = template
+            for name in ("handle", "slug", "name", "id", "path", "v"):
+                path = path.replace(
+                    "{" + name + "}",
+                    {"id": str(facts["root"]), "handle": "pb", "v": "1"}.get(name, "proj"),
+                )
+            body = None if method == "GET" else _runner_body(template)
+            before = snapshot(board.db_path)
+            try:
+                status, _ = await runner.call(method, path, json=body, headers=MCP_HEADERS)
+            except BoardAPIError as exc:
+                status = exc.status
+            assert status == 403, f"{method} {template} as the runner: {status}"
+            assert snapshot(board.db_path) == before, (
+                f"{method} {template} as the runner changed the database"
+            )
+            walked += 1
+        assert walked > 60
+    finally:
+        await stop_board(board)
+
+
+def _runner_body(template: str) -> dict[str, Any]:
+    """A body that would act if the token were let through: a post in proj, or a tool posting it."""
+    post = {"channel": "lobby", "workspace": "proj", "body": "as the board"}
+    if template == "/mcp":
+        call = {"name": "post", "arguments": post}
+        return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
+    return post

@@ -19,8 +19,8 @@ SHIPPED = ROOT / "docs" / "routines"
 async def import_routines(world: World, folder: Path, *extra: str) -> tuple[int, str]:
     token = await auth.human_token(world.board.ctx, "alice")
     proc = await asyncio.create_subprocess_exec(
-        *command("routines", "import", str(folder), "--url", world.board.url, "--token", token, *extra),
-        env=board_env(),
+        *command("routines", "import", str(folder), "--url", world.board.url, *extra),
+        env=board_env(BOARD_TOKEN=token),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )

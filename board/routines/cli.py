@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..client import BoardAPIError, BoardClient
+from ..token_input import token_option
 from . import importer
 from .runner import FileClock, Runner
 
@@ -35,12 +36,7 @@ def routines() -> None:
 
 @routines.command("run")
 @url_option
-@click.option(
-    "--token",
-    envvar="BOARD_ROUTINES_TOKEN",
-    required=True,
-    help="A runner token, from `board admin runner-token` [BOARD_ROUTINES_TOKEN].",
-)
+@token_option("BOARD_ROUTINES_TOKEN", "a runner token (from `board admin runner-token`)")
 @click.option(
     "--check-every",
     type=click.FloatRange(0.05),
@@ -71,7 +67,7 @@ def run(url: str, token: str, check_every: float, clock_file: Path | None) -> No
 
 @routines.command("import")
 @url_option
-@click.option("--token", envvar="BOARD_TOKEN", required=True, help="Your token [BOARD_TOKEN].")
+@token_option("BOARD_TOKEN", "your token")
 @click.option("--workspace", help="The workspace of definitions that name none.")
 @click.option(
     "--bot",

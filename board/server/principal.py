@@ -14,6 +14,9 @@ class Principal:
     A keeper (a machine's daemon, token ``bk_``) is no agent: its ``agent_id`` is
     its machine's id negated, so what is keyed by caller (rate limits, retried
     requests) never mixes a keeper with an agent, and it has no workspace.
+
+    The routines runner (token ``br_``) holds the board's system agent, but it is
+    not the board: it reads routines and steps their runs, and nothing else.
     """
 
     agent_id: int
@@ -35,6 +38,11 @@ class Principal:
         return self.kind == "keeper"
 
     @property
+    def is_runner(self) -> bool:
+        """The routines runner (token ``br_``), holding the board's own system agent."""
+        return self.kind == "system"
+
+    @property
     def machine_id(self) -> int | None:
         """The keeper's machine; None for any other caller."""
         return -self.agent_id if self.is_keeper else None
@@ -52,4 +60,4 @@ class Principal:
     def role(self) -> str:
         if self.is_admin_bot:
             return "admin_bot"
-        return self.kind
+        return "runner" if self.is_runner else self.kind

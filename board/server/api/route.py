@@ -2,7 +2,8 @@
 
 Each route says who may call it without a token (``public``, or ``loopback``
 for callers on this machine), whether a keeper's token may call it at all
-(``keeper``: the fleet calls only), which input types it takes, and a summary
+(``keeper``: the fleet calls only) and the routines runner's (``runner``: reading
+routines and stepping their runs), which input types it takes, and a summary
 for the OpenAPI document; :mod:`.routing` runs it.
 """
 
@@ -59,6 +60,8 @@ class Route:
     loopback: bool = False
     #: A keeper token may call it (the fleet calls); everywhere else it is FORBIDDEN.
     keeper: bool = False
+    #: The routines runner's token may call it (routine reads, the runs' steps); elsewhere FORBIDDEN.
+    runner: bool = False
     status: int = 200
     tags: tuple[str, ...] = field(default=())
     #: Answer fields holding a secret (a token, an invite code): shown once, so they are

@@ -67,6 +67,7 @@ ROUTES = [
         listing,
         "Routines with their approved version, next and last run; long-poll with since and wait.",
         query=routines.RoutineList,
+        runner=True,
     ),
     Route(
         "POST",
@@ -76,7 +77,7 @@ ROUTES = [
         body=routines.RoutineProposal,
         status=201,
     ),
-    Route("GET", "/api/routines/{name}", get, "A routine with every version."),
+    Route("GET", "/api/routines/{name}", get, "A routine with every version.", runner=True),
     Route(
         "POST",
         "/api/routines/{name}/versions",
@@ -110,6 +111,7 @@ ROUTES = [
         runs,
         "Runs, newest first, with outcome and wake cost.",
         query=routines.RunList,
+        runner=True,
     ),
     Route(
         "POST",
@@ -118,13 +120,21 @@ ROUTES = [
         "Create the run of a scheduled time (the runner).",
         body=routines.RunRequest,
         status=201,
+        runner=True,
     ),
-    Route("POST", "/api/routines/{name}/runs/{id}/start", start_run, "Start a scheduled run (the runner)."),
+    Route(
+        "POST",
+        "/api/routines/{name}/runs/{id}/start",
+        start_run,
+        "Start a scheduled run (the runner).",
+        runner=True,
+    ),
     Route(
         "POST",
         "/api/routines/{name}/runs/{id}/finish",
         finish_run,
         "End a running run: done, failed or timed_out (the runner).",
         body=routines.RunEnd,
+        runner=True,
     ),
 ]

@@ -97,13 +97,19 @@ def _fingerprint(request: web.Request, data: Any) -> str:
 
 
 async def authenticated(
-    request: web.Request, *, browser: bool = False, mutating: bool = False, keeper: bool = False
+    request: web.Request,
+    *,
+    browser: bool = False,
+    mutating: bool = False,
+    keeper: bool = False,
+    runner: bool = False,
 ) -> Principal:
     """The principal behind the request's bearer token (UNAUTHENTICATED without one), its presence touched.
 
     With ``browser`` (the JSON API), a request without an ``Authorization`` header may use the
     pages' session cookie instead, and then a ``mutating`` one must carry the session's CSRF token.
-    A keeper's token is FORBIDDEN unless the caller allows it (``keeper``: the fleet calls).
+    A keeper's token is FORBIDDEN unless the caller allows it (``keeper``: the fleet calls), and
+    so is the routines runner's (``runner``: its reads of routines and its runs' steps).
     """
     ctx = request.app[CONTEXT]
     header = request.headers.get("Authorization")
@@ -120,6 +126,8 @@ async def authenticated(
         principal = await auth.authenticate(ctx, token)
     if principal.is_keeper and not keeper:
         raise Forbidden("A keeper token is for the fleet calls only: its report, its bots' tokens.")
+    if principal.is_runner and not runner:
+        raise Forbidden("A runner token is for the routines runner only: reading routines, stepping runs.")
     await request.app[PRESENCE].touch(ctx, principal)
     return principal
 
@@ -148,7 +156,11 @@ def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespon
         principal = None
         if not route.public and not (route.loopback and from_loopback(request)):
             principal = await authenticated(
-                request, browser=True, mutating=route.method in MUTATING, keeper=route.keeper
+                request,
+                browser=True,
+                mutating=route.method in MUTATING,
+                keeper=route.keeper,
+                runner=route.runner,
             )
         data: Any = None
         rid = None

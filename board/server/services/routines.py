@@ -596,7 +596,7 @@ async def create_run(ctx: Context, p: Principal, name: str, req: RunRequest) -> 
             outcome=req.outcome,
         )
         assert run_id is not None, "the writer serializes runs; the check above saw none"
-        workspace = await scope.resolve(conn, p, routine["workspace"])
+        workspace = await scope.run_workspace(conn, routine)
         await _audit_run(
             conn, ctx, p, workspace, name, run_id, req.state, scheduled_for=scheduled_for, cause=req.cause
         )
@@ -625,7 +625,7 @@ async def _run_of(conn: Connection, p: Principal, name: str, run_id: int, state:
         raise NotFound("run")
     if run["state"] != state:
         raise VersionConflict(f"Run {run_id} is {run['state']}, not {state}.", run=run_dict(run))
-    return routine, run, await scope.resolve(conn, p, routine["workspace"])
+    return routine, run, await scope.run_workspace(conn, routine)
 
 
 def _prompt(routine: Any, version: Any, run: Any, last: Any | None) -> str:

@@ -36,7 +36,13 @@ from ..store.connection import Connection
 
 
 async def resolve(conn: Connection, p: Principal, slug: str | None) -> Any:
-    """The workspace row ``p`` acts in when it names ``slug`` (or none)."""
+    """The workspace row ``p`` acts in when it names ``slug`` (or none).
+
+    The runner names none: it acts only in the workspace of the run it steps
+    (:func:`run_workspace`), never in one it asks for.
+    """
+    if p.is_runner:
+        raise Forbidden("A runner token acts only in the workspace of the run it steps.")
     if p.is_bot and not p.is_admin_bot:
         if slug is not None and slug != p.workspace:
             raise NotFound("workspace")
@@ -264,7 +270,7 @@ async def conversation_workspace(
 
 def routine_workspace_ids(p: Principal) -> list[int] | None:
     """Whose routines ``p`` reads: every workspace's for humans, admin bots and the runner."""
-    if p.sees_all_workspaces or p.kind == "system":
+    if p.sees_all_workspaces or p.is_runner:
         return None
     return [p.workspace_id or 0]
 
@@ -276,6 +282,14 @@ def require_routine(p: Principal, row: Any | None) -> Any:
     ids = routine_workspace_ids(p)
     if ids is not None and row["workspace_id"] not in ids:
         raise NotFound("routine")
+    return row
+
+
+async def run_workspace(conn: Connection, routine: Any) -> Any:
+    """The workspace a run acts in: its routine's, whoever steps it (the runner names none)."""
+    row = await store.by_id(conn, routine["workspace_id"])
+    if row is None:
+        raise NotFound("workspace")
     return row
 
 
