@@ -102,7 +102,9 @@ async def run_line(line: str, world: World, **env: str) -> str:
     return out.decode()
 
 
-async def test_the_readmes_lines_import_both_shipped_routines_each_with_its_own_bot(world: World) -> None:
+async def test_the_readmes_lines_import_both_shipped_routines_each_with_its_own_bot(
+    world: World, tmp_path: Path
+) -> None:
     invite_line, register_line, import_line = readme_lines()[:3]
     assert invite_line == "board admin invite admin"
     board = f"{shlex.quote(command()[0])} -m board.cli"
@@ -116,10 +118,15 @@ async def test_the_readmes_lines_import_both_shipped_routines_each_with_its_own_
     )
     assert registered["agent"]["handle"] == "care-bot" and registered["agent"]["workspace"] == "admin"
 
-    token = await auth.human_token(world.board.ctx, "alice")
-    line = import_line.replace("board", board, 1).replace("bh_...", token)
+    # The import reads the human's token from the file its line names, never the command line.
+    assignment, command_line = import_line.split(" ", 1)
+    assert assignment == "BOARD_TOKEN_FILE=~/.board/token"
+    token_file = tmp_path / "token"
+    token_file.write_text(await auth.human_token(world.board.ctx, "alice"))
+    token_file.chmod(0o600)
+    line = command_line.replace("board", board, 1)
     line = line.replace("myproject", "proj").replace("box3-wordsnap", "pb") + f" --url {world.board.url}"
-    out = await run_line(line.replace("docs/routines", str(SHIPPED)), world)
+    out = await run_line(line.replace("docs/routines", str(SHIPPED)), world, BOARD_TOKEN_FILE=str(token_file))
     assert out.splitlines() == [
         "board-daily-care: proposed version 1 (pending)",
         "knowledge-reconciler: proposed version 1 (pending)",
