@@ -180,6 +180,30 @@ stop_keeper() {
     fi
 }
 
+# The keeper starts each bot daemon in a session of its own and leaves it running when it
+# stops (a new keeper adopts it), so uninstall stops them itself, from their pid locks:
+# TERM each daemon's group, wait, then KILL every group it and its harnesses had.
+stop_bots() {
+    [ -x "$venv/bin/python" ] || return 0
+    "$venv/bin/python" - <<'EOF' || say "could not stop the bot daemons (see above)"
+import asyncio, os
+from board.keeper.processes import _groups, _members, find, stop
+from board.launcher.config import state_root
+
+async def main() -> None:
+    root = state_root(os.environ)
+    daemons = [d for d in (find(p.parent, None, None) for p in sorted(root.glob("*/bot.pid"))) if d]
+    harnesses = sum(len(_members(d)) - 1 for d in daemons)
+    groups = sum(len(_groups(_members(d))) for d in daemons)
+    await asyncio.gather(*(stop(d, grace=10) for d in daemons))
+    pids = ", ".join(str(d.pid) for d in daemons)
+    print(f"bot-board: stopped {len(daemons)} bot daemon(s)" + (f" (pid {pids})" if pids else "")
+          + f" with {harnesses} harness process(es) in {groups} process group(s)")
+
+asyncio.run(main())
+EOF
+}
+
 # -- modes ---------------------------------------------------------------------------
 
 login_link() {  # prints the link; what it did goes to stderr
@@ -279,7 +303,9 @@ mode_uninstall() {
         say "$("$venv/bin/board" ctl stop 2>&1 || true)"
     fi
     remove_unit board
+    say "the routines runner stopped with the board (it runs inside the board's process)"
     stop_keeper
+    stop_bots
     rm -f "$BIN_DIR/board" "$BIN_DIR/bot" "$BIN_DIR/keeper"
     rmdir "$BIN_DIR" "$units" 2>/dev/null || true  # only when nothing else is in them
     rm -rf "$BOARD_HOME"

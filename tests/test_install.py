@@ -15,14 +15,19 @@ import re
 import socket
 import sqlite3
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
 
+import psutil
 import pytest
 from browser_support import new_tab
 from playwright.async_api import Browser
 from processes import ROOT, free_port, health
+
+sys.path.insert(0, str(ROOT / "tests" / "launcher"))
+from fakeharness import FAKES_BIN, SANDBOX_ENV, Fake
 
 INSTALL = str(ROOT / "install.sh")
 
@@ -85,6 +90,38 @@ async def signed_in_as(browser: Browser, link: str, out: Path) -> str:
     return who
 
 
+def fleet_bots(url: str, token: str, wanted: str, handles: set[str]) -> dict[str, dict[str, object]]:
+    """The fleet's bots once every one of handles is in the wanted state with a live pid."""
+    deadline = time.monotonic() + 90
+    while True:
+        fleet = api(url, token, "GET", "/api/fleet")["machines"]
+        bots = {b["handle"]: b for m in fleet for b in m["bots"]}  # type: ignore[attr-defined]
+        ready = {h: bots[h] for h in handles if h in bots and bots[h]["state"] == wanted}
+        if len(ready) == len(handles) and all(psutil.pid_exists(b["pid"]) for b in ready.values()):
+            return ready
+        assert time.monotonic() < deadline, f"not all {wanted}: {bots}"
+        time.sleep(0.2)
+
+
+def belonging_to(home: Path) -> list[str]:
+    """Live processes whose working directory, HOME or command line is in home."""
+    found = []
+    for proc in psutil.process_iter(["pid", "status", "cmdline"]):
+        try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            cmdline = " ".join(proc.info["cmdline"] or [])
+            if (
+                proc.cwd().startswith(str(home))
+                or proc.environ().get("HOME") == str(home)
+                or str(home) in cmdline
+            ):
+                found.append(f"{proc.info['pid']}: {cmdline}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
 def left_behind(home: Path) -> list[str]:
     """Files in the places an install writes to (other tools' dot folders are not ours)."""
     return sorted(
@@ -100,7 +137,16 @@ async def test_the_whole_life_of_an_install(tmp_path: Path, chromium: Browser) -
     home.mkdir()
     second.mkdir()
     port = free_port()
-    env = machine(home, port, BOARD_SOURCE=str(ROOT))
+    fake = Fake(tmp_path / "fake")
+    # The fake harnesses on PATH, so the keeper's bot daemons run real turns.
+    env = machine(
+        home,
+        port,
+        BOARD_SOURCE=str(ROOT),
+        PATH=f"{FAKES_BIN}{os.pathsep}{os.environ['PATH']}",
+        FAKE_HARNESS_DIR=str(fake.root),
+        **SANDBOX_ENV,
+    )
     state = home / ".local/state/bot-board"
     board = str(home / ".local/bin/board")
     try:
@@ -192,9 +238,34 @@ async def test_the_whole_life_of_an_install(tmp_path: Path, chromium: Browser) -
             finally:
                 conn.close()
 
+        # Two bots run under the keeper, one of them mid-turn in a harness of its own group.
+        repo = home / "repo"
+        repo.mkdir()
+        fake.script({"do": "hang", "seconds": 300})
+        profile = {"name": "home-dev", "workspace": "admin", "harness": "claude", "repo": str(repo)}
+        api(url, token, "POST", "/api/profiles", profile)
+        for handle in ("hb1", "hb2"):
+            bot = {"machine": socket.gethostname(), "profile": "home-dev", "handle": handle}
+            api(url, token, "POST", "/api/fleet/bots", bot)
+        fleet_bots(url, token, "running", {"hb1", "hb2"})
+        api(
+            url,
+            token,
+            "POST",
+            "/api/messages",
+            {"body": "@hb1 a long one", "channel": "lobby", "workspace": "admin"},
+        )
+        waking = fleet_bots(url, token, "waking", {"hb1"})["hb1"]
+        harness = waking["harness"]["pid"]  # type: ignore[index]
+        assert os.getpgid(harness) != os.getpgid(waking["pid"])  # type: ignore[arg-type]
+
         # Uninstall keeps the data; --purge leaves nothing at all.
         removed = run(env, "uninstall")
         assert removed.returncode == 0, removed.stderr
+        assert "stopped 2 bot daemon(s)" in removed.stdout, removed.stdout
+        # hb1's harness and the grandchild it started; the two daemons' groups and the harness's.
+        assert "with 2 harness process(es) in 3 process group(s)" in removed.stdout, removed.stdout
+        assert not psutil.pid_exists(harness)
         assert (
             f"stopped the board (pid {new_pid})" in removed.stdout and "stopped the keeper" in removed.stdout
         )
@@ -209,4 +280,5 @@ async def test_the_whole_life_of_an_install(tmp_path: Path, chromium: Browser) -
         gone = run(env, "uninstall", "--purge")
         run(machine(second, 1), "uninstall", "--purge")
     assert gone.returncode == 0, gone.stderr
+    assert belonging_to(home) == [] and belonging_to(second) == []
     assert left_behind(home) == [] and left_behind(second) == []
