@@ -125,7 +125,10 @@ class PgCluster:
     def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
         command = [str(self.bindir / args[0]), *args[1:]]
         if self.as_postgres:
-            command = ["runuser", "-u", "postgres", "--", *command]
+            # runuser lives in sbin, which a user's PATH may leave out.
+            where = f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin"
+            runuser = shutil.which("runuser", path=where) or "runuser"
+            command = [runuser, "-u", "postgres", "--", *command]
         return subprocess.run(command, capture_output=True, text=True, check=False)
 
     def _checked(self, *args: str) -> None:
