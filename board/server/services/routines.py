@@ -644,23 +644,12 @@ def _prompt(routine: Any, version: Any, run: Any, last: Any | None) -> str:
 
 
 async def start_run(ctx: Context, p: Principal, name: str, run_id: int) -> dict[str, Any]:
-    """A scheduled run starts: its prompt is posted in the routine's thread, mentioning the bot.
-
-    Runs of a routine share its thread and so its claim: one runs at a time, and a run
-    whose routine has one running waits (``VERSION_CONFLICT`` here) until that one ends.
-    """
+    """A scheduled run starts: its prompt is posted in the routine's thread, mentioning the bot."""
     _require_runner(p)
 
     async def write(conn: Connection) -> dict[str, Any]:
         routine, run, workspace = await _run_of(conn, p, name, run_id, "scheduled")
         scope.require_writable(workspace)
-        running = [r for r in await store.open_runs(conn, [routine["id"]]) if r["state"] == "running"]
-        if running:  # one thread, one claim: a second run would take the first one's done
-            raise VersionConflict(
-                f"Run {running[0]['id']} of routine {name} is still running; "
-                f"run {run_id} starts once it ends.",
-                run=run_dict(run),
-            )
         version = await store.version(conn, routine["id"], run["version"])
         assert version is not None
         mark = await store.claim_mark(conn, routine["thread_id"])
