@@ -12,7 +12,7 @@ import botrun
 from boardtest import World
 from botrun import LiveBoard
 from fakeharness import Fake
-from keeperrun import KeeperProcess, kill_all
+from keeperrun import KeeperProcess, kill_under
 
 live, world = botrun.live, botrun.world  # the launcher's end-to-end fixtures, found by name
 
@@ -37,8 +37,7 @@ async def keeper(
     if keeper.proc is not None and keeper.proc.poll() is None:
         keeper.proc.kill()
         keeper.proc.wait()
-    for handle in ("fb", "crashy"):
-        kill_all(handle)
+    kill_under(tmp_path)
 
 
 @pytest.fixture

@@ -132,10 +132,14 @@ def group_gone(pgid: int) -> bool:
     return True
 
 
-def kill_all(handle: str) -> None:
-    for proc in daemons(handle):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+def kill_under(root: Path) -> None:
+    """Kill every ``bot run`` daemon working under ``root``, whatever its handle: a keeper
+    leaves its daemons running when it stops (for the next keeper), so a test must end them."""
+    for proc in psutil.process_iter(["cmdline", "cwd", "status"]):
+        cmd, cwd = proc.info["cmdline"] or [], proc.info["cwd"] or ""
+        if "run" in cmd and "--handle" in cmd and Path(cwd).is_relative_to(root):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
 
 
 async def fleet_bot(world: World, handle: str) -> dict[str, Any] | None:
