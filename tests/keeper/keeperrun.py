@@ -111,16 +111,29 @@ class KeeperProcess:
         return int(proc.returncode)
 
 
-def daemons(handle: str) -> list[psutil.Process]:
-    """Every live ``bot run`` process for this handle on the machine (not zombies)."""
+def bot_daemons(root: Path) -> list[psutil.Process]:
+    """Every live ``bot run`` process working under ``root`` (not zombies): a test's own,
+    never another checkout's running at the same time."""
     found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        cmd = proc.info["cmdline"] or []
+    for proc in psutil.process_iter(["cmdline", "cwd", "status"]):
+        cmd, cwd = proc.info["cmdline"] or [], proc.info["cwd"] or ""
         if proc.info["status"] == psutil.STATUS_ZOMBIE or "run" not in cmd or "--handle" not in cmd:
             continue
-        if cmd[cmd.index("--handle") + 1 :][:1] == [handle]:
+        if Path(cwd).is_relative_to(root):
             found.append(proc)
     return found
+
+
+def daemons(keeper: KeeperProcess, handle: str) -> list[psutil.Process]:
+    """The live ``bot run`` processes of this handle under the test's keeper."""
+    return [p for p in bot_daemons(keeper.dir.parent) if _handle(p) == handle]
+
+
+def _handle(proc: psutil.Process) -> str | None:
+    with contextlib.suppress(psutil.Error):
+        cmd = proc.cmdline()
+        return cmd[cmd.index("--handle") + 1] if "--handle" in cmd[:-1] else None
+    return None
 
 
 def group_gone(pgid: int) -> bool:
@@ -135,11 +148,9 @@ def group_gone(pgid: int) -> bool:
 def kill_under(root: Path) -> None:
     """Kill every ``bot run`` daemon working under ``root``, whatever its handle: a keeper
     leaves its daemons running when it stops (for the next keeper), so a test must end them."""
-    for proc in psutil.process_iter(["cmdline", "cwd", "status"]):
-        cmd, cwd = proc.info["cmdline"] or [], proc.info["cwd"] or ""
-        if "run" in cmd and "--handle" in cmd and Path(cwd).is_relative_to(root):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+    for proc in bot_daemons(root):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 async def fleet_bot(world: World, handle: str) -> dict[str, Any] | None:

@@ -42,14 +42,14 @@ async def test_stop_and_start_a_bot_from_its_card(
     await expect(tab.page.locator("#bot-fb")).to_have_attribute("data-state", "stopped", timeout=60_000)
     await state(world, "fb", "stopped")
     await eventually(lambda: group_gone(pgid), "the bot's process group to end", 30)
-    assert daemons("fb") == []
+    assert daemons(keeper, "fb") == []
     await expect(tab.page.locator("#bot-fb")).to_have_attribute("data-pid", "")
     await tab.shot("02-stopped")
 
     await tab.page.locator("#bot-fb button[name=start]").click()
     await expect(tab.page.locator("#bot-fb")).to_have_attribute("data-state", "running", timeout=60_000)
     again = await running(world, "fb")
-    assert again["pid"] != bot["pid"] and len(daemons("fb")) == 1
+    assert again["pid"] != bot["pid"] and len(daemons(keeper, "fb")) == 1
     await expect(tab.page.locator("#bot-fb")).to_have_attribute("data-pid", str(again["pid"]))
     await tab.shot("03-started-again")
     assert tab.dialogs == [] and tab.errors == []  # no reload: the page never navigated

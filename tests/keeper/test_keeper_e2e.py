@@ -55,7 +55,7 @@ async def test_enroll_run_restart_after_kill_and_stop_the_group(
     stopped = await world.human.fleet_order("fb", "stop")
     await state(world, "fb", "stopped")
     assert group_gone(pgid)
-    assert daemons("fb") == []
+    assert daemons(keeper, "fb") == []
     audit = (await world.human.audit(limit=500))["entries"]
     done = [e for e in audit if e["action"] == "fleet.order.done"]
     assert [e["details"]["order"] for e in done] == [stopped["order"]["id"]]
@@ -64,7 +64,7 @@ async def test_enroll_run_restart_after_kill_and_stop_the_group(
 
     await world.human.fleet_order("fb", "start")
     await running(world, "fb")
-    assert len(daemons("fb")) == 1
+    assert len(daemons(keeper, "fb")) == 1
 
 
 async def test_a_missing_repo_is_misconfigured_and_not_restarted_until_a_human_restarts(
@@ -118,7 +118,7 @@ async def test_restarted_keeper_adopts_its_bot(world: World, keeper: KeeperProce
     )
     again = await running(world, "fb")
     assert again["pid"] == bot["pid"]
-    assert [p.pid for p in daemons("fb")] == [bot["pid"]]
+    assert [p.pid for p in daemons(keeper, "fb")] == [bot["pid"]]
     assert again["restarts"] == bot["restarts"]
 
 
@@ -129,10 +129,12 @@ async def test_board_down_bots_keep_running_and_the_keeper_catches_up(
     bot = await running(world, "fb")
     await live.stop()
     await eventually(lambda: keeper.events("board_retry"), "the keeper to miss the board", 30)
-    assert psutil.pid_exists(bot["pid"]) and daemons("fb")[0].pid == bot["pid"]
+    assert psutil.pid_exists(bot["pid"]) and daemons(keeper, "fb")[0].pid == bot["pid"]
     os.kill(bot["pid"], signal.SIGKILL)  # what happens meanwhile is reported later
     await eventually(
-        lambda: len([p for p in daemons("fb") if p.pid != bot["pid"]]) == 1, "a restart while away", 30
+        lambda: len([p for p in daemons(keeper, "fb") if p.pid != bot["pid"]]) == 1,
+        "a restart while away",
+        30,
     )
 
     board = await live.start()  # the same port and database; the clients reconnect
