@@ -166,7 +166,7 @@ async def test_online_then_stale_from_the_age_of_the_last_report(
         ],
     }
     await box1.client.fleet_report(report)
-    clock.advance(29)
+    clock.advance(31)
     machine = (await world.human.fleet())["machines"][0]
     assert machine["status"] == "online" and machine["cpus"] == 8 and machine["load"] == [0.5, 0.4, 0.3]
     bot = machine["bots"][0]
@@ -174,10 +174,10 @@ async def test_online_then_stale_from_the_age_of_the_last_report(
     assert machine["bots"][0]["last_wake"]["cost_usd"] == 0.01
     clock.advance(2)
     machine = (await world.human.fleet())["machines"][0]
-    assert machine["status"] == "stale" and machine["stale_for_s"] == 31.0
+    assert machine["status"] == "stale" and machine["stale_for_s"] == 33.0
     await box1.client.fleet_report(report)
     back = (await world.human.audit(action="fleet.machine.back"))["entries"]
-    assert len(back) == 1 and back[0]["details"]["silent_s"] == 31.0
+    assert len(back) == 1 and back[0]["details"]["silent_s"] == 33.0
 
 
 async def test_assign_refuses_what_does_not_fit(world: World) -> None:

@@ -49,7 +49,7 @@ async def test_the_fleet_pages_render_every_state_of_a_bot(clocked_world: World,
     await world.human.assign_bot("box2", "proj-dev", "away1")
     await world.human.assign_bot("box3", "proj-dev", "fresh1")
     await box2.client.fleet_report({"interval": 10, "bots": [reported("away1", "running", pid=77)]})
-    clock.advance(31)  # box2 is offline from now on
+    clock.advance(40)  # box2 is offline from now on
     await box1.client.fleet_report(
         {
             "interval": 10,

@@ -33,6 +33,9 @@ MACHINE_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 BOT_STATES = ("starting", "running", "waking", "stopped", "crashed", "backoff", "misconfigured")
 ORDER_KINDS = ("start", "stop", "restart")
 STALE_AFTER_INTERVALS = 3
+#: Seconds a report may be late beyond those intervals: its own round trip on a
+#: busy machine or board, so a short interval does not flicker between states.
+STALE_GRACE_S = 2.0
 RECENT_ORDERS = 20
 #: A keeper's state changes recorded as audit rows, at most, per machine and window;
 #: a real keeper's bots change state a few times a minute, even crash-looping.
@@ -210,7 +213,7 @@ def _stale_for(machine: Any, now: str) -> float | None:
     if machine["last_report_at"] is None:
         return None
     age = (parse_time(now) - parse_time(machine["last_report_at"])).total_seconds()
-    window = STALE_AFTER_INTERVALS * machine["interval_s"]
+    window = STALE_AFTER_INTERVALS * machine["interval_s"] + STALE_GRACE_S
     return age if age > window else None
 
 
