@@ -2,8 +2,8 @@
 # Install Bot Board for this user. Works from a checkout and piped from curl:
 #
 #   curl -fsSL <board or repo URL>/install.sh | bash                 the board here, with a keeper
-#   curl -fsSL <board>/install.sh | bash -s -- keeper --code CODE    this machine joins the board's fleet
-#   bash install.sh keeper --board URL --code CODE                   the same, naming the board
+#   curl -fsSL <board>/install.sh | KEEPER_ENROLL_CODE=CODE bash -s -- keeper   this machine joins the fleet
+#   KEEPER_ENROLL_CODE=CODE bash install.sh keeper --board URL       the same, naming the board
 #   bash install.sh bot [ARGS...]                                    only the commands; then `bot ARGS...`
 #   bash install.sh upgrade                                          back up, install the new version, restart
 #   bash install.sh uninstall [--purge]                              stop and remove it (--purge: the data too)
@@ -228,7 +228,9 @@ enroll_keeper() {  # enroll_keeper URL CODE: once per machine
         say "this machine's keeper is already enrolled ($KEEPER_STATE_DIR)"
     else
         local enrolled
-        enrolled=$("$venv/bin/keeper" enroll --board "$1" --code "$2") || die "the keeper could not enroll (see above)"
+        # The code goes in the environment, not on a command line another local user could read and race.
+        enrolled=$(KEEPER_ENROLL_CODE="$2" "$venv/bin/keeper" enroll --board "$1") ||
+            die "the keeper could not enroll (see above)"
         say "$(printf '%s\n' "$enrolled" | head -n 1)"
     fi
 }
@@ -251,19 +253,20 @@ mode_install() {
 }
 
 mode_keeper() {
-    local board=${SERVED_BY:-} code=""
+    local board=${SERVED_BY:-} code=${KEEPER_ENROLL_CODE:-}
+    unset KEEPER_ENROLL_CODE  # spent by the enrolment; the keeper and its bots need not carry it
     while [ $# -gt 0 ]; do
         case "$1" in
             --board) board=${2:?--board needs a URL}; shift 2 ;;
-            --code) code=${2:?--code needs the enroll code}; shift 2 ;;
-            *) die "keeper mode takes --board URL --code CODE, not '$1'" ;;
+            --code) code=${2:?--code needs the enroll code}; shift 2 ;;  # on the command line: prefer the variable
+            *) die "keeper mode takes --board URL (and KEEPER_ENROLL_CODE), not '$1'" ;;
         esac
     done
-    [ -n "$board" ] || die "name the board: keeper --board URL --code CODE"
+    [ -n "$board" ] || die "name the board: keeper --board URL"
     install_package
     has_keeper || die "this version of bot-board has no keeper command"
     if ! "$venv/bin/keeper" status >/dev/null 2>&1; then
-        [ -n "$code" ] || die "this machine is not enrolled yet: add --code CODE (from the board's /fleet page)"
+        [ -n "$code" ] || die "this machine is not enrolled yet: set KEEPER_ENROLL_CODE (a code from the board's /fleet page)"
     fi
     enroll_keeper "$board" "$code"
     start_keeper
@@ -326,5 +329,5 @@ case "$mode" in
     bot) mode_bot "$@" ;;
     upgrade) mode_upgrade ;;
     uninstall) mode_uninstall "$@" ;;
-    *) die "usage: install.sh [install | keeper --board URL --code CODE | bot ARGS | upgrade | uninstall [--purge]]" ;;
+    *) die "usage: install.sh [install | keeper --board URL | bot ARGS | upgrade | uninstall [--purge]]" ;;
 esac

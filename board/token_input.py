@@ -1,9 +1,10 @@
-"""Where a command's token comes from: the environment or a file of the user's own, not argv.
+"""Where a command's secret comes from: the environment or a file of the user's own, not argv.
 
 A command line is readable by every local user (``ps``, /proc/<pid>/cmdline), so a
-token is read from ``--token-file`` (or ``<ENVVAR>_FILE``), a file of mode 0600,
-else from the environment variable. ``--token`` still works for a one-off, with
-a warning on stderr.
+token (or a keeper's one-time enroll code, which another user could race to spend)
+is read from ``--token-file`` (or ``<ENVVAR>_FILE``), a file of mode 0600, else
+from the environment variable. ``--token`` still works for a one-off, with a
+warning on stderr.
 """
 
 from __future__ import annotations
@@ -19,40 +20,39 @@ from .launcher.config import ConfigError, read_token_file
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_FILE_KEY = "token_input.file"
 
-
-def token_option(envvar: str, what: str) -> Callable[[F], F]:
-    """Add ``--token-file`` and ``--token`` to a command, which receives the token as ``token``."""
+def token_option(envvar: str, what: str, flag: str = "token") -> Callable[[F], F]:
+    """Add ``--<flag>-file`` and ``--<flag>`` to a command, which receives the secret as ``<flag>``."""
+    file_key = f"token_input.{flag}_file"
 
     def remember_file(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
-        ctx.meta[_FILE_KEY] = value
+        ctx.meta[file_key] = value
 
     def resolve(ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
         if value:
             click.echo(
-                f"warning: --token puts {what} on the command line, readable by every local user; "
-                f"set {envvar} or use --token-file (mode 0600).",
+                f"warning: --{flag} puts {what} on the command line, readable by every local user; "
+                f"set {envvar} or use --{flag}-file (mode 0600).",
                 err=True,
             )
             return value
-        path = ctx.meta.get(_FILE_KEY)
+        path = ctx.meta.get(file_key)
         if path is not None:
             return _from_file(path)
-        token = os.environ.get(envvar, "").strip()
-        if token:
-            return token
-        raise click.UsageError(f"no token: set {envvar}, or give --token-file PATH (a file of mode 0600).")
+        secret = os.environ.get(envvar, "").strip()
+        if secret:
+            return secret
+        raise click.UsageError(f"no {flag}: set {envvar}, or give --{flag}-file PATH (a file of mode 0600).")
 
     def wrap(fn: F) -> F:
         fn = click.option(
-            "--token",
+            f"--{flag}",
             callback=resolve,
             help=f"{what.capitalize()} on the command line (readable by every local user; "
-            f"prefer {envvar} or --token-file).",
+            f"prefer {envvar} or --{flag}-file).",
         )(fn)
         return click.option(
-            "--token-file",
+            f"--{flag}-file",
             envvar=f"{envvar}_FILE",
             type=click.Path(dir_okay=False, path_type=Path),
             is_eager=True,

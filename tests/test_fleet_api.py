@@ -46,7 +46,7 @@ def bot_report(handle: str, state: str = "running", **extra: Any) -> dict[str, A
 async def test_an_enroll_code_is_used_once_and_expires(clocked_world: World, clock: ManualClock) -> None:
     world = clocked_world
     code = await world.human.enroll_code("box1", expires_in=60)
-    line = f"curl -fsSL {world.board.url}/install.sh | bash -s -- keeper --code {code['code']}"
+    line = f"curl -fsSL {world.board.url}/install.sh | KEEPER_ENROLL_CODE={code['code']} bash -s -- keeper"
     assert code["command"] == line
     enrolled = await world.anon.enroll(code["code"], hostname="box1.local")
     assert enrolled["machine"] == "box1" and enrolled["token"].startswith("bk_")

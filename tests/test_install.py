@@ -9,6 +9,7 @@ until nothing is left.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -122,6 +123,18 @@ def belonging_to(home: Path) -> list[str]:
     return found
 
 
+def carrying(home: Path, secret: str) -> list[str]:
+    """Processes of home with secret on their command line or in their environment."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            environ = proc.environ()
+            seen = " ".join(proc.info["cmdline"] or []) + str(environ)
+            if environ.get("HOME") == str(home) and secret in seen:
+                found.append(f"{proc.info['pid']}: {proc.info['cmdline']}")
+    return found
+
+
 def left_behind(home: Path) -> list[str]:
     """Files in the places an install writes to (other tools' dot folders are not ours)."""
     return sorted(
@@ -195,7 +208,7 @@ async def test_the_whole_life_of_an_install(tmp_path: Path, chromium: Browser) -
         # A second machine needs nothing but the board: its installer piped into bash, and a code.
         code = api(url, token, "POST", "/api/fleet/enroll-codes", {"machine_name": "second"})["code"]
         joined = subprocess.run(
-            f"curl -fsSL {url}/install.sh | bash -s -- keeper --code {code}",
+            f"curl -fsSL {url}/install.sh | KEEPER_ENROLL_CODE={code} bash -s -- keeper",
             shell=True,
             env=machine(second, free_port()),
             capture_output=True,
@@ -209,6 +222,7 @@ async def test_the_whole_life_of_an_install(tmp_path: Path, chromium: Browser) -
             second / ".local/state/bot-board/board.db"
         ).exists()
         assert machines(url, token) == {socket.gethostname(): True, "second": True}
+        assert belonging_to(second) and carrying(second, code) == []
 
         # A port taken by another program is an error naming it, never a false "running".
         assert subprocess.run([board, "ctl", "stop"], env=env, capture_output=True).returncode == 0

@@ -108,7 +108,7 @@ def load_enrollment(directory: Path) -> Enrolled:
     except FileNotFoundError:
         raise ConfigError(
             f"this machine is not enrolled ({directory / CONFIG_FILE} is missing): "
-            "run `keeper enroll --board URL --code CODE` with a code from the board's /fleet page"
+            "run `KEEPER_ENROLL_CODE=CODE keeper enroll --board URL` with a code from the board's /fleet page"
         ) from None
     except ValueError as exc:
         raise ConfigError(f"{directory / CONFIG_FILE} is not JSON: {exc}") from None

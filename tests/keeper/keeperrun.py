@@ -59,14 +59,14 @@ class KeeperProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.runs = 0
 
-    async def command(self, *args: str) -> tuple[int, str]:
+    async def command(self, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
         """``keeper ARGS`` to its end (without blocking the board in this event loop): code, output."""
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "board.keeper",
             *args,
-            env=self.env,
+            env={**self.env, **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -75,7 +75,7 @@ class KeeperProcess:
         return int(proc.returncode or 0), out.decode(errors="replace")
 
     async def enroll(self, board_url: str, code: str) -> tuple[int, str]:
-        return await self.command("enroll", "--board", board_url, "--code", code)
+        return await self.command("enroll", "--board", board_url, env={"KEEPER_ENROLL_CODE": code})
 
     def start(self) -> KeeperProcess:
         self.runs += 1

@@ -122,10 +122,18 @@ def _keeper(
 
 def test_a_machine_not_enrolled_is_told_what_to_run(tmp_path: Path) -> None:
     run = _keeper(tmp_path, "run")
-    assert run.returncode == 2 and "keeper enroll --board URL --code CODE" in run.stderr
+    assert run.returncode == 2 and "KEEPER_ENROLL_CODE=CODE keeper enroll --board URL" in run.stderr
     assert "Traceback" not in run.stderr
     status = _keeper(tmp_path, "status")
     assert status.returncode == 1 and "not enrolled" in status.stderr
+
+
+def test_enroll_takes_its_code_from_the_environment_not_the_command_line(tmp_path: Path) -> None:
+    missing = _keeper(tmp_path, "enroll", "--board", "http://127.0.0.1:9")
+    assert missing.returncode == 2 and "no code: set KEEPER_ENROLL_CODE" in missing.stderr
+    on_argv = _keeper(tmp_path, "enroll", "--board", "http://127.0.0.1:9", "--code", "bk_x")
+    assert "warning: --code puts the enroll code" in on_argv.stderr and "KEEPER_ENROLL_CODE" in on_argv.stderr
+    assert not (tmp_path / "keeper").exists() or not any((tmp_path / "keeper").iterdir())
 
 
 def test_bin_keeper_without_dependencies_says_what_to_install(tmp_path: Path) -> None:

@@ -84,7 +84,7 @@ async def create_enroll_code(
         "code": code,
         "machine_name": req.machine_name,
         "expires_at": expires_at,
-        "command": f"curl -fsSL {board_url}/install.sh | bash -s -- keeper --code {code}",
+        "command": f"curl -fsSL {board_url}/install.sh | KEEPER_ENROLL_CODE={code} bash -s -- keeper",
     }
 
 
