@@ -165,6 +165,7 @@ COMPONENTS: dict[str, Schema] = {
             "slug": STR,
             "name": STR,
             "review": {"enum": ["none", "bots", "all"]},
+            "loop_hops": INT,
             "archived": BOOL,
             "archived_at": nullable(TIME),
             "created_at": TIME,
@@ -617,6 +618,7 @@ def _answers() -> dict[tuple[str, str], Answer]:
                 "messages",
                 ref("Message"),
                 thread_id=INT,
+                paused=BOOL,
                 claim=ref("ThreadClaim"),
                 claim_history=array(obj({"id": INT, "action": STR, "actor": STR, "at": TIME})),
             )

@@ -17,11 +17,12 @@ from ..principal import Principal
 from ..store import channels as channel_store
 from ..store import identity as identity_store
 from ..store import messages as store
+from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..store.messages import MessageFilter
 from ..store.search import Terms
 from ..validation import arg
-from . import claims, scope
+from . import claims, loopguard, scope
 from .context import Context
 from .longpoll import poll
 from .paging import Page, bounded_page
@@ -270,8 +271,10 @@ async def thread(ctx: Context, p: Principal, message_id: int, q: ThreadQuery) ->
         items = await rows_to_messages(conn, rows)
         page = message_page(ctx, items, q, descending=False)
         state = await thread_claims(conn, [root_id])
+        workspace = await workspace_store.by_id(conn, row["workspace_id"])
         return {
             "thread_id": root_id,
+            "paused": await loopguard.thread_paused(conn, workspace, root_id),
             "claim": state[root_id],
             "claim_history": await claims.claim_history(conn, root_id),
         } | page

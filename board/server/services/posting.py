@@ -20,11 +20,12 @@ from ..principal import Principal
 from ..store import channels as channel_store
 from ..store import claims as claim_store
 from ..store import identity as identity_store
+from ..store import loops as loop_store
 from ..store import messages as store
 from ..store.connection import Connection
 from ..store.writer import emit
 from ..validation import arg
-from . import audit, leases, scope
+from . import audit, leases, loopguard, scope
 from .context import Context
 
 SLUG_PATTERN = r"[a-z0-9._-]{2,64}"
@@ -74,7 +75,9 @@ async def append(
     body that quotes text addressed to nobody: an ``@handle`` in it mentions no
     one. The message is rendered from what was written, as the read path would
     render it, without reading it back. ``notify=False`` is for a record kept in a
-    thread for whoever reads it (a routine's bookkeeping): it lands in no inbox.
+    thread for whoever reads it (a routine's bookkeeping): it lands in no inbox
+    but those of ``also_for``. A bot's message may be held by the loop guard
+    (``services/loopguard.py``): it is tagged so and lands in no bot's inbox.
     """
     channel_id, channel_slug = (channel["id"], channel["slug"]) if channel is not None else (None, None)
     if parent is not None:
@@ -84,22 +87,6 @@ async def append(
     wanted = sorted({name.rstrip(".") for name in MENTION.findall(body)}) if parse_mentions else []
     mentioned = await scope.mentionable(conn, wanted, workspace["id"], audience) if wanted else {}
     mentions = sorted(mentioned.values(), key=str.lower)
-    now = ctx.now()
-    message_id = await store.insert(
-        conn,
-        workspace_id=workspace["id"],
-        channel_id=channel_id,
-        conversation_id=conversation_id,
-        kind=kind,
-        author_id=author.agent_id,
-        body=body,
-        reply_to=parent["id"] if parent is not None else None,
-        thread_id=parent["thread_id"] if parent is not None else None,
-        tags=tags or [],
-        mentions=mentions,
-        meta=meta or {},
-        now=now,
-    )
     reasons: dict[int, str] = {}
     if parent is not None:
         for agent_id in await store.thread_participant_ids(conn, parent["thread_id"]):
@@ -115,7 +102,34 @@ async def append(
     if actor_id is not None:
         reasons.pop(actor_id, None)
     if not notify:
-        reasons = {}
+        reasons = {agent_id: why for agent_id, why in reasons.items() if agent_id in (also_for or {})}
+    tags = list(tags or [])
+    verdict = loopguard.Verdict()
+    if author.is_bot:
+        kinds = await loop_store.kinds(conn, list(reasons))
+        bots = [agent_id for agent_id, kind in kinds.items() if kind == "bot"]
+        verdict = await loopguard.screen(
+            conn, ctx, workspace, author, parent["thread_id"] if parent is not None else None, bots
+        )
+        if verdict.held:
+            tags.append(loopguard.HELD_TAG)
+            reasons = {agent_id: why for agent_id, why in reasons.items() if agent_id not in bots}
+    now = ctx.now()
+    message_id = await store.insert(
+        conn,
+        workspace_id=workspace["id"],
+        channel_id=channel_id,
+        conversation_id=conversation_id,
+        kind=kind,
+        author_id=author.agent_id,
+        body=body,
+        reply_to=parent["id"] if parent is not None else None,
+        thread_id=parent["thread_id"] if parent is not None else None,
+        tags=tags,
+        mentions=mentions,
+        meta=meta or {},
+        now=now,
+    )
     if reasons:
         await store.add_to_inboxes(conn, message_id, reasons)
     message: dict[str, Any] = {
@@ -129,7 +143,7 @@ async def append(
         "body": body,
         "reply_to": parent["id"] if parent is not None else None,
         "thread_id": parent["thread_id"] if parent is not None else message_id,
-        "tags": tags or [],
+        "tags": tags,
         "mentions": mentions,
         "meta": meta or {},
         "created_at": now,
@@ -148,7 +162,28 @@ async def append(
         audience=audience,
     )
     emit(event)
+    if verdict.notice is not None:
+        await _loop_notice(conn, ctx, workspace, message, verdict)
     return event
+
+
+async def _loop_notice(
+    conn: Connection, ctx: Context, workspace: Any, held: dict[str, Any], verdict: loopguard.Verdict
+) -> None:
+    """The one notice of a pause, replying to the held message, for the humans only."""
+    thread = await store.by_id(conn, held["id"])
+    humans = await loop_store.human_ids(conn)
+    await post_event(
+        conn,
+        ctx,
+        workspace,
+        verdict.notice or "",
+        parent=thread,
+        tags=[verdict.notice_tag],
+        also_for=dict.fromkeys(humans, "paused"),
+        parse_mentions=False,
+        notify=False,
+    )
 
 
 async def _channel_for_post(conn: Connection, ctx: Context, p: Principal, workspace: Any, slug: str) -> Any:

@@ -25,7 +25,7 @@ from ..store.connection import Connection
 from ..store.jsoncolumns import read_json
 from ..store.messages import MessageFilter
 from ..validation import arg, rfc3339
-from . import audit, registry, scope
+from . import audit, loopguard, registry, scope
 from .context import Context
 from .longpoll import poll
 from .messages import event_view, message_page, render, rows_to_messages
@@ -109,7 +109,7 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
             items = {
                 m["id"]: m | {"for_me": False, "watched": True}
                 for m in await rows_to_messages(conn, watched)
-                if m["author"] != p.handle
+                if m["author"] != p.handle and loopguard.HELD_TAG not in m["tags"]
             }
             for m in await rows_to_messages(conn, mine):
                 items[m["id"]] = m | {"for_me": True, "watched": m["id"] in items}
@@ -126,7 +126,11 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
             or (goal is not None and event.thread_id == goal)
             or (event.workspace_id == workspace_id and event.message["channel"] in pending)
         )
-        watched = watched and event.message["author"] != p.handle
+        watched = (
+            watched
+            and event.message["author"] != p.handle
+            and loopguard.HELD_TAG not in event.message["tags"]  # a held message wakes no bot
+        )
         if reason is None and not watched:
             return None
         if reason is None:

@@ -24,6 +24,7 @@ def to_dict(row: Any) -> dict[str, Any]:
         "slug": row["slug"],
         "name": row["name"],
         "review": row["review_policy"],
+        "loop_hops": row["loop_hops"],
         "archived": row["archived_at"] is not None,
         "archived_at": row["archived_at"],
         "created_at": row["created_at"],
@@ -115,6 +116,9 @@ async def create(ctx: Context, p: Principal, req: NewWorkspace) -> dict[str, Any
 class WorkspacePatch:
     name: str | None = arg(None, max_len=200)
     review: str | None = arg(None, choices=("none", "bots", "all"))
+    loop_hops: int | None = arg(
+        None, min=0, max=1000, help="Bot messages in a row that pause bot wakes; 0 turns the guard off."
+    )
 
 
 async def patch(ctx: Context, p: Principal, slug: str, req: WorkspacePatch) -> dict[str, Any]:
@@ -127,8 +131,10 @@ async def patch(ctx: Context, p: Principal, slug: str, req: WorkspacePatch) -> d
             changes["name"] = req.name
         if req.review is not None:
             changes["review_policy"] = req.review
+        if req.loop_hops is not None:
+            changes["loop_hops"] = req.loop_hops
         if not changes:
-            raise InvalidArgument("Nothing to change: give name or review.")
+            raise InvalidArgument("Nothing to change: give name, review or loop_hops.")
         await store.update(conn, row["id"], changes)
         await audit.record(conn, ctx, p, "workspace.update", slug, workspace=slug, details=changes)
         return await store.by_id(conn, row["id"])

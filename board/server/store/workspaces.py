@@ -8,7 +8,7 @@ from . import knowledge
 from .connection import Connection
 from .identity import Row, all_rows, one
 
-COLUMNS = "id, slug, name, review_policy, archived_at, created_at"
+COLUMNS = "id, slug, name, review_policy, loop_hops, archived_at, created_at"
 
 
 async def by_slug(conn: Connection, slug: str) -> Row | None:

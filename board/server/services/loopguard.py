@@ -1,0 +1,114 @@
+"""The loop guard: bots that answer bots stop waking each other until a human writes.
+
+Every wake costs money, and two bots that mention each other answer each other
+for ever. A *hop* is a bot-authored message that follows another with no human
+message between. At the workspace's ``loop_hops`` hops the message is *held*: it
+is written and shown as usual, but it wakes no bot (neither those it is for nor
+those watching its channel); humans still get it. Two runs are counted:
+
+- in a thread, the bot messages at its tail since its last human message;
+- between one pair of bots, across threads, within :data:`PAIR_WINDOW_S`: the
+  turns taken (a burst one way counts once), since a human last wrote to either.
+
+The state is read from the messages themselves, so it needs no table and cannot
+drift: a human message in the thread (or to either bot) ends the run. The board
+posts one notice per pause, in the thread, into the humans' inboxes only.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from ..principal import Principal
+from ..store import loops as store
+from ..store.connection import Connection
+
+PAIR_WINDOW_S = 600
+HELD_TAG = "loop-held"
+THREAD_NOTICE_TAG = "loop-paused"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a bot's message is held, and the notice to post if this one began the pause."""
+
+    held: bool = False
+    notice: str | None = None
+    notice_tag: str = THREAD_NOTICE_TAG
+
+
+def tail_run(kinds: list[str]) -> int:
+    """How many bot messages end a thread (its author kinds, newest first)."""
+    run = 0
+    for kind in kinds:
+        if kind != "bot":
+            break
+        run += 1
+    return run
+
+
+async def thread_paused(conn: Connection, workspace: Any, thread_id: int) -> bool:
+    """Whether bot messages in this thread are held now."""
+    hops = int(workspace["loop_hops"])
+    if hops == 0:
+        return False
+    return tail_run(await store.thread_tail_kinds(conn, thread_id, hops)) >= hops
+
+
+async def screen(
+    conn: Connection,
+    ctx: Any,
+    workspace: Any,
+    author: Principal,
+    thread_id: int | None,
+    bot_recipients: list[int],
+) -> Verdict:
+    """The verdict on a message ``author`` is about to post (in ``thread_id``, None for a root)."""
+    hops = int(workspace["loop_hops"])
+    if not author.is_bot or hops == 0:
+        return Verdict()
+    if thread_id is not None:
+        run = 1 + tail_run(await store.thread_tail_kinds(conn, thread_id, hops))
+        if run >= hops:
+            notice = None
+            if run == hops:
+                notice = (
+                    f"Paused: {run} bot messages in a row in this thread with no human. "
+                    "Bot messages here wake no bot until a human writes in this thread."
+                )
+            return Verdict(held=True, notice=notice)
+    since = ctx.ago(PAIR_WINDOW_S)
+    mine = await store.recent_inbox(conn, author.agent_id)
+    for other in bot_recipients:
+        theirs = await store.recent_inbox(conn, other)
+        human = max((int(r["id"]) for r in (*mine, *theirs) if r["kind"] == "human"), default=0)
+        low, high = sorted((author.agent_id, other))
+        tag = f"loop-pair:{low}-{high}"
+        if await store.noticed_since(conn, workspace["id"], tag, human, since):
+            return Verdict(held=True)  # paused already: what it holds is not in their inboxes to count
+        turns = _pair_turns(author.agent_id, other, mine, theirs, human, since)
+        if turns >= hops:
+            names = " and ".join("@" + name for name in await store.handles(conn, [author.agent_id, other]))
+            notice = (
+                f"Paused: {names} have taken {turns} turns answering each other within "
+                f"{PAIR_WINDOW_S // 60} min with no human. Their messages wake no bot "
+                "until a human writes to one of them."
+            )
+            return Verdict(held=True, notice=notice, notice_tag=tag)
+    return Verdict()
+
+
+def _pair_turns(
+    author_id: int, other_id: int, mine: list[Any], theirs: list[Any], human: int, since: str
+) -> int:
+    """Turns between two bots since a human last wrote to either, this message included."""
+    exchanged = sorted(
+        (int(r["id"]), int(r["author_id"]))
+        for rows, sender in ((mine, other_id), (theirs, author_id))
+        for r in rows
+        if int(r["author_id"]) == sender and int(r["id"]) > human and r["created_at"] >= since
+    )
+    senders = [sender for _, sender in exchanged] + [author_id]
+    return 1 + sum(1 for before, after in itertools.pairwise(senders) if before != after)

@@ -1,0 +1,155 @@
+"""The loop guard: bots answering bots stop waking each other until a human writes.
+
+Each test drives real HTTP against a real board, as two bots that mention each
+other would, and reads what each bot's wake feed would have woken it for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from boardtest import World, snapshot
+from pages_support import sign_in
+
+from board.client import BoardAPIError, BoardClient
+
+HOPS = 4
+
+
+async def _for_me(bot: BoardClient) -> set[int]:
+    """The ids of the messages that would wake this bot (its feed's items for it)."""
+    feed = await bot.wake(limit=500)
+    return {m["id"] for m in feed["messages"] if m["for_me"]}
+
+
+async def _notices(client: BoardClient, thread_id: int) -> list[dict[str, Any]]:
+    thread = await client.thread(thread_id)
+    return [m for m in thread["messages"] if m["kind"] == "event" and m["author"] == "board"]
+
+
+async def _volley(world: World, thread_id: int, turns: int) -> list[dict[str, Any]]:
+    """pb and pb2 answer each other in a thread, each mentioning the other."""
+    sent = []
+    for turn in range(turns):
+        speaker, other = (world.bot, "pb2") if turn % 2 == 0 else (world.peer, "pb")
+        sent.append(await speaker.post(f"@{other} over to you ({turn})", reply_to=thread_id))
+    return sent
+
+
+@pytest.fixture
+async def guarded(world: World) -> World:
+    await world.human.patch_workspace("proj", loop_hops=HOPS)
+    return world
+
+
+async def test_a_thread_pauses_at_loop_hops_with_one_notice_and_a_human_resumes_it(guarded: World) -> None:
+    w = guarded
+    root = await w.human.post("@pb please sort the flaky test with @pb2", channel="lobby", workspace="proj")
+    sent = await _volley(w, root["id"], HOPS + 2)
+
+    woke_pb, woke_pb2 = await _for_me(w.bot), await _for_me(w.peer)
+    delivered = [m["id"] for m in sent[: HOPS - 1]]
+    held = [m["id"] for m in sent[HOPS - 1 :]]
+    assert set(delivered) <= woke_pb | woke_pb2
+    assert not set(held) & (woke_pb | woke_pb2)
+    assert all("loop-held" in m["tags"] for m in sent[HOPS - 1 :])
+    assert not any("loop-held" in m["tags"] for m in sent[: HOPS - 1])
+
+    thread = await w.human.thread(root["id"])
+    assert thread["paused"] is True
+    notices = await _notices(w.human, root["id"])
+    assert len(notices) == 1 and notices[0]["reply_to"] == sent[HOPS - 1]["id"]
+    assert "Paused: 4 bot messages in a row" in notices[0]["body"]
+    human_inbox = {m["id"]: m for m in (await w.human.inbox(limit=500))["messages"]}
+    assert human_inbox[notices[0]["id"]]["reason"] == "paused"
+    assert notices[0]["id"] not in woke_pb | woke_pb2  # the notice wakes no bot either
+
+    resumed = await w.human.post("@pb carry on, it was worth it", reply_to=root["id"])
+    assert resumed["id"] in await _for_me(w.bot)  # a human's mention always wakes
+    assert (await w.human.thread(root["id"]))["paused"] is False
+    answer = await w.bot.post("@pb2 one more look please", reply_to=root["id"])
+    assert answer["id"] in await _for_me(w.peer) and "loop-held" not in answer["tags"]
+
+
+async def test_a_pair_cannot_escape_by_opening_new_threads(guarded: World) -> None:
+    w = guarded
+    burst = [await w.bot.post(f"@pb2 first thing {n}", channel="lobby", workspace="proj") for n in range(3)]
+    assert {m["id"] for m in burst} <= await _for_me(w.peer)  # a burst one way is one turn
+
+    roots = []
+    for turn in range(HOPS + 1):
+        speaker, other = (w.peer, "pb") if turn % 2 == 0 else (w.bot, "pb2")
+        roots.append(await speaker.post(f"@{other} new thread {turn}", channel="lobby", workspace="proj"))
+    # turns: the burst (1), then pb2, pb, pb2 (2-4): the third new root is the fourth turn.
+    woken = await _for_me(w.bot) | await _for_me(w.peer)
+    assert {m["id"] for m in roots[: HOPS - 2]} <= woken
+    assert not {m["id"] for m in roots[HOPS - 2 :]} & woken
+    notices = [n for root in roots for n in await _notices(w.human, root["id"])]
+    assert len(notices) == 1 and "@pb2 and @pb" in notices[0]["body"]
+
+    await w.human.post("@pb2 stop and tell me what you two found", channel="lobby", workspace="proj")
+    after = await w.bot.post("@pb2 here is what we found", channel="lobby", workspace="proj")
+    assert after["id"] in await _for_me(w.peer)
+
+
+async def test_a_held_message_wakes_no_bot_watching_its_channel(guarded: World) -> None:
+    w = guarded
+    watcher = await w.board.bot("pb3", "proj")
+    root = await w.human.post("@pb look at this with @pb2", channel="lobby", workspace="proj")
+    sent = await _volley(w, root["id"], HOPS)
+    watched = {m["id"] for m in (await watcher.wake(watch="lobby", limit=500))["messages"]}
+    assert sent[0]["id"] in watched and sent[-1]["id"] not in watched
+
+
+async def test_humans_are_never_held_and_zero_turns_the_guard_off(guarded: World) -> None:
+    w = guarded
+    root = await w.human.post("@pb start", channel="lobby", workspace="proj")
+    for n in range(HOPS + 2):
+        await w.human.post(f"@pb and again {n}", reply_to=root["id"])
+    assert (await w.human.thread(root["id"]))["paused"] is False
+
+    await w.human.patch_workspace("proj", loop_hops=0)
+    assert (await w.human.workspace("proj"))["loop_hops"] == 0
+    sent = await _volley(w, root["id"], HOPS * 3)
+    assert {m["id"] for m in sent} <= await _for_me(w.bot) | await _for_me(w.peer)
+    assert await _notices(w.human, root["id"]) == []
+
+
+async def test_loop_hops_is_a_humans_setting_and_bad_values_change_nothing(guarded: World) -> None:
+    w = guarded
+    before = snapshot(w.board.db_path)
+    for client, value, status, code in (
+        (w.bot, 3, 403, "FORBIDDEN"),
+        (w.human, -1, 422, "INVALID_ARGUMENT"),
+        (w.human, 1001, 422, "INVALID_ARGUMENT"),
+        (w.human, "many", 422, "INVALID_ARGUMENT"),
+    ):
+        with pytest.raises(BoardAPIError) as info:
+            await client.patch_workspace("proj", loop_hops=value)
+        assert (info.value.status, info.value.code) == (status, code)
+    assert snapshot(w.board.db_path) == before
+    assert (await w.human.workspace("proj"))["loop_hops"] == HOPS
+    fresh = await w.human.create_workspace("fresh")
+    assert fresh["loop_hops"] == 10
+
+
+async def test_the_pages_show_a_paused_thread_and_set_the_guard(guarded: World) -> None:
+    w = guarded
+    page = await sign_in(w.board)
+    try:
+        root = await w.human.post("@pb go", channel="lobby", workspace="proj")
+        status, html = await page.get(f"/t/{root['id']}")
+        assert status == 200 and 'id="paused"' not in html
+        await _volley(w, root["id"], HOPS)
+        status, html = await page.get(f"/t/{root['id']}")
+        assert status == 200 and 'id="paused"' in html and "badge-paused" in html
+
+        status, html = await page.get("/workspaces")
+        assert f'name="loop_hops" type="number" min="0" max="1000" value="{HOPS}"' in html
+        status, _ = await page.post(
+            "/workspaces/proj/settings", {"name": "Project", "review": "none", "loop_hops": "7"}
+        )
+        assert status == 303 and (await w.human.workspace("proj"))["loop_hops"] == 7
+    finally:
+        await page.close()
