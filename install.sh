@@ -17,7 +17,10 @@
 #   BOARD_SOURCE  what to install: a checkout, a wheel or sdist (file or URL), or a git URL.
 #                 Default: the checkout holding this script, else the package of the board
 #                 that served it, else the project's repository.
-#   BOARD_PORT    8080;  BOARD_USER  the human to create (default: $USER);  PYTHON  python3
+#   BOARD_PORT, BOARD_BIND, BOARD_PUBLIC_URL, BOARD_DATABASE_URL  when given, recorded with the
+#                 database in board.toml (BOARD_CONFIG, default ~/.config/bot-board/board.toml),
+#                 which the board's unit and every later `board`, `bot` and `keeper` command read
+#   BOARD_USER    the human to create (default: $USER);  PYTHON  python3
 set -euo pipefail
 
 # Filled in when a board serves this script at /install.sh.
@@ -31,8 +34,8 @@ BOARD_STATE=${BOARD_STATE:-$HOME/.local/state/bot-board}
 BIN_DIR=${BIN_DIR:-$HOME/.local/bin}
 BOARD_USER=${BOARD_USER:-${USER:-admin}}
 PYTHON=${PYTHON:-python3}
-export BOARD_PORT=${BOARD_PORT:-8080}
 export BOARD_DB="$BOARD_STATE/board.db"
+config=${BOARD_CONFIG:-${XDG_CONFIG_HOME:-$HOME/.config}/bot-board/board.toml}
 export KEEPER_STATE_DIR="$BOARD_STATE/keeper"
 venv="$BOARD_HOME/venv"
 units="${XDG_CONFIG_HOME:-$HOME/.config}/systemd/user"
@@ -110,8 +113,7 @@ Description=Bot Board: $what
 
 [Service]
 ExecStart=${exec_line% }
-Environment="BOARD_DB=$BOARD_DB"
-Environment="BOARD_PORT=$BOARD_PORT"
+Environment="BOARD_CONFIG=$config"
 Environment="KEEPER_STATE_DIR=$KEEPER_STATE_DIR"
 Restart=on-failure
 StandardOutput=append:$BOARD_STATE/$name.log
@@ -206,12 +208,23 @@ EOF
 
 # -- modes ---------------------------------------------------------------------------
 
-login_link() {  # prints the link; what it did goes to stderr
-    local url=$1 board="$venv/bin/board"
-    if "$board" admin user add "$BOARD_USER" --url "$url" >"$BOARD_STATE/login.txt" 2>/dev/null; then
+# What this install was told, into board.toml (its other keys kept): the board, its unit and
+# every later shell's commands then agree on the database, the port and the addresses.
+write_settings() {
+    local key var args=(--set "db=$BOARD_DB")
+    for key in port bind public_url database_url; do
+        var=BOARD_${key^^}
+        if [ -n "${!var:-}" ]; then args+=(--set "$key=${!var}"); fi
+    done
+    say "$(BOARD_CONFIG="$config" "$venv/bin/python" -m board.server.settings "${args[@]}")"
+}
+
+login_link() {  # prints the link (with the board's address from its settings); what it did goes to stderr
+    local board="$venv/bin/board"
+    if "$board" admin user add "$BOARD_USER" >"$BOARD_STATE/login.txt" 2>/dev/null; then
         say "created the human '$BOARD_USER'" >&2
     else
-        "$board" admin user link "$BOARD_USER" --url "$url" >"$BOARD_STATE/login.txt"
+        "$board" admin user link "$BOARD_USER" >"$BOARD_STATE/login.txt"
     fi
     tail -n 1 "$BOARD_STATE/login.txt"
 }
@@ -223,13 +236,13 @@ start_board() {
     say "$started"
 }
 
-enroll_keeper() {  # enroll_keeper URL CODE: once per machine
+enroll_keeper() {  # enroll_keeper URL CODE: once per machine; no URL: this machine's board
     if "$venv/bin/keeper" status >/dev/null 2>&1; then
         say "this machine's keeper is already enrolled ($KEEPER_STATE_DIR)"
     else
         local enrolled
         # The code goes in the environment, not on a command line another local user could read and race.
-        enrolled=$(KEEPER_ENROLL_CODE="$2" "$venv/bin/keeper" enroll --board "$1") ||
+        enrolled=$(KEEPER_ENROLL_CODE="$2" "$venv/bin/keeper" enroll ${1:+--board "$1"}) ||
             die "the keeper could not enroll (see above)"
         say "$(printf '%s\n' "$enrolled" | head -n 1)"
     fi
@@ -237,14 +250,15 @@ enroll_keeper() {  # enroll_keeper URL CODE: once per machine
 
 mode_install() {
     install_package
-    local url="http://127.0.0.1:$BOARD_PORT" link
-    link=$(login_link "$url")
+    write_settings
+    local link
+    link=$(login_link)
     start_board
     if has_keeper; then
         if ! "$venv/bin/keeper" status >/dev/null 2>&1; then
             local code
-            code=$("$venv/bin/board" admin enroll-code "$(hostname)" --as "$BOARD_USER" --url "$url" | tail -n 1)
-            enroll_keeper "$url" "$code"
+            code=$("$venv/bin/board" admin enroll-code "$(hostname)" --as "$BOARD_USER" | tail -n 1)
+            enroll_keeper "" "$code"
         fi
         start_keeper
     fi
@@ -293,6 +307,7 @@ mode_upgrade() {
     say "$("$venv/bin/board" ctl stop)"
     install_package upgrade
     if [ -f "$BOARD_DB" ]; then
+        write_settings
         start_board  # this machine hosts the board: migrations apply as it opens the database
     fi
     if [ -n "$keeper_ran" ]; then
@@ -315,9 +330,11 @@ mode_uninstall() {
     say "removed $BOARD_HOME and the board, bot and keeper commands from $BIN_DIR"
     if [ "${1:-}" = "--purge" ]; then
         rm -rf "$BOARD_STATE"
-        say "removed the data in $BOARD_STATE"
+        rm -f "$config"
+        rmdir "$(dirname "$config")" 2>/dev/null || true
+        say "removed the data in $BOARD_STATE and the settings $config"
     else
-        say "kept the data in $BOARD_STATE (uninstall --purge removes it)"
+        say "kept the data in $BOARD_STATE and the settings $config (uninstall --purge removes them)"
     fi
 }
 

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from .client import BoardAPIError, BoardClient
+from .local_board import url_option
 from .token_input import token_option
 
 T = TypeVar("T")
@@ -131,14 +132,12 @@ def _routines_runner(settings: Any) -> Any:
     from .routines.cli import in_process
     from .server.api.keys import CONTEXT
     from .server.services import auth
-
-    host = "127.0.0.1" if settings.bind in ("0.0.0.0", "::", "localhost") else settings.bind
-    host = f"[{host}]" if ":" in host else host
+    from .server.settings import local_url
 
     async def issue(app: Any) -> str:
         return await auth.runner_token(app[CONTEXT])
 
-    return in_process(f"http://{host}:{settings.port}", issue, lambda app: app[CONTEXT].db.duty("routines"))
+    return in_process(local_url(settings), issue, lambda app: app[CONTEXT].db.duty("routines"))
 
 
 # -- running in the background, backups ----------------------------------------------
@@ -286,13 +285,7 @@ def user() -> None:
     """Humans."""
 
 
-login_url_option = click.option(
-    "--url",
-    envvar="BOARD_URL",
-    default="http://127.0.0.1:8080",
-    show_default=True,
-    help="The board's address, for the login link.",
-)
+login_url_option = url_option(announced=True, what="The board's address, for the link")
 
 
 @user.command("add")
@@ -396,13 +389,7 @@ def admin_enroll_code(db: str | None, machine: str, human: str, url: str, expire
 
 
 def _client_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option(
-        "--url",
-        envvar="BOARD_URL",
-        default="http://127.0.0.1:8080",
-        show_default=True,
-        help="The board [BOARD_URL].",
-    )(fn)
+    fn = url_option()(fn)
     return token_option("BOARD_TOKEN", "your token")(fn)
 
 
@@ -683,14 +670,7 @@ def claim(url: str, token: str, thread_id: int, note: str) -> None:
 
 
 @main.command()
-@click.option(
-    "--board",
-    "board_url",
-    envvar="BOARD_URL",
-    default="http://127.0.0.1:8080",
-    show_default=True,
-    help="The board [BOARD_URL].",
-)
+@url_option("--board", "board_url")
 def mcp(board_url: str) -> None:
     """The board's MCP server on stdin/stdout, with the token in BOARD_TOKEN (see docs/mcp.md)."""
     import os

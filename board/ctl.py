@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .server.settings import Settings, state_dir
+from .server.settings import Settings, local_url, state_dir
 
 UNIT = "board"
 START_TIMEOUT = 60.0
@@ -64,10 +64,7 @@ class Board:
 
     @property
     def url(self) -> str:
-        host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(
-            self.settings.bind, self.settings.bind
-        )
-        return f"http://{f'[{host}]' if ':' in host else host}:{self.settings.port}"
+        return local_url(self.settings)
 
     @property
     def systemd(self) -> bool:

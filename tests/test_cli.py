@@ -220,3 +220,24 @@ async def test_client_errors_print_the_boards_code_and_fail(world: World) -> Non
     failed_with(await cli("read", BOARD_URL=nowhere, BOARD_TOKEN=world.human.token), "UNAVAILABLE")
     missing = await cli("read", BOARD_URL=world.board.url)
     assert missing.status == 2 and "--token" in missing.err
+
+
+async def test_without_a_url_commands_talk_to_the_board_the_settings_file_describes(
+    world: World, tmp_path: Path
+) -> None:
+    """No --url and no BOARD_URL: the port (and public URL) in board.toml, not 8080."""
+    port = world.board.url.rsplit(":", 1)[1]
+    config = tmp_path / "board.toml"
+    config.write_text(f"port = {port}\n")
+    env = {**database_env(world.board), "BOARD_CONFIG": str(config)}
+    assert world.human.token is not None
+    read = await cli("read", "--workspace", "proj", BOARD_TOKEN=world.human.token, **env)
+    assert read.status == 0, read.err
+    link = await cli("admin", "user", "link", "alice", **env)
+    assert link.status == 0, link.err
+    assert link.last_line.startswith(f"http://127.0.0.1:{port}/login?token=bl_")
+    config.write_text(f'port = {port}\npublic_url = "https://board.example/"\n')
+    added = await cli("admin", "user", "add", "dora", **env)
+    assert added.last_line.startswith("https://board.example/login?token=bl_")
+    broken = await cli("read", BOARD_TOKEN=world.human.token, BOARD_CONFIG=str(tmp_path / "none.toml"))
+    assert broken.status == 1 and "does not exist; or name the board with --url or BOARD_URL" in broken.err

@@ -296,3 +296,33 @@ async def test_the_whole_life_of_an_install(tmp_path: Path, chromium: Browser) -
     assert gone.returncode == 0, gone.stderr
     assert belonging_to(home) == [] and belonging_to(second) == []
     assert left_behind(home) == [] and left_behind(second) == []
+
+
+def test_a_fresh_shell_finds_the_board_on_the_port_the_installer_was_told(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    port = free_port()
+    env = machine(home, port, BOARD_SOURCE=str(ROOT))
+    fresh = {k: v for k, v in env.items() if k != "BOARD_PORT"}  # a later login: no BOARD_PORT
+    board = str(home / ".local/bin/board")
+    config = home / ".config/bot-board/board.toml"
+
+    def fresh_shell(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([board, *args], env={**fresh, **extra}, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done
+
+    try:
+        installed = run(env)
+        assert installed.returncode == 0, installed.stdout + installed.stderr
+        assert f"port = {port}\n" in config.read_text() and config.stat().st_mode & 0o777 == 0o600
+        link = fresh_shell("admin", "user", "link", "alice").stdout.splitlines()[-1]
+        assert link.startswith(f"http://127.0.0.1:{port}/login?token=bl_")
+        assert f"the board is running at http://127.0.0.1:{port}" in fresh_shell("ctl", "status").stdout
+        token = fresh_shell("admin", "token", "alice").stdout.splitlines()[-1]
+        read = fresh_shell("read", "--workspace", "admin", BOARD_TOKEN=token)
+        assert "messages" in json.loads(read.stdout)
+    finally:
+        gone = run(fresh, "uninstall", "--purge")
+    assert gone.returncode == 0, gone.stderr
+    assert not config.exists() and left_behind(home) == []

@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from ..local_board import url_option
 from .config import DEFAULT_STOP_GRACE, ConfigError, Options, check_handle, state_root
 from .daemon import PID_FILE, running_pid
 from .daemon import run as run_daemon
@@ -43,9 +44,7 @@ def main() -> None:
 @click.option("--watch", envvar="BOT_WATCH", help="Channels to watch, comma-separated [BOT_WATCH].")
 @click.option("--goal", envvar="BOT_GOAL", type=int, help="A thread to watch [BOT_GOAL].")
 @click.option("--profile", envvar="BOT_PROFILE", help="Take settings from this profile on the board.")
-@click.option(
-    "--board", envvar="BOARD_URL", help="The board's address [BOARD_URL; default http://127.0.0.1:8080]."
-)
+@url_option("--board", what="The board's address")
 @click.option(
     "--pool",
     envvar="BOT_POOL",

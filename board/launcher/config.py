@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..local_board import own_url
 from .harnesses import ADAPTERS, Adapter, adapter_from_env
 from .mcp import McpSetup, setup_for
 from .process import silent_timeout, turn_timeout
 
-DEFAULT_BOARD_URL = "http://127.0.0.1:8080"
 DEFAULT_JITTER = 20.0  # BOT_JITTER, seconds
 DEFAULT_STOP_GRACE = 10.0  # BOT_STOP_GRACE: how long SIGTERM lets a running turn finish
 HANDLE = re.compile(r"[A-Za-z0-9._-]{2,32}")
@@ -149,7 +149,13 @@ class BotConfig:
 
 
 def board_url(options: Options, environ: Mapping[str, str]) -> str:
-    return (options.board or environ.get("BOARD_URL") or DEFAULT_BOARD_URL).rstrip("/")
+    """``--board``, else BOARD_URL, else this machine's own board (its settings' port)."""
+    if options.board or environ.get("BOARD_URL"):
+        return str(options.board or environ["BOARD_URL"]).rstrip("/")
+    try:
+        return own_url(environ)
+    except ValueError as exc:
+        raise ConfigError(f"{exc}; or name the board with --board or BOARD_URL") from None
 
 
 def token_for(handle: str | None, environ: Mapping[str, str]) -> str:

@@ -13,20 +13,13 @@ from typing import TYPE_CHECKING
 import click
 
 from ..client import BoardAPIError, BoardClient
+from ..local_board import url_option
 from ..token_input import token_option
 from . import importer
 from .runner import FileClock, Runner
 
 if TYPE_CHECKING:
     from aiohttp import web
-
-url_option = click.option(
-    "--url",
-    envvar="BOARD_URL",
-    default="http://127.0.0.1:8080",
-    show_default=True,
-    help="The board [BOARD_URL].",
-)
 
 
 @click.group()
@@ -35,7 +28,7 @@ def routines() -> None:
 
 
 @routines.command("run")
-@url_option
+@url_option()
 @token_option("BOARD_ROUTINES_TOKEN", "a runner token (from `board admin runner-token`)")
 @click.option(
     "--check-every",
@@ -66,7 +59,7 @@ def run(url: str, token: str, check_every: float, clock_file: Path | None) -> No
 
 
 @routines.command("import")
-@url_option
+@url_option()
 @token_option("BOARD_TOKEN", "your token")
 @click.option("--workspace", help="The workspace of definitions that name none.")
 @click.option(
