@@ -24,8 +24,8 @@
 set -euo pipefail
 
 # Filled in when a board serves this script at /install.sh.
-SERVED_BY="{{BOARD_URL}}"
-SERVED_PACKAGE="{{BOARD_PACKAGE}}"
+SERVED_BY='{{BOARD_URL}}'
+SERVED_PACKAGE='{{BOARD_PACKAGE}}'
 case "$SERVED_BY" in *'{'*) SERVED_BY="" SERVED_PACKAGE="" ;; esac
 REPOSITORY="https://github.com/bot-board/bot-board.git"
 

@@ -78,9 +78,7 @@ def serve(
     db: str | None, database_url: str | None, bind: str | None, port: int | None, with_routines: bool
 ) -> None:
     """Run the board server."""
-    from aiohttp import web
-
-    from .server.api.gate import SERVER_ARGS
+    from .server.api.serving import serve as serve_app
     from .server.app import create_app
     from .server.logs import configure as configure_logs
     from .server.store.stores import database_label
@@ -96,7 +94,7 @@ def serve(
             err=True,
         )
 
-    def started(_: str) -> None:
+    def started() -> None:
         click.echo(
             f"board: serving http://{settings.bind}:{settings.port} (database {database_label(settings)})",
             err=True,
@@ -109,14 +107,7 @@ def serve(
     if with_routines:
         app.cleanup_ctx.append(_routines_runner(settings))
     try:
-        web.run_app(
-            app,
-            host=settings.bind,
-            port=settings.port,
-            print=started,
-            access_log=None,
-            **SERVER_ARGS,
-        )
+        asyncio.run(serve_app(app, settings.bind, settings.port, settings.header_timeout, started))
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:  # the address: in use, not ours, not permitted

@@ -28,6 +28,7 @@ from pgcluster import PgCluster, wanted_stores
 from board.client import BoardClient
 from board.server.api.gate import SERVER_ARGS
 from board.server.api.keys import CONTEXT
+from board.server.api.serving import BoardRunner
 from board.server.app import create_app
 from board.server.clock import Clock, ManualClock
 from board.server.services import auth
@@ -136,13 +137,24 @@ class Board:
         return self.client(registered["token"])
 
 
+class BoardTestServer(TestServer):
+    """A test server on loopback with the runner of `board serve` (its slow-request deadlines)."""
+
+    def __init__(self, app: web.Application, header_timeout: float) -> None:
+        super().__init__(app, host="127.0.0.1")
+        self._header_timeout = header_timeout
+
+    async def _make_runner(self, **kwargs: Any) -> BoardRunner:
+        return BoardRunner(self.app, header_timeout=self._header_timeout, **kwargs)
+
+
 async def start_board(
     tmp_path: Path, *, clock: Clock | None = None, store: StoreChoice = SQLITE, **overrides: Any
 ) -> Board:
     db_path = tmp_path / "board.db"
     settings = Settings(db=str(db_path), **{**store.overrides(), **overrides})
     app = create_app(settings, clock=clock)
-    server = TestServer(app, host="127.0.0.1")
+    server = BoardTestServer(app, settings.header_timeout)
     # As `board serve` runs; TestServer sets handler_cancellation itself (and only takes it once).
     await server.start_server(**{k: v for k, v in SERVER_ARGS.items() if k != "handler_cancellation"})
     where: Where = PgDatabase(settings.database_url) if settings.database_url else db_path

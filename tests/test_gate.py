@@ -175,3 +175,12 @@ def test_board_serve_refuses_a_malformed_public_url(tmp_path: Path) -> None:
     assert served.proc.wait(timeout=30) != 0
     assert "BOARD_PUBLIC_URL must be an http(s) URL" in served.output()
     assert "Traceback" not in served.output()
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["[::1%lo]", "[::1%25eth0]:80", "[::1%$(touch /tmp/x)]:8080", "[fe80::1%eth0]", "a..b", "-a.b", "a_b"],
+)
+def test_a_host_no_board_can_have_is_refused_even_bound_everywhere(host: str) -> None:
+    for check in (hosts(), hosts(bind="0.0.0.0")):
+        assert not check.accepts(host)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from board.server.clock import iso, parse_time
 from board.server.errors import BoardError, InvalidArgument
 from board.server.services.channels import parse_seen
 from board.server.services.messages import MessageQuery, fts_query
@@ -92,3 +95,18 @@ def test_nested_bodies_name_the_failing_field() -> None:
         parse_body(Outer, {"items": [{"name": "ok", "extra": 1}]})
     assert "extra" in caught.value.message
     assert parse_body(Outer, {"items": [{"name": "abc"}]}).items[0].count == 0
+
+
+RFC3339_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+
+
+@given(st.datetimes(timezones=st.just(UTC)))
+def test_times_are_rfc3339_with_four_digit_years_and_read_back(moment: datetime) -> None:
+    text = iso(moment)
+    assert RFC3339_UTC.fullmatch(text), text
+    assert parse_time(text) == moment.replace(microsecond=0)
+
+
+def test_year_one_is_written_with_four_digits() -> None:
+    assert iso(datetime(1, 1, 1, tzinfo=UTC)) == "0001-01-01T00:00:00Z"
+    assert iso(parse_time("0001-01-01T00:00:00Z")) == "0001-01-01T00:00:00Z"

@@ -15,6 +15,7 @@ from .api.keys import CONTEXT, HOSTS, METRICS, PRESENCE, REPLAYS, ROUTES
 from .api.metrics import Metrics
 from .api.replays import Replays
 from .api.routing import TEST_SIGKILL, endpoint
+from .api.serving import body_deadline_middleware
 from .api.table import all_routes
 from .clock import Clock
 from .housekeeping import housekeeping
@@ -44,9 +45,9 @@ def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: boo
     Raises ``ValueError`` for a ``BOARD_PUBLIC_URL`` that is not an http(s) URL.
     """
     hosts = Hosts.from_settings(settings)
-    app = web.Application(
-        middlewares=[metrics_middleware, error_middleware, gate_middleware(hosts)], client_max_size=MAX_BODY
-    )
+    middlewares = [metrics_middleware, error_middleware, gate_middleware(hosts)]
+    middlewares.append(body_deadline_middleware(settings.body_timeout))
+    app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY)
     app[HOSTS] = hosts
     routes = all_routes()
     for route in routes:

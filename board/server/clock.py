@@ -35,8 +35,11 @@ class ManualClock(Clock):
 
 
 def iso(moment: datetime) -> str:
-    """RFC 3339 UTC with second precision, as stored and served everywhere."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 UTC with second precision, as stored and served everywhere.
+
+    The year is always four digits: ``%Y`` alone writes year 1 as ``1``."""
+    moment = moment.astimezone(UTC)
+    return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%SZ}"
 
 
 def parse_time(text: str) -> datetime:

@@ -47,8 +47,9 @@ class NotFound(BoardError):
 
     code, status = "NOT_FOUND", 404
 
-    def __init__(self, what: str = "thing") -> None:
-        super().__init__(f"No such {what}, or it is not visible to you.")
+    def __init__(self, what: str = "thing", *, message: str = "") -> None:
+        """``what`` is missing or hidden; ``message`` is the sentence where there is no scope to hide."""
+        super().__init__(message or f"No such {what}, or it is not visible to you.")
 
 
 class InvalidArgument(BoardError):

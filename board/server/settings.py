@@ -67,6 +67,16 @@ class Settings:
         },
     )
     port: int = field(default=8080, metadata={"help": "TCP port to listen on."})
+    header_timeout: float = field(
+        default=10.0,
+        metadata={
+            "help": "Seconds a request's line and headers may take to arrive; then the connection closes."
+        },
+    )
+    body_timeout: float = field(
+        default=30.0,
+        metadata={"help": "Seconds a request's body may take to arrive; then the connection closes."},
+    )
     max_bytes: int = field(
         default=24_000, metadata={"help": "Byte cap of one list response (a request may lower it)."}
     )

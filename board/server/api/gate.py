@@ -13,8 +13,12 @@ in ``Host``, so the board answers only to names it knows:
 - bound to every interface (``0.0.0.0``, ``::``) without a public URL: any IP
   literal (a rebinding needs a name) and this machine's own host name.
 
-Anything else is ``MISDIRECTED_REQUEST`` (421). A request without ``Host``
-(HTTP/1.0) cannot come from a browser page and is answered.
+Anything else is ``MISDIRECTED_REQUEST`` (421), and so is any ``Host`` that is not
+an address a board can have: a DNS name, an IPv4 address or a bracketed IPv6
+address without a zone id, each with an optional port. Documents and the
+installer repeat the accepted ``Host``, so nothing else (quotes, ``$``, ``%``)
+may pass. A request without ``Host`` (HTTP/1.0) cannot come from a browser page
+and is answered; its documents name the address the connection arrived on.
 
 **URL length.** A URL over :data:`MAX_URL` bytes is ``LIMIT_EXCEEDED`` in the
 JSON envelope. The HTTP parser itself accepts request lines up to
@@ -26,6 +30,7 @@ that answers.
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -52,6 +57,20 @@ def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
         return ipaddress.ip_address(host)
     except ValueError:
         return None
+
+
+LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+#: A Host a board can have: a DNS name or IPv4 address, or "[IPv6]" (no zone id), and a port.
+HOST_SYNTAX = re.compile(rf"(?:{LABEL}(?:\.{LABEL})*\.?|\[[0-9a-f:.]+\])(?::[0-9]{{1,5}})?", re.IGNORECASE)
+
+
+def well_formed(host: str) -> bool:
+    """Whether ``host`` is a name or address with an optional port, and nothing else."""
+    if len(host) > 255 or not HOST_SYNTAX.fullmatch(host):
+        return False
+    if host.startswith("["):
+        return isinstance(_ip(host[1:].partition("]")[0]), ipaddress.IPv6Address)
+    return True
 
 
 def host_name(authority: str) -> str:
@@ -110,6 +129,8 @@ class Hosts:
     def accepts(self, host: str | None) -> bool:
         if host is None or host in self._accepted:
             return True
+        if not well_formed(host):
+            return False
         name = host_name(host)
         ip = _ip(name)
         accepted = (ip is not None and (ip.is_loopback or self.any_ip)) or name in self.names
@@ -118,8 +139,16 @@ class Hosts:
         return accepted
 
     def board_url(self, request: web.Request) -> str:
-        """The address documents and prompts name: the public URL, else the (accepted) one asked."""
-        return self.public_url or f"{request.scheme}://{request.host}"
+        """The address documents and prompts name: the public URL, else the (accepted) ``Host``
+        asked, else (HTTP/1.0 without ``Host``) the address and port the connection arrived on."""
+        if self.public_url:
+            return self.public_url
+        host = request.headers.get("Host")
+        bound = request.transport.get_extra_info("sockname") if request.transport else None
+        if host is None and bound:
+            address, port = bound[:2]
+            host = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+        return f"{request.scheme}://{host or request.host}"
 
 
 def gate_middleware(hosts: Hosts) -> Callable[..., Awaitable[web.StreamResponse]]:

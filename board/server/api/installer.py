@@ -24,10 +24,16 @@ def package_url(request: web.Request) -> str:
     return f"{board_url(request)}/install/{package.WHEEL_NAME}"
 
 
+def single_quoted(text: str) -> str:
+    """``text`` as one single-quoted shell word: nothing in it expands."""
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
 async def install_sh(call: Call) -> web.Response:
+    """The installer; the addresses go in as single-quoted words, so even a hostile one only names."""
     text = resources.files("board.server.docs").joinpath("install.sh").read_text(encoding="utf-8")
-    text = text.replace("{{BOARD_URL}}", board_url(call.request))
-    text = text.replace("{{BOARD_PACKAGE}}", package_url(call.request))
+    text = text.replace("'{{BOARD_URL}}'", single_quoted(board_url(call.request)))
+    text = text.replace("'{{BOARD_PACKAGE}}'", single_quoted(package_url(call.request)))
     return web.Response(text=text, content_type="text/x-shellscript", charset="utf-8")
 
 
@@ -36,7 +42,9 @@ async def wheel(call: Call) -> web.StreamResponse:
     if name == STABLE:
         raise web.HTTPFound(package_url(call.request))
     if name != package.WHEEL_NAME:
-        raise NotFound(f"This board serves {package.WHEEL_NAME} (or {STABLE}), not {name}.")
+        raise NotFound(
+            message=f"No package {name} here: this board serves {package.WHEEL_NAME} (or {STABLE})."
+        )
     return web.Response(
         body=package.wheel(),
         content_type="application/zip",

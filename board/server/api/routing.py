@@ -62,9 +62,7 @@ async def read_body(request: web.Request) -> bytes:
 
 
 async def _json_body(request: web.Request) -> Any:
-    if not request.can_read_body:
-        return {}
-    raw = await read_body(request)
+    raw = await read_body(request)  # already read, within BOARD_BODY_TIMEOUT (api/serving.py)
     if not raw.strip():
         return {}
     try:
