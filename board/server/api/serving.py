@@ -117,6 +117,9 @@ class BoardRunner(web.AppRunner):
         return BoardServer(await super()._make_server(), self._header_timeout)
 
 
+FORMS = ("multipart/form-data", "application/x-www-form-urlencoded")
+
+
 def body_deadline_middleware(seconds: float) -> Callable[..., Awaitable[web.StreamResponse]]:
     """Read a body before its route runs, closing the connection if it takes over ``seconds``."""
 
@@ -127,10 +130,15 @@ def body_deadline_middleware(seconds: float) -> Callable[..., Awaitable[web.Stre
         if request.body_exists:
             try:
                 async with asyncio.timeout(seconds):
-                    await request.read()
+                    if request.content_type in FORMS:
+                        await request.post()  # kept by the request: a multipart stream reads once
+                    else:
+                        await request.read()
             except TimeoutError:
                 request.protocol.force_close()
                 raise asyncio.CancelledError from None
+            except (web.RequestPayloadError, ValueError):
+                pass  # a body that does not decode: the route's own read answers it
         return await handler(request)
 
     return body_deadline
