@@ -197,6 +197,18 @@ def test_a_corrupted_database_fails_integrity_and_names_the_restore(
     assert found.lines("database integrity") == [f"ok    database integrity: {good}: integrity_check ok"]
 
 
+def test_a_missing_database_fails_and_is_not_created(tmp_path: Path, env: dict[str, str]) -> None:
+    db = tmp_path / "nowhere" / "board.db"
+    found = doctor(env, "--db", str(db))
+    assert found.code == 1
+    assert found.lines("database") == [
+        f"FAIL  database: no database at {db} — start the board, which creates it, or point BOARD_DB "
+        "(db in board.toml) at yours"
+    ]
+    assert found.status("fleet") == ["skip"]
+    assert not db.parent.exists()
+
+
 @pytest.mark.parametrize("version", [schema_version() + 7, 5], ids=["newer", "older"])
 def test_a_schema_of_another_version_fails_and_is_not_migrated(
     tmp_path: Path, env: dict[str, str], version: int
