@@ -47,9 +47,13 @@ class Diagnosis:
     text: str
     checks: list[dict[str, Any]]
 
-    def lines(self, name: str) -> list[str]:
-        """The printed lines of the checks called ``name`` (or starting ``name``)."""
-        return [line for line in self.text.splitlines() if (m := LINE.match(line)) and m[2].startswith(name)]
+    def lines(self, name: str, *, exact: bool = False) -> list[str]:
+        """The printed lines of the checks called ``name`` (unless ``exact``, or starting ``name``)."""
+        return [
+            line
+            for line in self.text.splitlines()
+            if (m := LINE.match(line)) and (m[2] == name or (not exact and m[2].startswith(name)))
+        ]
 
     def status(self, name: str) -> list[str]:
         return [c["status"] for c in self.checks if c["check"].startswith(name)]

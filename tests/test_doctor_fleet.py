@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from boardtest import World, database_env, snapshot
+from boardtest import PgDatabase, World, database_env, snapshot
 from doctor_support import Diagnosis, doctor_async, doctor_env
 from fleettest import Keeper, enroll_keeper
 from routines_support import propose_and_approve
@@ -65,6 +65,12 @@ async def test_a_reporting_keeper_with_its_bot_running_passes(world: World, tmp_
     assert found.status("clock") == ["ok", "ok"]
     assert found.lines("bots") == ["ok    bots: 1 of 1 that should run are running"]
     assert snapshot(world.board.db_path) == before  # doctor only reads
+    if isinstance(world.board.db_path, PgDatabase):
+        (skipped,) = found.lines("database integrity")
+        assert skipped.startswith("skip  database integrity: postgresql://") and "pg_amcheck" in skipped
+    else:
+        assert found.status("database integrity") == ["ok"]
+    assert found.status("database schema") == ["ok"] and found.code == 0, found.text
 
 
 async def test_a_silent_keeper_fails_and_so_does_each_bot_it_should_run(world: World, tmp_path: Path) -> None:

@@ -201,12 +201,26 @@ def test_a_missing_database_fails_and_is_not_created(tmp_path: Path, env: dict[s
     db = tmp_path / "nowhere" / "board.db"
     found = doctor(env, "--db", str(db))
     assert found.code == 1
-    assert found.lines("database") == [
+    assert found.lines("database", exact=True) == [
         f"FAIL  database: no database at {db} — start the board, which creates it, or point BOARD_DB "
         "(db in board.toml) at yours"
     ]
     assert found.status("fleet") == ["skip"]
     assert not db.parent.exists()
+
+
+def test_a_postgresql_database_that_does_not_answer_fails(tmp_path: Path, port: int) -> None:
+    url = f"postgresql://board:secret@127.0.0.1:{free_port()}/board"
+    found = doctor(doctor_env(tmp_path, port, BOARD_DATABASE_URL=url))
+    assert found.code == 1
+    shown = url.replace(":secret@", ":***@")
+    (skipped,) = found.lines("database integrity")
+    assert skipped.startswith(f"skip  database integrity: {shown}: PostgreSQL checks its own pages")
+    (line,) = found.lines("database", exact=True)
+    assert line.startswith(f"FAIL  database: cannot read {shown}: ")
+    assert line.endswith("— start PostgreSQL, or fix BOARD_DATABASE_URL (database_url in board.toml)")
+    assert "secret" not in found.text
+    assert found.status("fleet") == ["skip"]
 
 
 @pytest.mark.parametrize("version", [schema_version() + 7, 5], ids=["newer", "older"])
