@@ -85,7 +85,11 @@ async def bot(call: PageCall) -> web.StreamResponse:
 
 
 async def events(call: PageCall) -> web.StreamResponse:
-    """The cards, sent again whenever they render differently, while the session lasts."""
+    """The cards, sent again whenever they render differently, while the session lasts.
+
+    A board shutting down ends it at the next beat: the server waits for every
+    open request before it stops, so a tab left on /fleet would hold it.
+    """
     cookie = call.request.cookies.get(sessions.COOKIE)
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
@@ -94,7 +98,7 @@ async def events(call: PageCall) -> web.StreamResponse:
     sent = ""
     # A closed tab ends this with ConnectionResetError; the access log shows it as the client gone.
     await response.write(b": open\n\n")
-    while await sessions.resolve(call.ctx, cookie) is not None:
+    while not call.ctx.hub.closed and await sessions.resolve(call.ctx, cookie) is not None:
         html = _cards(call, await _machines(call))
         if html != sent:
             await response.write(f"event: fleet\ndata: {json.dumps({'html': html})}\n\n".encode())
