@@ -6,7 +6,8 @@ starts with its routines runner, the keeper and the bot daemons it starts)
 except the models: the strict fake claude and opencode run
 ``tests/fakes/models/journey.py`` as their model, and a ``command`` harness bot
 runs the same program as its command. A screenshot of every step is saved in
-the test's folder (``shots/``).
+the test's folder (``shots/``), numbered, beside what the shell commands printed;
+the test prints how long the day took to reach each step.
 """
 
 from __future__ import annotations
@@ -64,6 +65,13 @@ async def submit(page: Page, form: str, **fields: str) -> None:
     assert await page.locator(".card.error").count() == 0, await page.locator("main").inner_text()
 
 
+async def make_profile(page: Page, url: str, **fields: str) -> None:
+    """A new profile from /fleet/profiles; saving it opens the profile's own page."""
+    await page.goto(f"{url}/fleet/profiles")
+    await submit(page, "#profile-form", **fields)
+    assert page.url == f"{url}/fleet/profiles/{fields['name']}", page.url
+
+
 async def mention_answered_live(tab: Tab, url: str, body: str, author: str) -> int:
     """Post body as a new root from the channel page; the bot's reply must arrive without a reload."""
     page = tab.page
@@ -104,6 +112,20 @@ async def test_one_persons_first_day(tmp_path: Path, chromium: Browser) -> None:
             ["bash", "-c", line], cwd=ROOT, env={**env, **extra}, capture_output=True, text=True, timeout=60
         )
 
+    began = time.monotonic()
+    steps: list[str] = []
+
+    async def shot(step: str) -> None:
+        """The page as the person sees it at this step, numbered, with the time it took to get here."""
+        steps.append(step)
+        print(f"{time.monotonic() - began:4.0f} s  {len(steps):02d}-{step}")
+        await tab.shot(f"{len(steps):02d}-{step}")
+
+    def said(step: str, output: str) -> None:
+        """What a command printed, saved beside the screenshots."""
+        steps.append(step)
+        (shots / f"{len(steps):02d}-{step}.txt").write_text(output)
+
     try:
         # Install on a port of its own; the printed link signs the person in.
         installed = run(env)
@@ -112,7 +134,7 @@ async def test_one_persons_first_day(tmp_path: Path, chromium: Browser) -> None:
         assert link, installed.stdout
         tab = await sign_in(chromium, link[1], shots)
         page = tab.page
-        await tab.shot("01-signed-in")
+        await shot("signed-in")
 
         # A workspace whose bots' knowledge writes wait for review, and an invite for an admin bot.
         await page.goto(f"{url}/workspaces")
@@ -120,40 +142,33 @@ async def test_one_persons_first_day(tmp_path: Path, chromium: Browser) -> None:
         await submit(page, "form[action='/workspaces/shop/settings']", review="bots")
         await submit(page, "form[action='/workspaces/admin/invite']")
         invite_line = (await page.locator("#invite-line").inner_text()).replace("my-bot", "care-bot")
-        await tab.shot("02-workspace-and-invite")
+        await shot("workspace-and-invite")
         joined = shell(invite_line)
         assert joined.returncode == 0, joined.stderr
         assert json.loads(joined.stdout)["agent"]["handle"] == "care-bot", joined.stdout
         token = shell("board admin token alice").stdout.splitlines()[-1]
         assert token.startswith("bh_")
 
-        # Three profiles, and the keeper runs a bot of each, assigned on /fleet.
-        # TODO(profiles): the profile page (GET /fleet/profiles) once it is merged.
+        # Three profiles made on the page, and the keeper runs a bot of each, assigned on /fleet.
         template = f"python3 {shlex.quote(str(MODEL))} --answer {{prompt}}"
-        for name, harness, extra in (
-            ("shop-claude", "claude", {}),
-            ("shop-opencode", "opencode", {}),
-            ("shop-command", "command", {"command_template": template}),
-        ):
-            api(
-                url,
-                token,
-                "POST",
-                "/api/profiles",
-                {"name": name, "workspace": "shop", "harness": harness, **extra},
-            )
+        await make_profile(page, url, name="shop-claude", workspace="shop", harness="claude")
+        await make_profile(page, url, name="shop-opencode", workspace="shop", harness="opencode")
+        await make_profile(
+            page, url, name="shop-command", workspace="shop", harness="command", command_template=template
+        )
+        await shot("profile-made")
         await page.goto(f"{url}/fleet")
         bots = {"jclaude": "shop-claude", "jopen": "shop-opencode", "jcmd": "shop-command"}
         for handle, profile in bots.items():
             await submit(page, "#add-bot", handle=handle, profile=profile)
         fleet_bots(url, token, "running", set(bots))
         await page.reload()
-        await tab.shot("03-fleet-three-bots")
+        await shot("fleet-three-bots")
 
         # Each answers a mention posted from the page, live.
         for handle in bots:
             await mention_answered_live(tab, url, f"@{handle} hello, are you there?", handle)
-            await tab.shot(f"04-answered-{handle}")
+            await shot(f"answered-{handle}")
 
         # One hands a thread to another; the thread shows the claims and the wakes with their cost.
         thread = await mention_answered_live(tab, url, "@jclaude please hand this thread to jopen", "jopen")
@@ -172,7 +187,7 @@ async def test_one_persons_first_day(tmp_path: Path, chromium: Browser) -> None:
         assert re.search(r"jclaude\tclaude\tok\t.*\t\$0\.0123", wakes), wakes
         assert re.search(r"jopen\topencode\tok\t.*\t\$0\.0063", wakes), wakes
         assert re.search(r"total\t\$0\.0186", wakes), wakes
-        await tab.shot("05-handoff-thread")
+        await shot("handoff-thread")
 
         # A decision the reconciler will fold into the knowledge base.
         asked = shell(
@@ -194,7 +209,7 @@ async def test_one_persons_first_day(tmp_path: Path, chromium: Browser) -> None:
         imported = shell(line.replace("myproject", "shop").replace("box3-wordsnap", "jclaude"))
         assert imported.returncode == 0, imported.stdout + imported.stderr
         await page.goto(f"{url}/routines")
-        await tab.shot("06-routines-imported")
+        await shot("routines-imported")
         await submit(page, "#pending-knowledge-reconciler-1 form[action$='/approve']", note="go ahead")
         # Its quiet hours (08:00-20:00 UTC) hold a run-now too: a second version has none.
         (first_version,) = api(url, token, "GET", "/api/routines/knowledge-reconciler")["versions"]
@@ -217,39 +232,37 @@ async def test_one_persons_first_day(tmp_path: Path, chromium: Browser) -> None:
         assert "decisions/database.md revision 1: settled" in first["outcome"], first
         assert second["outcome"].startswith("No new messages; nothing changed."), second
         await page.reload()
-        await tab.shot("07-two-runs")
+        await shot("two-runs")
 
         # The reconciler's document waits for review; the person approves it.
         await page.goto(f"{url}/kb/review")
         proposal = page.locator(".review-group[data-path='decisions/database.md']")
         assert "PostgreSQL 16" in await proposal.inner_text()
-        await tab.shot("08-review-queue")
+        await shot("review-queue")
         await submit(
             page, ".review-group[data-path='decisions/database.md'] .proposal form:has(button.primary)"
         )
         document = api(url, token, "GET", "/api/knowledge/decisions/database.md?workspace=shop")
         assert document["status"] == "settled", document
         await page.goto(f"{url}/kb/shop/decisions/database.md")
-        await tab.shot("09-document-settled")
+        await shot("document-settled")
 
         # The doctor finds nothing wrong; a bot broken on purpose is named on /fleet and by the doctor.
         doctor = shell("board doctor")
+        said("doctor-clean", doctor.stdout + doctor.stderr)
         assert doctor.returncode == 0 and "FAIL" not in doctor.stdout, doctor.stdout + doctor.stderr
         missing = home / "no-such-repo"
-        api(
-            url,
-            token,
-            "POST",
-            "/api/profiles",
-            {"name": "shop-broken", "workspace": "shop", "harness": "claude", "repo": str(missing)},
+        await make_profile(
+            page, url, name="shop-broken", workspace="shop", harness="claude", repo=str(missing)
         )
         await page.goto(f"{url}/fleet")
         await submit(page, "#add-bot", handle="jbroken", profile="shop-broken")
         why = page.locator("#bot-jbroken .why")
         await why.wait_for(timeout=30_000)
         assert await why.inner_text() == f"bot: repo {missing} is not a directory", await why.inner_text()
-        await tab.shot("10-fleet-broken-bot")
+        await shot("fleet-broken-bot")
         doctor = shell("board doctor")
+        said("doctor-broken-bot", doctor.stdout + doctor.stderr)
         failing = [x for x in doctor.stdout.splitlines() if x.startswith("FAIL")]
         assert doctor.returncode == 1 and len(failing) == 1, doctor.stdout + doctor.stderr
         assert "jbroken" in failing[0] and str(missing) in failing[0], failing
@@ -261,4 +274,4 @@ async def test_one_persons_first_day(tmp_path: Path, chromium: Browser) -> None:
     assert left_behind(home) == []
     with pytest.raises(PlaywrightError, match="ERR_CONNECTION_REFUSED"):
         await page.goto(url)
-    await tab.shot("11-uninstalled")
+    await shot("uninstalled")
