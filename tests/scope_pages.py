@@ -53,6 +53,14 @@ PAGE_DECISIONS: dict[tuple[str, str], PageCase] = {
     ),
     ("GET", "/fleet/bots/{handle}"): PageCase(404, path={"handle": "pb"}),
     ("GET", "/fleet/events"): PageCase(200),
+    ("GET", "/fleet/profiles"): PageCase(200),
+    ("POST", "/fleet/profiles"): PageCase(
+        303, form={"name": "fresh-dev", "workspace": "proj", "harness": "claude"}
+    ),
+    ("GET", "/fleet/profiles/{name}"): PageCase(200, path={"name": "proj-dev"}),
+    ("POST", "/fleet/profiles/{name}"): PageCase(
+        303, path={"name": "proj-dev"}, form={"base_version": "1", "harness": "codex"}
+    ),
     ("GET", "/kb"): PageCase(200, query="?workspace=proj"),
     ("GET", "/kb/review"): PageCase(200),
     ("POST", "/kb/review"): PageCase(

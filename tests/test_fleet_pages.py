@@ -1,4 +1,4 @@
-"""/fleet and /fleet/bots/{handle} in every state a bot and its machine can be in.
+"""/fleet and /fleet/bots/{handle} in every state a bot and its machine can be in, profiles or none.
 
 A bot assigned a moment ago has no report yet, a machine may be offline, a bot
 crashed, stopped or misconfigured, and a report may hold values of the wrong
@@ -111,3 +111,21 @@ async def test_odd_values_in_a_stored_report_show_as_unknown(world: World) -> No
         "outcome": None,
         "trigger_ids": [],
     }
+
+
+async def test_fleet_without_a_profile_says_how_to_make_one(world: World) -> None:
+    b = await sign_in(world.board, "alice")
+    try:
+        status, fleet = await b.get("/fleet")
+        assert status == 200
+        assert 'No profiles yet: <a href="/fleet/profiles">make one</a>' in fleet
+        assert 'name="profile"' not in fleet  # no empty select to choose from
+        await world.human.create_profile("proj-dev", "proj", "claude")
+        await world.human.create_profile("proj-ops", "proj", "codex")
+        status, fleet = await b.get("/fleet?profile=proj-ops")  # "Add a bot with it" on proj-ops
+        assert status == 200 and "No profiles yet" not in fleet
+        assert '<a href="/fleet/profiles" id="profiles-link">Profiles</a>' in fleet
+        assert '<option value="proj-ops" selected>proj-ops (proj, codex)</option>' in fleet
+        assert '<option value="proj-dev">proj-dev (proj, claude)</option>' in fleet
+    finally:
+        await b.close()

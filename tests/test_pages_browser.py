@@ -1,4 +1,5 @@
-"""The pages in a real browser: sign in, post, live replies, threads, XSS, review, search, workspaces."""
+"""The pages in a real browser: sign in, post, live replies, threads, XSS, review, search, workspaces,
+routines, profiles."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from boardtest import Board, World, db_rows
 from browser_support import Tab, new_tab
+from fleettest import enroll_keeper
 from pages_support import login_link
 from playwright.async_api import Browser, expect
 
@@ -15,8 +17,8 @@ from board.routines import importer
 LIVE = re.compile(r"\blive\b")  # the page's stream is open
 
 
-async def signed_in_tab(chromium: Browser, world: World, tmp_path: Path) -> Tab:
-    tab = await new_tab(chromium, tmp_path)
+async def signed_in_tab(chromium: Browser, world: World, tmp_path: Path, width: int = 1280) -> Tab:
+    tab = await new_tab(chromium, tmp_path, width=width)
     link = await login_link(world.board, "alice")
     await tab.page.goto(world.board.url + link)
     await tab.page.click("#use-link")
@@ -274,3 +276,92 @@ async def test_approve_an_imported_routine_and_see_its_next_run(
         (2, "rejected", "keep 02:00"),
     ]
     assert tab.errors == []
+
+
+async def test_make_a_command_profile_on_the_page_then_run_a_bot_with_it(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """A new user's way to a bot: /fleet has no profile, says how to make one; make it, edit it, use it."""
+    await world.human.create_skill("review", "# review\n\nHow to review.\n")
+    await enroll_keeper(world.board, world.human, "box1")
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/fleet")
+    await expect(tab.page.locator("#no-profiles")).to_contain_text("No profiles yet: make one.")
+    await expect(tab.page.locator("#add-bot")).to_have_count(0)
+    await tab.shot("30-fleet-without-profiles")
+    await tab.page.locator("#no-profiles").get_by_role("link", name="make one").click()
+    await tab.page.wait_for_url("**/fleet/profiles")
+    await expect(tab.page.locator(".nav a.here")).to_have_text("Profiles")
+    form = tab.page.locator("#profile-form")
+    await form.locator("input[name=name]").fill("cmd-dev")
+    await form.locator("select[name=workspace]").select_option("proj")
+    await form.locator("select[name=harness]").select_option("command")
+    await form.locator("input[name=model]").fill("m1")
+    await form.locator("input[name=repo]").fill("~/src/proj")
+    await form.locator("input[name=command_template]").fill("python3 agent.py {flags} {prompt}")
+    await form.locator("input[name=command_session_field]").fill("result.session_id")
+    await form.locator("input[name=skills]").fill("review")
+    await form.locator("input[name=mcp]").check()
+    await form.locator("textarea[name=flags]").fill("--fast\n--tools=Read,Write")
+    await form.locator("input[name=watch]").fill("#lobby, builds")
+    await form.locator("textarea[name=identity]").fill("You are the proj command bot.\nBe brief.")
+    await tab.shot("31-new-profile-filled")
+    await tab.page.click("#save-profile")
+    await tab.page.wait_for_url("**/fleet/profiles/cmd-dev")
+    await expect(tab.page.locator("#saved")).to_contain_text("Saved: version 1, by alice")
+    made = await world.human.profile("cmd-dev")
+    assert (made["harness"], made["command_template"], made["mcp"]) == (
+        "command",
+        "python3 agent.py {flags} {prompt}",
+        True,
+    )
+    assert (made["flags"], made["watch"], made["skills"]) == (
+        ["--fast", "--tools=Read,Write"],
+        ["lobby", "builds"],
+        ["review"],
+    )
+    assert made["identity"] == "You are the proj command bot.\nBe brief."
+    # Someone saves the profile while the form is open: this save is refused, nothing of it lost.
+    await world.human.update_profile("cmd-dev", model="m-theirs", base_version=1)
+    await form.locator("input[name=model]").fill("m2")
+    await form.locator("input[name=skills]").fill("review nope")
+    await form.locator("input[name=mcp]").uncheck()
+    await tab.page.click("#save-profile")
+    await expect(tab.page.locator("#profile-error")).to_contain_text("is at version 2, not 1")
+    await expect(tab.page.locator("#saved-now tr.changed", has_text="model")).to_contain_text("m-theirs")
+    await expect(form.locator("input[name=model]")).to_have_value("m2")
+    await expect(form.locator("input[name=skills]")).to_have_value("review nope")
+    await tab.shot("32-profile-save-refused-newer-version")
+    assert (await world.human.profile("cmd-dev"))["model"] == "m-theirs"
+    await tab.page.click("#save-profile")  # knowingly, over version 2: now the unknown skill is refused
+    await expect(tab.page.locator("#profile-error")).to_contain_text("No such skill nope")
+    await expect(form.locator("input[name=model]")).to_have_value("m2")
+    assert (await world.human.profile("cmd-dev"))["version"] == 2
+    await form.locator("input[name=skills]").fill("review")
+    await tab.page.click("#save-profile")
+    await expect(tab.page.locator("#saved")).to_contain_text("Saved: version 3, by alice")
+    await expect(tab.page.locator("#profile-error")).to_have_count(0)
+    saved = await world.human.profile("cmd-dev")
+    assert (saved["model"], saved["mcp"], saved["skills"]) == ("m2", False, ["review"])
+    await tab.shot("33-profile-saved")
+    phone = await signed_in_tab(chromium, world, tmp_path, width=390)
+    await phone.page.goto(world.board.url + "/fleet/profiles")
+    await expect(phone.page.locator("#profile-cmd-dev")).to_contain_text("command")
+    await phone.shot("34-profiles-phone")
+    await phone.page.goto(world.board.url + "/fleet/profiles/cmd-dev")
+    await phone.shot("35-profile-phone")
+    assert await phone.page.evaluate("document.documentElement.scrollWidth") <= 390
+    # Use it: "Add a bot with it" opens /fleet with the profile chosen.
+    await tab.page.get_by_role("link", name="Add a bot with it").click()
+    await tab.page.wait_for_url("**/fleet?profile=cmd-dev#add-bot")
+    add = tab.page.locator("#add-bot")
+    await expect(add.locator("select[name=profile]")).to_have_value("cmd-dev")
+    await add.locator("input[name=handle]").fill("cmd1")
+    await add.locator("select[name=machine]").select_option("box1")
+    await add.get_by_role("button", name="Assign").click()
+    await expect(tab.page.locator("#bot-cmd1")).to_contain_text("proj/cmd-dev")
+    await tab.shot("36-fleet-bot-from-the-profile")
+    bot = (await world.human.fleet())["machines"][0]["bots"][0]
+    assert (bot["handle"], bot["profile"], bot["workspace"]) == ("cmd1", "cmd-dev", "proj")
+    assert tab.errors == [] and phone.errors == []
+    await tab.page.context.close()  # ends /fleet's live stream, which the board would wait out on closing

@@ -42,6 +42,7 @@ async def _facts(world: World) -> dict[str, Any]:
     await world.bot.put_document("notes.md", "# Notes\n\nproposed\n", 0, "start")
     routine = {"name": "nightly", "workspace": "proj", "schedule": "0 2 * * *", "bot": "pb"}
     await world.bot.call("POST", "/api/routines", json={**routine, "prompt": f"tidy up, {SECRET_TEXT}"})
+    await world.human.create_profile("proj-dev", "proj", "claude", identity=f"you are pb, {SECRET_TEXT}")
     return {
         "root": str(root["id"]),
         "claimed": str(claimed["id"]),

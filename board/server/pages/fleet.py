@@ -46,6 +46,7 @@ async def _page(call: PageCall, *, enroll: dict[str, Any] | None = None) -> web.
         machines=page["machines"],
         orders=page["orders"],
         profiles=profiles["profiles"],
+        chosen=call.request.query.get("profile", ""),  # "Add a bot with it" on a profile's page
         enroll=enroll,
     )
 
