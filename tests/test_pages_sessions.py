@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import aiohttp
+import pytest
 from boardtest import Board, World, db_rows, snapshot
 from pages_support import browser, login_link, sign_in
 
 from board.server.clock import ManualClock
+from board.server.pages.routing import local_path
 from board.server.services import sessions
 
 
@@ -141,12 +143,64 @@ async def test_a_sign_in_form_from_another_site_is_refused(world: World) -> None
     assert snapshot(world.board.db_path) == before
 
 
-async def test_the_next_page_stays_on_this_board(world: World) -> None:
+OFF_THE_BOARD = [
+    "//evil.example/x",
+    "/\t/evil.example",  # a browser drops the tab: //evil.example
+    "/\n/evil.example",
+    "/\\evil.example",  # a browser reads the backslash as a slash
+    "\\\\evil.example",
+    " //evil.example",  # a browser trims the space
+    "\x01//evil.example",
+    "https://evil.example/",
+    "javascript:alert(1)",
+    "evil.example",
+]
+
+
+@pytest.mark.parametrize("target", OFF_THE_BOARD)
+def test_a_target_a_browser_would_read_as_another_site_is_not_followed(target: str) -> None:
+    assert local_path(target) == "/"
+    assert local_path(target, "/t/5") == "/t/5"
+
+
+def test_a_path_on_this_board_is_kept_as_a_browser_reads_it() -> None:
+    assert local_path("/t/5?x=1#m2") == "/t/5?x=1#m2"
+    assert local_path("/settings\r\n") == "/settings"
+    assert local_path("/a\tb") == "/ab"
+    assert local_path("/c/lobby\x00x") == "/"  # a control character no browser drops
+    assert local_path(None) == local_path("") == "/"
+
+
+async def test_sign_in_goes_only_to_a_path_on_this_board(world: World) -> None:
+    for target in OFF_THE_BOARD:
+        b = browser(world.board)
+        link = await login_link(world.board, "alice")
+        status, location = await b.post("/login", {"token": link.split("=", 1)[1], "next": target})
+        assert (status, location) == (303, "/"), target
+        await b.close()
+
+
+async def test_a_newline_in_next_neither_spends_the_link_nor_drops_the_connection(world: World) -> None:
     b = browser(world.board)
     link = await login_link(world.board, "alice")
-    status, location = await b.post("/login", {"token": link.split("=", 1)[1], "next": "//evil.example/x"})
-    assert status == 303 and location == "/"
+    status, page = await b.get(link + "&next=%2Fsettings%0D%0ASet-Cookie:%20x=1")
+    assert status == 200 and "Sign in as alice" in page
+    status, location = await b.post("/login", {"token": link.split("=", 1)[1], "next": "/settings\r\nX: y"})
+    assert (status, location) == (303, "/settingsX: y")
+    status, page = await b.get("/settings")
+    assert status == 200 and "alice" in page  # signed in by that one link
     await b.close()
+
+
+async def test_a_reply_goes_back_only_to_a_page_of_this_board(world: World) -> None:
+    alice = await sign_in(world.board)
+    root = await world.human.post("a thread", channel="lobby", workspace="proj")
+    for back in ("/\t/evil.example", "/\\evil.example", "https://evil.example"):
+        status, location = await alice.post(f"/t/{root['id']}", {"body": "ok", "back": back})
+        assert (status, location) == (303, f"/t/{root['id']}"), back
+    status, location = await alice.post(f"/t/{root['id']}", {"body": "ok", "back": "/c/lobby?thread=1"})
+    assert (status, location) == (303, "/c/lobby?thread=1")
+    await alice.close()
 
 
 async def test_mcp_does_not_take_the_browser_session(world: World) -> None:

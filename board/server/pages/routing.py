@@ -118,6 +118,24 @@ def render(
     return web.Response(text=html, status=status, content_type="text/html", headers=SECURITY_HEADERS)
 
 
+def local_path(target: str | None, default: str = "/") -> str:
+    """``target`` when it is a path on this board, read as a browser reads it; else ``default``.
+
+    A browser trims control characters and spaces from a URL's ends, drops tabs and
+    newlines inside it, and reads a backslash as a slash: so a slash, a tab and a slash
+    lead to another site as ``//`` does. The target is read that way before it is checked.
+    """
+    read = (target or "").strip(_C0_AND_SPACE).translate(_DROPPED_INSIDE)
+    start = read[:2].replace("\\", "/")
+    if not start.startswith("/") or start == "//" or any(c < " " or c == "\x7f" for c in read):
+        return default
+    return read
+
+
+_C0_AND_SPACE = "".join(map(chr, range(33)))
+_DROPPED_INSIDE = str.maketrans("", "", "\t\n\r")
+
+
 def redirect(location: str) -> web.Response:
     """See Other: after a form, the browser loads the page again with GET."""
     return web.Response(status=303, headers={"Location": location, **SECURITY_HEADERS})

@@ -13,16 +13,10 @@ from .routing import (
     PageCall,
     PageRoute,
     clear_session_cookie,
+    local_path,
     redirect,
     set_session_cookie,
 )
-
-
-def _next(target: str | None) -> str:
-    """Where to go after signing in: a path on this board only (never another site)."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
-        return "/"
-    return target
 
 
 def _same_origin(call: PageCall) -> None:
@@ -34,7 +28,7 @@ def _same_origin(call: PageCall) -> None:
 
 async def login_page(call: PageCall) -> web.StreamResponse:
     token = call.request.query.get("token")
-    target = _next(call.request.query.get("next"))
+    target = local_path(call.request.query.get("next"))
     if token is None:
         if call.session is not None:
             return redirect(target)
@@ -50,7 +44,7 @@ async def login(call: PageCall) -> web.StreamResponse:
     _same_origin(call)
     limits = call.request.app[SIGN_IN_LIMITS]
     address = call.request.remote or "unknown"
-    target = _next(call.form.get("next"))
+    target = local_path(call.form.get("next"))
     token = call.form.get("token")
     try:
         if token:
