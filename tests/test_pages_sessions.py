@@ -8,6 +8,7 @@ from boardtest import Board, World, db_rows, snapshot
 from pages_support import browser, login_link, sign_in
 
 from board.server.clock import ManualClock
+from board.server.errors import RateLimited
 from board.server.pages.routing import local_path
 from board.server.services import sessions
 
@@ -112,19 +113,80 @@ async def test_password_sign_in_and_its_limits(board: Board) -> None:
     assert status == 303 and location == "/settings"
     status, _ = await fresh.get("/settings")
     assert status == 200
-    other = browser(board)
-    refusals = []
-    for _ in range(6):
-        status, _ = await other.post("/login", {"handle": "alice", "password": "wrong guess"})
-        refusals.append(status)
-    assert refusals == [401] * 4 + [429, 429]  # one good sign-in above spent a fifth try
-    for _ in range(4):
-        status, _ = await other.post("/login", {"handle": "nobody-here", "password": "wrong guess"})
-    assert status == 429  # the address is out of tries too
-    status, _ = await other.post("/login", {"handle": "alice", "password": "correct horse battery"})
-    assert status == 429
     await fresh.close()
-    await other.close()
+
+
+async def test_wrong_passwords_back_off_and_the_right_one_ends_the_wait(
+    clocked_world: World, clock: ManualClock
+) -> None:
+    board = clocked_world.board
+    alice = await sign_in(board, "alice")
+    status, _ = await alice.post("/settings/password", {"password": "correct horse battery"})
+    assert status == 200
+    await alice.close()
+    guesser = browser(board)
+
+    async def attempt(password: str) -> int:
+        status, _ = await guesser.post("/login", {"handle": "alice", "password": password})
+        return status
+
+    assert [await attempt("wrong guess") for _ in range(5)] == [401] * 5
+    before = snapshot(board.db_path)
+    assert await attempt("correct horse battery") == 429  # waits 1 s: even the right one
+    clock.advance(1)
+    assert await attempt("wrong guess") == 401
+    assert [await attempt("wrong guess") for _ in range(2)] == [429, 429]  # now 2 s
+    clock.advance(1.5)
+    assert await attempt("correct horse battery") == 429
+    assert snapshot(board.db_path) == before  # no session was opened by a refused try
+    clock.advance(0.5)
+    assert await attempt("correct horse battery") == 303
+    await guesser.close()
+    again = browser(board)
+    status, _ = await again.post("/login", {"handle": "alice", "password": "wrong guess"})
+    assert status == 401  # the right password ended the count: four free wrong ones again
+    await again.close()
+
+
+async def test_no_password_guessing_keeps_the_human_from_a_one_time_link(clocked_world: World) -> None:
+    board = clocked_world.board  # a clock that stands still: no bucket refills while argon2 works
+    mallory = browser(board)
+    refusals = []
+    for handle in ["alice"] * 6 + [f"nobody-{n}" for n in range(6)]:
+        status, page = await mallory.post("/login", {"handle": handle, "password": "wrong guess"})
+        refusals.append(status)
+    assert refusals[:6] == [401] * 5 + [429]  # alice's password waits at this address
+    assert refusals[-1] == 429 and "sign-in attempts from this address" in page  # then any account
+    for _ in range(3):  # the same address, the same account: a link still signs alice in
+        b = browser(board)
+        link = await login_link(board, "alice")
+        status, location = await b.post("/login", {"token": link.split("=", 1)[1], "next": "/settings"})
+        assert (status, location) == (303, "/settings")
+        status, _ = await b.get("/settings")
+        assert status == 200
+        await b.close()
+    await mallory.close()
+
+
+def test_the_wait_is_per_account_at_an_address_and_grows_to_its_cap() -> None:
+    now = [0.0]
+    limits = sessions.SignInLimits(lambda: now[0])
+    waits = []
+    for _ in range(16):
+        limits.check_password("10.0.0.1", "Alice")
+        limits.failed("10.0.0.1", "alice")
+        try:
+            limits.check_password("10.0.0.1", "alice")
+            waits.append(0.0)
+        except RateLimited as exc:
+            waits.append(exc.retry_after)
+        now[0] += 400  # past any wait, and the address bucket refilled
+    assert waits == [0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]
+    limits.check_password("10.0.0.2", "alice")  # alice from elsewhere: no wait
+    limits.failed("10.0.0.1", "alice")
+    limits.check_password("10.0.0.1", "bob")  # another account at that address: no wait
+    limits.succeeded("10.0.0.1", "ALICE")
+    limits.check_password("10.0.0.1", "alice")
 
 
 async def test_a_sign_in_form_from_another_site_is_refused(world: World) -> None:

@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from ..errors import Forbidden
+from ..errors import Forbidden, Unauthenticated
 from ..services import auth, sessions
 from .routing import (
     SIGN_IN_LIMITS,
@@ -48,12 +48,16 @@ async def login(call: PageCall) -> web.StreamResponse:
     token = call.form.get("token")
     try:
         if token:
-            limits.check(address, None)
             opened = await sessions.sign_in_with_link(call.ctx, token)
         else:
             handle = call.form.get("handle", "")
-            limits.check(address, handle)
-            opened = await sessions.sign_in_with_password(call.ctx, handle, call.form.get("password", ""))
+            limits.check_password(address, handle)
+            try:
+                opened = await sessions.sign_in_with_password(call.ctx, handle, call.form.get("password", ""))
+            except Unauthenticated:
+                limits.failed(address, handle)
+                raise
+            limits.succeeded(address, handle)
     except sessions.LoginLinkRefused as exc:
         return call.render("login.html", status=exc.status, next=target, link_for=None, refusal=exc)
     response = redirect(target)
