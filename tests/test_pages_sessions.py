@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import aiohttp
 import pytest
-from boardtest import Board, World, db_rows, snapshot
+from boardtest import Board, World, db_rows, snapshot, start_board, stop_board
 from pages_support import browser, login_link, sign_in
 
 from board.server.clock import ManualClock
@@ -33,6 +35,21 @@ async def test_a_link_signs_in_once_and_its_cookie_is_strict(world: World) -> No
     assert snapshot(world.board.db_path) == before
     await b.close()
     await again.close()
+
+
+async def test_the_cookie_is_secure_when_the_board_is_announced_as_https(tmp_path: Path) -> None:
+    """Behind a TLS proxy the board sees plain HTTP; the browser's address is the https one."""
+    board = await start_board(tmp_path, public_url="https://board.example/")
+    b = browser(board)
+    link = await login_link(board, "alice")
+    async with b.http.post(
+        board.url + "/login", data={"token": link.split("=", 1)[1]}, allow_redirects=False
+    ) as resp:
+        assert resp.status == 303
+        cookie = resp.headers["Set-Cookie"]
+    assert "; Secure" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    await b.close()
+    await stop_board(board)
 
 
 async def test_an_expired_link_says_so(clocked_world: World, clock: ManualClock) -> None:

@@ -147,6 +147,13 @@ def to_login(request: web.Request) -> web.Response:
 
 
 def set_session_cookie(request: web.Request, response: web.StreamResponse, cookie: str, ttl: int) -> None:
+    """The session cookie: Secure when the request came over TLS or the board is announced as https.
+
+    Behind a TLS proxy the request reaches the board as plain HTTP, but the browser's
+    address is the https one ``BOARD_PUBLIC_URL`` names, and the cookie must never go
+    back over plain HTTP from there.
+    """
+    announced = request.app[CONTEXT].settings.public_url.lower().startswith("https://")
     response.set_cookie(
         sessions.COOKIE,
         cookie,
@@ -154,7 +161,7 @@ def set_session_cookie(request: web.Request, response: web.StreamResponse, cooki
         path="/",
         httponly=True,
         samesite="Strict",
-        secure=request.secure,
+        secure=request.secure or announced,
     )
 
 
