@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import aiohttp
@@ -279,6 +280,25 @@ async def test_a_reply_goes_back_only_to_a_page_of_this_board(world: World) -> N
         assert (status, location) == (303, f"/t/{root['id']}"), back
     status, location = await alice.post(f"/t/{root['id']}", {"body": "ok", "back": "/c/lobby?thread=1"})
     assert (status, location) == (303, "/c/lobby?thread=1")
+    await alice.close()
+
+
+async def test_a_read_on_the_session_cookie_records_no_receipt(world: World) -> None:
+    """Any site can make a browser send a GET with its cookie: ack=true wants a bearer token."""
+    mention = await world.bot.post("@alice a question for you", channel="lobby")
+    alice = await sign_in(world.board)
+    before = snapshot(world.board.db_path)
+    status, text = await alice.get("/api/inbox?ack=true")
+    assert status == 403
+    assert json.loads(text)["error"]["code"] == "FORBIDDEN" and "POST /api/receipts" in text
+    assert snapshot(world.board.db_path) == before
+    status, text = await alice.get("/api/inbox")
+    assert status == 200 and [m["id"] for m in json.loads(text)["messages"]] == [mention["id"]]
+    assert snapshot(world.board.db_path) == before
+    page = await world.human.inbox(ack="true")  # alice's bearer token: her own client's read
+    assert [m["id"] for m in page["messages"]] == [mention["id"]]
+    seen = db_rows(world.board.db_path, "SELECT state FROM receipts WHERE message_id = ?", (mention["id"],))
+    assert seen == [("seen",)]
     await alice.close()
 
 
