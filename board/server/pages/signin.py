@@ -99,7 +99,8 @@ async def token_revoke(call: PageCall) -> web.StreamResponse:
 
 
 async def password(call: PageCall) -> web.StreamResponse:
-    await sessions.set_password(call.ctx, call.p, call.form.get("current", ""), call.form.get("password", ""))
+    form, cookie = call.form, call.request.cookies.get(sessions.COOKIE, "")
+    await sessions.set_password(call.ctx, call.p, form.get("current", ""), form.get("password", ""), cookie)
     return await _settings(call, saved="Password saved.")
 
 

@@ -225,8 +225,12 @@ async def sign_out(ctx: Context, cookie: str) -> None:
     await ctx.db.write(write)
 
 
-async def set_password(ctx: Context, p: Principal, current: str, new: str) -> None:
-    """Set or change the human's password; changing one needs the current one."""
+async def set_password(ctx: Context, p: Principal, current: str, new: str, cookie: str) -> None:
+    """Set or change the human's password; changing one needs the current one.
+
+    Every other session of the human ends with it (whoever knew the old password may
+    hold one), and their pages' streams with them; the session ``cookie`` goes on.
+    """
     if not p.is_human:
         raise Forbidden("Only a human has a password.")
     if not MIN_PASSWORD <= len(new) <= MAX_PASSWORD:
@@ -238,7 +242,8 @@ async def set_password(ctx: Context, p: Principal, current: str, new: str) -> No
 
     async def write(conn: Connection) -> None:
         await store.set_password(conn, p.agent_id, hashed, ctx.now())
-        await audit.record(conn, ctx, p, "password.set", p.handle)
+        ended_sessions = await store.revoke_others(conn, p.agent_id, hash_secret(cookie), ctx.now())
+        await audit.record(conn, ctx, p, "password.set", p.handle, details={"sessions_ended": ended_sessions})
         emit(Signal(ended(p.agent_id), 0))
 
     await ctx.db.write(write)
