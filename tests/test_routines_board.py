@@ -167,13 +167,20 @@ async def _started(runner: BoardClient, name: str, at: str) -> dict[str, Any]:
     return await runner.start_run(name, made["id"])
 
 
+async def _one_running(world: World) -> tuple[BoardClient, int, dict[str, Any]]:
+    """Routine tidy, approved, with one run running: the runner, the routine's thread, the run."""
+    await world.bot.propose_routine("tidy", **FIELDS)
+    await world.human.approve_version("tidy", 1, "go")
+    runner = await _runner(world)
+    thread = (await world.human.routine("tidy"))["thread_id"]
+    return runner, thread, await _started(runner, "tidy", "2026-11-30T02:00:00Z")
+
+
 async def test_a_second_run_does_not_start_while_one_runs_and_the_refusal_writes_nothing(
     world: World,
 ) -> None:
-    bot, human, runner = world.bot, world.human, await _runner(world)
-    await bot.propose_routine("tidy", **FIELDS)
-    await human.approve_version("tidy", 1, "go")
-    first = await _started(runner, "tidy", "2026-11-30T02:00:00Z")
+    human = world.human
+    runner, _, first = await _one_running(world)
     asked = await human.run_routine_now("tidy")
 
     before = snapshot(world.board.db_path)
@@ -189,11 +196,8 @@ async def test_a_second_run_does_not_start_while_one_runs_and_the_refusal_writes
 
 
 async def test_a_done_ends_only_the_run_whose_claim_it_closes(world: World) -> None:
-    bot, human, runner = world.bot, world.human, await _runner(world)
-    await bot.propose_routine("tidy", **FIELDS)
-    await human.approve_version("tidy", 1, "go")
-    thread = (await human.routine("tidy"))["thread_id"]
-    first = await _started(runner, "tidy", "2026-11-30T02:00:00Z")
+    bot, human = world.bot, world.human
+    runner, thread, first = await _one_running(world)
     await bot.claim(thread, "first")
     await bot.done(thread, "first: its own summary")
     ended = await runner.finish_run("tidy", first["id"], "done", "a summary the runner made up")
@@ -222,14 +226,10 @@ async def test_a_done_ends_only_the_run_whose_claim_it_closes(world: World) -> N
 
 
 async def test_a_failed_run_releases_its_claim_so_the_next_starts_on_a_free_thread(world: World) -> None:
-    bot, human, runner = world.bot, world.human, await _runner(world)
-    await bot.propose_routine("tidy", **FIELDS)
-    await human.approve_version("tidy", 1, "go")
-    thread = (await human.routine("tidy"))["thread_id"]
-    first = await _started(runner, "tidy", "2026-11-30T02:00:00Z")
-    await bot.claim(thread, "first")
+    runner, thread, first = await _one_running(world)
+    await world.bot.claim(thread, "first")
     await runner.finish_run("tidy", first["id"], "failed", "the bot's wake ended failed")
-    view = await human.thread(thread, limit=500)
+    view = await world.human.thread(thread, limit=500)
     assert view["claim"]["state"] == "open"
     notes = [m["body"] for m in view["messages"] if m["meta"].get("run_id") == first["id"]]
     assert any("failed; its claim is released" in body for body in notes), notes

@@ -55,6 +55,10 @@ class Scene:
         await self.world.bot.done(thread, summary)
         return await self.run_at(name, scheduled_for, state="done")
 
+    async def outcomes(self, name: str) -> list[tuple[int, str, str]]:
+        """Each run's id, state and outcome, oldest first."""
+        return [(r["id"], r["state"], r["outcome"]) for r in await runs(self.world.human, name)]
+
     async def checked(self, at: str) -> None:
         """Move to ``at`` and wait until a runner has checked every routine there."""
         self.time.move_to(at)
@@ -271,15 +275,11 @@ async def test_run_now_while_a_scheduled_run_runs_waits_and_each_run_keeps_its_o
     assert f"last finished run was run {first['id']}" in prompt["body"]
     assert "first: tidied two threads" in prompt["body"]  # the outcome it follows on from
     await scene.checked("2026-11-30T05:01:00Z")
-    assert (await scene.run_at("tidy", asked["scheduled_for"]))[
-        "outcome"
-    ] == ""  # the first's done is not its
+    still = await scene.run_at("tidy", asked["scheduled_for"])
+    assert still["outcome"] == ""  # the first's done is not its
 
-    await bot.claim(thread, "again")
-    await bot.done(thread, "second: nothing left")
-    ended = await scene.run_at("tidy", asked["scheduled_for"], state="done")
-    assert ended["id"] == second["id"] and ended["outcome"] == "second: nothing left"
-    assert [(r["id"], r["state"], r["outcome"]) for r in await runs(human, "tidy")] == [
+    await scene.finished("tidy", asked["scheduled_for"], "second: nothing left")
+    assert await scene.outcomes("tidy") == [
         (first["id"], "done", "first: tidied two threads"),
         (second["id"], "done", "second: nothing left"),
     ]
@@ -311,11 +311,8 @@ async def test_a_scheduled_run_due_while_a_run_now_runs_waits_past_its_grace_and
     release = next(m for m in view["messages"] if "released by the board from pb" in m["body"])
     assert release["id"] < second["message_id"]
 
-    await bot.claim(thread, "scheduled")
-    await bot.done(thread, "the scheduled run's own summary")
-    ended = await scene.run_at("tidy", "2026-11-30T05:00:00Z", state="done")
-    assert ended["outcome"] == "the scheduled run's own summary"
-    assert [(r["id"], r["state"], r["outcome"]) for r in await runs(human, "tidy")] == [
+    await scene.finished("tidy", "2026-11-30T05:00:00Z", "the scheduled run's own summary")
+    assert await scene.outcomes("tidy") == [
         (first["id"], "timed_out", "no done within 120 s"),
         (second["id"], "done", "the scheduled run's own summary"),
     ]
