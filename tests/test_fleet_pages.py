@@ -8,14 +8,18 @@ it knows, "unknown" for the rest.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
+import aiohttp
+import pytest
 from boardtest import World
 from fleettest import enroll_keeper
 from pages_support import sign_in
 
 from board.server.clock import ManualClock
+from board.server.pages import fleet as fleet_page
 from board.server.store.connection import Connection
 
 
@@ -129,3 +133,71 @@ async def test_fleet_without_a_profile_says_how_to_make_one(world: World) -> Non
         assert '<option value="proj-dev">proj-dev (proj, claude)</option>' in fleet
     finally:
         await b.close()
+
+
+async def _fleet_events(resp: aiohttp.ClientResponse, n: int) -> list[tuple[str, str]]:
+    """The next n events of a fleet stream: (event, data)."""
+    found: list[tuple[str, str]] = []
+    event = ""
+    while len(found) < n:
+        line = (await resp.content.readline()).decode()
+        assert line, f"the stream ended after {found}"
+        if line.startswith("event: "):
+            event = line[7:].strip()
+        elif line.startswith("data: "):
+            found.append((event, line[6:].strip()))
+    return found
+
+
+async def test_the_live_cards_wait_for_a_change_not_a_clock(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A quiet fleet renders nothing; a report, an assignment or an order is sent at once."""
+    monkeypatch.setattr(fleet_page, "LIVE_BEAT", 3600.0)
+    renders = []
+    cards = fleet_page._cards
+    monkeypatch.setattr(fleet_page, "_cards", lambda *a: renders.append(1) or cards(*a))
+    await world.human.create_profile("proj-dev", "proj", "claude")
+    box1 = await enroll_keeper(world.board, world.human, "box1")
+    alice = await sign_in(world.board)
+    resp = await alice.http.get(alice.url + "/fleet/events")
+    [(event, _)] = await asyncio.wait_for(_fleet_events(resp, 1), 10)
+    assert event == "fleet" and len(renders) == 1
+    await asyncio.sleep(1.5)  # a quiet fleet: no render at all (it was one a second per tab)
+    assert len(renders) == 1
+    await world.human.assign_bot("box1", "proj-dev", "run1")
+    [(event, data)] = await asyncio.wait_for(_fleet_events(resp, 1), 5)
+    assert event == "fleet" and 'id="bot-run1"' in json.loads(data)["html"]
+    await box1.client.fleet_report({"interval": 10, "bots": [reported("run1", "running", pid=4242)]})
+    [(event, data)] = await asyncio.wait_for(_fleet_events(resp, 1), 5)
+    assert "pid 4242" in json.loads(data)["html"]
+    await world.human.fleet_order("run1", "stop")
+    [(event, data)] = await asyncio.wait_for(_fleet_events(resp, 1), 5)
+    assert event == "fleet" and "stop" in json.loads(data)["html"]
+    assert len(renders) == 4
+    resp.close()
+    await alice.close()
+
+
+async def test_fleet_streams_count_toward_the_cap_with_the_other_streams(world: World) -> None:
+    alice = await sign_in(world.board)
+    cap = world.board.ctx.hub.max_held
+    oldest = await alice.http.get(alice.url + "/fleet/events")
+    assert await asyncio.wait_for(_fleet_events(oldest, 1), 10)  # its first cards
+    others = [await alice.http.get(alice.url + "/events?workspace=proj") for _ in range(cap - 1)]
+    newest = await alice.http.get(alice.url + "/fleet/events")
+    assert (await asyncio.wait_for(_fleet_events(oldest, 1), 10)) == [("released", "{}")]
+    for resp in [oldest, *others, newest]:
+        resp.close()
+    await alice.close()
+
+
+async def test_signing_out_ends_the_fleet_stream_at_once(world: World) -> None:
+    alice = await sign_in(world.board)
+    resp = await alice.http.get(alice.url + "/fleet/events")
+    assert await asyncio.wait_for(_fleet_events(resp, 1), 10)
+    status, _ = await alice.post("/logout", {})
+    assert status == 303
+    assert (await asyncio.wait_for(_fleet_events(resp, 1), 5)) == [("signed-out", "{}")]
+    assert world.board.ctx.hub.waiting == 0
+    await alice.close()

@@ -13,6 +13,7 @@ from pages_support import login_link
 from playwright.async_api import Browser, expect
 
 from board.routines import importer
+from board.server.services import auth
 
 LIVE = re.compile(r"\blive\b")  # the page's stream is open
 
@@ -273,9 +274,15 @@ async def test_approve_an_imported_routine_and_see_its_next_run(
     await second.locator("input[name=note]").nth(1).fill("keep 02:00")
     await second.get_by_role("button", name="Reject version 2").click()
     await expect(routine.locator(".pending-version")).to_have_count(0)
+    runner = world.board.client(await auth.runner_token(world.board.ctx))
+    scheduled = await runner.create_run("knowledge-reconciler", 1, "2026-01-01T02:00:00Z")
+    await runner.start_run("knowledge-reconciler", scheduled["id"])
     await routine.get_by_role("button", name="Run now").click()
-    await expect(routine.locator("tr.run")).to_have_count(1)
-    await expect(routine.locator("tr.run")).to_contain_text("run-now")
+    await expect(routine.locator("tr.run")).to_have_count(2)
+    await expect(routine.locator("tr.run-scheduled")).to_contain_text("run-now")
+    waits = f"waits for run {scheduled['id']}"
+    await expect(routine.locator("tr.run-scheduled .waits-for")).to_have_text(waits)
+    await expect(routine.locator("tr.run-running .waits-for")).to_have_count(0)
     await routine.get_by_role("button", name="Pause").click()
     await expect(routine.locator(".state")).to_have_text("paused")
     await expect(routine.locator(".next-run")).to_have_text("none")

@@ -9,7 +9,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from boardtest import World
+from boardtest import World, db_rows
 from pages_support import Browser, sign_in
 
 from board.server.clock import ManualClock
@@ -200,6 +200,29 @@ async def test_signing_out_ends_the_sessions_streams_at_once(world: World) -> No
     await world.bot.post("after the sign-out", channel="lobby")
     assert world.board.ctx.hub.waiting == 0
     await alice.close()
+
+
+async def test_a_new_password_ends_the_humans_other_sessions_and_their_streams(world: World) -> None:
+    """Whoever knew the old password may hold a session: only the one that changed it goes on."""
+    here, elsewhere = await sign_in(world.board), await sign_in(world.board)
+    stream_here = await _open(here, "workspace=proj")
+    stream_elsewhere = await _open(elsewhere, "workspace=proj")
+    status, page = await here.post("/settings/password", {"password": "correct horse battery"})
+    assert status == 200 and "Password saved" in page
+    lines = await asyncio.wait_for(_ended(stream_elsewhere), 5)
+    assert b"event: signed-out\n" in lines
+    status, location = await elsewhere.get("/settings")
+    assert (status, location) == (303, "/login?next=%2Fsettings")
+    status, _ = await here.get("/settings")
+    assert status == 200
+    posted = await world.bot.post("after the change", channel="lobby")
+    [event] = await asyncio.wait_for(_events(stream_here, 1), 10)
+    assert event["event"] == "message" and event["id"] == posted["id"]
+    [(details,)] = db_rows(world.board.db_path, "SELECT details FROM audit WHERE action = 'password.set'")
+    assert json.loads(details) == {"sessions_ended": 1}
+    stream_here.close()
+    await here.close()
+    await elsewhere.close()
 
 
 async def test_a_stream_ends_at_the_first_beat_after_its_session_expired(

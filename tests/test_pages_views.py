@@ -10,7 +10,9 @@ import aiohttp
 from boardtest import Board, World, db_rows, snapshot
 from pages_support import sign_in
 
+from board.server.clock import ManualClock
 from board.server.pages.board import STREAM_PAGE
+from board.server.services import auth
 
 
 async def test_a_channel_opens_on_its_latest_page_and_links_to_older(world: World) -> None:
@@ -178,6 +180,35 @@ async def test_a_routine_decision_the_service_refuses_changes_nothing(world: Wor
         world.board.db_path, "SELECT action FROM audit WHERE action LIKE 'routine.%' ORDER BY id"
     )
     assert [a for (a,) in actions] == ["routine.create", "routine.propose", "routine.approve"]
+    await alice.close()
+
+
+async def test_a_run_waiting_for_the_running_one_says_so_and_run_now_again_changes_nothing(
+    clocked_world: World, clock: ManualClock
+) -> None:
+    world = clocked_world
+    fields = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "tidy up"}
+    await world.bot.propose_routine("tidy", **fields)
+    await world.human.approve_version("tidy", 1, "go")
+    runner = world.board.client(await auth.runner_token(world.board.ctx))
+    running = await runner.start_run(
+        "tidy", (await runner.create_run("tidy", 1, "2026-11-30T02:00:00Z"))["id"]
+    )
+    alice = await sign_in(world.board)
+    await alice.get("/routines")
+    status, _ = await alice.post("/routines/tidy/run-now", {})
+    assert status == 303
+    status, page = await alice.get("/routines")
+    [waiting] = [r for r in (await world.human.routine_runs("tidy"))["runs"] if r["state"] == "scheduled"]
+    row = re.search(rf'<tr class="run run-scheduled"><td>{waiting["id"]}</td>.*?</tr>', page, re.S)
+    assert row is not None and f"waits for run {running['id']}" in row.group(0), page
+    assert "waits for" not in page.replace(row.group(0), "")
+
+    clock.advance(5)
+    before = snapshot(world.board.db_path)
+    status, page = await alice.post("/routines/tidy/run-now", {})
+    assert status == 409 and f"Run {waiting['id']} of routine tidy" in html.unescape(page)
+    assert snapshot(world.board.db_path) == before
     await alice.close()
 
 

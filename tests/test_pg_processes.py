@@ -15,6 +15,7 @@ import ast
 import asyncio
 import contextlib
 import json
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ import aiohttp
 import pytest
 from boardtest import LONG_WAIT, WOKEN_WITHIN, PgDatabase, db_rows, eventually, snapshot
 from pgcluster import PgCluster
-from processes import Served, add_human, board_env, kill, longpolls, serve, wait_healthy
+from processes import Served, add_human, board_env, command, kill, longpolls, serve, wait_healthy
 
 from board.client import BoardAPIError, BoardClient
 from board.server.services.tokencache import TTL_SECONDS
@@ -341,3 +342,52 @@ async def test_one_request_id_sent_to_both_processes_at_once_takes_effect_once(p
             # Both answers name the one message, or the second is told the call took effect.
             [stored] = db_rows(pair.where, "SELECT id FROM messages WHERE body = ?", (rid,))
             assert answers - {"409 REQUEST_ID_REUSE"} == {f"posted {stored[0]}"}, answers
+
+
+# -- 8. one running run of a routine, whichever process starts it -----------------------------
+
+WAITING_RUNS = 6
+
+
+async def start_status(client: BoardClient, run_id: int) -> str:
+    try:
+        await client.start_run("tidy", run_id)
+    except BoardAPIError as exc:
+        return f"{exc.status} {exc.code}"
+    return f"started {run_id}"
+
+
+async def test_runs_of_one_routine_started_on_both_processes_at_once_start_one(
+    pair: Pair, tmp_path: Path
+) -> None:
+    [token] = await workspace_bots(pair, 1)
+    printed = subprocess.run(
+        command("admin", "runner-token", "--db", str(tmp_path / "board.db")),
+        env=board_env(BOARD_DATABASE_URL=pair.url, **UNLIMITED),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    runner_token = printed.strip().splitlines()[-1]
+    async with BoardClient(pair.a.url, pair.human) as human, aiohttp.ClientSession() as session:
+        bot = BoardClient(pair.a.url, token, session=session)
+        on_a, on_b = split(pair, [runner_token, runner_token], session)
+        await bot.propose_routine("tidy", workspace="proj", schedule="0 2 * * *", bot="bot00", prompt="Tidy.")
+        await human.approve_version("tidy", 1, "go")
+        waiting = [
+            (await on_a.create_run("tidy", 1, f"2026-11-{day:02d}T02:00:00Z"))["id"]
+            for day in range(1, WAITING_RUNS + 1)
+        ]
+        while waiting:
+            before = snapshot(pair.where)
+            statuses = await asyncio.gather(*(start_status(c, r) for r in waiting for c in (on_a, on_b)))
+            [won] = [s for s in statuses if s.startswith("started")]
+            assert sorted(s for s in statuses if s != won) == ["409 VERSION_CONFLICT"] * (
+                2 * len(waiting) - 1
+            )
+            running = db_rows(pair.where, "SELECT id FROM routine_runs WHERE state = 'running'")
+            assert running == [(int(won.split()[1]),)]
+            after = snapshot(pair.where)
+            assert after["messages"] - before["messages"] == 1  # one prompt posted
+            await on_b.finish_run("tidy", running[0][0], "timed_out", "ended for the next round")
+            waiting.remove(running[0][0])

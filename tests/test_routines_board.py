@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 from boardtest import World, held, snapshot
 
-from board.client import BoardAPIError
+from board.client import BoardAPIError, BoardClient
 from board.routines import schedule as schedules
+from board.server.clock import ManualClock
 from board.server.hub import Hub, Signal
+from board.server.services import auth
 from board.server.services.routines import CHANGES
 
 FIELDS: dict[str, Any] = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "Do it."}
@@ -154,3 +156,94 @@ def test_quiet_hours_may_span_midnight() -> None:
     at = [datetime(2026, 11, 30, h, 30, tzinfo=UTC) for h in (20, 21, 5, 6)]  # 21:30, 22:30, 06:30, 07:30
     assert [schedules.in_quiet_hours("22:00-07:00", zone, t) for t in at] == [False, True, True, False]
     assert not schedules.in_quiet_hours(None, zone, at[1])
+
+
+async def _runner(world: World) -> BoardClient:
+    return world.board.client(await auth.runner_token(world.board.ctx))
+
+
+async def _started(runner: BoardClient, name: str, at: str) -> dict[str, Any]:
+    made = await runner.create_run(name, 1, at)
+    return await runner.start_run(name, made["id"])
+
+
+async def _one_running(world: World) -> tuple[BoardClient, int, dict[str, Any]]:
+    """Routine tidy, approved, with one run running: the runner, the routine's thread, the run."""
+    await world.bot.propose_routine("tidy", **FIELDS)
+    await world.human.approve_version("tidy", 1, "go")
+    runner = await _runner(world)
+    thread = (await world.human.routine("tidy"))["thread_id"]
+    return runner, thread, await _started(runner, "tidy", "2026-11-30T02:00:00Z")
+
+
+async def test_a_second_run_does_not_start_while_one_runs_and_the_refusal_writes_nothing(
+    world: World,
+) -> None:
+    human = world.human
+    runner, _, first = await _one_running(world)
+    asked = await human.run_routine_now("tidy")
+
+    before = snapshot(world.board.db_path)
+    error = await refused(runner.start_run("tidy", asked["id"]))
+    assert error.code == "VERSION_CONFLICT", error.message
+    assert error.details["running"]["id"] == first["id"] and error.details["run"]["id"] == asked["id"]
+    assert snapshot(world.board.db_path) == before
+    listed = (await human.routine_runs("tidy"))["runs"]
+    assert [(r["id"], r["state"], r.get("waits_for")) for r in listed] == [
+        (asked["id"], "scheduled", first["id"]),
+        (first["id"], "running", None),
+    ]
+
+
+async def test_a_done_ends_only_the_run_whose_claim_it_closes(world: World) -> None:
+    bot, human = world.bot, world.human
+    runner, thread, first = await _one_running(world)
+    await bot.claim(thread, "first")
+    await bot.done(thread, "first: its own summary")
+    ended = await runner.finish_run("tidy", first["id"], "done", "a summary the runner made up")
+    assert ended["state"] == "done" and ended["outcome"] == "first: its own summary"
+
+    await bot.claim(thread, "left over from elsewhere")  # held when the next run starts
+    second = await _started(runner, "tidy", "2026-11-30T03:00:00Z")
+    await bot.done(thread, "the left-over job")  # closes the claim taken before the run
+    running = (await human.routine_runs("tidy"))["runs"][0]
+    assert running["id"] == second["id"] and running["seen"] == {}
+    before = snapshot(world.board.db_path)
+    error = await refused(runner.finish_run("tidy", second["id"], "done", "the left-over job"))
+    assert error.code == "VERSION_CONFLICT", error.message
+    assert snapshot(world.board.db_path) == before
+
+    await bot.claim(thread, "second")  # the run's own claim
+    await bot.done(thread, "second: its own summary")
+    seen = (await human.routine_runs("tidy"))["runs"][0]["seen"]
+    assert seen["claim"] == "done" and seen["summary"] == "second: its own summary"
+    ended = await runner.finish_run("tidy", second["id"], "done", seen["summary"])
+    assert ended["outcome"] == "second: its own summary"
+    assert [(r["id"], r["outcome"]) for r in (await human.routine_runs("tidy"))["runs"]] == [
+        (second["id"], "second: its own summary"),
+        (first["id"], "first: its own summary"),
+    ]
+
+
+async def test_a_failed_run_releases_its_claim_so_the_next_starts_on_a_free_thread(world: World) -> None:
+    runner, thread, first = await _one_running(world)
+    await world.bot.claim(thread, "first")
+    await runner.finish_run("tidy", first["id"], "failed", "the bot's wake ended failed")
+    view = await world.human.thread(thread, limit=500)
+    assert view["claim"]["state"] == "open"
+    notes = [m["body"] for m in view["messages"] if m["meta"].get("run_id") == first["id"]]
+    assert any("failed; its claim is released" in body for body in notes), notes
+
+
+async def test_run_now_pressed_again_before_its_run_started_is_refused_and_writes_nothing(
+    clocked_world: World, clock: ManualClock
+) -> None:
+    bot, human = clocked_world.bot, clocked_world.human
+    await bot.propose_routine("tidy", **FIELDS)
+    await human.approve_version("tidy", 1, "go")
+    asked = await human.run_routine_now("tidy")
+    clock.advance(5)
+    before = snapshot(clocked_world.board.db_path)
+    error = await refused(human.run_routine_now("tidy"))
+    assert error.code == "NAME_CONFLICT" and error.details["run"]["id"] == asked["id"], error.message
+    assert snapshot(clocked_world.board.db_path) == before

@@ -48,6 +48,17 @@ class Scene:
 
         return await until(found, f"{name} {state} at {scheduled_for}", tuple(self.runners))
 
+    async def finished(self, name: str, scheduled_for: str, summary: str) -> dict:
+        """The bot claims the routine's thread for the running run and closes it; the run, done."""
+        thread = (await self.world.human.routine(name))["thread_id"]
+        await self.world.bot.claim(thread, summary)
+        await self.world.bot.done(thread, summary)
+        return await self.run_at(name, scheduled_for, state="done")
+
+    async def outcomes(self, name: str) -> list[tuple[int, str, str]]:
+        """Each run's id, state and outcome, oldest first."""
+        return [(r["id"], r["state"], r["outcome"]) for r in await runs(self.world.human, name)]
+
     async def checked(self, at: str) -> None:
         """Move to ``at`` and wait until a runner has checked every routine there."""
         self.time.move_to(at)
@@ -98,8 +109,11 @@ async def test_a_second_runner_creates_no_duplicate_run(scene: Scene) -> None:
     for minute in ("01", "02", "03", "04"):
         scene.time.move_to(f"2026-11-30T04:{minute}:00Z")
         await scene.run_at("often", f"2026-11-30T04:{minute}:00Z")
+        await scene.finished("often", f"2026-11-30T04:{minute}:00Z", f"minute {minute}")
     made = await runs(human, "often")
-    assert [r["scheduled_for"][11:16] for r in made] == ["04:01", "04:02", "04:03", "04:04"]
+    assert [(r["scheduled_for"][11:16], r["outcome"]) for r in made] == [
+        (f"04:{minute}", f"minute {minute}") for minute in ("01", "02", "03", "04")
+    ]
     thread = (await human.routine("often"))["thread_id"]
     where = scene.world.board.db_path
     run = "meta::jsonb ->> 'run'" if isinstance(where, PgDatabase) else "json_extract(meta, '$.run')"
@@ -117,12 +131,14 @@ async def test_a_restarted_runner_catches_up_within_grace_and_records_missed_bey
     first = scene.runner("first")
     scene.time.move_to("2026-11-30T04:10:00Z")
     await scene.run_at("hourly", "2026-11-30T04:10:00Z")
+    await scene.finished("hourly", "2026-11-30T04:10:00Z", "ten past")
     scene.stop(first)
 
     scene.time.move_to("2026-11-30T04:23:00Z")  # 04:20 missed by 3 minutes: within grace
     second = scene.runner("second")
     caught = await scene.run_at("hourly", "2026-11-30T04:20:00Z")
     assert caught["cause"] == "catch-up"
+    await scene.finished("hourly", "2026-11-30T04:20:00Z", "twenty past")
     scene.stop(second)
 
     scene.time.move_to("2026-11-30T04:48:00Z")  # 04:30 and 04:40 missed, the last by 8 minutes
@@ -133,8 +149,8 @@ async def test_a_restarted_runner_catches_up_within_grace_and_records_missed_bey
     on_time = await scene.run_at("hourly", "2026-11-30T04:50:00Z")
     assert on_time["cause"] == "schedule"
     assert [(r["scheduled_for"][11:16], r["state"]) for r in await runs(human, "hourly")] == [
-        ("04:10", "running"),
-        ("04:20", "running"),
+        ("04:10", "done"),
+        ("04:20", "done"),
         ("04:40", "missed"),
         ("04:50", "running"),
     ]
@@ -151,9 +167,14 @@ async def test_pause_stops_runs_and_run_now_runs_once(scene: Scene) -> None:
     await scene.checked("2026-11-30T04:03:00Z")
     assert len(await runs(human, "often")) == 1
 
-    asked = await human.run_routine_now("often")
+    asked = await human.run_routine_now("often")  # runs while paused, once 04:01 has ended
+    await scene.checked("2026-11-30T04:03:30Z")
+    waiting = await scene.run_at("often", asked["scheduled_for"], state="scheduled")
+    assert waiting["waits_for"] == (await runs(human, "often"))[0]["id"]
+    await scene.finished("often", "2026-11-30T04:01:00Z", "04:01 done")
     now_run = await scene.run_at("often", asked["scheduled_for"])
     assert now_run["cause"] == "run-now"
+    await scene.finished("often", asked["scheduled_for"], "asked for, done")
     await scene.checked("2026-11-30T04:04:00Z")
     assert [r["cause"] == "run-now" for r in await runs(human, "often")] == [False, True]
 
@@ -211,16 +232,115 @@ async def test_a_run_due_in_quiet_hours_waits_for_their_end_and_takes_the_times_
     scene.runner()
     scene.time.move_to("2026-11-30T04:01:00Z")
     await scene.run_at("quiet", "2026-11-30T04:01:00Z")
+    await scene.finished("quiet", "2026-11-30T04:01:00Z", "before the quiet")
     await scene.checked("2026-11-30T04:02:00Z")
     await scene.run_at("quiet", "2026-11-30T04:02:00Z", state="scheduled")
     await scene.checked("2026-11-30T04:03:00Z")
     assert [(r["scheduled_for"][11:16], r["state"]) for r in await runs(human, "quiet")] == [
-        ("04:01", "running"),
+        ("04:01", "done"),
         ("04:02", "scheduled"),
     ]
     scene.time.move_to("2026-11-30T04:04:00Z")
     waited = await scene.run_at("quiet", "2026-11-30T04:02:00Z")
     assert waited["started_at"] == "2026-11-30T04:04:00Z"
+    await scene.finished("quiet", "2026-11-30T04:02:00Z", "after the quiet")
     await scene.checked("2026-11-30T04:05:00Z")
     await scene.run_at("quiet", "2026-11-30T04:05:00Z")
     assert [r["scheduled_for"][11:16] for r in await runs(human, "quiet")] == ["04:01", "04:02", "04:05"]
+
+
+async def test_run_now_while_a_scheduled_run_runs_waits_and_each_run_keeps_its_own_outcome(
+    scene: Scene,
+) -> None:
+    bot, human = scene.world.bot, scene.world.human
+    await propose_and_approve(bot, human, "tidy", "0 5 * * *")
+    thread = (await human.routine("tidy"))["thread_id"]
+    scene.runner()
+    scene.time.move_to("2026-11-30T05:00:00Z")
+    first = await scene.run_at("tidy", "2026-11-30T05:00:00Z")
+    await bot.claim(thread, "tidying")
+
+    scene.time.move_to("2026-11-30T05:00:10Z")
+    asked = await human.run_routine_now("tidy")  # while the first runs
+    await scene.checked("2026-11-30T05:00:30Z")
+    waiting = await scene.run_at("tidy", asked["scheduled_for"], state="scheduled")
+    assert waiting["message_id"] is None and waiting["waits_for"] == first["id"]
+
+    await bot.done(thread, "first: tidied two threads")
+    done = await scene.run_at("tidy", "2026-11-30T05:00:00Z", state="done")
+    assert done["id"] == first["id"] and done["outcome"] == "first: tidied two threads"
+    second = await scene.run_at("tidy", asked["scheduled_for"])  # started once the first ended
+    prompt = await bot.message(second["message_id"])
+    assert f"run {second['id']} of routine tidy" in prompt["body"]
+    assert f"last finished run was run {first['id']}" in prompt["body"]
+    assert "first: tidied two threads" in prompt["body"]  # the outcome it follows on from
+    await scene.checked("2026-11-30T05:01:00Z")
+    still = await scene.run_at("tidy", asked["scheduled_for"])
+    assert still["outcome"] == ""  # the first's done is not its
+
+    await scene.finished("tidy", asked["scheduled_for"], "second: nothing left")
+    assert await scene.outcomes("tidy") == [
+        (first["id"], "done", "first: tidied two threads"),
+        (second["id"], "done", "second: nothing left"),
+    ]
+
+
+async def test_a_scheduled_run_due_while_a_run_now_runs_waits_past_its_grace_and_takes_its_own_done(
+    scene: Scene,
+) -> None:
+    bot, human = scene.world.bot, scene.world.human
+    await propose_and_approve(bot, human, "tidy", "0 5 * * *", max_run_seconds=120, grace_seconds=60)
+    thread = (await human.routine("tidy"))["thread_id"]
+    scene.runner()
+    await scene.checked("2026-11-30T04:59:00Z")
+    asked = await human.run_routine_now("tidy")
+    first = await scene.run_at("tidy", asked["scheduled_for"])
+    await bot.claim(thread, "asked for")
+
+    await scene.checked("2026-11-30T05:00:00Z")  # the schedule's time, while the run-now runs
+    waiting = await scene.run_at("tidy", "2026-11-30T05:00:00Z", state="scheduled")
+    assert waiting["waits_for"] == first["id"] and waiting["message_id"] is None
+
+    scene.time.move_to("2026-11-30T05:01:05Z")  # the run-now ends first, by its time limit
+    timed_out = await scene.run_at("tidy", asked["scheduled_for"], state="timed_out")
+    assert timed_out["id"] == first["id"] and timed_out["outcome"] == "no done within 120 s"
+    second = await scene.run_at("tidy", "2026-11-30T05:00:00Z")  # 65 s late, past the grace: it waited
+    assert second["started_at"] == "2026-11-30T05:01:05Z"
+    view = await human.thread(thread, limit=500)
+    assert view["claim"]["state"] == "open"  # the run-now's claim is released before the next starts
+    release = next(m for m in view["messages"] if "released by the board from pb" in m["body"])
+    assert release["id"] < second["message_id"]
+
+    await scene.finished("tidy", "2026-11-30T05:00:00Z", "the scheduled run's own summary")
+    assert await scene.outcomes("tidy") == [
+        (first["id"], "timed_out", "no done within 120 s"),
+        (second["id"], "done", "the scheduled run's own summary"),
+    ]
+
+
+async def test_a_restarted_runner_finds_one_run_running_and_starts_the_waiting_one_after_it(
+    scene: Scene,
+) -> None:
+    bot, human = scene.world.bot, scene.world.human
+    await propose_and_approve(bot, human, "tidy", "0 5 * * *")
+    thread = (await human.routine("tidy"))["thread_id"]
+    first = scene.runner("first")
+    scene.time.move_to("2026-11-30T05:00:00Z")
+    running = await scene.run_at("tidy", "2026-11-30T05:00:00Z")
+    scene.time.move_to("2026-11-30T05:00:10Z")
+    asked = await human.run_routine_now("tidy")
+    await scene.checked("2026-11-30T05:00:20Z")
+    assert (await scene.run_at("tidy", asked["scheduled_for"], state="scheduled"))["waits_for"] == running[
+        "id"
+    ]
+    scene.stop(first)
+
+    await bot.claim(thread, "while no runner runs")
+    await bot.done(thread, "done while the runner was away")
+    scene.runner("second")
+    await scene.checked("2026-11-30T05:00:40Z")
+    done = await scene.run_at("tidy", "2026-11-30T05:00:00Z", state="done")
+    assert done["id"] == running["id"] and done["outcome"] == "done while the runner was away"
+    second = await scene.run_at("tidy", asked["scheduled_for"])
+    assert second["id"] == asked["id"] and second["started_at"] == "2026-11-30T05:00:40Z"
+    assert [r["state"] for r in await runs(human, "tidy")] == ["done", "running"]

@@ -15,9 +15,12 @@ the latest becomes one run if it is late by at most the grace, else a ``missed``
 record. The run is created on the board's unique ``(routine, scheduled_for)``, so
 a second runner, a restart or a trigger racing the check never makes it twice;
 then it is started (outside quiet hours; the board posts the prompt mentioning
-the bot), and followed until the board has seen its claim closed (``done``) or a
-failed wake (``failed``), or its maximum run time passed (``timed_out``: the board
-releases the claim and says so in the thread).
+the bot), and followed until the board has seen the claim the bot took for it
+closed (``done``) or a failed wake (``failed``), or its maximum run time passed
+(``timed_out``); the board releases the claim of a run that did not end ``done``.
+The runs of a routine share its thread and so its claim: one runs at a time. The
+next, the oldest waiting, starts in the pass that sees the running one end (the
+board refuses a start while one runs, whoever asks).
 """
 
 from __future__ import annotations
@@ -171,13 +174,16 @@ class Runner:
         if routine["state"] == "active" and not waiting:  # a waiting run takes the times it waits through
             await self._create_due(routine, approved, parsed, now)
         open_runs = (await self.client.routine(routine["name"]))["open_runs"]
+        if any(run["state"] == "running" for run in open_runs) and await self._follow(routine, approved, now):
+            open_runs = (await self.client.routine(routine["name"]))["open_runs"]
         if any(run["state"] == "running" for run in open_runs):
-            await self._follow(routine, approved, now)
+            return  # the runs share the routine's thread and its claim: the next waits for this one
         quiet = schedules.in_quiet_hours(approved["quiet_hours"], parsed.zone, now)
-        for run in open_runs:
+        for run in open_runs:  # oldest first: the first that may start is the one that runs
             waits = routine["state"] == "paused" and run["cause"] != "run-now"
             if run["state"] == "scheduled" and not quiet and not waits:
                 await self._step(f"start run {run['id']}", routine, self.client.start_run, run["id"])
+                return
 
     async def _create_due(
         self, routine: dict[str, Any], approved: dict[str, Any], parsed: schedules.Schedule, now: datetime
@@ -207,7 +213,9 @@ class Runner:
             **fields,
         )
 
-    async def _follow(self, routine: dict[str, Any], approved: dict[str, Any], now: datetime) -> None:
+    async def _follow(self, routine: dict[str, Any], approved: dict[str, Any], now: datetime) -> bool:
+        """Finish each running run the board saw end; whether any was."""
+        ended = False
         for run in (await self.client.routine_runs(routine["name"], limit=50))["runs"]:
             if run["state"] != "running":
                 continue
@@ -223,6 +231,8 @@ class Runner:
             await self._step(
                 f"finish run {run['id']} as {end[0]}", routine, self.client.finish_run, run["id"], *end
             )
+            ended = True
+        return ended
 
     async def _step(
         self,

@@ -90,8 +90,8 @@ class RequestIdReuse(BoardError):
 class RateLimited(BoardError):
     code, status, retryable = "RATE_LIMITED", 429, True
 
-    def __init__(self, retry_after: float) -> None:
-        super().__init__(f"Too many writes; wait {retry_after:.1f} s and retry.", retry_after=retry_after)
+    def __init__(self, retry_after: float, what: str = "writes") -> None:
+        super().__init__(f"Too many {what}; wait {retry_after:.1f} s and retry.", retry_after=retry_after)
         self.retry_after = retry_after
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import Forbidden
 from ..services import channels, messages, posting
 from .route import Call, Route
 
@@ -46,6 +47,9 @@ async def thread(call: Call) -> Any:
 
 
 async def inbox(call: Call) -> Any:
+    if call.query.ack and call.by_session:
+        # A GET with a cookie can be sent by any site's link: it records nothing.
+        raise Forbidden("ack=true takes a bearer token; a page marks messages seen with POST /api/receipts.")
     return await messages.inbox(call.ctx, call.p, call.query)
 
 
@@ -120,7 +124,7 @@ ROUTES = [
         "GET",
         "/api/inbox",
         inbox,
-        "What I must read; long-poll with wait, ack=true to mark seen.",
+        "What I must read; long-poll with wait, ack=true (a bearer token) to mark seen.",
         query=messages.InboxQuery,
     ),
     Route(

@@ -275,7 +275,7 @@ COMPONENTS: dict[str, Schema] = {
             "outcome": STR,
             "wake_cost_usd": nullable(NUM),
         },
-        {"seen": ANY_OBJECT},
+        {"seen": ANY_OBJECT, "waits_for": INT},
     ),
     "Routine": obj(
         {

@@ -31,6 +31,9 @@ class Call:
     params: Mapping[str, str] = field(default_factory=dict)
     body: Any = None
     query: Any = None
+    #: The caller is a browser on its page session's cookie, not a bearer token: a GET it
+    #: sends may come from another site's link, so it must not change anything.
+    by_session: bool = False
 
     @property
     def p(self) -> Principal:

@@ -166,7 +166,9 @@ def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespon
             limit_writes(ctx, principal)
             data = await _json_body(request)
             rid = _request_id(request, data)
-        call = Call(request, ctx, principal, params=request.match_info)
+        # Without a header, only the session cookie can have named a principal.
+        by_session = principal is not None and "Authorization" not in request.headers
+        call = Call(request, ctx, principal, params=request.match_info, by_session=by_session)
         parse_input(route, call, request.query, data)
         if route.method not in MUTATING:
             return await _run(route, call)  # a read (a long-poll too) ends with its caller

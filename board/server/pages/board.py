@@ -13,7 +13,7 @@ from ..principal import Principal
 from ..services import channels, claims, messages, posting, wakes, workspaces
 from ..services.context import Context
 from ..validation import arg
-from .routing import PageCall, PageRoute, redirect
+from .routing import PageCall, PageRoute, local_path, redirect
 
 SLUG = r"[a-z0-9._-]{2,64}"
 STREAM_PAGE = 30
@@ -154,7 +154,7 @@ async def reply(call: PageCall) -> web.StreamResponse:
     back = call.form.pop("back", "")
     req = call.parsed_form(posting.PostMessage, reply_to=str(thread_id))
     await posting.post(call.ctx, call.p, req)
-    return redirect(back if back.startswith("/") and not back.startswith("//") else f"/t/{thread_id}")
+    return redirect(local_path(back, f"/t/{thread_id}"))
 
 
 async def claim_action(call: PageCall) -> web.StreamResponse:

@@ -2,15 +2,13 @@
 
 Every button is a form sent to the same fleet service as the API, with the
 session's CSRF token (checked by the pages' endpoint before anything runs).
-The cards stay live over Server-Sent Events: ``/fleet/events`` renders them
-again every second and sends them when they changed. A keeper's report is not
-a hub event, and a machine turning stale is time passing with no write to wait
-for, so the stream renders on a beat instead of waiting on the hub.
+The cards stay live over Server-Sent Events: ``/fleet/events`` renders them again
+when the fleet changes (every fleet write signals the hub after its commit) and on
+a slow beat, since a machine turning stale is time passing with no write to wait for.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -20,7 +18,7 @@ from ..errors import NotFound
 from ..services import fleet, registry, sessions, wakes
 from .routing import TEMPLATES, PageCall, PageRoute, redirect
 
-LIVE_EVERY = 1.0  # seconds between two renderings of a live tab's cards
+LIVE_BEAT = 10.0  # seconds a live tab's cards wait for a change before they render anyway
 MACHINES = 500  # a fleet page shows this many machines at most
 RECENT_WAKES = 20
 
@@ -85,26 +83,38 @@ async def bot(call: PageCall) -> web.StreamResponse:
 
 
 async def events(call: PageCall) -> web.StreamResponse:
-    """The cards, sent again whenever they render differently, while the session lasts.
+    """The cards, sent again when they render differently, while the session lasts.
 
-    A board shutting down ends it at the next beat: the server waits for every
-    open request before it stops, so a tab left on /fleet would hold it.
+    The stream wakes on the fleet's changes (a hub signal after each commit) and on a
+    beat, for what moves with no write: a machine turning stale, "reported 4 s ago".
+    It is held under the viewer like ``/events``, so a human's streams and long-polls
+    stay within ``BOARD_MAX_WAITS``: past it the oldest is released.
     """
-    cookie = call.request.cookies.get(sessions.COOKIE)
+    ctx, cookie = call.ctx, call.request.cookies.get(sessions.COOKIE)
+    ended = sessions.ended(call.p.agent_id)
+    waiter = ctx.hub.subscribe([fleet.CHANGES, ended], call.p.agent_id)
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     )
-    await response.prepare(call.request)
-    sent = ""
-    # A closed tab ends this with ConnectionResetError; the access log shows it as the client gone.
-    await response.write(b": open\n\n")
-    while not call.ctx.hub.closed and await sessions.resolve(call.ctx, cookie) is not None:
-        html = _cards(call, await _machines(call))
-        if html != sent:
-            await response.write(f"event: fleet\ndata: {json.dumps({'html': html})}\n\n".encode())
-            sent = html
-        await asyncio.sleep(LIVE_EVERY)
-    await response.write(b"event: released\ndata: {}\n\n")
+    try:  # a closed tab ends this with ConnectionResetError, logged as the client gone
+        await response.prepare(call.request)
+        await response.write(b": open\n\n")
+        sent = ""
+        while not ctx.hub.closed:
+            if await sessions.resolve(ctx, cookie) is None:
+                await response.write(b"event: signed-out\ndata: {}\n\n")
+                break
+            html = _cards(call, await _machines(call))
+            if html != sent:
+                await response.write(f"event: fleet\ndata: {json.dumps({'html': html})}\n\n".encode())
+                sent = html
+            await waiter.wait(LIVE_BEAT)
+            if waiter.released:
+                await response.write(b"event: released\ndata: {}\n\n")
+                break
+            waiter.take()
+    finally:
+        ctx.hub.unsubscribe(waiter)
     return response
 
 

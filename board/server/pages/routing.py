@@ -118,6 +118,24 @@ def render(
     return web.Response(text=html, status=status, content_type="text/html", headers=SECURITY_HEADERS)
 
 
+def local_path(target: str | None, default: str = "/") -> str:
+    """``target`` when it is a path on this board, read as a browser reads it; else ``default``.
+
+    A browser trims control characters and spaces from a URL's ends, drops tabs and
+    newlines inside it, and reads a backslash as a slash: so a slash, a tab and a slash
+    lead to another site as ``//`` does. The target is read that way before it is checked.
+    """
+    read = (target or "").strip(_C0_AND_SPACE).translate(_DROPPED_INSIDE)
+    start = read[:2].replace("\\", "/")
+    if not start.startswith("/") or start == "//" or any(c < " " or c == "\x7f" for c in read):
+        return default
+    return read
+
+
+_C0_AND_SPACE = "".join(map(chr, range(33)))
+_DROPPED_INSIDE = str.maketrans("", "", "\t\n\r")
+
+
 def redirect(location: str) -> web.Response:
     """See Other: after a form, the browser loads the page again with GET."""
     return web.Response(status=303, headers={"Location": location, **SECURITY_HEADERS})
@@ -129,6 +147,13 @@ def to_login(request: web.Request) -> web.Response:
 
 
 def set_session_cookie(request: web.Request, response: web.StreamResponse, cookie: str, ttl: int) -> None:
+    """The session cookie: Secure when the request came over TLS or the board is announced as https.
+
+    Behind a TLS proxy the request reaches the board as plain HTTP, but the browser's
+    address is the https one ``BOARD_PUBLIC_URL`` names, and the cookie must never go
+    back over plain HTTP from there.
+    """
+    announced = request.app[CONTEXT].settings.public_url.lower().startswith("https://")
     response.set_cookie(
         sessions.COOKIE,
         cookie,
@@ -136,7 +161,7 @@ def set_session_cookie(request: web.Request, response: web.StreamResponse, cooki
         path="/",
         httponly=True,
         samesite="Strict",
-        secure=request.secure,
+        secure=request.secure or announced,
     )
 
 

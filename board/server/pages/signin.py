@@ -6,23 +6,17 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from ..errors import Forbidden
+from ..errors import Forbidden, Unauthenticated
 from ..services import auth, sessions
 from .routing import (
     SIGN_IN_LIMITS,
     PageCall,
     PageRoute,
     clear_session_cookie,
+    local_path,
     redirect,
     set_session_cookie,
 )
-
-
-def _next(target: str | None) -> str:
-    """Where to go after signing in: a path on this board only (never another site)."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
-        return "/"
-    return target
 
 
 def _same_origin(call: PageCall) -> None:
@@ -34,7 +28,7 @@ def _same_origin(call: PageCall) -> None:
 
 async def login_page(call: PageCall) -> web.StreamResponse:
     token = call.request.query.get("token")
-    target = _next(call.request.query.get("next"))
+    target = local_path(call.request.query.get("next"))
     if token is None:
         if call.session is not None:
             return redirect(target)
@@ -50,16 +44,20 @@ async def login(call: PageCall) -> web.StreamResponse:
     _same_origin(call)
     limits = call.request.app[SIGN_IN_LIMITS]
     address = call.request.remote or "unknown"
-    target = _next(call.form.get("next"))
+    target = local_path(call.form.get("next"))
     token = call.form.get("token")
     try:
         if token:
-            limits.check(address, None)
             opened = await sessions.sign_in_with_link(call.ctx, token)
         else:
             handle = call.form.get("handle", "")
-            limits.check(address, handle)
-            opened = await sessions.sign_in_with_password(call.ctx, handle, call.form.get("password", ""))
+            limits.check_password(address, handle)
+            try:
+                opened = await sessions.sign_in_with_password(call.ctx, handle, call.form.get("password", ""))
+            except Unauthenticated:
+                limits.failed(address, handle)
+                raise
+            limits.succeeded(address, handle)
     except sessions.LoginLinkRefused as exc:
         return call.render("login.html", status=exc.status, next=target, link_for=None, refusal=exc)
     response = redirect(target)
@@ -101,7 +99,8 @@ async def token_revoke(call: PageCall) -> web.StreamResponse:
 
 
 async def password(call: PageCall) -> web.StreamResponse:
-    await sessions.set_password(call.ctx, call.p, call.form.get("current", ""), call.form.get("password", ""))
+    form, cookie = call.form, call.request.cookies.get(sessions.COOKIE, "")
+    await sessions.set_password(call.ctx, call.p, form.get("current", ""), form.get("password", ""), cookie)
     return await _settings(call, saved="Password saved.")
 
 

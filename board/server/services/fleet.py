@@ -17,6 +17,7 @@ from typing import Any
 
 from ..clock import iso, parse_time
 from ..errors import Forbidden, NameConflict, NotFound, Unauthenticated
+from ..hub import Key, Signal
 from ..principal import Principal
 from ..store import claims as claim_store
 from ..store import fleet as store
@@ -24,6 +25,7 @@ from ..store import identity as identity_store
 from ..store import registry as registry_store
 from ..store import workspaces as workspace_store
 from ..store.connection import Connection
+from ..store.writer import emit
 from ..validation import arg
 from . import audit, auth, fleet_view, scope
 from .context import Context
@@ -32,6 +34,9 @@ from .paging import Page, bounded_page
 MACHINE_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 BOT_STATES = ("starting", "running", "waking", "stopped", "crashed", "backoff", "misconfigured")
 ORDER_KINDS = ("start", "stop", "restart")
+#: The hub key of the fleet's changes (reports, enrolments, assignments, orders): the live
+#: fleet pages wait on it instead of reading the fleet on a clock.
+CHANGES: Key = ("fleet", 0)
 STALE_AFTER_INTERVALS = 3
 #: Seconds a report may be late beyond those intervals: its own round trip on a
 #: busy machine or board, so a short interval does not flicker between states.
@@ -41,6 +46,11 @@ RECENT_ORDERS = 20
 #: a real keeper's bots change state a few times a minute, even crash-looping.
 EVENTS_PER_WINDOW = 120
 EVENT_WINDOW_S = 60
+
+
+def _changed() -> None:
+    """Tell the fleet's live pages, once this write commits, that their cards may read otherwise."""
+    emit(Signal(CHANGES, 0))
 
 
 def _require_human(p: Principal, what: str) -> None:
@@ -109,6 +119,7 @@ async def enroll(ctx: Context, req: Enrollment) -> dict[str, Any]:
         await audit.record(
             conn, ctx, actor, "fleet.enroll", name, details={"hostname": req.hostname, "code": code["id"]}
         )
+        _changed()
         return machine_id, name
 
     machine_id, name = await ctx.db.write(write)
@@ -296,6 +307,7 @@ async def report(ctx: Context, p: Principal, req: Report) -> dict[str, Any]:
                 await store.set_status(conn, row["agent_id"], bot.state, status, now)
         measured = asdict(req.machine) | {"clock_skew_s": skew}
         await store.store_report(conn, machine_id, measured, req.interval, seq, window, now)
+        _changed()
         return {
             "machine": name,
             "bots": [
@@ -497,6 +509,7 @@ async def assign(ctx: Context, p: Principal, req: Assignment) -> dict[str, Any]:
             workspace=workspace["slug"],
             details={"machine": machine["name"], "profile": profile["name"], "new": agent is None},
         )
+        _changed()
         return _bot_dict(await store.bot(conn, req.handle), now, [])
 
     return await ctx.db.write(write)
@@ -521,6 +534,7 @@ async def order(ctx: Context, p: Principal, handle: str, kind: str) -> dict[str,
             workspace=row["workspace"],
             details={"machine": row["machine"], "order": order_id, "desired": desired, "was": row["desired"]},
         )
+        _changed()
         bot = _bot_dict(await store.bot(conn, row["handle"]), now, [])
         return bot | {"order": {"id": order_id, "kind": kind}}
 
@@ -544,6 +558,7 @@ async def unassign(ctx: Context, p: Principal, handle: str) -> dict[str, Any]:
             workspace=row["workspace"],
             details={"machine": row["machine"], "tokens_revoked": revoked},
         )
+        _changed()
         return row["agent_id"], {"handle": row["handle"], "machine": row["machine"], "unassigned": True}
 
     agent_id, answer = await ctx.db.write(write)

@@ -6,8 +6,10 @@ pauses, resumes or runs it now. The runner (``board.routines``, holding the
 board's runner token) creates each run on the unique ``(routine, scheduled_for)``,
 starts it, which posts the prompt in the routine's thread of ``#routines``
 mentioning the bot, and finishes it from what the board saw: the bot closing the
-thread's claim (``done``, its summary the outcome), a failed wake (``failed``),
-or the maximum run time passing (``timed_out``, the claim released). Every step
+claim it took for the run (``done``, its summary the outcome), a failed wake
+(``failed``), or the maximum run time passing (``timed_out``); a run that ends
+otherwise than ``done`` releases the claim. The runs of a routine share its thread
+and so its claim: one runs at a time, and the next waits until it ended. Every step
 is an audit row and a change the runner's long-poll hears. Who sees which
 routine is asked of ``scope``.
 """
@@ -266,11 +268,14 @@ async def list_runs(ctx: Context, p: Principal, name: str, q: RunList) -> dict[s
     async def read(conn: Connection) -> dict[str, Any]:
         routine = await _visible(conn, p, name)
         rows = await store.runs(conn, routine["id"], q.before, q.limit + 1)
+        running = await store.running_run(conn, routine["id"])
         items = []
         for row in rows[: q.limit]:
             item = run_dict(row)
             if row["state"] == "running":
                 item["seen"] = await _seen(conn, routine, row)
+            elif row["state"] == "scheduled" and running is not None:
+                item["waits_for"] = running["id"]  # it starts once that run has ended
             items.append(item)
         cursor = await store.change_cursor(conn)
         page: dict[str, Any] = {"runs": items, "has_more": len(rows) > q.limit, "cursor": cursor}
@@ -282,8 +287,8 @@ async def list_runs(ctx: Context, p: Principal, name: str, q: RunList) -> dict[s
 
 
 async def _seen(conn: Connection, routine: Any, run: Any) -> dict[str, Any]:
-    """What tells a running run's end: the claim closed after it started, or a failed wake."""
-    closed = await store.closed_since(conn, routine["thread_id"], run["claim_mark"])
+    """What tells a running run's end: its own claim closed, or a failed wake."""
+    closed = await store.run_done(conn, routine["thread_id"], run["claim_mark"])
     if closed is not None:
         return {"claim": "done", "summary": closed["note"], "by": closed["actor"], "at": closed["at"]}
     failed = await store.failed_wake(conn, run["message_id"]) if run["message_id"] else None
@@ -537,11 +542,22 @@ async def resume(ctx: Context, p: Principal, name: str) -> dict[str, Any]:
 
 
 async def run_now(ctx: Context, p: Principal, name: str) -> tuple[int, dict[str, Any]]:
-    """A run of the approved version now; the runner starts it (quiet hours still apply)."""
+    """A run of the approved version now; the runner starts it (quiet hours still apply).
+
+    It waits while another run of the routine runs. A run asked for now that has not
+    started yet is the answer to a second ask: that is refused (``NAME_CONFLICT``).
+    """
     made: dict[str, Any] = {}
 
     async def act(conn: Connection, routine: Any, workspace: Any) -> tuple[str, str, str, str]:
         approved = await _approved(conn, routine)
+        asked = [r for r in await store.open_runs(conn, [routine["id"]]) if _waiting_run_now(r)]
+        if asked:
+            raise NameConflict(
+                f"Run {asked[0]['id']} of routine {name}, asked for at {asked[0]['scheduled_for']}, "
+                "has not started yet; it runs once, when the run before it has ended.",
+                run=run_dict(asked[0]),
+            )
         now = ctx.now()
         run_id = await store.insert_run(
             conn, routine["id"], approved["version"], now, "run-now", "scheduled", now
@@ -554,6 +570,10 @@ async def run_now(ctx: Context, p: Principal, name: str) -> tuple[int, dict[str,
     await _decided(ctx, p, name, "run", act)
     run = await ctx.db.read(lambda conn: store.run(conn, made["id"]))
     return 201, run_dict(run)
+
+
+def _waiting_run_now(run: Any) -> bool:
+    return bool(run["cause"] == "run-now" and run["state"] == "scheduled")
 
 
 async def _approved(conn: Connection, routine: Any) -> Any:
@@ -664,12 +684,24 @@ def _prompt(routine: Any, version: Any, run: Any, last: Any | None) -> str:
 
 
 async def start_run(ctx: Context, p: Principal, name: str, run_id: int) -> dict[str, Any]:
-    """A scheduled run starts: its prompt is posted in the routine's thread, mentioning the bot."""
+    """A scheduled run starts: its prompt is posted in the routine's thread, mentioning the bot.
+
+    The runs of a routine share its thread and so its claim: while one runs, another
+    one's start is refused (``VERSION_CONFLICT``, naming the running one) and it waits,
+    decided in this write so two runners or board processes cannot both start one.
+    """
     _require_runner(p)
 
     async def write(conn: Connection) -> dict[str, Any]:
         routine, run, workspace = await _run_of(conn, p, name, run_id, "scheduled")
         scope.require_writable(workspace)
+        running = await store.running_run(conn, routine["id"])
+        if running is not None:
+            raise VersionConflict(
+                f"Run {running['id']} of routine {name} is running; run {run_id} waits for it to end.",
+                run=run_dict(run),
+                running=run_dict(running),
+            )
         version = await store.version(conn, routine["id"], run["version"])
         assert version is not None
         mark = await store.claim_mark(conn, routine["thread_id"])
@@ -690,26 +722,35 @@ async def start_run(ctx: Context, p: Principal, name: str, run_id: int) -> dict[
 
 
 async def finish_run(ctx: Context, p: Principal, name: str, run_id: int, req: RunEnd) -> dict[str, Any]:
-    """A running run ends; a timed-out run's claim is released and its thread told so."""
+    """A running run ends. ``done`` only by the run's own done, whose summary is the outcome;
+    any other end releases the claim, so the next run starts on an unclaimed thread."""
     _require_runner(p)
 
     async def write(conn: Connection) -> dict[str, Any]:
-        routine, _, workspace = await _run_of(conn, p, name, run_id, "running")
-        await store.finish_run(conn, run_id, req.state, req.outcome, ctx.now())
-        await _audit_run(conn, ctx, p, workspace, name, run_id, req.state, outcome=req.outcome[:500])
+        routine, run, workspace = await _run_of(conn, p, name, run_id, "running")
+        outcome = req.outcome
+        if req.state == "done":
+            closed = await store.run_done(conn, routine["thread_id"], run["claim_mark"])
+            if closed is None:
+                raise VersionConflict(
+                    f"Run {run_id} has no done of its own: the claim it took is not closed.",
+                    run=run_dict(run),
+                )
+            outcome = closed["note"]
+        await store.finish_run(conn, run_id, req.state, outcome, ctx.now())
+        await _audit_run(conn, ctx, p, workspace, name, run_id, req.state, outcome=outcome[:500])
         if req.state != "done":
             root = await _root(conn, routine)
             board = await board_principal(conn)
-            released = False
-            if req.state == "timed_out":
-                released = await claims.release_by_board(
-                    conn, ctx, board, root, workspace, f"run {run_id} of routine {name} timed out"
-                )
+            ended = req.state.replace("_", " ")
+            released = await claims.release_by_board(
+                conn, ctx, board, root, workspace, f"run {run_id} of routine {name} {ended}"
+            )
             await post_event(
                 conn,
                 ctx,
                 workspace,
-                f"run {run_id} {req.state.replace('_', ' ')}"
+                f"run {run_id} {ended}"
                 + ("; its claim is released" if released else "")
                 + (f": {req.outcome}" if req.outcome else ""),
                 parent=root,

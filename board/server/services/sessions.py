@@ -19,7 +19,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from ..clock import iso, parse_time
-from ..errors import Forbidden, InvalidArgument, Unauthenticated
+from ..errors import Forbidden, InvalidArgument, RateLimited, Unauthenticated
 from ..hub import Key, Signal
 from ..principal import Principal
 from ..store import identity as identity_store
@@ -71,20 +71,53 @@ class LoginLinkRefused(Unauthenticated):
 
 
 class SignInLimits:
-    """Sign-in attempts per address and per account, so a password cannot be guessed at speed."""
+    """How fast passwords may be tried; one-time links are never held back.
 
-    PER_ADDRESS = (10, 10 / 60)  # burst, then 10 a minute
-    PER_ACCOUNT = (5, 5 / 300)  # burst, then 5 every five minutes
+    A link is 32 random bytes that work once: no limit is needed to stop a guess, and none
+    may stand between the human and the way back in that ``board admin user link`` prints.
+    Every local process shares one address: another one can slow a password from there, never
+    the link.
+
+    Passwords: 10 a minute per address, across accounts (burst 10); and for an account at
+    an address, after ``FREE_FAILURES`` wrong ones in a row, each next try waits a second,
+    then twice as long as the last, up to ``MAX_WAIT``. The right password ends the wait's
+    count. In memory, per process; at most ``KEPT`` accounts-at-addresses are remembered.
+    """
+
+    PER_ADDRESS_BURST, PER_ADDRESS_RATE = 10, 10 / 60
+    FREE_FAILURES = 4
+    MAX_WAIT = 300.0
+    KEPT = 10_000
 
     def __init__(self, monotonic: Callable[[], float]) -> None:
-        self._address = RateLimiter(self.PER_ADDRESS[1], self.PER_ADDRESS[0], monotonic)
-        self._account = RateLimiter(self.PER_ACCOUNT[1], self.PER_ACCOUNT[0], monotonic)
+        self._monotonic = monotonic
+        self._address = RateLimiter(
+            self.PER_ADDRESS_RATE, self.PER_ADDRESS_BURST, monotonic, "sign-in attempts from this address"
+        )
+        self._failures: dict[tuple[str, str], tuple[int, float]] = {}  # -> (in a row, wait until)
 
-    def check(self, address: str, handle: str | None) -> None:
-        """Count one attempt; RATE_LIMITED when either bucket is empty."""
+    def check_password(self, address: str, handle: str) -> None:
+        """Count one password attempt; RATE_LIMITED while the address or the account waits."""
+        _, until = self._failures.get((handle.lower(), address), (0, 0.0))
+        wait = until - self._monotonic()
+        if wait > 0:
+            raise RateLimited(retry_after=round(wait, 3), what="wrong passwords")
         self._address.check(address)
-        if handle is not None:
-            self._account.check(handle.lower())
+
+    def failed(self, address: str, handle: str) -> None:
+        now = self._monotonic()
+        if len(self._failures) >= self.KEPT:
+            self._failures = {k: v for k, v in self._failures.items() if v[1] > now}
+        count = self._failures.get((handle.lower(), address), (0, 0.0))[0] + 1
+        wait = (
+            0.0
+            if count <= self.FREE_FAILURES
+            else min(2.0 ** (count - self.FREE_FAILURES - 1), self.MAX_WAIT)
+        )
+        self._failures[(handle.lower(), address)] = (count, now + wait)
+
+    def succeeded(self, address: str, handle: str) -> None:
+        self._failures.pop((handle.lower(), address), None)
 
 
 async def _open(conn: Connection, ctx: Context, row: Row, how: str) -> NewSession:
@@ -192,8 +225,12 @@ async def sign_out(ctx: Context, cookie: str) -> None:
     await ctx.db.write(write)
 
 
-async def set_password(ctx: Context, p: Principal, current: str, new: str) -> None:
-    """Set or change the human's password; changing one needs the current one."""
+async def set_password(ctx: Context, p: Principal, current: str, new: str, cookie: str) -> None:
+    """Set or change the human's password; changing one needs the current one.
+
+    Every other session of the human ends with it (whoever knew the old password may
+    hold one), and their pages' streams with them; the session ``cookie`` goes on.
+    """
     if not p.is_human:
         raise Forbidden("Only a human has a password.")
     if not MIN_PASSWORD <= len(new) <= MAX_PASSWORD:
@@ -205,7 +242,8 @@ async def set_password(ctx: Context, p: Principal, current: str, new: str) -> No
 
     async def write(conn: Connection) -> None:
         await store.set_password(conn, p.agent_id, hashed, ctx.now())
-        await audit.record(conn, ctx, p, "password.set", p.handle)
+        ended_sessions = await store.revoke_others(conn, p.agent_id, hash_secret(cookie), ctx.now())
+        await audit.record(conn, ctx, p, "password.set", p.handle, details={"sessions_ended": ended_sessions})
         emit(Signal(ended(p.agent_id), 0))
 
     await ctx.db.write(write)

@@ -246,14 +246,40 @@ async def claim_mark(conn: Connection, thread_id: int) -> int:
     return int(row["m"]) if row is not None else 0
 
 
-async def closed_since(conn: Connection, thread_id: int, mark: int) -> Row | None:
-    """The first ``done`` of the thread's claim after ``mark``, with who closed it."""
+#: The claim actions after which a thread's claim is held.
+HOLDING = ("claim", "renew", "handoff")
+
+
+async def run_done(conn: Connection, thread_id: int, mark: int) -> Row | None:
+    """The ``done`` that ends a run started at ``mark``, with who closed it.
+
+    It is the first ``done`` after the mark that closes a claim of the run's own: a claim
+    still held when the run started belongs to an earlier job, so its ``done`` ends
+    nothing, unless that claim was let go (released, expired, closed) or taken again
+    after the mark first.
+    """
+    last = await one(
+        conn,
+        "SELECT action FROM claim_events WHERE thread_id = ? AND id <= ? ORDER BY id DESC LIMIT 1",
+        (thread_id, mark),
+    )
+    held = int(last is not None and last["action"] in HOLDING)
     return await one(
         conn,
         """SELECT e.id, e.note, e.at, a.handle AS actor FROM claim_events e
            LEFT JOIN agents a ON a.id = e.actor_id
-           WHERE e.thread_id = ? AND e.id > ? AND e.action = 'done' ORDER BY e.id LIMIT 1""",
-        (thread_id, mark),
+           WHERE e.thread_id = ? AND e.id > ? AND e.action = 'done'
+             AND (? = 0 OR EXISTS (SELECT 1 FROM claim_events x WHERE x.thread_id = e.thread_id
+                 AND x.id > ? AND x.id < e.id AND x.action IN ('claim', 'release', 'expire', 'done')))
+           ORDER BY e.id LIMIT 1""",
+        (thread_id, mark, held, mark),
+    )
+
+
+async def running_run(conn: Connection, routine_id: int) -> Row | None:
+    """The routine's running run: at most one, as runs share the routine's thread and claim."""
+    return await one(
+        conn, f"{RUN} WHERE u.routine_id = ? AND u.state = 'running' ORDER BY u.id LIMIT 1", (routine_id,)
     )
 
 

@@ -54,6 +54,15 @@ async def revoke(conn: Connection, session_hash: str, now: str) -> int:
     return cur.rowcount
 
 
+async def revoke_others(conn: Connection, agent_id: int, keep_hash: str, now: str) -> int:
+    """Revoke every live session of the human but the one hashed ``keep_hash``; how many."""
+    cur = await conn.execute(
+        "UPDATE sessions SET revoked_at = ? WHERE agent_id = ? AND hash <> ? AND revoked_at IS NULL",
+        (now, agent_id, keep_hash),
+    )
+    return cur.rowcount
+
+
 async def password_hash(conn: Connection, agent_id: int) -> str | None:
     row = await one(conn, "SELECT hash FROM passwords WHERE agent_id = ?", (agent_id,))
     return None if row is None else str(row["hash"])

@@ -17,4 +17,15 @@
     machines.innerHTML = JSON.parse(e.data).html; // rendered and escaped by the server's template
   });
   source.addEventListener("open", () => document.body.classList.add("live"));
+  // The session ended (signed out, expired, or its password changed elsewhere).
+  source.addEventListener("signed-out", () => { source.close(); location.reload(); });
+  source.addEventListener("released", () => {
+    // Newer tabs took this one's place under the board's cap: stop instead of fighting them.
+    source.close();
+    document.body.classList.remove("live");
+    const note = document.createElement("p");
+    note.className = "paused";
+    note.textContent = "Live updates paused: too many tabs are open. Reload to resume.";
+    document.querySelector("main")?.prepend(note);
+  });
 })();
