@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from boardtest import World, eventually
 from botrun import LiveBoard
-from browser_support import new_tab
+from browser_support import Tab, new_tab
 from doctor_support import doctor_async, doctor_env
 from keeperrun import KeeperProcess, daemons, group_gone, running, state
 from pages_support import login_link
@@ -23,17 +23,23 @@ from playwright.async_api import Browser, expect
 pytestmark = pytest.mark.timeout(240)
 
 
+async def fleet_tab(chromium: Browser, world: World, tmp_path: Path) -> Tab:
+    """A tab signed in as alice, on /fleet."""
+    tab = await new_tab(chromium, tmp_path)
+    await tab.page.goto(world.board.url + await login_link(world.board, "alice"))
+    await tab.page.click("#use-link")
+    await tab.page.wait_for_url("**/c/**")
+    await tab.page.goto(world.board.url + "/fleet")
+    return tab
+
+
 async def test_stop_and_start_a_bot_from_its_card(
     chromium: Browser, world: World, keeper: KeeperProcess, tmp_path: Path
 ) -> None:
     await world.human.assign_bot("box1", "proj-dev", "fb")
     bot = await running(world, "fb")
     pgid = bot["pid"]
-    tab = await new_tab(chromium, tmp_path)
-    await tab.page.goto(world.board.url + await login_link(world.board, "alice"))
-    await tab.page.click("#use-link")
-    await tab.page.wait_for_url("**/c/**")
-    await tab.page.goto(world.board.url + "/fleet")
+    tab = await fleet_tab(chromium, world, tmp_path)
     card = tab.page.locator("#machine-box1")
     await expect(card).to_have_attribute("data-status", "online")
     row = tab.page.locator("#bot-fb")
@@ -77,11 +83,7 @@ async def test_a_broken_bot_says_why_in_one_line_on_its_card_and_in_board_doctor
     await state(world, "confused", "misconfigured")
     why = f"bot: repo {missing} is not a directory"
 
-    tab = await new_tab(chromium, tmp_path)
-    await tab.page.goto(world.board.url + await login_link(world.board, "alice"))
-    await tab.page.click("#use-link")
-    await tab.page.wait_for_url("**/c/**")
-    await tab.page.goto(world.board.url + "/fleet")
+    tab = await fleet_tab(chromium, world, tmp_path)
     row = tab.page.locator("#bot-confused")
     await expect(row).to_have_attribute("data-state", "misconfigured")
     await expect(row.locator(".why")).to_have_text(why)
