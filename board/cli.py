@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from .client import BoardAPIError, BoardClient
+from .doctor.check import MIN_FREE_MB
 from .local_board import url_option
 from .token_input import token_option
 
@@ -202,6 +203,41 @@ def ctl_logs(db: str | None, lines: int) -> None:
     from . import ctl as control
 
     click.echo(control.logs(_ctl_board(db), lines))
+
+
+@main.command()
+@db_option
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="The checks as JSON: {ok, checks: [{check, status, detail, fix}]}.",
+)
+@click.option(
+    "--min-free",
+    "min_free_mb",
+    type=click.IntRange(0),
+    default=MIN_FREE_MB,
+    show_default=True,
+    help="MB free in the data folder below which the disk check fails (warns below twice it).",
+)
+@click.pass_context
+def doctor(ctx: click.Context, db: str | None, as_json: bool, min_free_mb: int) -> None:
+    """Check the board, its database, settings, files, disk, keepers, bots, clocks and runner.
+
+    One line per check with what to do; exits 1 when something needs a human.
+    """
+    import os
+
+    from .doctor.check import as_json as checks_json
+    from .doctor.check import ok
+    from .doctor.run import diagnose
+
+    flag = ctx.get_parameter_source("db") == click.core.ParameterSource.COMMANDLINE
+    checks = diagnose(os.environ, {"db": db if flag else None}, min_free_mb)
+    click.echo(checks_json(checks) if as_json else "\n".join(c.line() for c in checks))
+    if not ok(checks):
+        sys.exit(1)
 
 
 def _sqlite_settings(db: str | None) -> Any:

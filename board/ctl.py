@@ -103,7 +103,7 @@ def health(url: str, timeout: float = 2.0) -> dict[str, object] | None:
     return answer if isinstance(answer, dict) else None
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -132,7 +132,7 @@ def pid_of(board: Board) -> int | None:
         pid = int(board.pidfile.read_text().strip())
     except (OSError, ValueError):
         return None
-    return pid if _alive(pid) else None
+    return pid if alive(pid) else None
 
 
 def port_free(bind: str, port: int) -> bool:
@@ -230,7 +230,7 @@ def start(board: Board) -> str:
     return f"the board is running at {board.url} (pid {pid}, {how}, log {board.logfile})"
 
 
-def _is_board(pid: int) -> bool:
+def is_board(pid: int) -> bool:
     """Whether ``pid`` is a ``board serve`` (a pid file may outlive its process and its pid be reused)."""
     import psutil
 
@@ -253,15 +253,15 @@ def stop(board: Board) -> str:
         subprocess.run(["systemctl", "--user", "stop", UNIT], check=True)
         return f"stopped systemd user unit {UNIT}.service"
     pid = pid_of(board)
-    if pid is None or not _is_board(pid):
+    if pid is None or not is_board(pid):
         board.pidfile.unlink(missing_ok=True)
         return "the board was not running"
     _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     how = "stopped"
-    if _alive(pid):
+    if alive(pid):
         _signal(pid, signal.SIGKILL)
         how = f"killed (it did not stop within {STOP_TIMEOUT:.0f} s)"
     board.pidfile.unlink(missing_ok=True)

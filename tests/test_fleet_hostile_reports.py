@@ -36,6 +36,8 @@ def wake(**extra: Any) -> dict[str, Any]:
         {"bots": [bot_report("fb1", harness={"pid": 7, "started_at": "2026-13-40T99:00:00Z"})]},
         {"events": [event(1, at="1 Jan")]},
         {"events": [{"seq": 1, "handle": "fb1", "state": "running"}]},  # no time
+        {"machine": {"clock": "now"}},
+        {"machine": {"clock": 1764475200}},
     ],
     ids=[
         "wake-time",
@@ -47,6 +49,8 @@ def wake(**extra: Any) -> dict[str, Any]:
         "harness-time",
         "event-time",
         "event-missing-key",
+        "clock-text",
+        "clock-number",
     ],
 )
 async def test_a_malformed_report_is_refused_and_changes_nothing(

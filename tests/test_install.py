@@ -205,6 +205,12 @@ async def test_the_whole_life_of_an_install(tmp_path: Path, chromium: Browser) -
         assert "the keeper is running (pid" in first.stdout
         assert machines(url, token) == {socket.gethostname(): True}
 
+        # board doctor finds nothing that needs a human on a fresh install.
+        doctor = subprocess.run([board, "doctor"], env=env, capture_output=True, text=True, timeout=120)
+        assert doctor.returncode == 0 and "FAIL" not in doctor.stdout, doctor.stdout + doctor.stderr
+        print(f"--- board doctor on a fresh install:\n{doctor.stdout}")
+        assert f"ok    keeper {socket.gethostname()}: last report " in doctor.stdout
+
         # A second machine needs nothing but the board: its installer piped into bash, and a code.
         code = api(url, token, "POST", "/api/fleet/enroll-codes", {"machine_name": "second"})["code"]
         joined = subprocess.run(

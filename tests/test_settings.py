@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from board.server.settings import Settings, announced_url, config_path, load, local_url, write_file
+from board.server.settings import (
+    Settings,
+    announced_url,
+    config_path,
+    load,
+    local_url,
+    origins,
+    write_file,
+)
 
 
 def test_the_file_is_read_and_the_environment_wins_over_it(tmp_path: Path) -> None:
@@ -18,6 +26,18 @@ def test_the_file_is_read_and_the_environment_wins_over_it(tmp_path: Path) -> No
     assert settings.port == 9200 and settings.bind == "127.0.0.2" and settings.write_rate == 5.0
     assert settings.db == str(Path("~/data/b.db").expanduser())
     assert load({"port": 9300}, env=env).port == 9300
+
+
+def test_origins_say_where_each_setting_that_is_set_came_from(tmp_path: Path) -> None:
+    file = tmp_path / "board.toml"
+    file.write_text('port = 9123\nbind = "127.0.0.2"\n')
+    env = {"BOARD_CONFIG": str(file), "BOARD_PORT": "9200", "BOARD_LOG_LEVEL": "", "HOME": str(tmp_path)}
+    assert origins(env=env) == {"port": "BOARD_PORT", "bind": str(file)}  # an empty variable sets nothing
+    assert origins({"port": 9300, "db": None}, env=env) == {"port": "flag", "bind": str(file)}
+    assert origins(env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "none")}) == {}
+    file.write_text("prot = 1\n")
+    with pytest.raises(ValueError, match="unknown setting"):
+        origins(env=env)
 
 
 def test_the_default_file_is_in_the_users_config_folder(tmp_path: Path) -> None:

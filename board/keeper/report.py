@@ -46,6 +46,7 @@ def machine(state_dir: Path) -> dict[str, Any]:
         "keeper_version": __version__,
         "uptime_s": round(time.time() - psutil.boot_time(), 1),
         "keeper": {"pid": KEEPER.pid, "cpu_s": round(times.user + times.system, 3), "rss": rss},
+        "clock": iso(time.time()),  # the board compares it with its own
     }
 
 

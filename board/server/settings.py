@@ -160,20 +160,39 @@ def _from_file(path: Path, explicit: bool) -> dict[str, Any]:
     return {name: _coerce(name, known[name].type, value) for name, value in data.items()}
 
 
-def load(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Settings:
-    """Settings from the file, the environment, then ``overrides`` (``None`` values are ignored)."""
-    env = os.environ if env is None else env
-    values = _from_file(config_path(env), explicit=bool(env.get("BOARD_CONFIG")))
+def _resolve(
+    overrides: Mapping[str, Any] | None, env: Mapping[str, str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The values set by the file, the environment and ``overrides``, and where each came from."""
+    path = config_path(env)
+    values = _from_file(path, explicit=bool(env.get("BOARD_CONFIG")))
+    origins = {name: str(path) for name in values}
     for f in SETTINGS:
         raw = env.get(f"BOARD_{f.name.upper()}")
         if raw is not None and raw != "":
             values[f.name] = _coerce(f.name, f.type, raw)
+            origins[f.name] = f"BOARD_{f.name.upper()}"
     for name, value in (overrides or {}).items():
         if value is not None:
             values[name] = value
+            origins[name] = "flag"
     if "db" in values:
         values["db"] = str(Path(values["db"]).expanduser())
+    return values, origins
+
+
+def load(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Settings from the file, the environment, then ``overrides`` (``None`` values are ignored)."""
+    values, _ = _resolve(overrides, os.environ if env is None else env)
     return Settings(**values)
+
+
+def origins(
+    overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Where :func:`load` takes each setting that is not its default from: the file's path,
+    ``BOARD_<NAME>``, or ``flag``; raises ValueError as :func:`load` does."""
+    return _resolve(overrides, os.environ if env is None else env)[1]
 
 
 def _setting_line(name: str, value: Any) -> str:

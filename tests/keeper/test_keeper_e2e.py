@@ -20,6 +20,7 @@ import psutil
 import pytest
 from boardtest import World, eventually
 from botrun import LiveBoard
+from doctor_support import doctor_async, doctor_env
 from fakeharness import Fake
 from keeperrun import KeeperProcess, daemons, fleet_bot, group_gone, running, state
 from pages_support import sign_in
@@ -68,7 +69,7 @@ async def test_enroll_run_restart_after_kill_and_stop_the_group(
 
 
 async def test_a_missing_repo_is_misconfigured_and_not_restarted_until_a_human_restarts(
-    world: World, keeper: KeeperProcess, tmp_path: Path
+    world: World, keeper: KeeperProcess, live: LiveBoard, tmp_path: Path
 ) -> None:
     await world.human.create_profile("broken", "proj", "claude", repo=str(tmp_path / "no-such-repo"))
     await world.human.assign_bot("box1", "broken", "confused")
@@ -90,9 +91,23 @@ async def test_a_missing_repo_is_misconfigured_and_not_restarted_until_a_human_r
     finally:
         await b.close()
 
+    # board doctor says the same in one line naming the bot, its machine, the reason and the fix.
+    env = doctor_env(tmp_path / "doctor", live.port, BOARD_DB=str(live.db_path))
+    env.update(KEEPER_STATE_DIR=str(keeper.dir), BOT_STATE_DIR=str(keeper.bots_dir))
+    found = await doctor_async(env)
+    assert found.code == 1
+    assert found.lines("bot confused") == [
+        f"FAIL  bot confused on box1: misconfigured: bot: repo {tmp_path / 'no-such-repo'} "
+        "is not a directory — fix its profile broken (PUT /api/profiles/broken), "
+        "then start it on /fleet or with board fleet start confused"
+    ]
+
     await world.human.update_profile("broken", repo=str(tmp_path / "repo"))
     await world.human.fleet_order("confused", "restart")
     await running(world, "confused")
+    found = await doctor_async(env)
+    assert found.lines("bot confused") == [] and found.status("keeper box1") == ["ok"], found.text
+    assert found.status("pid files") == ["ok"], found.text  # the keeper and its bot hold their locks
 
 
 async def next_report(world: World) -> None:

@@ -432,6 +432,7 @@ COMPONENTS: dict[str, Schema] = {
             "disk": obj({"total": nullable(INT), "used": nullable(INT), "percent": nullable(NUM)}),
             "keeper_version": nullable(STR),
             "uptime_s": nullable(NUM),
+            "clock_skew_s": nullable(NUM),
             "keeper": obj({"pid": nullable(INT), "cpu_s": nullable(NUM), "rss": nullable(INT)}),
         },
     ),

@@ -21,6 +21,7 @@ from markdown_it.utils import EnvType, OptionsDict
 from markupsafe import Markup
 
 from ..clock import parse_time
+from ..services.fleet_view import last_line
 
 _md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
 _md.enable("table").enable("strikethrough").disable("image")
@@ -59,13 +60,6 @@ def ago(stamp: str | None, now: datetime | None = None) -> str:
         if seconds >= size:
             return f"{seconds // size} {unit}"
     return f"{seconds} s"
-
-
-def last_line(text: str | None, limit: int = 200) -> str:
-    """The last non-blank line of a daemon's output, cut to ``limit``: why it stopped, in one line."""
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    line = lines[-1] if lines else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def claim_line(claim: dict[str, Any] | None) -> str:

@@ -155,6 +155,9 @@ class MachineReport:
     keeper_version: str = arg("", max_len=64)
     uptime_s: float = arg(0.0, min=0, help="Seconds since the machine booted.")
     keeper: KeeperProcess = field(default_factory=KeeperProcess)
+    clock: str | None = arg(
+        None, max_len=40, time=True, help="The keeper's own time as it sent the report: the board compares."
+    )
 
 
 @dataclass
@@ -236,9 +239,21 @@ def _event_window(machine: Any, now: str) -> store.EventWindow:
     return store.EventWindow(now, 0, 0)
 
 
+def _clock_skew(ctx: Context, clock: str | None) -> float | None:
+    """Seconds the keeper's clock is ahead of the board's (behind: negative), as the report arrives.
+
+    The keeper's time has whole seconds, so the figure is good to about one second,
+    which is enough to tell a clock that drifts (``board doctor`` warns beyond 5 s).
+    """
+    if clock is None:
+        return None
+    return round((parse_time(clock) - ctx.clock.now()).total_seconds(), 1)
+
+
 async def report(ctx: Context, p: Principal, req: Report) -> dict[str, Any]:
     """Take a keeper's report; answer the machine's desired state and its open orders."""
     machine_id = _require_keeper(p)
+    skew = _clock_skew(ctx, req.machine.clock)  # before the write queue adds its wait
 
     async def write(conn: Connection) -> dict[str, Any]:
         now = ctx.now()
@@ -290,7 +305,8 @@ async def report(ctx: Context, p: Principal, req: Report) -> dict[str, Any]:
             if row is not None:
                 status = {k: v for k, v in asdict(bot).items() if k not in ("handle", "state")}
                 await store.set_status(conn, row["agent_id"], bot.state, status, now)
-        await store.store_report(conn, machine_id, asdict(req.machine), req.interval, seq, window, now)
+        measured = asdict(req.machine) | {"clock_skew_s": skew}
+        await store.store_report(conn, machine_id, measured, req.interval, seq, window, now)
         _changed()
         return {
             "machine": name,
@@ -380,22 +396,29 @@ class FleetQuery:
     max_bytes: int | None = arg(None, min=1)
 
 
+async def _machines(
+    conn: Connection, now: str, after: str, limit: int
+) -> tuple[list[int], list[dict[str, Any]]]:
+    """Up to ``limit`` machines named after ``after``: their ids, and each with its bots and claims."""
+    machines = await store.machines(conn, after, limit)
+    ids = [m["id"] for m in machines]
+    bots = await store.bots_of(conn, ids)
+    held: dict[int, list[int]] = {}
+    for claim in await claim_store.held_by(conn, [b["agent_id"] for b in bots]):
+        held.setdefault(claim["holder_id"], []).append(claim["thread_id"])
+    by_machine: dict[int, list[dict[str, Any]]] = {i: [] for i in ids}
+    for b in bots:
+        by_machine[b["machine_id"]].append(_bot_dict(b, now, held.get(b["agent_id"], [])))
+    return ids, [_machine_dict(m, now, by_machine[m["id"]]) for m in machines]
+
+
 async def fleet(ctx: Context, p: Principal, q: FleetQuery) -> Page:
     """Machines (online or stale, with how long), their bots and states, and the last orders."""
     _require_human(p, "see the fleet")
     now = ctx.now()
 
     async def read(conn: Connection) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        machines = await store.machines(conn, q.after, q.limit + 1)
-        ids = [m["id"] for m in machines]
-        bots = await store.bots_of(conn, ids)
-        held: dict[int, list[int]] = {}
-        for claim in await claim_store.held_by(conn, [b["agent_id"] for b in bots]):
-            held.setdefault(claim["holder_id"], []).append(claim["thread_id"])
-        by_machine: dict[int, list[dict[str, Any]]] = {i: [] for i in ids}
-        for b in bots:
-            by_machine[b["machine_id"]].append(_bot_dict(b, now, held.get(b["agent_id"], [])))
-        items = [_machine_dict(m, now, by_machine[m["id"]]) for m in machines]
+        ids, items = await _machines(conn, now, q.after, q.limit + 1)
         orders = [dict(o) for o in await store.recent_orders(conn, ids, RECENT_ORDERS)]
         return items, orders
 
@@ -403,6 +426,21 @@ async def fleet(ctx: Context, p: Principal, q: FleetQuery) -> Page:
     page = bounded_page(ctx, "machines", items, q.limit, q.max_bytes, descending=False, key="name")
     page["orders"] = [o | {"ok": None if o["ok"] is None else bool(o["ok"])} for o in orders]
     return page
+
+
+#: Machines ``board doctor`` looks at, at most: more than any one board's fleet.
+OPERATOR_MACHINES = 1000
+
+
+async def operator_fleet(ctx: Context) -> list[dict[str, Any]]:
+    """Every machine as ``GET /api/fleet`` shows it, for the operator's commands on the board's
+    machine (``board doctor``), which hold the database rather than a human's token."""
+    now = ctx.now()
+
+    async def read(conn: Connection) -> list[dict[str, Any]]:
+        return (await _machines(conn, now, "", OPERATOR_MACHINES))[1]
+
+    return await ctx.db.read(read)
 
 
 @dataclass

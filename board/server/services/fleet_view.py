@@ -32,7 +32,13 @@ BOT_FIELDS: dict[str, type] = {
 CHILD_FIELDS: dict[str, type] = {"pid": int, "cpu_percent": float, "rss": int, "started_at": Stamp}
 WAKE_FIELDS: dict[str, type] = {"at": Stamp, "duration_s": float, "cost_usd": float, "outcome": str}
 USAGE_FIELDS: dict[str, type] = {"total": int, "used": int, "percent": float}
-MACHINE_FIELDS: dict[str, type] = {"os": str, "cpus": int, "keeper_version": str, "uptime_s": float}
+MACHINE_FIELDS: dict[str, type] = {
+    "os": str,
+    "cpus": int,
+    "keeper_version": str,
+    "uptime_s": float,
+    "clock_skew_s": float,
+}
 MAX_LINES = 50
 MAX_LINE = 2000
 
@@ -107,3 +113,11 @@ def machine_report(raw: Any) -> dict[str, Any]:
         "disk": _fields(report.get("disk"), USAGE_FIELDS),
         "keeper": _fields(report.get("keeper"), {"pid": int, "cpu_s": float, "rss": int}),
     }
+
+
+def last_line(text: str | None, limit: int = 200) -> str:
+    """The last non-blank line of a daemon's output, cut to ``limit``: why it stopped, in one line
+    (the fleet page's card and ``board doctor`` say the same)."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    line = lines[-1] if lines else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -226,6 +226,26 @@ async def list_routines(ctx: Context, p: Principal, q: RoutineList) -> dict[str,
         ctx.hub.unsubscribe(waiter)
 
 
+async def runner_status(ctx: Context) -> dict[str, Any]:
+    """When a routines runner last called the board, and how many routines are active.
+
+    Every runner token is the board's own system agent's, so that agent's presence
+    (written at most every 30 s on an authenticated call) is the runner's last call;
+    a live runner calls at least at every check (30 s) and every long-poll (50 s).
+    For the operator's commands on the board's machine (``board doctor``).
+    """
+
+    async def read(conn: Connection) -> dict[str, Any]:
+        agent = await identity_store.agent_by_handle(conn, "board")
+        rows = await store.select(conn, None)
+        versions = await store.versions(conn, [r["id"] for r in rows])
+        approved = {v["routine_id"] for v in versions if v["state"] == "approved"}
+        active = [r["name"] for r in rows if r["id"] in approved and not r["paused"]]
+        return {"last_call_at": agent["last_seen_at"] if agent else None, "active": active}
+
+    return await ctx.db.read(read)
+
+
 async def get_routine(ctx: Context, p: Principal, name: str) -> dict[str, Any]:
     """One routine with every version (the page diffs a pending one against the approved)."""
 

@@ -157,14 +157,21 @@ def drive(job: Awaitable[T]) -> T:
 class Owned:
     """A raw connection and the single thread every call on it runs in."""
 
-    def __init__(self, path: Path, configure: Callable[[sqlite3.Connection], None]) -> None:
+    def __init__(
+        self, path: Path, configure: Callable[[sqlite3.Connection], None], *, read_only: bool = False
+    ) -> None:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="board-sqlite")
         self._path = path
         self._configure = configure
+        self._read_only = read_only
         self.conn: SqliteConnection | None = None
 
     def _open(self) -> None:
-        raw = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        if self._read_only:  # opened read-only by SQLite itself: never creates, migrates or checkpoints
+            where = f"{self._path.resolve().as_uri()}?mode=ro"
+            raw = sqlite3.connect(where, isolation_level=None, check_same_thread=False, uri=True)
+        else:
+            raw = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         try:
             self._configure(raw)
         except BaseException:

@@ -16,7 +16,7 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from . import requests
 from .connection import Owned, SqliteConnection, drive
@@ -105,12 +105,20 @@ def _scalar(raw: sqlite3.Connection, sql: str) -> Any:
 class Database(Store):
     """The board's SQLite database: open, migrate, write through one task, read in parallel."""
 
-    def __init__(self, path: str | os.PathLike[str], *, readers: int = 4, exclusive: bool = False):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        readers: int = 4,
+        exclusive: bool = False,
+        read_only: bool = False,
+    ):
         super().__init__()
         self.path = Path(path)
         self.where = str(self.path)
         self.readers = max(1, readers)
         self.exclusive = exclusive
+        self.read_only = read_only  # readers only, opened read-only: writes fail (board doctor)
         self._writer: Owned | None = None
         self._pool: asyncio.Queue[Owned] = asyncio.Queue()
         self._all_readers: list[Owned] = []
@@ -120,6 +128,9 @@ class Database(Store):
     # -- lifecycle -------------------------------------------------------------
 
     async def open(self) -> None:
+        if self.read_only:
+            await self._open_readers()
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.exclusive:
             self._take_lock()
@@ -127,17 +138,26 @@ class Database(Store):
             self._writer = Owned(self.path, _configure)
             await self._writer.open()
             await self._writer.call(self._prepare)
+        except BaseException as exc:
+            await self._failed(exc)
+        await self._open_readers()
+        self._start_writer()
+
+    async def _open_readers(self) -> None:
+        try:
             for _ in range(self.readers):
-                reader = Owned(self.path, _configure_reader)
+                reader = Owned(self.path, _configure_reader, read_only=self.read_only)
                 self._all_readers.append(reader)
                 await reader.open()
                 self._pool.put_nowait(reader)
         except BaseException as exc:
-            await self.close()
-            if isinstance(exc, sqlite3.Error):  # not a database, unreadable, locked too long
-                raise StoreError(f"{self.path}: cannot open the database: {exc}.") from exc
-            raise
-        self._start_writer()
+            await self._failed(exc)
+
+    async def _failed(self, exc: BaseException) -> NoReturn:
+        await self.close()
+        if isinstance(exc, sqlite3.Error):  # not a database, unreadable, locked too long
+            raise StoreError(f"{self.path}: cannot open the database: {exc}.") from exc
+        raise exc
 
     def _prepare(self) -> None:
         """Check the version, switch to WAL, migrate (in the writer's thread)."""

@@ -13,8 +13,14 @@ def database_label(settings: Settings) -> str:
     return redacted(settings.database_url) if settings.database_url else settings.db
 
 
-def open_store(settings: Settings, *, readers: int | None = None, exclusive: bool = False) -> Store:
+def open_store(
+    settings: Settings, *, readers: int | None = None, exclusive: bool = False, read_only: bool = False
+) -> Store:
     """The store ``settings`` name (not opened yet).
+
+    ``read_only`` opens the SQLite file read-only, without migrating it; PostgreSQL's
+    reads are read-only transactions already, and its store migrates nothing that is
+    current (``board doctor`` opens it only then).
 
     ``exclusive`` takes the SQLite file's lock, so a second board on the same file
     refuses to start; several processes sharing a PostgreSQL database is the point
@@ -28,4 +34,4 @@ def open_store(settings: Settings, *, readers: int | None = None, exclusive: boo
         from .postgres import PostgresStore  # psycopg is loaded only by boards that use it
 
         return PostgresStore(settings.database_url, readers=readers)
-    return Database(settings.db, readers=readers, exclusive=exclusive)
+    return Database(settings.db, readers=readers, exclusive=exclusive, read_only=read_only)
