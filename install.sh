@@ -82,10 +82,21 @@ install_package() {  # $1: "upgrade" to reinstall the same version too
         say "created the virtual environment $venv"
     fi
     pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
-    if [ "${1:-}" = upgrade ]; then
-        "${pip[@]}" --force-reinstall --no-deps "$spec"
+    build_copy=""
+    if [ -d "$spec" ]; then
+        # pip builds a checkout in place, and setuptools' build/ keeps every file it ever
+        # copied: a migration renamed since an earlier install would ship under both names
+        # and stop the board at start. So a checkout is built from a clean copy of it.
+        build_copy=$(mktemp -d) || die "could not make a temporary folder"
+        trap 'rm -rf "$build_copy"' EXIT
+        tar -C "$spec" --exclude=./build --exclude=./.venv --exclude=./.git --exclude='*.egg-info' -cf - . \
+            | tar -C "$build_copy" -xf - || die "could not copy $spec to build it"
     fi
-    "${pip[@]}" "$spec"
+    if [ "${1:-}" = upgrade ]; then
+        "${pip[@]}" --force-reinstall --no-deps "${build_copy:-$spec}"
+    fi
+    "${pip[@]}" "${build_copy:-$spec}"
+    if [ -n "$build_copy" ]; then rm -rf "$build_copy"; trap - EXIT; fi  # modes may exec next
     local cmd
     for cmd in board bot keeper; do
         if [ -x "$venv/bin/$cmd" ]; then ln -sf "$venv/bin/$cmd" "$BIN_DIR/$cmd"; fi

@@ -72,6 +72,15 @@ async def test_a_reporting_keeper_with_its_bot_running_passes(world: World, tmp_
         assert found.status("database integrity") == ["ok"]
     assert found.status("database schema") == ["ok"] and found.code == 0, found.text
 
+    await world.human.assign_bot("box2", "proj-dev", "fb2")  # its keeper has not started it yet
+    await box2.client.fleet_report({"machine": machine()})
+    found = await diagnose(world, tmp_path)
+    assert found.lines("bot fb2") == [
+        "warn  bot fb2 on box2: not reported yet, should be running: its keeper has not started it yet "
+        "— if it stays so, read the keeper's log on box2 (keeper.log)"
+    ]
+    assert found.lines("bots") == ["ok    bots: 1 of 2 that should run are running"] and found.code == 0
+
 
 async def test_a_silent_keeper_fails_and_so_does_each_bot_it_should_run(world: World, tmp_path: Path) -> None:
     box1, _ = await setup(world)  # box2 is enrolled, never reported, and runs nothing
@@ -91,6 +100,15 @@ async def test_a_silent_keeper_fails_and_so_does_each_bot_it_should_run(world: W
     ]
     (never,) = found.lines("keeper box2")
     assert never.startswith("warn  keeper box2: enrolled ") and "but never reported" in never
+
+    await enroll_keeper(world.board, world.human, "box3")  # never reports, with a bot to run
+    await world.human.assign_bot("box3", "proj-dev", "fb3")
+    found = await diagnose(world, tmp_path)
+    (never,) = found.lines("keeper box3")
+    assert never.startswith("FAIL  keeper box3: enrolled ") and "but never reported — on box3: " in never
+    assert found.lines("bot fb3") == [
+        f"FAIL  bot fb3 on box3: never reported: the keeper is not reporting — {fix.replace('box1', 'box3')}"
+    ]
 
 
 async def test_a_keeper_clock_apart_from_the_boards_fails(world: World, tmp_path: Path) -> None:

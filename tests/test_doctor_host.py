@@ -274,8 +274,8 @@ def test_a_stale_board_pid_file_warns_and_a_foreign_one_fails(
     found = doctor(env)
     assert found.code == 0, found.text  # nothing is blocked by it
     assert found.lines("pid files") == [
-        f"warn  pid files: {pidfile} names pid {gone}, which is not running: the board stopped without it "
-        f"— remove it (rm {pidfile}); board ctl start writes a new one"
+        f"warn  pid files: {pidfile} names pid {gone}, which is not running: the board stopped without "
+        f"removing it — remove it (rm {pidfile}); board ctl start writes a new one"
     ]
 
     with process("sleep", "60") as other:

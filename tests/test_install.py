@@ -230,3 +230,30 @@ def test_a_fresh_shell_finds_the_board_on_the_port_the_installer_was_told(tmp_pa
         gone = run(fresh, "uninstall", "--purge")
     assert gone.returncode == 0, gone.stderr
     assert not config.exists() and left_behind(home) == []
+
+
+def test_a_checkout_with_an_old_build_folder_installs_only_what_it_holds(tmp_path: Path) -> None:
+    """pip builds a checkout in place, and setuptools' build/ keeps files the checkout no longer
+    has: a migration renamed since an earlier install came back and stopped the board at start."""
+    checkout = tmp_path / "checkout"
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True)
+    for name in files.stdout.splitlines():
+        if (ROOT / name).is_file():
+            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+            (checkout / name).write_bytes((ROOT / name).read_bytes())
+    stale = (
+        checkout / "build" / "lib" / "board" / "server" / "store" / "migrations" / "0099_renamed_since.sql"
+    )
+    stale.parent.mkdir(parents=True)
+    stale.write_text("ALTER TABLE messages ADD COLUMN twice TEXT;\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = machine(home, free_port(), BOARD_SOURCE=str(checkout), TMPDIR=str(scratch))
+    done = run(env, "bot", "--help", script=str(checkout / "install.sh"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    installed = list((home / ".local" / "share" / "bot-board" / "venv").rglob("migrations/0*.sql"))
+    assert installed and not [p for p in installed if p.name == stale.name], installed
+    assert stale.exists()  # the checkout itself is left as it was
+    assert not list(scratch.iterdir())  # the copy it built from is gone

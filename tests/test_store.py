@@ -287,6 +287,36 @@ async def test_a_write_after_close_is_refused(tmp_path: Path) -> None:
         await database.write(insert("x"))
 
 
+async def test_a_read_only_store_reads_and_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "board.db"
+    database = Database(path)
+    await database.open()
+    await database.write(lambda conn: conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)"))
+    await database.write(insert("kept"))
+    await database.close()
+    with sqlite3.connect(path) as raw:
+        raw.execute("PRAGMA user_version = 3")  # older than the code: a writable store would migrate it
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+
+    reader = Database(path, readers=1, read_only=True)
+    await reader.open()
+    try:
+        rows = await reader.read(lambda conn: conn.execute_fetchall("SELECT v FROM t"))
+        assert [tuple(r) for r in rows] == [("kept",)]
+        with pytest.raises(StoreError, match="not open"):
+            await reader.write(insert("refused"))
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            await reader.read(insert("refused"))
+    finally:
+        await reader.close()
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+    missing = tmp_path / "absent.db"
+    with pytest.raises(StoreError, match="unable to open"):
+        await Database(missing, read_only=True).open()
+    assert not missing.exists()  # not created
+
+
 # -- the lock file ------------------------------------------------------------------
 
 

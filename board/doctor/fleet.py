@@ -107,11 +107,9 @@ def _bot(bot: dict[str, Any], machine: dict[str, Any]) -> Check | None:
     handle, state = bot["handle"], bot["state"]
     name = f"bot {handle} on {machine['name']}"
     if machine["status"] != "online":
+        said = f"{state}, as its keeper last said" if bot["reported_at"] else "never reported"
         return Check(
-            name,
-            "fail",
-            f"{state or 'never reported'}, as its keeper last said: the keeper is not reporting",
-            KEEPER_FIX.format(name=machine["name"]),
+            name, "fail", f"{said}: the keeper is not reporting", KEEPER_FIX.format(name=machine["name"])
         )
     if state in UP:
         return None
@@ -142,7 +140,8 @@ def _bot(bot: dict[str, Any], machine: dict[str, Any]) -> Check | None:
     return Check(
         name,
         "warn",
-        f"{state or 'not reported yet'}, should be running: its keeper has not started it yet",
+        f"{state if bot['reported_at'] else 'not reported yet'}, should be running: "
+        "its keeper has not started it yet",
         f"if it stays so, read the keeper's log on {machine['name']} (keeper.log)",
     )
 

@@ -196,7 +196,7 @@ def files(settings: Settings, env: Mapping[str, str]) -> list[Check]:
             Check(
                 "pid files",
                 "warn",
-                f"{board_file} names pid {pid}, which is not running: the board stopped without it",
+                f"{board_file} names pid {pid}, which is not running: the board stopped without removing it",
                 f"remove it (rm {board_file}); board ctl start writes a new one",
             )
         )

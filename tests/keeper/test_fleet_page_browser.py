@@ -2,7 +2,9 @@
 
 Stopping the bot with its button ends its process group, and the card turns
 to ``stopped`` over the page's live stream without a reload; its Start button
-brings it back. The add-a-machine form shows the installer's one line.
+brings it back. The add-a-machine form shows the installer's one line. A bot
+whose profile names a missing repo says why in one line on its card, the line
+``board doctor`` prints too.
 """
 
 from __future__ import annotations
@@ -11,12 +13,24 @@ from pathlib import Path
 
 import pytest
 from boardtest import World, eventually
-from browser_support import new_tab
+from botrun import LiveBoard
+from browser_support import Tab, new_tab
+from doctor_support import doctor_async, doctor_env
 from keeperrun import KeeperProcess, daemons, group_gone, running, state
 from pages_support import login_link
 from playwright.async_api import Browser, expect
 
 pytestmark = pytest.mark.timeout(240)
+
+
+async def fleet_tab(chromium: Browser, world: World, tmp_path: Path) -> Tab:
+    """A tab signed in as alice, on /fleet."""
+    tab = await new_tab(chromium, tmp_path)
+    await tab.page.goto(world.board.url + await login_link(world.board, "alice"))
+    await tab.page.click("#use-link")
+    await tab.page.wait_for_url("**/c/**")
+    await tab.page.goto(world.board.url + "/fleet")
+    return tab
 
 
 async def test_stop_and_start_a_bot_from_its_card(
@@ -25,11 +39,7 @@ async def test_stop_and_start_a_bot_from_its_card(
     await world.human.assign_bot("box1", "proj-dev", "fb")
     bot = await running(world, "fb")
     pgid = bot["pid"]
-    tab = await new_tab(chromium, tmp_path)
-    await tab.page.goto(world.board.url + await login_link(world.board, "alice"))
-    await tab.page.click("#use-link")
-    await tab.page.wait_for_url("**/c/**")
-    await tab.page.goto(world.board.url + "/fleet")
+    tab = await fleet_tab(chromium, world, tmp_path)
     card = tab.page.locator("#machine-box1")
     await expect(card).to_have_attribute("data-status", "online")
     row = tab.page.locator("#bot-fb")
@@ -62,3 +72,25 @@ async def test_stop_and_start_a_bot_from_its_card(
     await tab.page.click("#bot-fb a")
     await expect(tab.page.locator("#log-tail")).not_to_be_empty()
     await tab.shot("05-bot")
+
+
+async def test_a_broken_bot_says_why_in_one_line_on_its_card_and_in_board_doctor(
+    chromium: Browser, world: World, keeper: KeeperProcess, live: LiveBoard, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-repo"
+    await world.human.create_profile("broken", "proj", "claude", repo=str(missing))
+    await world.human.assign_bot("box1", "broken", "confused")
+    await state(world, "confused", "misconfigured")
+    why = f"bot: repo {missing} is not a directory"
+
+    tab = await fleet_tab(chromium, world, tmp_path)
+    row = tab.page.locator("#bot-confused")
+    await expect(row).to_have_attribute("data-state", "misconfigured")
+    await expect(row.locator(".why")).to_have_text(why)
+    await tab.shot("06-misconfigured")
+
+    env = doctor_env(tmp_path / "doctor", live.port, BOARD_DB=str(live.db_path))
+    found = await doctor_async(env)
+    (line,) = found.lines("bot confused")
+    assert line.startswith(f"FAIL  bot confused on box1: misconfigured: {why} — fix its profile broken")
+    assert tab.errors == []
