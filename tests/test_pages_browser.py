@@ -76,8 +76,11 @@ async def test_post_and_see_a_bots_reply_arrive_live(chromium: Browser, world: W
     await expect(tab.page.locator("#roots .msg").last).to_contain_text("can you look at the build")
     root = int(tab.page.url.rsplit("=", 1)[1])
     await expect(tab.page.locator("body")).to_have_class(LIVE)
+    replies = tab.page.locator(f"#roots #m{root} a.open-thread")
+    await expect(replies).to_have_text("0 replies")
     await world.bot.post("On it: the build fails on step 3.", reply_to=root)
     await expect(tab.page.locator("#thread-messages .msg").last).to_contain_text("fails on step 3")
+    await expect(replies).to_have_text("1 reply")
     await world.bot.post("A new root from pb", channel="lobby", workspace="proj")
     await expect(tab.page.locator("#roots .msg").last).to_contain_text("A new root from pb")
     builds = tab.page.locator('[data-unread="builds"]')
@@ -89,6 +92,13 @@ async def test_post_and_see_a_bots_reply_arrive_live(chromium: Browser, world: W
     claim = tab.page.locator(f'#roots [data-claim-for="{root}"]')
     await expect(claim).to_contain_text("claimed by pb")
     await tab.shot("04-live-reply")
+    await world.bot.post("Fixed.", reply_to=root)
+    await expect(replies).to_have_text("2 replies")
+    await tab.page.reload()
+    await expect(replies).to_have_text("2 replies")
+    await world.human.post("Thanks.", reply_to=(await world.bot.post("One more root", channel="lobby"))["id"])
+    await tab.page.reload()
+    await expect(tab.page.locator("#roots a.open-thread").last).to_have_text("1 reply")
     assert tab.errors == []
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -11,7 +11,7 @@ from boardtest import World, held, snapshot
 
 from board.client import BoardAPIError, BoardClient
 from board.routines import schedule as schedules
-from board.server.clock import ManualClock
+from board.server.clock import ManualClock, parse_time
 from board.server.hub import Hub, Signal
 from board.server.services import auth
 from board.server.services.routines import CHANGES
@@ -247,3 +247,22 @@ async def test_run_now_pressed_again_before_its_run_started_is_refused_and_write
     error = await refused(human.run_routine_now("tidy"))
     assert error.code == "NAME_CONFLICT" and error.details["run"]["id"] == asked["id"], error.message
     assert snapshot(clocked_world.board.db_path) == before
+
+
+async def test_run_now_pressed_again_in_the_second_its_run_started_waits_its_turn(
+    clocked_world: World, clock: ManualClock
+) -> None:
+    """Two presses in a row: the second comes in the same second as the first, which has started."""
+    human = clocked_world.human
+    await clocked_world.bot.propose_routine("tidy", **FIELDS)
+    await human.approve_version("tidy", 1, "go")
+    first = await human.run_routine_now("tidy")
+    await (await _runner(clocked_world)).start_run("tidy", first["id"])
+    second = await human.run_routine_now("tidy")  # the clock has not moved
+    assert second["state"] == "scheduled" and second["cause"] == "run-now"
+    assert parse_time(second["scheduled_for"]) == parse_time(first["scheduled_for"]) + timedelta(seconds=1)
+    listed = (await human.routine_runs("tidy"))["runs"]
+    assert [(r["id"], r["state"], r.get("waits_for")) for r in listed] == [
+        (second["id"], "scheduled", first["id"]),
+        (first["id"], "running", None),
+    ]

@@ -8,8 +8,11 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
+import aiohttp
+import pytest
 from processes import (
     add_human,
     board_env,
@@ -247,5 +250,39 @@ async def test_a_caller_who_hangs_up_frees_its_long_poll(tmp_path: Path) -> None
         polling.cancel()
         await leaving.close()  # the caller hangs up
         await longpolls(served.url, 0)  # and the board lets it go, long before the 60 s
+    finally:
+        kill(served.proc)
+
+
+@pytest.mark.parametrize("path", ["/events?workspace=admin", "/fleet/events"])
+async def test_stopping_the_board_ends_a_signed_in_tabs_live_stream_at_once(
+    tmp_path: Path, path: str
+) -> None:
+    """A tab left open on a live page (the board's, or /fleet's) does not hold a stopping board."""
+    db = tmp_path / "board.db"
+    env = board_env()
+    add_human(db, "al", env)
+    link = subprocess.run(
+        command("admin", "user", "link", "al", "--db", str(db)),
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()[-1]
+    served = serve(db)
+    try:
+        wait_healthy(served)
+        jar = aiohttp.CookieJar(unsafe=True)
+        async with aiohttp.ClientSession(cookie_jar=jar) as tab:
+            token = link.split("token=", 1)[1]
+            async with tab.post(f"{served.url}/login", data={"token": token, "next": "/"}) as signed:
+                assert signed.status == 200, await signed.text()
+            async with tab.get(served.url + path) as stream:
+                assert stream.status == 200 and await stream.content.readline() == b": open\n"
+                stopped_at = time.monotonic()
+                served.proc.send_signal(signal.SIGTERM)
+                assert await asyncio.wait_for(asyncio.to_thread(served.proc.wait), 90) == 0
+                took = time.monotonic() - stopped_at
+        assert took < 5, f"the board took {took:.1f} s to stop:\n{served.output()}"
     finally:
         kill(served.proc)

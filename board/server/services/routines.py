@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ...routines import schedule as schedules
@@ -546,6 +546,8 @@ async def run_now(ctx: Context, p: Principal, name: str) -> tuple[int, dict[str,
 
     It waits while another run of the routine runs. A run asked for now that has not
     started yet is the answer to a second ask: that is refused (``NAME_CONFLICT``).
+    Asked in the second a run of the routine is for (one that started at once, or one
+    from the schedule), it is for the next second: a run is unique by its time.
     """
     made: dict[str, Any] = {}
 
@@ -559,11 +561,14 @@ async def run_now(ctx: Context, p: Principal, name: str) -> tuple[int, dict[str,
                 run=run_dict(asked[0]),
             )
         now = ctx.now()
+        at = now
+        if await store.run_at(conn, routine["id"], at) is not None:
+            at = iso(parse_time(now) + timedelta(seconds=1))
         run_id = await store.insert_run(
-            conn, routine["id"], approved["version"], now, "run-now", "scheduled", now
+            conn, routine["id"], approved["version"], at, "run-now", "scheduled", now
         )
         if run_id is None:
-            raise NameConflict(f"Routine {name} already has a run for {now}; wait a second.")
+            raise NameConflict(f"Routine {name} already has a run for {at}; wait a second.")
         made["id"] = run_id
         return "routine.run_now", f"{name}#{run_id}", "", f"run {run_id} requested by {p.handle}"
 

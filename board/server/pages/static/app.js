@@ -84,7 +84,10 @@
     if (m.reply_to !== null) {
       if (m.kind !== "event") {
         document.querySelectorAll(`[data-replies-for="${m.thread_id}"]`).forEach((count) => {
-          count.textContent = String(Number(count.textContent) + 1);
+          const replies = Number(count.textContent) + 1;
+          count.textContent = String(replies);
+          const word = count.nextElementSibling;
+          if (word && word.classList.contains("reply-word")) word.textContent = replies === 1 ? "reply" : "replies";
         });
       }
     }
