@@ -249,6 +249,23 @@ async def test_a_run_due_in_quiet_hours_waits_for_their_end_and_takes_the_times_
     assert [r["scheduled_for"][11:16] for r in await runs(human, "quiet")] == ["04:01", "04:02", "04:05"]
 
 
+async def test_run_now_in_quiet_hours_starts_at_once_while_the_schedule_waits(scene: Scene) -> None:
+    """Quiet hours hold the schedule; a human who presses Run now means now."""
+    human = scene.world.human
+    await propose_and_approve(scene.world.bot, human, "quiet", "0 5 * * *", quiet_hours="04:00-06:00")
+    scene.runner()
+    await scene.checked("2026-11-30T04:30:00Z")
+    asked = await human.run_routine_now("quiet")
+    started = await scene.run_at("quiet", asked["scheduled_for"])
+    assert started["started_at"] == "2026-11-30T04:30:00Z" and started["message_id"] is not None
+    await scene.finished("quiet", asked["scheduled_for"], "asked for in the quiet")
+    await scene.checked("2026-11-30T05:00:00Z")  # the schedule's own time, inside the quiet hours
+    await scene.run_at("quiet", "2026-11-30T05:00:00Z", state="scheduled")
+    scene.time.move_to("2026-11-30T06:00:00Z")
+    waited = await scene.run_at("quiet", "2026-11-30T05:00:00Z")
+    assert waited["started_at"] == "2026-11-30T06:00:00Z"
+
+
 async def test_run_now_while_a_scheduled_run_runs_waits_and_each_run_keeps_its_own_outcome(
     scene: Scene,
 ) -> None:

@@ -14,8 +14,8 @@ later, as one that waited through quiet hours). Missed times are coalesced:
 the latest becomes one run if it is late by at most the grace, else a ``missed``
 record. The run is created on the board's unique ``(routine, scheduled_for)``, so
 a second runner, a restart or a trigger racing the check never makes it twice;
-then it is started (outside quiet hours; the board posts the prompt mentioning
-the bot), and followed until the board has seen the claim the bot took for it
+then it is started (outside quiet hours, unless a human asked for it now; the board
+posts the prompt mentioning the bot), and followed until the board has seen the claim the bot took for it
 closed (``done``) or a failed wake (``failed``), or its maximum run time passed
 (``timed_out``); the board releases the claim of a run that did not end ``done``.
 The runs of a routine share its thread and so its claim: one runs at a time. The
@@ -180,8 +180,9 @@ class Runner:
             return  # the runs share the routine's thread and its claim: the next waits for this one
         quiet = schedules.in_quiet_hours(approved["quiet_hours"], parsed.zone, now)
         for run in open_runs:  # oldest first: the first that may start is the one that runs
-            waits = routine["state"] == "paused" and run["cause"] != "run-now"
-            if run["state"] == "scheduled" and not quiet and not waits:
+            # A human's run-now is for now: quiet hours and a pause hold the schedule's runs only.
+            waits = run["cause"] != "run-now" and (quiet or routine["state"] == "paused")
+            if run["state"] == "scheduled" and not waits:
                 await self._step(f"start run {run['id']}", routine, self.client.start_run, run["id"])
                 return
 
