@@ -150,7 +150,7 @@ async def test_the_board_measures_a_keepers_clock_as_its_report_arrives(world: W
             {"last_exit_code": 2, "error": "starting\nbot: repo /nope is not a directory\n"},
             "FAIL",
             "misconfigured: bot: repo /nope is not a directory — fix its profile proj-dev "
-            "(PUT /api/profiles/proj-dev), then start it on /fleet or with board fleet start fb1",
+            "on /fleet/profiles/proj-dev, then start it on /fleet or with board fleet start fb1",
         ),
         (
             "crashed",

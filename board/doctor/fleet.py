@@ -120,7 +120,7 @@ def _bot(bot: dict[str, Any], machine: dict[str, Any]) -> Check | None:
             name,
             "fail",
             f"misconfigured: {reason}",
-            f"fix its profile {bot['profile']} (PUT /api/profiles/{bot['profile']}), "
+            f"fix its profile {bot['profile']} on /fleet/profiles/{bot['profile']}, "
             f"then start it on /fleet or with board fleet start {handle}",
         )
     if state == "crashed":

@@ -98,7 +98,7 @@ async def test_a_missing_repo_is_misconfigured_and_not_restarted_until_a_human_r
     assert found.code == 1
     assert found.lines("bot confused") == [
         f"FAIL  bot confused on box1: misconfigured: bot: repo {tmp_path / 'no-such-repo'} "
-        "is not a directory — fix its profile broken (PUT /api/profiles/broken), "
+        "is not a directory — fix its profile broken on /fleet/profiles/broken, "
         "then start it on /fleet or with board fleet start confused"
     ]
 
