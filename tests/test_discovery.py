@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from board.server import settings
 from board.server.api import discovery
 from board.server.api.discovery import canonical
 from board.server.api.keys import ROUTES
-from board.server.api.route import Call
+from board.server.api.route import Answer, Call
 from board.server.api.routing import endpoint
 from board.server.api.table import all_routes
 from board.server.errors import Unauthenticated
@@ -114,15 +115,25 @@ async def test_every_route_documents_its_answers(board: Board) -> None:
     spec = await board.client().request("GET", "/api/openapi.json")
     for route in all_routes():
         responses = spec["paths"][canonical(route.path)][route.method.lower()]["responses"]
-        assert str(route.status) in responses, (route.method, route.path)
+        assert list(responses) == [*map(str, route.statuses), "default"], (route.method, route.path)
+        assert route.status in route.statuses, (route.method, route.path)
         for code, answer in responses.items():
             if code != "default":
                 (content,) = answer["content"].values()
-                assert content["schema"], (route.method, route.path, code)
+                assert content["schema"] == route.answer.schema, (route.method, route.path, code)
     message = spec["components"]["schemas"]["FullMessage"]
     assert {"id", "body", "thread_id", "created_at", "author_kind"} <= set(message["required"])
     lists = spec["paths"]["/api/agents"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
     assert {"agents", "has_more", "cursor"} <= set(lists["required"])
+
+
+def test_a_route_answering_a_status_its_answer_leaves_out_is_refused() -> None:
+    claim = next(r for r in all_routes() if r.path == "/api/threads/{id}/claim")
+    assert claim.statuses == (201, 200) and claim.status == 200
+    with pytest.raises(ValueError, match="answers 204, not in its answer's statuses"):
+        replace(claim, status=204)
+    created = replace(claim, status=201, answer=Answer(claim.answer.schema))
+    assert created.statuses == (201,)
 
 
 def test_an_answer_that_leaves_out_a_field_fails_the_contract_check() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..services import backups
-from .route import Call, Route
+from .responses import INT, STR, TIME, obj
+from .route import Answer, Call, Route
 
 
 async def backup(call: Call) -> Any:
@@ -18,6 +19,7 @@ ROUTES = [
         "/api/admin/backup",
         backup,
         "Take a consistent backup under the state directory (humans).",
+        answer=Answer(obj({"path": STR, "bytes": INT, "started_at": TIME})),
         status=201,
     ),
 ]

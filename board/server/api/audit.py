@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..services import audit
-from .route import Call, Route
+from .responses import page, ref
+from .route import Answer, Call, Route
 
 
 async def entries(call: Call) -> Any:
@@ -14,6 +15,11 @@ async def entries(call: Call) -> Any:
 
 ROUTES = [
     Route(
-        "GET", "/api/audit", entries, "Every mutation: who, what, when, why (humans).", query=audit.AuditQuery
+        "GET",
+        "/api/audit",
+        entries,
+        "Every mutation: who, what, when, why (humans).",
+        answer=Answer(page("entries", ref("AuditEntry"))),
+        query=audit.AuditQuery,
     ),
 ]

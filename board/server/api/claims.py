@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..services import claims, wakes
-from .route import Call, Route
+from .responses import INT, STR, TIME, array, obj, page, ref
+from .route import Answer, Call, Route
 
 
 async def claim(call: Call) -> tuple[int, Any]:
@@ -46,6 +47,7 @@ ROUTES = [
         "/api/threads/{id}/claim",
         claim,
         "Claim a thread (201), renew it (200).",
+        answer=Answer(ref("Claim"), (201, 200)),
         body=claims.ClaimRequest,
     ),
     Route(
@@ -53,6 +55,7 @@ ROUTES = [
         "/api/threads/{id}/release",
         release,
         "Give a claimed thread back.",
+        answer=Answer(ref("Claim")),
         body=claims.ReleaseRequest,
     ),
     Route(
@@ -60,14 +63,33 @@ ROUTES = [
         "/api/threads/{id}/handoff",
         handoff,
         "Hand the claim to another agent.",
+        answer=Answer(ref("Claim")),
         body=claims.HandoffRequest,
     ),
-    Route("POST", "/api/threads/{id}/done", done, "Close the thread as done.", body=claims.DoneRequest),
+    Route(
+        "POST",
+        "/api/threads/{id}/done",
+        done,
+        "Close the thread as done.",
+        answer=Answer(ref("Claim")),
+        body=claims.DoneRequest,
+    ),
     Route(
         "GET",
         "/api/claims",
         listing,
         "Claims by holder and state; stalled=true for stalls.",
+        answer=Answer(
+            page(
+                "claims",
+                ref("Claim"),
+                {
+                    "unseen": array(
+                        obj({"handle": STR, "message_id": INT, "thread_id": INT, "flagged_at": TIME})
+                    )
+                },
+            )
+        ),
         query=claims.ClaimList,
     ),
     Route(
@@ -75,15 +97,24 @@ ROUTES = [
         "/api/wakes",
         record_wake,
         "Record one harness run (the launcher).",
+        answer=Answer(ref("Wake")),
         body=wakes.WakeRecord,
         status=201,
     ),
-    Route("GET", "/api/wakes", list_wakes, "Harness runs with their cost.", query=wakes.WakeList),
+    Route(
+        "GET",
+        "/api/wakes",
+        list_wakes,
+        "Harness runs with their cost.",
+        answer=Answer(page("wakes", ref("Wake"))),
+        query=wakes.WakeList,
+    ),
     Route(
         "GET",
         "/api/wake",
         feed,
         "The launcher's feed: for_me and watched, long-pollable.",
+        answer=Answer(page("messages", ref("Message"))),
         query=wakes.WakeQuery,
     ),
 ]

@@ -15,8 +15,8 @@ from ..mcp.endpoint import openapi_paths as mcp_openapi_paths
 from ..validation import json_schema
 from .keys import HOSTS, METRICS
 from .keys import ROUTES as ROUTE_TABLE
-from .responses import COMPONENTS, RESPONSES
-from .route import Call, Route
+from .responses import ANY_OBJECT, BOOL, COMPONENTS, INT, MARKDOWN, PLAIN, STR, array, obj
+from .route import Answer, Call, Route
 from .routing import from_loopback
 
 PATH_PARAM = re.compile(r"{(\w+)(?::[^}]*)?}")
@@ -82,13 +82,10 @@ def canonical(path: str) -> str:
 
 
 def _responses(route: Route) -> dict[str, Any]:
-    """The route's success answers, from :data:`RESPONSES` (a route without one is a bug)."""
-    answer = RESPONSES.get((route.method, route.path))
-    if answer is None:
-        raise LookupError(f"{route.method} {route.path} declares no response in api/responses.py")
-    media = answer.schema.get("contentMediaType", "application/json")
-    content = {media: {"schema": answer.schema}}
-    return {str(status): {"description": "OK", "content": content} for status in answer.statuses}
+    """The route's success answers, as its declaration says."""
+    schema = route.answer.schema
+    content = {schema.get("contentMediaType", "application/json"): {"schema": schema}}
+    return {str(status): {"description": "OK", "content": content} for status in route.statuses}
 
 
 def openapi(routes: list[Route]) -> dict[str, Any]:
@@ -182,11 +179,70 @@ async def metrics(call: Call) -> web.Response:
 
 
 ROUTES = [
-    Route("GET", "/healthz", healthz, "Liveness: ok and version (and the pid, from loopback).", public=True),
-    Route("GET", "/api", api_map, "The machine map: routes and documents."),
-    Route("GET", "/api/openapi.json", openapi_json, "This API as OpenAPI 3.1.", public=True),
-    Route("GET", "/llms.txt", llms_txt, "The protocol in prose.", public=True),
-    Route("GET", "/agents.md", agents_md, "House rules for bots.", public=True),
-    Route("GET", "/admin.md", admin_md, "House rules for admin bots.", public=True),
-    Route("GET", "/metrics", metrics, "Prometheus metrics (token, or none from loopback).", loopback=True),
+    Route(
+        "GET",
+        "/healthz",
+        healthz,
+        "Liveness: ok and version (and the pid, from loopback).",
+        answer=Answer({**obj({"ok": BOOL, "version": STR}, {"pid": INT}), "additionalProperties": False}),
+        public=True,
+    ),
+    Route(
+        "GET",
+        "/api",
+        api_map,
+        "The machine map: routes and documents.",
+        answer=Answer(
+            obj(
+                {
+                    "version": STR,
+                    "board": STR,
+                    "docs": ANY_OBJECT,
+                    "routes": array(obj({"method": STR, "path": STR, "summary": STR, "auth": BOOL})),
+                }
+            )
+        ),
+    ),
+    Route(
+        "GET",
+        "/api/openapi.json",
+        openapi_json,
+        "This API as OpenAPI 3.1.",
+        answer=Answer(
+            obj({"openapi": STR, "info": ANY_OBJECT, "paths": ANY_OBJECT, "components": ANY_OBJECT})
+        ),
+        public=True,
+    ),
+    Route(
+        "GET",
+        "/llms.txt",
+        llms_txt,
+        "The protocol in prose.",
+        answer=Answer(PLAIN),
+        public=True,
+    ),
+    Route(
+        "GET",
+        "/agents.md",
+        agents_md,
+        "House rules for bots.",
+        answer=Answer(MARKDOWN),
+        public=True,
+    ),
+    Route(
+        "GET",
+        "/admin.md",
+        admin_md,
+        "House rules for admin bots.",
+        answer=Answer(MARKDOWN),
+        public=True,
+    ),
+    Route(
+        "GET",
+        "/metrics",
+        metrics,
+        "Prometheus metrics (token, or none from loopback).",
+        answer=Answer(PLAIN),
+        loopback=True,
+    ),
 ]

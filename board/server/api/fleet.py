@@ -6,7 +6,8 @@ from typing import Any
 
 from ..services import fleet
 from .discovery import board_url
-from .route import Call, Route
+from .responses import BOOL, INT, STR, TIME, array, nullable, obj, page, ref
+from .route import Answer, Call, Route
 
 
 async def enroll_code(call: Call) -> tuple[int, Any]:
@@ -51,6 +52,9 @@ ROUTES = [
         "/api/fleet/enroll-codes",
         enroll_code,
         "A one-time code for a machine's keeper to enroll (humans).",
+        answer=Answer(
+            obj({"code": nullable(STR), "machine_name": STR, "expires_at": TIME, "command": nullable(STR)})
+        ),
         body=fleet.EnrollCodeRequest,
         status=201,
         secrets=("code", "command"),
@@ -60,6 +64,7 @@ ROUTES = [
         "/api/fleet/enroll",
         enroll,
         "Trade an enroll code for a keeper token.",
+        answer=Answer(obj({"machine": STR, "token": nullable(STR)})),
         body=fleet.Enrollment,
         public=True,
         status=201,
@@ -70,6 +75,16 @@ ROUTES = [
         "/api/fleet/report",
         report,
         "A keeper's report; answers the machine's desired state and open orders (keepers).",
+        answer=Answer(
+            obj(
+                {
+                    "machine": STR,
+                    "bots": array(obj({"handle": STR, "workspace": STR, "profile": STR, "desired": STR})),
+                    "orders": array(ref("FleetOrder")),
+                    "event_seq": INT,
+                }
+            )
+        ),
         body=fleet.Report,
         keeper=True,
     ),
@@ -78,6 +93,7 @@ ROUTES = [
         "/api/fleet",
         machines,
         "Machines, online or stale, and their bots (humans).",
+        answer=Answer(page("machines", ref("Machine"), orders=array(ref("FleetOrder")))),
         query=fleet.FleetQuery,
     ),
     Route(
@@ -85,6 +101,7 @@ ROUTES = [
         "/api/fleet/bots",
         assign,
         "Assign a bot to a machine with a profile; it should run (humans).",
+        answer=Answer(ref("FleetBot")),
         body=fleet.Assignment,
         status=201,
     ),
@@ -94,15 +111,23 @@ ROUTES = [
             f"/api/fleet/bots/{{handle}}/{kind}",
             _order(kind),
             f"{kind.capitalize()} a bot: change its desired state and send its keeper an order (humans).",
+            answer=Answer({"allOf": [ref("FleetBot"), obj({"order": obj({"id": INT, "kind": STR})})]}),
         )
         for kind in fleet.ORDER_KINDS
     ],
-    Route("DELETE", "/api/fleet/bots/{handle}", unassign, "Stop a bot and take it off its machine (humans)."),
+    Route(
+        "DELETE",
+        "/api/fleet/bots/{handle}",
+        unassign,
+        "Stop a bot and take it off its machine (humans).",
+        answer=Answer(obj({"handle": STR, "machine": STR, "unassigned": BOOL})),
+    ),
     Route(
         "POST",
         "/api/fleet/bots/{handle}/token",
         bot_token,
         "Mint the token of a bot assigned to this keeper's machine (keepers).",
+        answer=Answer(obj({"handle": STR, "workspace": STR, "token": nullable(STR)})),
         keeper=True,
         status=201,
         secrets=("token",),

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..services import agents, auth
-from .route import Call, Route
+from .responses import INT, STR, TIME, array, nullable, obj, page, ref
+from .route import Answer, Call, Route
 
 
 async def register(call: Call) -> Any:
@@ -42,29 +43,74 @@ ROUTES = [
         "/api/agents",
         register,
         "Register a bot with a human-issued invite.",
+        answer=Answer(obj({"agent": ref("Agent"), "token": nullable(STR)})),
         body=auth.Registration,
         status=201,
         public=True,
         secrets=("token",),
     ),
-    Route("GET", "/api/me", me, "Who I am: workspace, cursor, inbox count, claims, reading."),
+    Route(
+        "GET",
+        "/api/me",
+        me,
+        "Who I am: workspace, cursor, inbox count, claims, reading.",
+        answer=Answer(
+            {
+                "allOf": [
+                    ref("Agent"),
+                    obj(
+                        {
+                            "role": STR,
+                            "cursor": INT,
+                            "inbox": INT,
+                            "claims": array(ref("Claim")),
+                            "mandatory_reading": array(obj({"channel": STR, "path": STR})),
+                        }
+                    ),
+                ]
+            }
+        ),
+    ),
     Route(
         "POST",
         "/api/me/rotate",
         rotate,
         "Replace my token; the old one stops at once.",
+        answer=Answer(obj({"token": nullable(STR)})),
         secrets=("token",),
     ),
-    Route("GET", "/api/agents", roster, "The roster of my workspace with presence.", query=agents.AgentList),
-    Route("GET", "/api/agents/{handle}", agent, "One agent with presence and claims."),
+    Route(
+        "GET",
+        "/api/agents",
+        roster,
+        "The roster of my workspace with presence.",
+        answer=Answer(page("agents", ref("Agent"))),
+        query=agents.AgentList,
+    ),
+    Route(
+        "GET",
+        "/api/agents/{handle}",
+        agent,
+        "One agent with presence and claims.",
+        answer=Answer(ref("Agent")),
+    ),
     Route(
         "POST",
         "/api/invites",
         invite,
         "Issue an invite code for one workspace (humans).",
+        answer=Answer(
+            obj({"invite": nullable(STR), "workspace": STR, "uses": INT, "expires_at": nullable(TIME)})
+        ),
         body=auth.InviteRequest,
         status=201,
         secrets=("invite",),
     ),
-    Route("DELETE", "/api/agents/{handle}/token", revoke, "Revoke a bot's token (humans)."),
+    Route(
+        "DELETE",
+        "/api/agents/{handle}/token",
+        revoke,
+        "Revoke a bot's token (humans).",
+        answer=Answer(obj({"handle": STR, "revoked": INT})),
+    ),
 ]

@@ -15,7 +15,8 @@ from aiohttp import web
 from .. import package
 from ..errors import NotFound
 from .discovery import board_url
-from .route import Call, Route
+from .responses import SHELL, WHEEL
+from .route import Answer, Call, Route
 
 STABLE = "bot-board.whl"
 
@@ -54,13 +55,19 @@ async def wheel(call: Call) -> web.StreamResponse:
 
 ROUTES = [
     Route(
-        "GET", "/install.sh", install_sh, "The installer, with this board's address filled in.", public=True
+        "GET",
+        "/install.sh",
+        install_sh,
+        "The installer, with this board's address filled in.",
+        answer=Answer(SHELL),
+        public=True,
     ),
     Route(
         "GET",
         "/install/{name}",
         wheel,
         "This board's own package (a wheel of the running version).",
+        answer=Answer(WHEEL),
         public=True,
     ),
 ]

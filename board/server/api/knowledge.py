@@ -13,9 +13,12 @@ from typing import Any
 from ..errors import InvalidArgument
 from ..services.knowledge import documents, inputs, moderation, reads
 from ..services.knowledge import pack as knowledge_pack
-from .route import Call, Route
+from .responses import ANY_OBJECT, BOOL, INT, STR, TIME, array, obj, page, ref
+from .route import Answer, Call, Route
 
 DOC = "/{path:.+}"
+#: A list of documents in the knowledge statistics.
+STAT_LIST = obj({"count": INT, "documents": array(ANY_OBJECT), "has_more": BOOL})
 
 
 def _workspace(call: Call, named: str | None) -> str | None:
@@ -91,13 +94,14 @@ async def redact(call: Call) -> Any:
     return await moderation.redact(call.ctx, call.p, _named(call), call.arg("path"), call.body)
 
 
-# (method, suffix, handler, summary, body, query, status), in matching order.
-_TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
+# (method, suffix, handler, summary, answer, body, query, status), in matching order.
+_TABLE: list[tuple[str, str, Any, str, Answer, type | None, type | None, int]] = [
     (
         "GET",
         "",
         listing,
         "Current documents by path, or ranked by q; as_of, valid_at, prefix, status.",
+        Answer(page("documents", ref("DocumentItem"), workspace=STR)),
         None,
         inputs.KnowledgeList,
         200,
@@ -107,6 +111,21 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         "/review",
         review_queue,
         "Open proposals grouped by document, with diffs (humans).",
+        Answer(
+            page(
+                "documents",
+                obj(
+                    {
+                        "id": INT,
+                        "path": STR,
+                        "workspace": STR,
+                        "latest_revision": INT,
+                        "proposals": INT,
+                        "revisions": array(ANY_OBJECT),
+                    }
+                ),
+            )
+        ),
         None,
         inputs.ReviewQueueQuery,
         200,
@@ -116,6 +135,20 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         "/pack",
         pack,
         "A bounded pack: a channel's mandatory documents, then the best matches.",
+        Answer(
+            obj(
+                {
+                    "workspace": STR,
+                    "text": STR,
+                    "documents": array(
+                        obj({"path": STR, "revision": INT, "mandatory": BOOL, "truncated": BOOL})
+                    ),
+                    "omitted": array(obj({"path": STR, "why": STR})),
+                    "budget_tokens": INT,
+                    "used_tokens": INT,
+                }
+            )
+        ),
         None,
         knowledge_pack.PackQuery,
         200,
@@ -125,6 +158,19 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         "/stats",
         stats,
         "Documents never read, shown but never read, and stale.",
+        Answer(
+            obj(
+                {
+                    "workspace": STR,
+                    "documents": INT,
+                    "shown": INT,
+                    "reads": INT,
+                    "never_read": STAT_LIST,
+                    "shown_never_read": STAT_LIST,
+                    "stale": STAT_LIST,
+                }
+            )
+        ),
         None,
         knowledge_pack.StatsQuery,
         200,
@@ -134,6 +180,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         DOC + "/history",
         history,
         "Every revision of a document, newest first.",
+        Answer(page("revisions", ref("Revision"), path=STR, workspace=STR, latest_revision=INT)),
         None,
         inputs.HistoryQuery,
         200,
@@ -143,6 +190,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         DOC + "/diff",
         diff,
         "A unified diff between two revisions.",
+        Answer(obj({"path": STR, "from": INT, "to": INT, "diff": STR})),
         None,
         inputs.DiffQuery,
         200,
@@ -152,6 +200,17 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         DOC + "/dispute",
         dispute,
         "Say a document is wrong (it shows as disputed).",
+        Answer(
+            obj(
+                {
+                    "path": STR,
+                    "workspace": STR,
+                    "dispute": ref("Dispute"),
+                    "open_disputes": INT,
+                    "status": STR,
+                }
+            )
+        ),
         inputs.DisputeRequest,
         None,
         201,
@@ -161,6 +220,18 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         DOC + "/resolve",
         resolve,
         "Close a document's disputes: upheld or dismissed.",
+        Answer(
+            obj(
+                {
+                    "path": STR,
+                    "workspace": STR,
+                    "outcome": STR,
+                    "resolved": INT,
+                    "open_disputes": INT,
+                    "status": STR,
+                }
+            )
+        ),
         inputs.ResolveRequest,
         None,
         200,
@@ -170,6 +241,17 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         DOC + "/review",
         review,
         "Approve or reject a proposed revision, or all of them (humans).",
+        Answer(
+            obj(
+                {
+                    "path": STR,
+                    "workspace": STR,
+                    "decisions": array(obj({"revision": INT, "status": STR})),
+                    "document_status": STR,
+                    "latest_revision": INT,
+                }
+            )
+        ),
         inputs.ReviewRequest,
         None,
         200,
@@ -179,6 +261,16 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         DOC + "/redact",
         redact,
         "Erase a revision's text from the database, leaving a stub (humans).",
+        Answer(
+            obj(
+                {
+                    "path": STR,
+                    "workspace": STR,
+                    "revision": INT,
+                    "redacted": obj({"at": TIME, "by": STR, "reason": STR}),
+                }
+            )
+        ),
         inputs.RedactRequest,
         None,
         200,
@@ -188,6 +280,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         DOC,
         get,
         "A document, one revision, or part of one (lines, section).",
+        Answer(ref("Document")),
         None,
         inputs.DocumentQuery,
         200,
@@ -197,6 +290,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         DOC,
         put,
         "Write a document on top of base_revision (0 creates; 201 new, 200 changed).",
+        Answer(ref("DocumentWrite"), (200, 201)),
         inputs.DocumentWrite,
         None,
         200,
@@ -206,6 +300,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         DOC,
         patch,
         "Apply a unified diff to base_revision: all hunks or nothing (PATCH_FAILED).",
+        Answer(ref("DocumentWrite"), (200, 201)),
         inputs.DocumentPatch,
         None,
         200,
@@ -215,6 +310,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
         DOC,
         delete,
         "Delete a document with a reason: a tombstone revision.",
+        Answer(ref("DocumentWrite")),
         inputs.DocumentDelete,
         None,
         200,
@@ -224,7 +320,7 @@ _TABLE: list[tuple[str, str, Any, str, type | None, type | None, int]] = [
 PREFIXES = ("/api/knowledge", "/api/workspaces/{slug}/knowledge")
 
 ROUTES = [
-    Route(method, prefix + suffix, handler, summary, body=body, query=query, status=status)
+    Route(method, prefix + suffix, handler, summary, answer=answer, body=body, query=query, status=status)
     for prefix in PREFIXES
-    for method, suffix, handler, summary, body, query, status in _TABLE
+    for method, suffix, handler, summary, answer, body, query, status in _TABLE
 ]

@@ -6,7 +6,8 @@ from typing import Any
 
 from ..errors import Forbidden
 from ..services import channels, messages, posting
-from .route import Call, Route
+from .responses import BOOL, INT, STR, TIME, array, obj, page, ref
+from .route import Answer, Call, Route
 
 
 async def channel_list(call: Call) -> Any:
@@ -67,6 +68,7 @@ ROUTES = [
         "/api/channels",
         channel_list,
         "My workspace's channels, with unread counts.",
+        answer=Answer(page("channels", ref("Channel"))),
         query=channels.ChannelList,
     ),
     Route(
@@ -74,6 +76,7 @@ ROUTES = [
         "/api/channels",
         channel_create,
         "Create a channel, or change its topic and refs.",
+        answer=Answer(ref("Channel"), (201, 200)),
         body=channels.ChannelWrite,
     ),
     Route(
@@ -81,6 +84,7 @@ ROUTES = [
         "/api/channels/{slug}",
         channel_patch,
         "Change a channel's topic or refs.",
+        answer=Answer(ref("Channel")),
         body=channels.ChannelPatch,
     ),
     Route(
@@ -88,6 +92,7 @@ ROUTES = [
         "/api/conversations",
         conversation_list,
         "The conversations I am in.",
+        answer=Answer(page("conversations", ref("Conversation"))),
         query=channels.ConversationList,
     ),
     Route(
@@ -95,6 +100,7 @@ ROUTES = [
         "/api/conversations",
         conversation_open,
         "Open the conversation of these participants (201 new, 200 existing).",
+        answer=Answer(obj({"conversation": ref("Conversation"), "created": BOOL}), (201, 200)),
         body=channels.NewConversation,
     ),
     Route(
@@ -102,6 +108,7 @@ ROUTES = [
         "/api/messages",
         post,
         "Post a root in a channel or conversation, or a reply.",
+        answer=Answer(ref("Message")),
         body=posting.PostMessage,
         status=201,
     ),
@@ -110,14 +117,31 @@ ROUTES = [
         "/api/messages",
         listing,
         "Messages, bounded and paged; long-poll with wait.",
+        answer=Answer(page("messages", ref("Message"))),
         query=messages.MessageQuery,
     ),
-    Route("GET", "/api/messages/{id}", one, "One message, with receipts of its addressees."),
+    Route(
+        "GET",
+        "/api/messages/{id}",
+        one,
+        "One message, with receipts of its addressees.",
+        answer=Answer(ref("Message")),
+    ),
     Route(
         "GET",
         "/api/threads/{id}",
         thread,
         "A thread: root, replies, claim and its history.",
+        answer=Answer(
+            page(
+                "messages",
+                ref("Message"),
+                thread_id=INT,
+                paused=BOOL,
+                claim=ref("ThreadClaim"),
+                claim_history=array(obj({"id": INT, "action": STR, "actor": STR, "at": TIME})),
+            )
+        ),
         query=messages.ThreadQuery,
     ),
     Route(
@@ -125,16 +149,23 @@ ROUTES = [
         "/api/inbox",
         inbox,
         "What I must read; long-poll with wait, ack=true (a bearer token) to mark seen.",
+        answer=Answer(page("messages", ref("Message"))),
         query=messages.InboxQuery,
     ),
     Route(
-        "GET", "/api/search", search, "Full-text search, ranked, with snippets.", query=messages.SearchQuery
+        "GET",
+        "/api/search",
+        search,
+        "Full-text search, ranked, with snippets.",
+        answer=Answer(page("messages", ref("Message"))),
+        query=messages.SearchQuery,
     ),
     Route(
         "POST",
         "/api/receipts",
         receipts,
         "Mark messages addressed to me seen or done.",
+        answer=Answer(obj({"message_ids": array(INT), "state": {"enum": ["seen", "done"]}})),
         body=messages.Receipts,
     ),
 ]

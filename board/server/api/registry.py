@@ -6,7 +6,8 @@ from typing import Any
 
 from ..services import prompt, registry
 from .discovery import board_url
-from .route import Call, Route
+from .responses import INT, STR, array, nullable, obj, page, ref
+from .route import Answer, Call, Route
 
 
 async def skills(call: Call) -> Any:
@@ -46,12 +47,20 @@ async def bot_prompt(call: Call) -> Any:
 
 
 ROUTES = [
-    Route("GET", "/api/skills", skills, "Skills of the board, without their text.", query=registry.SkillList),
+    Route(
+        "GET",
+        "/api/skills",
+        skills,
+        "Skills of the board, without their text.",
+        answer=Answer(page("skills", ref("Skill"))),
+        query=registry.SkillList,
+    ),
     Route(
         "POST",
         "/api/skills",
         create_skill,
         "Add a skill: name, description, source, SKILL.md text (humans, admin bots).",
+        answer=Answer(ref("Skill")),
         body=registry.NewSkill,
         status=201,
     ),
@@ -60,6 +69,7 @@ ROUTES = [
         "/api/skills/{name}",
         skill,
         "One skill with its SKILL.md text; version=N for an earlier one.",
+        answer=Answer(ref("Skill")),
         query=registry.SkillQuery,
     ),
     Route(
@@ -67,6 +77,7 @@ ROUTES = [
         "/api/skills/{name}",
         update_skill,
         "Write a new version of a skill (humans, admin bots).",
+        answer=Answer(ref("Skill")),
         body=registry.SkillUpdate,
     ),
     Route(
@@ -74,6 +85,7 @@ ROUTES = [
         "/api/profiles",
         profiles,
         "Launch profiles; a bot sees its own workspace's.",
+        answer=Answer(page("profiles", ref("Profile"))),
         query=registry.ProfileList,
     ),
     Route(
@@ -81,15 +93,23 @@ ROUTES = [
         "/api/profiles",
         create_profile,
         "Add a launch profile to a workspace (humans).",
+        answer=Answer(ref("Profile")),
         body=registry.NewProfile,
         status=201,
     ),
-    Route("GET", "/api/profiles/{name}", profile, "One launch profile with its identity text."),
+    Route(
+        "GET",
+        "/api/profiles/{name}",
+        profile,
+        "One launch profile with its identity text.",
+        answer=Answer(ref("Profile")),
+    ),
     Route(
         "PUT",
         "/api/profiles/{name}",
         update_profile,
         "Change a launch profile; fields left out keep their value (humans).",
+        answer=Answer(ref("Profile")),
         body=registry.ProfileUpdate,
     ),
     Route(
@@ -97,6 +117,19 @@ ROUTES = [
         "/api/bots/{handle}/prompt",
         bot_prompt,
         "The composed prompt of a bot's next turn (the bot, humans, admin bots).",
+        answer=Answer(
+            obj(
+                {
+                    "bot": STR,
+                    "turn": STR,
+                    "first_turn": nullable(STR),
+                    "bytes": INT,
+                    "budget_bytes": INT,
+                    "covers": array(INT),
+                    "omitted": array(INT),
+                }
+            )
+        ),
         query=prompt.PromptQuery,
     ),
 ]

@@ -3,8 +3,8 @@
 Each route says who may call it without a token (``public``, or ``loopback``
 for callers on this machine), whether a keeper's token may call it at all
 (``keeper``: the fleet calls only) and the routines runner's (``runner``: reading
-routines and stepping their runs), which input types it takes, and a summary
-for the OpenAPI document; :mod:`.routing` runs it.
+routines and stepping their runs), which input types it takes, what it answers,
+and a summary for the OpenAPI document; :mod:`.routing` runs it.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from aiohttp import web
 from ..principal import Principal
 from ..services.context import Context
 from ..validation import whole_number
+from .responses import Schema
 
 
 @dataclass
@@ -51,6 +52,20 @@ Handler = Callable[[Call], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
+class Answer:
+    """A route's success answer: its JSON Schema (built with :mod:`.responses`) and, for a
+    route that answers more than one success status, every one of them, the usual first.
+
+    The OpenAPI document publishes it and the test suite checks every answer it receives
+    against it, so what the board answers and what it publishes cannot drift apart.
+    """
+
+    schema: Schema
+    #: Empty: the route's own ``status`` only.
+    statuses: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class Route:
     method: str
     path: str
@@ -66,7 +81,18 @@ class Route:
     #: The routines runner's token may call it (routine reads, the runs' steps); elsewhere FORBIDDEN.
     runner: bool = False
     status: int = 200
+    #: What it answers on success: the OpenAPI document publishes it, the suite checks answers on it.
+    answer: Answer = field(kw_only=True)
     tags: tuple[str, ...] = field(default=())
     #: Answer fields holding a secret (a token, an invite code): shown once, so they are
     #: never kept for a replay, which answers them as null.
     secrets: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.answer.statuses and self.status not in self.answer.statuses:
+            raise ValueError(f"{self.method} {self.path} answers {self.status}, not in its answer's statuses")
+
+    @property
+    def statuses(self) -> tuple[int, ...]:
+        """Every success status the route may answer, the usual first."""
+        return self.answer.statuses or (self.status,)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..services import routines
-from .route import Call, Route
+from .responses import page, ref
+from .route import Answer, Call, Route
 
 
 async def listing(call: Call) -> Any:
@@ -66,6 +67,7 @@ ROUTES = [
         "/api/routines",
         listing,
         "Routines with their approved version, next and last run; long-poll with since and wait.",
+        answer=Answer(page("routines", ref("Routine"))),
         query=routines.RoutineList,
         runner=True,
     ),
@@ -74,15 +76,24 @@ ROUTES = [
         "/api/routines",
         propose,
         "Propose a routine (its first version, pending).",
+        answer=Answer(ref("RoutineVersion"), (201, 200)),
         body=routines.RoutineProposal,
         status=201,
     ),
-    Route("GET", "/api/routines/{name}", get, "A routine with every version.", runner=True),
+    Route(
+        "GET",
+        "/api/routines/{name}",
+        get,
+        "A routine with every version.",
+        answer=Answer(ref("Routine")),
+        runner=True,
+    ),
     Route(
         "POST",
         "/api/routines/{name}/versions",
         propose_version,
         "Propose a new version (pending); the latest version's fields again propose nothing.",
+        answer=Answer(ref("RoutineVersion"), (201, 200)),
         body=routines.VersionProposal,
         status=201,
     ),
@@ -91,6 +102,7 @@ ROUTES = [
         "/api/routines/{name}/versions/{v}/approve",
         approve,
         "Approve a pending version (humans).",
+        answer=Answer(ref("Routine")),
         body=routines.Decision,
     ),
     Route(
@@ -98,18 +110,37 @@ ROUTES = [
         "/api/routines/{name}/versions/{v}/reject",
         reject,
         "Reject a pending version with a note (humans).",
+        answer=Answer(ref("Routine")),
         body=routines.Rejection,
     ),
-    Route("POST", "/api/routines/{name}/pause", pause, "Pause a routine (humans)."),
-    Route("POST", "/api/routines/{name}/resume", resume, "Resume a paused routine (humans)."),
     Route(
-        "POST", "/api/routines/{name}/run-now", run_now, "Run the approved version now (humans).", status=201
+        "POST",
+        "/api/routines/{name}/pause",
+        pause,
+        "Pause a routine (humans).",
+        answer=Answer(ref("Routine")),
+    ),
+    Route(
+        "POST",
+        "/api/routines/{name}/resume",
+        resume,
+        "Resume a paused routine (humans).",
+        answer=Answer(ref("Routine")),
+    ),
+    Route(
+        "POST",
+        "/api/routines/{name}/run-now",
+        run_now,
+        "Run the approved version now (humans).",
+        answer=Answer(ref("Run")),
+        status=201,
     ),
     Route(
         "GET",
         "/api/routines/{name}/runs",
         runs,
         "Runs, newest first, with outcome and wake cost.",
+        answer=Answer(page("runs", ref("Run"))),
         query=routines.RunList,
         runner=True,
     ),
@@ -118,6 +149,7 @@ ROUTES = [
         "/api/routines/{name}/runs",
         create_run,
         "Create the run of a scheduled time (the runner).",
+        answer=Answer(ref("Run")),
         body=routines.RunRequest,
         status=201,
         runner=True,
@@ -127,6 +159,7 @@ ROUTES = [
         "/api/routines/{name}/runs/{id}/start",
         start_run,
         "Start a scheduled run (the runner).",
+        answer=Answer(ref("Run")),
         runner=True,
     ),
     Route(
@@ -134,6 +167,7 @@ ROUTES = [
         "/api/routines/{name}/runs/{id}/finish",
         finish_run,
         "End a running run: done, failed or timed_out (the runner).",
+        answer=Answer(ref("Run")),
         body=routines.RunEnd,
         runner=True,
     ),

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..services import workspaces
-from .route import Call, Route
+from .responses import ANY_OBJECT, STR, array, obj, page, ref
+from .route import Answer, Call, Route
 
 
 async def listing(call: Call) -> Any:
@@ -42,6 +43,7 @@ ROUTES = [
         "/api/workspaces",
         listing,
         "Workspaces with counts (humans, admin bots).",
+        answer=Answer(page("workspaces", ref("Workspace"))),
         query=workspaces.WorkspaceList,
     ),
     Route(
@@ -49,23 +51,38 @@ ROUTES = [
         "/api/workspaces",
         create,
         "Create a workspace, optionally seeding it (humans).",
+        answer=Answer(ref("Workspace")),
         body=workspaces.NewWorkspace,
         status=201,
     ),
-    Route("GET", "/api/workspaces/{slug}", get, "A workspace's settings."),
+    Route(
+        "GET",
+        "/api/workspaces/{slug}",
+        get,
+        "A workspace's settings.",
+        answer=Answer(ref("Workspace")),
+    ),
     Route(
         "PATCH",
         "/api/workspaces/{slug}",
         patch,
         "Rename, or set the review policy (humans).",
+        answer=Answer(ref("Workspace")),
         body=workspaces.WorkspacePatch,
     ),
-    Route("POST", "/api/workspaces/{slug}/archive", archive, "Make a workspace read-only (humans)."),
+    Route(
+        "POST",
+        "/api/workspaces/{slug}/archive",
+        archive,
+        "Make a workspace read-only (humans).",
+        answer=Answer(ref("Workspace")),
+    ),
     Route(
         "DELETE",
         "/api/workspaces/{slug}",
         delete,
         "Delete an archived workspace and everything in it (humans).",
+        answer=Answer(obj({"deleted": STR, "removed": ANY_OBJECT})),
         body=workspaces.DeleteWorkspace,
     ),
     Route(
@@ -73,6 +90,7 @@ ROUTES = [
         "/api/workspaces/{slug}/bots",
         bots,
         "Move bots into this workspace (humans).",
+        answer=Answer(obj({"workspace": STR, "bots": array(STR)})),
         body=workspaces.BotMembership,
     ),
 ]
