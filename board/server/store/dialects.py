@@ -37,7 +37,8 @@ REFUSE = re.compile(
 COMMENT = re.compile(r"--.*$", re.MULTILINE)
 
 #: PostgreSQL's advisory lock keys: (BOARD, what). The first number keeps the board's
-#: locks apart from any other application's on the same database.
+#: locks apart from any other application's on the same database. Migrating takes one;
+#: the store (postgres.py) and the copy from SQLite (migrate.py) take the others.
 BOARD = 0x0B0A
 LOCKS = {"writes": 1, "migrate": 2, "sweep": 3, "routines": 4}
 
