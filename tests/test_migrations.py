@@ -14,7 +14,7 @@ import logging
 import re
 import sqlite3
 import subprocess
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -278,13 +278,21 @@ def version_of(where: Where) -> int:
 
 
 @pytest.fixture
-def new_database(store: StoreChoice, tmp_path: Path) -> Callable[[], Where]:
-    """New, empty databases of the store under test."""
+def new_database(store: StoreChoice, tmp_path: Path) -> Iterator[Callable[[], Where]]:
+    """New, empty databases of the store under test (PostgreSQL's dropped afterwards)."""
     if store.cluster is None:
         files = iter(tmp_path / f"board{n}.db" for n in range(100))
-        return lambda: next(files)
-    cluster = store.cluster
-    return lambda: PgDatabase(cluster.fresh_database())
+        yield lambda: next(files)
+        return
+    cluster, made = store.cluster, list[PgDatabase]()
+
+    def make() -> Where:
+        made.append(PgDatabase(cluster.fresh_database()))
+        return made[-1]
+
+    yield make
+    for database in made:
+        cluster.drop_database(database.url)
 
 
 def store_on(where: Where) -> Store:
