@@ -26,7 +26,7 @@ from doctor_support import Diagnosis, default_db, doctor, doctor_env
 from processes import Served, board_env, command, free_port, kill, serve, wait_healthy
 
 from board import __version__, ctl
-from board.server.store.writer import schema_version
+from board.server.store.schema import schema_version
 
 pytestmark = pytest.mark.timeout(240)
 

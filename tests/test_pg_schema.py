@@ -1,10 +1,11 @@
-"""The PostgreSQL migrations build the SQLite schema, and their triggers keep its rules.
+"""The one schema source builds the same schema on PostgreSQL as on SQLite, and its triggers keep its rules.
 
-The SQLite schema is the reference: the same tables, columns in the same order, keys,
-foreign keys, indexes, checks, defaults and triggers, with the differences that
-full-text search brings listed here one by one. Each refusing trigger is shown to
-refuse (an IntegrityError, SQLite's message, the row unchanged) and to let through
-what the SQLite one lets through.
+Both stores run the same migrations, each rendered by its dialect (store/dialects.py);
+SQLite's schema is the reference. What the rendering must keep alike (tables, columns
+in order, types as the dialect maps them, keys, foreign keys, checks, indexes, views,
+triggers) is compared here, with the differences full-text search brings listed one
+by one. Each refusing trigger is shown to refuse (an IntegrityError, SQLite's message,
+the row unchanged) and to let through what the SQLite one lets through.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import psycopg
 import pytest
 from pgcluster import INSTALL_HINT, PgCluster, wanted_stores
 
-from board.server.store.postgres import MIGRATIONS
-from board.server.store.writer import migrations
+from board.server.store.dialects import SQLITE
+from board.server.store.schema import migrations, schema_version
 
 # What full-text search and the version table make different, and nothing else.
 SQLITE_ONLY_TABLES = {"messages_fts", "kb_fts", "sqlite_sequence"} | {
@@ -41,34 +42,10 @@ PG_ONLY_TRIGGERS = {
 NOW = "2026-01-01T00:00:00Z"
 
 
-def pg_migrations() -> list[tuple[int, str, str]]:
-    return migrations(MIGRATIONS)
-
-
-def migrate(conn: psycopg.Connection[Any]) -> list[int]:
-    """Apply every migration as the runner does (one transaction each); the versions recorded."""
-    versions = []
-    for number, _, script in pg_migrations():
-        with conn.transaction():
-            conn.execute(script)
-            conn.execute("UPDATE board_schema SET version = %s", (number,))
-        versions.append(conn.execute("SELECT version FROM board_schema").fetchall())
-    return [row[0] for rows in versions for row in rows]
-
-
-@pytest.fixture(scope="module")
-def migrated(pg_cluster: PgCluster) -> Iterator[str]:
-    """One database migrated once; each test gets a copy."""
-    url = pg_cluster.fresh_database()
-    with psycopg.connect(url, autocommit=True) as conn:
-        migrate(conn)
-    yield url
-    pg_cluster.drop_database(url)
-
-
 @pytest.fixture
-def pg(pg_cluster: PgCluster, migrated: str) -> Iterator[psycopg.Connection[Any]]:
-    url = pg_cluster.fresh_database(like=migrated)
+def pg(pg_cluster: PgCluster, pg_template: str) -> Iterator[psycopg.Connection[Any]]:
+    """A copy of the suite's database, migrated by the store's runner."""
+    url = pg_cluster.fresh_database(like=pg_template)
     with psycopg.connect(url, autocommit=True) as conn:
         yield conn
     pg_cluster.drop_database(url)
@@ -77,8 +54,8 @@ def pg(pg_cluster: PgCluster, migrated: str) -> Iterator[psycopg.Connection[Any]
 @pytest.fixture(scope="module")
 def lite() -> Iterator[sqlite3.Connection]:
     conn = sqlite3.connect(":memory:")
-    for _, _, script in migrations():
-        conn.executescript(script)
+    for migration in migrations():
+        conn.executescript(SQLITE.render(migration.source))
     yield conn
     conn.close()
 
@@ -86,6 +63,10 @@ def lite() -> Iterator[sqlite3.Connection]:
 def one(conn: psycopg.Connection[Any], query: str, params: tuple[Any, ...] = ()) -> Any:
     row = conn.execute(query, params).fetchone()
     return None if row is None else row[0] if len(row) == 1 else row
+
+
+def one_lite(lite: sqlite3.Connection, query: str, params: tuple[Any, ...] = ()) -> Any:
+    return lite.execute(query, params).fetchone()[0]
 
 
 def refused(conn: psycopg.Connection[Any], query: str, params: tuple[Any, ...], message: str) -> None:
@@ -99,14 +80,10 @@ def refused(conn: psycopg.Connection[Any], query: str, params: tuple[Any, ...], 
 # -- the schema, against SQLite's ----------------------------------------------------------
 
 
-def test_every_migration_applies_in_order_recording_its_version(pg_cluster: PgCluster) -> None:
-    assert [name for _, name, _ in pg_migrations()] == [name for _, name, _ in migrations()]
-    url = pg_cluster.fresh_database()
-    with psycopg.connect(url, autocommit=True) as conn:
-        assert migrate(conn) == [number for number, _, _ in migrations()]
-        with pytest.raises(psycopg.errors.UniqueViolation):  # one row: the runner only updates it
-            conn.execute("INSERT INTO board_schema (version) VALUES (1)")
-    pg_cluster.drop_database(url)
+def test_the_version_is_recorded_in_one_row(pg: psycopg.Connection[Any]) -> None:
+    assert pg.execute("SELECT version FROM board_schema").fetchall() == [(schema_version(),)]
+    with pytest.raises(psycopg.errors.UniqueViolation):  # one row: the runner only replaces it
+        pg.execute("INSERT INTO board_schema (version) VALUES (1)")
 
 
 def _lite_tables(lite: sqlite3.Connection) -> list[str]:
@@ -141,32 +118,12 @@ def _pg_columns(pg: psycopg.Connection[Any], table: str) -> list[tuple[Any, ...]
     return [row for row in rows if (table, row[0]) not in PG_ONLY_COLUMNS]
 
 
-def test_the_same_tables_with_the_same_columns_in_the_same_order(
-    lite: sqlite3.Connection, pg: psycopg.Connection[Any]
-) -> None:
-    tables = _lite_tables(lite)
-    assert _pg_tables(pg) == tables
-    for table in tables:
-        pg_names = [column[0] for column in _pg_columns(pg, table)]
-        assert pg_names == [column[0] for column in _lite_columns(lite, table)], table
-    assert [row[0] for row in _pg_columns(pg, "messages")][-1] == "created_at"  # search_vector is extra
-
-
 def _normal_default(value: str | None) -> str | None:
     """'none'::text and 'none' alike; a number bare."""
     if value is None:
         return None
     value = re.sub(r"::[a-z ]+$", "", value)
     return value.strip("'") if re.fullmatch(r"'?-?[0-9.]+'?", value) else value
-
-
-def _nocase_columns(lite: sqlite3.Connection) -> set[tuple[str, str]]:
-    found = set()
-    for table, text in lite.execute(
-        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL"
-    ):
-        found |= {(table, name) for name in re.findall(r"(\w+)\s+TEXT[^,]*COLLATE NOCASE", text)}
-    return found
 
 
 def _lite_foreign_keys(lite: sqlite3.Connection, table: str) -> set[tuple[Any, ...]]:
@@ -187,23 +144,27 @@ def _pg_foreign_keys(pg: psycopg.Connection[Any], table: str) -> set[tuple[Any, 
     return {(source, target, to, actions[action]) for source, target, to, action in rows}
 
 
-def test_columns_have_the_dialect_s_types_nullability_and_defaults(
+def test_the_same_tables_and_columns_in_the_dialect_s_types(
     lite: sqlite3.Connection, pg: psycopg.Connection[Any]
 ) -> None:
-    nocase = _nocase_columns(lite)
-    assert nocase == {("agents", "handle"), ("kb_documents", "path"), ("machines", "name")}
+    tables = _lite_tables(lite)
+    assert _pg_tables(pg) == tables
+    nocase = {("agents", "handle"), ("kb_documents", "path"), ("machines", "name")}
     types = {"INTEGER": "bigint", "TEXT": "text", "REAL": "double precision"}
-    for table in _lite_tables(lite):
+    for table in tables:
         borrowed = {source for source, *_ in _lite_foreign_keys(lite, table)}
-        for ours, theirs in zip(_lite_columns(lite, table), _pg_columns(pg, table), strict=True):
-            name, kind, notnull, default = ours
+        ours, theirs = _lite_columns(lite, table), _pg_columns(pg, table)
+        assert [c[0] for c in theirs] == [c[0] for c in ours], table
+        for (name, kind, notnull, default), (_, pg_kind, pg_notnull, pg_default, identity) in zip(
+            ours, theirs, strict=True
+        ):
             where = f"{table}.{name}"
-            assert theirs[1] == ("citext" if (table, name) in nocase else types[kind]), where
-            assert theirs[2] == notnull, where
+            assert pg_kind == ("citext" if (table, name) in nocase else types[kind]), where
+            assert pg_notnull == notnull, where
             # An INTEGER PRIMARY KEY is an identity, unless it is another row's id.
-            own_key = name == _single_integer_key(lite, table) and name not in borrowed
-            assert theirs[4] == own_key, where
-            assert _normal_default(theirs[3]) == _normal_default(default), where
+            assert identity == (name == _single_integer_key(lite, table) and name not in borrowed), where
+            assert _normal_default(pg_default) == _normal_default(default), where
+    assert [row[0] for row in _pg_columns(pg, "messages")][-1] == "created_at"  # search_vector is extra
 
 
 def _single_integer_key(lite: sqlite3.Connection, table: str) -> str | None:
@@ -213,7 +174,7 @@ def _single_integer_key(lite: sqlite3.Connection, table: str) -> str | None:
 
 def _lite_keys(lite: sqlite3.Connection, table: str) -> set[tuple[str, ...]]:
     """Column tuples of the primary key and of every UNIQUE constraint."""
-    found = set()
+    found: set[tuple[str, ...]] = set()
     integer_key = _single_integer_key(lite, table)
     if integer_key:
         found.add((integer_key,))  # a rowid alias has no index of its own
@@ -233,29 +194,16 @@ def _pg_keys(pg: psycopg.Connection[Any], table: str) -> set[tuple[str, ...]]:
     return {tuple(columns) for (columns,) in rows}
 
 
-def _check_count(pg: psycopg.Connection[Any], table: str) -> int:
-    return int(
-        one(
-            pg, "SELECT count(*) FROM pg_constraint WHERE contype = 'c' AND conrelid = %s::regclass", (table,)
-        )
-    )
-
-
-def test_keys_foreign_keys_and_checks_match(lite: sqlite3.Connection, pg: psycopg.Connection[Any]) -> None:
+def test_keys_foreign_keys_checks_and_indexes_match(
+    lite: sqlite3.Connection, pg: psycopg.Connection[Any]
+) -> None:
+    ours = {}
     for table in _lite_tables(lite):
         assert _pg_keys(pg, table) == _lite_keys(lite, table), table
         assert _pg_foreign_keys(pg, table) == _lite_foreign_keys(lite, table), table
         text = one_lite(lite, "SELECT sql FROM sqlite_master WHERE name = ?", (table,))
-        assert _check_count(pg, table) == len(re.findall(r"\bCHECK\b", text)), table
-
-
-def one_lite(lite: sqlite3.Connection, query: str, params: tuple[Any, ...]) -> Any:
-    return lite.execute(query, params).fetchone()[0]
-
-
-def test_the_same_indexes_on_the_same_columns(lite: sqlite3.Connection, pg: psycopg.Connection[Any]) -> None:
-    ours = {}
-    for table in _lite_tables(lite):
+        checks = "SELECT count(*) FROM pg_constraint WHERE contype = 'c' AND conrelid = %s::regclass"
+        assert one(pg, checks, (table,)) == len(re.findall(r"\bCHECK\b", text)), table
         for _, name, unique, origin, partial in lite.execute(f"PRAGMA index_list({table})"):
             if origin == "c":
                 columns = tuple(row[2] for row in lite.execute(f"PRAGMA index_info({name})"))

@@ -29,7 +29,7 @@ from board.server.services import auth
 from board.server.services.context import Context
 from board.server.settings import Settings
 from board.server.store.db import Database
-from board.server.store.writer import schema_version
+from board.server.store.schema import schema_version
 
 
 def test_serve_answers_healthz_on_loopback(tmp_path: Path) -> None:

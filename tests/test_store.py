@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 from boardtest import eventually
 
-from board.server.store import db as db_module
+from board.server.store import schema
 from board.server.store.connection import Connection, JobSuspended
 from board.server.store.db import Database
-from board.server.store.writer import StoreError, emit, migrations, schema_version
+from board.server.store.dialects import SQLITE
+from board.server.store.schema import Migration, migrations, schema_version
+from board.server.store.writer import StoreError, emit
 
 
 def file_digest(path: Path) -> str:
@@ -67,9 +69,9 @@ def applied(caplog: pytest.LogCaptureFixture) -> list[str]:
 async def test_migrations_apply_once_and_record_the_version(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="board.server.store.db")
+    caplog.set_level(logging.INFO, logger="board.server.store.schema")
     path = tmp_path / "board.db"
-    shipped = [name for _, name, _ in migrations()]
+    shipped = [m.name for m in migrations()]
     assert len(shipped) >= 2
 
     first = Database(path)
@@ -96,11 +98,11 @@ async def test_migrations_apply_once_and_record_the_version(
 async def test_an_older_database_gets_only_the_missing_migrations(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="board.server.store.db")
+    caplog.set_level(logging.INFO, logger="board.server.store.schema")
     path = tmp_path / "board.db"
-    number, _, script = migrations()[0]
+    first = migrations()[0]
     conn = sqlite3.connect(path, isolation_level=None)
-    conn.executescript(f"{script}\nPRAGMA user_version = {number};")
+    conn.executescript(f"{SQLITE.render(first.source)}\nPRAGMA user_version = {first.number};")
     conn.close()
 
     database = Database(path)
@@ -110,7 +112,9 @@ async def test_an_older_database_gets_only_the_missing_migrations(
         assert await scalar(database, "SELECT count(*) FROM sqlite_master WHERE name = 'claims'") == 1
     finally:
         await database.close()
-    assert applied(caplog) == [f"applying migration {n}" for num, n, _ in migrations() if num > number]
+    assert applied(caplog) == [
+        f"applying migration {m.name}" for m in migrations() if m.number > first.number
+    ]
 
 
 async def test_a_failing_migration_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,13 +124,11 @@ async def test_a_failing_migration_changes_nothing(tmp_path: Path, monkeypatch: 
     await database.close()
     known = schema_version()
 
-    broken = (
-        known + 1,
-        f"{known + 1:04d}_broken.sql",
-        "CREATE TABLE half (x);\nINSERT INTO nowhere VALUES (1);",
+    broken = Migration(
+        known + 1, f"{known + 1:04d}_broken.sql", "CREATE TABLE half (x);\nINSERT INTO nowhere VALUES (1);"
     )
     shipped = migrations()
-    monkeypatch.setattr(db_module, "migrations", lambda: [*shipped, broken])
+    monkeypatch.setattr(schema, "migrations", lambda: (*shipped, broken))
 
     with pytest.raises(StoreError, match="broken"):
         await Database(path).open()

@@ -22,8 +22,8 @@ from ..launcher.config import state_root
 from ..launcher.daemon import PID_FILE as BOT_PID
 from ..launcher.daemon import running_pid
 from ..server.settings import Settings, config_path, local_url, state_dir
+from ..server.store.schema import schema_version
 from ..server.store.urls import redacted
-from ..server.store.writer import schema_version
 from .check import Check
 
 

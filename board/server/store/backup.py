@@ -16,7 +16,8 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from .writer import StoreError, schema_version
+from .schema import schema_version
+from .writer import StoreError
 
 
 @contextlib.contextmanager

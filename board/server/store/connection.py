@@ -83,6 +83,8 @@ class Connection(ABC):
     """
 
     dialect: ClassVar[str]
+    #: What the driver raises when the database refuses or fails a statement.
+    Error: ClassVar[type[Exception]]
     #: What the driver raises when a constraint or a trigger refuses a change.
     IntegrityError: ClassVar[type[Exception]]
 
@@ -114,6 +116,7 @@ class SqliteConnection(Connection):
     """A connection owned by one thread: every statement runs now, in that thread."""
 
     dialect = "sqlite"
+    Error = sqlite3.Error
     IntegrityError = sqlite3.IntegrityError
 
     def __init__(self, raw: sqlite3.Connection) -> None:

@@ -20,8 +20,10 @@ from typing import Any, NoReturn, TypeVar
 
 from . import requests
 from .connection import Owned, SqliteConnection, drive
+from .dialects import SQLITE
 from .jsoncolumns import readable_json
-from .writer import Job, Outcome, Store, StoreError, Write, migrations, schema_version
+from .schema import current_version, migrate
+from .writer import Job, Outcome, Store, StoreError, Write
 
 log = logging.getLogger(__name__)
 
@@ -162,14 +164,14 @@ class Database(Store):
     def _prepare(self) -> None:
         """Check the version, switch to WAL, migrate (in the writer's thread)."""
         assert self._writer is not None and self._writer.conn is not None
-        raw = self._writer.conn.raw
+        conn = self._writer.conn
         # Refuse a newer database before touching it: even switching it to WAL
         # rewrites its header.
-        self._check_version(raw)
-        mode = _scalar(raw, "PRAGMA journal_mode = WAL")
+        drive(current_version(conn, SQLITE, self.where))
+        mode = _scalar(conn.raw, "PRAGMA journal_mode = WAL")
         if str(mode).lower() != "wal":
             raise StoreError(f"{self.path}: could not switch to WAL mode (got {mode})")
-        self._migrate(raw)
+        drive(migrate(conn, SQLITE, self.where))
 
     async def close(self) -> None:
         if self._task is not None:
@@ -199,30 +201,6 @@ class Database(Store):
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._lock_fd = fd
-
-    def _check_version(self, raw: sqlite3.Connection) -> int:
-        """The database's schema version; StoreError when it is newer than this code."""
-        current = int(_scalar(raw, "PRAGMA user_version"))
-        known = schema_version()
-        if current > known:
-            raise StoreError(
-                f"{self.path} has schema version {current}, newer than this board "
-                f"understands ({known}); upgrade the board before opening it."
-            )
-        return current
-
-    def _migrate(self, raw: sqlite3.Connection) -> None:
-        current = self._check_version(raw)
-        for number, name, script in migrations():
-            if number <= current:
-                continue
-            log.info("applying migration %s", name)
-            try:
-                raw.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {number};\nCOMMIT;")
-            except sqlite3.Error as exc:
-                if raw.in_transaction:
-                    raw.execute("ROLLBACK")
-                raise StoreError(f"migration {name} failed: {exc}") from exc
 
     # -- writes ----------------------------------------------------------------
 

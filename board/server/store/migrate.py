@@ -29,9 +29,11 @@ import psycopg
 from psycopg import sql
 
 from .backup import owning
-from .postgres import BOARD, LOCKS, PostgresStore
+from .dialects import BOARD, LOCKS
+from .postgres import PostgresStore
+from .schema import schema_version
 from .urls import is_postgres, redacted
-from .writer import StoreError, schema_version
+from .writer import StoreError
 
 #: The rows 0001_core.sql seeds (the admin workspace, its lobby, the board's own
 #: agent): a database holding these and nothing else is empty.

@@ -31,7 +31,6 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
-from importlib import resources
 from typing import Any, ClassVar, TypeVar
 
 import orjson
@@ -42,21 +41,17 @@ from psycopg.types.numeric import Int8Dumper
 
 from . import requests
 from .connection import Connection, Cursor, Statement
+from .dialects import BOARD, LOCKS, POSTGRESQL
+from .schema import migrate
 from .urls import redacted
-from .writer import Job, Outcome, Store, StoreError, Write, migrations, schema_version
+from .writer import Job, Outcome, Store, StoreError, Write
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: Advisory lock keys: (BOARD, what). The first number keeps the board's locks
-#: apart from any other application's on the same database.
-BOARD = 0x0B0A
-LOCKS = {"writes": 1, "migrate": 2, "sweep": 3, "routines": 4}
 CHANNEL = "board"
 MAX_PAYLOAD = 7900  # PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more
-MIGRATIONS = "board.server.store.migrations_pg"
-COMPAT = "compat.sql"  # SQLite's functions the shared SQL calls, replaced at every start
 
 
 @functools.lru_cache(maxsize=4096)
@@ -185,6 +180,7 @@ class PostgresConnection(Connection):
     """One server connection; a statement is one round trip, awaited for real."""
 
     dialect = "postgresql"
+    Error: ClassVar[type[Exception]] = psycopg.Error
     IntegrityError: ClassVar[type[Exception]] = psycopg.IntegrityError
 
     def __init__(self, raw: psycopg.AsyncConnection[Any]) -> None:
@@ -266,7 +262,7 @@ class PostgresStore(Store):
     async def open(self) -> None:
         try:
             self._writer = await self._connection()
-            await self._migrate(self._writer)
+            await migrate(self._writer, POSTGRESQL, self.where)
             for _ in range(self.readers):
                 self._pool.put_nowait(await self._connection())
             listening = asyncio.get_running_loop().create_future()
@@ -296,40 +292,6 @@ class PostgresStore(Store):
                 await conn.raw.close()
         self._all.clear()
         self._writer = None
-
-    async def _migrate(self, conn: PostgresConnection) -> None:
-        """Apply what is missing, one process at a time (the others wait, then find it done)."""
-        raw = conn.raw
-        await raw.execute("SELECT pg_advisory_lock($1, $2)", (BOARD, LOCKS["migrate"]))
-        try:
-            cur = await raw.execute("SELECT to_regclass('board_schema') IS NOT NULL")
-            row = await cur.fetchone()
-            current = 0
-            if row is not None and row[0]:
-                cur = await raw.execute("SELECT version FROM board_schema")
-                found = await cur.fetchone()
-                current = int(found[0]) if found is not None else 0
-            known = schema_version()
-            if current > known:
-                raise StoreError(
-                    f"{self.where} has schema version {current}, newer than this board "
-                    f"understands ({known}); upgrade the board before opening it."
-                )
-            for number, name, script in migrations(MIGRATIONS):
-                if number <= current:
-                    continue
-                log.info("applying migration %s", name)
-                try:
-                    await raw.execute("BEGIN")
-                    await raw.execute(script)
-                    await raw.execute("UPDATE board_schema SET version = $1", (number,))
-                    await raw.execute("COMMIT")
-                except psycopg.Error as exc:
-                    await raw.execute("ROLLBACK")
-                    raise StoreError(f"migration {name} failed: {exc}") from exc
-            await raw.execute(resources.files(MIGRATIONS).joinpath(COMPAT).read_text(encoding="utf-8"))
-        finally:
-            await raw.execute("SELECT pg_advisory_unlock($1, $2)", (BOARD, LOCKS["migrate"]))
 
     # -- writes ----------------------------------------------------------------
 

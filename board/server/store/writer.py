@@ -22,7 +22,6 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any, TypeVar
 
 from .connection import Connection
@@ -45,21 +44,6 @@ def emit(item: Any) -> None:
 
 class StoreError(Exception):
     """The database cannot be used (locked by another board, too new, unreadable)."""
-
-
-def migrations(package: str = "board.server.store.migrations") -> list[tuple[int, str, str]]:
-    """The numbered migration scripts shipped in ``package``, in order."""
-    found = []
-    for entry in resources.files(package).iterdir():
-        name = entry.name
-        if name.endswith(".sql") and name[:4].isdigit():
-            found.append((int(name[:4]), name, entry.read_text(encoding="utf-8")))
-    return sorted(found)
-
-
-def schema_version() -> int:
-    """The schema version this code knows how to run."""
-    return max(number for number, _, _ in migrations())
 
 
 @dataclass

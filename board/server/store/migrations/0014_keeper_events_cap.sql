@@ -3,5 +3,5 @@
 -- ``events_in_window`` counts what it recorded); the rest, and any event for a
 -- bot not assigned to the machine, are only counted in ``events_dropped``.
 ALTER TABLE machines ADD COLUMN events_window_at TEXT;
-ALTER TABLE machines ADD COLUMN events_in_window INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE machines ADD COLUMN events_dropped INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE machines ADD COLUMN events_in_window {int} NOT NULL DEFAULT 0;
+ALTER TABLE machines ADD COLUMN events_dropped {int} NOT NULL DEFAULT 0;

@@ -1,2 +1,0 @@
--- A profile can hand its bots' harnesses the board's MCP tools (bot run --mcp).
-ALTER TABLE profiles ADD COLUMN mcp BIGINT NOT NULL DEFAULT 0;
