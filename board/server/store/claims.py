@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from .connection import Connection
-from .identity import Row, all_rows, one
+from .rows import Row, all_rows, one
 
 COLUMNS = """c.thread_id, c.workspace_id, w.slug AS workspace, c.state, c.holder_id,
     a.handle AS holder, c.note, c.claimed_at, c.lease_until, c.progress_at, c.nudged_at, c.updated_at"""

@@ -5,23 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from .connection import Connection
-
-#: A result row, read by column name or position (``sqlite3.Row``, or the PostgreSQL store's).
-Row = Any
+from .rows import Row, all_rows, one
 
 AGENT_COLUMNS = """a.id, a.handle, a.kind, a.harness, a.workspace_id, a.description, a.created_at,
     a.last_seen_at, w.slug AS workspace"""
 AGENT_FROM = "agents a LEFT JOIN workspaces w ON w.id = a.workspace_id"
-
-
-async def one(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> Row | None:
-    rows = await conn.execute_fetchall(sql, params)
-    return next(iter(rows), None)
-
-
-async def all_rows(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> list[Row]:
-    """All rows in one round trip to the connection's thread."""
-    return list(await conn.execute_fetchall(sql, params))
 
 
 async def principal_by_token(conn: Connection, token_hash: str) -> Row | None:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .connection import Connection
-from .identity import Row, all_rows, one
 from .jsoncolumns import read_json
+from .rows import Row, all_rows, count, first_column, one
 from .search import Terms
 
 SELECT = """SELECT m.id, m.workspace_id, w.slug AS workspace, m.channel_id, c.slug AS channel,
@@ -206,8 +206,9 @@ async def insert(
 
 
 async def thread_participant_ids(conn: Connection, thread_id: int) -> list[int]:
-    rows = await all_rows(conn, "SELECT agent_id FROM thread_participants WHERE thread_id = ?", (thread_id,))
-    return [row[0] for row in rows]
+    return await first_column(
+        conn, "SELECT agent_id FROM thread_participants WHERE thread_id = ?", (thread_id,)
+    )
 
 
 async def add_to_inboxes(conn: Connection, message_id: int, reasons: dict[int, str]) -> None:
@@ -235,13 +236,12 @@ async def inbox(conn: Connection, agent_id: int, since: int, limit: int) -> list
 
 
 async def unseen_count(conn: Connection, agent_id: int) -> int:
-    row = await one(
+    return await count(
         conn,
         """SELECT count(*) FROM inbox i WHERE i.agent_id = ? AND NOT EXISTS
            (SELECT 1 FROM receipts r WHERE r.agent_id = i.agent_id AND r.message_id = i.message_id)""",
         (agent_id,),
     )
-    return int(row[0]) if row else 0
 
 
 async def addressed(conn: Connection, agent_id: int, message_ids: list[int]) -> set[int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from . import knowledge
 from .connection import Connection
-from .identity import Row, all_rows, one
+from .rows import Row, all_rows, one
 
 COLUMNS = "id, slug, name, review_policy, loop_hops, archived_at, created_at"
 

@@ -16,7 +16,7 @@ from ...errors import InvalidArgument, NotFound, VersionConflict
 from ...principal import Principal
 from ...store import knowledge as store
 from ...store.connection import Connection
-from ...store.identity import Row
+from ...store.rows import Row
 from .. import audit, scope
 from ..context import Context
 from . import text

@@ -15,7 +15,7 @@ from ...errors import NotFound, Tombstoned
 from ...principal import Principal
 from ...store import knowledge as store
 from ...store.connection import Connection
-from ...store.identity import Row
+from ...store.rows import Row
 from .. import scope
 from .render import accepted_at
 

@@ -20,8 +20,8 @@ from ...store import channels as channel_store
 from ...store import knowledge as store
 from ...store import messages as message_store
 from ...store.connection import Connection
-from ...store.identity import Row
 from ...store.messages import MessageFilter
+from ...store.rows import Row
 from ...validation import arg
 from .. import scope
 from ..context import Context

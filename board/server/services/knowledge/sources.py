@@ -14,7 +14,7 @@ from ...principal import Principal
 from ...store import knowledge as store
 from ...store import messages as message_store
 from ...store.connection import Connection
-from ...store.identity import Row
+from ...store.rows import Row
 from .. import scope
 from . import text
 from .inputs import Source
