@@ -19,7 +19,7 @@ import asyncio
 from collections import defaultdict, deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 Key = tuple[str, int]
 T = TypeVar("T")
@@ -50,7 +50,7 @@ class Event:
         """
         if key not in self._views:
             self._views[key] = build()
-        return self._views[key]
+        return cast(T, self._views[key])
 
     def index_keys(self) -> Iterable[Key]:
         yield ("all", 0)

@@ -20,6 +20,7 @@ from ..store import messages as store
 from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..store.messages import MessageFilter
+from ..store.rows import MessageRow, WorkspaceRow
 from ..store.search import Terms
 from ..validation import arg
 from . import claims, loopguard, scope
@@ -118,7 +119,7 @@ async def thread_claims(conn: Connection, root_ids: list[int]) -> dict[int, dict
     return await claims.claims_for_threads(conn, root_ids)
 
 
-async def rows_to_messages(conn: Connection, rows: list[Any]) -> list[dict[str, Any]]:
+async def rows_to_messages(conn: Connection, rows: list[MessageRow]) -> list[dict[str, Any]]:
     # The rows of one query share their columns: which extras they carry is asked once.
     extras = [extra for extra in ("reason", "snippet") if rows and extra in rows[0].keys()]  # noqa: SIM118
     items = []
@@ -151,7 +152,7 @@ class MessageQuery:
     view: str = arg("full", choices=("full", "compact"))
 
 
-async def _channel_id(conn: Connection, workspace: Any | None, slug: str) -> int:
+async def _channel_id(conn: Connection, workspace: WorkspaceRow | None, slug: str) -> int:
     """The id of a channel named in a read; a human reading every workspace must name one."""
     if workspace is None:
         raise InvalidArgument("Name the workspace of the channel: workspace=<slug>.")
@@ -272,6 +273,7 @@ async def thread(ctx: Context, p: Principal, message_id: int, q: ThreadQuery) ->
         page = message_page(ctx, items, q, descending=False)
         state = await thread_claims(conn, [root_id])
         workspace = await workspace_store.by_id(conn, row["workspace_id"])
+        assert workspace is not None  # a message's workspace outlives it
         return {
             "thread_id": root_id,
             "paused": await loopguard.thread_paused(conn, workspace, root_id),

@@ -74,9 +74,9 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
             root = await scope.visible_message(conn, p, q.goal, "thread")
             goal = root["thread_id"]
         elif profile_goal is not None:
-            root = await store.by_id(conn, profile_goal)
-            if root is not None and root["workspace_id"] == workspace["id"]:
-                goal = root["thread_id"]
+            stored = await store.by_id(conn, profile_goal)
+            if stored is not None and stored["workspace_id"] == workspace["id"]:
+                goal = stored["thread_id"]
         return workspace["id"], channel_ids, pending, goal
 
     workspace_id, channel_ids, pending, goal = await ctx.db.read(resolve)
@@ -217,7 +217,9 @@ async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int,
     }
 
     async def write(conn: Connection) -> dict[str, Any]:
-        scope.require_writable(await workspace_store.by_id(conn, p.workspace_id or 0))
+        home = await workspace_store.by_id(conn, p.workspace_id or 0)
+        assert home is not None  # a bot's workspace outlives it
+        scope.require_writable(home)
         # A run is triggered by messages its bot can read: another workspace's or an
         # absent id is NOT_FOUND alike, and nothing is recorded.
         await scope.require_messages(conn, p, sorted(set(req.trigger_ids)))

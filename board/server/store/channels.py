@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from .connection import Connection
-from .rows import Row, all_rows, count, one
+from .rows import ChannelRow, Row, all_rows, count, one
 
 
-async def by_slug(conn: Connection, workspace_id: int, slug: str) -> Row | None:
+async def by_slug(conn: Connection, workspace_id: int, slug: str) -> ChannelRow | None:
     return await one(
         conn,
         "SELECT id, workspace_id, slug, topic, created_at FROM channels WHERE workspace_id = ? AND slug = ?",

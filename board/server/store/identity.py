@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .connection import Connection
-from .rows import Row, all_rows, one
+from .rows import AgentRow, Row, all_rows, one
 
 AGENT_COLUMNS = """a.id, a.handle, a.kind, a.harness, a.workspace_id, a.description, a.created_at,
     a.last_seen_at, w.slug AS workspace"""
@@ -22,15 +22,15 @@ async def principal_by_token(conn: Connection, token_hash: str) -> Row | None:
     )
 
 
-async def agent_by_handle(conn: Connection, handle: str) -> Row | None:
+async def agent_by_handle(conn: Connection, handle: str) -> AgentRow | None:
     return await one(conn, f"SELECT {AGENT_COLUMNS} FROM {AGENT_FROM} WHERE a.handle = ?", (handle,))
 
 
-async def agent_by_id(conn: Connection, agent_id: int) -> Row | None:
+async def agent_by_id(conn: Connection, agent_id: int) -> AgentRow | None:
     return await one(conn, f"SELECT {AGENT_COLUMNS} FROM {AGENT_FROM} WHERE a.id = ?", (agent_id,))
 
 
-async def agents_by_handles(conn: Connection, handles: list[str]) -> list[Row]:
+async def agents_by_handles(conn: Connection, handles: list[str]) -> list[AgentRow]:
     if not handles:
         return []
     marks = ",".join("?" * len(handles))
@@ -41,7 +41,7 @@ async def agents_by_handles(conn: Connection, handles: list[str]) -> list[Row]:
 
 async def list_agents(
     conn: Connection, workspace_ids: list[int] | None, after_handle: str, limit: int
-) -> list[Row]:
+) -> list[AgentRow]:
     """Humans and the bots of the given workspaces (all bots when None), by handle."""
     where = "a.kind != 'system' AND a.handle > ?"
     params: list[Any] = [after_handle]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .connection import Connection
-from .rows import Row, all_rows, count, one
+from .rows import DocumentRow, Row, all_rows, count, one
 from .search import Terms
 
 DOC_COLUMNS = """d.id AS document_id, d.workspace_id, d.path, d.created_at, d.latest_revision,
@@ -41,7 +41,7 @@ ACCEPTED_AT = "COALESCE(r.reviewed_at, r.recorded_at)"
 # -- documents -------------------------------------------------------------------
 
 
-async def document_by_path(conn: Connection, workspace_id: int, path: str) -> Row | None:
+async def document_by_path(conn: Connection, workspace_id: int, path: str) -> DocumentRow | None:
     return await one(
         conn,
         f"SELECT {DOC_COLUMNS} FROM kb_documents d WHERE d.workspace_id = ? AND d.path = ?",
@@ -49,7 +49,7 @@ async def document_by_path(conn: Connection, workspace_id: int, path: str) -> Ro
     )
 
 
-async def document_by_id(conn: Connection, document_id: int) -> Row | None:
+async def document_by_id(conn: Connection, document_id: int) -> DocumentRow | None:
     return await one(conn, f"SELECT {DOC_COLUMNS} FROM kb_documents d WHERE d.id = ?", (document_id,))
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from .connection import Connection
 from .jsoncolumns import read_json
-from .rows import Row, all_rows, count, first_column, one
+from .rows import MessageRow, Row, all_rows, count, first_column, one
 from .search import Terms
 
 SELECT = """SELECT m.id, m.workspace_id, w.slug AS workspace, m.channel_id, c.slug AS channel,
@@ -102,7 +102,7 @@ def to_dict(row: Row) -> dict[str, Any]:
     return item
 
 
-async def select(conn: Connection, flt: MessageFilter, *, descending: bool, limit: int) -> list[Row]:
+async def select(conn: Connection, flt: MessageFilter, *, descending: bool, limit: int) -> list[MessageRow]:
     where, params = flt.where()
     order = "DESC" if descending else "ASC"
     return await all_rows(
@@ -110,11 +110,11 @@ async def select(conn: Connection, flt: MessageFilter, *, descending: bool, limi
     )
 
 
-async def by_id(conn: Connection, message_id: int) -> Row | None:
+async def by_id(conn: Connection, message_id: int) -> MessageRow | None:
     return await one(conn, f"{SELECT} FROM {FROM} WHERE m.id = ?", (message_id,))
 
 
-async def by_ids(conn: Connection, message_ids: list[int]) -> list[Row]:
+async def by_ids(conn: Connection, message_ids: list[int]) -> list[MessageRow]:
     if not message_ids:
         return []
     marks = ",".join("?" * len(message_ids))
@@ -224,7 +224,7 @@ async def inbox_reasons(conn: Connection, message_id: int) -> dict[int, str]:
     return {int(r["agent_id"]): str(r["reason"]) for r in rows}
 
 
-async def inbox(conn: Connection, agent_id: int, since: int, limit: int) -> list[Row]:
+async def inbox(conn: Connection, agent_id: int, since: int, limit: int) -> list[MessageRow]:
     return await all_rows(
         conn,
         f"""{SELECT}, i.reason FROM inbox i JOIN messages m ON m.id = i.message_id
@@ -292,7 +292,9 @@ async def receipts_for(conn: Connection, message_id: int) -> list[Row]:
     )
 
 
-async def search(conn: Connection, match: Terms, flt: MessageFilter, limit: int, offset: int) -> list[Row]:
+async def search(
+    conn: Connection, match: Terms, flt: MessageFilter, limit: int, offset: int
+) -> list[MessageRow]:
     where, params = flt.where()
     if conn.dialect == "postgresql":
         found = """, ts_headline('simple', m.body, q.query,

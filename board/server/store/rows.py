@@ -8,7 +8,7 @@ type error; at run time they are still the connection's rows, read only by key.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from .connection import Connection
 
@@ -36,3 +36,104 @@ async def count(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> int
 async def first_column(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
     """The first column of every row."""
     return [row[0] for row in await all_rows(conn, sql, params)]
+
+
+# -- the rows that cross into services ---------------------------------------------------
+
+
+class AgentRow(TypedDict):
+    """``identity.AGENT_COLUMNS``: a human, a bot or the board itself."""
+
+    id: int
+    handle: str
+    kind: str
+    harness: str | None
+    workspace_id: int | None
+    description: str
+    created_at: str
+    last_seen_at: str | None
+    workspace: str | None
+
+
+class WorkspaceRow(TypedDict):
+    """``workspaces.COLUMNS``."""
+
+    id: int
+    slug: str
+    name: str
+    review_policy: str
+    loop_hops: int
+    archived_at: str | None
+    created_at: str
+
+
+class ChannelRow(TypedDict):
+    """A channel as ``channels.by_slug`` reads it."""
+
+    id: int
+    workspace_id: int
+    slug: str
+    topic: str
+    created_at: str
+
+
+class MessageRow(TypedDict):
+    """``messages.SELECT``, plus the inbox's ``reason`` or the search's ``snippet`` where they read them."""
+
+    id: int
+    workspace_id: int
+    workspace: str
+    channel_id: int | None
+    channel: str | None
+    conversation_id: int | None
+    kind: str
+    author: str
+    author_kind: str
+    body: str
+    reply_to: int | None
+    thread_id: int
+    tags: str  # JSON, as stored: read with messages.to_dict
+    mentions: str
+    meta: str
+    created_at: str
+    reason: NotRequired[str]
+    snippet: NotRequired[str]
+
+
+class ClaimRow(TypedDict):
+    """``claims.COLUMNS``: a thread's claim with its holder's handle."""
+
+    thread_id: int
+    workspace_id: int
+    workspace: str
+    state: str
+    holder_id: int | None
+    holder: str | None
+    note: str
+    claimed_at: str | None
+    lease_until: str | None
+    progress_at: str | None
+    nudged_at: str | None
+    updated_at: str
+
+
+class DocumentRow(TypedDict):
+    """``knowledge.DOC_COLUMNS``: a knowledge document's own columns (a revision's are read beside them)."""
+
+    document_id: int
+    workspace_id: int
+    path: str
+    created_at: str
+    latest_revision: int
+    accepted_revision: int
+    current_id: int | None
+    pending_revision: int | None
+    state: str
+    doc_status: str | None
+    open_disputes: int
+    updated_at: str
+    confirmed_at: str | None
+    shown_count: int
+    read_count: int
+    last_shown_at: str | None
+    last_read_at: str | None

@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from .connection import Connection
 
@@ -169,7 +169,7 @@ class Store(ABC):
             raise StoreError("the database is not open")
         job = Write(fn)
         self._queue.put_nowait(job)
-        return await job.future
+        return cast(T, await job.future)
 
     async def _run_writer(self) -> None:
         while True:

@@ -15,7 +15,7 @@ from ...errors import NotFound, Tombstoned
 from ...principal import Principal
 from ...store import knowledge as store
 from ...store.connection import Connection
-from ...store.rows import Row
+from ...store.rows import Row, WorkspaceRow
 from .. import scope
 from .render import accepted_at
 
@@ -58,12 +58,13 @@ async def find_document(conn: Connection, p: Principal, slug: str | None, path: 
     return workspace, doc
 
 
-async def live_document(conn: Connection, workspace: Any, path: str) -> Row:
+async def live_document(conn: Connection, workspace: WorkspaceRow, path: str) -> Row:
     """A document that shows something now: NOT_FOUND if none, TOMBSTONED if deleted."""
     doc = await store.document_by_path(conn, workspace["id"], path)
     if doc is None or doc["state"] == "hidden":
         raise NotFound("document")
     if doc["state"] == "tombstoned":
+        assert doc["current_id"] is not None
         shown = await store.revision_by_id(conn, doc["current_id"])
         assert shown is not None
         raise tombstoned(doc["path"], shown)
