@@ -46,7 +46,7 @@ def to_dict(row: Any) -> dict[str, Any]:
 async def claims_for_threads(conn: Connection, thread_ids: list[int]) -> dict[int, dict[str, Any]]:
     """Claim state by thread; a thread nobody claimed is ``open``."""
     found = {row["thread_id"]: to_dict(row) for row in await store.for_threads(conn, thread_ids)}
-    return {tid: found.get(tid, {"state": "open", "holder": None}) for tid in thread_ids}
+    return {tid: found.get(tid) or store.unclaimed() for tid in thread_ids}
 
 
 async def claim_history(conn: Connection, thread_id: int) -> list[dict[str, Any]]:

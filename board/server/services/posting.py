@@ -133,26 +133,25 @@ async def append(
     )
     if reasons:
         await store.add_to_inboxes(conn, message_id, reasons)
-    message: dict[str, Any] = {
-        "id": message_id,
-        "workspace": workspace["slug"],
-        "channel": channel_slug,
-        "conversation": conversation_id,
-        "kind": kind,
-        "author": author.handle,
-        "author_kind": author.kind,
-        "body": body,
-        "reply_to": parent["id"] if parent is not None else None,
-        "thread_id": parent["thread_id"] if parent is not None else message_id,
-        "tags": tags,
-        "mentions": mentions,
-        "meta": meta or {},
-        "created_at": now,
-    }
-    if parent is None:
-        authors = [] if kind == "event" else [author.handle]
-        message["replies"] = {"count": 0, "last_id": None, "last_at": None, "authors": authors}
-        message["claim"] = {"state": "open", "holder": None}
+    message = store.message_object(
+        id=message_id,
+        workspace=workspace["slug"],
+        channel=channel_slug,
+        conversation=conversation_id,
+        kind=kind,
+        author=author.handle,
+        author_kind=author.kind,
+        body=body,
+        reply_to=parent["id"] if parent is not None else None,
+        thread_id=parent["thread_id"] if parent is not None else message_id,
+        tags=tags,
+        mentions=mentions,
+        meta=meta or {},
+        created_at=now,
+    )
+    if parent is None:  # what a read finds for a new root: no replies, and nobody's claim
+        message["replies"] = store.no_replies([] if kind == "event" else [author.handle])
+        message["claim"] = claim_store.unclaimed()
     event = Event(
         message=message,
         workspace_id=workspace["id"],

@@ -31,6 +31,11 @@ def _scope(workspace_ids: list[int] | None, viewer_id: int | None) -> tuple[list
     return clauses, params
 
 
+def unclaimed() -> dict[str, Any]:
+    """The claim of a thread nobody claimed, as the API shows it."""
+    return {"state": "open", "holder": None}
+
+
 async def get(conn: Connection, thread_id: int) -> ClaimRow | None:
     return await one(conn, f"SELECT {COLUMNS} FROM {FROM} WHERE c.thread_id = ?", (thread_id,))
 

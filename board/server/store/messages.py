@@ -68,21 +68,31 @@ class MessageFilter:
         return " AND ".join(clauses) or "TRUE", params
 
 
-def to_dict(row: Row) -> dict[str, Any]:
-    """A message as the API shows it (without the root-only fields), from a row that starts with ``SELECT``.
+def message_object(
+    *,
+    id: int,
+    workspace: str,
+    channel: str | None,
+    conversation: int | None,
+    kind: str,
+    author: str,
+    author_kind: str,
+    body: str,
+    reply_to: int | None,
+    thread_id: int,
+    tags: list[Any],
+    mentions: list[Any],
+    meta: dict[str, Any],
+    created_at: str,
+    unreadable: bool = False,
+) -> dict[str, Any]:
+    """The API's message object (without the root-only fields): the one place its shape is written.
 
-    The columns are taken by position, in ``SELECT``'s order: a page of fifty rows
-    is read several times faster than column by name. A stored column that cannot
-    be read back shows as its empty value, and the message as ``unreadable``: one
-    bad row never fails the list it is in.
+    Posting renders what it wrote with it (the answer to a post, and the live event
+    every long-poll answers with); every read renders stored rows with it (:func:`to_dict`).
     """
-    id_, _, workspace, _, channel, conversation, kind, author, author_kind = row[:9]
-    body, reply_to, thread_id, tags_text, mentions_text, meta_text, created_at = row[9:16]
-    tags, tags_ok = read_json("messages", id_, "tags", tags_text, [])
-    mentions, mentions_ok = read_json("messages", id_, "mentions", mentions_text, [])
-    meta, meta_ok = read_json("messages", id_, "meta", meta_text, {})
     item = {
-        "id": id_,
+        "id": id,
         "workspace": workspace,
         "channel": channel,
         "conversation": conversation,
@@ -97,9 +107,46 @@ def to_dict(row: Row) -> dict[str, Any]:
         "meta": meta,
         "created_at": created_at,
     }
-    if not (tags_ok and mentions_ok and meta_ok):
+    if unreadable:
         item["unreadable"] = True
     return item
+
+
+def no_replies(authors: list[str]) -> dict[str, Any]:
+    """The reply summary of a thread nobody answered yet."""
+    return {"count": 0, "last_id": None, "last_at": None, "authors": authors}
+
+
+def to_dict(row: Row) -> dict[str, Any]:
+    """A stored message as the API shows it (:func:`message_object`), from a row that starts with ``SELECT``.
+
+    The columns are taken by position, in ``SELECT``'s order: a page of fifty rows
+    is read several times faster than column by name. A stored column that cannot
+    be read back shows as its empty value, and the message as ``unreadable``: one
+    bad row never fails the list it is in.
+    """
+    id_, _, workspace, _, channel, conversation, kind, author, author_kind = row[:9]
+    body, reply_to, thread_id, tags_text, mentions_text, meta_text, created_at = row[9:16]
+    tags, tags_ok = read_json("messages", id_, "tags", tags_text, [])
+    mentions, mentions_ok = read_json("messages", id_, "mentions", mentions_text, [])
+    meta, meta_ok = read_json("messages", id_, "meta", meta_text, {})
+    return message_object(
+        id=id_,
+        workspace=workspace,
+        channel=channel,
+        conversation=conversation,
+        kind=kind,
+        author=author,
+        author_kind=author_kind,
+        body=body,
+        reply_to=reply_to,
+        thread_id=thread_id,
+        tags=tags,
+        mentions=mentions,
+        meta=meta,
+        created_at=created_at,
+        unreadable=not (tags_ok and mentions_ok and meta_ok),
+    )
 
 
 async def select(conn: Connection, flt: MessageFilter, *, descending: bool, limit: int) -> list[MessageRow]:
@@ -137,9 +184,7 @@ async def thread_info(conn: Connection, root_ids: list[int]) -> dict[int, dict[s
     if not root_ids:
         return {}
     marks = ",".join("?" * len(root_ids))
-    info: dict[int, dict[str, Any]] = {
-        root: {"count": 0, "last_id": None, "last_at": None, "authors": []} for root in root_ids
-    }
+    info = {root: no_replies([]) for root in root_ids}
     for row in await all_rows(
         conn,
         f"SELECT root_id, reply_count, last_id, last_at FROM threads WHERE root_id IN ({marks})",
