@@ -36,6 +36,7 @@ class Event:
     thread_id: int
     recipients: dict[int, str] = field(default_factory=dict)  # agent id -> why it is for them
     audience: frozenset[int] | None = None  # conversation members; None for a channel
+    author_id: int | None = None  # who wrote it (the message shows the handle)
     _views: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property

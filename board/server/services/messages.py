@@ -19,7 +19,7 @@ from ..store import identity as identity_store
 from ..store import messages as store
 from ..store import workspaces as workspace_store
 from ..store.connection import Connection
-from ..store.messages import MessageFilter
+from ..store.messages import InboxFilter, MessageFilter
 from ..store.rows import MessageRow, WorkspaceRow
 from ..store.search import Terms
 from ..validation import arg
@@ -221,22 +221,7 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
         return render(await ctx.db.read(lambda conn: rows(conn, flt)), q.view)
 
     def match(event: Event) -> dict[str, Any] | None:
-        m = event.message
-        if not scope.event_visible(p, event) or (q.since is not None and m["id"] <= q.since):
-            return None
-        if flt.channel_id is not None and event.channel_id != flt.channel_id:
-            return None
-        if flt.conversation_id is not None and event.conversation_id != flt.conversation_id:
-            return None
-        if flt.thread_id is not None and event.thread_id != flt.thread_id:
-            return None
-        if q.tag is not None and q.tag not in m["tags"]:
-            return None
-        if q.author is not None and m["author"].lower() != q.author.lower():
-            return None
-        if q.roots and m["reply_to"] is not None:
-            return None
-        return event_view(event, q.view)
+        return event_view(event, q.view) if flt.matches(event) else None
 
     items = await poll(ctx, keys, q.wait, fetch, match, owner=p.agent_id, since=q.since)
     return message_page(ctx, items, q, descending=descending, cursor=head["cursor"], rendered=True)
@@ -296,20 +281,19 @@ class InboxQuery:
 
 async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
     head = {"cursor": q.since}  # the cursor as the inbox's own read saw it: it never skips
+    flt = InboxFilter(agent_id=p.agent_id, since=q.since)
 
     async def fetch() -> list[dict[str, Any]]:
         async def read(conn: Connection) -> list[dict[str, Any]]:
             head["cursor"] = await store.max_id(conn)
-            rows = await store.inbox(conn, p.agent_id, q.since, q.limit + 1)
+            rows = await store.inbox(conn, flt, q.limit + 1)
             return render(await rows_to_messages(conn, rows), q.view)
 
         return await ctx.db.read(read)
 
     def match(event: Event) -> dict[str, Any] | None:
-        reason = event.recipients.get(p.agent_id)
-        if reason is None or event.id <= q.since:
-            return None
-        return event_view(event, q.view, reason=reason)
+        reason = flt.reason(event)
+        return None if reason is None else event_view(event, q.view, reason=reason)
 
     items = await poll(ctx, [("agent", p.agent_id)], q.wait, fetch, match, owner=p.agent_id, since=q.since)
     page = message_page(ctx, items, q, descending=False, cursor=head["cursor"], rendered=True)

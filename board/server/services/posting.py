@@ -160,6 +160,7 @@ async def append(
         thread_id=message["thread_id"],
         recipients=reasons,
         audience=audience,
+        author_id=author.agent_id,
     )
     emit(event)
     if verdict.notice is not None:

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..hub import Event
 from .connection import Connection
 from .jsoncolumns import read_json
 from .rows import MessageRow, Row, all_rows, count, first_column, one
@@ -13,14 +14,18 @@ from .search import Terms
 
 SELECT = """SELECT m.id, m.workspace_id, w.slug AS workspace, m.channel_id, c.slug AS channel,
     m.conversation_id, m.kind, a.handle AS author, a.kind AS author_kind, m.body, m.reply_to,
-    m.thread_id, m.tags, m.mentions, m.meta, m.created_at"""
+    m.thread_id, m.tags, m.mentions, m.meta, m.created_at, m.author_id"""
 FROM = """messages m JOIN agents a ON a.id = m.author_id JOIN workspaces w ON w.id = m.workspace_id
     LEFT JOIN channels c ON c.id = m.channel_id"""
 
 
 @dataclass
 class MessageFilter:
-    """What a list of messages is restricted to; ``None`` means no restriction."""
+    """What a list of messages is restricted to; ``None`` means no restriction.
+
+    :meth:`where` is the stored read's restriction and :meth:`matches` the same one
+    asked of a published message (a long-poll's wake): change them together.
+    """
 
     workspace_ids: list[int] | None = None
     viewer_id: int | None = None  # conversations only where this agent is a member
@@ -28,7 +33,9 @@ class MessageFilter:
     conversation_id: int | None = None
     thread_id: int | None = None
     author_id: int | None = None
+    not_author_id: int | None = None  # a reader's own messages left out
     tag: str | None = None
+    without_tag: str | None = None
     roots: bool = False
     since: int | None = None
     before: int | None = None
@@ -54,9 +61,15 @@ class MessageFilter:
             if value is not None:
                 clauses.append(f"{column} = ?")
                 params.append(value)
+        if self.not_author_id is not None:
+            clauses.append("m.author_id != ?")
+            params.append(self.not_author_id)
         if self.tag is not None:
             clauses.append("m.id IN (SELECT message_id FROM message_tags WHERE tag = ?)")
             params.append(self.tag)
+        if self.without_tag is not None:
+            clauses.append("m.id NOT IN (SELECT message_id FROM message_tags WHERE tag = ?)")
+            params.append(self.without_tag)
         if self.roots:
             clauses.append("m.reply_to IS NULL")
         if self.since is not None:
@@ -66,6 +79,43 @@ class MessageFilter:
             clauses.append("m.id < ?")
             params.append(self.before)
         return " AND ".join(clauses) or "TRUE", params
+
+    def matches(self, event: Event) -> bool:
+        """Whether :meth:`where` selects the published message, clause for clause."""
+        message = event.message
+        return (
+            (self.workspace_ids is None or event.workspace_id in self.workspace_ids)
+            and (self.viewer_id is None or event.audience is None or self.viewer_id in event.audience)
+            and (self.channel_id is None or event.channel_id == self.channel_id)
+            and (self.conversation_id is None or event.conversation_id == self.conversation_id)
+            and (self.thread_id is None or event.thread_id == self.thread_id)
+            and (self.author_id is None or event.author_id == self.author_id)
+            and (self.not_author_id is None or event.author_id != self.not_author_id)
+            and (self.tag is None or self.tag in message["tags"])
+            and (self.without_tag is None or self.without_tag not in message["tags"])
+            and (not self.roots or message["reply_to"] is None)
+            and (self.since is None or event.id > self.since)
+            and (self.before is None or event.id < self.before)
+        )
+
+
+@dataclass(frozen=True)
+class InboxFilter:
+    """An agent's inbox after a cursor: :meth:`where` for the stored read, :meth:`matches` for a wake."""
+
+    agent_id: int
+    since: int
+
+    def where(self) -> tuple[str, list[Any]]:
+        return "i.agent_id = ? AND i.message_id > ?", [self.agent_id, self.since]
+
+    def matches(self, event: Event) -> bool:
+        """Whether the published message landed in this inbox after the cursor."""
+        return self.agent_id in event.recipients and event.id > self.since
+
+    def reason(self, event: Event) -> str | None:
+        """Why a matching message is in the inbox (the stored read's ``reason``)."""
+        return event.recipients.get(self.agent_id) if self.matches(event) else None
 
 
 def message_object(
@@ -147,6 +197,54 @@ def to_dict(row: Row) -> dict[str, Any]:
         created_at=created_at,
         unreadable=not (tags_ok and mentions_ok and meta_ok),
     )
+
+
+@dataclass(frozen=True)
+class WatchFilter:
+    """What a bot watches besides its inbox: its channels and goal thread, but not its own
+    messages nor those the loop guard holds.
+
+    A watched channel not created yet is named by ``pending`` slug: :meth:`matches`
+    knows it by name, :meth:`sources` by the ids of those created since.
+    """
+
+    workspace_id: int
+    channel_ids: tuple[int, ...]
+    pending: tuple[str, ...]
+    thread_id: int | None
+    since: int
+    reader_id: int
+    held_tag: str
+
+    def sources(self, created: list[int]) -> list[MessageFilter]:
+        """One filter per watched channel (with those ``created`` since) and for the goal thread."""
+        found = [self._source(channel_id=i) for i in sorted({*self.channel_ids, *created})]
+        if self.thread_id is not None:
+            found.append(self._source(thread_id=self.thread_id))
+        return found
+
+    def _source(self, channel_id: int | None = None, thread_id: int | None = None) -> MessageFilter:
+        return MessageFilter(
+            channel_id=channel_id,
+            thread_id=thread_id,
+            since=self.since,
+            not_author_id=self.reader_id,
+            without_tag=self.held_tag,
+        )
+
+    def matches(self, event: Event) -> bool:
+        """Whether the published message is one :meth:`sources` would select."""
+        watched = (
+            event.channel_id in self.channel_ids
+            or (self.thread_id is not None and event.thread_id == self.thread_id)
+            or (event.workspace_id == self.workspace_id and event.message["channel"] in self.pending)
+        )
+        return (
+            watched
+            and event.id > self.since
+            and event.author_id != self.reader_id
+            and self.held_tag not in event.message["tags"]
+        )
 
 
 async def select(conn: Connection, flt: MessageFilter, *, descending: bool, limit: int) -> list[MessageRow]:
@@ -269,14 +367,15 @@ async def inbox_reasons(conn: Connection, message_id: int) -> dict[int, str]:
     return {int(r["agent_id"]): str(r["reason"]) for r in rows}
 
 
-async def inbox(conn: Connection, agent_id: int, since: int, limit: int) -> list[MessageRow]:
+async def inbox(conn: Connection, flt: InboxFilter, limit: int) -> list[MessageRow]:
+    where, params = flt.where()
     return await all_rows(
         conn,
         f"""{SELECT}, i.reason FROM inbox i JOIN messages m ON m.id = i.message_id
             JOIN agents a ON a.id = m.author_id JOIN workspaces w ON w.id = m.workspace_id
             LEFT JOIN channels c ON c.id = m.channel_id
-            WHERE i.agent_id = ? AND i.message_id > ? ORDER BY i.message_id LIMIT ?""",
-        (agent_id, since, limit),
+            WHERE {where} ORDER BY i.message_id LIMIT ?""",
+        (*params, limit),
     )
 
 

@@ -96,6 +96,7 @@ class MessageRow(TypedDict):
     mentions: str
     meta: str
     created_at: str
+    author_id: int
     reason: NotRequired[str]
     snippet: NotRequired[str]
 
