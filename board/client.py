@@ -103,17 +103,9 @@ class BoardClient:
         _, data = await self.call(method, path, json=json, params=params, headers=headers)
         return data
 
-    async def request_object(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: Any = None,
-        params: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> JSON:
-        """One call to a route that answers a JSON object; anything else is UNAVAILABLE."""
-        status, data = await self.call(method, path, json=json, params=params, headers=headers)
+    async def request_object(self, method: str, path: str, **options: Any) -> JSON:
+        """:meth:`call` (same options) to a route that answers a JSON object; anything else is UNAVAILABLE."""
+        status, data = await self.call(method, path, **options)
         if not isinstance(data, dict):
             raise BoardAPIError(
                 status, "UNAVAILABLE", f"{path} answered {type(data).__name__}, not an object"
