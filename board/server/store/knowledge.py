@@ -93,7 +93,8 @@ async def revision_by_number(conn: Connection, document_id: int, revision: int) 
     )
 
 
-async def revision_by_id(conn: Connection, revision_id: int) -> Row | None:
+async def revision_by_id(conn: Connection, revision_id: int | None) -> Row | None:
+    """The revision by id; None for none (a document with no current revision yet)."""
     return await one(conn, f"SELECT {REV_COLUMNS}, r.body FROM kb_revisions r WHERE r.id = ?", (revision_id,))
 
 
