@@ -103,6 +103,15 @@ class BoardClient:
         _, data = await self.call(method, path, json=json, params=params, headers=headers)
         return data
 
+    async def request_object(self, method: str, path: str, **options: Any) -> JSON:
+        """:meth:`call` (same options) to a route that answers a JSON object; anything else is UNAVAILABLE."""
+        status, data = await self.call(method, path, **options)
+        if not isinstance(data, dict):
+            raise BoardAPIError(
+                status, "UNAVAILABLE", f"{path} answered {type(data).__name__}, not an object"
+            )
+        return data
+
     async def call(
         self,
         method: str,
@@ -146,82 +155,82 @@ class BoardClient:
     # -- discovery and identity -------------------------------------------------
 
     async def health(self) -> JSON:
-        return await self.request("GET", "/healthz")
+        return await self.request_object("GET", "/healthz")
 
     async def register(
         self, handle: str, invite: str, description: str = "", kind: str | None = None
     ) -> JSON:
-        return await self.request(
+        return await self.request_object(
             "POST",
             "/api/agents",
             json=_body({"handle": handle, "invite": invite, "description": description, "kind": kind}),
         )
 
     async def me(self) -> JSON:
-        return await self.request("GET", "/api/me")
+        return await self.request_object("GET", "/api/me")
 
     async def rotate(self) -> JSON:
-        return await self.request("POST", "/api/me/rotate")
+        return await self.request_object("POST", "/api/me/rotate")
 
     async def agents(self, **params: Any) -> JSON:
-        return await self.request("GET", "/api/agents", params=params)
+        return await self.request_object("GET", "/api/agents", params=params)
 
     async def agent(self, handle: str) -> JSON:
-        return await self.request("GET", f"/api/agents/{handle}")
+        return await self.request_object("GET", f"/api/agents/{handle}")
 
     async def invite(self, workspace: str, uses: int = 1, expires_in: int | None = None) -> JSON:
-        return await self.request(
+        return await self.request_object(
             "POST",
             "/api/invites",
             json=_body({"workspace": workspace, "uses": uses, "expires_in": expires_in}),
         )
 
     async def revoke_token(self, handle: str) -> JSON:
-        return await self.request("DELETE", f"/api/agents/{handle}/token")
+        return await self.request_object("DELETE", f"/api/agents/{handle}/token")
 
     # -- workspaces -------------------------------------------------------------
 
     async def workspaces(self, **params: Any) -> JSON:
-        return await self.request("GET", "/api/workspaces", params=params)
+        return await self.request_object("GET", "/api/workspaces", params=params)
 
     async def create_workspace(self, slug: str, name: str = "", seed: str = "", **extra: Any) -> JSON:
-        return await self.request(
+        return await self.request_object(
             "POST",
             "/api/workspaces",
             json=_body({"slug": slug, "name": name or None, "seed": seed or None, **extra}),
         )
 
     async def workspace(self, slug: str) -> JSON:
-        return await self.request("GET", f"/api/workspaces/{slug}")
+        return await self.request_object("GET", f"/api/workspaces/{slug}")
 
     async def patch_workspace(self, slug: str, **fields: Any) -> JSON:
-        return await self.request("PATCH", f"/api/workspaces/{slug}", json=_body(fields))
+        return await self.request_object("PATCH", f"/api/workspaces/{slug}", json=_body(fields))
 
     async def archive_workspace(self, slug: str) -> JSON:
-        return await self.request("POST", f"/api/workspaces/{slug}/archive")
+        return await self.request_object("POST", f"/api/workspaces/{slug}/archive")
 
     async def delete_workspace(self, slug: str, confirm: str) -> JSON:
-        return await self.request("DELETE", f"/api/workspaces/{slug}", json={"confirm": confirm})
+        return await self.request_object("DELETE", f"/api/workspaces/{slug}", json={"confirm": confirm})
 
     async def set_bots(self, slug: str, bots: list[str]) -> JSON:
-        return await self.request("PUT", f"/api/workspaces/{slug}/bots", json={"bots": bots})
+        return await self.request_object("PUT", f"/api/workspaces/{slug}/bots", json={"bots": bots})
 
     # -- channels and conversations --------------------------------------------
 
     async def channels(self, **params: Any) -> JSON:
-        return await self.request("GET", "/api/channels", params=params)
+        return await self.request_object("GET", "/api/channels", params=params)
 
     async def create_channel(self, slug: str, **fields: Any) -> JSON:
-        return await self.request("POST", "/api/channels", json=_body({"slug": slug, **fields}))
+        return await self.request_object("POST", "/api/channels", json=_body({"slug": slug, **fields}))
 
     async def patch_channel(self, slug: str, **fields: Any) -> JSON:
-        return await self.request("PATCH", f"/api/channels/{slug}", json=_body(fields))
+        return await self.request_object("PATCH", f"/api/channels/{slug}", json=_body(fields))
 
     async def conversations(self, **params: Any) -> JSON:
-        return await self.request("GET", "/api/conversations", params=params)
+        return await self.request_object("GET", "/api/conversations", params=params)
 
     async def open_conversation(self, participants: list[str], topic: str = "", **extra: Any) -> JSON:
-        return await self.request(
+        return await self.request_object(
             "POST", "/api/conversations", json=_body({"participants": participants, "topic": topic, **extra})
         )
 
@@ -237,7 +246,7 @@ class BoardClient:
         request_id: str | None = None,
         **extra: Any,
     ) -> JSON:
-        return await self.request(
+        return await self.request_object(
             "POST",
             "/api/messages",
             json=_body(
@@ -253,82 +262,88 @@ class BoardClient:
         )
 
     async def messages(self, **params: Any) -> JSON:
-        return await self.request("GET", "/api/messages", params=params)
+        return await self.request_object("GET", "/api/messages", params=params)
 
     async def message(self, message_id: int) -> JSON:
-        return await self.request("GET", f"/api/messages/{message_id}")
+        return await self.request_object("GET", f"/api/messages/{message_id}")
 
     async def thread(self, thread_id: int, **params: Any) -> JSON:
-        return await self.request("GET", f"/api/threads/{thread_id}", params=params)
+        return await self.request_object("GET", f"/api/threads/{thread_id}", params=params)
 
     async def inbox(self, **params: Any) -> JSON:
-        return await self.request("GET", "/api/inbox", params=params)
+        return await self.request_object("GET", "/api/inbox", params=params)
 
     async def search(self, q: str, **params: Any) -> JSON:
-        return await self.request("GET", "/api/search", params={"q": q, **params})
+        return await self.request_object("GET", "/api/search", params={"q": q, **params})
 
     async def receipts(self, message_ids: list[int], state: str = "seen") -> JSON:
-        return await self.request("POST", "/api/receipts", json={"message_ids": message_ids, "state": state})
+        return await self.request_object(
+            "POST", "/api/receipts", json={"message_ids": message_ids, "state": state}
+        )
 
     # -- claims, wakes ----------------------------------------------------------
 
     async def claim(self, thread_id: int, note: str = "", lease_minutes: int | None = None) -> JSON:
-        return await self.request(
+        return await self.request_object(
             "POST",
             f"/api/threads/{thread_id}/claim",
             json=_body({"note": note, "lease_minutes": lease_minutes}),
         )
 
     async def release(self, thread_id: int, reason: str = "") -> JSON:
-        return await self.request("POST", f"/api/threads/{thread_id}/release", json={"reason": reason})
+        return await self.request_object("POST", f"/api/threads/{thread_id}/release", json={"reason": reason})
 
     async def handoff(self, thread_id: int, to: str, note: str = "") -> JSON:
-        return await self.request("POST", f"/api/threads/{thread_id}/handoff", json={"to": to, "note": note})
+        return await self.request_object(
+            "POST", f"/api/threads/{thread_id}/handoff", json={"to": to, "note": note}
+        )
 
     async def done(self, thread_id: int, summary: str = "") -> JSON:
-        return await self.request("POST", f"/api/threads/{thread_id}/done", json={"summary": summary})
+        return await self.request_object("POST", f"/api/threads/{thread_id}/done", json={"summary": summary})
 
     async def claims(self, **params: Any) -> JSON:
-        return await self.request("GET", "/api/claims", params=params)
+        return await self.request_object("GET", "/api/claims", params=params)
 
     async def record_wake(self, **fields: Any) -> JSON:
-        return await self.request("POST", "/api/wakes", json=_body(fields))
+        return await self.request_object("POST", "/api/wakes", json=_body(fields))
 
     async def wakes(self, **params: Any) -> JSON:
-        return await self.request("GET", "/api/wakes", params=params)
+        return await self.request_object("GET", "/api/wakes", params=params)
 
     async def wake(self, **params: Any) -> JSON:
-        return await self.request("GET", "/api/wake", params=params)
+        return await self.request_object("GET", "/api/wake", params=params)
 
     # -- registry: skills, profiles, prompts ------------------------------------
 
     async def skills(self, **params: Any) -> JSON:
-        return await self.request("GET", "/api/skills", params=params)
+        return await self.request_object("GET", "/api/skills", params=params)
 
     async def create_skill(self, name: str, text: str, **fields: Any) -> JSON:
-        return await self.request("POST", "/api/skills", json=_body({"name": name, "text": text, **fields}))
+        return await self.request_object(
+            "POST", "/api/skills", json=_body({"name": name, "text": text, **fields})
+        )
 
     async def skill(self, name: str, version: int | None = None) -> JSON:
-        return await self.request("GET", f"/api/skills/{name}", params={"version": version})
+        return await self.request_object("GET", f"/api/skills/{name}", params={"version": version})
 
     async def update_skill(self, name: str, **fields: Any) -> JSON:
-        return await self.request("PUT", f"/api/skills/{name}", json=_body(fields))
+        return await self.request_object("PUT", f"/api/skills/{name}", json=_body(fields))
 
     async def profiles(self, **params: Any) -> JSON:
-        return await self.request("GET", "/api/profiles", params=params)
+        return await self.request_object("GET", "/api/profiles", params=params)
 
     async def create_profile(self, name: str, workspace: str, harness: str, **fields: Any) -> JSON:
-        return await self.request(
+        return await self.request_object(
             "POST",
             "/api/profiles",
             json=_body({"name": name, "workspace": workspace, "harness": harness, **fields}),
         )
 
     async def profile(self, name: str) -> JSON:
-        return await self.request("GET", f"/api/profiles/{name}")
+        return await self.request_object("GET", f"/api/profiles/{name}")
 
     async def update_profile(self, name: str, **fields: Any) -> JSON:
-        return await self.request("PUT", f"/api/profiles/{name}", json=_body(fields))
+        return await self.request_object("PUT", f"/api/profiles/{name}", json=_body(fields))
 
     async def bot_prompt(
         self,
@@ -340,7 +355,7 @@ class BoardClient:
         mcp: bool = False,
     ) -> JSON:
         """The composed prompt of ``handle``'s next turn covering ``trigger`` message ids."""
-        return await self.request(
+        return await self.request_object(
             "GET",
             f"/api/bots/{handle}/prompt",
             params={"trigger": trigger or [], "first": first, "budget_bytes": budget_bytes, "mcp": mcp},
@@ -349,7 +364,7 @@ class BoardClient:
     # -- fleet: machines, keepers, bots on machines -----------------------------
 
     async def enroll_code(self, machine_name: str, expires_in: int | None = None) -> JSON:
-        return await self.request(
+        return await self.request_object(
             "POST",
             "/api/fleet/enroll-codes",
             json=_body({"machine_name": machine_name, "expires_in": expires_in}),
@@ -357,16 +372,18 @@ class BoardClient:
 
     async def enroll(self, code: str, hostname: str = "") -> JSON:
         """Trade an enroll code for a keeper token (no token needed)."""
-        return await self.request("POST", "/api/fleet/enroll", json={"code": code, "hostname": hostname})
+        return await self.request_object(
+            "POST", "/api/fleet/enroll", json={"code": code, "hostname": hostname}
+        )
 
     async def fleet_report(self, report: JSON) -> JSON:
-        return await self.request("POST", "/api/fleet/report", json=report)
+        return await self.request_object("POST", "/api/fleet/report", json=report)
 
     async def fleet(self, **params: Any) -> JSON:
-        return await self.request("GET", "/api/fleet", params=params)
+        return await self.request_object("GET", "/api/fleet", params=params)
 
     async def assign_bot(self, machine: str, profile: str, handle: str, description: str = "") -> JSON:
-        return await self.request(
+        return await self.request_object(
             "POST",
             "/api/fleet/bots",
             json=_body(
@@ -376,19 +393,19 @@ class BoardClient:
 
     async def fleet_order(self, handle: str, kind: str) -> JSON:
         """``kind``: start, stop or restart."""
-        return await self.request("POST", f"/api/fleet/bots/{quote(handle, safe='')}/{kind}")
+        return await self.request_object("POST", f"/api/fleet/bots/{quote(handle, safe='')}/{kind}")
 
     async def unassign_bot(self, handle: str) -> JSON:
-        return await self.request("DELETE", f"/api/fleet/bots/{quote(handle, safe='')}")
+        return await self.request_object("DELETE", f"/api/fleet/bots/{quote(handle, safe='')}")
 
     async def bot_token(self, handle: str) -> JSON:
         """A keeper mints the token of a bot assigned to its machine."""
-        return await self.request("POST", f"/api/fleet/bots/{quote(handle, safe='')}/token")
+        return await self.request_object("POST", f"/api/fleet/bots/{quote(handle, safe='')}/token")
 
     # -- audit ------------------------------------------------------------------
 
     async def audit(self, **params: Any) -> JSON:
-        return await self.request("GET", "/api/audit", params=params)
+        return await self.request_object("GET", "/api/audit", params=params)
 
     # -- routines ---------------------------------------------------------------
 
@@ -398,49 +415,49 @@ class BoardClient:
 
     async def routines(self, **params: Any) -> JSON:
         """``since`` (the change cursor) with ``wait`` long-polls until something changes."""
-        return await self.request("GET", "/api/routines", params=params)
+        return await self.request_object("GET", "/api/routines", params=params)
 
     async def routine(self, name: str) -> JSON:
-        return await self.request("GET", self._routine(name))
+        return await self.request_object("GET", self._routine(name))
 
     async def propose_routine(self, name: str, **fields: Any) -> JSON:
-        return await self.request("POST", "/api/routines", json=_body({"name": name, **fields}))
+        return await self.request_object("POST", "/api/routines", json=_body({"name": name, **fields}))
 
     async def propose_version(self, name: str, **fields: Any) -> JSON:
-        return await self.request("POST", self._routine(name, "/versions"), json=_body(fields))
+        return await self.request_object("POST", self._routine(name, "/versions"), json=_body(fields))
 
     async def approve_version(self, name: str, version: int, note: str = "") -> JSON:
-        return await self.request(
+        return await self.request_object(
             "POST", self._routine(name, f"/versions/{version}/approve"), json={"note": note}
         )
 
     async def reject_version(self, name: str, version: int, note: str) -> JSON:
-        return await self.request(
+        return await self.request_object(
             "POST", self._routine(name, f"/versions/{version}/reject"), json={"note": note}
         )
 
     async def pause_routine(self, name: str) -> JSON:
-        return await self.request("POST", self._routine(name, "/pause"))
+        return await self.request_object("POST", self._routine(name, "/pause"))
 
     async def resume_routine(self, name: str) -> JSON:
-        return await self.request("POST", self._routine(name, "/resume"))
+        return await self.request_object("POST", self._routine(name, "/resume"))
 
     async def run_routine_now(self, name: str) -> JSON:
-        return await self.request("POST", self._routine(name, "/run-now"))
+        return await self.request_object("POST", self._routine(name, "/run-now"))
 
     async def routine_runs(self, name: str, **params: Any) -> JSON:
-        return await self.request("GET", self._routine(name, "/runs"), params=params)
+        return await self.request_object("GET", self._routine(name, "/runs"), params=params)
 
     async def create_run(self, name: str, version: int, scheduled_for: str, **fields: Any) -> JSON:
         body = {"version": version, "scheduled_for": scheduled_for, **fields}
-        return await self.request("POST", self._routine(name, "/runs"), json=_body(body))
+        return await self.request_object("POST", self._routine(name, "/runs"), json=_body(body))
 
     async def start_run(self, name: str, run_id: int) -> JSON:
-        return await self.request("POST", self._routine(name, f"/runs/{run_id}/start"))
+        return await self.request_object("POST", self._routine(name, f"/runs/{run_id}/start"))
 
     async def finish_run(self, name: str, run_id: int, state: str, outcome: str = "") -> JSON:
         body = {"state": state, "outcome": outcome}
-        return await self.request("POST", self._routine(name, f"/runs/{run_id}/finish"), json=body)
+        return await self.request_object("POST", self._routine(name, f"/runs/{run_id}/finish"), json=body)
 
     # -- knowledge --------------------------------------------------------------
     # ``workspace`` picks the /api/workspaces/{slug}/knowledge form (humans, admin bots);
@@ -462,10 +479,10 @@ class BoardClient:
 
     async def knowledge(self, *, workspace: str | None = None, **params: Any) -> JSON:
         """Current documents (``q`` searches; ``prefix``, ``status``, ``as_of``, ``valid_at``)."""
-        return await self.request("GET", self._kb(workspace), params=params)
+        return await self.request_object("GET", self._kb(workspace), params=params)
 
     async def document(self, path: str, *, workspace: str | None = None, **params: Any) -> JSON:
-        return await self.request("GET", self._doc(workspace, path), params=params)
+        return await self.request_object("GET", self._doc(workspace, path), params=params)
 
     async def put_document(
         self,
@@ -477,7 +494,7 @@ class BoardClient:
         workspace: str | None = None,
         **fields: Any,
     ) -> JSON:
-        return await self.request(
+        return await self.request_object(
             "PUT",
             self._doc(workspace, path),
             json=_body({"body": body, "base_revision": base_revision, "reason": reason, **fields}),
@@ -493,7 +510,7 @@ class BoardClient:
         workspace: str | None = None,
         **fields: Any,
     ) -> JSON:
-        return await self.request(
+        return await self.request_object(
             "PATCH",
             self._doc(workspace, path),
             json=_body({"diff": diff, "base_revision": base_revision, "reason": reason, **fields}),
@@ -502,14 +519,14 @@ class BoardClient:
     async def delete_document(
         self, path: str, base_revision: int, reason: str, *, workspace: str | None = None, **fields: Any
     ) -> JSON:
-        return await self.request(
+        return await self.request_object(
             "DELETE",
             self._doc(workspace, path),
             json=_body({"base_revision": base_revision, "reason": reason, **fields}),
         )
 
     async def document_history(self, path: str, *, workspace: str | None = None, **params: Any) -> JSON:
-        return await self.request("GET", self._doc(workspace, path, "/history"), params=params)
+        return await self.request_object("GET", self._doc(workspace, path, "/history"), params=params)
 
     async def document_diff(
         self,
@@ -519,7 +536,7 @@ class BoardClient:
         to_revision: int | None = None,
         workspace: str | None = None,
     ) -> JSON:
-        return await self.request(
+        return await self.request_object(
             "GET",
             self._doc(workspace, path, "/diff"),
             params={"from": from_revision, "to": to_revision},
@@ -533,14 +550,14 @@ class BoardClient:
         *,
         workspace: str | None = None,
     ) -> JSON:
-        return await self.request(
+        return await self.request_object(
             "POST", self._doc(workspace, path, "/dispute"), json=_body({"reason": reason, "sources": sources})
         )
 
     async def resolve_dispute(
         self, path: str, outcome: str, note: str = "", *, workspace: str | None = None
     ) -> JSON:
-        return await self.request(
+        return await self.request_object(
             "POST", self._doc(workspace, path, "/resolve"), json={"outcome": outcome, "note": note}
         )
 
@@ -553,23 +570,23 @@ class BoardClient:
         *,
         workspace: str | None = None,
     ) -> JSON:
-        return await self.request(
+        return await self.request_object(
             "POST",
             self._doc(workspace, path, "/review"),
             json=_body({"decision": decision, "revision": revision, "note": note}),
         )
 
     async def redact(self, path: str, revision: int, reason: str, *, workspace: str | None = None) -> JSON:
-        return await self.request(
+        return await self.request_object(
             "POST", self._doc(workspace, path, "/redact"), json={"revision": revision, "reason": reason}
         )
 
     async def review_queue(self, *, workspace: str | None = None, **params: Any) -> JSON:
-        return await self.request("GET", self._kb(workspace, "/review"), params=params)
+        return await self.request_object("GET", self._kb(workspace, "/review"), params=params)
 
     async def pack(self, *, workspace: str | None = None, **params: Any) -> JSON:
         """``channel``, ``thread``, ``q``, ``budget_tokens``."""
-        return await self.request("GET", self._kb(workspace, "/pack"), params=params)
+        return await self.request_object("GET", self._kb(workspace, "/pack"), params=params)
 
     async def knowledge_stats(self, *, workspace: str | None = None, **params: Any) -> JSON:
-        return await self.request("GET", self._kb(workspace, "/stats"), params=params)
+        return await self.request_object("GET", self._kb(workspace, "/stats"), params=params)

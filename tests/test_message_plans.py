@@ -48,6 +48,9 @@ FILTERS = [
     MessageFilter(workspace_ids=[1], author_id=2),
     MessageFilter(workspace_ids=[1], tag="plan"),
     MessageFilter(workspace_ids=[1], channel_id=1, roots=True),
+    # the wake feed's watched channel and goal thread (store.messages.WatchFilter.sources)
+    MessageFilter(channel_id=1, since=3, not_author_id=2, without_tag="loop-held"),
+    MessageFilter(thread_id=1, since=3, not_author_id=2, without_tag="loop-held"),
 ]
 
 
@@ -61,7 +64,7 @@ async def test_every_message_list_uses_an_index(tmp_path: Path) -> None:
         for flt in FILTERS:
             for descending in (True, False):
                 await store.select(recorder, flt, descending=descending, limit=51)
-        await store.inbox(recorder, 2, 0, 51)
+        await store.inbox(recorder, store.InboxFilter(agent_id=2, since=0), 51)
         await store.unseen_count(recorder, 2)
         await store.search(
             recorder, Terms((("plan", False),)), MessageFilter(workspace_ids=[1], viewer_id=2), 21, 0

@@ -86,7 +86,7 @@ def backoff(failures: int, first: float, cap: float) -> float:
     """The delay after ``failures`` failures in a row: first, 2*first, ... capped."""
     if failures <= 0:
         return 0.0
-    return min(cap, first * 2 ** min(failures - 1, 32))
+    return min(cap, first * 2.0 ** min(failures - 1, 32))
 
 
 def jitter_delay(

@@ -19,7 +19,7 @@ import asyncio
 from collections import defaultdict, deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 Key = tuple[str, int]
 T = TypeVar("T")
@@ -36,6 +36,7 @@ class Event:
     thread_id: int
     recipients: dict[int, str] = field(default_factory=dict)  # agent id -> why it is for them
     audience: frozenset[int] | None = None  # conversation members; None for a channel
+    author_id: int | None = None  # who wrote it (the message shows the handle)
     _views: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -50,7 +51,7 @@ class Event:
         """
         if key not in self._views:
             self._views[key] = build()
-        return self._views[key]
+        return cast(T, self._views[key])
 
     def index_keys(self) -> Iterable[Key]:
         yield ("all", 0)

@@ -54,10 +54,11 @@ async def sweep(ctx: Context) -> SweepReport:
             workspace = await workspace_store.by_id(conn, claim["workspace_id"])
             if root is None or workspace is None or workspace["archived_at"]:
                 continue
-            if claim["progress_at"] < release_before:
+            progress = claim["progress_at"] or ""  # never NULL here: the query compares it
+            if progress < release_before:
                 await claims.expire(conn, ctx, board, root, workspace, claim)
                 report.released.append(claim["thread_id"])
-            elif claim["nudged_at"] is None or claim["nudged_at"] < claim["progress_at"]:
+            elif claim["nudged_at"] is None or claim["nudged_at"] < progress:
                 await claims.nudge(conn, ctx, board, root, workspace, claim)
                 report.nudged.append(claim["thread_id"])
         report.flagged = await store.flag_unseen(

@@ -21,6 +21,7 @@ from ..store import identity as identity_store
 from ..store import messages as message_store
 from ..store import workspaces as workspace_store
 from ..store.connection import Connection
+from ..store.rows import AgentRow, ClaimRow, MessageRow, WorkspaceRow
 from ..validation import arg
 from . import audit, leases, scope
 from .context import Context
@@ -45,7 +46,7 @@ def to_dict(row: Any) -> dict[str, Any]:
 async def claims_for_threads(conn: Connection, thread_ids: list[int]) -> dict[int, dict[str, Any]]:
     """Claim state by thread; a thread nobody claimed is ``open``."""
     found = {row["thread_id"]: to_dict(row) for row in await store.for_threads(conn, thread_ids)}
-    return {tid: found.get(tid, {"state": "open", "holder": None}) for tid in thread_ids}
+    return {tid: found.get(tid) or store.unclaimed() for tid in thread_ids}
 
 
 async def claim_history(conn: Connection, thread_id: int) -> list[dict[str, Any]]:
@@ -76,7 +77,7 @@ async def _thread(conn: Connection, p: Principal, thread_id: int) -> tuple[Any, 
     return root, workspace
 
 
-def _expired(claim: Any, now: str) -> bool:
+def _expired(claim: ClaimRow, now: str) -> bool:
     return claim["lease_until"] is not None and claim["lease_until"] <= now
 
 
@@ -84,8 +85,8 @@ async def _transition(
     conn: Connection,
     ctx: Context,
     p: Principal | None,
-    root: Any,
-    workspace: Any,
+    root: MessageRow,
+    workspace: WorkspaceRow,
     *,
     action: str,
     body: str,
@@ -104,6 +105,7 @@ async def _transition(
     if (
         before is not None
         and before["state"] == "claimed"
+        and before["holder_id"] is not None
         and before["holder_id"] not in (holder_id, p.agent_id if p else None)
     ):
         also_for = {before["holder_id"]: "thread", **(also_for or {})}
@@ -126,7 +128,9 @@ async def _transition(
     )
 
 
-async def release_on_move(conn: Connection, ctx: Context, p: Principal, bot: Any, to_workspace: Any) -> None:
+async def release_on_move(
+    conn: Connection, ctx: Context, p: Principal, bot: AgentRow, to_workspace: WorkspaceRow
+) -> None:
     """Release what a bot held where its move takes it out of reach.
 
     A claim held by a bot that can no longer see the thread only stalls it. Claims
@@ -292,6 +296,7 @@ async def done(ctx: Context, p: Principal, thread_id: int, req: DoneRequest) -> 
         current = await store.get(conn, root["id"])
         if current is not None and current["state"] == "done":
             return to_dict(current)
+        holder_id: int | None
         if current is None or current["state"] == "open":
             if not p.is_human:
                 raise Forbidden(f"Claim thread {root['id']} before closing it.")
@@ -363,7 +368,12 @@ async def list_claims(ctx: Context, p: Principal, q: ClaimList) -> Page:
 
 
 async def nudge(
-    conn: Connection, ctx: Context, board: Principal, root: Any, workspace: Any, claim: Any
+    conn: Connection,
+    ctx: Context,
+    board: Principal,
+    root: MessageRow,
+    workspace: WorkspaceRow,
+    claim: ClaimRow,
 ) -> None:
     """Remind the holder of a stalled claim, once per stretch without progress."""
     now = ctx.now()
@@ -382,7 +392,12 @@ async def nudge(
 
 
 async def expire(
-    conn: Connection, ctx: Context, board: Principal, root: Any, workspace: Any, claim: Any
+    conn: Connection,
+    ctx: Context,
+    board: Principal,
+    root: MessageRow,
+    workspace: WorkspaceRow,
+    claim: ClaimRow,
 ) -> None:
     """Release a claim abandoned past BOARD_RELEASE_AFTER; the thread is open again."""
     body = f"released by the board: no progress from {claim['holder']} since {claim['progress_at']}"
@@ -390,7 +405,7 @@ async def expire(
 
 
 async def release_by_board(
-    conn: Connection, ctx: Context, board: Principal, root: Any, workspace: Any, why: str
+    conn: Connection, ctx: Context, board: Principal, root: MessageRow, workspace: WorkspaceRow, why: str
 ) -> bool:
     """Release a thread's claim for a reason of the board's (a routine run timed out).
 
@@ -408,8 +423,8 @@ async def _board_release(
     conn: Connection,
     ctx: Context,
     board: Principal,
-    root: Any,
-    workspace: Any,
+    root: MessageRow,
+    workspace: WorkspaceRow,
     *,
     action: str,
     body: str,

@@ -473,7 +473,8 @@ async def assign(ctx: Context, p: Principal, req: Assignment) -> dict[str, Any]:
         profile = await registry_store.profile(conn, req.profile)
         if profile is None or not scope.visible(p, profile["workspace_id"]):
             raise NotFound("profile")
-        workspace: Any = await workspace_store.by_id(conn, profile["workspace_id"])
+        workspace = await workspace_store.by_id(conn, profile["workspace_id"])
+        assert workspace is not None  # a profile's workspace outlives it
         scope.require_writable(workspace)
         agent = await identity_store.agent_by_handle(conn, req.handle)
         if agent is None:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from ..clock import Clock, iso, parse_time
+from ..store.rows import ClaimRow
 
 DEFAULT_LEASE_MINUTES = 60
 
 
-def lease_minutes(claim: Any) -> float:
+def lease_minutes(claim: ClaimRow) -> float:
     """The lease length the holder chose when it claimed (kept on renewal and handoff)."""
     if claim["claimed_at"] and claim["lease_until"]:
         span = parse_time(claim["lease_until"]) - parse_time(claim["progress_at"] or claim["claimed_at"])

@@ -24,6 +24,7 @@ from typing import Any
 from ..principal import Principal
 from ..store import loops as store
 from ..store.connection import Connection
+from ..store.rows import WorkspaceRow
 
 PAIR_WINDOW_S = 600
 HELD_TAG = "loop-held"
@@ -49,7 +50,7 @@ def tail_run(kinds: list[str]) -> int:
     return run
 
 
-async def thread_paused(conn: Connection, workspace: Any, thread_id: int) -> bool:
+async def thread_paused(conn: Connection, workspace: WorkspaceRow, thread_id: int) -> bool:
     """Whether bot messages in this thread are held now."""
     hops = int(workspace["loop_hops"])
     if hops == 0:
@@ -60,7 +61,7 @@ async def thread_paused(conn: Connection, workspace: Any, thread_id: int) -> boo
 async def screen(
     conn: Connection,
     ctx: Any,
-    workspace: Any,
+    workspace: WorkspaceRow,
     author: Principal,
     thread_id: int | None,
     bot_recipients: list[int],

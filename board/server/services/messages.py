@@ -19,7 +19,8 @@ from ..store import identity as identity_store
 from ..store import messages as store
 from ..store import workspaces as workspace_store
 from ..store.connection import Connection
-from ..store.messages import MessageFilter
+from ..store.messages import InboxFilter, MessageFilter
+from ..store.rows import MessageRow, WorkspaceRow
 from ..store.search import Terms
 from ..validation import arg
 from . import claims, loopguard, scope
@@ -118,7 +119,7 @@ async def thread_claims(conn: Connection, root_ids: list[int]) -> dict[int, dict
     return await claims.claims_for_threads(conn, root_ids)
 
 
-async def rows_to_messages(conn: Connection, rows: list[Any]) -> list[dict[str, Any]]:
+async def rows_to_messages(conn: Connection, rows: list[MessageRow]) -> list[dict[str, Any]]:
     # The rows of one query share their columns: which extras they carry is asked once.
     extras = [extra for extra in ("reason", "snippet") if rows and extra in rows[0].keys()]  # noqa: SIM118
     items = []
@@ -151,7 +152,7 @@ class MessageQuery:
     view: str = arg("full", choices=("full", "compact"))
 
 
-async def _channel_id(conn: Connection, workspace: Any | None, slug: str) -> int:
+async def _channel_id(conn: Connection, workspace: WorkspaceRow | None, slug: str) -> int:
     """The id of a channel named in a read; a human reading every workspace must name one."""
     if workspace is None:
         raise InvalidArgument("Name the workspace of the channel: workspace=<slug>.")
@@ -220,22 +221,7 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
         return render(await ctx.db.read(lambda conn: rows(conn, flt)), q.view)
 
     def match(event: Event) -> dict[str, Any] | None:
-        m = event.message
-        if not scope.event_visible(p, event) or (q.since is not None and m["id"] <= q.since):
-            return None
-        if flt.channel_id is not None and event.channel_id != flt.channel_id:
-            return None
-        if flt.conversation_id is not None and event.conversation_id != flt.conversation_id:
-            return None
-        if flt.thread_id is not None and event.thread_id != flt.thread_id:
-            return None
-        if q.tag is not None and q.tag not in m["tags"]:
-            return None
-        if q.author is not None and m["author"].lower() != q.author.lower():
-            return None
-        if q.roots and m["reply_to"] is not None:
-            return None
-        return event_view(event, q.view)
+        return event_view(event, q.view) if flt.matches(event) else None
 
     items = await poll(ctx, keys, q.wait, fetch, match, owner=p.agent_id, since=q.since)
     return message_page(ctx, items, q, descending=descending, cursor=head["cursor"], rendered=True)
@@ -272,6 +258,7 @@ async def thread(ctx: Context, p: Principal, message_id: int, q: ThreadQuery) ->
         page = message_page(ctx, items, q, descending=False)
         state = await thread_claims(conn, [root_id])
         workspace = await workspace_store.by_id(conn, row["workspace_id"])
+        assert workspace is not None  # a message's workspace outlives it
         return {
             "thread_id": root_id,
             "paused": await loopguard.thread_paused(conn, workspace, root_id),
@@ -294,20 +281,19 @@ class InboxQuery:
 
 async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
     head = {"cursor": q.since}  # the cursor as the inbox's own read saw it: it never skips
+    flt = InboxFilter(agent_id=p.agent_id, since=q.since)
 
     async def fetch() -> list[dict[str, Any]]:
         async def read(conn: Connection) -> list[dict[str, Any]]:
             head["cursor"] = await store.max_id(conn)
-            rows = await store.inbox(conn, p.agent_id, q.since, q.limit + 1)
+            rows = await store.inbox(conn, flt, q.limit + 1)
             return render(await rows_to_messages(conn, rows), q.view)
 
         return await ctx.db.read(read)
 
     def match(event: Event) -> dict[str, Any] | None:
-        reason = event.recipients.get(p.agent_id)
-        if reason is None or event.id <= q.since:
-            return None
-        return event_view(event, q.view, reason=reason)
+        reason = flt.reason(event)
+        return None if reason is None else event_view(event, q.view, reason=reason)
 
     items = await poll(ctx, [("agent", p.agent_id)], q.wait, fetch, match, owner=p.agent_id, since=q.since)
     page = message_page(ctx, items, q, descending=False, cursor=head["cursor"], rendered=True)

@@ -23,6 +23,7 @@ from ..store import identity as identity_store
 from ..store import loops as loop_store
 from ..store import messages as store
 from ..store.connection import Connection
+from ..store.rows import ChannelRow, MessageRow, WorkspaceRow
 from ..store.writer import emit
 from ..validation import arg
 from . import audit, leases, loopguard, scope
@@ -53,13 +54,13 @@ async def append(
     conn: Connection,
     ctx: Context,
     *,
-    workspace: Any,
+    workspace: WorkspaceRow,
     author: Principal,
     body: str,
     kind: str,
-    channel: Any | None = None,
+    channel: ChannelRow | None = None,
     conversation_id: int | None = None,
-    parent: Any | None = None,
+    parent: MessageRow | None = None,
     tags: list[str] | None = None,
     meta: dict[str, Any] | None = None,
     also_for: dict[int, str] | None = None,
@@ -132,26 +133,25 @@ async def append(
     )
     if reasons:
         await store.add_to_inboxes(conn, message_id, reasons)
-    message: dict[str, Any] = {
-        "id": message_id,
-        "workspace": workspace["slug"],
-        "channel": channel_slug,
-        "conversation": conversation_id,
-        "kind": kind,
-        "author": author.handle,
-        "author_kind": author.kind,
-        "body": body,
-        "reply_to": parent["id"] if parent is not None else None,
-        "thread_id": parent["thread_id"] if parent is not None else message_id,
-        "tags": tags,
-        "mentions": mentions,
-        "meta": meta or {},
-        "created_at": now,
-    }
-    if parent is None:
-        authors = [] if kind == "event" else [author.handle]
-        message["replies"] = {"count": 0, "last_id": None, "last_at": None, "authors": authors}
-        message["claim"] = {"state": "open", "holder": None}
+    message = store.message_object(
+        id=message_id,
+        workspace=workspace["slug"],
+        channel=channel_slug,
+        conversation=conversation_id,
+        kind=kind,
+        author=author.handle,
+        author_kind=author.kind,
+        body=body,
+        reply_to=parent["id"] if parent is not None else None,
+        thread_id=parent["thread_id"] if parent is not None else message_id,
+        tags=tags,
+        mentions=mentions,
+        meta=meta or {},
+        created_at=now,
+    )
+    if parent is None:  # what a read finds for a new root: no replies, and nobody's claim
+        message["replies"] = store.no_replies([] if kind == "event" else [author.handle])
+        message["claim"] = claim_store.unclaimed()
     event = Event(
         message=message,
         workspace_id=workspace["id"],
@@ -160,6 +160,7 @@ async def append(
         thread_id=message["thread_id"],
         recipients=reasons,
         audience=audience,
+        author_id=author.agent_id,
     )
     emit(event)
     if verdict.notice is not None:
@@ -168,7 +169,7 @@ async def append(
 
 
 async def _loop_notice(
-    conn: Connection, ctx: Context, workspace: Any, held: dict[str, Any], verdict: loopguard.Verdict
+    conn: Connection, ctx: Context, workspace: WorkspaceRow, held: dict[str, Any], verdict: loopguard.Verdict
 ) -> None:
     """The one notice of a pause, replying to the held message, for the humans only."""
     thread = await store.by_id(conn, held["id"])
@@ -186,14 +187,18 @@ async def _loop_notice(
     )
 
 
-async def _channel_for_post(conn: Connection, ctx: Context, p: Principal, workspace: Any, slug: str) -> Any:
+async def _channel_for_post(
+    conn: Connection, ctx: Context, p: Principal, workspace: WorkspaceRow, slug: str
+) -> ChannelRow:
     """The channel row of ``slug``, created (and audited) on first post."""
     channel = await channel_store.by_slug(conn, workspace["id"], slug)
     if channel is not None:
         return channel
     await channel_store.insert(conn, workspace["id"], slug, "", ctx.now())
     await audit.record(conn, ctx, p, "channel.create", slug, workspace=workspace["slug"])
-    return await channel_store.by_slug(conn, workspace["id"], slug)
+    created = await channel_store.by_slug(conn, workspace["id"], slug)
+    assert created is not None
+    return created
 
 
 async def board_principal(conn: Connection) -> Principal:
@@ -207,11 +212,11 @@ async def board_principal(conn: Connection) -> Principal:
 async def post_event(
     conn: Connection,
     ctx: Context,
-    workspace: Any,
+    workspace: WorkspaceRow,
     body: str,
     *,
     channel: str | None = None,
-    parent: Any | None = None,
+    parent: MessageRow | None = None,
     author: Principal | None = None,
     meta: dict[str, Any] | None = None,
     tags: list[str] | None = None,

@@ -408,7 +408,7 @@ async def compose(ctx: Context, p: Principal, handle: str, q: PromptQuery, url: 
 
     async def read(conn: Connection) -> dict[str, Any]:
         row = await identity_store.agent_by_handle(conn, handle)
-        if row is None or row["kind"] != "bot":
+        if row is None or row["kind"] != "bot" or row["workspace_id"] is None:  # a bot has a workspace
             raise NotFound("bot")
         scope.require_speaks_for(p, row)
         bot = principal_from_row(row)

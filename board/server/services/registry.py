@@ -20,6 +20,7 @@ from ..store import messages as message_store
 from ..store import registry as store
 from ..store import workspaces as workspace_store
 from ..store.connection import Connection
+from ..store.rows import WorkspaceRow
 from ..validation import arg
 from . import audit, scope
 from .context import Context
@@ -347,7 +348,7 @@ def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-async def _goal(conn: Connection, workspace: Any, goal: int | None) -> int | None:
+async def _goal(conn: Connection, workspace: WorkspaceRow, goal: int | None) -> int | None:
     """The root of the goal thread, which must be a channel thread of the profile's workspace."""
     if not goal:
         return None
@@ -367,7 +368,9 @@ async def _skill_ids(conn: Connection, names: list[str]) -> list[int]:
     return [found[n] for n in names]
 
 
-async def _bot_ids(conn: Connection, workspace: Any, handles: list[str], profile: str | None) -> list[int]:
+async def _bot_ids(
+    conn: Connection, workspace: WorkspaceRow, handles: list[str], profile: str | None
+) -> list[int]:
     """The bots named, each a bot of the workspace and not running with another profile."""
     agents = {a["handle"].lower(): a for a in await identity_store.agents_by_handles(conn, handles)}
     ids = []

@@ -47,6 +47,7 @@ async def event_of(conn: Connection, message_id: int) -> Event | None:
         thread_id=row["thread_id"],
         recipients=await store.inbox_reasons(conn, message_id),
         audience=await audience(conn, row["conversation_id"]),
+        author_id=row["author_id"],
     )
 
 

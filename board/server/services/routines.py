@@ -31,6 +31,7 @@ from ..store import identity as identity_store
 from ..store import messages as message_store
 from ..store import routines as store
 from ..store.connection import Connection
+from ..store.rows import WorkspaceRow
 from ..store.writer import emit
 from ..validation import arg
 from . import audit, claims, scope
@@ -300,7 +301,7 @@ async def _seen(conn: Connection, routine: Any, run: Any) -> dict[str, Any]:
 # -- proposals -------------------------------------------------------------------------
 
 
-async def _check_fields(conn: Connection, req: VersionProposal, workspace: Any) -> dict[str, Any]:
+async def _check_fields(conn: Connection, req: VersionProposal, workspace: WorkspaceRow) -> dict[str, Any]:
     try:
         schedules.parse(req.schedule, req.timezone)
     except ValueError as exc:
@@ -355,7 +356,7 @@ async def _add_version(
     ctx: Context,
     p: Principal,
     routine: Any,
-    workspace: Any,
+    workspace: WorkspaceRow,
     fields: dict[str, Any],
     dry_run: bool,
 ) -> tuple[int, dict[str, Any]]:
@@ -498,7 +499,7 @@ async def _pending(conn: Connection, routine: Any, number: int) -> Any:
 async def approve(ctx: Context, p: Principal, name: str, number: int, req: Decision) -> dict[str, Any]:
     """Approve a pending version: it runs from its next time; the approved one before it retires."""
 
-    async def act(conn: Connection, routine: Any, workspace: Any) -> tuple[str, str, str, str]:
+    async def act(conn: Connection, routine: Any, workspace: WorkspaceRow) -> tuple[str, str, str, str]:
         row = await _pending(conn, routine, number)
         retired = await store.retire_approved(conn, routine["id"])
         await store.decide(conn, row["id"], "approved", p.agent_id, req.note, ctx.now())
@@ -511,7 +512,7 @@ async def approve(ctx: Context, p: Principal, name: str, number: int, req: Decis
 
 
 async def reject(ctx: Context, p: Principal, name: str, number: int, req: Rejection) -> dict[str, Any]:
-    async def act(conn: Connection, routine: Any, workspace: Any) -> tuple[str, str, str, str]:
+    async def act(conn: Connection, routine: Any, workspace: WorkspaceRow) -> tuple[str, str, str, str]:
         row = await _pending(conn, routine, number)
         await store.decide(conn, row["id"], "rejected", p.agent_id, req.note, ctx.now())
         return "routine.reject", f"{name}@{number}", req.note, f"version {number} rejected by {p.handle}"
@@ -520,7 +521,7 @@ async def reject(ctx: Context, p: Principal, name: str, number: int, req: Reject
 
 
 async def pause(ctx: Context, p: Principal, name: str) -> dict[str, Any]:
-    async def act(conn: Connection, routine: Any, workspace: Any) -> tuple[str, str, str, str]:
+    async def act(conn: Connection, routine: Any, workspace: WorkspaceRow) -> tuple[str, str, str, str]:
         if routine["paused"]:
             raise InvalidArgument(f"Routine {name} is paused already.")
         await store.set_paused(conn, routine["id"], True, None)
@@ -532,7 +533,7 @@ async def pause(ctx: Context, p: Principal, name: str) -> dict[str, Any]:
 async def resume(ctx: Context, p: Principal, name: str) -> dict[str, Any]:
     """Resume: the times that passed while paused are not made up."""
 
-    async def act(conn: Connection, routine: Any, workspace: Any) -> tuple[str, str, str, str]:
+    async def act(conn: Connection, routine: Any, workspace: WorkspaceRow) -> tuple[str, str, str, str]:
         if not routine["paused"]:
             raise InvalidArgument(f"Routine {name} is not paused.")
         await store.set_paused(conn, routine["id"], False, ctx.now())
@@ -551,7 +552,7 @@ async def run_now(ctx: Context, p: Principal, name: str) -> tuple[int, dict[str,
     """
     made: dict[str, Any] = {}
 
-    async def act(conn: Connection, routine: Any, workspace: Any) -> tuple[str, str, str, str]:
+    async def act(conn: Connection, routine: Any, workspace: WorkspaceRow) -> tuple[str, str, str, str]:
         approved = await _approved(conn, routine)
         asked = [r for r in await store.open_runs(conn, [routine["id"]]) if _waiting_run_now(r)]
         if asked:
@@ -595,7 +596,7 @@ async def _audit_run(
     conn: Connection,
     ctx: Context,
     p: Principal,
-    workspace: Any,
+    workspace: WorkspaceRow,
     name: str,
     run_id: int,
     step: str,

@@ -31,11 +31,12 @@ from ..store import identity as identity_store
 from ..store import messages as message_store
 from ..store import workspaces as store
 from ..store.connection import Connection
+from ..store.rows import AgentRow, MessageRow, WorkspaceRow
 
 # -- workspaces --------------------------------------------------------------------
 
 
-async def resolve(conn: Connection, p: Principal, slug: str | None) -> Any:
+async def resolve(conn: Connection, p: Principal, slug: str | None) -> WorkspaceRow:
     """The workspace row ``p`` acts in when it names ``slug`` (or none).
 
     The runner names none: it acts only in the workspace of the run it steps
@@ -60,7 +61,7 @@ async def resolve(conn: Connection, p: Principal, slug: str | None) -> Any:
 
 async def resolve_optional(
     conn: Connection, p: Principal, slug: str | None, *, anywhere: bool = False
-) -> Any | None:
+) -> WorkspaceRow | None:
     """Like :func:`resolve`, but naming none means every workspace (``None``) for a human.
 
     ``anywhere``: what is read carries its own workspace (a thread, a conversation,
@@ -75,7 +76,7 @@ def visible(p: Principal, workspace_id: int) -> bool:
     return p.sees_all_workspaces or p.workspace_id == workspace_id
 
 
-async def visible_workspace(conn: Connection, p: Principal, slug: str) -> Any:
+async def visible_workspace(conn: Connection, p: Principal, slug: str) -> WorkspaceRow:
     """The workspace row named in a path, or NOT_FOUND when absent or out of reach."""
     row = await store.by_slug(conn, slug)
     if row is None or not visible(p, row["id"]):
@@ -83,12 +84,12 @@ async def visible_workspace(conn: Connection, p: Principal, slug: str) -> Any:
     return row
 
 
-def require_writable(workspace: Any) -> None:
+def require_writable(workspace: WorkspaceRow) -> None:
     if workspace["archived_at"]:
         raise Forbidden(f"Workspace {workspace['slug']} is archived and read-only.")
 
 
-def workspace_ids(p: Principal, workspace: Any | None) -> list[int] | None:
+def workspace_ids(p: Principal, workspace: WorkspaceRow | None) -> list[int] | None:
     """The workspaces a read spans: the named one, or all for those who see all naming none."""
     if workspace is not None:
         return [workspace["id"]]
@@ -101,7 +102,7 @@ def require_every_workspace(p: Principal, refusal: str) -> None:
         raise Forbidden(refusal)
 
 
-def bot_reaches(home_slug: str, home_id: int, workspace_id: int) -> bool:
+def bot_reaches(home_slug: str | None, home_id: int | None, workspace_id: int) -> bool:
     """Whether a bot living in workspace ``home`` reaches ``workspace_id``: its own, or any from admin."""
     return home_slug == ADMIN_WORKSPACE or home_id == workspace_id
 
@@ -137,24 +138,26 @@ async def require_conversation(conn: Connection, p: Principal, conversation_id: 
     return row
 
 
-async def message_visible(conn: Connection, p: Principal, row: Any) -> bool:
+async def message_visible(conn: Connection, p: Principal, row: MessageRow) -> bool:
     """Whether ``p`` may read a stored message row: its workspace, and its conversation if any."""
     return visible(p, row["workspace_id"]) and await in_conversation(conn, p, row["conversation_id"])
 
 
-async def require_message(conn: Connection, p: Principal, row: Any | None, what: str) -> Any:
+async def require_message(conn: Connection, p: Principal, row: MessageRow | None, what: str) -> MessageRow:
     """The message row, or NOT_FOUND as for an absent one when ``p`` may not read it."""
     if row is None or not await message_visible(conn, p, row):
         raise NotFound(what)
     return row
 
 
-async def visible_message(conn: Connection, p: Principal, message_id: int, what: str = "message") -> Any:
+async def visible_message(
+    conn: Connection, p: Principal, message_id: int, what: str = "message"
+) -> MessageRow:
     """The stored message ``message_id`` if ``p`` may read it, else NOT_FOUND(``what``)."""
     return await require_message(conn, p, await message_store.by_id(conn, message_id), what)
 
 
-async def visible_root(conn: Connection, p: Principal, message_id: int) -> Any:
+async def visible_root(conn: Connection, p: Principal, message_id: int) -> MessageRow:
     """The root of the thread any of whose messages is ``message_id``, or NOT_FOUND("thread")."""
     row = await message_store.by_id(conn, message_id)
     if row is not None and row["reply_to"] is not None:
@@ -179,7 +182,7 @@ def event_visible(p: Principal, event: Event) -> bool:
 # -- addressing ----------------------------------------------------------------------
 
 
-def _of_workspace(agent: Any, workspace_id: int) -> bool:
+def _of_workspace(agent: AgentRow, workspace_id: int) -> bool:
     """A human (humans join anything), or a bot living in this workspace; never the board."""
     return agent["kind"] == "human" or (agent["kind"] == "bot" and agent["workspace_id"] == workspace_id)
 
@@ -220,7 +223,7 @@ async def within_audience(
     return kept
 
 
-async def handoff_target(conn: Connection, handle: str, root: Any) -> Any:
+async def handoff_target(conn: Connection, handle: str, root: MessageRow) -> AgentRow:
     """The agent a thread may be handed to, or NOT_FOUND("agent").
 
     The contract says "same workspace": a human, or a bot of the thread's
@@ -238,7 +241,7 @@ async def handoff_target(conn: Connection, handle: str, root: Any) -> Any:
 
 async def conversation_workspace(
     conn: Connection, p: Principal, slug: str | None, handles: list[str]
-) -> tuple[Any, list[Any]]:
+) -> tuple[WorkspaceRow, list[AgentRow]]:
     """The workspace of a conversation of ``handles`` opened by ``p``, and their agent rows.
 
     A human naming none opens it where its bots are. A participant that is absent,
@@ -285,7 +288,7 @@ def require_routine(p: Principal, row: Any | None) -> Any:
     return row
 
 
-async def run_workspace(conn: Connection, routine: Any) -> Any:
+async def run_workspace(conn: Connection, routine: Any) -> WorkspaceRow:
     """The workspace a run acts in: its routine's, whoever steps it (the runner names none)."""
     row = await store.by_id(conn, routine["workspace_id"])
     if row is None:
@@ -293,7 +296,7 @@ async def run_workspace(conn: Connection, routine: Any) -> Any:
     return row
 
 
-def runs_routine(agent: Any | None, workspace_id: int) -> bool:
+def runs_routine(agent: AgentRow | None, workspace_id: int) -> bool:
     """Whether ``agent`` may be the bot a routine of this workspace mentions: one that reads it."""
     return (
         agent is not None
@@ -305,16 +308,16 @@ def runs_routine(agent: Any | None, workspace_id: int) -> bool:
 # -- agents --------------------------------------------------------------------------
 
 
-def require_agent(p: Principal, agent: Any | None) -> Any:
+def require_agent(p: Principal, agent: AgentRow | None) -> AgentRow:
     """An agent row ``p`` may see: every human, bots of the workspaces it sees; never the board."""
     if agent is None or agent["kind"] == "system":
         raise NotFound("agent")
-    if agent["kind"] == "bot" and not visible(p, agent["workspace_id"]):
+    if agent["kind"] == "bot" and not visible(p, agent["workspace_id"] or 0):
         raise NotFound("agent")
     return agent
 
 
-def require_speaks_for(p: Principal, bot: Any) -> None:
+def require_speaks_for(p: Principal, bot: AgentRow) -> None:
     """Reading a bot's own view (its prompt) is for the bot, humans and admin bots: else NOT_FOUND."""
     if not (p.is_human or p.is_admin_bot or p.agent_id == bot["id"]):
         raise NotFound("bot")

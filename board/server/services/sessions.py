@@ -25,7 +25,7 @@ from ..principal import Principal
 from ..store import identity as identity_store
 from ..store import sessions as store
 from ..store.connection import Connection
-from ..store.identity import Row
+from ..store.rows import Row
 from ..store.writer import emit
 from . import audit
 from .auth import hash_secret, principal_from_row

@@ -23,7 +23,7 @@ from ..store import messages as store
 from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..store.jsoncolumns import read_json
-from ..store.messages import MessageFilter
+from ..store.messages import InboxFilter, WatchFilter
 from ..validation import arg, rfc3339
 from . import audit, loopguard, registry, scope
 from .context import Context
@@ -74,12 +74,22 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
             root = await scope.visible_message(conn, p, q.goal, "thread")
             goal = root["thread_id"]
         elif profile_goal is not None:
-            root = await store.by_id(conn, profile_goal)
-            if root is not None and root["workspace_id"] == workspace["id"]:
-                goal = root["thread_id"]
+            stored = await store.by_id(conn, profile_goal)
+            if stored is not None and stored["workspace_id"] == workspace["id"]:
+                goal = stored["thread_id"]
         return workspace["id"], channel_ids, pending, goal
 
     workspace_id, channel_ids, pending, goal = await ctx.db.read(resolve)
+    inbox = InboxFilter(agent_id=p.agent_id, since=q.since)
+    watch = WatchFilter(
+        workspace_id=workspace_id,
+        channel_ids=tuple(channel_ids),
+        pending=tuple(pending),
+        thread_id=goal,
+        since=q.since,
+        reader_id=p.agent_id,
+        held_tag=loopguard.HELD_TAG,  # a held message wakes no bot
+    )
 
     # The answer's cursor is the head as the feed's read saw it, never later: a message
     # committed after that read is in the answer (woken by the wait) or above the cursor.
@@ -88,28 +98,14 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
     async def fetch() -> list[dict[str, Any]]:
         async def read(conn: Connection) -> list[dict[str, Any]]:
             head["cursor"] = await store.max_id(conn)
-            mine = await store.inbox(conn, p.agent_id, q.since, q.limit + 1)
+            mine = await store.inbox(conn, inbox, q.limit + 1)
             watched = []
             # A watched channel may have been created since resolve() (a first post makes it).
             created = (await watched_channels(conn, workspace_id, watching))[0] if pending else []
-            for channel_id in {*channel_ids, *created}:
-                watched += await store.select(
-                    conn,
-                    MessageFilter(channel_id=channel_id, since=q.since),
-                    descending=False,
-                    limit=q.limit + 1,
-                )
-            if goal is not None:
-                watched += await store.select(
-                    conn,
-                    MessageFilter(thread_id=goal, since=q.since),
-                    descending=False,
-                    limit=q.limit + 1,
-                )
+            for source in watch.sources(created):
+                watched += await store.select(conn, source, descending=False, limit=q.limit + 1)
             items = {
-                m["id"]: m | {"for_me": False, "watched": True}
-                for m in await rows_to_messages(conn, watched)
-                if m["author"] != p.handle and loopguard.HELD_TAG not in m["tags"]
+                m["id"]: m | {"for_me": False, "watched": True} for m in await rows_to_messages(conn, watched)
             }
             for m in await rows_to_messages(conn, mine):
                 items[m["id"]] = m | {"for_me": True, "watched": m["id"] in items}
@@ -118,19 +114,8 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
         return await ctx.db.read(read)
 
     def match(event: Event) -> dict[str, Any] | None:
-        if event.id <= q.since:
-            return None
-        reason = event.recipients.get(p.agent_id)
-        watched = (
-            event.channel_id in channel_ids
-            or (goal is not None and event.thread_id == goal)
-            or (event.workspace_id == workspace_id and event.message["channel"] in pending)
-        )
-        watched = (
-            watched
-            and event.message["author"] != p.handle
-            and loopguard.HELD_TAG not in event.message["tags"]  # a held message wakes no bot
-        )
+        reason = inbox.reason(event)
+        watched = watch.matches(event)
         if reason is None and not watched:
             return None
         if reason is None:
@@ -217,7 +202,9 @@ async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int,
     }
 
     async def write(conn: Connection) -> dict[str, Any]:
-        scope.require_writable(await workspace_store.by_id(conn, p.workspace_id or 0))
+        home = await workspace_store.by_id(conn, p.workspace_id or 0)
+        assert home is not None  # a bot's workspace outlives it
+        scope.require_writable(home)
         # A run is triggered by messages its bot can read: another workspace's or an
         # absent id is NOT_FOUND alike, and nothing is recorded.
         await scope.require_messages(conn, p, sorted(set(req.trigger_ids)))

@@ -93,6 +93,7 @@ async def create(ctx: Context, p: Principal, req: NewWorkspace) -> dict[str, Any
         await audit.record(conn, ctx, p, "workspace.create", req.slug, workspace=req.slug)
         if req.seed:
             admin = await store.by_slug(conn, ADMIN_WORKSPACE)
+            assert admin is not None  # made by the first migration
             await post_event(
                 conn,
                 ctx,

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from .connection import Connection
-from .identity import Row, all_rows
+from .rows import Row, all_rows
 
 #: Details that cannot be read back (logged once) show as this, so one bad row never fails the list.
 UNREADABLE = '{"unreadable":true}'

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from .connection import Connection
-from .identity import Row, all_rows, one
+from .rows import ChannelRow, Row, all_rows, count, one
 
 
-async def by_slug(conn: Connection, workspace_id: int, slug: str) -> Row | None:
+async def by_slug(conn: Connection, workspace_id: int, slug: str) -> ChannelRow | None:
     return await one(
         conn,
         "SELECT id, workspace_id, slug, topic, created_at FROM channels WHERE workspace_id = ? AND slug = ?",
@@ -64,12 +64,11 @@ async def list_channels(conn: Connection, workspace_id: int, after_slug: str, li
 async def count_after(conn: Connection, column: str, owner_id: int, since: int, exclude_author: int) -> int:
     """Messages after ``since`` in one channel or conversation, not written by the reader."""
     assert column in ("channel_id", "conversation_id")
-    row = await one(
+    return await count(
         conn,
         f"SELECT count(*) FROM messages WHERE {column} = ? AND id > ? AND author_id != ?",
         (owner_id, since, exclude_author),
     )
-    return int(row[0]) if row else 0
 
 
 async def mandatory_refs_for_workspace(conn: Connection, workspace_id: int) -> list[Row]:

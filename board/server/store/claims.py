@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from .connection import Connection
-from .identity import Row, all_rows, one
+from .rows import ClaimRow, Row, all_rows, one
 
 COLUMNS = """c.thread_id, c.workspace_id, w.slug AS workspace, c.state, c.holder_id,
     a.handle AS holder, c.note, c.claimed_at, c.lease_until, c.progress_at, c.nudged_at, c.updated_at"""
@@ -31,11 +31,16 @@ def _scope(workspace_ids: list[int] | None, viewer_id: int | None) -> tuple[list
     return clauses, params
 
 
-async def get(conn: Connection, thread_id: int) -> Row | None:
+def unclaimed() -> dict[str, Any]:
+    """The claim of a thread nobody claimed, as the API shows it."""
+    return {"state": "open", "holder": None}
+
+
+async def get(conn: Connection, thread_id: int) -> ClaimRow | None:
     return await one(conn, f"SELECT {COLUMNS} FROM {FROM} WHERE c.thread_id = ?", (thread_id,))
 
 
-async def for_threads(conn: Connection, thread_ids: list[int]) -> list[Row]:
+async def for_threads(conn: Connection, thread_ids: list[int]) -> list[ClaimRow]:
     if not thread_ids:
         return []
     marks = ",".join("?" * len(thread_ids))
@@ -189,7 +194,9 @@ async def select_wakes(
     )
 
 
-async def stale_claims(conn: Connection, progress_before: str, release_before: str, limit: int) -> list[Row]:
+async def stale_claims(
+    conn: Connection, progress_before: str, release_before: str, limit: int
+) -> list[ClaimRow]:
     """Stalled claims the sweep must act on: due for release, or not nudged since their progress.
 
     Claims already nudged for this stretch, and those of archived workspaces, are left

@@ -24,7 +24,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -151,7 +151,7 @@ def drive(job: Awaitable[T]) -> T:
     try:
         steps.send(None)
     except StopIteration as done:
-        return done.value
+        return cast(T, done.value)
     with contextlib.suppress(AttributeError):
         steps.close()
     raise JobSuspended("a database job may await only its connection")

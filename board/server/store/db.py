@@ -238,6 +238,6 @@ class Database(Store):
         """
         reader = await self._pool.get()
         assert reader.conn is not None
-        done = reader.call(_read, reader.conn, fn)
+        done: asyncio.Future[T] = reader.call(_read, reader.conn, fn)
         done.add_done_callback(lambda _: self._pool.put_nowait(reader))
         return await done

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .connection import Connection
-from .identity import Row, all_rows, one
+from .rows import Row, all_rows, one
 
 MACHINE_COLUMNS = """m.id, m.name, m.hostname, m.enrolled_at, m.last_report_at, m.interval_s, m.report,
     m.event_seq, m.events_window_at, m.events_in_window, m.events_dropped"""

@@ -5,23 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from .connection import Connection
-
-#: A result row, read by column name or position (``sqlite3.Row``, or the PostgreSQL store's).
-Row = Any
+from .rows import AgentRow, Row, all_rows, one
 
 AGENT_COLUMNS = """a.id, a.handle, a.kind, a.harness, a.workspace_id, a.description, a.created_at,
     a.last_seen_at, w.slug AS workspace"""
 AGENT_FROM = "agents a LEFT JOIN workspaces w ON w.id = a.workspace_id"
-
-
-async def one(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> Row | None:
-    rows = await conn.execute_fetchall(sql, params)
-    return next(iter(rows), None)
-
-
-async def all_rows(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> list[Row]:
-    """All rows in one round trip to the connection's thread."""
-    return list(await conn.execute_fetchall(sql, params))
 
 
 async def principal_by_token(conn: Connection, token_hash: str) -> Row | None:
@@ -34,15 +22,15 @@ async def principal_by_token(conn: Connection, token_hash: str) -> Row | None:
     )
 
 
-async def agent_by_handle(conn: Connection, handle: str) -> Row | None:
+async def agent_by_handle(conn: Connection, handle: str) -> AgentRow | None:
     return await one(conn, f"SELECT {AGENT_COLUMNS} FROM {AGENT_FROM} WHERE a.handle = ?", (handle,))
 
 
-async def agent_by_id(conn: Connection, agent_id: int) -> Row | None:
+async def agent_by_id(conn: Connection, agent_id: int) -> AgentRow | None:
     return await one(conn, f"SELECT {AGENT_COLUMNS} FROM {AGENT_FROM} WHERE a.id = ?", (agent_id,))
 
 
-async def agents_by_handles(conn: Connection, handles: list[str]) -> list[Row]:
+async def agents_by_handles(conn: Connection, handles: list[str]) -> list[AgentRow]:
     if not handles:
         return []
     marks = ",".join("?" * len(handles))
@@ -53,7 +41,7 @@ async def agents_by_handles(conn: Connection, handles: list[str]) -> list[Row]:
 
 async def list_agents(
     conn: Connection, workspace_ids: list[int] | None, after_handle: str, limit: int
-) -> list[Row]:
+) -> list[AgentRow]:
     """Humans and the bots of the given workspaces (all bots when None), by handle."""
     where = "a.kind != 'system' AND a.handle > ?"
     params: list[Any] = [after_handle]

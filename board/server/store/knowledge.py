@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .connection import Connection
-from .identity import Row, all_rows, one
+from .rows import DocumentRow, Row, all_rows, count, one
 from .search import Terms
 
 DOC_COLUMNS = """d.id AS document_id, d.workspace_id, d.path, d.created_at, d.latest_revision,
@@ -41,7 +41,7 @@ ACCEPTED_AT = "COALESCE(r.reviewed_at, r.recorded_at)"
 # -- documents -------------------------------------------------------------------
 
 
-async def document_by_path(conn: Connection, workspace_id: int, path: str) -> Row | None:
+async def document_by_path(conn: Connection, workspace_id: int, path: str) -> DocumentRow | None:
     return await one(
         conn,
         f"SELECT {DOC_COLUMNS} FROM kb_documents d WHERE d.workspace_id = ? AND d.path = ?",
@@ -49,7 +49,7 @@ async def document_by_path(conn: Connection, workspace_id: int, path: str) -> Ro
     )
 
 
-async def document_by_id(conn: Connection, document_id: int) -> Row | None:
+async def document_by_id(conn: Connection, document_id: int) -> DocumentRow | None:
     return await one(conn, f"SELECT {DOC_COLUMNS} FROM kb_documents d WHERE d.id = ?", (document_id,))
 
 
@@ -93,7 +93,8 @@ async def revision_by_number(conn: Connection, document_id: int, revision: int) 
     )
 
 
-async def revision_by_id(conn: Connection, revision_id: int) -> Row | None:
+async def revision_by_id(conn: Connection, revision_id: int | None) -> Row | None:
+    """The revision by id; None for none (a document with no current revision yet)."""
     return await one(conn, f"SELECT {REV_COLUMNS}, r.body FROM kb_revisions r WHERE r.id = ?", (revision_id,))
 
 
@@ -397,10 +398,9 @@ async def open_disputes(conn: Connection, document_id: int, limit: int = 50) -> 
 
 
 async def count_open_disputes(conn: Connection, document_id: int) -> int:
-    row = await one(
+    return await count(
         conn, "SELECT count(*) FROM kb_disputes WHERE document_id = ? AND outcome IS NULL", (document_id,)
     )
-    return int(row[0]) if row else 0
 
 
 async def last_resolved_dispute(conn: Connection, document_id: int) -> Row | None:
@@ -505,9 +505,8 @@ async def stats_totals(conn: Connection, workspace_id: int, stale_before: str) -
 
 async def purge_workspace(conn: Connection, workspace_id: int) -> int:
     """Remove an (archived) workspace's knowledge, its index entries included; the document count."""
-    row = await one(conn, "SELECT count(*) FROM kb_documents WHERE workspace_id = ?", (workspace_id,))
-    count = int(row[0]) if row else 0
-    if not count:
+    documents = await count(conn, "SELECT count(*) FROM kb_documents WHERE workspace_id = ?", (workspace_id,))
+    if not documents:
         return 0
     if conn.dialect == "sqlite":
         await conn.execute(
@@ -519,4 +518,4 @@ async def purge_workspace(conn: Connection, workspace_id: int) -> int:
     for table in ("kb_disputes", "kb_revisions", "kb_documents"):
         await conn.execute(f"DELETE FROM {table} WHERE workspace_id = ?", (workspace_id,))
     await optimize_index(conn)
-    return count
+    return documents

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .connection import Connection
-from .identity import Row, all_rows, one
+from .rows import Row, all_rows, one
 
 # How far back the pair guard looks in each bot's inbox: a loop is recent traffic.
 PAIR_SCAN = 200

@@ -6,21 +6,26 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..hub import Event
 from .connection import Connection
-from .identity import Row, all_rows, one
 from .jsoncolumns import read_json
+from .rows import MessageRow, Row, all_rows, count, first_column, one
 from .search import Terms
 
 SELECT = """SELECT m.id, m.workspace_id, w.slug AS workspace, m.channel_id, c.slug AS channel,
     m.conversation_id, m.kind, a.handle AS author, a.kind AS author_kind, m.body, m.reply_to,
-    m.thread_id, m.tags, m.mentions, m.meta, m.created_at"""
+    m.thread_id, m.tags, m.mentions, m.meta, m.created_at, m.author_id"""
 FROM = """messages m JOIN agents a ON a.id = m.author_id JOIN workspaces w ON w.id = m.workspace_id
     LEFT JOIN channels c ON c.id = m.channel_id"""
 
 
 @dataclass
 class MessageFilter:
-    """What a list of messages is restricted to; ``None`` means no restriction."""
+    """What a list of messages is restricted to; ``None`` means no restriction.
+
+    :meth:`where` is the stored read's restriction and :meth:`matches` the same one
+    asked of a published message (a long-poll's wake): change them together.
+    """
 
     workspace_ids: list[int] | None = None
     viewer_id: int | None = None  # conversations only where this agent is a member
@@ -28,7 +33,9 @@ class MessageFilter:
     conversation_id: int | None = None
     thread_id: int | None = None
     author_id: int | None = None
+    not_author_id: int | None = None  # a reader's own messages left out
     tag: str | None = None
+    without_tag: str | None = None
     roots: bool = False
     since: int | None = None
     before: int | None = None
@@ -54,9 +61,15 @@ class MessageFilter:
             if value is not None:
                 clauses.append(f"{column} = ?")
                 params.append(value)
+        if self.not_author_id is not None:
+            clauses.append("m.author_id != ?")
+            params.append(self.not_author_id)
         if self.tag is not None:
             clauses.append("m.id IN (SELECT message_id FROM message_tags WHERE tag = ?)")
             params.append(self.tag)
+        if self.without_tag is not None:
+            clauses.append("m.id NOT IN (SELECT message_id FROM message_tags WHERE tag = ?)")
+            params.append(self.without_tag)
         if self.roots:
             clauses.append("m.reply_to IS NULL")
         if self.since is not None:
@@ -67,22 +80,69 @@ class MessageFilter:
             params.append(self.before)
         return " AND ".join(clauses) or "TRUE", params
 
+    def matches(self, event: Event) -> bool:
+        """Whether :meth:`where` selects the published message, clause for clause."""
+        message = event.message
+        return (
+            (self.workspace_ids is None or event.workspace_id in self.workspace_ids)
+            and (self.viewer_id is None or event.audience is None or self.viewer_id in event.audience)
+            and (self.channel_id is None or event.channel_id == self.channel_id)
+            and (self.conversation_id is None or event.conversation_id == self.conversation_id)
+            and (self.thread_id is None or event.thread_id == self.thread_id)
+            and (self.author_id is None or event.author_id == self.author_id)
+            and (self.not_author_id is None or event.author_id != self.not_author_id)
+            and (self.tag is None or self.tag in message["tags"])
+            and (self.without_tag is None or self.without_tag not in message["tags"])
+            and (not self.roots or message["reply_to"] is None)
+            and (self.since is None or event.id > self.since)
+            and (self.before is None or event.id < self.before)
+        )
 
-def to_dict(row: Row) -> dict[str, Any]:
-    """A message as the API shows it (without the root-only fields), from a row that starts with ``SELECT``.
 
-    The columns are taken by position, in ``SELECT``'s order: a page of fifty rows
-    is read several times faster than column by name. A stored column that cannot
-    be read back shows as its empty value, and the message as ``unreadable``: one
-    bad row never fails the list it is in.
+@dataclass(frozen=True)
+class InboxFilter:
+    """An agent's inbox after a cursor: :meth:`where` for the stored read, :meth:`matches` for a wake."""
+
+    agent_id: int
+    since: int
+
+    def where(self) -> tuple[str, list[Any]]:
+        return "i.agent_id = ? AND i.message_id > ?", [self.agent_id, self.since]
+
+    def matches(self, event: Event) -> bool:
+        """Whether the published message landed in this inbox after the cursor."""
+        return self.agent_id in event.recipients and event.id > self.since
+
+    def reason(self, event: Event) -> str | None:
+        """Why a matching message is in the inbox (the stored read's ``reason``)."""
+        return event.recipients.get(self.agent_id) if self.matches(event) else None
+
+
+def message_object(
+    *,
+    id: int,
+    workspace: str,
+    channel: str | None,
+    conversation: int | None,
+    kind: str,
+    author: str,
+    author_kind: str,
+    body: str,
+    reply_to: int | None,
+    thread_id: int,
+    tags: list[Any],
+    mentions: list[Any],
+    meta: dict[str, Any],
+    created_at: str,
+    unreadable: bool = False,
+) -> dict[str, Any]:
+    """The API's message object (without the root-only fields): the one place its shape is written.
+
+    Posting renders what it wrote with it (the answer to a post, and the live event
+    every long-poll answers with); every read renders stored rows with it (:func:`to_dict`).
     """
-    id_, _, workspace, _, channel, conversation, kind, author, author_kind = row[:9]
-    body, reply_to, thread_id, tags_text, mentions_text, meta_text, created_at = row[9:16]
-    tags, tags_ok = read_json("messages", id_, "tags", tags_text, [])
-    mentions, mentions_ok = read_json("messages", id_, "mentions", mentions_text, [])
-    meta, meta_ok = read_json("messages", id_, "meta", meta_text, {})
     item = {
-        "id": id_,
+        "id": id,
         "workspace": workspace,
         "channel": channel,
         "conversation": conversation,
@@ -97,12 +157,97 @@ def to_dict(row: Row) -> dict[str, Any]:
         "meta": meta,
         "created_at": created_at,
     }
-    if not (tags_ok and mentions_ok and meta_ok):
+    if unreadable:
         item["unreadable"] = True
     return item
 
 
-async def select(conn: Connection, flt: MessageFilter, *, descending: bool, limit: int) -> list[Row]:
+def no_replies(authors: list[str]) -> dict[str, Any]:
+    """The reply summary of a thread nobody answered yet."""
+    return {"count": 0, "last_id": None, "last_at": None, "authors": authors}
+
+
+def to_dict(row: Row) -> dict[str, Any]:
+    """A stored message as the API shows it (:func:`message_object`), from a row that starts with ``SELECT``.
+
+    The columns are taken by position, in ``SELECT``'s order: a page of fifty rows
+    is read several times faster than column by name. A stored column that cannot
+    be read back shows as its empty value, and the message as ``unreadable``: one
+    bad row never fails the list it is in.
+    """
+    id_, _, workspace, _, channel, conversation, kind, author, author_kind = row[:9]
+    body, reply_to, thread_id, tags_text, mentions_text, meta_text, created_at = row[9:16]
+    tags, tags_ok = read_json("messages", id_, "tags", tags_text, [])
+    mentions, mentions_ok = read_json("messages", id_, "mentions", mentions_text, [])
+    meta, meta_ok = read_json("messages", id_, "meta", meta_text, {})
+    return message_object(
+        id=id_,
+        workspace=workspace,
+        channel=channel,
+        conversation=conversation,
+        kind=kind,
+        author=author,
+        author_kind=author_kind,
+        body=body,
+        reply_to=reply_to,
+        thread_id=thread_id,
+        tags=tags,
+        mentions=mentions,
+        meta=meta,
+        created_at=created_at,
+        unreadable=not (tags_ok and mentions_ok and meta_ok),
+    )
+
+
+@dataclass(frozen=True)
+class WatchFilter:
+    """What a bot watches besides its inbox: its channels and goal thread, but not its own
+    messages nor those the loop guard holds.
+
+    A watched channel not created yet is named by ``pending`` slug: :meth:`matches`
+    knows it by name, :meth:`sources` by the ids of those created since.
+    """
+
+    workspace_id: int
+    channel_ids: tuple[int, ...]
+    pending: tuple[str, ...]
+    thread_id: int | None
+    since: int
+    reader_id: int
+    held_tag: str
+
+    def sources(self, created: list[int]) -> list[MessageFilter]:
+        """One filter per watched channel (with those ``created`` since) and for the goal thread."""
+        found = [self._source(channel_id=i) for i in sorted({*self.channel_ids, *created})]
+        if self.thread_id is not None:
+            found.append(self._source(thread_id=self.thread_id))
+        return found
+
+    def _source(self, channel_id: int | None = None, thread_id: int | None = None) -> MessageFilter:
+        return MessageFilter(
+            channel_id=channel_id,
+            thread_id=thread_id,
+            since=self.since,
+            not_author_id=self.reader_id,
+            without_tag=self.held_tag,
+        )
+
+    def matches(self, event: Event) -> bool:
+        """Whether the published message is one :meth:`sources` would select."""
+        watched = (
+            event.channel_id in self.channel_ids
+            or (self.thread_id is not None and event.thread_id == self.thread_id)
+            or (event.workspace_id == self.workspace_id and event.message["channel"] in self.pending)
+        )
+        return (
+            watched
+            and event.id > self.since
+            and event.author_id != self.reader_id
+            and self.held_tag not in event.message["tags"]
+        )
+
+
+async def select(conn: Connection, flt: MessageFilter, *, descending: bool, limit: int) -> list[MessageRow]:
     where, params = flt.where()
     order = "DESC" if descending else "ASC"
     return await all_rows(
@@ -110,11 +255,11 @@ async def select(conn: Connection, flt: MessageFilter, *, descending: bool, limi
     )
 
 
-async def by_id(conn: Connection, message_id: int) -> Row | None:
+async def by_id(conn: Connection, message_id: int) -> MessageRow | None:
     return await one(conn, f"{SELECT} FROM {FROM} WHERE m.id = ?", (message_id,))
 
 
-async def by_ids(conn: Connection, message_ids: list[int]) -> list[Row]:
+async def by_ids(conn: Connection, message_ids: list[int]) -> list[MessageRow]:
     if not message_ids:
         return []
     marks = ",".join("?" * len(message_ids))
@@ -137,9 +282,7 @@ async def thread_info(conn: Connection, root_ids: list[int]) -> dict[int, dict[s
     if not root_ids:
         return {}
     marks = ",".join("?" * len(root_ids))
-    info: dict[int, dict[str, Any]] = {
-        root: {"count": 0, "last_id": None, "last_at": None, "authors": []} for root in root_ids
-    }
+    info = {root: no_replies([]) for root in root_ids}
     for row in await all_rows(
         conn,
         f"SELECT root_id, reply_count, last_id, last_at FROM threads WHERE root_id IN ({marks})",
@@ -206,8 +349,9 @@ async def insert(
 
 
 async def thread_participant_ids(conn: Connection, thread_id: int) -> list[int]:
-    rows = await all_rows(conn, "SELECT agent_id FROM thread_participants WHERE thread_id = ?", (thread_id,))
-    return [row[0] for row in rows]
+    return await first_column(
+        conn, "SELECT agent_id FROM thread_participants WHERE thread_id = ?", (thread_id,)
+    )
 
 
 async def add_to_inboxes(conn: Connection, message_id: int, reasons: dict[int, str]) -> None:
@@ -223,25 +367,25 @@ async def inbox_reasons(conn: Connection, message_id: int) -> dict[int, str]:
     return {int(r["agent_id"]): str(r["reason"]) for r in rows}
 
 
-async def inbox(conn: Connection, agent_id: int, since: int, limit: int) -> list[Row]:
+async def inbox(conn: Connection, flt: InboxFilter, limit: int) -> list[MessageRow]:
+    where, params = flt.where()
     return await all_rows(
         conn,
         f"""{SELECT}, i.reason FROM inbox i JOIN messages m ON m.id = i.message_id
             JOIN agents a ON a.id = m.author_id JOIN workspaces w ON w.id = m.workspace_id
             LEFT JOIN channels c ON c.id = m.channel_id
-            WHERE i.agent_id = ? AND i.message_id > ? ORDER BY i.message_id LIMIT ?""",
-        (agent_id, since, limit),
+            WHERE {where} ORDER BY i.message_id LIMIT ?""",
+        (*params, limit),
     )
 
 
 async def unseen_count(conn: Connection, agent_id: int) -> int:
-    row = await one(
+    return await count(
         conn,
         """SELECT count(*) FROM inbox i WHERE i.agent_id = ? AND NOT EXISTS
            (SELECT 1 FROM receipts r WHERE r.agent_id = i.agent_id AND r.message_id = i.message_id)""",
         (agent_id,),
     )
-    return int(row[0]) if row else 0
 
 
 async def addressed(conn: Connection, agent_id: int, message_ids: list[int]) -> set[int]:
@@ -292,7 +436,9 @@ async def receipts_for(conn: Connection, message_id: int) -> list[Row]:
     )
 
 
-async def search(conn: Connection, match: Terms, flt: MessageFilter, limit: int, offset: int) -> list[Row]:
+async def search(
+    conn: Connection, match: Terms, flt: MessageFilter, limit: int, offset: int
+) -> list[MessageRow]:
     where, params = flt.where()
     if conn.dialect == "postgresql":
         found = """, ts_headline('simple', m.body, q.query,

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from .connection import Connection
-from .identity import Row, all_rows, one
 from .jsoncolumns import read_json
+from .rows import Row, all_rows, one
 
 
 def _skill_select(conn: Connection) -> str:

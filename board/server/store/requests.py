@@ -13,7 +13,7 @@ import contextvars
 from dataclasses import dataclass
 
 from .connection import Connection
-from .identity import Row, one
+from .rows import Row, one
 
 #: Status of a call whose effect is committed and whose answer was never stored.
 APPLIED = 0

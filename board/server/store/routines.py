@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .connection import Connection
-from .identity import Row, all_rows, one
+from .rows import Row, all_rows, one
 
 ROUTINE = """SELECT r.id, r.name, r.workspace_id, w.slug AS workspace, r.thread_id, r.paused,
     r.active_since, r.created_at FROM routines r JOIN workspaces w ON w.id = r.workspace_id"""

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .connection import Connection
-from .identity import AGENT_COLUMNS, Row, one
+from .identity import AGENT_COLUMNS
+from .rows import Row, one
 
 
 async def login_token(conn: Connection, token_hash: str) -> Row | None:

@@ -6,16 +6,16 @@ from typing import Any
 
 from . import knowledge
 from .connection import Connection
-from .identity import Row, all_rows, one
+from .rows import Row, WorkspaceRow, all_rows, one
 
 COLUMNS = "id, slug, name, review_policy, loop_hops, archived_at, created_at"
 
 
-async def by_slug(conn: Connection, slug: str) -> Row | None:
+async def by_slug(conn: Connection, slug: str) -> WorkspaceRow | None:
     return await one(conn, f"SELECT {COLUMNS} FROM workspaces WHERE slug = ?", (slug,))
 
 
-async def by_id(conn: Connection, workspace_id: int) -> Row | None:
+async def by_id(conn: Connection, workspace_id: int) -> WorkspaceRow | None:
     return await one(conn, f"SELECT {COLUMNS} FROM workspaces WHERE id = ?", (workspace_id,))
 
 

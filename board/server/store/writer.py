@@ -22,7 +22,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from .connection import Connection
 
@@ -153,7 +153,7 @@ class Store(ABC):
             raise StoreError("the database is not open")
         job = Write(fn)
         self._queue.put_nowait(job)
-        return await job.future
+        return cast(T, await job.future)
 
     async def _run_writer(self) -> None:
         while True:

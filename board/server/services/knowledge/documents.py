@@ -16,7 +16,7 @@ from ...errors import InvalidArgument, NotFound, VersionConflict
 from ...principal import Principal
 from ...store import knowledge as store
 from ...store.connection import Connection
-from ...store.identity import Row
+from ...store.rows import Row, WorkspaceRow
 from .. import audit, scope
 from ..context import Context
 from . import text
@@ -65,7 +65,7 @@ class Change:
 
 
 async def append(
-    conn: Connection, ctx: Context, p: Principal, workspace: Any, path: str, change: Change
+    conn: Connection, ctx: Context, p: Principal, workspace: WorkspaceRow, path: str, change: Change
 ) -> dict[str, Any]:
     """Append one revision inside the caller's write: the compare-and-set, the head, the audit row."""
     now = ctx.now()

@@ -9,13 +9,12 @@ same transaction, so reads join one revision per document.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ...errors import NotFound, Tombstoned
 from ...principal import Principal
 from ...store import knowledge as store
 from ...store.connection import Connection
-from ...store.identity import Row
+from ...store.rows import DocumentRow, Row, WorkspaceRow
 from .. import scope
 from .render import accepted_at
 
@@ -49,7 +48,9 @@ def tombstoned(path: str, row: Row) -> Tombstoned:
     )
 
 
-async def find_document(conn: Connection, p: Principal, slug: str | None, path: str) -> tuple[Any, Row]:
+async def find_document(
+    conn: Connection, p: Principal, slug: str | None, path: str
+) -> tuple[WorkspaceRow, DocumentRow]:
     """The workspace ``p`` acts in and its document at ``path`` (any state), or NOT_FOUND."""
     workspace = await scope.resolve(conn, p, slug)
     doc = await store.document_by_path(conn, workspace["id"], path)
@@ -58,7 +59,7 @@ async def find_document(conn: Connection, p: Principal, slug: str | None, path: 
     return workspace, doc
 
 
-async def live_document(conn: Connection, workspace: Any, path: str) -> Row:
+async def live_document(conn: Connection, workspace: WorkspaceRow, path: str) -> DocumentRow:
     """A document that shows something now: NOT_FOUND if none, TOMBSTONED if deleted."""
     doc = await store.document_by_path(conn, workspace["id"], path)
     if doc is None or doc["state"] == "hidden":

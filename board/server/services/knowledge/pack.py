@@ -20,8 +20,8 @@ from ...store import channels as channel_store
 from ...store import knowledge as store
 from ...store import messages as message_store
 from ...store.connection import Connection
-from ...store.identity import Row
 from ...store.messages import MessageFilter
+from ...store.rows import Row, WorkspaceRow
 from ...validation import arg
 from .. import scope
 from ..context import Context
@@ -82,7 +82,9 @@ def why_not(row: Row, now: str) -> str | None:
     return None
 
 
-async def _thread_text(conn: Connection, p: Principal, workspace: Any, thread: int) -> tuple[str, str | None]:
+async def _thread_text(
+    conn: Connection, p: Principal, workspace: WorkspaceRow, thread: int
+) -> tuple[str, str | None]:
     """The thread's words (root and replies, bounded) and its channel."""
     row = await visible_message(conn, p, workspace, thread)
     if row is None:
@@ -108,7 +110,7 @@ async def pack(ctx: Context, p: Principal, slug: str | None, q: PackQuery) -> di
 
 
 async def build(
-    conn: Connection, p: Principal, workspace: Any, q: PackQuery, now: str
+    conn: Connection, p: Principal, workspace: WorkspaceRow, q: PackQuery, now: str
 ) -> tuple[dict[str, Any], list[int]]:
     """The pack on one connection, and the ids of the documents it shows (to count them)."""
     budget = q.budget_tokens * CHARS_PER_TOKEN

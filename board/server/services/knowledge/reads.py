@@ -13,7 +13,7 @@ from ...errors import InvalidArgument, NotFound
 from ...principal import Principal
 from ...store import knowledge as store
 from ...store.connection import Connection
-from ...store.identity import Row
+from ...store.rows import Row
 from .. import scope
 from ..context import Context
 from ..messages import fts_query

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...jsonvalues import strict_loads
-from ...store.identity import Row
 from ...store.knowledge import UNREADABLE_SOURCES
+from ...store.rows import Row
 from . import text
 
 PROPOSAL_DIFF_CHARS = 20_000

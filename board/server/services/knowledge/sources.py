@@ -14,13 +14,15 @@ from ...principal import Principal
 from ...store import knowledge as store
 from ...store import messages as message_store
 from ...store.connection import Connection
-from ...store.identity import Row
+from ...store.rows import Row, WorkspaceRow
 from .. import scope
 from . import text
 from .inputs import Source
 
 
-async def visible_message(conn: Connection, p: Principal, workspace: Any, message_id: int) -> Row | None:
+async def visible_message(
+    conn: Connection, p: Principal, workspace: WorkspaceRow, message_id: int
+) -> Row | None:
     """The message in ``workspace``, if ``p`` may read it (None as for an absent one)."""
     row = await message_store.by_id(conn, message_id)
     if row is None or row["workspace_id"] != workspace["id"] or not await scope.message_visible(conn, p, row):
@@ -29,7 +31,7 @@ async def visible_message(conn: Connection, p: Principal, workspace: Any, messag
 
 
 async def check_sources(
-    conn: Connection, p: Principal, workspace: Any, sources: list[Source]
+    conn: Connection, p: Principal, workspace: WorkspaceRow, sources: list[Source]
 ) -> list[dict[str, Any]]:
     """Sources as stored: messages, threads and documents must exist in this workspace."""
     out: list[dict[str, Any]] = []
