@@ -47,6 +47,7 @@ ROUTES = [
         claim,
         "Claim a thread (201), renew it (200).",
         body=claims.ClaimRequest,
+        answered_by_write=True,
     ),
     Route(
         "POST",
@@ -54,6 +55,7 @@ ROUTES = [
         release,
         "Give a claimed thread back.",
         body=claims.ReleaseRequest,
+        answered_by_write=True,
     ),
     Route(
         "POST",
@@ -61,8 +63,16 @@ ROUTES = [
         handoff,
         "Hand the claim to another agent.",
         body=claims.HandoffRequest,
+        answered_by_write=True,
     ),
-    Route("POST", "/api/threads/{id}/done", done, "Close the thread as done.", body=claims.DoneRequest),
+    Route(
+        "POST",
+        "/api/threads/{id}/done",
+        done,
+        "Close the thread as done.",
+        body=claims.DoneRequest,
+        answered_by_write=True,
+    ),
     Route(
         "GET",
         "/api/claims",
@@ -77,6 +87,7 @@ ROUTES = [
         "Record one harness run (the launcher).",
         body=wakes.WakeRecord,
         status=201,
+        answered_by_write=True,
     ),
     Route("GET", "/api/wakes", list_wakes, "Harness runs with their cost.", query=wakes.WakeList),
     Route(

@@ -104,6 +104,7 @@ ROUTES = [
         "Post a root in a channel or conversation, or a reply.",
         body=posting.PostMessage,
         status=201,
+        answered_by_write=True,
     ),
     Route(
         "GET",
