@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 from boardtest import StoreChoice, World, db_rows, snapshot, start_board, stop_board
-from pages_support import Browser, sign_in
+from browser_support import new_tab
+from pages_support import Browser, login_link, sign_in
+from playwright.async_api import Browser as Chromium
+from playwright.async_api import expect
 from test_mcp import TRANSPORTS, call, connect, refused
 
 from board.client import BoardAPIError
@@ -136,6 +139,31 @@ async def test_a_page_post_over_the_write_limit_is_refused_and_posts_nothing(
             await browser.close()
     finally:
         await stop_board(board)
+
+
+async def test_the_post_form_in_a_browser_posts_once_when_sent_again(
+    chromium: Chromium, world: World, tmp_path: Path
+) -> None:
+    tab = await new_tab(chromium, tmp_path)
+    await tab.page.goto(world.board.url + await login_link(world.board, "alice"))
+    await tab.page.click("#use-link")
+    await tab.page.goto(world.board.url + "/c/lobby?workspace=proj")
+    form = tab.page.locator(".stream form.compose")
+    sent = {
+        "csrf": await form.locator("input[name=csrf]").input_value(),
+        "request_id": await form.locator("input[name=request_id]").input_value(),
+        "workspace": "proj",
+        "body": "from the browser",
+    }
+    await tab.page.fill(".stream textarea[name=body]", sent["body"])
+    await tab.page.click(".stream button[type=submit]")
+    await tab.page.wait_for_url("**thread=*")
+    await expect(tab.page.locator("#roots .msg").last).to_contain_text("from the browser")
+    await tab.shot("pipeline-posted-from-the-form")
+    # The browser sends the same form again (a resent POST): led to the same thread, no second post.
+    again = await tab.page.request.post(world.board.url + "/c/lobby", form=sent, max_redirects=0)
+    assert again.status == 303 and tab.page.url.endswith(again.headers["location"])
+    assert _count(world, "from the browser") == 1 and tab.errors == []
 
 
 # -- MCP ------------------------------------------------------------------------------------
