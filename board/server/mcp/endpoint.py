@@ -27,7 +27,7 @@ from ...mcp.tools import Executor, Op
 from ..api.errors import unexpected
 from ..api.keys import CONTEXT, MCP, ROUTES
 from ..api.route import Call, Route
-from ..api.routing import authenticated, json_response, parse_input
+from ..api.routing import Sent, authenticated, json_response, parse_input
 from ..errors import BoardError, InvalidArgument
 from ..pipeline import MUTATING, Answer, RequestId, perform, request_id
 from ..principal import Principal
@@ -40,16 +40,10 @@ EXECUTOR = "board.executor"  # the ASGI scope key the handler passes the caller'
 
 
 @dataclass
-class Sent:
-    """A tool call's API call, as the pipeline has it parsed."""
+class ToolSent(Sent):
+    """A tool call's API call: its arguments are the inputs, already decoded."""
 
-    route: Route
-    call: Call
     op: Op
-
-    @property
-    def request(self) -> web.Request:
-        return self.call.request
 
     async def parse(self) -> tuple[Call, RequestId | None]:
         op = self.op
@@ -76,7 +70,7 @@ class ServiceExecutor:
         principal = None if route.public else self.principal
         try:
             call = Call(self.request, ctx, principal, params=op.path)
-            return _result(await perform(ctx, principal, route, Sent(route, call, op)))
+            return _result(await perform(ctx, principal, route, ToolSent(route, call, op)))
         except BoardError as exc:
             raise BoardAPIError(exc.status, exc.code, exc.message, exc.details, exc.retryable) from None
         except Exception:
