@@ -7,8 +7,8 @@ answer are never split by a cancelled handler. A transport turns its request int
 :class:`Inputs` and the :class:`Answer` (or the ``BoardError``) into its own output:
 JSON, a page or a redirect, an MCP tool result.
 
-A call with a request id runs with a view of the store (``ForRequest``) whose every
-write carries its :class:`~.store.requests.Mark`. When the route's answer is what its
+A call with a request id runs in a context (``services.requests.for_call``) whose
+every write carries its request id. When the route's answer is what its
 write job produced (``answered_by_write``), that write keeps the answer itself, in its
 own transaction; else it keeps the mark "applied", and the answer follows in a write of
 its own once rendered (docs/api-decisions.md).
@@ -17,7 +17,6 @@ its own once rendered (docs/api-decisions.md).
 from __future__ import annotations
 
 import asyncio
-import copy
 import hashlib
 import json
 import os
@@ -35,7 +34,6 @@ from .jsonvalues import dumps
 from .principal import Principal
 from .services import audit, requests
 from .services.context import Context
-from .store.writer import ForRequest
 
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
@@ -157,9 +155,7 @@ async def _idempotent(
             stored = await requests.earlier(ctx, key, rid.fingerprint)
             if stored is not None:
                 return Answer(stored.status, replay=stored)
-            mark = requests.mark(ctx, key, rid.fingerprint, _in_write(route))
-            arguments.ctx = copy.copy(ctx)
-            arguments.ctx.db = ForRequest(ctx.db, mark)
+            arguments.ctx, mark = requests.for_call(ctx, key, rid.fingerprint, _in_write(route))
             try:
                 answer = await _run(route, arguments)
             except requests.AppliedElsewhere:

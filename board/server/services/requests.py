@@ -1,14 +1,15 @@
 """Replays by request id: the first answer of a call sent again, and keeping it.
 
 A caller's request id names one call. The pipeline asks here what an id answered
-before (:func:`earlier`, a read), builds the :class:`~..store.requests.Mark` its
-write carries (:func:`mark`), and keeps an answer the write could not
-(:func:`remember`). Transports see none of the store.
+before (:func:`earlier`, a read), gives the call a context whose writes carry its
+:class:`~..store.requests.Mark` (:func:`for_call`), and keeps an answer the write
+could not (:func:`remember`). Neither the pipeline nor a transport sees the store.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,9 +18,10 @@ from typing import Any
 from ..errors import BoardError, RequestIdReuse
 from ..store import requests as store
 from ..store.requests import AppliedElsewhere, Mark
+from ..store.writer import ForRequest
 from .context import Context
 
-__all__ = ["AppliedElsewhere", "Mark", "Replays", "Stored", "earlier", "mark", "remember", "stored_error"]
+__all__ = ["AppliedElsewhere", "Mark", "Replays", "Stored", "earlier", "for_call", "remember", "stored_error"]
 
 Key = tuple[int, str]  # the caller's agent id, its request id
 
@@ -67,9 +69,17 @@ async def earlier(ctx: Context, key: Key, fingerprint: str) -> Stored | None:
     return Stored(row["status"], row["response"])
 
 
-def mark(ctx: Context, key: Key, fingerprint: str, answer: Callable[[Any], tuple[int, str]] | None) -> Mark:
-    """What the call's writes carry: ``answer`` makes the write keep the call's answer itself."""
-    return Mark(*key, fingerprint, ctx.now(), answer)
+def for_call(
+    ctx: Context, key: Key, fingerprint: str, answer: Callable[[Any], tuple[int, str]] | None
+) -> tuple[Context, Mark]:
+    """The context a call with a request id runs in, whose every write carries its mark.
+
+    With ``answer``, the write keeps the call's answer itself (from its job's result).
+    """
+    mark = Mark(*key, fingerprint, ctx.now(), answer)
+    bound = copy.copy(ctx)  # the same board, hub and clock; only the store's view differs
+    bound.db = ForRequest(ctx.db, mark)
+    return bound, mark
 
 
 async def remember(ctx: Context, key: Key, fingerprint: str, status: int, text: str) -> None:
