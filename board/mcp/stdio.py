@@ -24,7 +24,8 @@ class ClientExecutor:
         self._handle: str | None = None
 
     async def run(self, op: Op) -> Any:
-        return await self.client.request(op.method, op.url_path(), params=op.query, json=op.body)
+        body = op.body if op.request_id is None else {**(op.body or {}), "request_id": op.request_id}
+        return await self.client.request(op.method, op.url_path(), params=op.query, json=body)
 
     async def handle(self) -> str:
         if self._handle is None:

@@ -36,6 +36,8 @@ class Op:
     path: Mapping[str, str] = field(default_factory=dict)
     query: Mapping[str, str] = field(default_factory=dict)
     body: Mapping[str, Any] | None = None
+    #: The caller's name for this call: sent again, it takes effect once (a write only).
+    request_id: str | None = None
 
     def url_path(self) -> str:
         """The route with its path arguments filled in, for a call over HTTP."""
@@ -79,6 +81,10 @@ class Tool:
             names.update(dict.fromkeys(action.path + action.query + action.body))
         return list(names)
 
+    @property
+    def writes(self) -> bool:
+        return any(action.method in WRITES for action in self.actions.values())
+
     def input_schema(self) -> dict[str, Any]:
         properties: dict[str, Any] = {}
         required = []
@@ -86,6 +92,8 @@ class Tool:
             properties["action"] = {"enum": list(self.actions)}
             required.append("action")
         properties.update({name: ARGS[name] for name in self.args})
+        if self.writes:
+            properties["request_id"] = ARGS_REQUEST_ID
         return {"type": "object", "properties": properties, "required": required}
 
     def op(self, arguments: Mapping[str, Any]) -> Op:
@@ -95,6 +103,8 @@ class Tool:
         action = self.actions.get(name) if isinstance(name, str) else None
         if action is None:
             raise _invalid(f"{self.name} takes action one of {', '.join(self.actions)}.")
+        writes = action.method in WRITES
+        rid = args.pop("request_id", None) if writes else None
         unknown = sorted(set(args) - set(action.path + action.query + action.body))
         if unknown:
             raise _invalid(
@@ -111,8 +121,12 @@ class Tool:
             action.route,
             path={p: str(args[p]) for p in action.path},
             query=encode_params(query),
-            body=body if action.method in ("POST", "PUT", "PATCH", "DELETE") else None,
+            body=body if writes else None,
+            request_id=None if rid is None else str(rid),
         )
+
+
+WRITES = ("POST", "PUT", "PATCH", "DELETE")
 
 
 def _invalid(message: str) -> BoardAPIError:
@@ -160,6 +174,8 @@ ARGS: dict[str, dict[str, Any]] = {
     "override_tombstone": _arg("boolean", "Write a deleted path again (say why)."),
     "workspace": _arg("string", "Workspace slug (humans and admin bots)."),
 }
+
+ARGS_REQUEST_ID = _arg("string", "Your name for this write (1-128 of A-Za-z0-9_-): sent again, it acts once.")
 
 COMPACT = {"view": "compact", "limit": 10, "max_bytes": RESULT_BYTES}
 DOC = "/api/knowledge/{path:.+}"

@@ -13,8 +13,7 @@ from .api.errors import error_middleware
 from .api.gate import Hosts, gate_middleware
 from .api.keys import CONTEXT, HOSTS, METRICS, PRESENCE, REPLAYS, ROUTES
 from .api.metrics import Metrics
-from .api.replays import Replays
-from .api.routing import TEST_SIGKILL, endpoint
+from .api.routing import endpoint
 from .api.serving import body_deadline_middleware
 from .api.table import all_routes
 from .clock import Clock
@@ -22,9 +21,11 @@ from .housekeeping import housekeeping
 from .mcp.endpoint import add_routes as add_mcp_routes
 from .mcp.endpoint import mcp_transport
 from .pages import install as install_pages
+from .pipeline import TEST_SIGKILL
 from .services import remote
 from .services.auth import Presence
 from .services.context import Context
+from .services.requests import Replays
 from .settings import Settings
 from .store.messages import max_id
 from .store.stores import open_store

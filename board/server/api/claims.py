@@ -49,6 +49,7 @@ ROUTES = [
         "Claim a thread (201), renew it (200).",
         answer=Answer(ref("Claim"), (201, 200)),
         body=claims.ClaimRequest,
+        answered_by_write=True,
     ),
     Route(
         "POST",
@@ -57,6 +58,7 @@ ROUTES = [
         "Give a claimed thread back.",
         answer=Answer(ref("Claim")),
         body=claims.ReleaseRequest,
+        answered_by_write=True,
     ),
     Route(
         "POST",
@@ -65,6 +67,7 @@ ROUTES = [
         "Hand the claim to another agent.",
         answer=Answer(ref("Claim")),
         body=claims.HandoffRequest,
+        answered_by_write=True,
     ),
     Route(
         "POST",
@@ -73,6 +76,7 @@ ROUTES = [
         "Close the thread as done.",
         answer=Answer(ref("Claim")),
         body=claims.DoneRequest,
+        answered_by_write=True,
     ),
     Route(
         "GET",
@@ -100,6 +104,7 @@ ROUTES = [
         answer=Answer(ref("Wake")),
         body=wakes.WakeRecord,
         status=201,
+        answered_by_write=True,
     ),
     Route(
         "GET",

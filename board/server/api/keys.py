@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from ..mcp.transport import McpTransport
     from ..services.auth import Presence
     from ..services.context import Context
+    from ..services.requests import Replays
     from .metrics import Metrics
-    from .replays import Replays
     from .route import Route
 
 CONTEXT: web.AppKey[Context] = web.AppKey("context")

@@ -111,6 +111,7 @@ ROUTES = [
         answer=Answer(ref("Message")),
         body=posting.PostMessage,
         status=201,
+        answered_by_write=True,
     ),
     Route(
         "GET",

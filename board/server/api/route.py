@@ -87,6 +87,9 @@ class Route:
     #: Answer fields holding a secret (a token, an invite code): shown once, so they are
     #: never kept for a replay, which answers them as null.
     secrets: tuple[str, ...] = field(default=())
+    #: The answer is what the route's one write job produced, as the handler returns it: a
+    #: request id's answer is then kept inside that write's own transaction (board/server/pipeline.py).
+    answered_by_write: bool = False
 
     def __post_init__(self) -> None:
         if self.answer.statuses and self.status not in self.answer.statuses:

@@ -1,37 +1,30 @@
-"""The plumbing every API call goes through.
+"""The JSON API's side of a call: from an HTTP request to the pipeline, and back as JSON.
 
 :func:`endpoint` turns a :class:`~.route.Route` into an aiohttp handler that
 authenticates (or, for a ``loopback`` route, lets a caller on this machine in
-without a token), rate-limits writes, parses the body and query strictly,
-replays retries by request id, and renders the service's answer as JSON.
+without a token), hands the call to :func:`~..pipeline.perform` (presence, the
+write limit, strict parsing, replays, the shield), and renders its answer as JSON.
 """
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import ipaddress
 import json
-import os
-import re
-import signal
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
-from ..errors import BoardError, Forbidden, InvalidArgument, RequestIdReuse, Unauthenticated
-from ..jsonvalues import MAX_DEPTH, dumps, encode
+from ..errors import Forbidden, InvalidArgument, Unauthenticated
+from ..jsonvalues import MAX_DEPTH, encode
+from ..pipeline import MUTATING, Answer, RequestId, perform, request_id
 from ..principal import Principal
-from ..services import audit, auth, sessions
-from ..services.context import Context
-from ..store import requests as request_store
+from ..services import auth, sessions
 from ..validation import parse_body, parse_query
-from .keys import CONTEXT, PRESENCE, REPLAYS
+from .keys import CONTEXT
 from .route import Call, Route
 
-REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
-MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 CSRF_HEADER = "X-CSRF-Token"
 
 
@@ -75,7 +68,8 @@ async def _json_body(request: web.Request) -> Any:
         ) from None
 
 
-def _request_id(request: web.Request, data: Any) -> str | None:
+def _request_id(request: web.Request, data: Any) -> RequestId | None:
+    """The call's request id, from the body's ``request_id`` or the ``Idempotency-Key`` header."""
     rid = request.headers.get("Idempotency-Key")
     if isinstance(data, dict) and "request_id" in data:
         body_rid = data.pop("request_id")
@@ -84,14 +78,7 @@ def _request_id(request: web.Request, data: Any) -> str | None:
         rid = body_rid
     if rid is None:
         return None
-    if not isinstance(rid, str) or not REQUEST_ID.fullmatch(rid):
-        raise InvalidArgument("request_id is 1-128 of [A-Za-z0-9_-].", field="request_id")
-    return rid
-
-
-def _fingerprint(request: web.Request, data: Any) -> str:
-    canonical = json.dumps([request.method, request.path, data], sort_keys=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return request_id(rid, request.method, request.path, data)
 
 
 async def authenticated(
@@ -102,7 +89,7 @@ async def authenticated(
     keeper: bool = False,
     runner: bool = False,
 ) -> Principal:
-    """The principal behind the request's bearer token (UNAUTHENTICATED without one), its presence touched.
+    """The principal behind the request's bearer token (UNAUTHENTICATED without one).
 
     With ``browser`` (the JSON API), a request without an ``Authorization`` header may use the
     pages' session cookie instead, and then a ``mutating`` one must carry the session's CSRF token.
@@ -126,15 +113,7 @@ async def authenticated(
         raise Forbidden("A keeper token is for the fleet calls only: its report, its bots' tokens.")
     if principal.is_runner and not runner:
         raise Forbidden("A runner token is for the routines runner only: reading routines, stepping runs.")
-    await request.app[PRESENCE].touch(ctx, principal)
     return principal
-
-
-def limit_writes(ctx: Context, principal: Principal | None) -> None:
-    """The per-token write limit: RATE_LIMITED when a caller writes too fast."""
-    if principal is not None:
-        assert ctx.limiter is not None
-        ctx.limiter.check(principal.agent_id)
 
 
 def parse_input(route: Route, call: Call, query: Mapping[str, str], data: Any) -> None:
@@ -146,6 +125,27 @@ def parse_input(route: Route, call: Call, query: Mapping[str, str], data: Any) -
         call.body = parse_body(route.body, data)
     elif data:
         raise InvalidArgument(f"{route.method} {route.path} takes no body fields.")
+
+
+@dataclass
+class Sent:
+    """An API call as it came; the pipeline has it parsed once the write limit let it in."""
+
+    route: Route
+    call: Call
+
+    @property
+    def request(self) -> web.Request:
+        return self.call.request
+
+    async def parse(self) -> tuple[Call, RequestId | None]:
+        data: Any = None
+        rid = None
+        if self.route.method in MUTATING:
+            data = await _json_body(self.request)
+            rid = _request_id(self.request, data)
+        parse_input(self.route, self.call, self.request.query, data)
+        return self.call, rid
 
 
 def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
@@ -160,136 +160,24 @@ def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespon
                 keeper=route.keeper,
                 runner=route.runner,
             )
-        data: Any = None
-        rid = None
-        if route.method in MUTATING:
-            limit_writes(ctx, principal)
-            data = await _json_body(request)
-            rid = _request_id(request, data)
         # Without a header, only the session cookie can have named a principal.
         by_session = principal is not None and "Authorization" not in request.headers
         call = Call(request, ctx, principal, params=request.match_info, by_session=by_session)
-        parse_input(route, call, request.query, data)
-        if route.method not in MUTATING:
-            return await _run(route, call)  # a read (a long-poll too) ends with its caller
-        # A write runs to its end even if the caller hangs up: its effect and its
-        # stored outcome are never split by a cancelled handler.
-        fingerprint = _fingerprint(request, data) if rid else ""
-        return await asyncio.shield(_write(route, call, principal, rid, fingerprint))
+        return rendered(await perform(ctx, principal, route, Sent(route, call)))
 
     handle.__name__ = getattr(route.handler, "__name__", "handle")
     return handle
 
 
-async def _write(
-    route: Route, call: Call, principal: Principal | None, rid: str | None, fingerprint: str
-) -> web.StreamResponse:
-    if rid is None:
-        return await _run(route, call)
-    token = audit.request_id.set(rid)
-    try:
-        if principal is None:
-            # A public write (registration) has no caller to key a replay by,
-            # but its audit row still names the request id.
-            return await _run(route, call)
-        return await _idempotent(route, call, principal, rid, fingerprint)
-    finally:
-        audit.request_id.reset(token)
-
-
-async def answer(route: Route, call: Call) -> tuple[int, Any]:
-    """The handler's status and answer (data, or a response it made itself)."""
-    result = await route.handler(call)
-    if isinstance(result, tuple):
-        return result
-    return route.status, result
-
-
-async def _run(route: Route, call: Call) -> web.StreamResponse:
-    status, result = await answer(route, call)
-    if isinstance(result, web.StreamResponse):
-        return result
-    return json_response(result, status)
-
-
-async def _idempotent(
-    route: Route, call: Call, principal: Principal, rid: str, fingerprint: str
-) -> web.StreamResponse:
-    """Same caller, same id, same arguments: the first outcome again, with no second effect."""
-    ctx = call.ctx
-    replays = call.request.app[REPLAYS]
-    key = (principal.agent_id, rid)
-    lock = replays.lock(key)
-    try:
-        async with lock:
-            stored = await ctx.db.read(lambda conn: request_store.get(conn, *key))
-            if stored is not None:
-                return _replayed(stored, rid, fingerprint)
-            token = request_store.pending.set(request_store.Pending(*key, fingerprint, ctx.now()))
-            try:
-                response = await _run(route, call)
-            except request_store.AppliedElsewhere:
-                # Another board process committed the same id meanwhile: answer as its retry.
-                request_store.pending.reset(token)
-                stored = await ctx.db.read(lambda conn: request_store.get(conn, *key))
-                assert stored is not None, "a committed request id is read back"
-                return _replayed(stored, rid, fingerprint)
-            except BoardError as exc:
-                request_store.pending.reset(token)
-                if exc.retryable or exc.status == 401:
-                    raise
-                await _remember(ctx, key, fingerprint, exc.status, json.dumps(exc.to_json()))
-                raise
-            request_store.pending.reset(token)
-            _test_crash_point(rid)
-            if isinstance(response, web.Response) and response.text is not None:
-                text = _withhold(response.text, route.secrets)
-                await _remember(ctx, key, fingerprint, response.status, text)
-            return response
-    finally:
-        replays.release(key, lock)
-
-
-def _replayed(stored: Any, rid: str, fingerprint: str) -> web.Response:
-    """The stored outcome of a request id, for a call that sent it again."""
-    if stored["fingerprint"] != fingerprint:
-        raise RequestIdReuse(f"request_id {rid} was used for a different call; use a new id.")
-    if stored["status"] == request_store.APPLIED:
-        raise RequestIdReuse(
-            f"request_id {rid} took effect, but its answer is not kept: the board stopped before "
-            "answering it, or is answering it now; read the current state instead of retrying.",
-            applied=True,
+def rendered(answer: Answer) -> web.StreamResponse:
+    """An answer as JSON; a retry's first answer as it was kept, marked as a replay."""
+    if answer.replay is not None:
+        return web.Response(
+            text=answer.replay.text,
+            status=answer.status,
+            content_type="application/json",
+            headers={"Idempotent-Replay": "true"},
         )
-    return web.Response(
-        text=stored["response"],
-        status=stored["status"],
-        content_type="application/json",
-        headers={"Idempotent-Replay": "true"},
-    )
-
-
-#: Test-only crash point. With ``BOARD_TEST_SIGKILL=after-commit:<request id>`` in its
-#: environment the board kills itself (SIGKILL) once that one call's effect is committed and
-#: before it answers, which is how the suite shows a retry is not applied twice. It needs the
-#: exact request id, so it cannot fire on calls nobody chose; the board warns at start when set.
-TEST_SIGKILL = "BOARD_TEST_SIGKILL"
-
-
-def _test_crash_point(rid: str) -> None:
-    if os.environ.get(TEST_SIGKILL) == f"after-commit:{rid}":
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _withhold(text: str, secrets: tuple[str, ...]) -> str:
-    """The answer as kept for replays: secrets are stored hashed or not at all."""
-    if not secrets:
-        return text
-    data = json.loads(text)
-    if isinstance(data, dict):
-        data.update({name: None for name in secrets if name in data})
-    return dumps(data)
-
-
-async def _remember(ctx: Context, key: tuple[int, str], fingerprint: str, status: int, text: str) -> None:
-    now = ctx.now()
-    await ctx.db.write(lambda conn: request_store.put(conn, *key, fingerprint, status, text, now))
+    if isinstance(answer.data, web.StreamResponse):
+        return answer.data
+    return json_response(answer.data, answer.status)

@@ -3,15 +3,18 @@
 The handler authenticates the bearer token like every API route, then hands
 the request to the SDK's streamable HTTP transport (stateless, JSON answers:
 a bot's tool call is one POST and one answer, with nothing kept between
-calls). A tool call runs the route-table handler of its action in-process,
-with the resolved principal: the same parsing, service, scope and limits as
-the JSON API, without a second HTTP hop.
+calls). A tool call runs the route-table handler of its action in-process
+through the same pipeline as the JSON API (:func:`~..pipeline.perform`), with
+the resolved principal: the same parsing, limits, replays by ``request_id``,
+service and scope, without a second HTTP hop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -24,14 +27,33 @@ from ...mcp.tools import Executor, Op
 from ..api.errors import unexpected
 from ..api.keys import CONTEXT, MCP, ROUTES
 from ..api.route import Call, Route
-from ..api.routing import MUTATING, answer, authenticated, json_response, limit_writes, parse_input
+from ..api.routing import Sent, authenticated, json_response, parse_input
 from ..errors import BoardError, InvalidArgument
+from ..pipeline import MUTATING, Answer, RequestId, perform, request_id
 from ..principal import Principal
+from ..services import requests
 from . import bridge
 from .transport import McpTransport
 
 PATH = "/mcp"
 EXECUTOR = "board.executor"  # the ASGI scope key the handler passes the caller's executor under
+
+
+@dataclass
+class ToolSent(Sent):
+    """A tool call's API call: its arguments are the inputs, already decoded."""
+
+    op: Op
+
+    async def parse(self) -> tuple[Call, RequestId | None]:
+        op = self.op
+        if self.route.method not in MUTATING:
+            parse_input(self.route, self.call, op.query, None)
+            return self.call, None
+        body = dict(op.body or {})
+        parse_input(self.route, self.call, op.query, body)
+        rid = None if op.request_id is None else request_id(op.request_id, op.method, op.url_path(), body)
+        return self.call, rid
 
 
 class ServiceExecutor:
@@ -48,25 +70,26 @@ class ServiceExecutor:
         principal = None if route.public else self.principal
         try:
             call = Call(self.request, ctx, principal, params=op.path)
-            if route.method in MUTATING:
-                limit_writes(ctx, principal)
-                parse_input(route, call, op.query, op.body or {})
-                # As over HTTP, a write runs to its end even if the caller hangs up.
-                _, result = await asyncio.shield(answer(route, call))
-            else:
-                parse_input(route, call, op.query, None)
-                _, result = await answer(route, call)
+            return _result(await perform(ctx, principal, route, ToolSent(route, call, op)))
         except BoardError as exc:
             raise BoardAPIError(exc.status, exc.code, exc.message, exc.details, exc.retryable) from None
         except Exception:
             surprise = unexpected(op.method, op.route)
             raise BoardAPIError(surprise.status, surprise.code, surprise.message) from None
-        if isinstance(result, web.Response):
-            return result.text
-        return result
 
     async def handle(self) -> str:
         return self.principal.handle
+
+
+def _result(answer: Answer) -> Any:
+    """The answer as a tool returns it; a retry's first answer, or its refusal, as it was kept."""
+    if answer.replay is not None:
+        if answer.status >= 400:
+            raise requests.stored_error(answer.replay)
+        return json.loads(answer.replay.text)
+    if isinstance(answer.data, web.Response):
+        return answer.data.text
+    return answer.data
 
 
 def _executor_of(ctx: ServerRequestContext[Any, Any]) -> Executor:

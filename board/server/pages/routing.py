@@ -4,27 +4,31 @@ A page handler parses the request, calls the same service functions as the
 API with the session's principal, and renders a template. :func:`endpoint`
 resolves the session from its cookie (no session: a redirect to ``/login``,
 never a page of data; a bearer token is not a session), checks the CSRF token
-of every form that changes state before anything runs, and renders any
+of every form that changes state before anything runs, hands the call to
+:func:`~..pipeline.perform` (presence, the write limit, the shield, and the
+replay of a form sent twice by its ``request_id`` field), and renders any
 ``BoardError`` as an HTML page with the error's status.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import quote
 
 import jinja2
 from aiohttp import web
 
-from ..api.keys import CONTEXT, PRESENCE
+from ..api.keys import CONTEXT
 from ..clock import Clock
 from ..errors import BoardError, Unavailable
+from ..pipeline import Answer, RequestId, perform, request_id
 from ..principal import Principal
-from ..services import sessions
+from ..services import requests, sessions
 from ..services.context import Context
 from ..validation import parse_query, whole_number
 from .render import environment
@@ -84,8 +88,12 @@ def _given(values: Mapping[str, str], keep: tuple[str, ...]) -> dict[str, str]:
     return {
         name: value.replace("\r\n", "\n")
         for name, value in values.items()
-        if name != "csrf" and (value != "" or name in keep)
+        if name not in NOT_INPUT and (value != "" or name in keep)
     }
+
+
+#: Form fields the transport reads itself: the CSRF token, and the request id a form is rendered with.
+NOT_INPUT = ("csrf", "request_id")
 
 
 PageHandler = Callable[[PageCall], Awaitable[web.StreamResponse]]
@@ -98,6 +106,29 @@ class PageRoute:
     handler: PageHandler
     summary: str
     public: bool = False
+    #: As the pipeline asks of a route: a page answers with its own response (a redirect is
+    #: kept for a form sent again), holds no secret in a redirect, and answers after its write.
+    status: ClassVar[int] = 200
+    secrets: ClassVar[tuple[str, ...]] = ()
+    answered_by_write: ClassVar[bool] = False
+
+
+@dataclass
+class Sent:
+    """A page request, its form read and its CSRF token checked; parsed by the handler."""
+
+    call: PageCall
+
+    @property
+    def request(self) -> web.Request:
+        return self.call.request
+
+    async def parse(self) -> tuple[PageCall, RequestId | None]:
+        rid = self.call.form.get("request_id")
+        if rid is None:
+            return self.call, None
+        sent = {k: v for k, v in self.call.form.items() if k not in NOT_INPUT}
+        return self.call, request_id(rid, self.request.method, self.request.path, sent)
 
 
 def render(
@@ -112,10 +143,15 @@ def render(
     html = env.get_template(template).render(
         me=session.principal if session else None,
         csrf=session.csrf if session else "",
+        request_id=_fresh_request_id,  # one per rendered form: sent twice, it takes effect once
         path=request.path,
         **values,
     )
     return web.Response(text=html, status=status, content_type="text/html", headers=SECURITY_HEADERS)
+
+
+def _fresh_request_id() -> str:
+    return secrets.token_urlsafe(16)
 
 
 def local_path(target: str | None, default: str = "/") -> str:
@@ -175,8 +211,6 @@ def endpoint(route: PageRoute) -> Callable[[web.Request], Awaitable[web.StreamRe
         session = await sessions.resolve(ctx, request.cookies.get(sessions.COOKIE))
         if session is None and not route.public:
             return to_login(request)
-        if session is not None:
-            await request.app[PRESENCE].touch(ctx, session.principal)  # the roster shows the human here
         form: dict[str, str] = {}
         try:
             if request.method == "POST":
@@ -184,7 +218,9 @@ def endpoint(route: PageRoute) -> Callable[[web.Request], Awaitable[web.StreamRe
                 form = {k: v for k, v in posted.items() if isinstance(v, str)}
                 if session is not None:
                     sessions.require_csrf(session, form.get("csrf"))
-            return await route.handler(PageCall(request, ctx, session, form))
+            principal = session.principal if session is not None else None  # the roster shows the human here
+            answer = await perform(ctx, principal, route, Sent(PageCall(request, ctx, session, form)))
+            return _page(request, session, answer)
         except BoardError as exc:
             return _error_page(request, session, exc)
         except web.HTTPException:
@@ -196,6 +232,16 @@ def endpoint(route: PageRoute) -> Callable[[web.Request], Awaitable[web.StreamRe
 
     handle.__name__ = getattr(route.handler, "__name__", "handle")
     return handle
+
+
+def _page(request: web.Request, session: sessions.Session | None, answer: Answer) -> web.StreamResponse:
+    """The page's own response; for a form sent again, where its first sending led, or its refusal."""
+    if answer.replay is None:
+        response: web.StreamResponse = answer.data
+        return response
+    if answer.status >= 400:
+        return _error_page(request, session, requests.stored_error(answer.replay))
+    return redirect(json.loads(answer.replay.text)["location"])
 
 
 def _error_page(request: web.Request, session: sessions.Session | None, exc: BoardError) -> web.Response:

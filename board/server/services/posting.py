@@ -286,7 +286,7 @@ async def post(ctx: Context, p: Principal, req: PostMessage) -> dict[str, Any]:
     if req.reply_to is not None and req.conversation is not None:
         raise InvalidArgument("A reply takes its conversation from the thread; drop conversation.")
 
-    async def write(conn: Connection) -> Event:
+    async def write(conn: Connection) -> dict[str, Any]:
         parent = None
         channel = None
         conversation_id = None
@@ -309,7 +309,7 @@ async def post(ctx: Context, p: Principal, req: PostMessage) -> dict[str, Any]:
         scope.require_writable(workspace)
         if req.channel is not None and parent is None:
             channel = await _channel_for_post(conn, ctx, p, workspace, req.channel)
-        return await append(
+        event = await append(
             conn,
             ctx,
             workspace=workspace,
@@ -322,6 +322,6 @@ async def post(ctx: Context, p: Principal, req: PostMessage) -> dict[str, Any]:
             tags=req.tags,
             meta=req.meta,
         )
+        return event.message  # the job's result is the answer: a request id keeps it in this write
 
-    event = await ctx.db.write(write)
-    return event.message
+    return await ctx.db.write(write)

@@ -50,8 +50,8 @@ def _call(job: Write, conn: SqliteConnection) -> Any:
     """One job, in its caller's context and its own savepoint."""
     job.start()  # in the job's own context: its emits land in its outbox
     result = drive(job.fn(conn))
-    # A call with a request id is marked applied in the same savepoint as its effect.
-    drive(requests.mark_applied(conn))
+    if job.request is not None:  # the call it runs for is recorded with its effect
+        drive(requests.record(conn, job.request, result))
     return result
 
 

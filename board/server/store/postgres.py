@@ -299,8 +299,8 @@ class PostgresStore(Store):
         """One job, in its caller's context (run as a task in it)."""
         job.start()
         result = await job.fn(conn)
-        # A call with a request id is marked applied in the same savepoint as its effect.
-        await requests.mark_applied(conn)
+        if job.request is not None:  # the call it runs for is recorded with its effect
+            await requests.record(conn, job.request, result)
         return result
 
     async def _commit(self, batch: list[Write]) -> list[Outcome]:

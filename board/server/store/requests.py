@@ -1,16 +1,19 @@
 """Stored outcomes of mutating calls, keyed by the caller's request id.
 
-A call with a request id is marked applied inside the savepoint of its own write
-(:func:`mark_applied`, run by the writer), so its effect and the mark commit together
-or not at all. Its answer is filled in once it is rendered (:func:`put`); a board
-that dies between the two leaves the mark, and a retry is told the call took effect
-instead of applying it again.
+A write job carries the request id of the call it runs for (:class:`Mark`, a field
+of the job), and the writer records the call inside that job's own savepoint
+(:func:`record`), so the effect and its record commit together or not at all. When
+the call's answer is what the job produced, the record is that answer itself; else it
+is the mark :data:`APPLIED`, filled in once the answer is rendered (:func:`put`). A
+board that dies between the commit and the answer leaves the answer (or the mark),
+so a retry is answered, or told the call took effect, instead of applying it again.
 """
 
 from __future__ import annotations
 
-import contextvars
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .connection import Connection
 from .rows import Row, one
@@ -25,18 +28,18 @@ class AppliedElsewhere(Exception):
 
 
 @dataclass
-class Pending:
-    """The request id of the call a write runs for."""
+class Mark:
+    """The request id of the call a write runs for, as its write job carries it."""
 
     agent_id: int
     request_id: str
     fingerprint: str
     now: str
-    marked: bool = False  # a write of this call has marked it applied
-
-
-#: Set by the API around a call with a request id; the writer reads it in each write's context.
-pending: contextvars.ContextVar[Pending | None] = contextvars.ContextVar("pending_request", default=None)
+    #: The call's answer (status, text as kept) from its write job's result, when that
+    #: result is the answer; None when the answer is rendered after the commit.
+    answer: Callable[[Any], tuple[int, str]] | None = None
+    marked: bool = False  # a write of this call has recorded it
+    answered: bool = False  # ... and what it recorded is the answer itself
 
 
 async def get(conn: Connection, agent_id: int, request_id: str) -> Row | None:
@@ -47,19 +50,20 @@ async def get(conn: Connection, agent_id: int, request_id: str) -> Row | None:
     )
 
 
-async def mark_applied(conn: Connection) -> None:
-    """Inside a write's savepoint: the call it runs for (if any) has taken effect."""
-    key = pending.get()
-    if key is None or key.marked:
+async def record(conn: Connection, mark: Mark, result: Any) -> None:
+    """Inside a write's savepoint: the call it runs for has taken effect, with this answer if known."""
+    if mark.marked:
         return
+    status, response = mark.answer(result) if mark.answer is not None else (APPLIED, "")
     cur = await conn.execute(
         """INSERT INTO requests (agent_id, request_id, fingerprint, status, response, created_at)
-           VALUES (?,?,?,?,'',?) ON CONFLICT DO NOTHING""",
-        (key.agent_id, key.request_id, key.fingerprint, APPLIED, key.now),
+           VALUES (?,?,?,?,?,?) ON CONFLICT DO NOTHING""",
+        (mark.agent_id, mark.request_id, mark.fingerprint, status, response, mark.now),
     )
     if cur.rowcount == 0:
-        raise AppliedElsewhere(key.request_id)
-    key.marked = True
+        raise AppliedElsewhere(mark.request_id)
+    mark.marked = True
+    mark.answered = mark.answer is not None
 
 
 async def put(

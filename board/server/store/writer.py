@@ -5,9 +5,10 @@ The writer task takes every write waiting at that moment and hands the batch to
 the store, which runs them in one transaction (each inside its own savepoint, so
 one failing write does not undo its neighbours) and commits once; only then is
 each caller's future resolved with its result or its error. Each write runs in
-its caller's context (``contextvars``), so what the request set, such as its
-request id, is what the write sees (and a call's request id is marked applied
-together with its effect, see :mod:`.requests`). A write hands what must be
+its caller's context (``contextvars``). A write job may carry the request id of the
+call it runs for (:class:`ForRequest` adds it to each write of one call), which the
+store records in the job's own savepoint, together with its effect (see
+:mod:`.requests`). A write hands what must be
 announced once it is durable to :func:`emit`: the job's outbox, which the writer
 passes to ``publish`` after the commit, in commit order, and drops with the job
 when it fails. Reads run on their own connections and never wait for the writer.
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from .connection import Connection
+from .requests import Mark
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +50,10 @@ class StoreError(Exception):
 
 @dataclass
 class Write:
-    """One queued write: its job, its outbox, its caller's context and future."""
+    """One queued write: its job, the request id it runs for, its outbox, its caller's context and future."""
 
     fn: Job[Any]
+    request: Mark | None = None
     outbox: list[Any] = field(default_factory=list)
     context: contextvars.Context = field(default_factory=contextvars.copy_context)
     future: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
@@ -142,16 +145,17 @@ class Store(ABC):
         while not self._queue.empty():
             _fail(self._queue.get_nowait(), "the database closed before this write ran")
 
-    async def write(self, fn: Job[T]) -> T:
+    async def write(self, fn: Job[T], request: Mark | None = None) -> T:
         """Run ``fn`` in the writer's next transaction; return once it is committed.
 
         What ``fn`` emitted is published in the writer, in commit order, right after
         the commit and before any later write, so a long-poll never sees message 11
-        before message 10.
+        before message 10. With ``request``, the call it runs for is recorded in the
+        same savepoint (:func:`.requests.record`).
         """
         if self._task is None:
             raise StoreError("the database is not open")
-        job = Write(fn)
+        job = Write(fn, request)
         self._queue.put_nowait(job)
         return cast(T, await job.future)
 
@@ -186,3 +190,43 @@ class Store(ABC):
                 job.future.set_result(value)
             else:
                 job.future.set_exception(value)
+
+
+class ForRequest(Store):
+    """A store as one call with a request id sees it: each write it hands over carries the id.
+
+    Everything else is the store's own: its writer, its readers, its counters.
+    """
+
+    def __init__(self, store: Store, request: Mark) -> None:  # no Store.__init__: nothing of its own
+        self._store = store
+        self.request = request
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def write(self, fn: Job[T], request: Mark | None = None) -> T:
+        return await self._store.write(fn, request or self.request)
+
+    async def read(self, fn: Job[T]) -> T:
+        return await self._store.read(fn)
+
+    @contextlib.asynccontextmanager
+    async def duty(self, name: str) -> AsyncIterator[bool]:
+        async with self._store.duty(name) as mine:
+            yield mine
+
+    async def open(self) -> None:
+        raise StoreError("a call's view of the store does not open it")
+
+    async def close(self) -> None:
+        raise StoreError("a call's view of the store does not close it")
+
+    async def _commit(self, batch: list[Write]) -> list[Outcome]:
+        raise StoreError("a call's view of the store has no writer of its own")
+
+    async def scrub(self) -> None:
+        await self._store.scrub()
+
+    def announce(self, item: dict[str, Any]) -> None:
+        self._store.announce(item)
