@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import backups
+from ..services import actions, backups
 from .route import Call, Route
 
 
@@ -19,5 +19,6 @@ ROUTES = [
         backup,
         "Take a consistent backup under the state directory (humans).",
         status=201,
+        role=actions.only("backup.take"),
     ),
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import audit
+from ..services import actions, audit
 from .route import Call, Route
 
 
@@ -14,6 +14,11 @@ async def entries(call: Call) -> Any:
 
 ROUTES = [
     Route(
-        "GET", "/api/audit", entries, "Every mutation: who, what, when, why (humans).", query=audit.AuditQuery
+        "GET",
+        "/api/audit",
+        entries,
+        "Every mutation: who, what, when, why (humans).",
+        query=audit.AuditQuery,
+        role=actions.only("audit.read"),
     ),
 ]

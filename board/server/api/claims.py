@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import claims, wakes
+from ..services import actions, claims, wakes
 from .route import Call, Route
 
 
@@ -77,6 +77,7 @@ ROUTES = [
         "Record one harness run (the launcher).",
         body=wakes.WakeRecord,
         status=201,
+        role=actions.only("wake.record"),
     ),
     Route("GET", "/api/wakes", list_wakes, "Harness runs with their cost.", query=wakes.WakeList),
     Route(
@@ -85,5 +86,6 @@ ROUTES = [
         feed,
         "The launcher's feed: for_me and watched, long-pollable.",
         query=wakes.WakeQuery,
+        role=actions.only("wake.feed"),
     ),
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import fleet
+from ..services import actions, fleet
 from .discovery import board_url
 from .route import Call, Route
 
@@ -53,6 +53,7 @@ ROUTES = [
         "A one-time code for a machine's keeper to enroll (humans).",
         body=fleet.EnrollCodeRequest,
         status=201,
+        role=actions.only("fleet.enroll_code"),
         secrets=("code", "command"),
     ),
     Route(
@@ -72,6 +73,7 @@ ROUTES = [
         "A keeper's report; answers the machine's desired state and open orders (keepers).",
         body=fleet.Report,
         keeper=True,
+        role=actions.only("fleet.keeper_call"),
     ),
     Route(
         "GET",
@@ -79,6 +81,7 @@ ROUTES = [
         machines,
         "Machines, online or stale, and their bots (humans).",
         query=fleet.FleetQuery,
+        role=actions.only("fleet.view"),
     ),
     Route(
         "POST",
@@ -87,6 +90,7 @@ ROUTES = [
         "Assign a bot to a machine with a profile; it should run (humans).",
         body=fleet.Assignment,
         status=201,
+        role=actions.only("fleet.assign"),
     ),
     *[
         Route(
@@ -94,16 +98,24 @@ ROUTES = [
             f"/api/fleet/bots/{{handle}}/{kind}",
             _order(kind),
             f"{kind.capitalize()} a bot: change its desired state and send its keeper an order (humans).",
+            role=actions.only("fleet.order"),
         )
         for kind in fleet.ORDER_KINDS
     ],
-    Route("DELETE", "/api/fleet/bots/{handle}", unassign, "Stop a bot and take it off its machine (humans)."),
+    Route(
+        "DELETE",
+        "/api/fleet/bots/{handle}",
+        unassign,
+        "Stop a bot and take it off its machine (humans).",
+        role=actions.only("fleet.unassign"),
+    ),
     Route(
         "POST",
         "/api/fleet/bots/{handle}/token",
         bot_token,
         "Mint the token of a bot assigned to this keeper's machine (keepers).",
         keeper=True,
+        role=actions.only("fleet.keeper_call"),
         status=201,
         secrets=("token",),
     ),

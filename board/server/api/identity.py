@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import agents, auth
+from ..services import actions, agents, auth
 from .route import Call, Route
 
 
@@ -64,7 +64,14 @@ ROUTES = [
         "Issue an invite code for one workspace (humans).",
         body=auth.InviteRequest,
         status=201,
+        role=actions.only("invite.create"),
         secrets=("invite",),
     ),
-    Route("DELETE", "/api/agents/{handle}/token", revoke, "Revoke a bot's token (humans)."),
+    Route(
+        "DELETE",
+        "/api/agents/{handle}/token",
+        revoke,
+        "Revoke a bot's token (humans).",
+        role=actions.only("bot.revoke_token"),
+    ),
 ]

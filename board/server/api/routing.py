@@ -23,7 +23,7 @@ from aiohttp import web
 from ..errors import BoardError, Forbidden, InvalidArgument, RequestIdReuse, Unauthenticated
 from ..jsonvalues import MAX_DEPTH, dumps, encode
 from ..principal import Principal
-from ..services import audit, auth, sessions
+from ..services import actions, audit, auth, sessions
 from ..services.context import Context
 from ..store import requests as request_store
 from ..validation import parse_body, parse_query
@@ -198,7 +198,13 @@ async def _write(
 
 
 async def answer(route: Route, call: Call) -> tuple[int, Any]:
-    """The handler's status and answer (data, or a response it made itself)."""
+    """The handler's status and answer (data, or a response it made itself).
+
+    A route of one role refuses anyone else here, as its service would: where every
+    route is run (an endpoint, an MCP tool), and inside a retried write's replay.
+    """
+    if route.role is not None:
+        actions.require(call.p, route.role.name)
     result = await route.handler(call)
     if isinstance(result, tuple):
         return result

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import workspaces
+from ..services import actions, workspaces
 from .route import Call, Route
 
 
@@ -51,6 +51,7 @@ ROUTES = [
         "Create a workspace, optionally seeding it (humans).",
         body=workspaces.NewWorkspace,
         status=201,
+        role=actions.only("workspace.create"),
     ),
     Route("GET", "/api/workspaces/{slug}", get, "A workspace's settings."),
     Route(
