@@ -13,10 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp.test_utils import make_mocked_request
 from boardtest import Board, Where, World, db_rows, snapshot
 from fleettest import enroll_keeper
 
 from board.client import BoardAPIError, BoardClient
+from board.server.api.route import Call, Route
+from board.server.api.routing import answer
 from board.server.api.table import all_routes
 from board.server.errors import Forbidden
 from board.server.principal import Principal
@@ -143,6 +146,24 @@ def test_a_route_of_one_role_is_never_open_without_a_token() -> None:
 
 
 # -- on a live board -------------------------------------------------------------------
+
+
+async def test_a_route_of_one_role_never_runs_its_handler_for_another_caller(board: Board) -> None:
+    """The route's role is enforced where routes run, before the handler (and so its service) is called."""
+    ran: list[Principal] = []
+
+    async def handler(call: Call) -> Any:
+        ran.append(call.p)
+        return {}
+
+    route = Route("POST", "/api/workspaces", handler, "x", role=actions.only("workspace.create"))
+    request = make_mocked_request("POST", "/api/workspaces", app=board.app)
+    with pytest.raises(Forbidden) as refused:
+        await answer(route, Call(request, board.ctx, BOT))
+    assert refused.value.message == "Only a human may create workspaces."
+    assert ran == []
+    assert await answer(route, Call(request, board.ctx, HUMAN)) == (200, {})
+    assert ran == [HUMAN]
 
 
 def contents(where: Where) -> dict[str, list[str]]:
