@@ -12,9 +12,8 @@ places below.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-SERVER = Path(__file__).resolve().parent.parent / "board" / "server"
+from source_walk import found_outside
 
 ROLE_TESTS = ("is_human", "is_bot", "is_admin_bot", "is_keeper", "is_runner")
 KINDS = ("human", "bot", "system", "keeper")
@@ -61,14 +60,7 @@ def _found(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def role_checks_outside_the_table() -> list[str]:
-    found = []
-    for path in sorted(SERVER.rglob("*.py")):
-        name = path.relative_to(SERVER).as_posix()
-        if name in ALLOWED:
-            continue
-        for line, what in _found(ast.parse(path.read_text(encoding="utf-8"))):
-            found.append(f"{name}:{line}: {what}")
-    return found
+    return found_outside(_found, ALLOWED, {})
 
 
 def test_no_role_check_outside_the_table() -> None:
