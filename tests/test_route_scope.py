@@ -304,6 +304,8 @@ def with_role(key: tuple[str, str], expect: dict[str, int | set[int]]) -> dict[s
     """
     role = declared_role(key)
     if role is None:
+        left_out = {"human", "bot", "admin_bot", "other_bot", "anon"} - set(expect)
+        assert not left_out, f"{key} declares no role: its row decides {sorted(left_out)} too"
         return expect
     restated = set(expect) - ROLE_CALLERS[role]
     assert not restated, f"{key}: the route's role ({role}) decides {sorted(restated)}; drop them"
