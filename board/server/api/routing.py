@@ -200,8 +200,9 @@ async def _write(
 async def answer(route: Route, call: Call) -> tuple[int, Any]:
     """The handler's status and answer (data, or a response it made itself).
 
-    A route of one role refuses anyone else here, as its service would: where every
-    route is run (an endpoint, an MCP tool), and inside a retried write's replay.
+    A route of one role refuses anyone else here, as its service would: this is where
+    every route runs (an endpoint, an MCP tool), and inside a write's request-id record,
+    so a retried refusal is answered from it as before.
     """
     if route.role is not None:
         actions.require(call.p, route.role.name)
