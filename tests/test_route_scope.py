@@ -17,6 +17,11 @@ The runner (token ``br_``) holds the board's own agent but reads routines and
 steps their runs, nothing else: every route's runner decision is
 :func:`runner_decision`, and ``test_runner_refused_outside_its_runs`` walks
 every route (API, ``/mcp``, fleet, installer, pages) with its token.
+
+A route of one role (``Route(role=...)``, e.g. humans only) is not restated
+here: its row names what the role's callers get, and every other role's
+FORBIDDEN (UNAUTHENTICATED without a token) is read from the route table
+(:func:`with_role`).
 """
 
 from __future__ import annotations
@@ -62,9 +67,7 @@ def scoped(status: int | set[int] = 200) -> dict[str, int | set[int]]:
 
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
-HUMANS_ONLY = {"human": OK, "bot": 403, "admin_bot": 403, "other_bot": 403, "anon": 401}
-FLEET_HUMANS = {**HUMANS_ONLY, "keeper": 403, "other_keeper": 403}
-FLEET_KEEPER = {"human": 403, "bot": 403, "admin_bot": 403, "other_bot": 403, "anon": 401}
+HUMAN: dict[str, int | set[int]] = {"human": OK}  # the route's role refuses everyone else (with_role)
 HUMANS_ON_PROJ = {"human": OK, "bot": 403, "admin_bot": 403, "other_bot": 404, "anon": 401}
 
 
@@ -104,12 +107,12 @@ CASES: dict[tuple[str, str], Case] = {
     ("POST", "/api/me/rotate"): Case(everyone(200)),
     ("GET", "/api/agents"): Case(everyone(200)),
     ("GET", "/api/agents/{handle}"): Case(scoped(), path={"handle": "bot_handle"}),
-    ("POST", "/api/invites"): Case(HUMANS_ONLY, body=lambda r, f: {"workspace": "proj"}),
-    ("DELETE", "/api/agents/{handle}/token"): Case(HUMANS_ONLY, path={"handle": "peer_handle"}),
+    ("POST", "/api/invites"): Case(HUMAN, body=lambda r, f: {"workspace": "proj"}),
+    ("DELETE", "/api/agents/{handle}/token"): Case(HUMAN, path={"handle": "peer_handle"}),
     ("GET", "/api/workspaces"): Case(
         {"human": 200, "admin_bot": 200, "bot": 403, "other_bot": 403, "anon": 401}
     ),
-    ("POST", "/api/workspaces"): Case(HUMANS_ONLY, body=lambda r, f: {"slug": "fresh"}),
+    ("POST", "/api/workspaces"): Case(HUMAN, body=lambda r, f: {"slug": "fresh"}),
     ("GET", "/api/workspaces/{slug}"): Case(scoped(), path={"slug": "proj"}),
     ("PATCH", "/api/workspaces/{slug}"): Case(
         HUMANS_ON_PROJ, path={"slug": "proj"}, body=lambda r, f: {"name": "Renamed"}
@@ -171,35 +174,33 @@ CASES: dict[tuple[str, str], Case] = {
         prepare=claim_by_bot,
     ),
     ("GET", "/api/claims"): Case(everyone(200)),
-    ("POST", "/api/wakes"): Case(
-        {"human": 403, "bot": 201, "admin_bot": 201, "other_bot": 404, "anon": 401}, body=wake_body
-    ),
+    ("POST", "/api/wakes"): Case({"bot": 201, "admin_bot": 201, "other_bot": 404}, body=wake_body),
     ("GET", "/api/wakes"): Case(everyone(200)),
-    ("GET", "/api/wake"): Case({"human": 403, "bot": 200, "admin_bot": 200, "other_bot": 200, "anon": 401}),
-    ("GET", "/api/audit"): Case(HUMANS_ONLY),
+    ("GET", "/api/wake"): Case({"bot": 200, "admin_bot": 200, "other_bot": 200}),
+    ("GET", "/api/audit"): Case(HUMAN),
     # The fleet: humans steer it, each keeper speaks for its own machine only.
-    ("POST", "/api/fleet/enroll-codes"): Case(FLEET_HUMANS, body=lambda r, f: {"machine_name": f"m-{r}"}),
+    ("POST", "/api/fleet/enroll-codes"): Case(HUMAN, body=lambda r, f: {"machine_name": f"m-{r}"}),
     ("POST", "/api/fleet/enroll"): Case(
         {**everyone(201, anon=201), "keeper": 201, "other_keeper": 201},
         body=lambda role, f: {"code": f["codes"][role], "hostname": role},
     ),
     ("POST", "/api/fleet/report"): Case(
-        {**FLEET_KEEPER, "keeper": 200, "other_keeper": 200}, body=lambda r, f: {"interval": 5}
+        {"keeper": 200, "other_keeper": 200}, body=lambda r, f: {"interval": 5}
     ),
-    ("GET", "/api/fleet"): Case({**FLEET_HUMANS, "human": 200}),
+    ("GET", "/api/fleet"): Case({"human": 200}),
     ("POST", "/api/fleet/bots"): Case(
-        FLEET_HUMANS,
+        HUMAN,
         body=lambda role, f: {"machine": "box1", "profile": "proj-dev", "handle": f"fleet-{role}"},
     ),
     **{
-        ("POST", f"/api/fleet/bots/{{handle}}/{kind}"): Case(FLEET_HUMANS, path={"handle": "fleet_bot"})
+        ("POST", f"/api/fleet/bots/{{handle}}/{kind}"): Case(HUMAN, path={"handle": "fleet_bot"})
         for kind in ("start", "stop", "restart")
     },
-    ("DELETE", "/api/fleet/bots/{handle}"): Case(FLEET_HUMANS, path={"handle": "fleet_bot"}),
+    ("DELETE", "/api/fleet/bots/{handle}"): Case(HUMAN, path={"handle": "fleet_bot"}),
     ("POST", "/api/fleet/bots/{handle}/token"): Case(
-        {**FLEET_KEEPER, "keeper": 201, "other_keeper": 404}, path={"handle": "fleet_bot"}
+        {"keeper": 201, "other_keeper": 404}, path={"handle": "fleet_bot"}
     ),
-    ("POST", "/api/admin/backup"): Case(HUMANS_ONLY),
+    ("POST", "/api/admin/backup"): Case(HUMAN),
     # MCP over streamable HTTP: a tool list for any token; what each tool may reach is the
     # route's own decision, proved through the tools in test_mcp.py.
     ("POST", "/mcp"): Case(
@@ -278,6 +279,40 @@ def runner_decision(key: tuple[str, str]) -> int | set[int] | str | None:
     return 403
 
 
+#: Which callers of ROLE_ORDER a route's declared role (its action's rule) is for.
+ROLE_CALLERS = {
+    "human": {"human"},
+    "bot": {"bot", "admin_bot", "other_bot"},
+    "keeper": set(KEEPERS),
+    "runner": {"runner"},
+}
+
+
+def declared_role(key: tuple[str, str]) -> str | None:
+    """The role the route table declares for a route (``Route(role=...)``), if any."""
+    for route in table.all_routes():
+        if (route.method, route.path) == key and route.role is not None:
+            return route.role.rule.name
+    return None
+
+
+def with_role(key: tuple[str, str], expect: dict[str, int | set[int]]) -> dict[str, int | set[int]]:
+    """A row's expectations, with what the route's declared role says of every other caller.
+
+    The role's callers are the row's to decide; all others are FORBIDDEN (an anonymous
+    caller UNAUTHENTICATED), read from the table, never restated in the row.
+    """
+    role = declared_role(key)
+    if role is None:
+        left_out = {"human", "bot", "admin_bot", "other_bot", "anon"} - set(expect)
+        assert not left_out, f"{key} declares no role: its row decides {sorted(left_out)} too"
+        return expect
+    restated = set(expect) - ROLE_CALLERS[role]
+    assert not restated, f"{key}: the route's role ({role}) decides {sorted(restated)}; drop them"
+    refused: dict[str, int | set[int]] = {who: 403 for who in ROLE_ORDER if who not in ROLE_CALLERS[role]}
+    return refused | {"anon": 401} | expect
+
+
 def _status_ok(expected: int | set[int], got: int) -> bool:
     return got in expected if isinstance(expected, set) else got == expected
 
@@ -334,6 +369,7 @@ def _caller(world: World, role: str, facts: dict[str, Any]) -> BoardClient:
 async def test_route_decision_for_each_role(key: tuple[str, str], tmp_path: Any) -> None:
     method, template = key
     case = CASES[key]
+    case = Case(with_role(key, case.expect), case.path, case.body, case.params, case.headers, case.prepare)
     board = await start_board(tmp_path)
     try:
         world = await populate(board)
@@ -450,3 +486,17 @@ def _runner_body(template: str) -> dict[str, Any]:
         call = {"name": "post", "arguments": post}
         return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
     return post
+
+
+def test_decisions_elsewhere_agree_with_declared_roles() -> None:
+    """A route of one role decided beside its concept (scope_*.py) refuses every other caller there too."""
+    checked = 0
+    for module, name in (("scope_routines", "ROUTINE_DECISIONS"), ("scope_registry", "REGISTRY_DECISIONS")):
+        for key, decision in getattr(__import__(module), name).items():
+            role = declared_role(key)
+            if role is None:
+                continue
+            refused = {who: 403 for who in decision if who not in ROLE_CALLERS[role] and who != "anon"}
+            assert {who: decision[who] for who in refused} == refused, f"{key}: its role is {role}"
+            checked += 1
+    assert checked >= 1

@@ -10,9 +10,8 @@ of a rule, which is how a transport opens a side door; this walks the source
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-SERVER = Path(__file__).resolve().parent.parent / "board" / "server"
+from source_walk import found_outside
 
 #: Where a building block may appear, and why it is not a visibility decision there.
 ALLOWED = {
@@ -54,15 +53,7 @@ def _found(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def decisions_outside_scope() -> list[str]:
-    found = []
-    for path in sorted(SERVER.rglob("*.py")):
-        name = path.relative_to(SERVER).as_posix()
-        if name in ALLOWED:
-            continue
-        for line, what in _found(ast.parse(path.read_text(encoding="utf-8"))):
-            if what not in NOT_VISIBILITY.get(name, set()):
-                found.append(f"{name}:{line}: {what}")
-    return found
+    return found_outside(_found, ALLOWED, NOT_VISIBILITY)
 
 
 def test_no_visibility_decision_outside_scope() -> None:

@@ -32,7 +32,7 @@ from .api.keys import PRESENCE, REPLAYS
 from .errors import BoardError, InvalidArgument
 from .jsonvalues import dumps
 from .principal import Principal
-from .services import audit, requests
+from .services import actions, audit, requests
 from .services.context import Context
 
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -83,8 +83,8 @@ class Inputs(Protocol):
         ...
 
 
-class Action(Protocol):
-    """What the pipeline needs of a route."""
+class Operation(Protocol):
+    """What the pipeline needs of a route (an API route, a page route)."""
 
     @property
     def method(self) -> str: ...
@@ -101,14 +101,17 @@ class Action(Protocol):
     @property
     def answered_by_write(self) -> bool: ...
 
+    @property
+    def role(self) -> actions.Action | None: ...
 
-async def perform(ctx: Context, principal: Principal | None, route: Action, inputs: Inputs) -> Answer:
+
+async def perform(ctx: Context, principal: Principal | None, route: Operation, inputs: Inputs) -> Answer:
     """Run one call of ``route`` for ``principal`` (None: a public or loopback call)."""
     if principal is not None:
         await inputs.request.app[PRESENCE].touch(ctx, principal)
     if route.method not in MUTATING:
         arguments, _ = await inputs.parse()
-        return await _run(route, arguments)  # a read (a long-poll too) ends with its caller
+        return await _run(route, principal, arguments)  # a read (a long-poll too) ends with its caller
     if principal is not None:
         assert ctx.limiter is not None
         ctx.limiter.check(principal.agent_id)  # RATE_LIMITED when a caller writes too fast
@@ -118,7 +121,12 @@ async def perform(ctx: Context, principal: Principal | None, route: Action, inpu
     return await asyncio.shield(_write(ctx, principal, route, arguments, rid))
 
 
-async def _run(route: Action, arguments: Arguments) -> Answer:
+async def _run(route: Operation, principal: Principal | None, arguments: Arguments) -> Answer:
+    """The handler's answer. A route of one role refuses anyone else first, as its service
+    would, and inside the call's request-id record, so a retried refusal is answered from it."""
+    if route.role is not None:
+        assert principal is not None, "a route of one role is never public"
+        actions.require(principal, route.role.name)
     result = await route.handler(arguments)
     if isinstance(result, tuple):
         return Answer(*result)
@@ -128,23 +136,23 @@ async def _run(route: Action, arguments: Arguments) -> Answer:
 
 
 async def _write(
-    ctx: Context, principal: Principal | None, route: Action, arguments: Arguments, rid: RequestId | None
+    ctx: Context, principal: Principal | None, route: Operation, arguments: Arguments, rid: RequestId | None
 ) -> Answer:
     if rid is None:
-        return await _run(route, arguments)
+        return await _run(route, principal, arguments)
     token = audit.request_id.set(rid.value)
     try:
         if principal is None:
             # A public write (registration) has no caller to key a replay by,
             # but its audit row still names the request id.
-            return await _run(route, arguments)
+            return await _run(route, principal, arguments)
         return await _idempotent(ctx, principal, route, arguments, rid)
     finally:
         audit.request_id.reset(token)
 
 
 async def _idempotent(
-    ctx: Context, principal: Principal, route: Action, arguments: Arguments, rid: RequestId
+    ctx: Context, principal: Principal, route: Operation, arguments: Arguments, rid: RequestId
 ) -> Answer:
     """Same caller, same id, same arguments: the first answer again, with no second effect."""
     key = (principal.agent_id, rid.value)
@@ -157,7 +165,7 @@ async def _idempotent(
                 return Answer(stored.status, replay=stored)
             arguments.ctx, mark = requests.for_call(ctx, key, rid.fingerprint, _in_write(route))
             try:
-                answer = await _run(route, arguments)
+                answer = await _run(route, principal, arguments)
             except requests.AppliedElsewhere:
                 # Another board process committed the same id meanwhile: answer as its retry.
                 stored = await requests.earlier(ctx, key, rid.fingerprint)
@@ -180,7 +188,7 @@ async def _idempotent(
         replays.release(key, lock)
 
 
-def _in_write(route: Action) -> Callable[[Any], tuple[int, str]] | None:
+def _in_write(route: Operation) -> Callable[[Any], tuple[int, str]] | None:
     """How the route's write job keeps the call's answer from its result, if that result is it."""
     if not route.answered_by_write:
         return None
@@ -194,7 +202,7 @@ def _in_write(route: Action) -> Callable[[Any], tuple[int, str]] | None:
     return kept
 
 
-def _kept(route: Action, status: int, data: Any) -> tuple[int, str] | None:
+def _kept(route: Operation, status: int, data: Any) -> tuple[int, str] | None:
     """The answer as kept for a retry: JSON with its secrets withheld, or a redirect's location.
 
     Another response a handler made itself (a page) is not kept: its write's mark says

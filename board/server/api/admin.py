@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import backups
+from ..services import actions, backups
 from .responses import INT, STR, TIME, obj
 from .route import Answer, Call, Route
 
@@ -21,5 +21,6 @@ ROUTES = [
         "Take a consistent backup under the state directory (humans).",
         answer=Answer(obj({"path": STR, "bytes": INT, "started_at": TIME})),
         status=201,
+        role=actions.only("backup.take"),
     ),
 ]

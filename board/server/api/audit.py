@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import audit
+from ..services import actions, audit
 from .responses import page, ref
 from .route import Answer, Call, Route
 
@@ -21,5 +21,6 @@ ROUTES = [
         "Every mutation: who, what, when, why (humans).",
         answer=Answer(page("entries", ref("AuditEntry"))),
         query=audit.AuditQuery,
+        role=actions.only("audit.read"),
     ),
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import claims, wakes
+from ..services import actions, claims, wakes
 from .responses import INT, STR, TIME, array, obj, page, ref
 from .route import Answer, Call, Route
 
@@ -104,6 +104,7 @@ ROUTES = [
         answer=Answer(ref("Wake")),
         body=wakes.WakeRecord,
         status=201,
+        role=actions.only("wake.record"),
         answered_by_write=True,
     ),
     Route(
@@ -121,5 +122,6 @@ ROUTES = [
         "The launcher's feed: for_me and watched, long-pollable.",
         answer=Answer(page("messages", ref("Message"))),
         query=wakes.WakeQuery,
+        role=actions.only("wake.feed"),
     ),
 ]

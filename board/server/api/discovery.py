@@ -134,6 +134,8 @@ def openapi(routes: list[Route]) -> dict[str, Any]:
         op["security"] = [] if route.public else [{"bearer": []}]
         if route.loopback:
             op["x-loopback-without-token"] = True
+        if route.role is not None:
+            op["x-role"] = route.role.rule.name
         paths.setdefault(path, {})[route.method.lower()] = op
     paths.update(mcp_openapi_paths())
     return {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import fleet
+from ..services import actions, fleet
 from .discovery import board_url
 from .responses import BOOL, INT, STR, TIME, array, nullable, obj, page, ref
 from .route import Answer, Call, Route
@@ -57,6 +57,7 @@ ROUTES = [
         ),
         body=fleet.EnrollCodeRequest,
         status=201,
+        role=actions.only("fleet.enroll_code"),
         secrets=("code", "command"),
     ),
     Route(
@@ -87,6 +88,7 @@ ROUTES = [
         ),
         body=fleet.Report,
         keeper=True,
+        role=actions.only("fleet.keeper_call"),
     ),
     Route(
         "GET",
@@ -95,6 +97,7 @@ ROUTES = [
         "Machines, online or stale, and their bots (humans).",
         answer=Answer(page("machines", ref("Machine"), orders=array(ref("FleetOrder")))),
         query=fleet.FleetQuery,
+        role=actions.only("fleet.view"),
     ),
     Route(
         "POST",
@@ -104,6 +107,7 @@ ROUTES = [
         answer=Answer(ref("FleetBot")),
         body=fleet.Assignment,
         status=201,
+        role=actions.only("fleet.assign"),
     ),
     *[
         Route(
@@ -112,6 +116,7 @@ ROUTES = [
             _order(kind),
             f"{kind.capitalize()} a bot: change its desired state and send its keeper an order (humans).",
             answer=Answer({"allOf": [ref("FleetBot"), obj({"order": obj({"id": INT, "kind": STR})})]}),
+            role=actions.only("fleet.order"),
         )
         for kind in fleet.ORDER_KINDS
     ],
@@ -121,6 +126,7 @@ ROUTES = [
         unassign,
         "Stop a bot and take it off its machine (humans).",
         answer=Answer(obj({"handle": STR, "machine": STR, "unassigned": BOOL})),
+        role=actions.only("fleet.unassign"),
     ),
     Route(
         "POST",
@@ -129,6 +135,7 @@ ROUTES = [
         "Mint the token of a bot assigned to this keeper's machine (keepers).",
         answer=Answer(obj({"handle": STR, "workspace": STR, "token": nullable(STR)})),
         keeper=True,
+        role=actions.only("fleet.keeper_call"),
         status=201,
         secrets=("token",),
     ),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import agents, auth
+from ..services import actions, agents, auth
 from .responses import INT, STR, TIME, array, nullable, obj, page, ref
 from .route import Answer, Call, Route
 
@@ -104,6 +104,7 @@ ROUTES = [
         ),
         body=auth.InviteRequest,
         status=201,
+        role=actions.only("invite.create"),
         secrets=("invite",),
     ),
     Route(
@@ -112,5 +113,6 @@ ROUTES = [
         revoke,
         "Revoke a bot's token (humans).",
         answer=Answer(obj({"handle": STR, "revoked": INT})),
+        role=actions.only("bot.revoke_token"),
     ),
 ]

@@ -4,7 +4,9 @@ Each route says who may call it without a token (``public``, or ``loopback``
 for callers on this machine), whether a keeper's token may call it at all
 (``keeper``: the fleet calls only) and the routines runner's (``runner``: reading
 routines and stepping their runs), which input types it takes, what it answers,
-and a summary for the OpenAPI document; :mod:`.routing` runs it.
+and a summary for the OpenAPI document; :mod:`..pipeline` runs it. A route whose
+every call is one action of one role says so (``role``: an action of
+:mod:`..services.actions` whose rule is a role alone, such as "human").
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from ..principal import Principal
+from ..services.actions import Action
 from ..services.context import Context
 from ..validation import whole_number
 from .responses import Schema
@@ -80,6 +83,9 @@ class Route:
     keeper: bool = False
     #: The routines runner's token may call it (routine reads, the runs' steps); elsewhere FORBIDDEN.
     runner: bool = False
+    #: Every call is this action, for one role only: other callers are FORBIDDEN with its
+    #: refusal before the handler runs, and the OpenAPI document shows it (``x-role``).
+    role: Action | None = None
     status: int = 200
     #: What it answers on success: the OpenAPI document publishes it, the suite checks answers on it.
     answer: Answer = field(kw_only=True)

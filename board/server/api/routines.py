@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import routines
+from ..services import actions, routines
 from .responses import page, ref
 from .route import Answer, Call, Route
 
@@ -153,6 +153,7 @@ ROUTES = [
         body=routines.RunRequest,
         status=201,
         runner=True,
+        role=actions.only("routine.step_run"),
     ),
     Route(
         "POST",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import workspaces
+from ..services import actions, workspaces
 from .responses import ANY_OBJECT, STR, array, obj, page, ref
 from .route import Answer, Call, Route
 
@@ -54,6 +54,7 @@ ROUTES = [
         answer=Answer(ref("Workspace")),
         body=workspaces.NewWorkspace,
         status=201,
+        role=actions.only("workspace.create"),
     ),
     Route(
         "GET",

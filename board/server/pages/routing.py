@@ -28,7 +28,7 @@ from ..clock import Clock
 from ..errors import BoardError, Unavailable
 from ..pipeline import Answer, RequestId, perform, request_id
 from ..principal import Principal
-from ..services import requests, sessions
+from ..services import actions, requests, sessions
 from ..services.context import Context
 from ..validation import parse_query, whole_number
 from .render import environment
@@ -107,10 +107,12 @@ class PageRoute:
     summary: str
     public: bool = False
     #: As the pipeline asks of a route: a page answers with its own response (a redirect is
-    #: kept for a form sent again), holds no secret in a redirect, and answers after its write.
+    #: kept for a form sent again), holds no secret in a redirect, and answers after its write;
+    #: who may do what is its services' to say (services/actions.py).
     status: ClassVar[int] = 200
     secrets: ClassVar[tuple[str, ...]] = ()
     answered_by_write: ClassVar[bool] = False
+    role: ClassVar[actions.Action | None] = None
 
 
 @dataclass

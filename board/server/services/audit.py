@@ -6,12 +6,12 @@ import contextvars
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import Forbidden
 from ..principal import Principal
 from ..store import audit as store
 from ..store.connection import Connection
 from ..store.jsoncolumns import read_json
 from ..validation import arg, rfc3339
+from . import actions
 from .context import Context
 from .paging import Page, bounded_page
 
@@ -64,8 +64,7 @@ class AuditQuery:
 
 
 async def entries(ctx: Context, p: Principal, q: AuditQuery) -> Page:
-    if not p.is_human:
-        raise Forbidden("Only a human may read the audit log.")
+    actions.require(p, "audit.read")
     at_from, at_until = rfc3339("from", q.at_from), rfc3339("until", q.until)
     rows = await ctx.db.read(
         lambda conn: store.select(

@@ -22,7 +22,7 @@ from ..store import identity as store
 from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..validation import arg
-from . import audit
+from . import actions, audit
 from .context import Context
 
 HANDLE_PATTERN = r"[A-Za-z0-9._-]{2,32}"
@@ -246,8 +246,7 @@ async def rotate(ctx: Context, p: Principal) -> dict[str, str]:
 
 
 async def revoke_bot_token(ctx: Context, p: Principal, handle: str) -> dict[str, Any]:
-    if not p.is_human:
-        raise Forbidden("Only a human may revoke a bot's token.")
+    actions.require(p, "bot.revoke_token")
 
     async def write(conn: Connection) -> tuple[int, int]:
         row = await store.agent_by_handle(conn, handle)
@@ -271,8 +270,8 @@ class InviteRequest:
 
 async def create_invite(ctx: Context, p: Principal | None, req: InviteRequest) -> dict[str, Any]:
     """An invite code for bots to join one workspace (``p=None``: the operator's CLI)."""
-    if p is not None and not p.is_human:
-        raise Forbidden("Only a human may invite bots.")
+    if p is not None:
+        actions.require(p, "invite.create")
     code = new_secret("invite")
     expires_at = iso(ctx.clock.now() + timedelta(seconds=req.expires_in)) if req.expires_in else None
 
@@ -321,26 +320,21 @@ def agent_dict(row: Any, now: str) -> dict[str, Any]:
 # -- a human's own API tokens (the settings page) ------------------------------------
 
 
-def _require_human(p: Principal) -> None:
-    if not p.is_human:
-        raise Forbidden("Only a human manages API tokens here.")
-
-
 async def list_own_tokens(ctx: Context, p: Principal) -> list[dict[str, Any]]:
     """The caller's live API tokens: ids and dates, never the secrets."""
-    _require_human(p)
+    actions.require(p, "token.manage")
     rows = await ctx.db.read(lambda conn: store.tokens_of(conn, p.agent_id, "human"))
     return [{"id": r["id"], "created_at": r["created_at"]} for r in rows]
 
 
 async def create_own_token(ctx: Context, p: Principal) -> str:
     """A new API token for the caller, shown once."""
-    _require_human(p)
+    actions.require(p, "token.manage")
     return await _issue_for_human(ctx, p.handle, "human", "token.create")
 
 
 async def revoke_own_token(ctx: Context, p: Principal, token_id: int) -> None:
-    _require_human(p)
+    actions.require(p, "token.manage")
 
     async def write(conn: Connection) -> str | None:
         token_hash = await store.revoke_token(conn, p.agent_id, token_id, ctx.now())

@@ -6,11 +6,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from ..errors import BoardError, Forbidden
+from ..errors import BoardError
 from ..principal import Principal
 from ..settings import state_dir
 from ..store import backup as store
-from . import audit
+from . import actions, audit
 from .context import Context
 
 #: The board copies only its own SQLite file; a PostgreSQL database has its own tools.
@@ -27,8 +27,7 @@ def backup_dir(ctx: Context) -> Path:
 
 async def take(ctx: Context, p: Principal) -> dict[str, Any]:
     """A consistent copy of the live database; the board keeps serving while it is taken."""
-    if not p.is_human:
-        raise Forbidden("Only a human may take a backup.")
+    actions.require(p, "backup.take")
     if ctx.settings.database_url:
         raise BoardError(POSTGRES_BACKUPS)
     started = ctx.now()

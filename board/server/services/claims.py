@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import Claimed, Forbidden, InvalidArgument
+from ..errors import Claimed, InvalidArgument
 from ..principal import Principal
 from ..store import claims as store
 from ..store import identity as identity_store
@@ -23,7 +23,7 @@ from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..store.rows import AgentRow, ClaimRow, MessageRow, WorkspaceRow
 from ..validation import arg
-from . import audit, leases, scope
+from . import actions, audit, leases, scope
 from .context import Context
 from .paging import Page, bounded_page
 from .posting import post_event
@@ -208,13 +208,14 @@ async def claim(ctx: Context, p: Principal, thread_id: int, req: ClaimRequest) -
     return await ctx.db.write(write)
 
 
-async def _held(conn: Connection, p: Principal, thread_id: int, doing: str) -> tuple[Any, Any, Any]:
+async def _held(
+    conn: Connection, p: Principal, thread_id: int, action: str, doing: str
+) -> tuple[Any, Any, Any]:
     root, workspace = await _thread(conn, p, thread_id)
     current = await store.get(conn, root["id"])
     if current is None or current["state"] == "open":
         raise InvalidArgument(f"Thread {root['id']} is not claimed; nothing to {doing}.")
-    if current["state"] == "claimed" and current["holder_id"] != p.agent_id and not p.is_human:
-        raise Forbidden(f"Only the holder ({current['holder']}) or a human may {doing} this claim.")
+    actions.require(p, action, claim=current)
     return root, workspace, current
 
 
@@ -225,7 +226,7 @@ class ReleaseRequest:
 
 async def release(ctx: Context, p: Principal, thread_id: int, req: ReleaseRequest) -> dict[str, Any]:
     async def write(conn: Connection) -> dict[str, Any]:
-        root, workspace, current = await _held(conn, p, thread_id, "release")
+        root, workspace, current = await _held(conn, p, thread_id, "claim.release", "release")
         if current["state"] != "claimed":
             raise InvalidArgument(f"Thread {root['id']} is done; nothing to release.")
         await _transition(
@@ -255,7 +256,7 @@ class HandoffRequest:
 
 async def handoff(ctx: Context, p: Principal, thread_id: int, req: HandoffRequest) -> dict[str, Any]:
     async def write(conn: Connection) -> dict[str, Any]:
-        root, workspace, current = await _held(conn, p, thread_id, "hand off")
+        root, workspace, current = await _held(conn, p, thread_id, "claim.handoff", "hand off")
         if current["state"] != "claimed":
             raise InvalidArgument(f"Thread {root['id']} is done; claim it again to hand it off.")
         target = await scope.handoff_target(conn, req.to, root)
@@ -298,12 +299,10 @@ async def done(ctx: Context, p: Principal, thread_id: int, req: DoneRequest) -> 
             return to_dict(current)
         holder_id: int | None
         if current is None or current["state"] == "open":
-            if not p.is_human:
-                raise Forbidden(f"Claim thread {root['id']} before closing it.")
+            actions.require(p, "thread.close_unclaimed", thread=root["id"])
             holder_id = p.agent_id
-        elif current["holder_id"] != p.agent_id and not p.is_human:
-            raise Forbidden(f"Only the holder ({current['holder']}) or a human may close this claim.")
         else:
+            actions.require(p, "claim.close", claim=current)
             holder_id = current["holder_id"]
         await _transition(
             conn,

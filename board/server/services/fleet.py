@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..clock import iso, parse_time
-from ..errors import Forbidden, NameConflict, NotFound, Unauthenticated
+from ..errors import NameConflict, NotFound, Unauthenticated
 from ..hub import Key, Signal
 from ..principal import Principal
 from ..store import claims as claim_store
@@ -27,7 +27,7 @@ from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..store.writer import emit
 from ..validation import arg
-from . import audit, auth, fleet_view, scope
+from . import actions, audit, auth, fleet_view, scope
 from .context import Context
 from .paging import Page, bounded_page
 
@@ -53,14 +53,10 @@ def _changed() -> None:
     emit(Signal(CHANGES, 0))
 
 
-def _require_human(p: Principal, what: str) -> None:
-    if not p.is_human:
-        raise Forbidden(f"Only a human may {what}.")
-
-
 def _require_keeper(p: Principal) -> int:
-    if p.machine_id is None:
-        raise Forbidden("Only a machine's keeper (a bk_ token) makes this call.")
+    """The caller's machine: the fleet's calls a keeper makes speak for its own machine."""
+    actions.require(p, "fleet.keeper_call")
+    assert p.machine_id is not None  # a keeper's principal names its machine
     return p.machine_id
 
 
@@ -77,7 +73,7 @@ async def create_enroll_code(
     ctx: Context, p: Principal, req: EnrollCodeRequest, board_url: str
 ) -> dict[str, Any]:
     """A one-time code a machine's keeper trades for its token."""
-    _require_human(p, "add a machine")
+    actions.require(p, "fleet.enroll_code")
     code = auth.new_secret("keeper")
     expires_at = iso(ctx.clock.now() + timedelta(seconds=req.expires_in))
 
@@ -414,7 +410,7 @@ async def _machines(
 
 async def fleet(ctx: Context, p: Principal, q: FleetQuery) -> Page:
     """Machines (online or stale, with how long), their bots and states, and the last orders."""
-    _require_human(p, "see the fleet")
+    actions.require(p, "fleet.view")
     now = ctx.now()
 
     async def read(conn: Connection) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -463,7 +459,7 @@ async def _fleet_bot(conn: Connection, p: Principal, handle: str) -> Any:
 
 async def assign(ctx: Context, p: Principal, req: Assignment) -> dict[str, Any]:
     """Put a bot on a machine with a profile; its desired state is running."""
-    _require_human(p, "assign bots to machines")
+    actions.require(p, "fleet.assign")
 
     async def write(conn: Connection) -> dict[str, Any]:
         now = ctx.now()
@@ -518,7 +514,7 @@ async def assign(ctx: Context, p: Principal, req: Assignment) -> dict[str, Any]:
 
 async def order(ctx: Context, p: Principal, handle: str, kind: str) -> dict[str, Any]:
     """start or restart (desired: running) or stop (desired: stopped), sent as a one-shot order."""
-    _require_human(p, "start, stop or restart bots")
+    actions.require(p, "fleet.order")
 
     async def write(conn: Connection) -> dict[str, Any]:
         now = ctx.now()
@@ -544,7 +540,7 @@ async def order(ctx: Context, p: Principal, handle: str, kind: str) -> dict[str,
 
 async def unassign(ctx: Context, p: Principal, handle: str) -> dict[str, Any]:
     """Take a bot off its machine (its keeper stops it) and revoke its tokens."""
-    _require_human(p, "unassign bots")
+    actions.require(p, "fleet.unassign")
 
     async def write(conn: Connection) -> tuple[int, dict[str, Any]]:
         row = await _fleet_bot(conn, p, handle)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import Forbidden, InvalidArgument, LimitExceeded, NameConflict, NotFound, VersionConflict
+from ..errors import InvalidArgument, LimitExceeded, NameConflict, NotFound, VersionConflict
 from ..principal import Principal
 from ..store import identity as identity_store
 from ..store import messages as message_store
@@ -22,7 +22,7 @@ from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..store.rows import WorkspaceRow
 from ..validation import arg
-from . import audit, scope
+from . import actions, audit, scope
 from .context import Context
 from .paging import Page, bounded_page
 
@@ -69,12 +69,6 @@ def skill_dict(row: Any, *, full: bool = True) -> dict[str, Any]:
         item["text"] = row["text"]
         item["reason"] = row["reason"]
     return item
-
-
-def _require_skill_writer(p: Principal) -> None:
-    scope.require_every_workspace(
-        p, "Only humans and admin bots write skills; ask one in the admin workspace."
-    )
 
 
 def _check_text(text: str) -> None:
@@ -134,7 +128,7 @@ class SkillUpdate:
 
 
 async def create_skill(ctx: Context, p: Principal, req: NewSkill) -> dict[str, Any]:
-    _require_skill_writer(p)
+    actions.require(p, "skill.write")
     _check_text(req.text)
 
     async def write(conn: Connection) -> dict[str, Any]:
@@ -169,7 +163,7 @@ async def create_skill(ctx: Context, p: Principal, req: NewSkill) -> dict[str, A
 
 async def update_skill(ctx: Context, p: Principal, name: str, req: SkillUpdate) -> dict[str, Any]:
     """A new version; fields left out keep their value."""
-    _require_skill_writer(p)
+    actions.require(p, "skill.write")
     if req.text is not None:
         _check_text(req.text)
 
@@ -250,12 +244,6 @@ async def profile_dicts(conn: Connection, rows: list[Any], *, full: bool = True)
             item[key] = row[key]
         items.append(item)
     return items
-
-
-def _require_human(p: Principal) -> None:
-    """Checked once the caller has shown it can see the workspace: out of scope stays NOT_FOUND."""
-    if not p.is_human:
-        raise Forbidden("Only a human writes profiles.")
 
 
 async def _visible_profile(conn: Connection, p: Principal, name: str) -> Any:
@@ -394,7 +382,7 @@ async def _bot_ids(
 async def create_profile(ctx: Context, p: Principal, req: NewProfile) -> dict[str, Any]:
     async def write(conn: Connection) -> dict[str, Any]:
         workspace = await scope.resolve(conn, p, req.workspace)
-        _require_human(p)
+        actions.require(p, "profile.write")  # once the workspace is seen: out of scope stays NOT_FOUND
         scope.require_writable(workspace)
         if await store.profile(conn, req.name) is not None:
             raise NameConflict(f"Profile {req.name!r} exists; PUT /api/profiles/{req.name} to change it.")
@@ -437,7 +425,7 @@ async def update_profile(ctx: Context, p: Principal, name: str, req: ProfileUpda
 
     async def write(conn: Connection) -> dict[str, Any]:
         row = await _visible_profile(conn, p, name)
-        _require_human(p)
+        actions.require(p, "profile.write")
         workspace = await workspace_store.by_id(conn, row["workspace_id"])
         assert workspace is not None  # the profile's own workspace
         scope.require_writable(workspace)

@@ -24,7 +24,7 @@ from typing import Any
 
 from ...routines import schedule as schedules
 from ..clock import iso, parse_time
-from ..errors import Forbidden, InvalidArgument, NameConflict, NotFound, VersionConflict
+from ..errors import InvalidArgument, NameConflict, NotFound, VersionConflict
 from ..hub import Signal
 from ..principal import Principal
 from ..store import identity as identity_store
@@ -34,7 +34,7 @@ from ..store.connection import Connection
 from ..store.rows import WorkspaceRow
 from ..store.writer import emit
 from ..validation import arg
-from . import audit, claims, scope
+from . import actions, audit, claims, scope
 from .context import Context
 from .longpoll import MAX_WAIT
 from .posting import board_principal, post_event
@@ -318,11 +318,6 @@ async def _check_fields(conn: Connection, req: VersionProposal, workspace: Works
     return fields
 
 
-def _require_proposer(p: Principal) -> None:
-    if p.kind == "system":
-        raise Forbidden("The runner runs approved routines; it proposes none.")
-
-
 async def _changed(conn: Connection, ctx: Context, routine: Any, what: str) -> None:
     change = await store.add_change(conn, routine["id"], what, ctx.now())
     emit(Signal(CHANGES, change))
@@ -396,7 +391,7 @@ async def _add_version(
 
 async def propose(ctx: Context, p: Principal, req: RoutineProposal) -> tuple[int, dict[str, Any]]:
     """A new routine and its first version, ``pending``, with its thread in ``#routines``."""
-    _require_proposer(p)
+    actions.require(p, "routine.propose")
 
     async def write(conn: Connection) -> tuple[int, dict[str, Any]]:
         workspace = await scope.resolve(conn, p, req.workspace)
@@ -434,7 +429,7 @@ async def propose_version(
     ctx: Context, p: Principal, name: str, req: VersionProposal
 ) -> tuple[int, dict[str, Any]]:
     """A new ``pending`` version; the same fields as the latest version propose nothing (200)."""
-    _require_proposer(p)
+    actions.require(p, "routine.propose")
 
     async def write(conn: Connection) -> tuple[int, dict[str, Any]]:
         routine = await _visible(conn, p, name)
@@ -449,23 +444,21 @@ async def propose_version(
 # -- a human's decisions ---------------------------------------------------------------
 
 
-def _require_human(p: Principal, doing: str) -> None:
-    if not p.is_human:
-        raise Forbidden(f"Only a human may {doing} a routine; bots propose, humans decide.")
-
-
 async def _decided(
     ctx: Context,
     p: Principal,
     name: str,
-    doing: str,
+    deciding: str,
     act: Any,
 ) -> dict[str, Any]:
-    """Run a human's decision ``act(conn, routine, workspace) -> (action, target, note, text)``."""
+    """Run a human's decision ``act(conn, routine, workspace) -> (action, target, note, text)``.
+
+    ``deciding`` names the decision in the table of actions (``routine.approve``, ...).
+    """
 
     async def write(conn: Connection) -> None:
         routine = await _visible(conn, p, name)
-        _require_human(p, doing)
+        actions.require(p, deciding)
         workspace = await scope.resolve(conn, p, routine["workspace"])
         scope.require_writable(workspace)
         action, target, note, text = await act(conn, routine, workspace)
@@ -508,7 +501,7 @@ async def approve(ctx: Context, p: Principal, name: str, number: int, req: Decis
         text = f"version {number} approved by {p.handle}{retiring}"
         return "routine.approve", f"{name}@{number}", req.note, text
 
-    return await _decided(ctx, p, name, "approve", act)
+    return await _decided(ctx, p, name, "routine.approve", act)
 
 
 async def reject(ctx: Context, p: Principal, name: str, number: int, req: Rejection) -> dict[str, Any]:
@@ -517,7 +510,7 @@ async def reject(ctx: Context, p: Principal, name: str, number: int, req: Reject
         await store.decide(conn, row["id"], "rejected", p.agent_id, req.note, ctx.now())
         return "routine.reject", f"{name}@{number}", req.note, f"version {number} rejected by {p.handle}"
 
-    return await _decided(ctx, p, name, "reject", act)
+    return await _decided(ctx, p, name, "routine.reject", act)
 
 
 async def pause(ctx: Context, p: Principal, name: str) -> dict[str, Any]:
@@ -527,7 +520,7 @@ async def pause(ctx: Context, p: Principal, name: str) -> dict[str, Any]:
         await store.set_paused(conn, routine["id"], True, None)
         return "routine.pause", name, "", f"paused by {p.handle}"
 
-    return await _decided(ctx, p, name, "pause", act)
+    return await _decided(ctx, p, name, "routine.pause", act)
 
 
 async def resume(ctx: Context, p: Principal, name: str) -> dict[str, Any]:
@@ -539,7 +532,7 @@ async def resume(ctx: Context, p: Principal, name: str) -> dict[str, Any]:
         await store.set_paused(conn, routine["id"], False, ctx.now())
         return "routine.resume", name, "", f"resumed by {p.handle}"
 
-    return await _decided(ctx, p, name, "resume", act)
+    return await _decided(ctx, p, name, "routine.resume", act)
 
 
 async def run_now(ctx: Context, p: Principal, name: str) -> tuple[int, dict[str, Any]]:
@@ -573,7 +566,7 @@ async def run_now(ctx: Context, p: Principal, name: str) -> tuple[int, dict[str,
         made["id"] = run_id
         return "routine.run_now", f"{name}#{run_id}", "", f"run {run_id} requested by {p.handle}"
 
-    await _decided(ctx, p, name, "run", act)
+    await _decided(ctx, p, name, "routine.run_now", act)
     run = await ctx.db.read(lambda conn: store.run(conn, made["id"]))
     return 201, run_dict(run)
 
@@ -609,14 +602,9 @@ async def _audit_run(
     )
 
 
-def _require_runner(p: Principal) -> None:
-    if p.kind != "system":
-        raise Forbidden("Runs are created and finished by the routines runner (board routines run).")
-
-
 async def create_run(ctx: Context, p: Principal, name: str, req: RunRequest) -> tuple[int, dict[str, Any]]:
     """A run of the approved version at ``scheduled_for``; one per time, however many ask."""
-    _require_runner(p)
+    actions.require(p, "routine.step_run")
     try:
         scheduled_for = iso(parse_time(req.scheduled_for))
     except (ValueError, OverflowError):
@@ -696,7 +684,7 @@ async def start_run(ctx: Context, p: Principal, name: str, run_id: int) -> dict[
     one's start is refused (``VERSION_CONFLICT``, naming the running one) and it waits,
     decided in this write so two runners or board processes cannot both start one.
     """
-    _require_runner(p)
+    actions.require(p, "routine.step_run")
 
     async def write(conn: Connection) -> dict[str, Any]:
         routine, run, workspace = await _run_of(conn, p, name, run_id, "scheduled")
@@ -730,7 +718,7 @@ async def start_run(ctx: Context, p: Principal, name: str, run_id: int) -> dict[
 async def finish_run(ctx: Context, p: Principal, name: str, run_id: int, req: RunEnd) -> dict[str, Any]:
     """A running run ends. ``done`` only by the run's own done, whose summary is the outcome;
     any other end releases the claim, so the next run starts on an unclaimed thread."""
-    _require_runner(p)
+    actions.require(p, "routine.step_run")
 
     async def write(conn: Connection) -> dict[str, Any]:
         routine, run, workspace = await _run_of(conn, p, name, run_id, "running")

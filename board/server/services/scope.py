@@ -96,9 +96,14 @@ def workspace_ids(p: Principal, workspace: WorkspaceRow | None) -> list[int] | N
     return None if p.sees_all_workspaces else [p.workspace_id or 0]
 
 
+def reaches_every_workspace(p: Principal) -> bool:
+    """Humans and admin bots reach every workspace: they list them, and write the shared skills."""
+    return p.sees_all_workspaces
+
+
 def require_every_workspace(p: Principal, refusal: str) -> None:
-    """What spans workspaces (their list, the shared skills) is for humans and admin bots."""
-    if not p.sees_all_workspaces:
+    """What spans workspaces (their list) is seen by humans and admin bots only."""
+    if not reaches_every_workspace(p):
         raise Forbidden(refusal)
 
 

@@ -27,7 +27,7 @@ from ..store import sessions as store
 from ..store.connection import Connection
 from ..store.rows import Row
 from ..store.writer import emit
-from . import audit
+from . import actions, audit
 from .auth import hash_secret, principal_from_row
 from .context import Context
 from .ratelimit import RateLimiter
@@ -231,8 +231,7 @@ async def set_password(ctx: Context, p: Principal, current: str, new: str, cooki
     Every other session of the human ends with it (whoever knew the old password may
     hold one), and their pages' streams with them; the session ``cookie`` goes on.
     """
-    if not p.is_human:
-        raise Forbidden("Only a human has a password.")
+    actions.require(p, "password.set")
     if not MIN_PASSWORD <= len(new) <= MAX_PASSWORD:
         raise InvalidArgument(f"A password is {MIN_PASSWORD} to {MAX_PASSWORD} characters.")
     stored = await ctx.db.read(lambda conn: store.password_hash(conn, p.agent_id))

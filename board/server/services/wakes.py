@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import Forbidden, InvalidArgument
+from ..errors import InvalidArgument
 from ..hub import Event, Key
 from ..principal import Principal
 from ..store import channels as channel_store
@@ -25,7 +25,7 @@ from ..store.connection import Connection
 from ..store.jsoncolumns import read_json
 from ..store.messages import InboxFilter, WatchFilter
 from ..validation import arg, rfc3339
-from . import audit, loopguard, registry, scope
+from . import actions, audit, loopguard, registry, scope
 from .context import Context
 from .longpoll import poll
 from .messages import event_view, message_page, render, rows_to_messages
@@ -46,8 +46,7 @@ class WakeQuery:
 
 
 async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
-    if not p.is_bot:
-        raise Forbidden("The wake feed is a bot's; humans read /api/inbox.")
+    actions.require(p, "wake.feed")
 
     async def watched_channels(
         conn: Connection, workspace_id: int, slugs: list[str]
@@ -176,8 +175,7 @@ def wake_dict(row: Any) -> dict[str, Any]:
 
 
 async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int, dict[str, Any]]:
-    if not p.is_bot:
-        raise Forbidden("Wakes are recorded by a bot's launcher, with the bot's token.")
+    actions.require(p, "wake.record")
     started_at, ended_at = rfc3339("started_at", req.started_at), rfc3339("ended_at", req.ended_at)
     if ended_at is not None and started_at is not None and ended_at < started_at:
         raise InvalidArgument(

@@ -11,7 +11,7 @@ from ..store import identity as identity_store
 from ..store import workspaces as store
 from ..store.connection import Connection
 from ..validation import arg
-from . import audit, claims, scope
+from . import actions, audit, claims, scope
 from .context import Context
 from .paging import Page, bounded_page
 from .posting import post_event
@@ -33,11 +33,6 @@ def to_dict(row: Any) -> dict[str, Any]:
         if count in row.keys():  # noqa: SIM118 - sqlite3.Row has keys(), no __contains__ by name
             item[count] = row[count]
     return item
-
-
-def _require_human(p: Principal, doing: str) -> None:
-    if not p.is_human:
-        raise Forbidden(f"Only a human may {doing}.")
 
 
 @dataclass
@@ -83,7 +78,7 @@ class NewWorkspace:
 
 
 async def create(ctx: Context, p: Principal, req: NewWorkspace) -> dict[str, Any]:
-    _require_human(p, "create workspaces")
+    actions.require(p, "workspace.create")
 
     async def write(conn: Connection) -> dict[str, Any]:
         if await store.by_slug(conn, req.slug) is not None:
@@ -125,7 +120,7 @@ class WorkspacePatch:
 async def patch(ctx: Context, p: Principal, slug: str, req: WorkspacePatch) -> dict[str, Any]:
     async def write(conn: Connection) -> Any:
         row = await scope.visible_workspace(conn, p, slug)
-        _require_human(p, "change workspace settings")
+        actions.require(p, "workspace.update")
         scope.require_writable(row)
         changes: dict[str, Any] = {}
         if req.name is not None:
@@ -146,7 +141,7 @@ async def patch(ctx: Context, p: Principal, slug: str, req: WorkspacePatch) -> d
 async def archive(ctx: Context, p: Principal, slug: str) -> dict[str, Any]:
     async def write(conn: Connection) -> Any:
         row = await scope.visible_workspace(conn, p, slug)
-        _require_human(p, "archive workspaces")
+        actions.require(p, "workspace.archive")
         if slug == ADMIN_WORKSPACE:
             raise Forbidden("The admin workspace cannot be archived.")
         if row["archived_at"] is None:
@@ -165,7 +160,7 @@ class DeleteWorkspace:
 async def delete(ctx: Context, p: Principal, slug: str, req: DeleteWorkspace) -> dict[str, Any]:
     async def write(conn: Connection) -> tuple[dict[str, Any], list[int]]:
         row = await scope.visible_workspace(conn, p, slug)
-        _require_human(p, "delete workspaces")
+        actions.require(p, "workspace.delete")
         if row["archived_at"] is None:
             raise Forbidden("Archive the workspace before deleting it.")
         if req.confirm != slug:
@@ -207,7 +202,7 @@ async def set_bots(ctx: Context, p: Principal, slug: str, req: BotMembership) ->
 
     async def write(conn: Connection) -> tuple[dict[str, Any], list[int]]:
         row = await scope.visible_workspace(conn, p, slug)
-        _require_human(p, "change workspace membership")
+        actions.require(p, "workspace.set_bots")
         scope.require_writable(row)
         agents = {a["handle"].lower(): a for a in await identity_store.agents_by_handles(conn, req.bots)}
         for handle in req.bots:

@@ -10,11 +10,11 @@ import hashlib
 import json
 from typing import Any
 
-from ...errors import Forbidden, InvalidArgument, LimitExceeded, NotFound
+from ...errors import InvalidArgument, LimitExceeded, NotFound
 from ...principal import Principal
 from ...store import knowledge as store
 from ...store.connection import Connection
-from .. import audit, scope
+from .. import actions, audit, scope
 from ..context import Context
 from ..paging import Page, bounded_page
 from . import text
@@ -144,8 +144,7 @@ async def review(
 
     async def write(conn: Connection) -> dict[str, Any]:
         workspace, doc = await find_document(conn, p, slug, path)
-        if not p.is_human:
-            raise Forbidden("Only a human reviews knowledge.")
+        actions.require(p, "kb.review")
         scope.require_writable(workspace)
         if req.revision is not None:
             row = await store.revision_by_number(conn, doc["document_id"], req.revision)
@@ -206,8 +205,7 @@ async def redact(
 
     async def write(conn: Connection) -> dict[str, Any]:
         workspace, doc = await find_document(conn, p, slug, path)
-        if not p.is_human:
-            raise Forbidden("Only a human redacts knowledge.")
+        actions.require(p, "kb.redact")
         row = await store.revision_by_number(conn, doc["document_id"], req.revision)
         if row is None:
             raise NotFound("revision")
@@ -255,8 +253,7 @@ async def review_queue(ctx: Context, p: Principal, q: ReviewQueueQuery) -> Page:
 
     async def read(conn: Connection) -> list[dict[str, Any]]:
         workspace = await scope.resolve_optional(conn, p, q.workspace)
-        if not p.is_human:
-            raise Forbidden("Only a human reviews knowledge.")
+        actions.require(p, "kb.review")
         ids = [workspace["id"]] if workspace is not None else None
         groups = []
         for doc in await store.review_groups(conn, ids, q.since, q.limit + 1):
