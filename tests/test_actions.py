@@ -18,10 +18,12 @@ from boardtest import Board, Where, World, db_rows, snapshot
 from fleettest import enroll_keeper
 
 from board.client import BoardAPIError, BoardClient
-from board.server.api.route import Call, Route
-from board.server.api.routing import answer
+from board.server.api.responses import ANY_OBJECT
+from board.server.api.route import Answer, Call, Route
 from board.server.api.table import all_routes
 from board.server.errors import Forbidden
+from board.server.pipeline import Answer as Answered
+from board.server.pipeline import perform
 from board.server.principal import Principal
 from board.server.services import actions, audit, auth, backups, fleet, routines, sessions, wakes, workspaces
 from board.server.services.context import Context
@@ -149,20 +151,36 @@ def test_a_route_of_one_role_is_never_open_without_a_token() -> None:
 
 
 async def test_a_route_of_one_role_never_runs_its_handler_for_another_caller(board: Board) -> None:
-    """The route's role is enforced where routes run, before the handler (and so its service) is called."""
+    """The pipeline enforces a route's role before the handler (and so its service) is called."""
     ran: list[Principal] = []
 
     async def handler(call: Call) -> Any:
         ran.append(call.p)
         return {}
 
-    route = Route("POST", "/api/workspaces", handler, "x", role=actions.only("workspace.create"))
+    route = Route(
+        "POST",
+        "/api/workspaces",
+        handler,
+        "x",
+        answer=Answer(ANY_OBJECT),
+        role=actions.only("workspace.create"),
+    )
     request = make_mocked_request("POST", "/api/workspaces", app=board.app)
+
+    class Given:
+        def __init__(self, principal: Principal) -> None:
+            self.request = request
+            self.call = Call(request, board.ctx, principal)
+
+        async def parse(self) -> tuple[Call, None]:
+            return self.call, None
+
     with pytest.raises(Forbidden) as refused:
-        await answer(route, Call(request, board.ctx, BOT))
+        await perform(board.ctx, BOT, route, Given(BOT))
     assert refused.value.message == "Only a human may create workspaces."
     assert ran == []
-    assert await answer(route, Call(request, board.ctx, HUMAN)) == (200, {})
+    assert await perform(board.ctx, HUMAN, route, Given(HUMAN)) == Answered(200, {})
     assert ran == [HUMAN]
 
 

@@ -29,7 +29,7 @@ SPECIAL: dict[str, Any] = {
     "kind": "restart",  # fleet_order: the order kind is the route's last segment
 }
 WORKSPACE = "ws-1"  # the knowledge methods' keyword for the /api/workspaces/{slug}/knowledge form
-NOT_ROUTES = {"request", "call", "close"}
+NOT_ROUTES = {"request", "request_object", "call", "close"}  # the plumbing every method uses
 
 
 class Recorder(BoardClient):
