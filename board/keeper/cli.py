@@ -15,11 +15,11 @@ from ..client import BoardAPIError, BoardClient
 from ..launcher.config import ConfigError
 from ..launcher.daemon import running_pid
 from ..local_board import url_option
+from ..processes import same_process
 from ..token_input import token_option
 from .config import PID_FILE, STATE_FILE, Timing, keeper_dir, load_enrollment, save_enrollment
 from .daemon import EXIT_CONFIG
 from .daemon import run as run_keeper
-from .processes import same_process
 
 
 @click.group("keeper")

@@ -36,7 +36,6 @@ import asyncio
 import contextlib
 import os
 import random
-import signal
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -45,16 +44,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-import psutil
-
 from ..client import BoardAPIError, BoardClient
+from ..processes import end_group, same_process, start_time
 from .config import BotConfig
 from .harnesses import Adapter, TurnRequest, TurnResult
 from .harnesses.base import describe_exit, plain, trim
 from .logs import EventLog
 from .mcp import write_files as write_mcp_files
 from .pool import Pool
-from .process import ProcessOutcome, child_env, group_alive, identity_env, run_turn
+from .process import ProcessOutcome, child_env, identity_env, run_turn
 from .prompt import Prompt, Prompter
 from .state import BotState, StateFile
 
@@ -64,6 +62,7 @@ RELEASE_AFTER = 3  # failures in a row on a thread before its claim is released
 RELEASED_NOTE = "I released my claim on it so that someone else can take it."
 POOL_CONCURRENCY = 4  # turns at once in pool mode (one per channel)
 POOL_REFRESH = 300.0  # seconds between re-reads of the workspace's channels in pool mode
+ORPHAN_GRACE = 3.0  # seconds a harness left running by a crashed daemon gets to stop on SIGTERM
 
 
 class Fatal(Exception):
@@ -388,8 +387,8 @@ class Bot:
                 self.save()
                 continue
             pid = int(info.get("pid") or 0)
-            if pid and _same_process(pid, info.get("create_time")):
-                await _end_group(pid)
+            if pid and same_process(pid, info.get("create_time")):
+                await end_group(pid, ORPHAN_GRACE)
                 self.log.event("orphan_killed", lane=key, pid=pid)
             started = float(info.get("started_at") or time.time())
             if ids:
@@ -651,7 +650,7 @@ class Bot:
             # Saved so that a daemon killed during the turn can end this harness at its next start.
             self.state.inflight[lane.key] = {
                 "pid": pid,
-                "create_time": _create_time(pid),
+                "create_time": start_time(pid),
                 "turn_id": turn_id,
                 "ids": ids,
                 "session": session,
@@ -796,33 +795,3 @@ class Bot:
                 del self.state.interrupted[key]
         self.state.mark_handled(ids, self.read_position, self.pending)
         self.save()
-
-
-def _create_time(pid: int) -> float | None:
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.Error:
-        return None
-
-
-def _same_process(pid: int, create_time: Any) -> bool:
-    """Whether pid is still the harness that was recorded (pids get reused)."""
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return False
-        return create_time is not None and abs(proc.create_time() - float(create_time)) < 1.0
-    except psutil.Error:
-        return False
-
-
-async def _end_group(pgid: int, grace: float = 3.0) -> None:
-    """SIGTERM a harness's process group, then SIGKILL what is left after grace."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and group_alive(pgid):
-        await asyncio.sleep(0.05)
-    if group_alive(pgid):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
