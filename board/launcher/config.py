@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..local_board import own_url
+from ..local_board import BOARD_VAR, own_url
 from .harnesses import ADAPTERS, Adapter, adapter_from_env
 from .mcp import McpSetup, setup_for
 from .process import silent_timeout, turn_timeout
@@ -150,12 +150,12 @@ class BotConfig:
 
 def board_url(options: Options, environ: Mapping[str, str]) -> str:
     """``--board``, else BOARD_URL, else this machine's own board (its settings' port)."""
-    if options.board or environ.get("BOARD_URL"):
-        return str(options.board or environ["BOARD_URL"]).rstrip("/")
+    if options.board or environ.get(BOARD_VAR):
+        return str(options.board or environ[BOARD_VAR]).rstrip("/")
     try:
         return own_url(environ)
     except ValueError as exc:
-        raise ConfigError(f"{exc}; or name the board with --board or BOARD_URL") from None
+        raise ConfigError(f"{exc}; or name the board with --board or {BOARD_VAR}") from None
 
 
 def token_for(handle: str | None, environ: Mapping[str, str]) -> str:
