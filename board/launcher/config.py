@@ -142,7 +142,6 @@ class BotConfig:
     pool: Path | None = None
     skills: tuple[str, ...] = ()  # --skill sources
     profile_skills: tuple[str, ...] = ()  # the profile's skills, by name on the board
-    identity: str = ""  # the profile's identity text, for the local fallback prompt
     command: tuple[str, str] = ("", "")  # the profile's command template and session field
     mcp: McpSetup | None = None  # the board's MCP server for the harness, when MCP is on
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
@@ -242,7 +241,6 @@ def resolve(
         pool=pool_path,
         skills=tuple(options.skills),
         profile_skills=parse_list(prof.get("skills")),
-        identity=str(prof.get("identity") or ""),
         command=(str(prof.get("command_template") or ""), str(prof.get("command_session_field") or "")),
         mcp=mcp,
         environ=dict(environ),

@@ -306,14 +306,7 @@ class Bot:
         self.read_position = self.state.cursor
         await self.recover()
         self.save()
-        self.prompter = Prompter(
-            self.client,
-            handle=self.cfg.handle,
-            board_url=self.cfg.board_url,
-            workspace=self.workspace,
-            identity=self.cfg.identity,
-            tools=self.cfg.mcp is not None,
-        )
+        self.prompter = Prompter(self.client, handle=self.cfg.handle, tools=self.cfg.mcp is not None)
         if self.cfg.mcp is not None:
             write_mcp_files(self.cfg.mcp)
         if self.pool is not None:
@@ -522,6 +515,8 @@ class Bot:
             )
         session = self.state.sessions.get(lane.key)
         run = await self.run_once(lane, batch, ids, session, notes)
+        if run is None:
+            return
         if run.result.error_kind == "session_gone" and session:
             await self.record_wake(run.turn_id, ids, **self.wake_fields(run))
             self.log.event("session_gone", lane=lane.key, session=session)
@@ -535,7 +530,10 @@ class Bot:
                 request_id=f"gone-{run.turn_id}",
             )
             notes = [*notes, "Your earlier session was lost; this is a fresh session."]
-            run = await self.run_once(lane, batch, ids, None, notes)
+            again = await self.run_once(lane, batch, ids, None, notes)
+            if again is None:
+                return
+            run = again
         if run.result.session_id:
             self.state.sessions[lane.key] = run.result.session_id
         wake = self.wake_fields(run)
@@ -607,12 +605,20 @@ class Bot:
         ids: list[int],
         session: str | None,
         notes: list[str],
-    ) -> Run:
+    ) -> Run | None:
+        """The harness run on batch; None when the board refuses its prompt (the batch is dropped)."""
         assert self.prompter is not None
         first = session is None
         if first and self.skills_note:
             notes = [*notes, self.skills_note]
-        prompt: Prompt = await self.call("prompt", lambda: self.prompter.build(batch, first, notes))  # type: ignore[union-attr]
+        try:
+            prompt: Prompt = await self.call("prompt", lambda: self.prompter.build(batch, first, notes))  # type: ignore[union-attr]
+        except BoardAPIError as exc:
+            # A trigger the board no longer shows the bot (out of its reach since it was
+            # delivered): there is nothing the bot may be told about it, so no turn runs.
+            self.log.event("prompt_refused", lane=lane.key, ids=ids, code=exc.code, error=exc.message)
+            self.complete(lane, ids)
+            return None
         req = TurnRequest(
             prompt=prompt.text,
             session_id=session,
@@ -636,7 +642,6 @@ class Bot:
                 "pid": pid,
                 "ids": ids,
                 "resume": session is not None,
-                "prompt_source": prompt.source,
                 "prompt_bytes": len(prompt.text.encode()),
                 "wake_to_start_ms": round((now_mono - self.arrived.get(newest, now_mono)) * 1000, 1),
             }
