@@ -121,7 +121,8 @@ def serve(
 
 def _routines_runner(settings: Any) -> Any:
     """The runner inside the board, calling it on loopback with a runner token issued at start."""
-    from .routines.cli import in_process
+    from routines.cli import in_process
+
     from .server.api.keys import CONTEXT
     from .server.services import auth
     from .server.settings import local_url
@@ -790,8 +791,9 @@ def fleet_unassign(board_url: str, token: str, handle: str) -> None:
     _call(board_url, token, lambda b: b.unassign_bot(handle))
 
 
+from routines.cli import routines  # noqa: E402 - the `routines` group lives with the runner
+
 from .launcher.cli import main as bot  # noqa: E402 - the `bot` group lives with the daemon
-from .routines.cli import routines  # noqa: E402 - the `routines` group lives with the runner
 
 main.add_command(bot)
 main.add_command(routines)

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..client import BoardAPIError, BoardClient
-from ..local_board import board_option
-from ..token_input import token_option
+from board.client import BoardAPIError, BoardClient
+from board.local_board import board_option
+from board.token_input import token_option
+
 from . import importer
 from .runner import FileClock, Runner
 
