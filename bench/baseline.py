@@ -22,7 +22,7 @@ from pathlib import Path
 from aiohttp import web
 
 from .common import free_port, progress, report, stop, wait_healthy
-from .post import drive
+from .posters import drive
 
 MENTION = re.compile(r"@(\w+)")
 QUICK = ["--concurrency", "1", "128", "--seconds", "3"]

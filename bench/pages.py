@@ -56,7 +56,7 @@ async def _fill(board: BoardProcess, token: str, total: int, concurrency: int = 
 
 async def sign_in(http: aiohttp.ClientSession, board: BoardProcess) -> None:
     """Sign the fleet's human in on ``http`` (its cookie jar keeps the session)."""
-    link = board.admin("user", "link", "bencher", "--url", board.url)
+    link = board.admin("user", "link", "bencher", "--board", board.url)
     token = link.split("token=", 1)[1]
     async with http.post("/login", data={"token": token}, allow_redirects=False) as resp:
         if resp.status != 303:

@@ -18,76 +18,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import multiprocessing as mp
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
 
+from .baseline import echo_rows
 from .common import BoardProcess, board_processes, percentiles, postgres_cluster, progress, report
 from .fleet import make_fleet
+from .posters import drive
 
 QUICK = ["--concurrency", "1", "128", "--seconds", "3", "--wakes", "20"]
 TINY = ["--concurrency", "2", "--seconds", "0.5", "--procs", "1", "--wakes", "3"]
 STORES = ("sqlite", "postgresql")
-
-
-async def _posters(targets: list[tuple[str, str]], seconds: float, path: str) -> tuple[int, list[float]]:
-    """Each (board URL, token) posts until the time is up; the count and every post's latency."""
-    latencies: list[float] = []
-    stop_at = time.monotonic() + seconds
-    conn = aiohttp.TCPConnector(limit=0)
-    async with aiohttp.ClientSession(connector=conn) as http:
-
-        async def one(url: str, token: str, n: int) -> None:
-            headers = {"Authorization": f"Bearer {token}"}
-            i = 0
-            while time.monotonic() < stop_at:
-                started = time.monotonic()
-                async with http.post(
-                    url + path, json={"channel": f"load{n % 8}", "body": f"message {i}"}, headers=headers
-                ) as resp:
-                    await resp.read()
-                    if resp.status >= 300:
-                        raise RuntimeError(f"post failed: {resp.status} {await resp.text()}")
-                latencies.append(time.monotonic() - started)
-                i += 1
-
-        await asyncio.gather(*[one(url, t, n) for n, (url, t) in enumerate(targets)])
-    return len(latencies), latencies
-
-
-def _worker(targets: list[tuple[str, str]], seconds: float, path: str, out: Any) -> None:
-    out.put(asyncio.run(_posters(targets, seconds, path)))
-
-
-def drive(
-    urls: Sequence[str], tokens: list[str], seconds: float, procs: int, path: str = "/api/messages"
-) -> dict[str, Any]:
-    """Run the posters split over ``procs`` processes and over ``urls``; throughput and latency."""
-    ctx = mp.get_context("spawn")
-    queue: Any = ctx.Queue()
-    # Poster i goes to client process i % procs and to board (i // procs) % len(urls):
-    # every client process drives every board, each board gets its share of the posters.
-    targets = [(urls[(i // procs) % len(urls)], t) for i, t in enumerate(tokens)]
-    groups = [targets[i::procs] for i in range(procs) if targets[i::procs]]
-    workers = [ctx.Process(target=_worker, args=(g, seconds, path, queue)) for g in groups]
-    started = time.monotonic()
-    for w in workers:
-        w.start()
-    results = [queue.get() for _ in workers]
-    elapsed = time.monotonic() - started
-    for w in workers:
-        w.join()
-    count = sum(n for n, _ in results)
-    latencies = [x for _, lat in results for x in lat]
-    return {
-        "posts": count,
-        "posts_per_s": round(count / seconds, 1),
-        **percentiles(latencies),
-        "wall_s": round(elapsed, 1),
-    }
 
 
 async def _longpolls_open(http: aiohttp.ClientSession, url: str) -> int:
@@ -145,7 +89,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--processes", type=int, nargs="+", default=[1], help="board processes on PostgreSQL")
     parser.add_argument("--wakes", type=int, default=100, help="cross-process wakes timed")
     args = parser.parse_args(argv)
-    from .baseline import echo_rows  # baseline drives posters with this module's drive()
 
     boards = [("sqlite", 1)] + [("postgresql", k) for k in args.processes if "postgresql" in args.store]
     echo = echo_rows(args.concurrency, args.seconds, args.procs)

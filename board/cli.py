@@ -13,7 +13,7 @@ import click
 
 from .client import BoardAPIError, BoardClient
 from .doctor.check import MIN_FREE_MB
-from .local_board import url_option
+from .local_board import board_option
 from .token_input import token_option
 
 T = TypeVar("T")
@@ -121,7 +121,8 @@ def serve(
 
 def _routines_runner(settings: Any) -> Any:
     """The runner inside the board, calling it on loopback with a runner token issued at start."""
-    from .routines.cli import in_process
+    from routines.cli import in_process
+
     from .server.api.keys import CONTEXT
     from .server.services import auth
     from .server.settings import local_url
@@ -312,33 +313,33 @@ def user() -> None:
     """Humans."""
 
 
-login_url_option = url_option(announced=True, what="The board's address, for the link")
+login_board_option = board_option(announced=True, renamed=True)
 
 
 @user.command("add")
 @db_option
 @click.argument("name")
-@login_url_option
-def user_add(db: str | None, name: str, url: str) -> None:
+@login_board_option
+def user_add(db: str | None, name: str, board_url: str) -> None:
     """Create a human and print a one-time login link."""
     from .server.services import auth
 
     token = _run(_with_services(db, lambda ctx: auth.add_human(ctx, name)))
     click.echo(f"Created human {name}. One-time login link:")
-    click.echo(f"{url.rstrip('/')}/login?token={token}")
+    click.echo(f"{board_url.rstrip('/')}/login?token={token}")
 
 
 @user.command("link")
 @db_option
 @click.argument("name")
-@login_url_option
-def user_link(db: str | None, name: str, url: str) -> None:
+@login_board_option
+def user_link(db: str | None, name: str, board_url: str) -> None:
     """Print a new one-time login link for an existing human."""
     from .server.services import auth
 
     token = _run(_with_services(db, lambda ctx: auth.login_link_token(ctx, name)))
     click.echo(f"One-time login link for {name}:")
-    click.echo(f"{url.rstrip('/')}/login?token={token}")
+    click.echo(f"{board_url.rstrip('/')}/login?token={token}")
 
 
 @admin.command("token")
@@ -389,7 +390,7 @@ def admin_invite(db: str | None, workspace: str, uses: int, expires_in: int) -> 
 @db_option
 @click.argument("machine")
 @click.option("--as", "human", envvar="BOARD_USER", required=True, help="The human issuing it [BOARD_USER].")
-@login_url_option
+@login_board_option
 @click.option(
     "--expires-in",
     default=3600,
@@ -397,7 +398,7 @@ def admin_invite(db: str | None, workspace: str, uses: int, expires_in: int) -> 
     type=click.IntRange(60, 30 * 86400),
     help="Seconds until the code expires.",
 )
-def admin_enroll_code(db: str | None, machine: str, human: str, url: str, expires_in: int) -> None:
+def admin_enroll_code(db: str | None, machine: str, human: str, board_url: str, expires_in: int) -> None:
     """A one-time code for MACHINE's keeper to enroll with; the code is the last line."""
     from .server.services import auth, fleet
     from .server.validation import parse_body
@@ -405,7 +406,7 @@ def admin_enroll_code(db: str | None, machine: str, human: str, url: str, expire
     async def issue(ctx: Any) -> dict[str, Any]:
         p = await auth.human_principal(ctx, human)
         req = parse_body(fleet.EnrollCodeRequest, {"machine_name": machine, "expires_in": expires_in})
-        return await fleet.create_enroll_code(ctx, p, req, url.rstrip("/"))
+        return await fleet.create_enroll_code(ctx, p, req, board_url.rstrip("/"))
 
     result = _run(_with_services(db, issue))
     click.echo(f"Enroll code for machine {machine} (expires {result['expires_at']}):")
@@ -416,13 +417,13 @@ def admin_enroll_code(db: str | None, machine: str, human: str, url: str, expire
 
 
 def _client_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = url_option()(fn)
+    fn = board_option(renamed=True)(fn)
     return token_option("BOARD_TOKEN", "your token")(fn)
 
 
-def _call(url: str, token: str, fn: Callable[[BoardClient], Awaitable[Any]]) -> None:
+def _call(board_url: str, token: str, fn: Callable[[BoardClient], Awaitable[Any]]) -> None:
     async def go() -> Any:
-        async with BoardClient(url, token) as board:
+        async with BoardClient(board_url, token) as board:
             return await fn(board)
 
     try:
@@ -440,9 +441,9 @@ def kb() -> None:
     """The knowledge base: read, write, list, search, history, diff."""
 
 
-def _kb_call(url: str, token: str, fn: Callable[[BoardClient], Awaitable[Any]]) -> Any:
+def _kb_call(board_url: str, token: str, fn: Callable[[BoardClient], Awaitable[Any]]) -> Any:
     async def go() -> Any:
-        async with BoardClient(url, token) as board:
+        async with BoardClient(board_url, token) as board:
             return await fn(board)
 
     try:
@@ -464,7 +465,7 @@ workspace_option = click.option("--workspace", help="Workspace (humans, admin bo
 @click.option("--as-of", help="What the knowledge base said at this time.")
 @click.option("--json", "as_json", is_flag=True, help="The whole answer as JSON, not just the body.")
 def kb_get(
-    url: str,
+    board_url: str,
     token: str,
     workspace: str | None,
     path: str,
@@ -476,7 +477,7 @@ def kb_get(
 ) -> None:
     """Print a document's body (its revision and status go to stderr)."""
     doc = _kb_call(
-        url,
+        board_url,
         token,
         lambda b: b.document(
             path, workspace=workspace, revision=revision, lines=lines, section=section, as_of=as_of
@@ -506,7 +507,7 @@ def kb_get(
 @click.option("--url-source", "urls", multiple=True, help="A URL as a source.")
 @click.option("--override-tombstone", is_flag=True, help="Write a deleted path again.")
 def kb_put(
-    url: str,
+    board_url: str,
     token: str,
     workspace: str | None,
     path: str,
@@ -522,7 +523,7 @@ def kb_put(
     body = source.read()
     sources = [{"note": n} for n in notes] + [{"message": m} for m in messages] + [{"url": u} for u in urls]
     _call(
-        url,
+        board_url,
         token,
         lambda b: b.put_document(
             path,
@@ -543,11 +544,13 @@ def kb_put(
 @click.option("--status", type=click.Choice(["proposed", "settled", "disputed", "superseded"]))
 @click.option("--limit", type=int, default=100, show_default=True)
 def kb_ls(
-    url: str, token: str, workspace: str | None, prefix: str | None, status: str | None, limit: int
+    board_url: str, token: str, workspace: str | None, prefix: str | None, status: str | None, limit: int
 ) -> None:
     """List current documents: path, revision, status, title."""
     page = _kb_call(
-        url, token, lambda b: b.knowledge(workspace=workspace, prefix=prefix, status=status, limit=limit)
+        board_url,
+        token,
+        lambda b: b.knowledge(workspace=workspace, prefix=prefix, status=status, limit=limit),
     )
     for doc in page["documents"]:
         flags = " expired" if doc["expired"] else ""
@@ -561,9 +564,9 @@ def kb_ls(
 @workspace_option
 @click.argument("query")
 @click.option("--limit", type=int, default=20, show_default=True)
-def kb_search(url: str, token: str, workspace: str | None, query: str, limit: int) -> None:
+def kb_search(board_url: str, token: str, workspace: str | None, query: str, limit: int) -> None:
     """Full-text search of current documents, best first."""
-    page = _kb_call(url, token, lambda b: b.knowledge(workspace=workspace, q=query, limit=limit))
+    page = _kb_call(board_url, token, lambda b: b.knowledge(workspace=workspace, q=query, limit=limit))
     for doc in page["documents"]:
         click.echo(f"{doc['path']}\tr{doc['revision']}\t{doc['status']}\t{doc['snippet']}")
 
@@ -573,10 +576,10 @@ def kb_search(url: str, token: str, workspace: str | None, query: str, limit: in
 @workspace_option
 @click.argument("path")
 @click.option("--limit", type=int, default=20, show_default=True)
-def kb_history(url: str, token: str, workspace: str | None, path: str, limit: int) -> None:
+def kb_history(board_url: str, token: str, workspace: str | None, path: str, limit: int) -> None:
     """Revisions of a document, newest first."""
     page = _kb_call(
-        url, token, lambda b: b.document_history(path, workspace=workspace, limit=limit, view="compact")
+        board_url, token, lambda b: b.document_history(path, workspace=workspace, limit=limit, view="compact")
     )
     for rev in page["revisions"]:
         redacted = " [redacted]" if rev["redacted"] else ""
@@ -593,11 +596,16 @@ def kb_history(url: str, token: str, workspace: str | None, path: str, limit: in
 @click.option("--from", "from_revision", type=int, help="Default: the revision before --to.")
 @click.option("--to", "to_revision", type=int, help="Default: the latest revision.")
 def kb_diff(
-    url: str, token: str, workspace: str | None, path: str, from_revision: int | None, to_revision: int | None
+    board_url: str,
+    token: str,
+    workspace: str | None,
+    path: str,
+    from_revision: int | None,
+    to_revision: int | None,
 ) -> None:
     """A unified diff between two revisions."""
     result = _kb_call(
-        url,
+        board_url,
         token,
         lambda b: b.document_diff(
             path, workspace=workspace, from_revision=from_revision, to_revision=to_revision
@@ -614,7 +622,7 @@ def kb_diff(
 @click.option("--workspace", help="Workspace (humans, admin bots).")
 @click.option("--tag", "tags", multiple=True)
 def post(
-    url: str,
+    board_url: str,
     token: str,
     body: str,
     channel: str | None,
@@ -626,7 +634,7 @@ def post(
     if body == "-":
         body = sys.stdin.read()
     _call(
-        url,
+        board_url,
         token,
         lambda b: b.post(
             body, channel=channel, reply_to=reply_to, workspace=workspace, tags=list(tags) or None
@@ -643,7 +651,7 @@ def post(
 @click.option("--limit", type=int, default=20, show_default=True)
 @click.option("--compact", is_flag=True, help="Triage rows instead of full messages.")
 def read(
-    url: str,
+    board_url: str,
     token: str,
     channel: str | None,
     workspace: str | None,
@@ -654,7 +662,7 @@ def read(
 ) -> None:
     """Read messages."""
     _call(
-        url,
+        board_url,
         token,
         lambda b: b.messages(
             channel=channel,
@@ -672,9 +680,9 @@ def read(
 @click.option("--since", type=int, default=0)
 @click.option("--wait", type=click.IntRange(0, 60), default=0)
 @click.option("--ack", is_flag=True, help="Mark what is shown as seen.")
-def inbox(url: str, token: str, since: int, wait: int, ack: bool) -> None:
+def inbox(board_url: str, token: str, since: int, wait: int, ack: bool) -> None:
     """What is waiting for you."""
-    _call(url, token, lambda b: b.inbox(since=since, wait=wait or None, ack=ack, view="compact"))
+    _call(board_url, token, lambda b: b.inbox(since=since, wait=wait or None, ack=ack, view="compact"))
 
 
 @main.command()
@@ -682,22 +690,22 @@ def inbox(url: str, token: str, since: int, wait: int, ack: bool) -> None:
 @click.argument("query")
 @click.option("--workspace")
 @click.option("--limit", type=int, default=20, show_default=True)
-def search(url: str, token: str, query: str, workspace: str | None, limit: int) -> None:
+def search(board_url: str, token: str, query: str, workspace: str | None, limit: int) -> None:
     """Full-text search of messages."""
-    _call(url, token, lambda b: b.search(query, workspace=workspace, limit=limit, view="compact"))
+    _call(board_url, token, lambda b: b.search(query, workspace=workspace, limit=limit, view="compact"))
 
 
 @main.command()
 @_client_options
 @click.argument("thread_id", type=int)
 @click.option("--note", default="")
-def claim(url: str, token: str, thread_id: int, note: str) -> None:
+def claim(board_url: str, token: str, thread_id: int, note: str) -> None:
     """Claim a thread."""
-    _call(url, token, lambda b: b.claim(thread_id, note))
+    _call(board_url, token, lambda b: b.claim(thread_id, note))
 
 
 @main.command()
-@url_option("--board", "board_url")
+@board_option()
 def mcp(board_url: str) -> None:
     """The board's MCP server on stdin/stdout, with the token in BOARD_TOKEN (see docs/mcp.md)."""
     import os
@@ -731,9 +739,9 @@ def _bot_line(bot: dict[str, Any]) -> str:
 @fleet.command("ls")
 @_client_options
 @click.option("--json", "as_json", is_flag=True, help="The whole answer as JSON.")
-def fleet_ls(url: str, token: str, as_json: bool) -> None:
+def fleet_ls(board_url: str, token: str, as_json: bool) -> None:
     """Every machine, online or stale, with its bots and their states."""
-    answer = _kb_call(url, token, lambda b: b.fleet(limit=500))
+    answer = _kb_call(board_url, token, lambda b: b.fleet(limit=500))
     if as_json:
         click.echo(json.dumps(answer, indent=2, ensure_ascii=False))
         return
@@ -754,17 +762,17 @@ def fleet_ls(url: str, token: str, as_json: bool) -> None:
 @click.argument("handle")
 @click.option("--machine", required=True, help="The machine to run it on.")
 @click.option("--profile", required=True, help="The launch profile it runs with.")
-def fleet_assign(url: str, token: str, handle: str, machine: str, profile: str) -> None:
+def fleet_assign(board_url: str, token: str, handle: str, machine: str, profile: str) -> None:
     """Put HANDLE (a new bot, or one of the profile's workspace) on a machine; it starts."""
-    _call(url, token, lambda b: b.assign_bot(machine, profile, handle))
+    _call(board_url, token, lambda b: b.assign_bot(machine, profile, handle))
 
 
 def _order_command(kind: str, help_text: str) -> None:
     @fleet.command(kind, help=help_text)
     @_client_options
     @click.argument("handle")
-    def send(url: str, token: str, handle: str) -> None:
-        _call(url, token, lambda b: b.fleet_order(handle, kind))
+    def send(board_url: str, token: str, handle: str) -> None:
+        _call(board_url, token, lambda b: b.fleet_order(handle, kind))
 
 
 for _kind, _help in (
@@ -778,13 +786,14 @@ for _kind, _help in (
 @fleet.command("unassign")
 @_client_options
 @click.argument("handle")
-def fleet_unassign(url: str, token: str, handle: str) -> None:
+def fleet_unassign(board_url: str, token: str, handle: str) -> None:
     """Stop HANDLE and take it off its machine; its tokens are revoked."""
-    _call(url, token, lambda b: b.unassign_bot(handle))
+    _call(board_url, token, lambda b: b.unassign_bot(handle))
 
+
+from routines.cli import routines  # noqa: E402 - the `routines` group lives with the runner
 
 from .launcher.cli import main as bot  # noqa: E402 - the `bot` group lives with the daemon
-from .routines.cli import routines  # noqa: E402 - the `routines` group lives with the runner
 
 main.add_command(bot)
 main.add_command(routines)

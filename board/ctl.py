@@ -7,11 +7,11 @@ port is an error, not a running board.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -21,11 +21,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .processes import end_group
 from .server.settings import Settings, local_url, state_dir
 
 UNIT = "board"
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
+REAP_WAIT = 5.0  # a PID 1 that reaps nothing (some containers) must not hold `stop` forever
 
 
 class CtlError(Exception):
@@ -239,15 +241,6 @@ def is_board(pid: int) -> bool:
     return False
 
 
-def _signal(pid: int, sig: int) -> None:
-    """Signal the board's process group when it leads one (as started here), else the process only."""
-    with contextlib.suppress(ProcessLookupError):
-        if os.getpgid(pid) == pid:
-            os.killpg(pid, sig)
-        else:
-            os.kill(pid, sig)
-
-
 def stop(board: Board) -> str:
     if board.systemd:
         subprocess.run(["systemctl", "--user", "stop", UNIT], check=True)
@@ -256,14 +249,17 @@ def stop(board: Board) -> str:
     if pid is None or not is_board(pid):
         board.pidfile.unlink(missing_ok=True)
         return "the board was not running"
-    _signal(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    how = "stopped"
-    if alive(pid):
-        _signal(pid, signal.SIGKILL)
-        how = f"killed (it did not stop within {STOP_TIMEOUT:.0f} s)"
+    with contextlib.suppress(ProcessLookupError):  # gone already: end_group finds nothing to end
+        if os.getpgid(pid) != pid:  # what `ctl start` starts leads its own group; this was started elsewhere
+            raise CtlError(
+                f"pid {pid} in {board.pidfile} is a `board serve` that `board ctl start` did not start: "
+                "left running; stop it where it was started"
+            )
+    stopped = asyncio.run(end_group(pid, STOP_TIMEOUT, poll=0.1))
+    how = "stopped" if stopped else f"killed (it did not stop within {STOP_TIMEOUT:.0f} s)"
+    deadline = time.monotonic() + REAP_WAIT
+    while alive(pid) and time.monotonic() < deadline:  # until init reaps it, its pid still answers
+        time.sleep(0.05)
     board.pidfile.unlink(missing_ok=True)
     return f"{how} the board (pid {pid})"
 

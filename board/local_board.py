@@ -1,7 +1,7 @@
 """Which board a command talks to when it is not told: this machine's own, from its settings.
 
-Every ``--url``/``--board`` option comes from :func:`url_option`: the flag, else
-``BOARD_URL``, else the board that the settings of this machine describe (its
+Every command that talks to a board takes it as ``--board`` (:func:`board_option`): the
+flag, else ``BOARD_URL``, else the board that the settings of this machine describe (its
 ``board.toml`` under the ``BOARD_*`` variables, as ``board serve`` reads them). So a
 board installed on another port is found by every later shell without BOARD_URL.
 """
@@ -28,23 +28,44 @@ def own_url(environ: Mapping[str, str] | None = None, *, announced: bool = False
     return announced_url(settings) if announced else local_url(settings)
 
 
-def url_option(
-    flag: str = "--url", dest: str | None = None, *, announced: bool = False, what: str = "The board"
-) -> Callable[[F], F]:
-    """``flag`` (or ``BOARD_URL``), else this machine's board; ``announced``: for links others open."""
+BOARD_VAR = "BOARD_URL"  # what every --board reads when the flag is not given
+OLD_FLAG = "--url"  # --board's former name on the board command's verbs: accepted for one release, not shown
+DEFAULT_SHOWN = "this machine's board from its settings, e.g. http://127.0.0.1:8080"
+
+
+class _BoardOption(click.Option):
+    """An option whose help shows ``--board`` alone, not its old alias."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        opts = self.opts
+        self.opts = [o for o in opts if o != OLD_FLAG]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = opts
+
+
+def board_option(*, announced: bool = False, renamed: bool = False) -> Callable[[F], F]:
+    """``--board URL`` (or BOARD_URL), else this machine's board, passed as ``board_url``.
+
+    ``announced``: the address to hand to others (BOARD_PUBLIC_URL when set), for links.
+    ``renamed``: the command called it ``--url`` before; that name is still accepted.
+    """
 
     def default() -> str:
         try:
             return own_url(announced=announced)
         except ValueError as exc:
-            raise click.ClickException(f"{exc}; or name the board with {flag} or BOARD_URL") from None
+            raise click.ClickException(f"{exc}; or name the board with --board or {BOARD_VAR}") from None
 
-    shown = "BOARD_PUBLIC_URL, else " if announced else ""
+    what = "The board's address, for the link" if announced else "The board's address"
     return click.option(
-        flag,
-        *([dest] if dest else []),
-        envvar="BOARD_URL",
+        "--board",
+        *([OLD_FLAG] if renamed else []),
+        "board_url",
+        cls=_BoardOption,
+        envvar=BOARD_VAR,
         default=default,
-        show_default=f"{shown}this machine's board from its settings, e.g. http://127.0.0.1:8080",
-        help=f"{what} [BOARD_URL].",
+        show_default=("BOARD_PUBLIC_URL, else " if announced else "") + DEFAULT_SHOWN,
+        help=f"{what} [{BOARD_VAR}].",
     )

@@ -14,5 +14,5 @@ python=${PYTHON:-python3}
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 .venv/bin/ruff check --quiet .
 .venv/bin/ruff format --check --quiet .
-.venv/bin/mypy board
+.venv/bin/mypy board routines
 exec .venv/bin/python -m pytest "$@"

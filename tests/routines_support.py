@@ -68,7 +68,7 @@ class RunnerProcess:
 def start_runner(board: Board, token: str, time_: Time | None, name: str = "runner") -> RunnerProcess:
     """A runner checking every 0.2 s, on the test's clock file, or on the wall clock without one."""
     log = board.home / f"{name}-{time.monotonic_ns()}.log"
-    args = ["routines", "run", "--url", board.url, "--check-every", "0.2"]
+    args = ["routines", "run", "--board", board.url, "--check-every", "0.2"]
     if time_ is not None:
         args += ["--clock-file", str(time_.file)]
     with log.open("wb") as out:

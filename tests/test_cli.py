@@ -74,7 +74,7 @@ def failed_with(result: Result, code: str) -> None:
 
 async def test_user_add_prints_a_one_time_login_link(world: World) -> None:
     db = database_env(world.board)
-    result = await cli("admin", "user", "add", "bob", "--url", "http://board.example:9000/", **db)
+    result = await cli("admin", "user", "add", "bob", "--board", "http://board.example:9000/", **db)
     assert result.status == 0, result.err
     assert "Created human bob" in result.out
     link = result.last_line
@@ -201,11 +201,15 @@ async def test_post_read_inbox_search_and_claim_print_json(world: World) -> None
     assert [m["author"] for m in thread["messages"] if m["kind"] != "event"] == ["alice", "pb"]
 
 
-async def test_the_url_and_token_options_work_without_the_environment(world: World) -> None:
+async def test_the_board_and_token_options_work_without_the_environment(world: World) -> None:
     assert world.bot.token is not None
-    result = await cli("read", "--url", world.board.url, "--token", world.bot.token)
+    result = await cli("read", "--board", world.board.url, "--token", world.bot.token)
     assert result.status == 0, result.err
     assert result.json()["messages"] == []
+    # --url, the option's former name, until the next release
+    old_name = await cli("read", "--url", world.board.url, "--token", world.bot.token)
+    assert old_name.status == 0, old_name.err
+    assert old_name.json()["messages"] == []
 
 
 async def test_client_errors_print_the_boards_code_and_fail(world: World) -> None:
@@ -225,7 +229,7 @@ async def test_client_errors_print_the_boards_code_and_fail(world: World) -> Non
 async def test_without_a_url_commands_talk_to_the_board_the_settings_file_describes(
     world: World, tmp_path: Path
 ) -> None:
-    """No --url and no BOARD_URL: the port (and public URL) in board.toml, not 8080."""
+    """No --board and no BOARD_URL: the port (and public URL) in board.toml, not 8080."""
     port = world.board.url.rsplit(":", 1)[1]
     config = tmp_path / "board.toml"
     config.write_text(f"port = {port}\n")
@@ -240,4 +244,4 @@ async def test_without_a_url_commands_talk_to_the_board_the_settings_file_descri
     added = await cli("admin", "user", "add", "dora", **env)
     assert added.last_line.startswith("https://board.example/login?token=bl_")
     broken = await cli("read", BOARD_TOKEN=world.human.token, BOARD_CONFIG=str(tmp_path / "none.toml"))
-    assert broken.status == 1 and "does not exist; or name the board with --url or BOARD_URL" in broken.err
+    assert broken.status == 1 and "does not exist; or name the board with --board or BOARD_URL" in broken.err

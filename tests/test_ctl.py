@@ -112,3 +112,19 @@ def test_the_folder_it_is_started_from_cannot_shadow_the_board(home: dict[str, s
     )
     assert started.returncode == 0, started.stderr
     assert "decoy" not in (tmp_path / "state" / "board.log").read_text()
+
+
+def test_stop_leaves_a_board_it_did_not_start_running(home: dict[str, str], tmp_path: Path) -> None:
+    """A stale pid file whose pid now names a ``board serve`` in another's process group: not ours to end."""
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "serve"], cwd=tmp_path)
+    try:
+        assert os.getpgid(other.pid) != other.pid
+        (tmp_path / "state").mkdir()
+        (tmp_path / "state" / "board.pid").write_text(f"{other.pid}\n")
+        stopped = ctl(home, "stop")
+        assert stopped.returncode == 1
+        assert f"pid {other.pid}" in stopped.stderr and "did not start" in stopped.stderr
+        assert other.poll() is None  # still running
+    finally:
+        other.kill()
+        other.wait()

@@ -1,4 +1,4 @@
-"""The package's imports point one way: a cycle anywhere in board/ fails here.
+"""The packages' imports point one way: a cycle anywhere in board/, routines/ or bench/ fails here.
 
 Every import counts, top-level or inside a function: a deferred import is a cycle
 hidden, not removed. The graph is read from the source with ``ast``.
@@ -10,7 +10,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGE = ROOT / "board"
+PACKAGES = (ROOT / "board", ROOT / "routines", ROOT / "bench")
 
 
 def _module_name(path: Path) -> str:
@@ -21,7 +21,7 @@ def _module_name(path: Path) -> str:
 
 
 def _imports(path: Path, name: str, known: set[str]) -> set[str]:
-    """The board modules ``path`` imports (``from . import x`` names module x when it is one)."""
+    """The modules of ours ``path`` imports (``from . import x`` names module x when it is one)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -38,7 +38,7 @@ def _imports(path: Path, name: str, known: set[str]) -> set[str]:
 
 
 def import_graph() -> dict[str, set[str]]:
-    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    files = {_module_name(p): p for package in PACKAGES for p in package.rglob("*.py")}
     known = set(files)
     return {name: _imports(path, name, known) for name, path in files.items()}
 
@@ -66,9 +66,10 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def test_board_has_no_import_cycle() -> None:
+def test_there_is_no_import_cycle() -> None:
     graph = import_graph()
     assert "board.server.services.posting" in graph["board.server.services.claims"]
+    assert {"bench.baseline", "bench.posters"} <= graph["bench.post"]  # bench/ is read too
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
@@ -88,3 +89,37 @@ def test_posting_and_scope_sit_below_every_other_service() -> None:
         above = {m.removeprefix(services) for m in graph[services + low] if m.startswith(services)}
         # loopguard reads only the store: the loop guard sits below posting, as leases does.
         assert above <= {"scope", "audit", "leases", "loopguard", "context", "paging"}, (low, above)
+
+
+def _edges(graph: dict[str, set[str]], source: str, target: str) -> set[tuple[str, str]]:
+    """Every import from a module of package ``source`` of a module of package ``target``.
+
+    ``from target import x`` also names the package itself; its ``__init__`` is left out.
+    """
+    return {
+        (a, b)
+        for a, deps in graph.items()
+        if a == source or a.startswith(source + ".")
+        for b in deps
+        if b.startswith(target + ".")
+    }
+
+
+def test_the_routines_runner_is_a_client_and_the_server_needs_only_its_schedule() -> None:
+    graph = import_graph()
+    assert graph["routines"] == set()  # its __init__ imports nothing: importing it is importing a module
+    # The runner reaches the board through its client (and the CLI's option helpers) only.
+    assert {b for _, b in _edges(graph, "routines", "board")} == {
+        "board.client",
+        "board.local_board",
+        "board.token_input",
+    }
+    # The server shares what a schedule means with the runner, and nothing else of it.
+    assert {b for _, b in _edges(graph, "board.server", "routines")} == {"routines.schedule"}
+    # Beside it: the board command (its routines commands, serve --routines) and the doctor.
+    assert {a for a, _ in _edges(graph, "board", "routines")} == {
+        "board.cli",
+        "board.doctor.fleet",
+        "board.server.services.routines",
+        "board.server.pages.routines",
+    }

@@ -12,8 +12,8 @@ from fleettest import enroll_keeper
 from pages_support import login_link
 from playwright.async_api import Browser, expect
 
-from board.routines import importer
 from board.server.services import auth
+from routines import importer
 
 LIVE = re.compile(r"\blive\b")  # the page's stream is open
 

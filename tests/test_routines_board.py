@@ -10,11 +10,11 @@ import pytest
 from boardtest import World, held, snapshot
 
 from board.client import BoardAPIError, BoardClient
-from board.routines import schedule as schedules
 from board.server.clock import ManualClock, parse_time
 from board.server.hub import Hub, Signal
 from board.server.services import auth
 from board.server.services.routines import CHANGES
+from routines import schedule as schedules
 
 FIELDS: dict[str, Any] = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "Do it."}
 

@@ -19,7 +19,7 @@ SHIPPED = ROOT / "docs" / "routines"
 async def import_routines(world: World, folder: Path, *extra: str) -> tuple[int, str]:
     token = await auth.human_token(world.board.ctx, "alice")
     proc = await asyncio.create_subprocess_exec(
-        *command("routines", "import", str(folder), "--url", world.board.url, *extra),
+        *command("routines", "import", str(folder), "--board", world.board.url, *extra),
         env=board_env(BOARD_TOKEN=token),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -125,7 +125,7 @@ async def test_the_readmes_lines_import_both_shipped_routines_each_with_its_own_
     token_file.write_text(await auth.human_token(world.board.ctx, "alice"))
     token_file.chmod(0o600)
     line = command_line.replace("board", board, 1)
-    line = line.replace("myproject", "proj").replace("box3-wordsnap", "pb") + f" --url {world.board.url}"
+    line = line.replace("myproject", "proj").replace("box3-wordsnap", "pb") + f" --board {world.board.url}"
     out = await run_line(line.replace("docs/routines", str(SHIPPED)), world, BOARD_TOKEN_FILE=str(token_file))
     assert out.splitlines() == [
         "board-daily-care: proposed version 1 (pending)",

@@ -65,7 +65,7 @@ async def test_a_missing_token_file_is_named(world: World, tmp_path: Path) -> No
 
 async def test_a_token_on_the_command_line_works_with_a_warning(world: World) -> None:
     assert world.bot.token is not None
-    result = await cli("read", "--url", world.board.url, "--token", world.bot.token)
+    result = await cli("read", "--board", world.board.url, "--token", world.bot.token)
     assert result.status == 0, result.err
     assert WARNING in result.err and "BOARD_TOKEN" in result.err
     quiet = await cli("read", BOARD_URL=world.board.url, BOARD_TOKEN=world.bot.token)
@@ -74,9 +74,9 @@ async def test_a_token_on_the_command_line_works_with_a_warning(world: World) ->
 
 async def test_the_runner_refuses_a_token_file_others_may_read(world: World, tmp_path: Path) -> None:
     path = token_file(tmp_path, await auth.runner_token(world.board.ctx), 0o640)
-    result = await cli("routines", "run", "--url", world.board.url, "--token-file", str(path))
+    result = await cli("routines", "run", "--board", world.board.url, "--token-file", str(path))
     assert result.status == 2 and f"{path} is readable by others (mode 0640)" in result.err
-    missing = await cli("routines", "run", "--url", world.board.url)
+    missing = await cli("routines", "run", "--board", world.board.url)
     assert missing.status == 2 and "BOARD_ROUTINES_TOKEN" in missing.err
 
 

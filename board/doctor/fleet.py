@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from ..routines.runner import LONG_POLL_SECONDS
+from routines.runner import LONG_POLL_SECONDS
+
 from ..server.clock import parse_time
 from ..server.services import fleet as fleet_service
 from ..server.services import routines as routine_service

@@ -14,12 +14,12 @@ import click
 from ..client import BoardAPIError, BoardClient
 from ..launcher.config import ConfigError
 from ..launcher.daemon import running_pid
-from ..local_board import url_option
+from ..local_board import board_option
+from ..processes import same_process
 from ..token_input import token_option
 from .config import PID_FILE, STATE_FILE, Timing, keeper_dir, load_enrollment, save_enrollment
 from .daemon import EXIT_CONFIG
 from .daemon import run as run_keeper
-from .processes import same_process
 
 
 @click.group("keeper")
@@ -29,7 +29,7 @@ def main() -> None:
 
 
 @main.command()
-@url_option("--board", "board_url", what="The board's address")
+@board_option()
 @token_option("KEEPER_ENROLL_CODE", "the enroll code from the board's /fleet page", flag="code")
 def enroll(board_url: str, code: str) -> None:
     """Trade an enroll code for this machine's keeper token (once per machine)."""

@@ -5,8 +5,8 @@ keeper can stop it with everything it started, and so it outlives the keeper:
 restarting the keeper leaves the bots running. A harness the daemon runs sits
 in yet another group; stopping a bot signals that group too.
 
-A process is known by its pid *and* its start time: a pid the kernel has handed
-to another process since is not mistaken for the bot.
+A process is known by its pid *and* its start time (``board.processes``): a pid
+the kernel has handed to another process since is not mistaken for the bot.
 """
 
 from __future__ import annotations
@@ -25,26 +25,7 @@ from pathlib import Path
 import psutil
 
 from ..launcher.daemon import PID_FILE, running_pid
-
-START_TIME_SLACK = 0.05  # seconds: psutil's start times are rounded by the kernel's clock ticks
-
-
-def start_time(pid: int) -> float | None:
-    try:
-        return float(psutil.Process(pid).create_time())
-    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
-        return None
-
-
-def same_process(pid: int, started: float) -> bool:
-    """Whether pid is still the process that started at ``started`` (and not a zombie)."""
-    try:
-        proc = psutil.Process(pid)
-        if abs(proc.create_time() - started) > START_TIME_SLACK:
-            return False
-        return proc.status() != psutil.STATUS_ZOMBIE
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return False
+from ..processes import same_process, signal_group, start_time
 
 
 @dataclass
@@ -144,12 +125,6 @@ def _groups(members: list[psutil.Process]) -> list[int]:
     return groups
 
 
-def _signal(groups: list[int], sig: int) -> None:
-    for group in groups:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(group, sig)
-
-
 def _running(proc: psutil.Process) -> bool:
     try:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
@@ -163,12 +138,13 @@ async def stop(daemon: Daemon, grace: float, poll: float = 0.05) -> int | None:
     groups = _groups(members)
     if not groups:
         return daemon.exited()[1]
-    _signal(groups[:1], signal.SIGTERM)  # the daemon lets a running turn finish, within its own grace
+    signal_group(groups[0], signal.SIGTERM)  # the daemon lets a running turn finish, within its own grace
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline and not daemon.exited()[0]:
         await asyncio.sleep(poll)
     members += [m for m in _members(daemon) if m not in members]
-    _signal(_groups(members) or groups, signal.SIGKILL)  # whatever is left, harness groups included
+    for group in _groups(members) or groups:  # whatever is left, harness groups included
+        signal_group(group, signal.SIGKILL)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and (not daemon.exited()[0] or any(map(_running, members))):
         await asyncio.sleep(poll)

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from ..local_board import url_option
+from ..local_board import board_option
 from .config import DEFAULT_STOP_GRACE, ConfigError, Options, check_handle, state_root
 from .daemon import PID_FILE, running_pid
 from .daemon import run as run_daemon
@@ -44,7 +44,7 @@ def main() -> None:
 @click.option("--watch", envvar="BOT_WATCH", help="Channels to watch, comma-separated [BOT_WATCH].")
 @click.option("--goal", envvar="BOT_GOAL", type=int, help="A thread to watch [BOT_GOAL].")
 @click.option("--profile", envvar="BOT_PROFILE", help="Take settings from this profile on the board.")
-@url_option("--board", what="The board's address")
+@board_option()
 @click.option(
     "--pool",
     envvar="BOT_POOL",
@@ -74,7 +74,7 @@ def run(
     watch: str | None,
     goal: int | None,
     profile: str | None,
-    board: str | None,
+    board_url: str | None,
     pool: str | None,
     skills: tuple[str, ...],
     jitter: float | None,
@@ -93,7 +93,7 @@ def run(
         watch=watch,
         goal=goal,
         profile=profile,
-        board=board,
+        board=board_url,
         pool=pool,
         skills=skills,
         jitter=jitter,

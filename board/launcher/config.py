@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..local_board import own_url
+from ..local_board import BOARD_VAR, own_url
 from .harnesses import ADAPTERS, Adapter, adapter_from_env
 from .mcp import McpSetup, setup_for
 from .process import silent_timeout, turn_timeout
@@ -142,7 +142,6 @@ class BotConfig:
     pool: Path | None = None
     skills: tuple[str, ...] = ()  # --skill sources
     profile_skills: tuple[str, ...] = ()  # the profile's skills, by name on the board
-    identity: str = ""  # the profile's identity text, for the local fallback prompt
     command: tuple[str, str] = ("", "")  # the profile's command template and session field
     mcp: McpSetup | None = None  # the board's MCP server for the harness, when MCP is on
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
@@ -150,12 +149,12 @@ class BotConfig:
 
 def board_url(options: Options, environ: Mapping[str, str]) -> str:
     """``--board``, else BOARD_URL, else this machine's own board (its settings' port)."""
-    if options.board or environ.get("BOARD_URL"):
-        return str(options.board or environ["BOARD_URL"]).rstrip("/")
+    if options.board or environ.get(BOARD_VAR):
+        return str(options.board or environ[BOARD_VAR]).rstrip("/")
     try:
         return own_url(environ)
     except ValueError as exc:
-        raise ConfigError(f"{exc}; or name the board with --board or BOARD_URL") from None
+        raise ConfigError(f"{exc}; or name the board with --board or {BOARD_VAR}") from None
 
 
 def token_for(handle: str | None, environ: Mapping[str, str]) -> str:
@@ -242,7 +241,6 @@ def resolve(
         pool=pool_path,
         skills=tuple(options.skills),
         profile_skills=parse_list(prof.get("skills")),
-        identity=str(prof.get("identity") or ""),
         command=(str(prof.get("command_template") or ""), str(prof.get("command_session_field") or "")),
         mcp=mcp,
         environ=dict(environ),

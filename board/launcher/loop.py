@@ -36,7 +36,6 @@ import asyncio
 import contextlib
 import os
 import random
-import signal
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -45,16 +44,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-import psutil
-
 from ..client import BoardAPIError, BoardClient
+from ..processes import end_group, same_process, start_time
 from .config import BotConfig
 from .harnesses import Adapter, TurnRequest, TurnResult
 from .harnesses.base import describe_exit, plain, trim
 from .logs import EventLog
 from .mcp import write_files as write_mcp_files
 from .pool import Pool
-from .process import ProcessOutcome, child_env, group_alive, identity_env, run_turn
+from .process import ProcessOutcome, child_env, identity_env, run_turn
 from .prompt import Prompt, Prompter
 from .state import BotState, StateFile
 
@@ -64,6 +62,7 @@ RELEASE_AFTER = 3  # failures in a row on a thread before its claim is released
 RELEASED_NOTE = "I released my claim on it so that someone else can take it."
 POOL_CONCURRENCY = 4  # turns at once in pool mode (one per channel)
 POOL_REFRESH = 300.0  # seconds between re-reads of the workspace's channels in pool mode
+ORPHAN_GRACE = 3.0  # seconds a harness left running by a crashed daemon gets to stop on SIGTERM
 
 
 class Fatal(Exception):
@@ -307,14 +306,7 @@ class Bot:
         self.read_position = self.state.cursor
         await self.recover()
         self.save()
-        self.prompter = Prompter(
-            self.client,
-            handle=self.cfg.handle,
-            board_url=self.cfg.board_url,
-            workspace=self.workspace,
-            identity=self.cfg.identity,
-            tools=self.cfg.mcp is not None,
-        )
+        self.prompter = Prompter(self.client, handle=self.cfg.handle, tools=self.cfg.mcp is not None)
         if self.cfg.mcp is not None:
             write_mcp_files(self.cfg.mcp)
         if self.pool is not None:
@@ -388,8 +380,8 @@ class Bot:
                 self.save()
                 continue
             pid = int(info.get("pid") or 0)
-            if pid and _same_process(pid, info.get("create_time")):
-                await _end_group(pid)
+            if pid and same_process(pid, info.get("create_time")):
+                await end_group(pid, ORPHAN_GRACE)
                 self.log.event("orphan_killed", lane=key, pid=pid)
             started = float(info.get("started_at") or time.time())
             if ids:
@@ -523,6 +515,8 @@ class Bot:
             )
         session = self.state.sessions.get(lane.key)
         run = await self.run_once(lane, batch, ids, session, notes)
+        if run is None:
+            return
         if run.result.error_kind == "session_gone" and session:
             await self.record_wake(run.turn_id, ids, **self.wake_fields(run))
             self.log.event("session_gone", lane=lane.key, session=session)
@@ -536,7 +530,10 @@ class Bot:
                 request_id=f"gone-{run.turn_id}",
             )
             notes = [*notes, "Your earlier session was lost; this is a fresh session."]
-            run = await self.run_once(lane, batch, ids, None, notes)
+            again = await self.run_once(lane, batch, ids, None, notes)
+            if again is None:
+                return
+            run = again
         if run.result.session_id:
             self.state.sessions[lane.key] = run.result.session_id
         wake = self.wake_fields(run)
@@ -608,12 +605,20 @@ class Bot:
         ids: list[int],
         session: str | None,
         notes: list[str],
-    ) -> Run:
+    ) -> Run | None:
+        """The harness run on batch; None when the board refuses its prompt (the batch is dropped)."""
         assert self.prompter is not None
         first = session is None
         if first and self.skills_note:
             notes = [*notes, self.skills_note]
-        prompt: Prompt = await self.call("prompt", lambda: self.prompter.build(batch, first, notes))  # type: ignore[union-attr]
+        try:
+            prompt: Prompt = await self.call("prompt", lambda: self.prompter.build(batch, first, notes))  # type: ignore[union-attr]
+        except BoardAPIError as exc:
+            # A trigger the board no longer shows the bot (out of its reach since it was
+            # delivered): there is nothing the bot may be told about it, so no turn runs.
+            self.log.event("prompt_refused", lane=lane.key, ids=ids, code=exc.code, error=exc.message)
+            self.complete(lane, ids)
+            return None
         req = TurnRequest(
             prompt=prompt.text,
             session_id=session,
@@ -637,7 +642,6 @@ class Bot:
                 "pid": pid,
                 "ids": ids,
                 "resume": session is not None,
-                "prompt_source": prompt.source,
                 "prompt_bytes": len(prompt.text.encode()),
                 "wake_to_start_ms": round((now_mono - self.arrived.get(newest, now_mono)) * 1000, 1),
             }
@@ -651,7 +655,7 @@ class Bot:
             # Saved so that a daemon killed during the turn can end this harness at its next start.
             self.state.inflight[lane.key] = {
                 "pid": pid,
-                "create_time": _create_time(pid),
+                "create_time": start_time(pid),
                 "turn_id": turn_id,
                 "ids": ids,
                 "session": session,
@@ -796,33 +800,3 @@ class Bot:
                 del self.state.interrupted[key]
         self.state.mark_handled(ids, self.read_position, self.pending)
         self.save()
-
-
-def _create_time(pid: int) -> float | None:
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.Error:
-        return None
-
-
-def _same_process(pid: int, create_time: Any) -> bool:
-    """Whether pid is still the harness that was recorded (pids get reused)."""
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return False
-        return create_time is not None and abs(proc.create_time() - float(create_time)) < 1.0
-    except psutil.Error:
-        return False
-
-
-async def _end_group(pgid: int, grace: float = 3.0) -> None:
-    """SIGTERM a harness's process group, then SIGKILL what is left after grace."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and group_alive(pgid):
-        await asyncio.sleep(0.05)
-    if group_alive(pgid):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)

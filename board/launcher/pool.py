@@ -21,11 +21,13 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..client import BoardAPIError, BoardClient
+from ..processes import signal_group
 from .logs import EventLog
 
 CONVERSATIONS = "_conversations"  # the session key of messages outside channels
@@ -73,14 +75,12 @@ async def clone(url: str, dest: Path, *, timeout: float, env: Mapping[str, str])
     try:
         _, err = await asyncio.wait_for(proc.communicate(), timeout)
     except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, 9)
+        signal_group(proc.pid, signal.SIGKILL)
         await proc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
         return f"git clone timed out after {timeout:g}s"
     except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, 9)
+        signal_group(proc.pid, signal.SIGKILL)
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     if proc.returncode != 0:

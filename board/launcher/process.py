@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..processes import end_group, signal_group
 from .harnesses.base import (
     TRUNCATION_NOTE,
     Adapter,
@@ -252,43 +253,6 @@ async def _feed(stream: asyncio.StreamWriter | None, data: bytes) -> None:
             await stream.wait_closed()
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    """Signal a process group that may already be gone."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether any process of the group is still running (zombies do not count).
-
-    Zombies matter where PID 1 does not reap orphans (some containers): they
-    answer signals but run nothing, and waiting for them would never end.
-    """
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False
-
-
 async def _wait_exit(
     proc: asyncio.subprocess.Process,
     waiter: asyncio.Task[int],
@@ -316,19 +280,6 @@ async def _wait_exit(
             remaining = min(remaining, quiet_left)
         await asyncio.wait({waiter}, timeout=min(remaining, 0.1))
     return None
-
-
-async def _end_group(pgid: int, grace: float) -> None:
-    """SIGTERM the group, wait up to grace for it to go, then SIGKILL."""
-    if not group_alive(pgid):
-        return
-    _signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-        if not group_alive(pgid):
-            return
-    _signal_group(pgid, signal.SIGKILL)
 
 
 async def run_process(
@@ -383,12 +334,12 @@ async def run_process(
     try:
         stopped = await _wait_exit(proc, waiter, timeout, activity, silent_timeout)
         if stopped is not None:
-            _signal_group(pgid, signal.SIGTERM)
+            signal_group(pgid, signal.SIGTERM)
             if await _wait_exit(proc, waiter, kill_grace) is not None:
-                _signal_group(pgid, signal.SIGKILL)
+                signal_group(pgid, signal.SIGKILL)
                 await _wait_exit(proc, waiter, REAP_WAIT)
         # The harness is gone; so must be whatever it left behind.
-        await _end_group(pgid, kill_grace)
+        await end_group(pgid, kill_grace)
         _, pending = await asyncio.wait(readers, timeout=drain_grace)
         if pending:
             # A process that left the group still holds a pipe: stop reading.
@@ -403,7 +354,7 @@ async def run_process(
         await asyncio.wait({waiter}, timeout=drain_grace)
     except BaseException:
         # Cancelled (daemon shutting down) or worse: leave nothing running.
-        _signal_group(pgid, signal.SIGKILL)
+        signal_group(pgid, signal.SIGKILL)
         tasks: list[asyncio.Task[Any]] = [*readers, waiter]
         for task in tasks:
             task.cancel()

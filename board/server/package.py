@@ -2,8 +2,9 @@
 
 A machine joining the fleet installs the very version its board runs, from the
 board itself, with nothing but the package registry for the dependencies. The
-wheel is assembled from the ``board`` package on disk (editable checkout or
-installed alike) and the installed distribution's metadata; it is pure Python.
+wheel is assembled from the ``board`` and ``routines`` packages on disk (side by
+side in a checkout and in site-packages alike) and the installed distribution's
+metadata; it is pure Python.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .. import __version__
 
 DIST = "bot-board"
 WHEEL_NAME = f"bot_board-{__version__}-py3-none-any.whl"
+PACKAGES = ("board", "routines")  # the wheel's top-level packages, as pyproject.toml lists them
 SKIP_DIRS = {"__pycache__"}
 
 
@@ -44,18 +46,21 @@ def _dist_info() -> dict[str, str]:
         "METADATA": "\n".join(lines) + "\n",
         "WHEEL": "Wheel-Version: 1.0\nGenerator: bot-board\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
         "entry_points.txt": entry_points,
-        "top_level.txt": "board\n",
+        "top_level.txt": "".join(f"{name}\n" for name in PACKAGES),
     }
 
 
 @cache
 def wheel() -> bytes:
     """The wheel's bytes (built once per process: the code does not change under it)."""
-    package = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     files: list[tuple[str, bytes]] = []
-    for path in sorted(package.rglob("*")):
-        if path.is_file() and not SKIP_DIRS & set(path.relative_to(package).parts) and path.suffix != ".pyc":
-            files.append((f"board/{path.relative_to(package).as_posix()}", path.read_bytes()))
+    for name in PACKAGES:
+        package = root / name
+        for path in sorted(package.rglob("*")):
+            inside = path.relative_to(package)
+            if path.is_file() and not SKIP_DIRS & set(inside.parts) and path.suffix != ".pyc":
+                files.append((f"{name}/{inside.as_posix()}", path.read_bytes()))
     info_dir = f"bot_board-{__version__}.dist-info"
     files += [(f"{info_dir}/{name}", text.encode()) for name, text in _dist_info().items()]
     record = [_record_line(name, data) for name, data in files] + [f"{info_dir}/RECORD,,"]

@@ -18,6 +18,7 @@ from board.keeper import processes
 from board.keeper.config import Timing, bot_environment
 from board.launcher.config import ConfigError
 from board.launcher.logs import tail
+from board.processes import start_time
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,7 +67,7 @@ def _sleeper(tmp_path: Path) -> subprocess.Popen[bytes]:
 def test_a_reused_pid_is_not_taken_for_the_bot(tmp_path: Path) -> None:
     other = _sleeper(tmp_path)
     try:
-        began = processes.start_time(other.pid)
+        began = start_time(other.pid)
         assert began is not None
         assert processes.find(tmp_path, other.pid, began - 100) is None  # same pid, another process
         found = processes.find(tmp_path, other.pid, began)
@@ -97,7 +98,7 @@ async def test_stop_kills_the_whole_group_and_the_harness_group(tmp_path: Path) 
     assert proc.stdout is not None
     with proc.stdout:
         child = int(proc.stdout.readline())
-    daemon = processes.Daemon(proc.pid, processes.start_time(proc.pid) or 0.0, popen=proc)
+    daemon = processes.Daemon(proc.pid, start_time(proc.pid) or 0.0, popen=proc)
     assert os.getpgid(child) != os.getpgid(proc.pid)
     code = await processes.stop(daemon, grace=0.3)
     assert code == -signal.SIGKILL

@@ -107,7 +107,7 @@ async def test_a_mention_is_answered_recorded_and_the_session_resumed(
     await eventually(lambda: _cursor_at_least(bot, second), "the cursor to pass the second mention")
     assert bot.state()["sessions"] == {"": session}
     started = bot.events("turn_started")
-    assert [e["prompt_source"] for e in started] == ["board", "board"]
+    assert len(started) == 2
     assert started[0]["prompt_bytes"] > started[1]["prompt_bytes"]  # the first turn has the house rules
 
 
@@ -473,4 +473,3 @@ async def test_a_profile_on_the_board_sets_the_harness_watch_identity_and_skills
     assert call["persona"] == "codex" and call["BOARD_WAKE_IDS"] == str(watched["id"])
     assert "You review pull requests for the proj team." in call["prompt"]  # composed by the board
     assert "review-rules" in call["prompt"] and "the diff is up" in call["prompt"]
-    assert bot.events("turn_started")[0]["prompt_source"] == "board"

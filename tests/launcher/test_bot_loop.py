@@ -51,6 +51,7 @@ class MemoryBoard:
         self.claims: list[dict[str, Any]] = []
         self.cursor_when_recorded: list[int] = []
         self.unavailable = 0  # fail this many record_wake calls with UNAVAILABLE first
+        self.hidden: set[int] = set()  # messages the board no longer shows the bot
 
     def add(self, body: str = "hi", *, for_me: bool = True, thread: int | None = None) -> int:
         mid = len(self.messages) + 1
@@ -82,8 +83,12 @@ class MemoryBoard:
             self.arrived.clear()
             await self.arrived.wait()
 
-    async def bot_prompt(self, *_: Any, **__: Any) -> dict[str, Any]:
-        raise BoardAPIError(404, "NOT_FOUND", "No such route, or it is not visible to you.")
+    async def bot_prompt(self, handle: str, trigger: list[int], *, first: bool, mcp: bool) -> dict[str, Any]:
+        """As the board composes it, in short; a trigger in ``hidden`` is refused as the board does."""
+        if set(trigger) & self.hidden:
+            raise BoardAPIError(404, "NOT_FOUND", "No such message, or it is not visible to you.")
+        turn = f"This turn covers messages {', '.join(map(str, trigger))}."
+        return {"first_turn": "RULES" if first else None, "turn": turn, "covers": trigger, "omitted": []}
 
     async def record_wake(self, **fields: Any) -> dict[str, Any]:
         if self.unavailable:
@@ -228,6 +233,25 @@ async def test_the_cursor_moves_only_after_the_wake_and_receipts(rig: Harnessed)
     assert rig.board.cursor_when_recorded == [0]  # recorded while the cursor still held it
     assert rig.bot.state_file.load().cursor == first
     assert not rig.bot.state_file.load().inflight
+
+
+async def test_a_message_the_board_no_longer_shows_the_bot_gets_no_turn(rig: Harnessed) -> None:
+    hidden = rig.board.add("moved out of the bot's reach")
+    rig.board.hidden.add(hidden)
+    shown = rig.board.add("still here")
+    await rig.turn_started(1)
+    req, _ = rig.harness.calls[0]
+    assert f"covers messages {shown}." in req.prompt  # the batch without what the board refuses
+    rig.harness.finish()
+    await rig.settled(1)
+    alone = rig.board.add("also hidden")
+    rig.board.hidden.add(alone)
+    for _ in range(200):
+        if rig.bot.state_file.load().cursor == alone:
+            break
+        await asyncio.sleep(0.01)
+    assert rig.bot.state_file.load().cursor == alone and not rig.bot.pending  # passed, not retried
+    assert len(rig.harness.calls) == 1 and len(rig.board.wakes) == 1  # no turn, no wake on it
 
 
 async def test_an_unreachable_board_is_retried_under_one_request_id(rig: Harnessed) -> None:

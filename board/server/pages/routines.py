@@ -12,7 +12,8 @@ from typing import Any
 
 from aiohttp import web
 
-from ...routines import schedule as schedules
+from routines import schedule as schedules
+
 from ..errors import InvalidArgument
 from ..services import routines, workspaces
 from .board import all_workspaces

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from ...routines import schedule as schedules
+from routines import schedule as schedules
+
 from ..clock import iso, parse_time
 from ..errors import InvalidArgument, NameConflict, NotFound, VersionConflict
 from ..hub import Signal

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..client import BoardAPIError, BoardClient
+from board.client import BoardAPIError, BoardClient
 
 #: The fields routine.toml may hold: the API's names (docs/routines.md).
 FIELDS = {

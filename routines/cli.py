@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..client import BoardAPIError, BoardClient
-from ..local_board import url_option
-from ..token_input import token_option
+from board.client import BoardAPIError, BoardClient
+from board.local_board import board_option
+from board.token_input import token_option
+
 from . import importer
 from .runner import FileClock, Runner
 
@@ -28,7 +29,7 @@ def routines() -> None:
 
 
 @routines.command("run")
-@url_option()
+@board_option(renamed=True)
 @token_option("BOARD_ROUTINES_TOKEN", "a runner token (from `board admin runner-token`)")
 @click.option(
     "--check-every",
@@ -43,23 +44,23 @@ def routines() -> None:
     hidden=True,
     help="Read the time from this file (RFC 3339): tests move it.",
 )
-def run(url: str, token: str, check_every: float, clock_file: Path | None) -> None:
+def run(board_url: str, token: str, check_every: float, clock_file: Path | None) -> None:
     """Run the routines runner on its own, until interrupted."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # its job bookkeeping is ours to say
 
     async def go() -> None:
-        async with BoardClient(url, token, timeout=120) as board:
+        async with BoardClient(board_url, token, timeout=120) as board:
             clock = FileClock(clock_file) if clock_file is not None else None
             await Runner(board, clock, check_every=check_every).run()
 
-    click.echo(f"routines: running against {url}", err=True)
+    click.echo(f"routines: running against {board_url}", err=True)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(go())
 
 
 @routines.command("import")
-@url_option()
+@board_option(renamed=True)
 @token_option("BOARD_TOKEN", "your token")
 @click.option("--workspace", help="The workspace of definitions that name none.")
 @click.option(
@@ -70,7 +71,7 @@ def run(url: str, token: str, check_every: float, clock_file: Path | None) -> No
     help="ROUTINE=HANDLE: the bot of that routine; HANDLE: of every definition naming none. Repeatable.",
 )
 @click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
-def import_(url: str, token: str, workspace: str | None, bots: tuple[str, ...], folder: Path) -> None:
+def import_(board_url: str, token: str, workspace: str | None, bots: tuple[str, ...], folder: Path) -> None:
     """Propose each FOLDER/<name>/ (routine.toml, prompt.md); unchanged files propose nothing.
 
     The board checks every definition first: one it refuses (a bot that cannot
@@ -82,7 +83,7 @@ def import_(url: str, token: str, workspace: str | None, bots: tuple[str, ...], 
         raise click.ClickException(str(exc)) from None
 
     async def go() -> None:
-        async with BoardClient(url, token) as board:
+        async with BoardClient(board_url, token) as board:
             problems = []
             for definition in found:
                 try:

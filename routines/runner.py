@@ -35,10 +35,11 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler  # type: ignore[import-untyped]
 from apscheduler.triggers.interval import IntervalTrigger  # type: ignore[import-untyped]
 
-from ..client import BoardAPIError, BoardClient
+from board.client import BoardAPIError, BoardClient
+
 from . import schedule as schedules
 
-log = logging.getLogger("board.routines")
+log = logging.getLogger("routines")
 
 #: Refusals that mean another runner, or a human, got there first: nothing to do.
 LOST_RACE = ("NAME_CONFLICT", "VERSION_CONFLICT")
