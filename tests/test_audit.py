@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from boardtest import DB_ERRORS, World, db_execute, db_rows, snapshot
 
 from board.client import BoardAPIError, BoardClient
 from board.server.services import auth
+from tests.support.boardtest import DB_ERRORS, World, db_execute, db_rows, snapshot
 
 
 async def entries(world: World, **params: Any) -> list[dict[str, Any]]:

@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from pgcluster import wanted_stores
-from processes import board_env
 
 from bench import report
 from bench.__main__ import SCENARIOS
+from tests.support.pgcluster import wanted_stores
+from tests.support.processes import board_env
 
 ROOT = Path(__file__).resolve().parent.parent
 

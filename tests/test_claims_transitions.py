@@ -11,10 +11,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from boardtest import World, db_rows, snapshot
 
 from board.client import BoardAPIError, BoardClient
 from board.server.clock import ManualClock, iso, parse_time
+from tests.support.boardtest import World, db_rows, snapshot
 
 
 async def _thread(world: World, body: str = "fix the flaky build") -> int:

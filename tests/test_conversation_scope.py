@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Awaitable
 
 import pytest
-from boardtest import World, snapshot
 
 from board.client import BoardAPIError, BoardClient
+from tests.support.boardtest import World, snapshot
 
 
 async def _private(world: World) -> tuple[int, dict]:

@@ -7,9 +7,9 @@ from typing import Any
 
 import aiohttp
 import pytest
-from boardtest import World, snapshot
 
 from board.client import BoardAPIError
+from tests.support.boardtest import World, snapshot
 
 
 async def raw(

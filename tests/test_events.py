@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from boardtest import World
 
 from board.client import BoardAPIError
 from board.server.clock import ManualClock
 from board.server.hub import Event, Hub
 from board.server.sweep import sweep
+from tests.support.boardtest import World
 
 
 @contextmanager

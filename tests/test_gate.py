@@ -10,13 +10,13 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from boardtest import Board, World, populate, snapshot, start_board, stop_board
-from processes import board_env, kill, serve, wait_healthy
 
 from board.client import BoardAPIError
 from board.server.api.gate import MAX_URL, Hosts
 from board.server.app import create_app
 from board.server.settings import Settings
+from tests.support.boardtest import Board, World, populate, snapshot, start_board, stop_board
+from tests.support.processes import board_env, kill, serve, wait_healthy
 
 LOOPBACK = ["localhost", "LocalHost:8080", "127.0.0.1", "127.0.0.1:1", "127.9.8.7:80", "[::1]", "[::1]:8080"]
 FOREIGN = ["evil.example", "evil.example:8080", "127.0.0.1.evil.example", "localhost.evil.example", "[::1"]

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from boardtest import Board, PgDatabase, Where, World, db_rows, snapshot
 
 from board.client import BoardAPIError, BoardClient
 from board.server.clock import ManualClock, iso
 from board.server.errors import Unauthenticated
 from board.server.services import auth
+from tests.support.boardtest import Board, PgDatabase, Where, World, db_rows, snapshot
 
 
 async def invite(board: Board, workspace: str = "proj", uses: int = 1, expires_in: int = 86400) -> str:

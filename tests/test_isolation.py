@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from boardtest import World
 
 from board.client import BoardAPIError
+from tests.support.boardtest import World
 
 
 async def populate_both(world: World) -> dict[str, int]:

@@ -6,9 +6,9 @@ import json
 import logging
 
 import pytest
-from boardtest import World
 
 from board.server.logs import JsonFormatter
+from tests.support.boardtest import World
 
 
 async def test_one_json_line_per_request_without_secrets(

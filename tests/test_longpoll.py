@@ -6,9 +6,8 @@ import asyncio
 import random
 import time
 
-from boardtest import LONG_WAIT, WOKEN_WITHIN, World, held
-
 from board.client import BoardClient
+from tests.support.boardtest import LONG_WAIT, WOKEN_WITHIN, World, held
 
 
 async def timed(coro: object) -> tuple[float, dict]:

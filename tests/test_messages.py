@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from boardtest import World, snapshot
 
 from board.client import BoardAPIError
+from tests.support.boardtest import World, snapshot
 
 
 async def test_thread_roots_carry_reply_summaries(world: World) -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from boardtest import World, db_rows, held, snapshot
 
 from board.client import BoardAPIError, BoardClient
 from board.server.clock import ManualClock
 from board.server.services import auth, messages, posting
+from tests.support.boardtest import World, db_rows, held, snapshot
 
 
 async def _refused(call: Any) -> BoardAPIError:

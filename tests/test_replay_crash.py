@@ -6,10 +6,10 @@ import signal
 from pathlib import Path
 
 import pytest
-from boardtest import PgDatabase, StoreChoice, Where, db_rows
-from processes import add_human, board_env, kill, serve, wait_healthy
 
 from board.client import BoardAPIError, BoardClient
+from tests.support.boardtest import PgDatabase, StoreChoice, Where, db_rows
+from tests.support.processes import add_human, board_env, kill, serve, wait_healthy
 
 BODY = "posted once, answered never"
 

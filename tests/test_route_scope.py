@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from boardtest import Board, World, populate, snapshot, start_board, stop_board
-from fleettest import Keeper, enroll_keeper
-from scope_pages import PAGE_DECISIONS
 
 from board.client import BoardAPIError, BoardClient
 from board.server import package
 from board.server.api import table
 from board.server.services import auth
+from tests.support.boardtest import Board, World, populate, snapshot, start_board, stop_board
+from tests.support.fleettest import Keeper, enroll_keeper
+from tests.support.scope_pages import PAGE_DECISIONS
 
 ROLE_ORDER = ("anon", "runner", "other_keeper", "keeper", "other_bot", "admin_bot", "bot", "human")
 KEEPERS = ("keeper", "other_keeper")
@@ -247,7 +247,7 @@ async def test_every_route_has_a_decision(board: Board) -> None:
 
 
 def _explicit_runner_decisions() -> dict[tuple[str, str], int | set[int]]:
-    from scope_routines import ROUTINE_DECISIONS
+    from tests.support.scope_routines import ROUTINE_DECISIONS
 
     found: dict[tuple[str, str], int | set[int]] = {
         key: case.expect["runner"] for key, case in CASES.items() if "runner" in case.expect

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from boardtest import World, populate, snapshot, start_board, stop_board
 
 from board.server.api.gate import MAX_LINE
+from tests.support.boardtest import World, populate, snapshot, start_board, stop_board
 
 HEADER_TIMEOUT = 0.5
 BODY_TIMEOUT = 1.0

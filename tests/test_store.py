@@ -11,12 +11,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from boardtest import eventually
 
 from board.server.store import db as db_module
 from board.server.store.connection import Connection, JobSuspended
 from board.server.store.db import Database
 from board.server.store.writer import StoreError, emit, migrations, schema_version
+from tests.support.boardtest import eventually
 
 
 def file_digest(path: Path) -> str:

@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from boardtest import (
+
+from board.client import BoardClient
+from board.server.clock import ManualClock
+from board.server.services.context import Context
+from board.server.store.db import Database
+from board.server.sweep import sweep
+from tests.support.boardtest import (
     LONG_WAIT,
     WOKEN_WITHIN,
     Board,
@@ -26,12 +32,6 @@ from boardtest import (
     start_board,
     stop_board,
 )
-
-from board.client import BoardClient
-from board.server.clock import ManualClock
-from board.server.services.context import Context
-from board.server.store.db import Database
-from board.server.sweep import sweep
 
 MINUTE = 60
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import psycopg
 import pytest
-from boardtest import PgDatabase, Where, World
 
 from board.server.store import jsoncolumns
 from board.server.store.postgres import placeholders
+from tests.support.boardtest import PgDatabase, Where, World
 
 BROKEN = {
     "not JSON": '{"a":',

@@ -12,11 +12,11 @@ import asyncio
 from typing import Any
 
 import pytest
-from boardtest import LONG_WAIT, WOKEN_WITHIN, World, held, snapshot
 
 from board.client import BoardAPIError, BoardClient
 from board.server.services import auth, posting
 from board.server.services import wakes as wake_service
+from tests.support.boardtest import LONG_WAIT, WOKEN_WITHIN, World, held, snapshot
 
 
 async def _cursor(client: BoardClient) -> int:

@@ -6,9 +6,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from boardtest import PgDatabase, World, db_rows, snapshot
 
 from board.client import BoardAPIError, BoardClient
+from tests.support.boardtest import PgDatabase, World, db_rows, snapshot
 
 
 async def refused(world: World, code: str, call: Callable[[], Awaitable[Any]]) -> BoardAPIError:

@@ -15,15 +15,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from boardtest import PgDatabase, World, database_env, snapshot
-from doctor_support import Diagnosis, doctor_async, doctor_env
-from fleettest import Keeper, enroll_keeper
-from routines_support import propose_and_approve
-from test_fleet_api import bot_report
 
 from board import __version__
 from board.server.clock import iso
 from board.server.services import auth
+from tests.fleet.test_fleet_api import bot_report
+from tests.support.boardtest import PgDatabase, World, database_env, snapshot
+from tests.support.doctor_support import Diagnosis, doctor_async, doctor_env
+from tests.support.fleettest import Keeper, enroll_keeper
+from tests.support.routines_support import propose_and_approve
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -10,13 +10,13 @@ import asyncio
 from typing import Any
 
 import pytest
-from boardtest import World, snapshot
 from click.testing import CliRunner
-from fleettest import Keeper, enroll_keeper
 
 from board.cli import main
 from board.client import BoardAPIError, BoardClient
 from board.server.clock import ManualClock
+from tests.support.boardtest import World, snapshot
+from tests.support.fleettest import Keeper, enroll_keeper
 
 
 async def refused(world: World, call: Any, status: int, code: str) -> BoardAPIError:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from boardtest import World, db_rows
-from test_fleet_api import bot_report, fleet_setup, refused
+
+from tests.fleet.test_fleet_api import bot_report, fleet_setup, refused
+from tests.support.boardtest import World, db_rows
 
 EVENTS_PER_WINDOW = 120
 

@@ -14,13 +14,13 @@ from typing import Any
 
 import aiohttp
 import pytest
-from boardtest import World
-from fleettest import enroll_keeper
-from pages_support import sign_in
 
 from board.server.clock import ManualClock
 from board.server.pages import fleet as fleet_page
 from board.server.store.connection import Connection
+from tests.support.boardtest import World
+from tests.support.fleettest import enroll_keeper
+from tests.support.pages_support import sign_in
 
 
 def reported(handle: str, state: str, **extra: Any) -> dict[str, Any]:

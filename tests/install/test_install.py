@@ -15,13 +15,15 @@ import re
 import socket
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import psutil
 import pytest
-from install_support import (
+from playwright.async_api import Browser
+
+from tests.launcher.fakeharness import FAKES_BIN, SANDBOX_ENV, Fake
+from tests.support.install_support import (
     api,
     belonging_to,
     carrying,
@@ -33,11 +35,7 @@ from install_support import (
     run,
     signed_in_as,
 )
-from playwright.async_api import Browser
-from processes import ROOT, free_port, health
-
-sys.path.insert(0, str(ROOT / "tests" / "launcher"))
-from fakeharness import FAKES_BIN, SANDBOX_ENV, Fake
+from tests.support.processes import ROOT, free_port, health
 
 # Two installs into fresh virtual environments, on a machine others share.
 pytestmark = pytest.mark.timeout(480)

@@ -13,11 +13,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from boardtest import Board, start_board, stop_board
 
 from board import __version__
 from board.client import BoardAPIError
 from board.server import package
+from tests.support.boardtest import Board, start_board, stop_board
 
 
 async def test_install_sh_names_this_board_and_its_package(board: Board) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 
 from click.testing import CliRunner, Result
-from kb_support import World
 
 from board.cli import main
+from tests.support.kb_support import World
 
 
 async def kb(world: World, *args: str, stdin: str | None = None) -> Result:

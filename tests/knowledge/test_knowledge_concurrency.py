@@ -6,9 +6,8 @@ import asyncio
 import random
 import time
 
-from kb_support import World
-
 from board.client import BoardAPIError, BoardClient
+from tests.support.kb_support import World
 
 WRITERS = 16
 CYCLES = 50

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import aiohttp
 import pytest
-from boardtest import INTEGRITY_ERRORS, PgDatabase, db_execute
-from kb_support import World, db_rows, expect_error, refused, snapshot, write
 from yarl import URL
 
 from board.server.errors import InvalidArgument
 from board.server.services.knowledge.text import check_path
+from tests.support.boardtest import INTEGRITY_ERRORS, PgDatabase, db_execute
+from tests.support.kb_support import World, db_rows, expect_error, refused, snapshot, write
 
 
 async def test_create_read_update_and_conflict(world: World) -> None:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from boardtest import PgDatabase, StoreChoice, Where
-from kb_support import db_rows, populate, start_board, stop_board
-from processes import add_human, board_env, kill, serve, wait_healthy
-
 from board.client import BoardClient
 from board.server.clock import ManualClock
+from tests.support.boardtest import PgDatabase, StoreChoice, Where
+from tests.support.kb_support import db_rows, populate, start_board, stop_board
+from tests.support.processes import add_human, board_env, kill, serve, wait_healthy
 
 COUNTS = "SELECT read_count, shown_count, last_read_at IS NOT NULL FROM kb_documents WHERE path = ?"
 

@@ -10,12 +10,12 @@ import json
 from typing import Any
 
 import aiohttp
-from kb_support import World
 
 from board.client import BoardAPIError, BoardClient
 from board.server.api.discovery import canonical
 from board.server.api.knowledge import ROUTES
 from board.server.clock import ManualClock
+from tests.support.kb_support import World
 
 DELETED, FOREIGN, REJECTED, REDACTED, EXPIRED = (
     "velociraptor",

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from kb_support import World, db_rows, expect_error
 
 from board.server.clock import ManualClock
+from tests.support.kb_support import World, db_rows, expect_error
 
 SETUP = "# Setup\n\n" + "".join(f"Step {i}: do the thing number {i} carefully.\n" for i in range(200))
 

@@ -7,10 +7,10 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kb_support import World, refused
 
 from board.server.errors import PatchFailed
 from board.server.services.knowledge.text import apply_diff, make_diff
+from tests.support.kb_support import World, refused
 
 BASE = "".join(f"line {i}\n" for i in range(1, 21))
 

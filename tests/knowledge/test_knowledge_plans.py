@@ -7,12 +7,12 @@ import sqlite3
 from typing import Any
 
 import aiosqlite
-from boardtest import sqlite_only
-from kb_support import World, db_rows
 
 from board.server.store import knowledge as store
 from board.server.store.jsoncolumns import readable_json
 from board.server.store.search import Terms
+from tests.support.boardtest import sqlite_only
+from tests.support.kb_support import World, db_rows
 
 PLAN = Terms((("plan", False),))
 

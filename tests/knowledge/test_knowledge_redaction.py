@@ -6,8 +6,8 @@ import hashlib
 import sqlite3
 from pathlib import Path
 
-from boardtest import sqlite_only
-from kb_support import World, db_rows, expect_error, refused
+from tests.support.boardtest import sqlite_only
+from tests.support.kb_support import World, db_rows, expect_error, refused
 
 SECRET = "qqxyzzysecretkey4471"
 BODY_1 = f"# Deploy\n\nThe token is {SECRET} for now.\n"

@@ -7,10 +7,16 @@ from typing import Any
 
 import aiohttp
 import pytest
-from kb_support import Board, World, populate, start_board, stop_board
-from scope_knowledge import KNOWLEDGE_CASES, KNOWLEDGE_DECISIONS, ROLE_ORDER, ROUTE_TEMPLATES, canonical
 
 from board.server.api.table import all_routes
+from tests.support.kb_support import Board, World, populate, start_board, stop_board
+from tests.support.scope_knowledge import (
+    KNOWLEDGE_CASES,
+    KNOWLEDGE_DECISIONS,
+    ROLE_ORDER,
+    ROUTE_TEMPLATES,
+    canonical,
+)
 
 
 def knowledge_routes(board: Board) -> set[tuple[str, str]]:

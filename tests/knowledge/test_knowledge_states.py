@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kb_support import World, db_rows, expect_error, refused, snapshot
+from tests.support.kb_support import World, db_rows, expect_error, refused, snapshot
 
 
 async def test_a_tombstone_is_a_decision_quoted_back(clocked_world: World) -> None:

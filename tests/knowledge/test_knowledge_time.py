@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from kb_support import World, expect_error, refused
-
 from board.server.clock import ManualClock
+from tests.support.kb_support import World, expect_error, refused
 
 DAY = 86_400
 

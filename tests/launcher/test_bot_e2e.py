@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from boardtest import World, eventually, held
-from botrun import BotProcess, LiveBoard, kill_later, replies, wakes
-from fakeharness import Fake, alive
+
+from tests.launcher.botrun import BotProcess, LiveBoard, kill_later, replies, wakes
+from tests.launcher.fakeharness import Fake, alive
+from tests.support.boardtest import World, eventually, held
 
 HARNESSES = ["claude", "codex", "opencode", "copilot", "gemini"]
 

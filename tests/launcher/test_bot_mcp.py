@@ -8,14 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import test_bot_e2e
-from boardtest import World
-from botrun import BotProcess, eventually, wakes
-from fakeharness import Fake
-from test_bot_e2e import mention, one_reply
 
 from board.launcher.config import ConfigError, Options, resolve
 from board.launcher.mcp import McpSetup
+from tests.launcher import test_bot_e2e
+from tests.launcher.botrun import BotProcess, eventually, wakes
+from tests.launcher.fakeharness import Fake
+from tests.launcher.test_bot_e2e import mention, one_reply
+from tests.support.boardtest import World
 
 # Bots for pb, as the end-to-end tests make them (the live board and its world are in conftest.py).
 make_bot = test_bot_e2e.make_bot

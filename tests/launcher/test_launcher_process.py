@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fakeharness import FAKES_BIN, Fake
 
 from board.launcher.harnesses import TurnRequest, get_adapter
 from board.launcher.process import (
@@ -25,6 +24,7 @@ from board.launcher.process import (
     silent_timeout,
     turn_timeout,
 )
+from tests.launcher.fakeharness import FAKES_BIN, Fake
 
 claude = get_adapter("claude")
 gemini = get_adapter("gemini")

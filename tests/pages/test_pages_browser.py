@@ -6,14 +6,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from boardtest import Board, World, db_rows
-from browser_support import Tab, new_tab
-from fleettest import enroll_keeper
-from pages_support import login_link
 from playwright.async_api import Browser, expect
 
 from board.routines import importer
 from board.server.services import auth
+from tests.support.boardtest import Board, World, db_rows
+from tests.support.browser_support import Tab, new_tab
+from tests.support.fleettest import enroll_keeper
+from tests.support.pages_support import login_link
 
 LIVE = re.compile(r"\blive\b")  # the page's stream is open
 
@@ -231,7 +231,7 @@ async def test_hostile_bodies_render_inert(chromium: Browser, world: World, tmp_
 async def test_approve_an_imported_routine_and_see_its_next_run(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:
-    shipped = Path(__file__).resolve().parent.parent / "docs" / "routines" / "knowledge-reconciler"
+    shipped = Path(__file__).resolve().parents[2] / "docs" / "routines" / "knowledge-reconciler"
     definition = importer.read(shipped, {"workspace": "proj", "bot": "pb"})
     assert (await importer.propose(world.bot, definition))["version"] == 1
     tab = await signed_in_tab(chromium, world, tmp_path)

@@ -9,11 +9,11 @@ from typing import Any
 
 import aiohttp
 import pytest
-from boardtest import World, db_rows
-from pages_support import Browser, sign_in
 
 from board.server.clock import ManualClock
 from board.server.services import auth, live, posting, sessions
+from tests.support.boardtest import World, db_rows
+from tests.support.pages_support import Browser, sign_in
 
 
 async def _events(resp: aiohttp.ClientResponse, count: int) -> list[dict[str, Any]]:

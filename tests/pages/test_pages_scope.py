@@ -13,15 +13,15 @@ from typing import Any
 
 import aiohttp
 import pytest
-from boardtest import Board, World, db_rows, populate, snapshot, start_board, stop_board
-from fleettest import enroll_keeper
-from pages_support import Browser, sign_in
-from scope_pages import PAGE_DECISIONS
 
 from board.server.api.discovery import canonical
 from board.server.pages import all_pages
 from board.server.services import auth, sessions
 from board.server.store import sessions as session_store
+from tests.support.boardtest import Board, World, db_rows, populate, snapshot, start_board, stop_board
+from tests.support.fleettest import enroll_keeper
+from tests.support.pages_support import Browser, sign_in
+from tests.support.scope_pages import PAGE_DECISIONS
 
 SECRET_TEXT = "please look"
 
@@ -155,6 +155,6 @@ async def test_page_decision_for_each_caller(key: tuple[str, str], tmp_path: Pat
 
 
 def test_docs_list_every_page() -> None:
-    text = (Path(__file__).resolve().parent.parent / "docs" / "pages.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "pages.md").read_text(encoding="utf-8")
     missing = [f"{r.method} {r.path}" for r in all_pages() if f"| {r.method} | `{r.path}` |" not in text]
     assert not missing, f"docs/pages.md does not list: {missing}"

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from boardtest import Board, World, db_rows, snapshot, start_board, stop_board
-from pages_support import browser, login_link, sign_in
 
 from board.server.clock import ManualClock
 from board.server.errors import RateLimited
 from board.server.pages.routing import local_path
 from board.server.services import sessions
+from tests.support.boardtest import Board, World, db_rows, snapshot, start_board, stop_board
+from tests.support.pages_support import browser, login_link, sign_in
 
 
 async def test_a_link_signs_in_once_and_its_cookie_is_strict(world: World) -> None:

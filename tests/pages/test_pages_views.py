@@ -7,12 +7,12 @@ import json
 import re
 
 import aiohttp
-from boardtest import Board, World, db_rows, snapshot
-from pages_support import sign_in
 
 from board.server.clock import ManualClock
 from board.server.pages.board import STREAM_PAGE
 from board.server.services import auth
+from tests.support.boardtest import Board, World, db_rows, snapshot
+from tests.support.pages_support import sign_in
 
 
 async def test_a_channel_opens_on_its_latest_page_and_links_to_older(world: World) -> None:

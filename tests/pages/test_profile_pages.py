@@ -12,11 +12,11 @@ import re
 from typing import Any
 
 import pytest
-from boardtest import World, db_rows, snapshot
-from fleettest import enroll_keeper
-from pages_support import Browser, sign_in
 
 from board.server.services.registry import HARNESSES
+from tests.support.boardtest import World, db_rows, snapshot
+from tests.support.fleettest import enroll_keeper
+from tests.support.pages_support import Browser, sign_in
 
 ERROR = re.compile(r'id="profile-error" role="alert" data-code="([A-Z_]+)">([^<]*)</p>')
 

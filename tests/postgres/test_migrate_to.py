@@ -21,15 +21,15 @@ from typing import Any
 
 import psycopg
 import pytest
-from boardtest import Board, db_rows, populate, start_board, stop_board
 from click.testing import CliRunner
-from contract import CheckedClient
-from pgcluster import PgCluster
-from processes import board_env, command
-from routines_support import propose_and_approve
 
 from board.cli import main
 from board.server.store import migrate
+from tests.support.boardtest import Board, db_rows, populate, start_board, stop_board
+from tests.support.contract import CheckedClient
+from tests.support.pgcluster import PgCluster
+from tests.support.processes import board_env, command
+from tests.support.routines_support import propose_and_approve
 
 DOC = "runbook/deploy.md"
 

@@ -23,12 +23,21 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from boardtest import LONG_WAIT, WOKEN_WITHIN, PgDatabase, db_rows, eventually, snapshot
-from pgcluster import PgCluster
-from processes import Served, add_human, board_env, command, kill, longpolls, serve, wait_healthy
 
 from board.client import BoardAPIError, BoardClient
 from board.server.services.tokencache import TTL_SECONDS
+from tests.support.boardtest import LONG_WAIT, WOKEN_WITHIN, PgDatabase, db_rows, eventually, snapshot
+from tests.support.pgcluster import PgCluster
+from tests.support.processes import (
+    Served,
+    add_human,
+    board_env,
+    command,
+    kill,
+    longpolls,
+    serve,
+    wait_healthy,
+)
 
 #: Writes are not what these tests measure: the per-token limit is lifted.
 UNLIMITED = {"BOARD_WRITE_RATE": "1000000", "BOARD_WRITE_BURST": "1000000"}

@@ -19,10 +19,10 @@ from typing import Any
 
 import psycopg
 import pytest
-from pgcluster import INSTALL_HINT, PgCluster, wanted_stores
 
 from board.server.store.postgres import MIGRATIONS
 from board.server.store.writer import migrations
+from tests.support.pgcluster import INSTALL_HINT, PgCluster, wanted_stores
 
 # What full-text search and the version table make different, and nothing else.
 SQLITE_ONLY_TABLES = {"messages_fts", "kb_fts", "sqlite_sequence"} | {
@@ -654,8 +654,8 @@ def test_message_search_finds_the_body_s_words(
 # -- the cluster fixture -----------------------------------------------------------------------------
 
 TEST_USING_THE_CLUSTER = """
-import pgcluster
-from pgcluster import pg_cluster
+from tests.support import pgcluster
+from tests.support.pgcluster import pg_cluster
 
 {patch}
 
@@ -666,11 +666,11 @@ def test_uses_it(pg_cluster):
 
 def run_pytest(tmp_path: Path, env: dict[str, str], patch: str = "") -> str:
     (tmp_path / "test_it.py").write_text(TEST_USING_THE_CLUSTER.format(patch=patch), encoding="utf-8")
-    tests = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_it.py"],
         cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tests), **env},
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), **env},
         capture_output=True,
         text=True,
         check=False,

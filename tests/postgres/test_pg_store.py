@@ -9,7 +9,10 @@ from typing import Any
 
 import psycopg
 import pytest
-from boardtest import (
+
+from board.client import BoardAPIError
+from board.server.store.postgres import PostgresStore
+from tests.support.boardtest import (
     LONG_WAIT,
     WOKEN_WITHIN,
     PgDatabase,
@@ -20,10 +23,7 @@ from boardtest import (
     postgresql_only,
     snapshot,
 )
-from processes import board_env, command
-
-from board.client import BoardAPIError
-from board.server.store.postgres import PostgresStore
+from tests.support.processes import board_env, command
 
 
 def database_url(world: World) -> str:

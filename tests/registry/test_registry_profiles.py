@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from boardtest import World, snapshot
 
 from board.client import BoardAPIError, BoardClient
+from tests.support.boardtest import World, snapshot
 
 
 async def refused(world: World, caller: BoardClient, code: str, call: Any) -> BoardAPIError:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import aiohttp
-from boardtest import World, snapshot
-from scope_registry import REGISTRY_DECISIONS, ROLES
 
 from board.client import BoardClient
 from board.server.api import registry as registry_routes
+from tests.support.boardtest import World, snapshot
+from tests.support.scope_registry import REGISTRY_DECISIONS, ROLES
 
 PREFIXES = ("/api/skills", "/api/profiles", "/api/bots/")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from boardtest import INTEGRITY_ERRORS, World, db_execute, db_rows, snapshot
 
 from board.client import BoardAPIError, BoardClient
+from tests.support.boardtest import INTEGRITY_ERRORS, World, db_execute, db_rows, snapshot
 
 SKILL_MD = "---\nname: review\ndescription: Review a diff.\n---\n\n1. Read the diff.\n2. Say what breaks.\n"
 

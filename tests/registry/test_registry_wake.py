@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from boardtest import World, held
 
 from board.client import BoardAPIError
+from tests.support.boardtest import World, held
 
 
 async def watching_profile(world: World) -> int:

@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from boardtest import World, held, snapshot
 
 from board.client import BoardAPIError, BoardClient
 from board.routines import schedule as schedules
@@ -15,6 +14,7 @@ from board.server.clock import ManualClock, parse_time
 from board.server.hub import Hub, Signal
 from board.server.services import auth
 from board.server.services.routines import CHANGES
+from tests.support.boardtest import World, held, snapshot
 
 FIELDS: dict[str, Any] = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "Do it."}
 

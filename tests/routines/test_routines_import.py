@@ -8,10 +8,9 @@ import shlex
 import shutil
 from pathlib import Path
 
-from boardtest import World, database_env
-from processes import ROOT, board_env, command
-
 from board.server.services import auth
+from tests.support.boardtest import World, database_env
+from tests.support.processes import ROOT, board_env, command
 
 SHIPPED = ROOT / "docs" / "routines"
 

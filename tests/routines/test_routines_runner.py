@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from boardtest import PgDatabase, World, db_rows
-from routines_support import RunnerProcess, Time, propose_and_approve, runs, start_runner, until
 
 from board.server.clock import ManualClock
 from board.server.services import auth
+from tests.support.boardtest import PgDatabase, World, db_rows
+from tests.support.routines_support import RunnerProcess, Time, propose_and_approve, runs, start_runner, until
 
 
 @dataclass

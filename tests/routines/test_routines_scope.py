@@ -11,12 +11,12 @@ from typing import Any
 
 import aiohttp
 import pytest
-from boardtest import Board, db_rows, populate, snapshot, start_board, stop_board
-from scope_routines import ROLES, ROUTINE_DECISIONS
 
 from board.client import BoardClient
 from board.server.api import routines as routine_routes
 from board.server.services import auth
+from tests.support.boardtest import Board, db_rows, populate, snapshot, start_board, stop_board
+from tests.support.scope_routines import ROLES, ROUTINE_DECISIONS
 
 ORDER = ("anon", "other_bot", "bot", "admin_bot", "runner", "human")
 SCHEDULED = "2026-12-02T01:00:00Z"

@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from processes import add_human, kill, serve, wait_healthy
-
 from board.client import BoardClient
+from tests.support.processes import add_human, kill, serve, wait_healthy
 
 
 async def test_serve_with_routines_runs_what_a_human_runs_now(tmp_path: Path) -> None:

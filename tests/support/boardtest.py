@@ -22,8 +22,6 @@ import psycopg
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from contract import CheckedClient
-from pgcluster import PgCluster, wanted_stores
 
 from board.client import BoardClient
 from board.server.api.gate import SERVER_ARGS
@@ -35,6 +33,8 @@ from board.server.services import auth
 from board.server.services.context import Context
 from board.server.settings import Settings
 from board.server.store.postgres import PostgresStore, placeholders
+from tests.support.contract import CheckedClient
+from tests.support.pgcluster import PgCluster, wanted_stores
 
 T = TypeVar("T")
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from processes import board_env, command
+from tests.support.processes import board_env, command
 
 LINE = re.compile(r"^(ok|warn|FAIL|skip) {2,4}([^:]+): (.*)$")
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from boardtest import Board
-
 from board.client import BoardClient
+from tests.support.boardtest import Board
 
 
 @dataclass

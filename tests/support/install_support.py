@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from browser_support import Tab, new_tab
 from playwright.async_api import Browser
-from processes import ROOT
+
+from tests.support.browser_support import Tab, new_tab
+from tests.support.processes import ROOT
 
 INSTALL = str(ROOT / "install.sh")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 try:  # the fixtures' helpers live in boardtest.py when it exists, else in conftest.py
-    from boardtest import Board, World, db_rows, populate, snapshot, start_board, stop_board
+    from tests.support.boardtest import Board, World, db_rows, populate, snapshot, start_board, stop_board
 except ImportError:
-    from boardtest import Board, World, db_rows, populate, snapshot, start_board, stop_board
+    from tests.support.boardtest import Board, World, db_rows, populate, snapshot, start_board, stop_board
 
 import pytest
 

@@ -13,12 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from processes import ROOT, board_env
-
 from board.server.services import auth
 from board.server.services.context import Context
 from board.server.settings import Settings
 from board.server.store.db import Database
+from tests.support.processes import ROOT, board_env
 
 #: Write limits lifted: the load is the point.
 LOAD_ENV = {"BOARD_WRITE_RATE": "1000000", "BOARD_WRITE_BURST": "1000000"}
@@ -83,7 +82,7 @@ def load(url: str, tokens: list[str], folder: Path) -> Iterator[Load]:
                 subprocess.Popen(
                     [
                         sys.executable,
-                        str(ROOT / "tests" / "loadgen.py"),
+                        str(ROOT / "tests" / "support" / "loadgen.py"),
                         url,
                         token,
                         f"c{n}",

@@ -1,6 +1,6 @@
 """A client process that writes steadily and keeps a journal of what the board acknowledged.
 
-Run as ``python tests/loadgen.py URL TOKEN NAME JOURNAL STOPFILE``. It posts
+Run as ``python tests/support/loadgen.py URL TOKEN NAME JOURNAL STOPFILE``. It posts
 roots, claims some of them and writes knowledge documents, every call with a
 request id of its own. When the board cannot be reached (it was killed) the
 call is retried with the same request id until the board answers, so a retry

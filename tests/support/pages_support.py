@@ -6,9 +6,9 @@ import re
 from dataclasses import dataclass
 
 import aiohttp
-from boardtest import Board
 
 from board.server.services import auth, sessions
+from tests.support.boardtest import Board
 
 CSRF = re.compile(r'name="csrf-token" content="([^"]*)"')
 

@@ -1,7 +1,7 @@
 """A throwaway PostgreSQL cluster: initdb in a temporary directory, a free loopback port, gone after.
 
 ``pg_cluster`` is the session fixture; :func:`running_cluster` is the same thing for code outside
-pytest (``python tests/pgcluster.py`` starts one and prints its URL until interrupted).
+pytest (``python tests/support/pgcluster.py`` starts one and prints its URL until interrupted).
 PostgreSQL refuses to run as root, so as root the server's commands run as the ``postgres``
 system user, in a directory that user owns.
 

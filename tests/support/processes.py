@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from boardtest import eventually
-
 from board.client import BoardClient
+from tests.support.boardtest import eventually
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SUITE_BIN = Path(sys.executable).parent  # .venv/bin when run by scripts/test.sh
 
 

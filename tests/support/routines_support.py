@@ -18,11 +18,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from boardtest import Board
-from processes import board_env, command, kill
-
 from board.client import BoardClient
 from board.server.clock import ManualClock, iso, parse_time
+from tests.support.boardtest import Board
+from tests.support.processes import board_env, command, kill
 
 T = TypeVar("T")
 
