@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from board.client import BoardAPIError, BoardClient
+from board.client import BoardClient
 from board.server.services import auth, posting
 from board.server.services import wakes as wake_service
 from tests.support.boardtest import LONG_WAIT, WOKEN_WITHIN, World, held, snapshot
+from tests.support.refusals import refused
 
 
 async def _cursor(client: BoardClient) -> int:
@@ -202,8 +203,8 @@ async def test_other_workspaces_never_leak(world: World) -> None:
     assert page["messages"] == []
     assert (await w.bot.wake(since=since, watch=["ops", "no-such-channel"]))["messages"] == []
 
-    hidden = await _refused(w.bot.wake(goal=foreign["id"]))
-    absent = await _refused(w.bot.wake(goal=10**9))
+    hidden = await refused(w.bot.wake(goal=foreign["id"]), "NOT_FOUND")
+    absent = await refused(w.bot.wake(goal=10**9), "NOT_FOUND")
     assert hidden.code == "NOT_FOUND"
     assert (hidden.status, hidden.code, hidden.message, hidden.details) == (
         absent.status,
@@ -217,7 +218,7 @@ async def test_a_conversation_i_am_not_in_cannot_be_my_goal(world: World) -> Non
     w = world
     convo = (await w.human.open_conversation(["pb2"], "private", workspace="proj"))["conversation"]
     secret = await w.human.post("between alice and pb2", conversation=convo["id"])
-    exc = await _refused(w.bot.wake(goal=secret["id"]))
+    exc = await refused(w.bot.wake(goal=secret["id"]), "NOT_FOUND")
     assert exc.code == "NOT_FOUND"
     # pb2, a participant, may watch it.
     await w.peer.post("ack", reply_to=secret["id"])
@@ -227,15 +228,9 @@ async def test_a_conversation_i_am_not_in_cannot_be_my_goal(world: World) -> Non
 
 async def test_the_feed_is_for_bots(world: World) -> None:
     before = snapshot(world.board.db_path)
-    exc = await _refused(world.human.wake())
+    exc = await refused(world.human.wake(), "FORBIDDEN")
     assert (exc.status, exc.code) == (403, "FORBIDDEN")
-    assert (await _refused(world.anon.wake())).code == "UNAUTHENTICATED"
-    assert (await _refused(world.bot.wake(wait=61))).code == "INVALID_ARGUMENT"
-    assert (await _refused(world.bot.wake(watch=["Not A Slug"]))).code == "INVALID_ARGUMENT"
+    await refused(world.anon.wake(), "UNAUTHENTICATED")
+    await refused(world.bot.wake(wait=61), "INVALID_ARGUMENT")
+    await refused(world.bot.wake(watch=["Not A Slug"]), "INVALID_ARGUMENT")
     assert snapshot(world.board.db_path) == before
-
-
-async def _refused(call: Any) -> BoardAPIError:
-    with pytest.raises(BoardAPIError) as info:
-        await call
-    return info.value

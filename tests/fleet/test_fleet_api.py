@@ -9,24 +9,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pytest
 from click.testing import CliRunner
 
 from board.cli import main
-from board.client import BoardAPIError, BoardClient
+from board.client import BoardClient
 from board.server.clock import ManualClock
-from tests.support.boardtest import World, snapshot
+from tests.support.boardtest import World
 from tests.support.fleettest import Keeper, enroll_keeper
-
-
-async def refused(world: World, call: Any, status: int, code: str) -> BoardAPIError:
-    """``call`` is refused with status and code, and the database is unchanged."""
-    before = snapshot(world.board.db_path)
-    with pytest.raises(BoardAPIError) as caught:
-        await call
-    assert (caught.value.status, caught.value.code) == (status, code)
-    assert snapshot(world.board.db_path) == before
-    return caught.value
+from tests.support.refusals import refused
 
 
 async def fleet_setup(world: World) -> tuple[Keeper, Keeper]:
@@ -50,45 +40,45 @@ async def test_an_enroll_code_is_used_once_and_expires(clocked_world: World, clo
     assert code["command"] == line
     enrolled = await world.anon.enroll(code["code"], hostname="box1.local")
     assert enrolled["machine"] == "box1" and enrolled["token"].startswith("bk_")
-    await refused(world, world.anon.enroll(code["code"]), 401, "UNAUTHENTICATED")
+    await refused(world.anon.enroll(code["code"]), "UNAUTHENTICATED", unchanged=world.board)
     late = (await world.human.enroll_code("box2", expires_in=60))["code"]
     clock.advance(61)
-    await refused(world, world.anon.enroll(late), 401, "UNAUTHENTICATED")
+    await refused(world.anon.enroll(late), "UNAUTHENTICATED", unchanged=world.board)
 
 
 async def test_enrolling_again_replaces_the_keeper_token(world: World) -> None:
     first = await enroll_keeper(world.board, world.human, "box1")
     await first.client.fleet_report({})
     second = await enroll_keeper(world.board, world.human, "box1")
-    await refused(world, first.client.fleet_report({}), 401, "UNAUTHENTICATED")
+    await refused(first.client.fleet_report({}), "UNAUTHENTICATED", unchanged=world.board)
     assert (await second.client.fleet_report({}))["machine"] == "box1"
 
 
 async def test_only_humans_issue_codes_and_steer_the_fleet(world: World) -> None:
     box1, _ = await fleet_setup(world)
     for caller in (world.bot, world.admin_bot, box1.client):
-        await refused(world, caller.enroll_code("box9"), 403, "FORBIDDEN")
-        await refused(world, caller.fleet(), 403, "FORBIDDEN")
-        await refused(world, caller.assign_bot("box1", "proj-dev", "new-one"), 403, "FORBIDDEN")
-        await refused(world, caller.fleet_order("fb1", "stop"), 403, "FORBIDDEN")
-        await refused(world, caller.unassign_bot("fb1"), 403, "FORBIDDEN")
+        await refused(caller.enroll_code("box9"), "FORBIDDEN", unchanged=world.board)
+        await refused(caller.fleet(), "FORBIDDEN", unchanged=world.board)
+        await refused(caller.assign_bot("box1", "proj-dev", "new-one"), "FORBIDDEN", unchanged=world.board)
+        await refused(caller.fleet_order("fb1", "stop"), "FORBIDDEN", unchanged=world.board)
+        await refused(caller.unassign_bot("fb1"), "FORBIDDEN", unchanged=world.board)
     for caller in (world.bot, world.human):
-        await refused(world, caller.fleet_report({}), 403, "FORBIDDEN")
-        await refused(world, caller.bot_token("fb1"), 403, "FORBIDDEN")
+        await refused(caller.fleet_report({}), "FORBIDDEN", unchanged=world.board)
+        await refused(caller.bot_token("fb1"), "FORBIDDEN", unchanged=world.board)
 
 
 async def test_a_keeper_mints_tokens_for_its_own_bots_only(world: World) -> None:
     box1, box2 = await fleet_setup(world)
-    await refused(world, box1.client.bot_token("fb2"), 404, "NOT_FOUND")
-    await refused(world, box2.client.bot_token("fb1"), 404, "NOT_FOUND")
-    await refused(world, box1.client.bot_token("pb"), 404, "NOT_FOUND")  # a bot on no machine
-    await refused(world, box1.client.bot_token("nobody"), 404, "NOT_FOUND")
+    await refused(box1.client.bot_token("fb2"), "NOT_FOUND", unchanged=world.board)
+    await refused(box2.client.bot_token("fb1"), "NOT_FOUND", unchanged=world.board)
+    await refused(box1.client.bot_token("pb"), "NOT_FOUND", unchanged=world.board)  # a bot on no machine
+    await refused(box1.client.bot_token("nobody"), "NOT_FOUND", unchanged=world.board)
     minted = await box1.client.bot_token("fb1")
     assert minted["workspace"] == "proj" and minted["token"].startswith("bb_")
     bot = world.board.client(minted["token"])
     assert (await bot.me())["handle"] == "fb1"
     again = await box1.client.bot_token("fb1")
-    await refused(world, bot.me(), 401, "UNAUTHENTICATED")  # the earlier token stopped
+    await refused(bot.me(), "UNAUTHENTICATED", unchanged=world.board)  # the earlier token stopped
     assert (await world.board.client(again["token"]).me())["handle"] == "fb1"
 
 
@@ -183,13 +173,21 @@ async def test_online_then_stale_from_the_age_of_the_last_report(
 async def test_assign_refuses_what_does_not_fit(world: World) -> None:
     await fleet_setup(world)
     human = world.human
-    await refused(world, human.assign_bot("box9", "proj-dev", "x1"), 404, "NOT_FOUND")
-    await refused(world, human.assign_bot("box1", "nope", "x1"), 404, "NOT_FOUND")
-    await refused(world, human.assign_bot("box1", "proj-dev", "fb1"), 409, "NAME_CONFLICT")  # on box1
-    await refused(world, human.assign_bot("box2", "proj-dev", "ob"), 409, "NAME_CONFLICT")  # other workspace
-    await refused(world, human.assign_bot("box2", "proj-dev", "alice"), 409, "NAME_CONFLICT")  # a human
-    await refused(world, human.assign_bot("box1", "proj-dev", "bad handle"), 422, "INVALID_ARGUMENT")
-    await refused(world, human.fleet_order("pb", "start"), 404, "NOT_FOUND")  # on no machine
+    await refused(human.assign_bot("box9", "proj-dev", "x1"), "NOT_FOUND", unchanged=world.board)
+    await refused(human.assign_bot("box1", "nope", "x1"), "NOT_FOUND", unchanged=world.board)
+    await refused(
+        human.assign_bot("box1", "proj-dev", "fb1"), "NAME_CONFLICT", unchanged=world.board
+    )  # on box1
+    await refused(
+        human.assign_bot("box2", "proj-dev", "ob"), "NAME_CONFLICT", unchanged=world.board
+    )  # other workspace
+    await refused(
+        human.assign_bot("box2", "proj-dev", "alice"), "NAME_CONFLICT", unchanged=world.board
+    )  # a human
+    await refused(
+        human.assign_bot("box1", "proj-dev", "bad handle"), "INVALID_ARGUMENT", unchanged=world.board
+    )
+    await refused(human.fleet_order("pb", "start"), "NOT_FOUND", unchanged=world.board)  # on no machine
     # A bot of the profile's workspace that no machine runs is taken as it is.
     assigned = await human.assign_bot("box2", "proj-dev", "pb")
     assert (assigned["machine"], assigned["profile"], assigned["desired"]) == ("box2", "proj-dev", "running")
@@ -201,9 +199,9 @@ async def test_unassign_stops_the_bot_and_revokes_its_tokens(world: World) -> No
     bot = world.board.client((await box1.client.bot_token("fb1"))["token"])
     assert (await bot.me())["handle"] == "fb1"
     assert (await world.human.unassign_bot("fb1"))["unassigned"]
-    await refused(world, bot.me(), 401, "UNAUTHENTICATED")
+    await refused(bot.me(), "UNAUTHENTICATED", unchanged=world.board)
     assert (await box1.client.fleet_report({}))["bots"] == []
-    await refused(world, box1.client.bot_token("fb1"), 404, "NOT_FOUND")
+    await refused(box1.client.bot_token("fb1"), "NOT_FOUND", unchanged=world.board)
     actions = [e["action"] for e in (await world.human.audit(limit=500))["entries"]]
     for action in ("fleet.enroll_code", "fleet.enroll", "fleet.assign", "fleet.bot_token", "fleet.unassign"):
         assert action in actions
@@ -235,8 +233,8 @@ async def test_board_fleet_verbs(world: World) -> None:
 async def test_a_bad_report_is_refused_whole(world: World) -> None:
     box1, _ = await fleet_setup(world)
     bad = {"bots": [bot_report("fb1", state="dancing")]}
-    await refused(world, box1.client.fleet_report(bad), 422, "INVALID_ARGUMENT")
-    await refused(world, box1.client.fleet_report({"surprise": 1}), 422, "INVALID_ARGUMENT")
+    await refused(box1.client.fleet_report(bad), "INVALID_ARGUMENT", unchanged=world.board)
+    await refused(box1.client.fleet_report({"surprise": 1}), "INVALID_ARGUMENT", unchanged=world.board)
     unknown = BoardClient(world.board.url, "bk_" + "x" * 43)
     world.board.clients.append(unknown)
-    await refused(world, unknown.fleet_report({}), 401, "UNAUTHENTICATED")
+    await refused(unknown.fleet_report({}), "UNAUTHENTICATED", unchanged=world.board)

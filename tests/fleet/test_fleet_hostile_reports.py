@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.fleet.test_fleet_api import bot_report, fleet_setup, refused
+from tests.fleet.test_fleet_api import bot_report, fleet_setup
 from tests.support.boardtest import World, db_rows
+from tests.support.refusals import refused
 
 EVENTS_PER_WINDOW = 120
 
@@ -58,7 +59,7 @@ async def test_a_malformed_report_is_refused_and_changes_nothing(
     world: World, report: dict[str, Any]
 ) -> None:
     box1, _ = await fleet_setup(world)
-    await refused(world, box1.client.fleet_report(report), 422, "INVALID_ARGUMENT")
+    await refused(box1.client.fleet_report(report), "INVALID_ARGUMENT", unchanged=world.board)
 
 
 async def test_a_well_formed_wake_is_kept_with_its_time_as_stored(world: World) -> None:

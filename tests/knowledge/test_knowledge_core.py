@@ -9,7 +9,8 @@ from yarl import URL
 from board.server.errors import InvalidArgument
 from board.server.services.knowledge.text import check_path
 from tests.support.boardtest import INTEGRITY_ERRORS, PgDatabase, db_execute
-from tests.support.kb_support import World, db_rows, expect_error, refused, snapshot, write
+from tests.support.kb_support import World, db_rows, snapshot, write
+from tests.support.refusals import refused
 
 
 async def test_create_read_update_and_conflict(world: World) -> None:
@@ -24,21 +25,31 @@ async def test_create_read_update_and_conflict(world: World) -> None:
     assert (await world.bot.document("decisions/db.md"))["author"] == "pb2"
 
     error = await refused(
-        world.board, "VERSION_CONFLICT", world.bot.put_document("decisions/db.md", "# Mine\n", 1, "stale")
+        world.bot.put_document("decisions/db.md", "# Mine\n", 1, "stale"),
+        "VERSION_CONFLICT",
+        unchanged=world.board,
     )
     assert error.status == 409 and error.details["current_revision"] == 2
     assert "read it again, merge, and retry" in error.message
     await refused(
-        world.board, "VERSION_CONFLICT", world.bot.put_document("decisions/db.md", "# x\n", 0, "new?")
+        world.bot.put_document("decisions/db.md", "# x\n", 0, "new?"),
+        "VERSION_CONFLICT",
+        unchanged=world.board,
     )
-    await refused(world.board, "VERSION_CONFLICT", world.bot.put_document("fresh.md", "# x\n", 3, "future"))
+    await refused(
+        world.bot.put_document("fresh.md", "# x\n", 3, "future"),
+        "VERSION_CONFLICT",
+        unchanged=world.board,
+    )
     old = await world.bot.document("decisions/db.md", revision=1)
     assert old["body"] == "# Database\n\nWe use SQLite.\n" and old["current"] is False
 
 
 async def test_author_comes_from_the_token_never_the_body(world: World) -> None:
     await refused(
-        world.board, "INVALID_ARGUMENT", world.bot.put_document("a.md", "# a\n", 0, "r", author="alice")
+        world.bot.put_document("a.md", "# a\n", 0, "r", author="alice"),
+        "INVALID_ARGUMENT",
+        unchanged=world.board,
     )
     await world.bot.put_document("a.md", "# a\n", 0, "r")
     assert (await world.human.document("a.md", workspace="proj"))["author"] == "pb"
@@ -61,7 +72,7 @@ async def test_author_comes_from_the_token_never_the_body(world: World) -> None:
     ],
 )
 async def test_bad_paths_are_refused(world: World, path: str) -> None:
-    await refused(world.board, "INVALID_ARGUMENT", world.bot.put_document(path, "# x\n", 0, "r"))
+    await refused(world.bot.put_document(path, "# x\n", 0, "r"), "INVALID_ARGUMENT", unchanged=world.board)
     with pytest.raises(InvalidArgument):
         check_path(path)
 
@@ -86,7 +97,11 @@ async def test_encoded_traversal_reaches_the_check_and_is_refused(world: World, 
 
 async def test_paths_are_unique_without_regard_to_case(world: World) -> None:
     await world.bot.put_document("Guides/Setup.md", "# Setup\n", 0, "r")
-    await refused(world.board, "VERSION_CONFLICT", world.bot.put_document("guides/setup.md", "# s\n", 0, "r"))
+    await refused(
+        world.bot.put_document("guides/setup.md", "# s\n", 0, "r"),
+        "VERSION_CONFLICT",
+        unchanged=world.board,
+    )
     second = await world.bot.put_document("guides/SETUP.md", "# Setup 2\n", 1, "r")
     assert second["path"] == "Guides/Setup.md" and second["revision"] == 2
     assert (await world.bot.document("GUIDES/setup.md"))["body"] == "# Setup 2\n"
@@ -95,13 +110,13 @@ async def test_paths_are_unique_without_regard_to_case(world: World) -> None:
 
 async def test_body_rules(world: World) -> None:
     board = world.board
-    await refused(board, "LIMIT_EXCEEDED", world.bot.put_document("big.md", "x" * 200_001, 0, "r"))
+    await refused(world.bot.put_document("big.md", "x" * 200_001, 0, "r"), "LIMIT_EXCEEDED", unchanged=board)
     # 200,000 characters but more bytes: the limit is in bytes of UTF-8
-    await refused(board, "LIMIT_EXCEEDED", world.bot.put_document("wide.md", "é" * 100_001, 0, "r"))
+    await refused(world.bot.put_document("wide.md", "é" * 100_001, 0, "r"), "LIMIT_EXCEEDED", unchanged=board)
     for bad in ("nul\x00here", "bell\x07", "lone\rcr", "c1\x85x", "esc\x1b[0m"):
-        await refused(board, "INVALID_ARGUMENT", world.bot.put_document("ctl.md", bad, 0, "r"))
-    await refused(board, "INVALID_ARGUMENT", world.bot.put_document("empty.md", " \n", 0, "r"))
-    await refused(board, "INVALID_ARGUMENT", world.bot.put_document("noreason.md", "# x\n", 0, ""))
+        await refused(world.bot.put_document("ctl.md", bad, 0, "r"), "INVALID_ARGUMENT", unchanged=board)
+    await refused(world.bot.put_document("empty.md", " \n", 0, "r"), "INVALID_ARGUMENT", unchanged=board)
+    await refused(world.bot.put_document("noreason.md", "# x\n", 0, ""), "INVALID_ARGUMENT", unchanged=board)
     exact = "y" * 200_000
     assert (await world.bot.put_document("max.md", exact, 0, "r"))["bytes"] == 200_000
     await world.bot.put_document("crlf.md", "# T\r\n\tindented\r\nend", 0, "r")
@@ -141,7 +156,7 @@ async def test_search_ranks_current_bodies_only(world: World) -> None:
     assert (await world.bot.knowledge(q="frobnicator"))["documents"] == []
     assert [d["path"] for d in (await world.bot.knowledge(q="widget"))["documents"]] == ["a.md"]
     assert [d["path"] for d in (await world.bot.knowledge(q="beta"))["documents"]] == ["b.md"]
-    await expect_error("INVALID_ARGUMENT", world.bot.knowledge(q="widget", as_of="2030-01-01T00:00:00Z"))
+    await refused(world.bot.knowledge(q="widget", as_of="2030-01-01T00:00:00Z"), "INVALID_ARGUMENT")
     index = "kb_search" if isinstance(world.board.db_path, PgDatabase) else "kb_fts"
     integrity = db_rows(world.board.db_path, f"SELECT count(*) FROM {index}")
     assert integrity[0][0] == 2
@@ -164,7 +179,7 @@ async def test_history_and_diff(world: World) -> None:
     assert (last["from"], last["to"]) == (4, 5) and "+line 4\n" in last["diff"]
     first = await world.bot.document_diff("h.md", from_revision=0, to_revision=1)
     assert "+# H\n+line 0\n" in first["diff"]
-    await expect_error("NOT_FOUND", world.bot.document_diff("h.md", from_revision=1, to_revision=9))
+    await refused(world.bot.document_diff("h.md", from_revision=1, to_revision=9), "NOT_FOUND")
 
 
 async def test_sources_are_typed_and_resolve_in_the_workspace(world: World) -> None:
@@ -204,12 +219,14 @@ async def test_sources_are_typed_and_resolve_in_the_workspace(world: World) -> N
         {},
     ):
         await refused(
-            board, "INVALID_ARGUMENT", world.bot.put_document("e.md", "# E\n", 0, "r", sources=[bad])
+            world.bot.put_document("e.md", "# E\n", 0, "r", sources=[bad]),
+            "INVALID_ARGUMENT",
+            unchanged=board,
         )
     await refused(
-        board,
-        "LIMIT_EXCEEDED",
         world.bot.put_document("e.md", "# E\n", 0, "r", sources=[{"note": "n"}] * 51),
+        "LIMIT_EXCEEDED",
+        unchanged=board,
     )
 
 
@@ -246,9 +263,9 @@ async def test_a_retry_with_the_same_request_id_writes_once(world: World) -> Non
     assert first == again
     assert (await world.bot.document_history("r.md"))["latest_revision"] == 1
     await refused(
-        world.board,
-        "REQUEST_ID_REUSE",
         world.bot.put_document("r.md", "# other\n", 0, "r", request_id="kb-1"),
+        "REQUEST_ID_REUSE",
+        unchanged=world.board,
     )
 
 
@@ -287,22 +304,24 @@ async def test_deleting_a_workspace_removes_its_knowledge(world: World) -> None:
 async def test_the_slug_form_and_the_workspace_field_agree(world: World) -> None:
     await world.human.put_document("s.md", "# S\n", 0, "r", workspace="proj")
     assert (await world.bot.document("s.md"))["author"] == "alice"
-    await expect_error("INVALID_ARGUMENT", world.human.request("GET", "/api/knowledge/s.md"))
+    await refused(world.human.request("GET", "/api/knowledge/s.md"), "INVALID_ARGUMENT")
     both = world.human.request("GET", "/api/workspaces/proj/knowledge/s.md", params={"workspace": "other"})
-    await expect_error("INVALID_ARGUMENT", both)
+    await refused(both, "INVALID_ARGUMENT")
     same = await world.human.request("GET", "/api/knowledge/s.md", params={"workspace": "proj"})
     assert same["workspace"] == "proj"
     mixed = world.human.put_document("s.md", "# S2\n", 1, "r", workspace="other")
-    error = await refused(world.board, "VERSION_CONFLICT", mixed)  # the body names other, which has no s.md
+    error = await refused(
+        mixed, "VERSION_CONFLICT", unchanged=world.board
+    )  # the body names other, which has no s.md
     assert error.details["current_revision"] == 0
     slug_and_body = world.human.request(
         "PUT",
         "/api/workspaces/proj/knowledge/s.md",
         json={"body": "# S2\n", "base_revision": 1, "reason": "r", "workspace": "other"},
     )
-    await refused(world.board, "INVALID_ARGUMENT", slug_and_body)
-    await expect_error("NOT_FOUND", world.bot.document("s.md", workspace="other"))
-    await expect_error("NOT_FOUND", world.other.document("s.md", workspace="proj"))
+    await refused(slug_and_body, "INVALID_ARGUMENT", unchanged=world.board)
+    await refused(world.bot.document("s.md", workspace="other"), "NOT_FOUND")
+    await refused(world.other.document("s.md", workspace="proj"), "NOT_FOUND")
     assert (await world.admin_bot.document("s.md", workspace="proj"))["body"] == "# S\n"
     mine = await world.admin_bot.put_document("seed.md", "# Seed\n", 0, "seeding", workspace="other")
     assert mine["workspace"] == "other"
@@ -314,6 +333,8 @@ async def test_an_archived_workspace_is_read_only(world: World) -> None:
     await world.human.put_document("o.md", "# O\n", 0, "r", workspace="old")
     await world.human.archive_workspace("old")
     await refused(
-        world.board, "FORBIDDEN", world.human.put_document("o.md", "# O2\n", 1, "r", workspace="old")
+        world.human.put_document("o.md", "# O2\n", 1, "r", workspace="old"),
+        "FORBIDDEN",
+        unchanged=world.board,
     )
     assert (await world.human.document("o.md", workspace="old"))["revision"] == 1

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from board.server.clock import ManualClock
-from tests.support.kb_support import World, db_rows, expect_error
+from tests.support.kb_support import World, db_rows
+from tests.support.refusals import refused
 
 SETUP = "# Setup\n\n" + "".join(f"Step {i}: do the thing number {i} carefully.\n" for i in range(200))
 
@@ -97,9 +98,9 @@ async def test_what_does_not_belong_stays_out_of_the_pack(clocked_world: World, 
     assert {"path": "rules.md", "mandatory": True, "why": "deleted"} in pack["omitted"]
     for absent in ("Theirs", "by hand", "frozen", "optional", "maybe", "rejected SQLite", "Always run"):
         assert absent not in pack["text"]
-    await expect_error("NOT_FOUND", world.other.pack(workspace="proj", q="sqlite"))
-    await expect_error("NOT_FOUND", world.other.pack(thread=thread))
-    await expect_error("NOT_FOUND", world.bot.pack(channel="nope"))
+    await refused(world.other.pack(workspace="proj", q="sqlite"), "NOT_FOUND")
+    await refused(world.other.pack(thread=thread), "NOT_FOUND")
+    await refused(world.bot.pack(channel="nope"), "NOT_FOUND")
 
 
 async def test_stats_find_never_read_shown_never_read_and_stale(
@@ -128,7 +129,7 @@ async def test_stats_find_never_read_shown_never_read_and_stale(
     await world.bot.knowledge()
     listed = await world.bot.knowledge_stats()
     assert listed["never_read"]["count"] == 0 and listed["shown_never_read"]["count"] == 3
-    await expect_error("NOT_FOUND", world.other.knowledge_stats(workspace="proj"))
+    await refused(world.other.knowledge_stats(workspace="proj"), "NOT_FOUND")
 
 
 async def test_partial_reads_keep_the_whole_documents_revision(world: World) -> None:
@@ -156,12 +157,12 @@ async def test_partial_reads_keep_the_whole_documents_revision(world: World) -> 
     assert lines["body"] == "intro\n## Setup\ninstall it\n" and lines["revision"] == 2
     assert (await world.bot.document("guide.md", lines="12-"))["body"] == "## Notes\nend\n"
     assert (await world.bot.document("guide.md", lines="1-1", revision=1))["revision"] == 1
-    missing = await expect_error("NOT_FOUND", world.bot.document("guide.md", section="Nope"))
+    missing = await refused(world.bot.document("guide.md", section="Nope"), "NOT_FOUND")
     assert "Setup" in missing.details["headings"] and "not a heading, code" not in missing.details["headings"]
-    await expect_error("INVALID_ARGUMENT", world.bot.document("guide.md", lines="40-50"))
-    await expect_error("INVALID_ARGUMENT", world.bot.document("guide.md", lines="3-1"))
-    await expect_error("INVALID_ARGUMENT", world.bot.document("guide.md", lines="x"))
-    await expect_error("INVALID_ARGUMENT", world.bot.document("guide.md", lines="1-2", section="Setup"))
+    await refused(world.bot.document("guide.md", lines="40-50"), "INVALID_ARGUMENT")
+    await refused(world.bot.document("guide.md", lines="3-1"), "INVALID_ARGUMENT")
+    await refused(world.bot.document("guide.md", lines="x"), "INVALID_ARGUMENT")
+    await refused(world.bot.document("guide.md", lines="1-2", section="Setup"), "INVALID_ARGUMENT")
 
 
 async def test_counts_reach_the_database_within_seconds(clocked_world: World, clock: ManualClock) -> None:

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from board.server.errors import PatchFailed
 from board.server.services.knowledge.text import apply_diff, make_diff
-from tests.support.kb_support import World, refused
+from tests.support.kb_support import World
+from tests.support.refusals import refused
 
 BASE = "".join(f"line {i}\n" for i in range(1, 21))
 
@@ -36,21 +37,25 @@ async def test_one_failing_hunk_changes_nothing(world: World) -> None:
         " line 17\n", " line 71\n"
     )
     diff = good + "".join(bad_context.splitlines(keepends=True)[2:])
-    error = await refused(world.board, "PATCH_FAILED", world.bot.patch_document("p.md", diff, 1, "x"))
+    error = await refused(
+        world.bot.patch_document("p.md", diff, 1, "x"), "PATCH_FAILED", unchanged=world.board
+    )
     assert error.status == 409 and error.details["hunk"] == 2 and error.details["revision"] == 1
     assert "line 71" not in error.message  # the refusal never echoes document text
     assert (await world.bot.document("p.md"))["revision"] == 1
     beyond = "@@ -40,1 +40,1 @@\n-line 40\n+line forty\n"
-    await refused(world.board, "PATCH_FAILED", world.bot.patch_document("p.md", beyond, 1, "x"))
+    await refused(world.bot.patch_document("p.md", beyond, 1, "x"), "PATCH_FAILED", unchanged=world.board)
     overlap = "@@ -3,1 +3,1 @@\n-line 3\n+3\n@@ -2,1 +2,1 @@\n-line 2\n+2\n"
-    await refused(world.board, "PATCH_FAILED", world.bot.patch_document("p.md", overlap, 1, "x"))
+    await refused(world.bot.patch_document("p.md", overlap, 1, "x"), "PATCH_FAILED", unchanged=world.board)
 
 
 async def test_a_patch_is_against_its_base_revision_only(world: World) -> None:
     await world.bot.put_document("p.md", BASE, 0, "r")
     await world.peer.put_document("p.md", BASE + "line 21\n", 1, "append")
     diff = unified(BASE, BASE.replace("line 5\n", "line five\n"))
-    error = await refused(world.board, "VERSION_CONFLICT", world.bot.patch_document("p.md", diff, 1, "late"))
+    error = await refused(
+        world.bot.patch_document("p.md", diff, 1, "late"), "VERSION_CONFLICT", unchanged=world.board
+    )
     assert error.details["current_revision"] == 2
     fixed = await world.bot.patch_document("p.md", diff, 2, "rebased")  # still applies to revision 2
     assert fixed["revision"] == 3
@@ -68,7 +73,9 @@ async def test_malformed_diffs_are_invalid_arguments(world: World) -> None:
         "@@ -1 +1 @@\n-line 1\n+line one\n--- a/other.md\n+++ b/other.md\n@@ -1 +1 @@\n-x\n+y\n",
         "@@ -1,1 +1,1 @@\n-line 1\n-line 2\n+x\n",
     ):
-        await refused(world.board, "INVALID_ARGUMENT", world.bot.patch_document("p.md", diff, 1, "x"))
+        await refused(
+            world.bot.patch_document("p.md", diff, 1, "x"), "INVALID_ARGUMENT", unchanged=world.board
+        )
 
 
 async def test_patch_creates_with_base_zero_and_respects_missing_newlines(world: World) -> None:
@@ -81,7 +88,7 @@ async def test_patch_creates_with_base_zero_and_respects_missing_newlines(world:
     # the marker counts: a diff whose old side lacks the final newline does not match one that has it
     stale = unified(body, with_newline + "more\n")
     assert "-no newline at the end\n\\ No newline at end of file\n" in stale
-    await refused(world.board, "PATCH_FAILED", world.bot.patch_document("n.md", stale, 2, "x"))
+    await refused(world.bot.patch_document("n.md", stale, 2, "x"), "PATCH_FAILED", unchanged=world.board)
 
 
 async def test_the_diff_route_gives_a_patch_that_applies(world: World) -> None:
@@ -96,7 +103,7 @@ async def test_the_diff_route_gives_a_patch_that_applies(world: World) -> None:
 async def test_a_patch_over_the_size_limit_is_refused(world: World) -> None:
     await world.bot.put_document("big.md", "a\n", 0, "r")
     diff = "@@ -1 +1,2 @@\n a\n+" + "x" * 200_000 + "\n"
-    await refused(world.board, "LIMIT_EXCEEDED", world.bot.patch_document("big.md", diff, 1, "r"))
+    await refused(world.bot.patch_document("big.md", diff, 1, "r"), "LIMIT_EXCEEDED", unchanged=world.board)
 
 
 lines = st.lists(st.text(alphabet="ab \t#é", max_size=6), max_size=12)

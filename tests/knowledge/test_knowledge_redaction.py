@@ -7,7 +7,8 @@ import sqlite3
 from pathlib import Path
 
 from tests.support.boardtest import sqlite_only
-from tests.support.kb_support import World, db_rows, expect_error, refused
+from tests.support.kb_support import World, db_rows
+from tests.support.refusals import refused
 
 SECRET = "qqxyzzysecretkey4471"
 BODY_1 = f"# Deploy\n\nThe token is {SECRET} for now.\n"
@@ -92,15 +93,27 @@ async def test_a_redacted_secret_is_gone_from_the_file_the_index_and_the_wal(wor
 
 async def test_redaction_is_for_humans_and_happens_once(world: World) -> None:
     await world.bot.put_document("r.md", "# R\n\nsomething\n", 0, "r")
-    await refused(world.board, "FORBIDDEN", world.bot.redact("r.md", 1, "mine"))
-    await refused(world.board, "FORBIDDEN", world.admin_bot.redact("r.md", 1, "x", workspace="proj"))
-    await refused(world.board, "NOT_FOUND", world.other.redact("r.md", 1, "x", workspace="proj"))
-    await refused(world.board, "NOT_FOUND", world.human.redact("r.md", 5, "x", workspace="proj"))
-    await refused(world.board, "INVALID_ARGUMENT", world.human.redact("r.md", 1, "", workspace="proj"))
+    await refused(world.bot.redact("r.md", 1, "mine"), "FORBIDDEN", unchanged=world.board)
+    await refused(
+        world.admin_bot.redact("r.md", 1, "x", workspace="proj"), "FORBIDDEN", unchanged=world.board
+    )
+    await refused(world.other.redact("r.md", 1, "x", workspace="proj"), "NOT_FOUND", unchanged=world.board)
+    await refused(world.human.redact("r.md", 5, "x", workspace="proj"), "NOT_FOUND", unchanged=world.board)
+    await refused(
+        world.human.redact("r.md", 1, "", workspace="proj"), "INVALID_ARGUMENT", unchanged=world.board
+    )
     await world.human.redact("r.md", 1, "x", workspace="proj")
-    await refused(world.board, "INVALID_ARGUMENT", world.human.redact("r.md", 1, "again", workspace="proj"))
+    await refused(
+        world.human.redact("r.md", 1, "again", workspace="proj"),
+        "INVALID_ARGUMENT",
+        unchanged=world.board,
+    )
     await world.bot.delete_document("r.md", 1, "empty now")
-    await refused(world.board, "INVALID_ARGUMENT", world.human.redact("r.md", 2, "tomb", workspace="proj"))
+    await refused(
+        world.human.redact("r.md", 2, "tomb", workspace="proj"),
+        "INVALID_ARGUMENT",
+        unchanged=world.board,
+    )
 
 
 async def test_a_redacted_document_can_be_written_clean_again(world: World) -> None:
@@ -108,4 +121,4 @@ async def test_a_redacted_document_can_be_written_clean_again(world: World) -> N
     await world.human.redact("c.md", 1, "secret", workspace="proj")
     await world.bot.put_document("c.md", "# C\n\nclean text\n", 1, "rewritten without the secret")
     assert [d["path"] for d in (await world.bot.knowledge(q="clean"))["documents"]] == ["c.md"]
-    await expect_error("NOT_FOUND", world.bot.document("c.md", section="Missing"))
+    await refused(world.bot.document("c.md", section="Missing"), "NOT_FOUND")

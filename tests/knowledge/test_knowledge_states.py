@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tests.support.kb_support import World, db_rows, expect_error, refused, snapshot
+from tests.support.kb_support import World, db_rows, snapshot
+from tests.support.refusals import refused
 
 
 async def test_a_tombstone_is_a_decision_quoted_back(clocked_world: World) -> None:
@@ -12,13 +13,13 @@ async def test_a_tombstone_is_a_decision_quoted_back(clocked_world: World) -> No
     assert gone["revision"] == 2 and gone["kind"] == "tombstone" and gone["deleted"]
     assert (await world.bot.knowledge())["documents"] == []
     assert (await world.bot.knowledge(q="memcache"))["documents"] == []
-    error = await expect_error("TOMBSTONED", world.peer.document("ideas/cache.md"))
+    error = await refused(world.peer.document("ideas/cache.md"), "TOMBSTONED")
     assert error.status == 409
 
     error = await refused(
-        world.board,
-        "TOMBSTONED",
         world.peer.put_document("ideas/cache.md", "# Cache\n\nAgain!\n", 2, "new idea"),
+        "TOMBSTONED",
+        unchanged=world.board,
     )
     assert error.details == {
         "path": "ideas/cache.md",
@@ -28,7 +29,9 @@ async def test_a_tombstone_is_a_decision_quoted_back(clocked_world: World) -> No
         "deleted_at": "2026-11-30T04:00:00Z",
     }
     assert "Measured: SQLite is fast enough" in error.message and "pb" in error.message
-    await refused(world.board, "TOMBSTONED", world.peer.delete_document("ideas/cache.md", 2, "again"))
+    await refused(
+        world.peer.delete_document("ideas/cache.md", 2, "again"), "TOMBSTONED", unchanged=world.board
+    )
     history = await world.peer.document_history("ideas/cache.md")
     assert [r["kind"] for r in history["revisions"]] == ["tombstone", "write"]
     assert history["revisions"][1]["body"].startswith("# Cache")  # history keeps what was deleted
@@ -44,18 +47,18 @@ async def test_a_tombstone_is_a_decision_quoted_back(clocked_world: World) -> No
     doc = await world.bot.document("ideas/cache.md")
     assert doc["overrides"] == 2 and doc["reason"] == "Load grew tenfold"
     await refused(
-        world.board,
-        "INVALID_ARGUMENT",
         world.peer.put_document("ideas/cache.md", "# x\n", 3, "x", override_tombstone=True),
+        "INVALID_ARGUMENT",
+        unchanged=world.board,
     )
 
 
 async def test_deleting_needs_a_reason_and_the_latest_revision(world: World) -> None:
     await world.bot.put_document("d.md", "# D\n", 0, "r")
     await world.bot.put_document("d.md", "# D2\n", 1, "r")
-    await refused(world.board, "INVALID_ARGUMENT", world.bot.delete_document("d.md", 2, ""))
-    await refused(world.board, "VERSION_CONFLICT", world.bot.delete_document("d.md", 1, "stale"))
-    await refused(world.board, "NOT_FOUND", world.bot.delete_document("nothing.md", 1, "x"))
+    await refused(world.bot.delete_document("d.md", 2, ""), "INVALID_ARGUMENT", unchanged=world.board)
+    await refused(world.bot.delete_document("d.md", 1, "stale"), "VERSION_CONFLICT", unchanged=world.board)
+    await refused(world.bot.delete_document("nothing.md", 1, "x"), "NOT_FOUND", unchanged=world.board)
     await world.bot.delete_document("d.md", 2, "done")
 
 
@@ -102,9 +105,9 @@ async def test_the_review_queue_groups_by_document_with_diffs(world: World) -> N
     await world.human.patch_workspace("other", review="all")
     await world.other.put_document("o.md", "# O\n", 0, "elsewhere")
 
-    await expect_error("FORBIDDEN", world.bot.review_queue())
-    await expect_error("FORBIDDEN", world.admin_bot.review_queue(workspace="proj"))
-    await expect_error("NOT_FOUND", world.other.review_queue(workspace="proj"))
+    await refused(world.bot.review_queue(), "FORBIDDEN")
+    await refused(world.admin_bot.review_queue(workspace="proj"), "FORBIDDEN")
+    await refused(world.other.review_queue(workspace="proj"), "NOT_FOUND")
     queue = await world.human.review_queue(workspace="proj")
     groups = queue["documents"]
     assert [g["path"] for g in groups] == ["a.md", "b.md"]
@@ -121,14 +124,18 @@ async def test_the_review_queue_groups_by_document_with_diffs(world: World) -> N
     rest = await world.human.review_queue(since=page["next_since"])
     assert [g["path"] for g in rest["documents"]] == ["b.md", "o.md"]
 
-    await refused(world.board, "FORBIDDEN", world.bot.review_revision("a.md", "approve", 2))
+    await refused(world.bot.review_revision("a.md", "approve", 2), "FORBIDDEN", unchanged=world.board)
     await refused(
-        world.board, "FORBIDDEN", world.admin_bot.review_revision("a.md", "approve", 2, workspace="proj")
+        world.admin_bot.review_revision("a.md", "approve", 2, workspace="proj"),
+        "FORBIDDEN",
+        unchanged=world.board,
     )
     decided = await world.human.review_revision("a.md", "reject", 2, "no", workspace="proj")
     assert decided["decisions"] == [{"revision": 2, "status": "rejected"}]
     await refused(
-        world.board, "INVALID_ARGUMENT", world.human.review_revision("a.md", "approve", 2, workspace="proj")
+        world.human.review_revision("a.md", "approve", 2, workspace="proj"),
+        "INVALID_ARGUMENT",
+        unchanged=world.board,
     )
     approved = await world.human.review_revision("a.md", "approve", 3, "yes", workspace="proj")
     assert approved["shown_revision"] == 3 and approved["document_status"] == "settled"
@@ -153,7 +160,7 @@ async def test_rejecting_a_first_proposal_hides_the_document(world: World) -> No
     await world.human.review_revision("maybe.md", "reject", 1, "no", workspace="proj")
     assert (await world.peer.knowledge())["documents"] == []
     assert (await world.peer.knowledge(q="quixotic"))["documents"] == []
-    await expect_error("NOT_FOUND", world.peer.document("maybe.md"))
+    await refused(world.peer.document("maybe.md"), "NOT_FOUND")
     assert (await world.peer.document("maybe.md", revision=1))["status"] == "rejected"
     again = await world.bot.put_document("maybe.md", "# Maybe\n\nbetter plan\n", 1, "retry")
     assert again["revision"] == 2 and (await world.peer.document("maybe.md"))["revision"] == 2
@@ -167,7 +174,7 @@ async def test_a_proposed_deletion_waits_for_review(world: World) -> None:
     assert [d["path"] for d in (await world.bot.knowledge())["documents"]] == ["keep.md"]
     await world.human.review_revision("keep.md", "approve", 2, workspace="proj")
     assert (await world.bot.knowledge())["documents"] == []
-    await expect_error("TOMBSTONED", world.bot.document("keep.md"))
+    await refused(world.bot.document("keep.md"), "TOMBSTONED")
 
 
 async def test_disputes_mark_a_document_until_resolved(world: World) -> None:
@@ -182,10 +189,16 @@ async def test_disputes_mark_a_document_until_resolved(world: World) -> None:
     await world.human.dispute("fact.md", "Also wrong about clouds", workspace="proj")
     assert len((await world.bot.document("fact.md"))["disputes"]) == 2
 
-    await refused(world.board, "INVALID_ARGUMENT", world.bot.resolve_dispute("fact.md", "upheld", "fixed?"))
-    await refused(world.board, "INVALID_ARGUMENT", world.bot.resolve_dispute("fact.md", "maybe"))
     await refused(
-        world.board, "NOT_FOUND", world.other.resolve_dispute("fact.md", "dismissed", workspace="proj")
+        world.bot.resolve_dispute("fact.md", "upheld", "fixed?"),
+        "INVALID_ARGUMENT",
+        unchanged=world.board,
+    )
+    await refused(world.bot.resolve_dispute("fact.md", "maybe"), "INVALID_ARGUMENT", unchanged=world.board)
+    await refused(
+        world.other.resolve_dispute("fact.md", "dismissed", workspace="proj"),
+        "NOT_FOUND",
+        unchanged=world.board,
     )
     await world.bot.put_document("fact.md", "# Fact\n\nThe sky is blue.\n", 1, "corrected per dispute")
     assert (await world.bot.document("fact.md"))["status"] == "disputed"  # until someone resolves it
@@ -208,15 +221,15 @@ async def test_deleting_a_disputed_document_closes_its_disputes(world: World) ->
     await world.bot.delete_document("x.md", 1, "wrong indeed")
     rows = db_rows(world.board.db_path, "SELECT outcome FROM kb_disputes")
     assert rows == [("upheld",)]
-    await refused(world.board, "TOMBSTONED", world.peer.dispute("x.md", "still wrong"))
+    await refused(world.peer.dispute("x.md", "still wrong"), "TOMBSTONED", unchanged=world.board)
 
 
 async def test_superseded_documents_name_their_replacement(world: World) -> None:
     await world.bot.put_document("old.md", "# Old way\n", 0, "r")
     await refused(
-        world.board,
-        "INVALID_ARGUMENT",
         world.bot.put_document("old.md", "# Old\n", 1, "r", superseded_by="new.md"),
+        "INVALID_ARGUMENT",
+        unchanged=world.board,
     )
     await world.bot.put_document("new.md", "# New way\n", 0, "r")
     moved = await world.bot.put_document(
@@ -226,7 +239,7 @@ async def test_superseded_documents_name_their_replacement(world: World) -> None
     item = (await world.bot.knowledge(status="superseded"))["documents"][0]
     assert item["path"] == "old.md" and item["superseded_by"] == "new.md"
     await refused(
-        world.board,
-        "INVALID_ARGUMENT",
         world.bot.put_document("new.md", "# N\n", 1, "r", superseded_by="new.md"),
+        "INVALID_ARGUMENT",
+        unchanged=world.board,
     )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from board.server.clock import ManualClock
-from tests.support.kb_support import World, expect_error, refused
+from tests.support.kb_support import World
+from tests.support.refusals import refused
 
 DAY = 86_400
 
@@ -24,16 +25,16 @@ async def test_as_of_reads_what_the_knowledge_base_said_then(
     assert then["revision"] == 1 and "March" in then["body"] and then["as_of"] == t0
     middle = await world.bot.document("plan.md", as_of="2026-12-01T12:00:00+00:00")
     assert middle["revision"] == 2 and "May" in middle["body"]
-    await expect_error("TOMBSTONED", world.bot.document("plan.md"))
-    await expect_error("NOT_FOUND", world.bot.document("plan.md", as_of="2026-12-02T04:00:00Z"))
-    await expect_error("NOT_FOUND", world.bot.document("plan.md", as_of="2026-11-29T00:00:00Z"))
+    await refused(world.bot.document("plan.md"), "TOMBSTONED")
+    await refused(world.bot.document("plan.md", as_of="2026-12-02T04:00:00Z"), "NOT_FOUND")
+    await refused(world.bot.document("plan.md", as_of="2026-11-29T00:00:00Z"), "NOT_FOUND")
 
     assert [d["path"] for d in (await world.bot.knowledge(as_of=t0))["documents"]] == ["plan.md"]
     listed = (await world.bot.knowledge(as_of="2026-12-01T05:00:00Z"))["documents"]
     assert [(d["path"], d["revision"]) for d in listed] == [("later.md", 1), ("plan.md", 2)]
     assert [d["path"] for d in (await world.bot.knowledge())["documents"]] == ["later.md"]
-    await expect_error("INVALID_ARGUMENT", world.bot.document("plan.md", as_of="last tuesday"))
-    await expect_error("INVALID_ARGUMENT", world.bot.document("plan.md", as_of=t0, revision=1))
+    await refused(world.bot.document("plan.md", as_of="last tuesday"), "INVALID_ARGUMENT")
+    await refused(world.bot.document("plan.md", as_of=t0, revision=1), "INVALID_ARGUMENT")
 
 
 async def test_as_of_counts_a_proposal_from_when_it_was_approved(
@@ -75,16 +76,16 @@ async def test_valid_at_reads_what_held_in_the_world(clocked_world: World, clock
     )
     assert "No deploys" in (await world.bot.document("freeze.md", valid_at="2026-12-10T00:00:00Z"))["body"]
     assert "open again" in (await world.bot.document("freeze.md", valid_at="2026-12-20T00:00:00Z"))["body"]
-    await expect_error("NOT_FOUND", world.bot.document("freeze.md", valid_at="2026-11-01T00:00:00Z"))
+    await refused(world.bot.document("freeze.md", valid_at="2026-11-01T00:00:00Z"), "NOT_FOUND")
     held = await world.bot.knowledge(valid_at="2026-12-10T00:00:00Z")
     assert [(d["path"], d["revision"]) for d in held["documents"]] == [("freeze.md", 1)]
     assert (await world.bot.knowledge(valid_at="2026-11-01T00:00:00Z"))["documents"] == []
     await refused(
-        world.board,
-        "INVALID_ARGUMENT",
         world.bot.put_document(
             "bad.md", "# B\n", 0, "r", valid_from="2026-12-15T00:00:00Z", valid_to="2026-12-01T00:00:00Z"
         ),
+        "INVALID_ARGUMENT",
+        unchanged=world.board,
     )
 
 

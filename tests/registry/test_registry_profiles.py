@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
-import pytest
-
-from board.client import BoardAPIError, BoardClient
-from tests.support.boardtest import World, snapshot
-
-
-async def refused(world: World, caller: BoardClient, code: str, call: Any) -> BoardAPIError:
-    """The call fails with ``code`` and leaves every table as it was."""
-    before = snapshot(world.board.db_path)
-    with pytest.raises(BoardAPIError) as caught:
-        await call(caller)
-    assert caught.value.code == code, caught.value.message
-    assert snapshot(world.board.db_path) == before
-    return caught.value
+from board.client import BoardClient
+from tests.support.boardtest import World
+from tests.support.refusals import refused
 
 
 async def make_profile(world: World, **fields: Any) -> dict[str, Any]:
@@ -69,8 +59,8 @@ async def test_bots_read_profiles_of_their_own_workspace_only(world: World) -> N
     assert (await world.bot.profile("proj-dev"))["identity"].startswith("You keep")
     assert (await world.peer.profile("proj-dev"))["name"] == "proj-dev"
     assert (await world.admin_bot.profile("other-dev"))["workspace"] == "other"
-    hidden = await refused(world, world.other, "NOT_FOUND", lambda c: c.profile("proj-dev"))
-    absent = await refused(world, world.other, "NOT_FOUND", lambda c: c.profile("no-such"))
+    hidden = await refused(world.other.profile("proj-dev"), "NOT_FOUND", unchanged=world.board)
+    absent = await refused(world.other.profile("no-such"), "NOT_FOUND", unchanged=world.board)
     assert hidden.message == absent.message and hidden.details == absent.details
 
     assert [p["name"] for p in (await world.bot.profiles())["profiles"]] == ["proj-dev"]
@@ -78,7 +68,7 @@ async def test_bots_read_profiles_of_their_own_workspace_only(world: World) -> N
     assert [p["name"] for p in (await world.human.profiles())["profiles"]] == ["other-dev", "proj-dev"]
     assert [p["name"] for p in (await world.admin_bot.profiles())["profiles"]] == ["other-dev", "proj-dev"]
     assert [p["name"] for p in (await world.human.profiles(workspace="other"))["profiles"]] == ["other-dev"]
-    await refused(world, world.bot, "NOT_FOUND", lambda c: c.profiles(workspace="other"))
+    await refused(world.bot.profiles(workspace="other"), "NOT_FOUND", unchanged=world.board)
     row = (await world.bot.profiles())["profiles"][0]
     assert "identity" not in row and row["identity_chars"] == len("You keep the wordsnap build green.")
 
@@ -101,10 +91,9 @@ async def test_put_changes_only_the_fields_given(world: World) -> None:
 async def test_a_bot_runs_with_at_most_one_profile(world: World) -> None:
     await make_profile(world)
     conflict = await refused(
-        world,
-        world.human,
+        world.human.create_profile("second", "proj", "codex", bots=["pb"]),
         "NAME_CONFLICT",
-        lambda c: c.create_profile("second", "proj", "codex", bots=["pb"]),
+        unchanged=world.board,
     )
     assert conflict.details == {"bot": "pb", "profile": "proj-dev"}
     await world.human.update_profile("proj-dev", bots=["pb2"])
@@ -127,44 +116,47 @@ async def test_refusals_change_nothing(world: World) -> None:
     room = await world.human.open_conversation(["pb2"], workspace="proj")
     private = await world.human.post("private", conversation=room["conversation"]["id"])
 
-    def new(**fields: Any) -> Any:
-        return lambda c: c.create_profile(
-            fields.pop("name", "fresh"), fields.pop("ws", "proj"), "codex", **fields
-        )
+    def new(c: BoardClient, **fields: Any) -> Awaitable[dict[str, Any]]:
+        return c.create_profile(fields.pop("name", "fresh"), fields.pop("ws", "proj"), "codex", **fields)
 
-    await refused(world, world.bot, "FORBIDDEN", new())
-    await refused(world, world.admin_bot, "FORBIDDEN", new())
-    await refused(world, world.anon, "UNAUTHENTICATED", new())
-    await refused(world, world.anon, "UNAUTHENTICATED", lambda c: c.profiles())
-    await refused(world, world.bot, "FORBIDDEN", lambda c: c.update_profile("proj-dev", model="x"))
-    await refused(world, world.admin_bot, "FORBIDDEN", lambda c: c.update_profile("proj-dev", model="x"))
-    await refused(world, world.human, "NAME_CONFLICT", new(name="proj-dev"))
-    await refused(world, world.human, "NAME_CONFLICT", new(name="proj-dev", ws="other"))
-    await refused(world, world.human, "NOT_FOUND", new(ws="nowhere"))
-    await refused(world, world.human, "NOT_FOUND", new(skills=["review", "absent"]))
-    await refused(world, world.human, "NOT_FOUND", new(bots=["ob"]))
-    await refused(world, world.human, "NOT_FOUND", new(bots=["alice"]))
-    await refused(world, world.human, "NOT_FOUND", new(bots=["ghost"]))
-    await refused(world, world.human, "NOT_FOUND", new(goal=secret["id"]))
-    await refused(world, world.human, "NOT_FOUND", new(goal=10**9))
-    await refused(world, world.human, "INVALID_ARGUMENT", new(goal=private["id"]))
-    await refused(world, world.human, "INVALID_ARGUMENT", new(name="Bad Name"))
-    await refused(world, world.human, "INVALID_ARGUMENT", new(watch=["Not A Slug"]))
-    await refused(world, world.human, "INVALID_ARGUMENT", new(flags=["--a\n--b"]))
-    await refused(world, world.human, "INVALID_ARGUMENT", new(colour="red"))
-    await refused(world, world.human, "INVALID_ARGUMENT", lambda c: c.create_profile("fresh", "proj", "vim"))
-    await refused(world, world.human, "LIMIT_EXCEEDED", new(identity="x" * 8_001))
-    await refused(world, world.human, "LIMIT_EXCEEDED", new(flags=["-x"] * 51))
-    await refused(world, world.human, "NOT_FOUND", lambda c: c.update_profile("absent", model="x"))
-    await refused(world, world.human, "NOT_FOUND", lambda c: c.update_profile("proj-dev", skills=["absent"]))
+    await refused(new(world.bot), "FORBIDDEN", unchanged=world.board)
+    await refused(new(world.admin_bot), "FORBIDDEN", unchanged=world.board)
+    await refused(new(world.anon), "UNAUTHENTICATED", unchanged=world.board)
+    await refused(world.anon.profiles(), "UNAUTHENTICATED", unchanged=world.board)
+    await refused(world.bot.update_profile("proj-dev", model="x"), "FORBIDDEN", unchanged=world.board)
+    await refused(world.admin_bot.update_profile("proj-dev", model="x"), "FORBIDDEN", unchanged=world.board)
+    await refused(new(world.human, name="proj-dev"), "NAME_CONFLICT", unchanged=world.board)
+    await refused(new(world.human, name="proj-dev", ws="other"), "NAME_CONFLICT", unchanged=world.board)
+    await refused(new(world.human, ws="nowhere"), "NOT_FOUND", unchanged=world.board)
+    await refused(new(world.human, skills=["review", "absent"]), "NOT_FOUND", unchanged=world.board)
+    await refused(new(world.human, bots=["ob"]), "NOT_FOUND", unchanged=world.board)
+    await refused(new(world.human, bots=["alice"]), "NOT_FOUND", unchanged=world.board)
+    await refused(new(world.human, bots=["ghost"]), "NOT_FOUND", unchanged=world.board)
+    await refused(new(world.human, goal=secret["id"]), "NOT_FOUND", unchanged=world.board)
+    await refused(new(world.human, goal=10**9), "NOT_FOUND", unchanged=world.board)
+    await refused(new(world.human, goal=private["id"]), "INVALID_ARGUMENT", unchanged=world.board)
+    await refused(new(world.human, name="Bad Name"), "INVALID_ARGUMENT", unchanged=world.board)
+    await refused(new(world.human, watch=["Not A Slug"]), "INVALID_ARGUMENT", unchanged=world.board)
+    await refused(new(world.human, flags=["--a\n--b"]), "INVALID_ARGUMENT", unchanged=world.board)
+    await refused(new(world.human, colour="red"), "INVALID_ARGUMENT", unchanged=world.board)
     await refused(
-        world, world.human, "INVALID_ARGUMENT", lambda c: c.update_profile("proj-dev", workspace="other")
+        world.human.create_profile("fresh", "proj", "vim"), "INVALID_ARGUMENT", unchanged=world.board
+    )
+    await refused(new(world.human, identity="x" * 8_001), "LIMIT_EXCEEDED", unchanged=world.board)
+    await refused(new(world.human, flags=["-x"] * 51), "LIMIT_EXCEEDED", unchanged=world.board)
+    await refused(world.human.update_profile("absent", model="x"), "NOT_FOUND", unchanged=world.board)
+    await refused(
+        world.human.update_profile("proj-dev", skills=["absent"]), "NOT_FOUND", unchanged=world.board
+    )
+    await refused(
+        world.human.update_profile("proj-dev", workspace="other"),
+        "INVALID_ARGUMENT",
+        unchanged=world.board,
     )
     conflict = await refused(
-        world,
-        world.human,
+        world.human.update_profile("proj-dev", model="x", base_version=9),
         "VERSION_CONFLICT",
-        lambda c: c.update_profile("proj-dev", model="x", base_version=9),
+        unchanged=world.board,
     )
     assert conflict.details["version"] == 1
 
@@ -173,8 +165,8 @@ async def test_an_archived_workspace_keeps_its_profiles_read_only(world: World) 
     await make_profile(world)
     await world.human.archive_workspace("proj")
     assert (await world.bot.profile("proj-dev"))["name"] == "proj-dev"
-    await refused(world, world.human, "FORBIDDEN", lambda c: c.update_profile("proj-dev", model="x"))
-    await refused(world, world.human, "FORBIDDEN", lambda c: c.create_profile("late", "proj", "claude"))
+    await refused(world.human.update_profile("proj-dev", model="x"), "FORBIDDEN", unchanged=world.board)
+    await refused(world.human.create_profile("late", "proj", "claude"), "FORBIDDEN", unchanged=world.board)
 
 
 async def test_deleting_a_workspace_removes_its_profiles(world: World) -> None:

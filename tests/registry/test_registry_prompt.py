@@ -4,19 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
-from board.client import BoardAPIError, BoardClient
-from tests.support.boardtest import World, snapshot
-
-
-async def refused(world: World, caller: BoardClient, code: str, call: Any) -> BoardAPIError:
-    before = snapshot(world.board.db_path)
-    with pytest.raises(BoardAPIError) as caught:
-        await call(caller)
-    assert caught.value.code == code, caught.value.message
-    assert snapshot(world.board.db_path) == before
-    return caught.value
+from tests.support.boardtest import World
+from tests.support.refusals import refused
 
 
 def fits(prompt: dict[str, Any], budget: int) -> None:
@@ -100,13 +89,14 @@ async def test_the_budget_is_never_exceeded_and_what_does_not_fit_is_listed(worl
 async def test_a_budget_too_small_for_the_id_list_is_refused(world: World) -> None:
     posted = await world.human.post("@pb hi", channel="builds", workspace="proj")
     await refused(
-        world, world.bot, "INVALID_ARGUMENT", lambda c: c.bot_prompt("pb", [posted["id"]], budget_bytes=1_999)
+        world.bot.bot_prompt("pb", [posted["id"]], budget_bytes=1_999),
+        "INVALID_ARGUMENT",
+        unchanged=world.board,
     )
     await refused(
-        world,
-        world.bot,
+        world.bot.bot_prompt("pb", [posted["id"]], budget_bytes=100_001),
         "INVALID_ARGUMENT",
-        lambda c: c.bot_prompt("pb", [posted["id"]], budget_bytes=100_001),
+        unchanged=world.board,
     )
 
 
@@ -176,13 +166,13 @@ async def test_who_may_ask_for_a_bots_prompt(world: World) -> None:
     posted = await world.human.post("@pb hi", channel="builds", workspace="proj")
     for caller in (world.bot, world.human, world.admin_bot):
         assert (await caller.bot_prompt("pb", [posted["id"]]))["covers"] == [posted["id"]]
-    peer = await refused(world, world.peer, "NOT_FOUND", lambda c: c.bot_prompt("pb", [posted["id"]]))
-    other = await refused(world, world.other, "NOT_FOUND", lambda c: c.bot_prompt("pb", [posted["id"]]))
-    absent = await refused(world, world.human, "NOT_FOUND", lambda c: c.bot_prompt("ghost", []))
+    peer = await refused(world.peer.bot_prompt("pb", [posted["id"]]), "NOT_FOUND", unchanged=world.board)
+    other = await refused(world.other.bot_prompt("pb", [posted["id"]]), "NOT_FOUND", unchanged=world.board)
+    absent = await refused(world.human.bot_prompt("ghost", []), "NOT_FOUND", unchanged=world.board)
     assert peer.message == other.message == absent.message
-    await refused(world, world.human, "NOT_FOUND", lambda c: c.bot_prompt("alice", []))
-    await refused(world, world.human, "NOT_FOUND", lambda c: c.bot_prompt("board", []))
-    await refused(world, world.anon, "UNAUTHENTICATED", lambda c: c.bot_prompt("pb", []))
+    await refused(world.human.bot_prompt("alice", []), "NOT_FOUND", unchanged=world.board)
+    await refused(world.human.bot_prompt("board", []), "NOT_FOUND", unchanged=world.board)
+    await refused(world.anon.bot_prompt("pb", []), "UNAUTHENTICATED", unchanged=world.board)
 
 
 async def test_trigger_ids_must_be_messages_the_bot_can_see(world: World) -> None:
@@ -191,12 +181,11 @@ async def test_trigger_ids_must_be_messages_the_bot_can_see(world: World) -> Non
     private = await world.human.post("just for pb2", conversation=room["conversation"]["id"])
     mine = await world.human.post("@pb hi", channel="builds", workspace="proj")
     for bad in (elsewhere["id"], private["id"], 10**9):
-        await refused(world, world.human, "NOT_FOUND", lambda c, i=bad: c.bot_prompt("pb", [mine["id"], i]))
+        await refused(world.human.bot_prompt("pb", [mine["id"], bad]), "NOT_FOUND", unchanged=world.board)
     await refused(
-        world,
-        world.bot,
+        world.bot.request("GET", "/api/bots/pb/prompt", params={"trigger": "12,x"}),
         "INVALID_ARGUMENT",
-        lambda c: c.request("GET", "/api/bots/pb/prompt", params={"trigger": "12,x"}),
+        unchanged=world.board,
     )
     shown = await world.peer.bot_prompt("pb2", [private["id"]])
     assert shown["covers"] == [private["id"]]
@@ -209,4 +198,4 @@ async def test_an_admin_bot_sees_every_workspace_but_not_others_conversations(wo
     room = await world.human.open_conversation(["pb2"], workspace="proj")
     private = await world.human.post("just for pb2", conversation=room["conversation"]["id"])
     assert (await world.admin_bot.bot_prompt("ab", [elsewhere["id"]]))["covers"] == [elsewhere["id"]]
-    await refused(world, world.admin_bot, "NOT_FOUND", lambda c: c.bot_prompt("ab", [private["id"]]))
+    await refused(world.admin_bot.bot_prompt("ab", [private["id"]]), "NOT_FOUND", unchanged=world.board)

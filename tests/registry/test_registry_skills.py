@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from board.client import BoardAPIError, BoardClient
-from tests.support.boardtest import INTEGRITY_ERRORS, World, db_execute, db_rows, snapshot
+from tests.support.boardtest import INTEGRITY_ERRORS, World, db_execute, db_rows
+from tests.support.refusals import refused
 
 SKILL_MD = "---\nname: review\ndescription: Review a diff.\n---\n\n1. Read the diff.\n2. Say what breaks.\n"
-
-
-async def refused(world: World, caller: BoardClient, code: str, call: Any) -> BoardAPIError:
-    """The call fails with ``code`` and leaves every table as it was."""
-    before = snapshot(world.board.db_path)
-    with pytest.raises(BoardAPIError) as caught:
-        await call(caller)
-    assert caught.value.code == code, caught.value.message
-    assert snapshot(world.board.db_path) == before
-    return caught.value
 
 
 async def test_a_human_adds_a_skill_and_every_bot_reads_it(world: World) -> None:
@@ -73,33 +61,39 @@ async def test_skill_versions_are_append_only(world: World) -> None:
 
 async def test_refusals_change_nothing(world: World) -> None:
     await world.human.create_skill("review", SKILL_MD)
-    await refused(world, world.bot, "FORBIDDEN", lambda c: c.create_skill("mine", "x"))
-    await refused(world, world.other, "FORBIDDEN", lambda c: c.update_skill("review", text="x"))
-    await refused(world, world.anon, "UNAUTHENTICATED", lambda c: c.create_skill("mine", "x"))
-    await refused(world, world.anon, "UNAUTHENTICATED", lambda c: c.skills())
-    await refused(world, world.human, "NAME_CONFLICT", lambda c: c.create_skill("review", "again"))
-    await refused(world, world.human, "NOT_FOUND", lambda c: c.update_skill("nope", text="x"))
-    await refused(world, world.bot, "NOT_FOUND", lambda c: c.skill("nope"))
-    await refused(world, world.bot, "NOT_FOUND", lambda c: c.skill("review", version=7))
+    await refused(world.bot.create_skill("mine", "x"), "FORBIDDEN", unchanged=world.board)
+    await refused(world.other.update_skill("review", text="x"), "FORBIDDEN", unchanged=world.board)
+    await refused(world.anon.create_skill("mine", "x"), "UNAUTHENTICATED", unchanged=world.board)
+    await refused(world.anon.skills(), "UNAUTHENTICATED", unchanged=world.board)
+    await refused(world.human.create_skill("review", "again"), "NAME_CONFLICT", unchanged=world.board)
+    await refused(world.human.update_skill("nope", text="x"), "NOT_FOUND", unchanged=world.board)
+    await refused(world.bot.skill("nope"), "NOT_FOUND", unchanged=world.board)
+    await refused(world.bot.skill("review", version=7), "NOT_FOUND", unchanged=world.board)
     conflict = await refused(
-        world, world.human, "VERSION_CONFLICT", lambda c: c.update_skill("review", text="x", base_version=5)
+        world.human.update_skill("review", text="x", base_version=5),
+        "VERSION_CONFLICT",
+        unchanged=world.board,
     )
     assert conflict.details["version"] == 1
     for bad in ("Review", "-review", "re--view", "a_b", "x" * 65):
-        await refused(world, world.human, "INVALID_ARGUMENT", lambda c, n=bad: c.create_skill(n, "x"))
-    await refused(world, world.human, "INVALID_ARGUMENT", lambda c: c.create_skill("blank", "  \n"))
-    await refused(world, world.human, "INVALID_ARGUMENT", lambda c: c.create_skill("odd", "x", colour="red"))
+        await refused(world.human.create_skill(bad, "x"), "INVALID_ARGUMENT", unchanged=world.board)
+    await refused(world.human.create_skill("blank", "  \n"), "INVALID_ARGUMENT", unchanged=world.board)
     await refused(
-        world, world.human, "INVALID_ARGUMENT", lambda c: c.create_skill("odd", "x", description="a\nb")
+        world.human.create_skill("odd", "x", colour="red"), "INVALID_ARGUMENT", unchanged=world.board
+    )
+    await refused(
+        world.human.create_skill("odd", "x", description="a\nb"),
+        "INVALID_ARGUMENT",
+        unchanged=world.board,
     )
 
 
 async def test_skill_md_is_bounded_in_characters_and_bytes(world: World) -> None:
-    await refused(world, world.human, "LIMIT_EXCEEDED", lambda c: c.create_skill("big", "x" * 100_001))
+    await refused(world.human.create_skill("big", "x" * 100_001), "LIMIT_EXCEEDED", unchanged=world.board)
     wide = "é" * 60_000  # 60,000 characters, 120,000 bytes
-    await refused(world, world.human, "LIMIT_EXCEEDED", lambda c: c.create_skill("big", wide))
+    await refused(world.human.create_skill("big", wide), "LIMIT_EXCEEDED", unchanged=world.board)
     await world.human.create_skill("big", "x" * 100_000)
-    await refused(world, world.human, "LIMIT_EXCEEDED", lambda c: c.update_skill("big", text=wide))
+    await refused(world.human.update_skill("big", text=wide), "LIMIT_EXCEEDED", unchanged=world.board)
     assert (await world.bot.skill("big"))["version"] == 1
 
 

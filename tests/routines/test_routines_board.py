@@ -8,21 +8,16 @@ from typing import Any
 
 import pytest
 
-from board.client import BoardAPIError, BoardClient
+from board.client import BoardClient
 from board.routines import schedule as schedules
 from board.server.clock import ManualClock, parse_time
 from board.server.hub import Hub, Signal
 from board.server.services import auth
 from board.server.services.routines import CHANGES
 from tests.support.boardtest import World, held, snapshot
+from tests.support.refusals import refused
 
 FIELDS: dict[str, Any] = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "Do it."}
-
-
-async def refused(call: Any) -> BoardAPIError:
-    with pytest.raises(BoardAPIError) as caught:
-        await call
-    return caught.value
 
 
 @pytest.mark.parametrize(
@@ -41,7 +36,7 @@ async def refused(call: Any) -> BoardAPIError:
 )
 async def test_a_bad_proposal_is_refused_and_writes_nothing(world: World, change: dict, field: str) -> None:
     before = snapshot(world.board.db_path)
-    error = await refused(world.bot.propose_routine("tidy", **(FIELDS | change)))
+    error = await refused(world.bot.propose_routine("tidy", **(FIELDS | change)), "INVALID_ARGUMENT")
     assert error.code == "INVALID_ARGUMENT" and error.details.get("field") == field, error.message
     assert snapshot(world.board.db_path) == before
 
@@ -61,9 +56,9 @@ async def test_approving_retires_the_approved_version_and_rejecting_keeps_the_re
     states = [(v["version"], v["state"], v["note"]) for v in routine["versions"]]
     assert states == [(1, "retired", "fine"), (2, "approved", "later is better"), (3, "rejected", "no")]
     assert routine["pending"] == []
-    again = await refused(human.approve_version("tidy", 3, "changed my mind"))
+    again = await refused(human.approve_version("tidy", 3, "changed my mind"), "INVALID_ARGUMENT")
     assert again.code == "INVALID_ARGUMENT"
-    missing_note = await refused(human.reject_version("tidy", 2, ""))
+    missing_note = await refused(human.reject_version("tidy", 2, ""), "INVALID_ARGUMENT")
     assert missing_note.code == "INVALID_ARGUMENT"
     actions = [
         e["action"] for e in (await human.audit(limit=100))["entries"] if e["action"].startswith("routine.")
@@ -82,7 +77,7 @@ async def test_approving_retires_the_approved_version_and_rejecting_keeps_the_re
 async def test_run_now_needs_an_approved_version(world: World) -> None:
     await world.bot.propose_routine("tidy", **FIELDS)
     before = snapshot(world.board.db_path)
-    error = await refused(world.human.run_routine_now("tidy"))
+    error = await refused(world.human.run_routine_now("tidy"), "INVALID_ARGUMENT")
     assert error.code == "INVALID_ARGUMENT" and "approve" in error.message
     assert snapshot(world.board.db_path) == before
 
@@ -131,8 +126,8 @@ async def test_a_bot_of_another_workspace_sees_no_routine_of_this_one(world: Wor
     await world.bot.propose_routine("tidy", **FIELDS)
     assert (await world.other.routines())["routines"] == []
     assert (await world.admin_bot.routines())["routines"][0]["name"] == "tidy"
-    hidden = await refused(world.other.routine("tidy"))
-    absent = await refused(world.other.routine("nothing"))
+    hidden = await refused(world.other.routine("tidy"), "NOT_FOUND")
+    absent = await refused(world.other.routine("nothing"), "NOT_FOUND")
     assert (hidden.status, hidden.code, hidden.message) == (absent.status, absent.code, absent.message)
 
 
@@ -184,7 +179,7 @@ async def test_a_second_run_does_not_start_while_one_runs_and_the_refusal_writes
     asked = await human.run_routine_now("tidy")
 
     before = snapshot(world.board.db_path)
-    error = await refused(runner.start_run("tidy", asked["id"]))
+    error = await refused(runner.start_run("tidy", asked["id"]), "VERSION_CONFLICT")
     assert error.code == "VERSION_CONFLICT", error.message
     assert error.details["running"]["id"] == first["id"] and error.details["run"]["id"] == asked["id"]
     assert snapshot(world.board.db_path) == before
@@ -209,7 +204,9 @@ async def test_a_done_ends_only_the_run_whose_claim_it_closes(world: World) -> N
     running = (await human.routine_runs("tidy"))["runs"][0]
     assert running["id"] == second["id"] and running["seen"] == {}
     before = snapshot(world.board.db_path)
-    error = await refused(runner.finish_run("tidy", second["id"], "done", "the left-over job"))
+    error = await refused(
+        runner.finish_run("tidy", second["id"], "done", "the left-over job"), "VERSION_CONFLICT"
+    )
     assert error.code == "VERSION_CONFLICT", error.message
     assert snapshot(world.board.db_path) == before
 
@@ -244,7 +241,7 @@ async def test_run_now_pressed_again_before_its_run_started_is_refused_and_write
     asked = await human.run_routine_now("tidy")
     clock.advance(5)
     before = snapshot(clocked_world.board.db_path)
-    error = await refused(human.run_routine_now("tidy"))
+    error = await refused(human.run_routine_now("tidy"), "NAME_CONFLICT")
     assert error.code == "NAME_CONFLICT" and error.details["run"]["id"] == asked["id"], error.message
     assert snapshot(clocked_world.board.db_path) == before
 

@@ -9,7 +9,6 @@ try:  # the fixtures' helpers live in boardtest.py when it exists, else in conft
 except ImportError:
     from tests.support.boardtest import Board, World, db_rows, populate, snapshot, start_board, stop_board
 
-import pytest
 
 from board.client import BoardAPIError, BoardClient
 
@@ -17,31 +16,12 @@ __all__ = [
     "Board",
     "World",
     "db_rows",
-    "expect_error",
     "populate",
-    "refused",
     "snapshot",
     "start_board",
     "stop_board",
     "write",
 ]
-
-
-async def expect_error(code: str | set[str], call: Any) -> BoardAPIError:
-    """Await ``call`` and return the board's error, which must carry ``code`` (or one of them)."""
-    with pytest.raises(BoardAPIError) as caught:
-        await call
-    codes = {code} if isinstance(code, str) else code
-    assert caught.value.code in codes, f"{caught.value.code}: {caught.value.message}"
-    return caught.value
-
-
-async def refused(board: Board, code: str | set[str], call: Any) -> BoardAPIError:
-    """The call fails with ``code`` and changes no row of any table."""
-    before = snapshot(board.db_path)
-    error = await expect_error(code, call)
-    assert snapshot(board.db_path) == before
-    return error
 
 
 async def write(client: BoardClient, path: str, body: str, reason: str = "note", **fields: Any) -> Any:
