@@ -16,7 +16,9 @@ import aiohttp
 import pytest
 
 from board.server.clock import ManualClock
+from board.server.hub import Waiter
 from board.server.pages import fleet as fleet_page
+from board.server.services import fleet
 from board.server.store.connection import Connection
 from tests.support.boardtest import World
 from tests.support.fleettest import enroll_keeper
@@ -157,17 +159,30 @@ async def test_the_live_cards_wait_for_a_change_not_a_clock(
     renders = []
     cards = fleet_page._cards
     monkeypatch.setattr(fleet_page, "_cards", lambda *a: renders.append(1) or cards(*a))
+    parked: asyncio.Queue[float] = asyncio.Queue()  # the beat of each wait of a fleet stream
+    hold = Waiter.wait
+
+    async def wait(waiter: Waiter, timeout: float) -> bool:
+        if fleet.CHANGES in waiter.keys:
+            parked.put_nowait(timeout)
+        return await hold(waiter, timeout)
+
+    monkeypatch.setattr(Waiter, "wait", wait)
     await world.human.create_profile("proj-dev", "proj", "claude")
     box1 = await enroll_keeper(world.board, world.human, "box1")
     alice = await sign_in(world.board)
     resp = await alice.http.get(alice.url + "/fleet/events")
     [(event, _)] = await asyncio.wait_for(_fleet_events(resp, 1), 10)
     assert event == "fleet" and len(renders) == 1
-    await asyncio.sleep(1.5)  # a quiet fleet: no render at all (it was one a second per tab)
+    # A quiet fleet: no render at all (it was one a second per tab). The stream, having rendered
+    # once, is parked on the fleet's changes for the whole beat: nothing but a change wakes it.
+    beats = await asyncio.wait_for(parked.get(), 10)
+    assert beats == fleet_page.LIVE_BEAT and parked.empty()
     assert len(renders) == 1
     await world.human.assign_bot("box1", "proj-dev", "run1")
     [(event, data)] = await asyncio.wait_for(_fleet_events(resp, 1), 5)
     assert event == "fleet" and 'id="bot-run1"' in json.loads(data)["html"]
+    assert len(renders) == 2  # the change's render, and none while the fleet was quiet
     await box1.client.fleet_report({"interval": 10, "bots": [reported("run1", "running", pid=4242)]})
     [(event, data)] = await asyncio.wait_for(_fleet_events(resp, 1), 5)
     assert "pid 4242" in json.loads(data)["html"]
