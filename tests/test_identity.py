@@ -26,12 +26,6 @@ async def register(board: Board, **body: Any) -> tuple[int, Any]:
     return await board.client().call("POST", "/api/agents", json=body)
 
 
-async def assert_unauthenticated(client: BoardClient) -> None:
-    with pytest.raises(BoardAPIError) as err:
-        await client.me()
-    assert (err.value.code, err.value.status) == ("UNAUTHENTICATED", 401)
-
-
 # -- registration --------------------------------------------------------------------
 
 
@@ -168,7 +162,7 @@ async def test_rotation_gives_a_new_token_and_stops_the_old_one_at_once(world: W
     prefix = "bb_" if who == "bot" else "bh_"
     assert rotated["token"].startswith(prefix) and rotated["token"] != old.token
 
-    await assert_unauthenticated(old)
+    await refused(old.me(), "UNAUTHENTICATED")
     fresh = world.board.client(rotated["token"])
     assert (await fresh.me())["handle"] == ("pb" if who == "bot" else "alice")
 
@@ -177,7 +171,7 @@ async def test_a_human_revokes_a_bots_token_and_it_stops_at_once(world: World) -
     await world.bot.me()
     revoked = await world.human.revoke_token("pb")
     assert revoked == {"handle": "pb", "revoked": 1}
-    await assert_unauthenticated(world.bot)
+    await refused(world.bot.me(), "UNAUTHENTICATED")
     # Its workspace neighbour is untouched.
     assert (await world.peer.me())["handle"] == "pb2"
 
@@ -224,7 +218,7 @@ async def test_raw_tokens_never_reach_the_database_file(world: World) -> None:
 
     stored = database_bytes(board.db_path)
     for secret in secrets:
-        assert secret and secret.encode() not in stored, f"{secret[:3]}... is stored in the clear"
+        assert secret and secret.encode() not in stored, f"{(secret or '')[:3]}... is stored in the clear"
         assert hashlib.sha256(secret.encode()).hexdigest().encode() in stored
 
 
@@ -365,4 +359,4 @@ async def test_a_revocation_racing_a_first_lookup_still_stops_the_token(
 
     with pytest.raises(Unauthenticated):
         await auth.authenticate(ctx, token)
-    await assert_unauthenticated(world.bot)
+    await refused(world.bot.me(), "UNAUTHENTICATED")

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-try:  # the fixtures' helpers live in boardtest.py when it exists, else in conftest.py
-    from tests.support.boardtest import Board, World, db_rows, populate, snapshot, start_board, stop_board
-except ImportError:
-    from tests.support.boardtest import Board, World, db_rows, populate, snapshot, start_board, stop_board
-
-
 from board.client import BoardAPIError, BoardClient
+from tests.support.boardtest import Board, World, db_rows, populate, snapshot, start_board, stop_board
 
 __all__ = [
     "Board",

@@ -1,9 +1,9 @@
 """``refused()``: the one way a test says a call must be refused.
 
 A refusal is right only when the code, the status that code carries on the wire and (where the
-test names one) the message are right, and (where the test names the database) not one row of
-any table changed. The statuses are written out here from spec 10-api.md rather than read from
-the board, so a board that answers a code with the wrong status fails.
+test names one) the message are right, and (where the test names the board) no table of its
+database gained or lost a row. The statuses are written out here from spec 10-api.md rather
+than read from the board, so a board that answers a code with the wrong status fails.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ async def refused(
     """Await ``call``, which must fail with ``code`` (or one of several) and that code's status.
 
     ``message``: a part the error's message must contain. ``unchanged``: a board whose database
-    must have every row of every table as it was before the call.
+    must hold as many rows in each table as before the call.
     """
     codes = {code} if isinstance(code, str) else set(code)
     before = snapshot(unchanged.db_path) if unchanged is not None else None
