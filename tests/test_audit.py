@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -115,12 +116,13 @@ async def test_registration_and_the_operators_commands_are_audited(world: World)
 
 async def test_a_refused_mutation_leaves_no_row(world: World) -> None:
     before = snapshot(world.board.db_path)
-    for attempt in (
+    attempts: tuple[Callable[[], Awaitable[object]], ...] = (
         lambda: world.bot.create_workspace("nope"),
         lambda: world.human.create_workspace("proj"),
         lambda: world.bot.revoke_token("pb2"),
         lambda: world.other.set_bots("proj", ["ob"]),
-    ):
+    )
+    for attempt in attempts:
         with pytest.raises(BoardAPIError):
             await attempt()
     assert snapshot(world.board.db_path) == before

@@ -32,7 +32,11 @@ async def test_openapi_lists_every_route_of_the_app(board: Board) -> None:
     spec = await board.client().request("GET", "/api/openapi.json")
     assert spec["openapi"].startswith("3.1")
     documented = {(m.upper(), path) for path, ops in spec["paths"].items() for m in ops}
-    registered = {(r.method, r.resource.canonical) for r in board.app.router.routes() if r.method != "HEAD"}
+    registered = {
+        (r.method, r.resource.canonical)
+        for r in board.app.router.routes()
+        if r.resource is not None and r.method != "HEAD"
+    }
     registered -= html_routes()  # the pages: docs/pages.md, and tests/pages/test_pages_scope.py
     assert registered - documented == set()
     assert documented - registered == set()
@@ -104,6 +108,7 @@ async def test_metrics_from_beyond_loopback_need_a_token(world: World) -> None:
         await endpoint(route)(remote({"Authorization": "Bearer bb_not-a-token"}))
     token = world.bot.token
     answer = await endpoint(route)(remote({"Authorization": f"Bearer {token}"}))
+    assert isinstance(answer, web.Response) and answer.text is not None
     assert answer.status == 200 and "board_requests_total" in answer.text
     spec = await world.anon.request("GET", "/api/openapi.json")
     assert spec["paths"]["/metrics"]["get"]["security"] == [{"bearer": []}]

@@ -27,7 +27,9 @@ def published(hub: Hub) -> Iterator[list[Event]]:
     try:
         yield seen
     finally:
-        seen += waiter.take()
+        for event in waiter.take():
+            assert isinstance(event, Event), event  # this hub carries no bare signals
+            seen.append(event)
         hub.unsubscribe(waiter)
 
 

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from board.server.api.routing import Route
+from board.server.api.route import Route
 from board.server.api.table import all_routes
 from board.server.jsonvalues import MAX_DEPTH
 from board.server.validation import declared

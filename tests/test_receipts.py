@@ -9,7 +9,7 @@ import pytest
 
 from board.client import BoardClient
 from board.server.clock import ManualClock
-from board.server.services import auth, messages, posting
+from board.server.services import auth, longpoll, messages, posting
 from tests.support.boardtest import World, db_rows, held, snapshot
 from tests.support.refusals import refused
 
@@ -278,7 +278,7 @@ async def test_an_empty_inboxs_cursor_never_skips_a_message(
     ctx = w.board.ctx
     alice = await auth.authenticate(ctx, w.human.token)
     late: list[int] = []
-    real_poll = messages.poll
+    real_poll = longpoll.poll
 
     async def poll_then_post(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         items = await real_poll(*args, **kwargs)

@@ -9,6 +9,7 @@ import sqlite3
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ def file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def plain(path: Path, sql: str) -> list[tuple[object, ...]]:
+def plain(path: Path, sql: str) -> list[tuple[Any, ...]]:
     """Run SQL on the file with the sqlite3 module, as another program would."""
     conn = sqlite3.connect(path, isolation_level=None)
     try:
@@ -41,7 +42,7 @@ async def scalar(db: Database, sql: str) -> object:
     return await db.read(read)
 
 
-def insert(value: str):
+def insert(value: str) -> Callable[[Connection], Awaitable[int]]:
     async def job(conn: Connection) -> int:
         return await conn.insert("INSERT INTO t (v) VALUES (?)", (value,))
 

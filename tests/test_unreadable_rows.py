@@ -66,7 +66,9 @@ def unreadable_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.getMessage().startswith("unreadable row")]
 
 
-CASES = [("meta", stored, {}) for stored in BROKEN.values()] + [("tags", BROKEN["not JSON"], [])]
+CASES: list[tuple[str, str, Any]] = [("meta", stored, {}) for stored in BROKEN.values()] + [
+    ("tags", BROKEN["not JSON"], [])
+]
 
 
 @pytest.mark.parametrize(("column", "stored", "empty"), CASES, ids=[*BROKEN, "tags not JSON"])

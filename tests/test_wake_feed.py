@@ -9,12 +9,13 @@ generous bounds, not measurements: the benchmark measures.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from board.client import BoardClient
-from board.server.services import auth, posting
+from board.server.services import auth, longpoll, posting
 from board.server.services import wakes as wake_service
 from tests.support.boardtest import LONG_WAIT, WOKEN_WITHIN, World, held, snapshot
 from tests.support.refusals import refused
@@ -79,10 +80,11 @@ async def test_what_is_for_me_and_what_i_watch(world: World) -> None:
 async def test_a_matching_post_wakes_a_waiting_bot_at_once(world: World) -> None:
     w = world
     await w.human.create_channel("ops", topic="operations", workspace="proj")
-    for target, kwargs in (
+    targets: tuple[tuple[Callable[[], Awaitable[dict[str, Any]]], dict[str, Any]], ...] = (
         (lambda: w.human.post("@pb ping", channel="lobby", workspace="proj"), {}),
         (lambda: w.peer.post("ops: deploy started", channel="ops"), {"watch": ["ops"]}),
-    ):
+    )
+    for target, kwargs in targets:
         since = await _cursor(w.bot)
         waiting = asyncio.create_task(w.bot.wake(since=since, wait=LONG_WAIT, **kwargs))
         await held(w.board)
@@ -176,7 +178,7 @@ async def test_an_empty_answers_cursor_never_skips_a_message(
     ctx = w.board.ctx
     alice = await auth.authenticate(ctx, w.human.token)
     late: list[int] = []
-    real_poll = wake_service.poll
+    real_poll = longpoll.poll
 
     async def poll_then_post(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         items = await real_poll(*args, **kwargs)

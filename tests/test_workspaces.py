@@ -314,13 +314,14 @@ async def test_moving_a_bot_changes_its_scope_at_once(world: World) -> None:
     assert (await world.bot.me())["workspace"] == "other"
     assert [m["id"] for m in (await world.bot.messages())["messages"]] == [lobby_other["id"]]
     assert (await world.bot.message(lobby_other["id"]))["body"] == "welcome to other"
-    for call in (
+    calls: tuple[Callable[[], Awaitable[object]], ...] = (
         lambda: world.bot.workspace("proj"),
         lambda: world.bot.message(lobby_proj["id"]),
         lambda: world.bot.messages(workspace="proj"),
         lambda: world.bot.post("hi", channel="lobby", workspace="proj"),
         lambda: world.bot.agent("pb2"),
-    ):
+    )
+    for call in calls:
         with pytest.raises(BoardAPIError) as err:
             await call()
         assert err.value.code == "NOT_FOUND"

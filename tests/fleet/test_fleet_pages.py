@@ -158,7 +158,12 @@ async def test_the_live_cards_wait_for_a_change_not_a_clock(
     monkeypatch.setattr(fleet_page, "LIVE_BEAT", 3600.0)
     renders = []
     cards = fleet_page._cards
-    monkeypatch.setattr(fleet_page, "_cards", lambda *a: renders.append(1) or cards(*a))
+
+    def counted(*args: Any) -> str:
+        renders.append(1)
+        return cards(*args)
+
+    monkeypatch.setattr(fleet_page, "_cards", counted)
     parked: asyncio.Queue[float] = asyncio.Queue()  # the beat of each wait of a fleet stream
     hold = Waiter.wait
 

@@ -89,7 +89,7 @@ HOSTILE_HOSTS = [
 @pytest.mark.parametrize("host", HOSTILE_HOSTS)
 async def test_the_installer_is_refused_to_a_host_no_board_can_have(board: Board, host: bytes) -> None:
     request = b"GET /install.sh HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n"
-    head, body = await asyncio.to_thread(exchange, board.server.port, request)
+    head, body = await asyncio.to_thread(exchange, board.port, request)
     assert head.startswith(b"HTTP/1.1 421"), head
     assert json.loads(body)["error"]["code"] == "MISDIRECTED_REQUEST"
     assert host not in body
@@ -118,8 +118,8 @@ async def test_a_hostile_public_url_in_the_installer_only_names_and_runs_nothing
 
 
 async def test_an_http_1_0_request_without_host_gets_the_boards_own_address(board: Board) -> None:
-    head, body = await asyncio.to_thread(exchange, board.server.port, b"GET /install.sh HTTP/1.0\r\n\r\n")
+    head, body = await asyncio.to_thread(exchange, board.port, b"GET /install.sh HTTP/1.0\r\n\r\n")
     assert head.startswith(b"HTTP/1.0 200") or head.startswith(b"HTTP/1.1 200"), head
-    address = f"http://127.0.0.1:{board.server.port}"
+    address = f"http://127.0.0.1:{board.port}"
     assert f"SERVED_BY='{address}'" in body.decode()
     assert f"SERVED_PACKAGE='{address}/install/{package.WHEEL_NAME}'" in body.decode()

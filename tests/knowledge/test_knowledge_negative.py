@@ -89,7 +89,12 @@ async def test_gone_text_stays_out_of_every_list_search_pack_and_read(
     await world.human.redact("secret.md", 1, "leak", workspace="proj")
     clock.advance(3 * 86_400)
 
-    for client, ws in ((world.bot, {}), (world.peer, {}), (world.admin_bot, {"workspace": "proj"})):
+    callers: tuple[tuple[BoardClient, dict[str, Any]], ...] = (
+        (world.bot, {}),
+        (world.peer, {}),
+        (world.admin_bot, {"workspace": "proj"}),
+    )
+    for client, ws in callers:
         current = await surfaces(client, history=False, **ws)
         for word in MARKS:
             if word != EXPIRED:
@@ -142,8 +147,8 @@ async def test_no_knowledge_route_shows_another_workspace_anything(
     try:
         await world.other.document("secret.md", workspace="proj")
     except BoardAPIError as exc:
-        absent = await _error(world.other, "never-was.md")
-        assert (exc.status, exc.code, exc.message) == absent  # the same shape as a missing document
+        missing = await _error(world.other, "never-was.md")
+        assert (exc.status, exc.code, exc.message) == missing  # the same shape as a missing document
     else:
         raise AssertionError("another workspace's document was readable")
 

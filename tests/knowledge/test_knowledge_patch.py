@@ -128,7 +128,7 @@ def test_a_diff_does_not_apply_when_a_line_it_covers_changed(
 ) -> None:
     a, b = ("\n".join(x) + "\n" for x in (old, new))
     diff = make_diff(a, b, "a", "b")
-    covered = []
+    covered: list[int] = []
     for header in re.finditer(r"^@@ -(\d+)(?:,(\d+))?", diff, re.M):
         start, length = int(header.group(1)), int(header.group(2) or 1)
         covered += range(start, start + length)

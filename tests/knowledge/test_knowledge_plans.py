@@ -42,7 +42,7 @@ async def test_list_get_and_search_use_indexes_only(world: World) -> None:
     for n in range(10):
         await world.bot.put_document(f"doc{n}.md", f"# Doc {n}\n\nplan {n}\n", 0, "r")
     await world.bot.dispute("busy.md", "hm")
-    db = world.board.db_path
+    db = world.board.db_file
     workspace_id = db_rows(db, "SELECT id FROM workspaces WHERE slug = 'proj'")[0][0]
     flt = store.ListFilter(prefix="d", status="settled", expired=False, now="2030-01-01T00:00:00Z")
     async with aiosqlite.connect(db) as raw:

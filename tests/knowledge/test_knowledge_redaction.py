@@ -36,7 +36,7 @@ def index_blocks_with(db_path: Path, needle: bytes) -> int:
 
 @sqlite_only  # reads the database file's bytes, its WAL and the FTS5 index's blocks
 async def test_a_redacted_secret_is_gone_from_the_file_the_index_and_the_wal(world: World) -> None:
-    db = world.board.db_path
+    db = world.board.db_file
     for i in range(30):  # a populated index, so the secret shares segments with other text
         await world.bot.put_document(
             f"filler/{i}.md", f"# Filler {i}\n\nquarterly report number {i}\n", 0, "r"

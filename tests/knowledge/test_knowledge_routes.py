@@ -23,7 +23,7 @@ def knowledge_routes(board: Board) -> set[tuple[str, str]]:
     return {
         (route.method, route.resource.canonical)
         for route in board.app.router.routes()
-        if "knowledge" in route.resource.canonical and route.method != "HEAD"
+        if route.resource is not None and "knowledge" in route.resource.canonical and route.method != "HEAD"
     }
 
 

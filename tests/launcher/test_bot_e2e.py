@@ -339,9 +339,11 @@ async def test_a_third_failure_in_a_row_on_a_thread_releases_the_claim(
 
     for n, word in ((2, "two"), (3, "three")):
         await world.human.post("still broken?", reply_to=first)
-        found = await eventually(
-            lambda n=n: _at_least(replies(world.human, first, "pb"), n), f"failure report {n}", 20
-        )
+
+        async def reported(n: int = n) -> list[dict[str, Any]] | None:
+            return await _at_least(replies(world.human, first, "pb"), n)
+
+        found = await eventually(reported, f"failure report {n}", 20)
         assert len(found) == n and f"boom {word}" in found[-1]["body"]
         if n == 2:
             assert "2 failures in a row" in found[-1]["body"]

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -153,7 +154,7 @@ async def test_a_harness_ignoring_sigterm_gets_sigkill(
 )
 async def test_a_stopped_turn_keeps_the_pre_assigned_session(
     name: str,
-    limits: dict[str, float],
+    limits: dict[str, Any],
     kind: str,
     says: str,
     fake: Fake,

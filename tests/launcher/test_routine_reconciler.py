@@ -16,9 +16,9 @@ import pytest
 
 from board.client import BoardAPIError
 from board.server.services import auth
-from tests.launcher.botrun import BotProcess, LiveBoard, eventually
+from tests.launcher.botrun import BotProcess, LiveBoard
 from tests.launcher.fakeharness import Fake
-from tests.support.boardtest import World
+from tests.support.boardtest import World, eventually
 from tests.support.routines_support import RunnerProcess, start_runner
 
 ROOT = Path(__file__).resolve().parents[2]

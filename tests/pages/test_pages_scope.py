@@ -17,6 +17,7 @@ import pytest
 from board.server.api.discovery import canonical
 from board.server.pages import all_pages
 from board.server.services import auth, sessions
+from board.server.store import identity
 from board.server.store import sessions as session_store
 from tests.support.boardtest import Board, World, db_rows, populate, snapshot, start_board, stop_board
 from tests.support.fleettest import enroll_keeper
@@ -54,7 +55,8 @@ async def _facts(world: World) -> dict[str, Any]:
 
 async def _expired_session(board: Board) -> str:
     """A session cookie of alice whose time is over."""
-    human = await board.ctx.db.read(lambda conn: auth.store.agent_by_handle(conn, "alice"))
+    human = await board.ctx.db.read(lambda conn: identity.agent_by_handle(conn, "alice"))
+    assert human is not None
     cookie = "expired-session-cookie-value"
 
     async def write(conn: Any) -> None:

@@ -69,7 +69,7 @@ async def _fill(b: Board) -> tuple[dict[str, str], dict[str, int]]:
     await w.human.create_workspace("gone", "Short-lived")
     gone = await b.bot("gb", "gone")
     last_gone = await gone.post("soon deleted", channel="lobby")
-    [(gone_id,)] = db_rows(b.db_path, "SELECT id FROM agents WHERE handle = 'gb'")  # type: ignore[arg-type]
+    [(gone_id,)] = db_rows(b.db_path, "SELECT id FROM agents WHERE handle = 'gb'")
     await w.human.archive_workspace("gone")
     await w.human.delete_workspace("gone", "gone")
     tokens = {"human": str(w.human.token), "bot": str(w.bot.token)}
@@ -144,7 +144,7 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Filled:
             await stop_board(b)
         return Filled(b.db_path, tokens, facts, reads)  # type: ignore[arg-type]
 
-    return _in_a_thread(build)  # type: ignore[no-any-return]
+    return _in_a_thread(build)
 
 
 def _copy_of(filled: Filled, tmp_path: Path) -> Path:

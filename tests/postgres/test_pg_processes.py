@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -230,7 +231,7 @@ async def test_a_since_reader_on_b_sees_every_message_of_both_processes_once_in_
             for i in range(POSTS):
                 acknowledged.add(int((await client.post(f"p{n} {i}", channel="work"))["id"]))
 
-        async def read_until(done: asyncio.Future[object]) -> list[int]:
+        async def read_until(done: asyncio.Future[Any]) -> list[int]:
             nonlocal concurrent_reads
             seen: list[int] = []
             since = 0

@@ -213,7 +213,7 @@ def _single_integer_key(lite: sqlite3.Connection, table: str) -> str | None:
 
 def _lite_keys(lite: sqlite3.Connection, table: str) -> set[tuple[str, ...]]:
     """Column tuples of the primary key and of every UNIQUE constraint."""
-    found = set()
+    found: set[tuple[str, ...]] = set()
     integer_key = _single_integer_key(lite, table)
     if integer_key:
         found.add((integer_key,))  # a rowid alias has no index of its own

@@ -21,12 +21,14 @@ def pg(pg_template: str) -> Iterator[psycopg.Connection]:
     conn.close()
 
 
-words = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1)
+words = st.text(alphabet=st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), min_size=1)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(words, st.booleans()), min_size=1, max_size=6), st.booleans())
-def test_any_words_make_a_query_the_server_parses(pg: psycopg.Connection, terms: list, any_: bool) -> None:
+def test_any_words_make_a_query_the_server_parses(
+    pg: psycopg.Connection, terms: list[tuple[str, bool]], any_: bool
+) -> None:
     query = Terms(tuple(terms), any=any_).tsquery()
     pg.execute("SELECT to_tsquery('simple', %s)", (query,)).fetchone()
 

@@ -34,7 +34,9 @@ FIELDS: dict[str, Any] = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "
         ({"max_run_seconds": 5}, "max_run_seconds"),
     ],
 )
-async def test_a_bad_proposal_is_refused_and_writes_nothing(world: World, change: dict, field: str) -> None:
+async def test_a_bad_proposal_is_refused_and_writes_nothing(
+    world: World, change: dict[str, Any], field: str
+) -> None:
     before = snapshot(world.board.db_path)
     error = await refused(world.bot.propose_routine("tidy", **(FIELDS | change)), "INVALID_ARGUMENT")
     assert error.code == "INVALID_ARGUMENT" and error.details.get("field") == field, error.message

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,8 +36,8 @@ class Scene:
         runner.stop()
         self.runners.remove(runner)
 
-    async def run_at(self, name: str, scheduled_for: str, state: str = "running") -> dict:
-        async def found() -> dict | None:
+    async def run_at(self, name: str, scheduled_for: str, state: str = "running") -> dict[str, Any]:
+        async def found() -> dict[str, Any] | None:
             return next(
                 (
                     r
@@ -48,7 +49,7 @@ class Scene:
 
         return await until(found, f"{name} {state} at {scheduled_for}", tuple(self.runners))
 
-    async def finished(self, name: str, scheduled_for: str, summary: str) -> dict:
+    async def finished(self, name: str, scheduled_for: str, summary: str) -> dict[str, Any]:
         """The bot claims the routine's thread for the running run and closes it; the run, done."""
         thread = (await self.world.human.routine(name))["thread_id"]
         await self.world.bot.claim(thread, summary)

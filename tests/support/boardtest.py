@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import psycopg
 import pytest
@@ -122,6 +122,18 @@ class Board:
     def ctx(self) -> Context:
         return self.app[CONTEXT]
 
+    @property
+    def port(self) -> int:
+        port = self.server.port
+        assert port is not None, "the board is not listening"
+        return port
+
+    @property
+    def db_file(self) -> Path:
+        """The SQLite file, for a test that reads it as a file (marked sqlite_only)."""
+        assert isinstance(self.db_path, Path), "a SQLite-only test ran on PostgreSQL"
+        return self.db_path
+
     def client(self, token: str | None = None) -> BoardClient:
         client = CheckedClient(self.url, token)
         self.clients.append(client)
@@ -225,8 +237,23 @@ async def clocked_world(clocked_board: Board) -> World:
     return await populate(clocked_board)
 
 
+@overload
 async def eventually(
-    probe: Callable[[], Awaitable[T] | T], what: str, timeout: float = 15.0, interval: float = 0.05
+    probe: Callable[[], Awaitable[T | None]], what: str, timeout: float = ..., interval: float = ...
+) -> T: ...
+
+
+@overload
+async def eventually(
+    probe: Callable[[], T | None], what: str, timeout: float = ..., interval: float = ...
+) -> T: ...
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[T | None] | T | None],
+    what: str,
+    timeout: float = 15.0,
+    interval: float = 0.05,
 ) -> T:
     """probe() (sync or async) until it is truthy; the test fails naming what after timeout."""
     deadline = time.monotonic() + timeout
@@ -283,11 +310,11 @@ def db_rows(where: Where, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[
         with psycopg.connect(where.url, autocommit=True, cursor_factory=psycopg.RawCursor) as conn:
             cur = conn.execute(placeholders(sql), params or None)
             return [tuple(row) for row in cur.fetchall()] if cur.description else []
-    conn = sqlite3.connect(f"file:{where}?mode=ro", uri=True)
+    lite = sqlite3.connect(f"file:{where}?mode=ro", uri=True)
     try:
-        return conn.execute(sql, params).fetchall()
+        return lite.execute(sql, params).fetchall()
     finally:
-        conn.close()
+        lite.close()
 
 
 #: What either store's driver raises when SQL is refused (a constraint, a trigger, a bad statement).
@@ -300,11 +327,11 @@ def db_execute(where: Where, sql: str, params: tuple[Any, ...] = ()) -> int:
     if isinstance(where, PgDatabase):
         with psycopg.connect(where.url, autocommit=True, cursor_factory=psycopg.RawCursor) as conn:
             return conn.execute(placeholders(sql), params or None).rowcount
-    conn = sqlite3.connect(where, isolation_level=None, timeout=5)
+    lite = sqlite3.connect(where, isolation_level=None, timeout=5)
     try:
-        return conn.execute(sql, params).rowcount
+        return lite.execute(sql, params).rowcount
     finally:
-        conn.close()
+        lite.close()
 
 
 def snapshot(where: Where) -> dict[str, int]:

@@ -68,7 +68,7 @@ def machines(url: str, token: str, timeout: float = 60) -> dict[str, bool]:
     deadline = time.monotonic() + timeout
     while True:
         fleet = api(url, token, "GET", "/api/fleet")["machines"]
-        found = {m["name"]: m["online"] for m in fleet}  # type: ignore[attr-defined]
+        found = {m["name"]: m["online"] for m in fleet}
         if all(found.values()) or time.monotonic() > deadline:
             return found
         time.sleep(0.2)
@@ -96,7 +96,7 @@ def fleet_bots(url: str, token: str, wanted: str, handles: set[str]) -> dict[str
     deadline = time.monotonic() + 90
     while True:
         fleet = api(url, token, "GET", "/api/fleet")["machines"]
-        bots = {b["handle"]: b for m in fleet for b in m["bots"]}  # type: ignore[attr-defined]
+        bots = {b["handle"]: b for m in fleet for b in m["bots"]}
         ready = {h: bots[h] for h in handles if h in bots and bots[h]["state"] == wanted}
         if len(ready) == len(handles) and all(psutil.pid_exists(b["pid"]) for b in ready.values()):
             return ready

@@ -83,7 +83,10 @@ def start_runner(board: Board, token: str, time_: Time | None, name: str = "runn
 
 
 async def until(
-    check: Callable[[], Awaitable[T]], what: str, runners: tuple[RunnerProcess, ...] = (), timeout: float = 60
+    check: Callable[[], Awaitable[T | None]],
+    what: str,
+    runners: tuple[RunnerProcess, ...] = (),
+    timeout: float = 60,
 ) -> T:
     """The first truthy answer of ``check``; fails naming ``what`` (and the runners' output)."""
     loop = asyncio.get_running_loop()
