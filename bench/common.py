@@ -146,14 +146,14 @@ def board_processes(count: int, database_url: str = "", **env: str) -> Iterator[
 
 @contextlib.contextmanager
 def postgres_cluster() -> Iterator[Any]:
-    """A throwaway PostgreSQL cluster: the test suite's own (tests/pgcluster.py), imported from there.
+    """A throwaway PostgreSQL cluster: the test suite's own (tests/support/pgcluster.py), imported from there.
 
     Its ``fresh_database()`` gives each measured board an empty database.
     """
-    tests = str(Path(__file__).resolve().parent.parent / "tests")
-    if tests not in sys.path:
-        sys.path.append(tests)
-    from pgcluster import running_cluster
+    root = str(Path(__file__).resolve().parent.parent)
+    if root not in sys.path:
+        sys.path.append(root)
+    from tests.support.pgcluster import running_cluster
 
     with running_cluster() as cluster:
         yield cluster

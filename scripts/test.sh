@@ -15,4 +15,5 @@ python=${PYTHON:-python3}
 .venv/bin/ruff check --quiet .
 .venv/bin/ruff format --check --quiet .
 .venv/bin/mypy board routines
+.venv/bin/mypy tests
 exec .venv/bin/python -m pytest "$@"

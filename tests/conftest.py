@@ -1,19 +1,17 @@
-"""Fixtures shared by every test; the helpers behind them live in boardtest.py."""
+"""Fixtures shared by every test; they live in the tests/support modules loaded as plugins here."""
 
 import pytest
-from boardtest import (  # noqa: F401 - fixtures are found by name
-    _no_outbound_network,
-    board,
-    clock,
-    clocked_board,
-    clocked_world,
-    pg_template,
-    store,
-    world,
-)
-from browser_support import chromium  # noqa: F401 - the browser tests' fixture
-from pgcluster import pg_cluster  # noqa: F401 - the PostgreSQL tests' cluster
-from processes import use_suite_python
+
+# Before anything imports them: helpers' asserts report their values as the tests' own do.
+pytest.register_assert_rewrite("tests.support")
+
+from tests.support.processes import use_suite_python  # noqa: E402 - after the rewrite is registered
+
+pytest_plugins = [
+    "tests.support.boardtest",  # a board on each store, its clock, a world of principals on it
+    "tests.support.browser_support",  # the browser tests' Chromium
+    "tests.support.pgcluster",  # the PostgreSQL tests' cluster
+]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -14,8 +14,6 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import make_mocked_request
-from boardtest import Board, Where, World, db_rows, snapshot
-from fleettest import enroll_keeper
 
 from board.client import BoardAPIError, BoardClient
 from board.server.api.responses import ANY_OBJECT
@@ -27,6 +25,8 @@ from board.server.pipeline import perform
 from board.server.principal import Principal
 from board.server.services import actions, audit, auth, backups, fleet, routines, sessions, wakes, workspaces
 from board.server.services.context import Context
+from tests.support.boardtest import Board, Where, World, db_rows, snapshot
+from tests.support.fleettest import enroll_keeper
 
 SERVER = Path(__file__).resolve().parent.parent / "board" / "server"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from source_walk import found_outside
+from tests.support.source_walk import found_outside
 
 ROLE_TESTS = ("is_human", "is_bot", "is_admin_bot", "is_keeper", "is_runner")
 KINDS = ("human", "bot", "system", "keeper")

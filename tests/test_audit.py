@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from boardtest import DB_ERRORS, World, db_execute, db_rows, snapshot
 
 from board.client import BoardAPIError, BoardClient
 from board.server.services import auth
+from tests.support.boardtest import DB_ERRORS, World, db_execute, db_rows, snapshot
 
 
 async def entries(world: World, **params: Any) -> list[dict[str, Any]]:
@@ -115,12 +116,13 @@ async def test_registration_and_the_operators_commands_are_audited(world: World)
 
 async def test_a_refused_mutation_leaves_no_row(world: World) -> None:
     before = snapshot(world.board.db_path)
-    for attempt in (
+    attempts: tuple[Callable[[], Awaitable[object]], ...] = (
         lambda: world.bot.create_workspace("nope"),
         lambda: world.human.create_workspace("proj"),
         lambda: world.bot.revoke_token("pb2"),
         lambda: world.other.set_bots("proj", ["ob"]),
-    ):
+    )
+    for attempt in attempts:
         with pytest.raises(BoardAPIError):
             await attempt()
     assert snapshot(world.board.db_path) == before

@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-from load import LOAD_ENV, add_humans, humans, integrity, load, missing
-from processes import board_env, command, kill, serve, wait_healthy
 
 from board.client import BoardAPIError, BoardClient
+from tests.support.load import LOAD_ENV, add_humans, humans, integrity, load, missing
+from tests.support.processes import board_env, command, kill, serve, wait_healthy
 
 
 def board(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -65,7 +65,7 @@ async def test_a_backup_under_load_restores_every_write_acknowledged_before_it(t
 
 
 async def test_only_a_human_may_take_a_backup_through_the_api(tmp_path: Path) -> None:
-    from boardtest import populate, start_board, stop_board
+    from tests.support.boardtest import populate, start_board, stop_board
 
     running = await start_board(tmp_path)
     try:

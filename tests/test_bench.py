@@ -13,18 +13,19 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-from pgcluster import wanted_stores
-from processes import board_env
 
 from bench import report
 from bench.__main__ import SCENARIOS
+from tests.support.pgcluster import wanted_stores
+from tests.support.processes import board_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_tiny(name: str, results: Path, *extra: str) -> dict:
+def run_tiny(name: str, results: Path, *extra: str) -> dict[str, Any]:
     argv = [*importlib.import_module(SCENARIOS[name]).TINY, *extra]
     done = subprocess.run(
         [sys.executable, "-m", "bench", name, *argv],

@@ -16,9 +16,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from boardtest import Board, db_rows, start_board, stop_board
 
 from board.client import BoardAPIError, BoardClient
+from tests.support.boardtest import Board, db_rows, start_board, stop_board
 
 ROUNDS = 50
 SIZES = (2, 8, 64)

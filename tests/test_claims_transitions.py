@@ -10,22 +10,15 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-import pytest
-from boardtest import World, db_rows, snapshot
-
 from board.client import BoardAPIError, BoardClient
 from board.server.clock import ManualClock, iso, parse_time
+from tests.support.boardtest import World, db_rows, snapshot
+from tests.support.refusals import refused
 
 
 async def _thread(world: World, body: str = "fix the flaky build") -> int:
     root = await world.human.post(body, channel="lobby", workspace="proj")
     return int(root["id"])
-
-
-async def _refused(call: Any) -> BoardAPIError:
-    with pytest.raises(BoardAPIError) as info:
-        await call
-    return info.value
 
 
 def _shape(exc: BoardAPIError) -> tuple[int, str, str, dict[str, Any]]:
@@ -88,7 +81,7 @@ async def test_claim_answers_201_and_a_second_bot_gets_claimed(world: World) -> 
     )
     assert resp.status == 201
     before = snapshot(world.board.db_path)
-    exc = await _refused(world.peer.claim(tid))
+    exc = await refused(world.peer.claim(tid), "CLAIMED")
     assert (exc.status, exc.code, exc.details["holder"]) == (409, "CLAIMED", "pb")
     assert exc.details["claim"]["holder"] == "pb"
     assert "pb" in exc.message
@@ -98,7 +91,9 @@ async def test_claim_answers_201_and_a_second_bot_gets_claimed(world: World) -> 
 async def test_claim_validates_its_body(world: World) -> None:
     tid = await _thread(world)
     for body in ({"lease_minutes": 0}, {"lease_minutes": 7 * 24 * 60 + 1}, {"holder": "pb"}):
-        exc = await _refused(world.bot.request("POST", f"/api/threads/{tid}/claim", json=body))
+        exc = await refused(
+            world.bot.request("POST", f"/api/threads/{tid}/claim", json=body), "INVALID_ARGUMENT"
+        )
         assert exc.code == "INVALID_ARGUMENT", body
     assert (await world.bot.thread(tid))["claim"]["state"] == "open"
 
@@ -124,7 +119,7 @@ async def test_release_handoff_done_by_a_non_holder_are_forbidden(world: World) 
         world.peer.handoff(tid, "pb2"),
         world.peer.done(tid, "finished"),
     ):
-        exc = await _refused(call)
+        exc = await refused(call, "FORBIDDEN")
         assert (exc.status, exc.code) == (403, "FORBIDDEN")
         assert "pb" in exc.message
     assert snapshot(world.board.db_path) == before
@@ -135,7 +130,7 @@ async def test_release_of_an_open_thread_is_refused(world: World) -> None:
     tid = await _thread(world)
     before = snapshot(world.board.db_path)
     for call in (world.bot.release(tid), world.bot.handoff(tid, "pb2"), world.bot.done(tid)):
-        exc = await _refused(call)
+        exc = await refused(call, ("INVALID_ARGUMENT", "FORBIDDEN"))
         assert exc.code in ("INVALID_ARGUMENT", "FORBIDDEN")
     assert snapshot(world.board.db_path) == before
 
@@ -149,12 +144,16 @@ async def test_a_thread_of_another_workspace_looks_like_no_thread(world: World) 
     missing = 10**9
     for verb in ("claim", "release", "handoff", "done"):
         body = {"to": "pb2"} if verb == "handoff" else {}
-        hidden = await _refused(world.bot.request("POST", f"/api/threads/{foreign['id']}/{verb}", json=body))
-        absent = await _refused(world.bot.request("POST", f"/api/threads/{missing}/{verb}", json=body))
+        hidden = await refused(
+            world.bot.request("POST", f"/api/threads/{foreign['id']}/{verb}", json=body), "NOT_FOUND"
+        )
+        absent = await refused(
+            world.bot.request("POST", f"/api/threads/{missing}/{verb}", json=body), "NOT_FOUND"
+        )
         assert hidden.code == "NOT_FOUND" and hidden.status == 404
         assert _shape(hidden) == _shape(absent), verb
     # ... and the other workspace cannot touch ours either.
-    exc = await _refused(world.other.release(tid))
+    exc = await refused(world.other.release(tid), "NOT_FOUND")
     assert exc.code == "NOT_FOUND"
     assert snapshot(world.board.db_path) == before
     assert (await world.other.thread(foreign["id"]))["claim"]["holder"] == "ob"
@@ -164,9 +163,9 @@ async def test_handoff_to_a_bot_of_another_workspace_looks_like_no_bot(world: Wo
     tid = await _thread(world)
     await world.bot.claim(tid)
     before = snapshot(world.board.db_path)
-    foreign = await _refused(world.bot.handoff(tid, "ob", "please"))
-    absent = await _refused(world.bot.handoff(tid, "nobody-here", "please"))
-    system = await _refused(world.bot.handoff(tid, "board", "please"))
+    foreign = await refused(world.bot.handoff(tid, "ob", "please"), "NOT_FOUND")
+    absent = await refused(world.bot.handoff(tid, "nobody-here", "please"), "NOT_FOUND")
+    system = await refused(world.bot.handoff(tid, "board", "please"), "NOT_FOUND")
     assert foreign.code == "NOT_FOUND"
     assert _shape(foreign) == _shape(absent) == _shape(system)
     assert snapshot(world.board.db_path) == before
@@ -190,7 +189,7 @@ async def test_handoff_lands_in_the_targets_inbox_and_moves_the_claim(world: Wor
     )
 
     # The old holder has let go; the new one holds.
-    assert (await _refused(world.bot.release(tid))).code == "FORBIDDEN"
+    await refused(world.bot.release(tid), "FORBIDDEN")
     released = await world.peer.release(tid, "not mine after all")
     assert released["state"] == "open" and released["holder"] is None
 
@@ -231,7 +230,7 @@ async def test_a_human_releases_hands_off_and_closes_any_claim(world: World) -> 
 
 async def test_a_human_may_close_an_open_thread_but_a_bot_must_claim_first(world: World) -> None:
     tid = await _thread(world)
-    exc = await _refused(world.bot.done(tid, "done?"))
+    exc = await refused(world.bot.done(tid, "done?"), "FORBIDDEN")
     assert exc.code == "FORBIDDEN"
     closed = await world.human.done(tid, "won't fix")
     assert closed["state"] == "done"
@@ -352,7 +351,7 @@ async def test_claims_list_filters_and_scope(world: World) -> None:
     assert ids(await world.other.claims()) == [foreign["id"]]
     assert ids(await world.human.claims()) == [a, b, c, foreign["id"]]
     assert ids(await world.human.claims(workspace="other")) == [foreign["id"]]
-    assert (await _refused(world.bot.claims(workspace="other"))).code == "NOT_FOUND"
+    await refused(world.bot.claims(workspace="other"), "NOT_FOUND")
 
     first = await world.human.claims(limit=2)
     assert ids(first) == [a, b] and first["has_more"] is True
@@ -370,7 +369,7 @@ async def test_another_bot_may_claim_once_the_lease_has_passed(
     tid = await _thread(w)
     claim = await w.bot.claim(tid, lease_minutes=10)
     clock.advance(9 * 60)
-    assert (await _refused(w.peer.claim(tid))).code == "CLAIMED"
+    await refused(w.peer.claim(tid), "CLAIMED")
     clock.advance(61)
     assert w.board.ctx.now() > claim["lease_until"]
     taken = await w.peer.claim(tid, note="picking this up")
@@ -381,7 +380,7 @@ async def test_another_bot_may_claim_once_the_lease_has_passed(
     ]
     # The bot whose lease ran out hears who took the thread.
     assert "claimed by pb2: picking this up" in [m["body"] for m in (await _inbox(w.bot)).values()]
-    assert (await _refused(w.bot.release(tid))).code == "FORBIDDEN"
+    await refused(w.bot.release(tid), "FORBIDDEN")
 
 
 async def test_the_holders_post_renews_the_lease_and_a_non_holders_does_not(
@@ -406,7 +405,7 @@ async def test_the_holders_post_renews_the_lease_and_a_non_holders_does_not(
 
     # Renewed: past the first lease the thread is still the holder's.
     clock.advance(15 * 60)
-    assert (await _refused(w.peer.claim(tid))).code == "CLAIMED"
+    await refused(w.peer.claim(tid), "CLAIMED")
 
 
 async def test_replies_in_a_claimed_thread_reach_the_holder(world: World) -> None:
@@ -454,8 +453,10 @@ async def test_a_reply_id_names_its_thread_and_an_admin_bot_is_not_handed_it(wor
     claim = await world.bot.claim(reply["id"])
     assert claim["thread_id"] == root["id"] and claim["holder"] == "pb"
     before = snapshot(world.board.db_path)
-    to_admin = await _refused(world.bot.handoff(root["id"], "ab", "admin, please take it"))
-    to_nobody = await _refused(world.bot.handoff(root["id"], "nobody-here", "admin, please take it"))
+    to_admin = await refused(world.bot.handoff(root["id"], "ab", "admin, please take it"), "NOT_FOUND")
+    to_nobody = await refused(
+        world.bot.handoff(root["id"], "nobody-here", "admin, please take it"), "NOT_FOUND"
+    )
     assert _shape(to_admin) == _shape(to_nobody) and to_admin.code == "NOT_FOUND"
     assert snapshot(world.board.db_path) == before
     assert (await world.human.thread(root["id"]))["claim"]["holder"] == "pb"

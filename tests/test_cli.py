@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from boardtest import World, database_env, db_rows
-from processes import board_env, command, free_port
 
 from board.client import BoardAPIError, BoardClient
 from board.server.services.auth import hash_secret
+from tests.support.boardtest import World, database_env, db_rows
+from tests.support.processes import board_env, command, free_port
 
 
 @dataclass

@@ -4,14 +4,16 @@ carries its words, or its existence, to a bot outside it."""
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from typing import Any
 
 import pytest
-from boardtest import World, snapshot
 
 from board.client import BoardAPIError, BoardClient
+from tests.support.boardtest import World, snapshot
+from tests.support.refusals import refused
 
 
-async def _private(world: World) -> tuple[int, dict]:
+async def _private(world: World) -> tuple[int, dict[str, Any]]:
     """A conversation of pb and alice, and its first message."""
     convo = (await world.bot.open_conversation(["alice"], topic="private"))["conversation"]
     root = await world.bot.post("private kiwi plan", conversation=convo["id"])
@@ -80,7 +82,7 @@ async def test_claims_of_a_conversation_thread_stay_with_its_participants(world:
     public = await world.peer.post("a public thread", channel="lobby")
     await world.peer.claim(public["id"], note="public work")
 
-    def threads(page: dict) -> set[int]:
+    def threads(page: dict[str, Any]) -> set[int]:
         return {c["thread_id"] for c in page["claims"]}
 
     assert root["id"] not in threads(await world.peer.claims())
@@ -114,12 +116,6 @@ async def test_a_humans_claims_elsewhere_stay_out_of_a_bots_roster(world: World)
 
 def _answer(exc: BoardAPIError) -> tuple[object, ...]:
     return exc.status, exc.code, exc.message, exc.details, exc.retryable
-
-
-async def _refusal(call: Awaitable[object]) -> tuple[object, ...]:
-    with pytest.raises(BoardAPIError) as caught:
-        await call
-    return _answer(caught.value)
 
 
 ABSENT = 10_000_000
@@ -157,9 +153,9 @@ async def test_a_conversation_one_is_not_in_answers_as_an_absent_one_on_every_ro
         hidden = calls(outsider, convo_id, root["id"])
         absent = calls(outsider, ABSENT, ABSENT)
         for what in hidden:
-            answer = await _refusal(hidden[what])
-            status, code, message, *rest = await _refusal(absent[what])
+            answer = _answer(await refused(hidden[what], "NOT_FOUND"))
+            status, code, message, *rest = _answer(await refused(absent[what], "NOT_FOUND"))
             # A refusal that names the id it refuses names the absent one in its place.
-            assert answer == (status, code, message.replace(str(ABSENT), str(root["id"])), *rest), what
+            assert answer == (status, code, str(message).replace(str(ABSENT), str(root["id"])), *rest), what
             assert code == "NOT_FOUND", what
     assert snapshot(world.board.db_path) == before

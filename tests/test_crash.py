@@ -8,8 +8,8 @@ import sqlite3
 import time
 from pathlib import Path
 
-from load import LOAD_ENV, humans, integrity, load, missing
-from processes import board_env, free_port, kill, serve, wait_healthy
+from tests.support.load import LOAD_ENV, humans, integrity, load, missing
+from tests.support.processes import board_env, free_port, kill, serve, wait_healthy
 
 KILLS = 20
 CLIENTS = 3

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from processes import board_env, command, free_port, health
+
+from tests.support.processes import board_env, command, free_port, health
 
 
 def ctl(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -22,11 +22,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from doctor_support import Diagnosis, default_db, doctor, doctor_env
-from processes import Served, board_env, command, free_port, kill, serve, wait_healthy
 
 from board import __version__, ctl
 from board.server.store.schema import schema_version
+from tests.support.doctor_support import Diagnosis, default_db, doctor, doctor_env
+from tests.support.processes import Served, board_env, command, free_port, kill, serve, wait_healthy
 
 pytestmark = pytest.mark.timeout(240)
 

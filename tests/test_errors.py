@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Awaitable
 from typing import Any
 
 import aiohttp
 import pytest
-from boardtest import World, snapshot
 
 from board.client import BoardAPIError
+from tests.support.boardtest import World, snapshot
+from tests.support.refusals import refused
 
 
 async def raw(
@@ -41,13 +43,9 @@ def assert_error_shape(body: Any, code: str) -> None:
     assert "Traceback" not in error["message"]
 
 
-async def refused(world: World, code: str, status: int, **post: Any) -> BoardAPIError:
-    before = snapshot(world.board.db_path)
-    with pytest.raises(BoardAPIError) as caught:
-        await world.bot.request("POST", "/api/messages", json=post)
-    assert (caught.value.code, caught.value.status) == (code, status), caught.value
-    assert snapshot(world.board.db_path) == before
-    return caught.value
+def post(world: World, **body: Any) -> Awaitable[Any]:
+    """The bot posts ``body`` as a message, unchecked by the client."""
+    return world.bot.request("POST", "/api/messages", json=body)
 
 
 async def test_malformed_json_is_invalid_argument_and_writes_nothing(world: World) -> None:
@@ -62,22 +60,40 @@ async def test_malformed_json_is_invalid_argument_and_writes_nothing(world: Worl
 
 
 async def test_unknown_field_is_named_in_the_error(world: World) -> None:
-    error = await refused(world, "INVALID_ARGUMENT", 422, channel="lobby", body="x", colour="red")
+    error = await refused(
+        post(world, channel="lobby", body="x", colour="red"),
+        "INVALID_ARGUMENT",
+        unchanged=world.board,
+    )
     assert "colour" in error.message and error.details["field"] == "colour"
 
 
 async def test_wrong_types_are_refused(world: World) -> None:
-    await refused(world, "INVALID_ARGUMENT", 422, channel="lobby", body=12)
-    await refused(world, "INVALID_ARGUMENT", 422, channel="lobby", body="x", tags="a,b")
-    await refused(world, "INVALID_ARGUMENT", 422, reply_to=True, body="x")
-    await refused(world, "INVALID_ARGUMENT", 422, channel="lobby", body="x", meta=[1])
+    await refused(post(world, channel="lobby", body=12), "INVALID_ARGUMENT", unchanged=world.board)
+    await refused(
+        post(world, channel="lobby", body="x", tags="a,b"), "INVALID_ARGUMENT", unchanged=world.board
+    )
+    await refused(post(world, reply_to=True, body="x"), "INVALID_ARGUMENT", unchanged=world.board)
+    await refused(post(world, channel="lobby", body="x", meta=[1]), "INVALID_ARGUMENT", unchanged=world.board)
 
 
 async def test_limits_answer_limit_exceeded(world: World) -> None:
-    await refused(world, "LIMIT_EXCEEDED", 413, channel="lobby", body="x" * 16_001)
-    await refused(world, "LIMIT_EXCEEDED", 413, channel="lobby", body="x", tags=[f"t{i}" for i in range(11)])
-    await refused(world, "LIMIT_EXCEEDED", 413, channel="lobby", body="x", tags=["t" * 33])
-    await refused(world, "LIMIT_EXCEEDED", 413, channel="lobby", body="x", meta={"k": "v" * 9000})
+    await refused(post(world, channel="lobby", body="x" * 16_001), "LIMIT_EXCEEDED", unchanged=world.board)
+    await refused(
+        post(world, channel="lobby", body="x", tags=[f"t{i}" for i in range(11)]),
+        "LIMIT_EXCEEDED",
+        unchanged=world.board,
+    )
+    await refused(
+        post(world, channel="lobby", body="x", tags=["t" * 33]),
+        "LIMIT_EXCEEDED",
+        unchanged=world.board,
+    )
+    await refused(
+        post(world, channel="lobby", body="x", meta={"k": "v" * 9000}),
+        "LIMIT_EXCEEDED",
+        unchanged=world.board,
+    )
     await world.bot.post("y" * 16_000, channel="lobby")  # the limit itself is allowed
 
 
@@ -96,9 +112,9 @@ async def test_oversized_request_body(world: World) -> None:
 
 
 async def test_control_characters_and_bad_slugs(world: World) -> None:
-    await refused(world, "INVALID_ARGUMENT", 422, channel="lobby", body="bell\x07")
-    await refused(world, "INVALID_ARGUMENT", 422, channel="Lobby!", body="x")
-    await refused(world, "INVALID_ARGUMENT", 422, channel="../etc", body="x")
+    await refused(post(world, channel="lobby", body="bell\x07"), "INVALID_ARGUMENT", unchanged=world.board)
+    await refused(post(world, channel="Lobby!", body="x"), "INVALID_ARGUMENT", unchanged=world.board)
+    await refused(post(world, channel="../etc", body="x"), "INVALID_ARGUMENT", unchanged=world.board)
     await world.bot.post("tab\tand\nnewline", channel="lobby")
 
 
@@ -119,7 +135,7 @@ async def test_huge_limit_wait_and_negative_cursors(world: World) -> None:
 
 
 async def test_integers_beyond_64_bits_are_refused(world: World) -> None:
-    await refused(world, "INVALID_ARGUMENT", 422, reply_to=2**70, body="x")
+    await refused(post(world, reply_to=2**70, body="x"), "INVALID_ARGUMENT", unchanged=world.board)
     with pytest.raises(BoardAPIError) as caught:
         await world.bot.messages(since=2**64)
     assert caught.value.code == "INVALID_ARGUMENT"
@@ -130,7 +146,7 @@ async def test_unknown_ids_are_not_found(world: World) -> None:
         status, body = await raw(world, "GET", path, token=world.bot.token)
         assert status == 404
         assert_error_shape(body, "NOT_FOUND")
-    await refused(world, "NOT_FOUND", 404, reply_to=999_999, body="x")
+    await refused(post(world, reply_to=999_999, body="x"), "NOT_FOUND", unchanged=world.board)
 
 
 async def test_unknown_route_and_method(world: World) -> None:

@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from boardtest import World
 
 from board.client import BoardAPIError
 from board.server.clock import ManualClock
 from board.server.hub import Event, Hub
 from board.server.sweep import sweep
+from tests.support.boardtest import World
 
 
 @contextmanager
@@ -27,7 +27,9 @@ def published(hub: Hub) -> Iterator[list[Event]]:
     try:
         yield seen
     finally:
-        seen += waiter.take()
+        for event in waiter.take():
+            assert isinstance(event, Event), event  # this hub carries no bare signals
+            seen.append(event)
         hub.unsubscribe(waiter)
 
 

@@ -15,11 +15,11 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
-from boardtest import World, held
-from pages_support import Browser, sign_in
 
 from board.client import BoardClient
 from board.server.jsonvalues import Encoded
+from tests.support.boardtest import World, held
+from tests.support.pages_support import Browser, sign_in
 
 
 def count_encodes(monkeypatch: pytest.MonkeyPatch, body: str) -> list[int]:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from processes import fuzzed_board
+from tests.support.processes import fuzzed_board
 
 
 def test_no_generated_request_makes_the_board_fail(tmp_path: Path) -> None:

@@ -23,15 +23,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from boardtest import snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from processes import fuzzed_board
 
-from board.server.api.routing import Route
+from board.server.api.route import Route
 from board.server.api.table import all_routes
 from board.server.jsonvalues import MAX_DEPTH
 from board.server.validation import declared
+from tests.support.boardtest import snapshot
+from tests.support.processes import fuzzed_board
 
 EXAMPLES = 12
 SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)

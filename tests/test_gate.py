@@ -7,23 +7,24 @@ import json
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
-from boardtest import Board, World, populate, snapshot, start_board, stop_board
-from processes import board_env, kill, serve, wait_healthy
 
 from board.client import BoardAPIError
 from board.server.api.gate import MAX_URL, Hosts
 from board.server.app import create_app
 from board.server.settings import Settings
+from tests.support.boardtest import Board, World, populate, snapshot, start_board, stop_board
+from tests.support.processes import board_env, kill, serve, wait_healthy
 
 LOOPBACK = ["localhost", "LocalHost:8080", "127.0.0.1", "127.0.0.1:1", "127.9.8.7:80", "[::1]", "[::1]:8080"]
 FOREIGN = ["evil.example", "evil.example:8080", "127.0.0.1.evil.example", "localhost.evil.example", "[::1"]
 FOREIGN += ["[::1].evil.example", "[::1]evil.example", "[::1]:x", "[127.0.0.1]:80:80"]
 
 
-def hosts(**settings: str) -> Hosts:
+def hosts(**settings: Any) -> Hosts:
     return Hosts.from_settings(Settings(db=":memory:", **settings))
 
 
@@ -100,7 +101,7 @@ async def test_a_foreign_host_is_refused_with_the_json_error_and_changes_nothing
     assert answer["error"]["code"] == "MISDIRECTED_REQUEST"
     assert "evil" not in answer["error"]["message"]
     assert snapshot(world.board.db_path) == before
-    status, _ = await raw(world, method, path, f"localhost:{world.board.server.port}", world.bot.token)
+    status, _ = await raw(world, method, path, f"localhost:{world.board.port}", world.bot.token)
     assert status < 400
 
 
@@ -136,12 +137,12 @@ def raw_request(port: int, target: bytes, host: bytes = b"localhost") -> tuple[b
 async def test_a_url_over_8_kib_gets_the_json_error(board: Board) -> None:
     for size in (MAX_URL + 1, 100_000):
         target = b"/api/messages?q=" + b"A" * size
-        head, body = await asyncio.to_thread(raw_request, board.server.port, target)
+        head, body = await asyncio.to_thread(raw_request, board.port, target)
         assert head.startswith(b"HTTP/1.1 413"), head
         error = json.loads(body)["error"]
         assert error["code"] == "LIMIT_EXCEEDED" and error["details"]["limit"] == MAX_URL
         assert b"AAAA" not in body
-    head, body = await asyncio.to_thread(raw_request, board.server.port, b"/healthz?" + b"a" * (MAX_URL - 20))
+    head, body = await asyncio.to_thread(raw_request, board.port, b"/healthz?" + b"a" * (MAX_URL - 20))
     assert head.startswith(b"HTTP/1.1 422"), head  # under the limit: the route's own answer
 
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import aiohttp
 import pytest
-from boardtest import World, snapshot
 
 from board.server.errors import InvalidArgument
 from board.server.jsonvalues import MAX_DEPTH
 from board.server.services.messages import MessageQuery
 from board.server.validation import parse_query
+from tests.support.boardtest import World, snapshot
 
 
 async def send(

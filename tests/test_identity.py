@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from boardtest import Board, PgDatabase, Where, World, db_rows, snapshot
 
 from board.client import BoardAPIError, BoardClient
 from board.server.clock import ManualClock, iso
 from board.server.errors import Unauthenticated
 from board.server.services import auth
+from tests.support.boardtest import Board, PgDatabase, Where, World, db_rows, snapshot
+from tests.support.refusals import refused
 
 
 async def invite(board: Board, workspace: str = "proj", uses: int = 1, expires_in: int = 86400) -> str:
@@ -23,22 +24,6 @@ async def invite(board: Board, workspace: str = "proj", uses: int = 1, expires_i
 
 async def register(board: Board, **body: Any) -> tuple[int, Any]:
     return await board.client().call("POST", "/api/agents", json=body)
-
-
-async def refused(board: Board, code: str, status: int, **body: Any) -> BoardAPIError:
-    """The registration is refused with ``code`` and the database is unchanged."""
-    before = snapshot(board.db_path)
-    with pytest.raises(BoardAPIError) as err:
-        await register(board, **body)
-    assert (err.value.code, err.value.status) == (code, status), err.value.message
-    assert snapshot(board.db_path) == before
-    return err.value
-
-
-async def assert_unauthenticated(client: BoardClient) -> None:
-    with pytest.raises(BoardAPIError) as err:
-        await client.me()
-    assert (err.value.code, err.value.status) == ("UNAUTHENTICATED", 401)
 
 
 # -- registration --------------------------------------------------------------------
@@ -71,15 +56,19 @@ async def test_a_used_up_invite_is_refused(world: World) -> None:
     for handle in ("first", "second"):
         status, _ = await register(board, handle=handle, invite=code)
         assert status == 201
-    await refused(board, "UNAUTHENTICATED", 401, handle="third", invite=code)
+    await refused(register(board, handle="third", invite=code), "UNAUTHENTICATED", unchanged=board)
 
 
 async def test_an_unknown_invite_is_refused(world: World) -> None:
-    await refused(world.board, "UNAUTHENTICATED", 401, handle="stranger", invite="bi_not-a-real-invite")
+    await refused(
+        register(world.board, handle="stranger", invite="bi_not-a-real-invite"),
+        "UNAUTHENTICATED",
+        unchanged=world.board,
+    )
 
 
 async def test_registration_without_an_invite_is_refused(world: World) -> None:
-    await refused(world.board, "INVALID_ARGUMENT", 422, handle="stranger")
+    await refused(register(world.board, handle="stranger"), "INVALID_ARGUMENT", unchanged=world.board)
 
 
 async def test_an_expired_invite_is_refused(clocked_world: World, clock: ManualClock) -> None:
@@ -88,7 +77,7 @@ async def test_an_expired_invite_is_refused(clocked_world: World, clock: ManualC
     clock.advance(59)
     live = await invite(board, expires_in=60)
     clock.advance(2)
-    await refused(board, "UNAUTHENTICATED", 401, handle="late", invite=code)
+    await refused(register(board, handle="late", invite=code), "UNAUTHENTICATED", unchanged=board)
     status, _ = await register(board, handle="ontime", invite=live)
     assert status == 201
 
@@ -97,7 +86,7 @@ async def test_a_taken_handle_is_refused_whatever_its_case(world: World) -> None
     board = world.board
     code = await invite(board)
     for handle in ("pb", "PB", "Alice", "BOARD"):
-        error = await refused(board, "NAME_CONFLICT", 409, handle=handle, invite=code)
+        error = await refused(register(board, handle=handle, invite=code), "NAME_CONFLICT", unchanged=board)
         assert "taken" in error.message
     # The refusals spent nothing: the invite still has its one use.
     status, _ = await register(board, handle="fresh", invite=code)
@@ -107,7 +96,9 @@ async def test_a_taken_handle_is_refused_whatever_its_case(world: World) -> None
 @pytest.mark.parametrize("handle", ["x", "a" * 33, "has space", "semi;colon", "ünïcode", ""])
 async def test_a_bad_handle_is_refused(world: World, handle: str) -> None:
     error = await refused(
-        world.board, "INVALID_ARGUMENT", 422, handle=handle, invite=await invite(world.board)
+        register(world.board, handle=handle, invite=await invite(world.board)),
+        "INVALID_ARGUMENT",
+        unchanged=world.board,
     )
     assert "handle" in error.message
 
@@ -127,14 +118,22 @@ async def test_registration_takes_the_harness_label_and_the_roster_shows_it(worl
 async def test_registration_never_makes_a_human(world: World) -> None:
     code = await invite(world.board)
     for kind in ("human", "system", "keeper", "bot", "Claude-Code"):
-        await refused(world.board, "INVALID_ARGUMENT", 422, handle="wannabe", invite=code, kind=kind)
-    await refused(world.board, "INVALID_ARGUMENT", 422, handle="wannabe", invite=code, role="human")
+        await refused(
+            register(world.board, handle="wannabe", invite=code, kind=kind),
+            "INVALID_ARGUMENT",
+            unchanged=world.board,
+        )
+    await refused(
+        register(world.board, handle="wannabe", invite=code, role="human"),
+        "INVALID_ARGUMENT",
+        unchanged=world.board,
+    )
 
 
 async def test_an_invite_to_an_archived_workspace_is_refused(world: World) -> None:
     code = await invite(world.board, "other")
     await world.human.archive_workspace("other")
-    await refused(world.board, "FORBIDDEN", 403, handle="latecomer", invite=code)
+    await refused(register(world.board, handle="latecomer", invite=code), "FORBIDDEN", unchanged=world.board)
 
 
 async def test_only_humans_issue_invites(world: World) -> None:
@@ -163,7 +162,7 @@ async def test_rotation_gives_a_new_token_and_stops_the_old_one_at_once(world: W
     prefix = "bb_" if who == "bot" else "bh_"
     assert rotated["token"].startswith(prefix) and rotated["token"] != old.token
 
-    await assert_unauthenticated(old)
+    await refused(old.me(), "UNAUTHENTICATED")
     fresh = world.board.client(rotated["token"])
     assert (await fresh.me())["handle"] == ("pb" if who == "bot" else "alice")
 
@@ -172,7 +171,7 @@ async def test_a_human_revokes_a_bots_token_and_it_stops_at_once(world: World) -
     await world.bot.me()
     revoked = await world.human.revoke_token("pb")
     assert revoked == {"handle": "pb", "revoked": 1}
-    await assert_unauthenticated(world.bot)
+    await refused(world.bot.me(), "UNAUTHENTICATED")
     # Its workspace neighbour is untouched.
     assert (await world.peer.me())["handle"] == "pb2"
 
@@ -219,7 +218,7 @@ async def test_raw_tokens_never_reach_the_database_file(world: World) -> None:
 
     stored = database_bytes(board.db_path)
     for secret in secrets:
-        assert secret and secret.encode() not in stored, f"{secret[:3]}... is stored in the clear"
+        assert secret and secret.encode() not in stored, f"{(secret or '')[:3]}... is stored in the clear"
         assert hashlib.sha256(secret.encode()).hexdigest().encode() in stored
 
 
@@ -360,4 +359,4 @@ async def test_a_revocation_racing_a_first_lookup_still_stops_the_token(
 
     with pytest.raises(Unauthenticated):
         await auth.authenticate(ctx, token)
-    await assert_unauthenticated(world.bot)
+    await refused(world.bot.me(), "UNAUTHENTICATED")

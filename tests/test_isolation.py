@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from boardtest import World
 
 from board.client import BoardAPIError
+from tests.support.boardtest import World
+from tests.support.refusals import refused
 
 
 async def populate_both(world: World) -> dict[str, int]:
@@ -94,20 +95,20 @@ async def test_an_admin_bot_reads_a_thread_of_any_workspace_by_its_id(world: Wor
     assert (await world.admin_bot.messages(thread=root["id"], since=0, workspace="admin"))["messages"] == []
 
 
-async def _refusal(call: Any) -> tuple[int, str, str, dict[str, Any]]:
-    with pytest.raises(BoardAPIError) as caught:
-        await call
-    return caught.value.status, caught.value.code, caught.value.message, caught.value.details
+def _shape(exc: BoardAPIError) -> tuple[int, str, str, dict[str, Any]]:
+    return exc.status, exc.code, exc.message, exc.details
 
 
 async def test_naming_a_foreign_bot_in_a_conversation_answers_as_for_an_absent_one(world: World) -> None:
     """Neither the spelling in the answer nor which check answers first tells a foreign handle exists."""
     for participants, workspace in ((["OB"], None), (["pb2", "OB"], None), (["OB"], "nowhere")):
         absent = [("ZZ" if h == "OB" else h) for h in participants]
-        status, code, message, details = await _refusal(
-            world.bot.open_conversation(participants, workspace=workspace)
+        status, code, message, details = _shape(
+            await refused(world.bot.open_conversation(participants, workspace=workspace), "NOT_FOUND")
         )
-        expected = await _refusal(world.bot.open_conversation(absent, workspace=workspace))
+        expected = _shape(
+            await refused(world.bot.open_conversation(absent, workspace=workspace), "NOT_FOUND")
+        )
         assert (status, code, message.replace("OB", "ZZ"), details) == expected
         assert code == "NOT_FOUND"
     assert (await world.bot.conversations())["conversations"] == []

@@ -18,23 +18,20 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from browser_support import Tab
-from install_support import api, belonging_to, fleet_bots, left_behind, machine, run, sign_in
 from playwright.async_api import Browser, Page
 from playwright.async_api import Error as PlaywrightError
-from processes import ROOT, free_port
 
-sys.path.insert(0, str(ROOT / "tests" / "launcher"))
-sys.path.insert(0, str(ROOT / "tests" / "keeper"))
-from fakeharness import FAKES_BIN, SANDBOX_ENV, Fake
-from keeperrun import FAST
+from tests.keeper.keeperrun import FAST
+from tests.launcher.fakeharness import FAKES_BIN, SANDBOX_ENV, Fake
+from tests.support.browser_support import Tab
+from tests.support.install_support import api, belonging_to, fleet_bots, left_behind, machine, run, sign_in
+from tests.support.processes import ROOT, free_port
 
 # One install into a fresh virtual environment, then a day's work in a few minutes.
 pytestmark = pytest.mark.timeout(420)

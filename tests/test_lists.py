@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from boardtest import World
-
 from board.server.api.table import all_routes
+from tests.support.boardtest import World
 
 #: Lists whose default is deliberately smaller than the contract's 20, and why.
 SMALLER_DEFAULTS = {  # each review group carries the diffs of every open proposal

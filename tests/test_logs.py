@@ -6,9 +6,9 @@ import json
 import logging
 
 import pytest
-from boardtest import World
 
 from board.server.logs import JsonFormatter
+from tests.support.boardtest import World
 
 
 async def test_one_json_line_per_request_without_secrets(
@@ -23,5 +23,6 @@ async def test_one_json_line_per_request_without_secrets(
     entries = [json.loads(line) for line in lines]
     post = [e for e in entries if e["route"] == "/api/messages" and e["method"] == "POST"]
     assert len(post) == 1 and post[0]["status"] == 201 and len(post[0]["request_id"]) == 12
+    assert world.bot.token is not None
     for line in lines:
         assert "swordfish" not in line and world.bot.token not in line

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-
-from boardtest import LONG_WAIT, WOKEN_WITHIN, World, held
+from typing import Any
 
 from board.client import BoardClient
+from tests.support.boardtest import LONG_WAIT, WOKEN_WITHIN, World, held
 
 
-async def timed(coro: object) -> tuple[float, dict]:
+async def timed(coro: object) -> tuple[float, dict[str, Any]]:
     started = time.monotonic()
     result = await coro  # type: ignore[misc]
     return time.monotonic() - started, result

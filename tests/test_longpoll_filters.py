@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from boardtest import World
-
 from board.server.hub import Event
 from board.server.services.loopguard import HELD_TAG
 from board.server.store import channels as channel_store
@@ -21,6 +19,7 @@ from board.server.store import messages as store
 from board.server.store import workspaces as workspace_store
 from board.server.store.connection import Connection
 from board.server.store.messages import InboxFilter, MessageFilter, WatchFilter
+from tests.support.boardtest import World
 
 LIMIT = 1000  # above the table's size: the read is never cut short
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from boardtest import World, snapshot
-from pages_support import sign_in
 
 from board.client import BoardAPIError, BoardClient
+from tests.support.boardtest import World, snapshot
+from tests.support.pages_support import sign_in
 
 HOPS = 4
 

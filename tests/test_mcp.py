@@ -16,7 +16,6 @@ from typing import Any
 
 import httpx2
 import pytest
-from boardtest import Board, World, snapshot
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -25,6 +24,7 @@ from board.client import BoardAPIError
 from board.mcp.tools import RESOURCES, TOOLS
 from board.server.api.keys import ROUTES
 from board.server.validation import _wire_fields
+from tests.support.boardtest import Board, World, snapshot
 
 TRANSPORTS = ("http", "stdio")
 TOOL_LIST_LIMIT = 8_000  # characters of the serialized tools/list result

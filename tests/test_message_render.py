@@ -12,9 +12,8 @@ import asyncio
 import json
 from typing import Any
 
-from boardtest import World
-
 from board.client import BoardClient
+from tests.support.boardtest import World
 
 #: Values that survive only a faithful round trip: escapes, separators JSON allows but
 #: JavaScript does not, markup, right-to-left text, huge and negative-zero numbers,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
-from boardtest import World, snapshot
 
 from board.client import BoardAPIError
+from tests.support.boardtest import World, snapshot
 
 
 async def test_thread_roots_carry_reply_summaries(world: World) -> None:
@@ -37,7 +38,8 @@ async def test_reply_naming_another_channel_is_refused(world: World) -> None:
 
 
 async def test_a_new_root_needs_exactly_one_place(world: World) -> None:
-    for kwargs in ({}, {"channel": "lobby", "conversation": 1}):
+    places: tuple[dict[str, Any], ...] = ({}, {"channel": "lobby", "conversation": 1})
+    for kwargs in places:
         with pytest.raises(BoardAPIError) as caught:
             await world.bot.post("where?", **kwargs)
         assert caught.value.code == "INVALID_ARGUMENT"

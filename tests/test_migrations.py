@@ -21,7 +21,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from boardtest import PgDatabase, StoreChoice, Where, db_execute, db_rows
 
 from board.server.store import messages, schema
 from board.server.store.db import Database
@@ -30,6 +29,7 @@ from board.server.store.postgres import PostgresStore
 from board.server.store.schema import Migration, migrations, schema_version
 from board.server.store.search import Terms
 from board.server.store.writer import Store, StoreError
+from tests.support.boardtest import PgDatabase, StoreChoice, Where, db_execute, db_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The last commit whose migrations were kept by hand, one folder per dialect.

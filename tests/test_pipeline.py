@@ -12,14 +12,14 @@ import re
 from pathlib import Path
 
 import pytest
-from boardtest import StoreChoice, World, db_rows, snapshot, start_board, stop_board
-from browser_support import new_tab
-from pages_support import Browser, login_link, sign_in
 from playwright.async_api import Browser as Chromium
 from playwright.async_api import expect
-from test_mcp import TRANSPORTS, call, connect, refused
 
 from board.client import BoardAPIError
+from tests.support.boardtest import StoreChoice, World, db_rows, snapshot, start_board, stop_board
+from tests.support.browser_support import new_tab
+from tests.support.pages_support import Browser, login_link, sign_in
+from tests.test_mcp import TRANSPORTS, call, connect, refused
 
 FORM_REQUEST_ID = re.compile(r'name="request_id" value="([^"]+)"')
 

@@ -6,17 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from boardtest import World, db_rows, held, snapshot
 
-from board.client import BoardAPIError, BoardClient
+from board.client import BoardClient
 from board.server.clock import ManualClock
-from board.server.services import auth, messages, posting
-
-
-async def _refused(call: Any) -> BoardAPIError:
-    with pytest.raises(BoardAPIError) as info:
-        await call
-    return info.value
+from board.server.services import auth, longpoll, messages, posting
+from tests.support.boardtest import World, db_rows, held, snapshot
+from tests.support.refusals import refused
 
 
 def _receipts(message: dict[str, Any]) -> dict[str, tuple[str, str | None, str | None]]:
@@ -66,12 +61,12 @@ async def test_a_message_not_addressed_to_me_is_refused_whole(world: World) -> N
     foreign = await w.human.post("@ob other workspace", channel="lobby", workspace="other")
     before = snapshot(w.board.db_path)
     for ids in ([theirs["id"]], [plain["id"]], [foreign["id"]], [10**9], [mine["id"], theirs["id"]]):
-        exc = await _refused(w.bot.receipts(ids, "seen"))
+        exc = await refused(w.bot.receipts(ids, "seen"), "NOT_FOUND")
         assert (exc.status, exc.code) == (404, "NOT_FOUND"), ids
     assert snapshot(w.board.db_path) == before
     assert _receipts(await w.human.message(mine["id"]))["pb"] == ("mention", None, None)
     # An author does not receipt its own message: it was never addressed to it.
-    assert (await _refused(w.peer.receipts([plain["id"]], "done"))).code == "NOT_FOUND"
+    await refused(w.peer.receipts([plain["id"]], "done"), "NOT_FOUND")
 
 
 async def test_receipts_validate_their_body(world: World) -> None:
@@ -85,9 +80,9 @@ async def test_receipts_validate_their_body(world: World) -> None:
         ({"message_ids": list(range(1, 502)), "state": "seen"}, "LIMIT_EXCEEDED"),
         ({"message_ids": [posted["id"]], "state": "seen", "extra": 1}, "INVALID_ARGUMENT"),
     ):
-        exc = await _refused(world.bot.request("POST", "/api/receipts", json=body))
+        exc = await refused(world.bot.request("POST", "/api/receipts", json=body), code)
         assert exc.code == code, body
-    assert (await _refused(world.anon.receipts([posted["id"]]))).code == "UNAUTHENTICATED"
+    await refused(world.anon.receipts([posted["id"]]), "UNAUTHENTICATED")
     assert snapshot(world.board.db_path) == before
 
 
@@ -151,7 +146,7 @@ async def test_receipts_of_a_message_show_every_addressee(world: World) -> None:
     assert set(receipts) == {"pb", "pb2"}
     assert receipts["pb"] == ("conversation", None, None) and receipts["pb2"][1] is not None
     # Who is not addressed has no receipt row to show; another workspace sees nothing.
-    assert (await _refused(w.other.message(in_convo["id"]))).code == "NOT_FOUND"
+    await refused(w.other.message(in_convo["id"]), "NOT_FOUND")
 
 
 # -- wakes ---------------------------------------------------------------------------------
@@ -198,9 +193,9 @@ async def test_a_bot_records_a_wake(world: World) -> None:
 
 async def test_only_a_bot_records_wakes(world: World) -> None:
     before = snapshot(world.board.db_path)
-    exc = await _refused(world.human.record_wake(**RUN))
+    exc = await refused(world.human.record_wake(**RUN), "FORBIDDEN")
     assert (exc.status, exc.code) == (403, "FORBIDDEN")
-    assert (await _refused(world.anon.record_wake(**RUN))).code == "UNAUTHENTICATED"
+    await refused(world.anon.record_wake(**RUN), "UNAUTHENTICATED")
     assert snapshot(world.board.db_path) == before
 
 
@@ -213,7 +208,7 @@ async def test_a_wake_names_only_messages_its_bot_may_read(world: World) -> None
     before = snapshot(w.board.db_path)
     answers = []
     for trigger in (foreign["id"], absent):
-        exc = await _refused(w.bot.record_wake(**RUN | {"trigger_ids": [mine["id"], trigger]}))
+        exc = await refused(w.bot.record_wake(**RUN | {"trigger_ids": [mine["id"], trigger]}), "NOT_FOUND")
         answers.append((exc.status, exc.code, exc.message.replace(str(trigger), "<id>"), exc.details))
     assert answers[0] == answers[1] and answers[0][:2] == (404, "NOT_FOUND")
     assert snapshot(w.board.db_path) == before
@@ -246,7 +241,7 @@ async def test_a_wake_names_only_messages_its_bot_may_read(world: World) -> None
 async def test_wake_records_are_validated(world: World, change: dict[str, Any]) -> None:
     body = {k: v for k, v in (RUN | change).items() if v is not None}
     before = snapshot(world.board.db_path)
-    exc = await _refused(world.bot.request("POST", "/api/wakes", json=body))
+    exc = await refused(world.bot.request("POST", "/api/wakes", json=body), "INVALID_ARGUMENT")
     assert exc.code == "INVALID_ARGUMENT", change
     assert snapshot(world.board.db_path) == before
 
@@ -267,7 +262,7 @@ async def test_wakes_are_listed_within_scope(world: World) -> None:
     assert ids(await w.human.wakes()) == [*mine, peer, foreign]
     assert ids(await w.human.wakes(bot="ob")) == [foreign]
     assert ids(await w.human.wakes(workspace="proj")) == [*mine, peer]
-    assert (await _refused(w.bot.wakes(workspace="other"))).code == "NOT_FOUND"
+    await refused(w.bot.wakes(workspace="other"), "NOT_FOUND")
 
     first = await w.human.wakes(limit=2)
     assert ids(first) == mine and first["has_more"] is True
@@ -283,7 +278,7 @@ async def test_an_empty_inboxs_cursor_never_skips_a_message(
     ctx = w.board.ctx
     alice = await auth.authenticate(ctx, w.human.token)
     late: list[int] = []
-    real_poll = messages.poll
+    real_poll = longpoll.poll
 
     async def poll_then_post(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         items = await real_poll(*args, **kwargs)

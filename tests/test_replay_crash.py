@@ -8,10 +8,10 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from boardtest import PgDatabase, StoreChoice, Where, db_rows
-from processes import add_human, board_env, kill, serve, wait_healthy
 
 from board.client import BoardAPIError, BoardClient
+from tests.support.boardtest import PgDatabase, StoreChoice, Where, db_rows
+from tests.support.processes import add_human, board_env, kill, serve, wait_healthy
 
 BODY = "posted once, answered never"
 

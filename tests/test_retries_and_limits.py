@@ -6,9 +6,9 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from boardtest import World, db_rows, populate, snapshot, start_board, stop_board
 
 from board.client import BoardAPIError
+from tests.support.boardtest import World, db_rows, populate, snapshot, start_board, stop_board
 
 
 def message_count(world: World) -> int:

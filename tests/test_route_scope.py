@@ -31,14 +31,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from boardtest import Board, World, populate, snapshot, start_board, stop_board
-from fleettest import Keeper, enroll_keeper
-from scope_pages import PAGE_DECISIONS
 
 from board.client import BoardAPIError, BoardClient
 from board.server import package
 from board.server.api import table
 from board.server.services import auth
+from tests.support.boardtest import Board, World, populate, snapshot, start_board, stop_board
+from tests.support.fleettest import Keeper, enroll_keeper
+from tests.support.scope_knowledge import KNOWLEDGE_DECISIONS
+from tests.support.scope_pages import PAGE_DECISIONS
+from tests.support.scope_registry import REGISTRY_DECISIONS
+from tests.support.scope_routines import ROUTINE_DECISIONS
 
 ROLE_ORDER = ("anon", "runner", "other_keeper", "keeper", "other_bot", "admin_bot", "bot", "human")
 KEEPERS = ("keeper", "other_keeper")
@@ -67,8 +70,9 @@ def scoped(status: int | set[int] = 200) -> dict[str, int | set[int]]:
 
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
-HUMAN: dict[str, int | set[int]] = {"human": OK}  # the route's role refuses everyone else (with_role)
-HUMANS_ON_PROJ = {"human": OK, "bot": 403, "admin_bot": 403, "other_bot": 404, "anon": 401}
+Expect = dict[str, int | set[int]]
+HUMAN: Expect = {"human": OK}  # the route's role refuses everyone else (with_role)
+HUMANS_ON_PROJ: Expect = {"human": OK, "bot": 403, "admin_bot": 403, "other_bot": 404, "anon": 401}
 
 
 async def claim_by_bot(world: World, facts: dict[str, Any]) -> None:
@@ -215,18 +219,7 @@ CASES: dict[tuple[str, str], Case] = {
 
 def decided_elsewhere() -> set[tuple[str, str]]:
     """Routes whose per-role decisions live beside their concept's own walk of the table."""
-    keys: set[tuple[str, str]] = set()
-    for module, name in (
-        ("scope_knowledge", "KNOWLEDGE_DECISIONS"),
-        ("scope_registry", "REGISTRY_DECISIONS"),
-        ("scope_routines", "ROUTINE_DECISIONS"),
-        ("scope_pages", "PAGE_DECISIONS"),
-    ):
-        try:
-            keys |= set(getattr(__import__(module), name))
-        except ImportError:
-            continue
-    return keys
+    return {*KNOWLEDGE_DECISIONS, *REGISTRY_DECISIONS, *ROUTINE_DECISIONS, *PAGE_DECISIONS}
 
 
 def registered_routes(board_app: Any) -> set[tuple[str, str]]:
@@ -248,8 +241,6 @@ async def test_every_route_has_a_decision(board: Board) -> None:
 
 
 def _explicit_runner_decisions() -> dict[tuple[str, str], int | set[int]]:
-    from scope_routines import ROUTINE_DECISIONS
-
     found: dict[tuple[str, str], int | set[int]] = {
         key: case.expect["runner"] for key, case in CASES.items() if "runner" in case.expect
     }

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from source_walk import found_outside
+from tests.support.source_walk import found_outside
 
 #: Where a building block may appear, and why it is not a visibility decision there.
 ALLOWED = {

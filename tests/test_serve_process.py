@@ -13,7 +13,14 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from processes import (
+
+from board.client import BoardAPIError, BoardClient
+from board.server.services import auth
+from board.server.services.context import Context
+from board.server.settings import Settings
+from board.server.store.db import Database
+from board.server.store.schema import schema_version
+from tests.support.processes import (
     add_human,
     board_env,
     command,
@@ -23,13 +30,6 @@ from processes import (
     wait_for_output,
     wait_healthy,
 )
-
-from board.client import BoardAPIError, BoardClient
-from board.server.services import auth
-from board.server.services.context import Context
-from board.server.settings import Settings
-from board.server.store.db import Database
-from board.server.store.schema import schema_version
 
 
 def test_serve_answers_healthz_on_loopback(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from boardtest import World, populate, snapshot, start_board, stop_board
 
 from board.server.api.gate import MAX_LINE
+from tests.support.boardtest import World, populate, snapshot, start_board, stop_board
 
 HEADER_TIMEOUT = 0.5
 BODY_TIMEOUT = 1.0
@@ -52,14 +52,14 @@ def closed_after(port: int, parts: list[bytes], pause: float) -> tuple[float, by
 
 
 async def test_half_a_request_line_is_closed_within_the_header_timeout(hasty: World) -> None:
-    elapsed, said = await asyncio.to_thread(closed_after, hasty.board.server.port, [b"GET /heal"], 0.1)
+    elapsed, said = await asyncio.to_thread(closed_after, hasty.board.port, [b"GET /heal"], 0.1)
     assert elapsed < HEADER_TIMEOUT + 2 and said == b""
 
 
 async def test_a_trickled_head_is_closed_within_the_header_timeout(hasty: World) -> None:
     head = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n" + b"X-Slow: " + b"a" * 100
     parts = [head[i : i + 2] for i in range(0, len(head), 2)]
-    elapsed, said = await asyncio.to_thread(closed_after, hasty.board.server.port, parts, 0.05)
+    elapsed, said = await asyncio.to_thread(closed_after, hasty.board.port, parts, 0.05)
     assert elapsed < HEADER_TIMEOUT + 2 and said == b""
 
 
@@ -71,7 +71,7 @@ async def test_a_trickled_body_is_closed_within_the_body_timeout_and_writes_noth
         + f"Authorization: Bearer {hasty.bot.token}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
     )
     parts = [head] + [body[i : i + 1] for i in range(len(body))]
-    elapsed, said = await asyncio.to_thread(closed_after, hasty.board.server.port, parts, 0.1)
+    elapsed, said = await asyncio.to_thread(closed_after, hasty.board.port, parts, 0.1)
     assert elapsed < BODY_TIMEOUT + 2 and b"201" not in said
     assert snapshot(hasty.board.db_path) == before
     assert (await hasty.bot.request("GET", "/healthz"))["ok"]  # the board itself is fine
@@ -107,7 +107,7 @@ def exchange(port: int, request: bytes) -> tuple[bytes, bytes]:
 async def test_an_oversized_request_line_or_header_gets_the_json_error_without_an_echo(
     hasty: World, request_bytes: bytes
 ) -> None:
-    head, body = await asyncio.to_thread(exchange, hasty.board.server.port, request_bytes)
+    head, body = await asyncio.to_thread(exchange, hasty.board.port, request_bytes)
     assert b" 413 " in head.split(b"\r\n")[0], head[:200]  # HTTP/1.0: the version was never read
     assert b"application/json" in head
     error = json.loads(body)["error"]
@@ -116,7 +116,7 @@ async def test_an_oversized_request_line_or_header_gets_the_json_error_without_a
 
 
 async def test_bytes_that_are_not_http_get_the_json_error(hasty: World) -> None:
-    head, body = await asyncio.to_thread(exchange, hasty.board.server.port, b"\x16\x03\x01 nonsense\r\n\r\n")
+    head, body = await asyncio.to_thread(exchange, hasty.board.port, b"\x16\x03\x01 nonsense\r\n\r\n")
     assert b" 422 " in head.split(b"\r\n")[0], head[:200]
     assert json.loads(body)["error"]["code"] == "INVALID_ARGUMENT"
     assert b"nonsense" not in body

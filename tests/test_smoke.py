@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from boardtest import World
+from tests.support.boardtest import World
 
 
 async def test_post_mention_reaches_the_bots_inbox(world: World) -> None:

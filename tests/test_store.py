@@ -9,9 +9,9 @@ import sqlite3
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from boardtest import eventually
 
 from board.server.store import schema
 from board.server.store.connection import Connection, JobSuspended
@@ -19,13 +19,14 @@ from board.server.store.db import Database
 from board.server.store.dialects import SQLITE
 from board.server.store.schema import Migration, migrations, schema_version
 from board.server.store.writer import StoreError, emit
+from tests.support.boardtest import eventually
 
 
 def file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def plain(path: Path, sql: str) -> list[tuple[object, ...]]:
+def plain(path: Path, sql: str) -> list[tuple[Any, ...]]:
     """Run SQL on the file with the sqlite3 module, as another program would."""
     conn = sqlite3.connect(path, isolation_level=None)
     try:
@@ -43,7 +44,7 @@ async def scalar(db: Database, sql: str) -> object:
     return await db.read(read)
 
 
-def insert(value: str):
+def insert(value: str) -> Callable[[Connection], Awaitable[int]]:
     async def job(conn: Connection) -> int:
         return await conn.insert("INSERT INTO t (v) VALUES (?)", (value,))
 

@@ -14,10 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from boardtest import (
+
+from board.client import BoardClient
+from board.server.clock import ManualClock
+from board.server.services.context import Context
+from board.server.store.db import Database
+from board.server.sweep import sweep
+from tests.support.boardtest import (
     LONG_WAIT,
     WOKEN_WITHIN,
     Board,
+    Where,
     World,
     db_rows,
     held,
@@ -26,12 +33,6 @@ from boardtest import (
     start_board,
     stop_board,
 )
-
-from board.client import BoardClient
-from board.server.clock import ManualClock
-from board.server.services.context import Context
-from board.server.store.db import Database
-from board.server.sweep import sweep
 
 MINUTE = 60
 
@@ -47,7 +48,7 @@ async def _events(client: BoardClient, tid: int, kind: str) -> list[dict[str, An
     return [m for m in thread["messages"] if m["kind"] == "event" and m["meta"].get("claim") == kind]
 
 
-def _history(db_path: Path, tid: int, action: str) -> int:
+def _history(db_path: Where, tid: int, action: str) -> int:
     rows = db_rows(
         db_path, "SELECT count(*) FROM claim_events WHERE thread_id = ? AND action = ?", (tid, action)
     )
@@ -222,7 +223,7 @@ async def test_an_archived_workspace_is_left_alone(clocked_world: World, clock: 
 async def two_boards(tmp_path: Path, clock: ManualClock) -> AsyncIterator[tuple[Board, Context]]:
     """A board, and a second process's database and context on the same file."""
     board = await start_board(tmp_path, clock=clock)
-    db = Database(board.db_path, exclusive=False)
+    db = Database(board.db_file, exclusive=False)
     await db.open()
     try:
         yield board, Context(db=db, settings=board.ctx.settings, clock=clock)

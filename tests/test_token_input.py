@@ -11,11 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from boardtest import World, db_rows
-from processes import ROOT
-from test_cli import cli
-
 from board.server.services import auth
+from tests.support.boardtest import World, db_rows
+from tests.support.processes import ROOT
+from tests.test_cli import cli
 
 WARNING = "readable by every local user"
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import psycopg
 import pytest
-from boardtest import PgDatabase, Where, World
 
 from board.server.store import jsoncolumns
 from board.server.store.postgres import placeholders
+from tests.support.boardtest import PgDatabase, Where, World
 
 BROKEN = {
     "not JSON": '{"a":',
@@ -66,7 +66,9 @@ def unreadable_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.getMessage().startswith("unreadable row")]
 
 
-CASES = [("meta", stored, {}) for stored in BROKEN.values()] + [("tags", BROKEN["not JSON"], [])]
+CASES: list[tuple[str, str, Any]] = [("meta", stored, {}) for stored in BROKEN.values()] + [
+    ("tags", BROKEN["not JSON"], [])
+]
 
 
 @pytest.mark.parametrize(("column", "stored", "empty"), CASES, ids=[*BROKEN, "tags not JSON"])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import boardtest
-from boardtest import World, db_rows
+from tests.support import boardtest
+from tests.support.boardtest import World, db_rows
 
 
 async def held(world: World, handle: str, count: int) -> None:

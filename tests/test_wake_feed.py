@@ -9,14 +9,16 @@ generous bounds, not measurements: the benchmark measures.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from boardtest import LONG_WAIT, WOKEN_WITHIN, World, held, snapshot
 
-from board.client import BoardAPIError, BoardClient
-from board.server.services import auth, posting
+from board.client import BoardClient
+from board.server.services import auth, longpoll, posting
 from board.server.services import wakes as wake_service
+from tests.support.boardtest import LONG_WAIT, WOKEN_WITHIN, World, held, snapshot
+from tests.support.refusals import refused
 
 
 async def _cursor(client: BoardClient) -> int:
@@ -78,10 +80,11 @@ async def test_what_is_for_me_and_what_i_watch(world: World) -> None:
 async def test_a_matching_post_wakes_a_waiting_bot_at_once(world: World) -> None:
     w = world
     await w.human.create_channel("ops", topic="operations", workspace="proj")
-    for target, kwargs in (
+    targets: tuple[tuple[Callable[[], Awaitable[dict[str, Any]]], dict[str, Any]], ...] = (
         (lambda: w.human.post("@pb ping", channel="lobby", workspace="proj"), {}),
         (lambda: w.peer.post("ops: deploy started", channel="ops"), {"watch": ["ops"]}),
-    ):
+    )
+    for target, kwargs in targets:
         since = await _cursor(w.bot)
         waiting = asyncio.create_task(w.bot.wake(since=since, wait=LONG_WAIT, **kwargs))
         await held(w.board)
@@ -175,7 +178,7 @@ async def test_an_empty_answers_cursor_never_skips_a_message(
     ctx = w.board.ctx
     alice = await auth.authenticate(ctx, w.human.token)
     late: list[int] = []
-    real_poll = wake_service.poll
+    real_poll = longpoll.poll
 
     async def poll_then_post(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         items = await real_poll(*args, **kwargs)
@@ -202,8 +205,8 @@ async def test_other_workspaces_never_leak(world: World) -> None:
     assert page["messages"] == []
     assert (await w.bot.wake(since=since, watch=["ops", "no-such-channel"]))["messages"] == []
 
-    hidden = await _refused(w.bot.wake(goal=foreign["id"]))
-    absent = await _refused(w.bot.wake(goal=10**9))
+    hidden = await refused(w.bot.wake(goal=foreign["id"]), "NOT_FOUND")
+    absent = await refused(w.bot.wake(goal=10**9), "NOT_FOUND")
     assert hidden.code == "NOT_FOUND"
     assert (hidden.status, hidden.code, hidden.message, hidden.details) == (
         absent.status,
@@ -217,7 +220,7 @@ async def test_a_conversation_i_am_not_in_cannot_be_my_goal(world: World) -> Non
     w = world
     convo = (await w.human.open_conversation(["pb2"], "private", workspace="proj"))["conversation"]
     secret = await w.human.post("between alice and pb2", conversation=convo["id"])
-    exc = await _refused(w.bot.wake(goal=secret["id"]))
+    exc = await refused(w.bot.wake(goal=secret["id"]), "NOT_FOUND")
     assert exc.code == "NOT_FOUND"
     # pb2, a participant, may watch it.
     await w.peer.post("ack", reply_to=secret["id"])
@@ -227,15 +230,9 @@ async def test_a_conversation_i_am_not_in_cannot_be_my_goal(world: World) -> Non
 
 async def test_the_feed_is_for_bots(world: World) -> None:
     before = snapshot(world.board.db_path)
-    exc = await _refused(world.human.wake())
+    exc = await refused(world.human.wake(), "FORBIDDEN")
     assert (exc.status, exc.code) == (403, "FORBIDDEN")
-    assert (await _refused(world.anon.wake())).code == "UNAUTHENTICATED"
-    assert (await _refused(world.bot.wake(wait=61))).code == "INVALID_ARGUMENT"
-    assert (await _refused(world.bot.wake(watch=["Not A Slug"]))).code == "INVALID_ARGUMENT"
+    await refused(world.anon.wake(), "UNAUTHENTICATED")
+    await refused(world.bot.wake(wait=61), "INVALID_ARGUMENT")
+    await refused(world.bot.wake(watch=["Not A Slug"]), "INVALID_ARGUMENT")
     assert snapshot(world.board.db_path) == before
-
-
-async def _refused(call: Any) -> BoardAPIError:
-    with pytest.raises(BoardAPIError) as info:
-        await call
-    return info.value

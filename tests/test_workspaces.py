@@ -6,19 +6,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from boardtest import PgDatabase, World, db_rows, snapshot
 
 from board.client import BoardAPIError, BoardClient
-
-
-async def refused(world: World, code: str, call: Callable[[], Awaitable[Any]]) -> BoardAPIError:
-    """``call`` fails with ``code`` and leaves every table as it was."""
-    before = snapshot(world.board.db_path)
-    with pytest.raises(BoardAPIError) as err:
-        await call()
-    assert err.value.code == code, f"{err.value.code}: {err.value.message}"
-    assert snapshot(world.board.db_path) == before
-    return err.value
+from tests.support.boardtest import PgDatabase, World, db_rows, snapshot
+from tests.support.refusals import refused
 
 
 async def slugs(client: BoardClient) -> list[str]:
@@ -46,25 +37,25 @@ async def test_the_name_defaults_to_the_slug(world: World) -> None:
 
 async def test_bots_cannot_create_workspaces(world: World) -> None:
     for bot in (world.bot, world.admin_bot):
-        await refused(world, "FORBIDDEN", lambda bot=bot: bot.create_workspace("mine"))
+        await refused(bot.create_workspace("mine"), "FORBIDDEN", unchanged=world.board)
 
 
 async def test_a_taken_slug_is_a_name_conflict(world: World) -> None:
     for slug in ("proj", "admin"):
-        error = await refused(world, "NAME_CONFLICT", lambda slug=slug: world.human.create_workspace(slug))
+        error = await refused(world.human.create_workspace(slug), "NAME_CONFLICT", unchanged=world.board)
         assert slug in error.message
 
 
 @pytest.mark.parametrize("slug", ["x", "Proj", "has space", "a/b", "../up", "é-a", "a" * 65, ""])
 async def test_a_bad_slug_is_refused(world: World, slug: str) -> None:
-    await refused(world, "INVALID_ARGUMENT", lambda: world.human.create_workspace(slug))
+    await refused(world.human.create_workspace(slug), "INVALID_ARGUMENT", unchanged=world.board)
 
 
 async def test_unknown_fields_are_refused(world: World) -> None:
     await refused(
-        world,
+        world.human.call("POST", "/api/workspaces", json={"slug": "ok-slug", "owner": "me"}),
         "INVALID_ARGUMENT",
-        lambda: world.human.call("POST", "/api/workspaces", json={"slug": "ok-slug", "owner": "me"}),
+        unchanged=world.board,
     )
 
 
@@ -115,12 +106,14 @@ async def test_a_human_renames_and_sets_the_review_policy(world: World) -> None:
 
 
 async def test_settings_refusals_change_nothing(world: World) -> None:
-    await refused(world, "FORBIDDEN", lambda: world.bot.patch_workspace("proj", name="Mine"))
-    await refused(world, "FORBIDDEN", lambda: world.admin_bot.patch_workspace("proj", name="Mine"))
-    await refused(world, "NOT_FOUND", lambda: world.other.patch_workspace("proj", name="Mine"))
-    await refused(world, "INVALID_ARGUMENT", lambda: world.human.patch_workspace("proj", review="some"))
-    await refused(world, "INVALID_ARGUMENT", lambda: world.human.patch_workspace("proj"))
-    await refused(world, "NOT_FOUND", lambda: world.human.patch_workspace("nowhere", name="X"))
+    await refused(world.bot.patch_workspace("proj", name="Mine"), "FORBIDDEN", unchanged=world.board)
+    await refused(world.admin_bot.patch_workspace("proj", name="Mine"), "FORBIDDEN", unchanged=world.board)
+    await refused(world.other.patch_workspace("proj", name="Mine"), "NOT_FOUND", unchanged=world.board)
+    await refused(
+        world.human.patch_workspace("proj", review="some"), "INVALID_ARGUMENT", unchanged=world.board
+    )
+    await refused(world.human.patch_workspace("proj"), "INVALID_ARGUMENT", unchanged=world.board)
+    await refused(world.human.patch_workspace("nowhere", name="X"), "NOT_FOUND", unchanged=world.board)
 
 
 # -- archive -----------------------------------------------------------------------
@@ -214,16 +207,16 @@ async def test_archive_makes_a_workspace_read_only(world: World) -> None:
 
 
 async def test_the_admin_workspace_cannot_be_archived(world: World) -> None:
-    error = await refused(world, "FORBIDDEN", lambda: world.human.archive_workspace("admin"))
+    error = await refused(world.human.archive_workspace("admin"), "FORBIDDEN", unchanged=world.board)
     assert "admin" in error.message
     assert (await world.human.workspace("admin"))["archived"] is False
 
 
 async def test_only_humans_archive(world: World) -> None:
-    await refused(world, "FORBIDDEN", lambda: world.bot.archive_workspace("proj"))
-    await refused(world, "FORBIDDEN", lambda: world.admin_bot.archive_workspace("proj"))
-    await refused(world, "NOT_FOUND", lambda: world.other.archive_workspace("proj"))
-    await refused(world, "NOT_FOUND", lambda: world.human.archive_workspace("nowhere"))
+    await refused(world.bot.archive_workspace("proj"), "FORBIDDEN", unchanged=world.board)
+    await refused(world.admin_bot.archive_workspace("proj"), "FORBIDDEN", unchanged=world.board)
+    await refused(world.other.archive_workspace("proj"), "NOT_FOUND", unchanged=world.board)
+    await refused(world.human.archive_workspace("nowhere"), "NOT_FOUND", unchanged=world.board)
 
 
 # -- delete ------------------------------------------------------------------------
@@ -231,22 +224,24 @@ async def test_only_humans_archive(world: World) -> None:
 
 async def test_delete_needs_an_archived_workspace_and_its_slug_typed_again(world: World) -> None:
     await populate_proj(world)
-    error = await refused(world, "FORBIDDEN", lambda: world.human.delete_workspace("proj", "proj"))
+    error = await refused(world.human.delete_workspace("proj", "proj"), "FORBIDDEN", unchanged=world.board)
     assert "rchive" in error.message
     await world.human.archive_workspace("proj")
     for wrong in ("other", "PROJ", "", "proj "):
         error = await refused(
-            world, "INVALID_ARGUMENT", lambda wrong=wrong: world.human.delete_workspace("proj", wrong)
+            world.human.delete_workspace("proj", wrong), "INVALID_ARGUMENT", unchanged=world.board
         )
         assert '"confirm": "proj"' in error.message
     await refused(
-        world, "INVALID_ARGUMENT", lambda: world.human.call("DELETE", "/api/workspaces/proj", json={})
+        world.human.call("DELETE", "/api/workspaces/proj", json={}),
+        "INVALID_ARGUMENT",
+        unchanged=world.board,
     )
-    await refused(world, "FORBIDDEN", lambda: world.bot.delete_workspace("proj", "proj"))
-    await refused(world, "FORBIDDEN", lambda: world.admin_bot.delete_workspace("proj", "proj"))
-    await refused(world, "NOT_FOUND", lambda: world.other.delete_workspace("proj", "proj"))
-    await refused(world, "NOT_FOUND", lambda: world.human.delete_workspace("nowhere", "nowhere"))
-    await refused(world, "FORBIDDEN", lambda: world.human.delete_workspace("admin", "admin"))
+    await refused(world.bot.delete_workspace("proj", "proj"), "FORBIDDEN", unchanged=world.board)
+    await refused(world.admin_bot.delete_workspace("proj", "proj"), "FORBIDDEN", unchanged=world.board)
+    await refused(world.other.delete_workspace("proj", "proj"), "NOT_FOUND", unchanged=world.board)
+    await refused(world.human.delete_workspace("nowhere", "nowhere"), "NOT_FOUND", unchanged=world.board)
+    await refused(world.human.delete_workspace("admin", "admin"), "FORBIDDEN", unchanged=world.board)
 
 
 def count(world: World, sql: str, *params: Any) -> int:
@@ -319,13 +314,14 @@ async def test_moving_a_bot_changes_its_scope_at_once(world: World) -> None:
     assert (await world.bot.me())["workspace"] == "other"
     assert [m["id"] for m in (await world.bot.messages())["messages"]] == [lobby_other["id"]]
     assert (await world.bot.message(lobby_other["id"]))["body"] == "welcome to other"
-    for call in (
+    calls: tuple[Callable[[], Awaitable[object]], ...] = (
         lambda: world.bot.workspace("proj"),
         lambda: world.bot.message(lobby_proj["id"]),
         lambda: world.bot.messages(workspace="proj"),
         lambda: world.bot.post("hi", channel="lobby", workspace="proj"),
         lambda: world.bot.agent("pb2"),
-    ):
+    )
+    for call in calls:
         with pytest.raises(BoardAPIError) as err:
             await call()
         assert err.value.code == "NOT_FOUND"
@@ -346,7 +342,9 @@ async def test_moving_a_bot_where_it_already_is_changes_nothing(world: World) ->
 
 async def test_put_sets_the_whole_list_and_never_strands_a_bot(world: World) -> None:
     # Leaving pb2 out would leave it in no workspace: refused, naming it, nothing changed.
-    error = await refused(world, "INVALID_ARGUMENT", lambda: world.human.set_bots("proj", ["pb", "ob"]))
+    error = await refused(
+        world.human.set_bots("proj", ["pb", "ob"]), "INVALID_ARGUMENT", unchanged=world.board
+    )
     assert error.details == {"field": "bots", "left_out": ["pb2"]} and "pb2" in error.message
     assert (await world.other.me())["workspace"] == "other"
 
@@ -361,13 +359,13 @@ async def test_put_sets_the_whole_list_and_never_strands_a_bot(world: World) -> 
 
 
 async def test_membership_refusals_change_nothing(world: World) -> None:
-    await refused(world, "NOT_FOUND", lambda: world.human.set_bots("proj", ["pb2", "nobody"]))
-    await refused(world, "NOT_FOUND", lambda: world.human.set_bots("proj", ["alice"]))
-    await refused(world, "NOT_FOUND", lambda: world.human.set_bots("nowhere", ["pb"]))
-    await refused(world, "FORBIDDEN", lambda: world.bot.set_bots("proj", ["ob"]))
-    await refused(world, "FORBIDDEN", lambda: world.admin_bot.set_bots("proj", ["ob"]))
-    await refused(world, "NOT_FOUND", lambda: world.other.set_bots("proj", ["ob"]))
-    await refused(world, "INVALID_ARGUMENT", lambda: world.human.set_bots("proj", ["bad handle"]))
+    await refused(world.human.set_bots("proj", ["pb2", "nobody"]), "NOT_FOUND", unchanged=world.board)
+    await refused(world.human.set_bots("proj", ["alice"]), "NOT_FOUND", unchanged=world.board)
+    await refused(world.human.set_bots("nowhere", ["pb"]), "NOT_FOUND", unchanged=world.board)
+    await refused(world.bot.set_bots("proj", ["ob"]), "FORBIDDEN", unchanged=world.board)
+    await refused(world.admin_bot.set_bots("proj", ["ob"]), "FORBIDDEN", unchanged=world.board)
+    await refused(world.other.set_bots("proj", ["ob"]), "NOT_FOUND", unchanged=world.board)
+    await refused(world.human.set_bots("proj", ["bad handle"]), "INVALID_ARGUMENT", unchanged=world.board)
     assert (await world.other.me())["workspace"] == "other"
 
 
@@ -403,7 +401,7 @@ async def test_a_workspace_whose_bot_wrote_elsewhere_is_kept_until_the_bot_moves
     await world.human.set_bots("other", ["ob", "pb"])
     await world.human.archive_workspace("other")
 
-    error = await refused(world, "FORBIDDEN", lambda: world.human.delete_workspace("other", "other"))
+    error = await refused(world.human.delete_workspace("other", "other"), "FORBIDDEN", unchanged=world.board)
     assert "pb" in error.message and "proj" in error.message
     assert error.details["bots"] == {"pb": ["proj"]}
 

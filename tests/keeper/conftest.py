@@ -1,18 +1,15 @@
 """The keeper's tests reuse the launcher's end-to-end helpers (a live board, the fakes)."""
 
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "launcher"))
-
-import botrun
-from boardtest import World
-from botrun import LiveBoard
-from fakeharness import Fake
-from keeperrun import KeeperProcess, kill_under
+from tests.keeper.keeperrun import KeeperProcess, kill_under
+from tests.launcher import botrun
+from tests.launcher.botrun import LiveBoard
+from tests.launcher.fakeharness import Fake
+from tests.support.boardtest import World
 
 live, world = botrun.live, botrun.world  # the launcher's end-to-end fixtures, found by name
 

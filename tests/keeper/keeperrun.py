@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from boardtest import World, eventually
-from botrun import ROOT
-from fakeharness import FAKES_BIN, SANDBOX_ENV, Fake
+
+from tests.launcher.botrun import ROOT
+from tests.launcher.fakeharness import FAKES_BIN, SANDBOX_ENV, Fake
+from tests.support.boardtest import World, eventually
 
 FAST = {
     "KEEPER_INTERVAL": "0.3",

@@ -12,13 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from boardtest import World, eventually
-from botrun import LiveBoard
-from browser_support import Tab, new_tab
-from doctor_support import doctor_async, doctor_env
-from keeperrun import KeeperProcess, daemons, group_gone, running, state
-from pages_support import login_link
 from playwright.async_api import Browser, expect
+
+from tests.keeper.keeperrun import KeeperProcess, daemons, group_gone, running, state
+from tests.launcher.botrun import LiveBoard
+from tests.support.boardtest import World, eventually
+from tests.support.browser_support import Tab, new_tab
+from tests.support.doctor_support import doctor_async, doctor_env
+from tests.support.pages_support import login_link
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -18,12 +18,13 @@ from typing import Any
 
 import psutil
 import pytest
-from boardtest import World, eventually
-from botrun import LiveBoard
-from doctor_support import doctor_async, doctor_env
-from fakeharness import Fake
-from keeperrun import KeeperProcess, daemons, fleet_bot, group_gone, running, state
-from pages_support import sign_in
+
+from tests.keeper.keeperrun import KeeperProcess, daemons, fleet_bot, group_gone, running, state
+from tests.launcher.botrun import LiveBoard
+from tests.launcher.fakeharness import Fake
+from tests.support.boardtest import World, eventually
+from tests.support.doctor_support import doctor_async, doctor_env
+from tests.support.pages_support import sign_in
 
 pytestmark = pytest.mark.timeout(240)
 

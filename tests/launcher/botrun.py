@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestServer
-from boardtest import Board, World, eventually, populate
-from fakeharness import FAKES_BIN, SANDBOX_ENV, Fake, read_jsonl
 
 from board.client import BoardClient
 from board.server.app import create_app
 from board.server.settings import Settings
+from tests.launcher.fakeharness import FAKES_BIN, SANDBOX_ENV, Fake, read_jsonl
+from tests.support.boardtest import Board, World, eventually, populate
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from botrun import live, world  # noqa: F401 - end-to-end fixtures, found by name
-from fakeharness import FAKES_BIN, SANDBOX_ENV, Fake
-from fakeharness import alive as is_alive
 
 from board.launcher.process import child_env, identity_env
+from tests.launcher.botrun import live, world  # noqa: F401 - end-to-end fixtures, found by name
+from tests.launcher.fakeharness import FAKES_BIN, SANDBOX_ENV, Fake
+from tests.launcher.fakeharness import alive as is_alive
 
 
 @pytest.fixture

@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
-from boardtest import World, eventually
-from botrun import BotProcess, LiveBoard, replies, wakes
-from fakeharness import Fake
 
 from board.launcher.harnesses.base import TEXT_CAP
 from board.server.services.posting import MAX_BODY
+from tests.launcher.botrun import BotProcess, LiveBoard, replies, wakes
+from tests.launcher.fakeharness import Fake
+from tests.support.boardtest import World, eventually
 
 # Prints what it was asked to; with POST_ITSELF set, first replies through the API itself.
 AGENT = """

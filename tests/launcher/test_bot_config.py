@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-from fakeharness import SANDBOX_ENV
 
 from board.launcher.config import (
     ConfigError,
@@ -18,6 +17,7 @@ from board.launcher.config import (
     state_root,
     token_for,
 )
+from tests.launcher.fakeharness import SANDBOX_ENV
 
 
 def test_state_directory_defaults_to_xdg_state_and_can_be_moved(tmp_path: Path) -> None:

@@ -7,16 +7,16 @@ batching, failures, and the daemon or the board going away and coming back.
 
 from __future__ import annotations
 
-import asyncio
 import signal
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from boardtest import World, eventually, held
-from botrun import BotProcess, LiveBoard, kill_later, replies, wakes
-from fakeharness import Fake, alive
+
+from tests.launcher.botrun import BotProcess, LiveBoard, kill_later, replies, wakes
+from tests.launcher.fakeharness import Fake, alive
+from tests.support.boardtest import World, eventually, held
 
 HARNESSES = ["claude", "codex", "opencode", "copilot", "gemini"]
 
@@ -225,10 +225,11 @@ async def test_sigkill_during_a_turn_ends_the_orphan_and_runs_the_batch_once_mor
     assert not alive(orphan["pid"])
     assert wake_ids(fake) == [[first], [first]]
     assert "interrupted" in fake.last_call()["prompt"]
-    await asyncio.sleep(1)
-    assert len(await replies(world.human, first, "pb")) == 1  # the orphan never got to answer
+    # The second turn's wake is recorded after its reply was posted, and the orphan is dead:
+    # nothing is left that could answer again.
     outcomes = [w["outcome"] for w in await wakes_recorded(world.human, 2)]
     assert outcomes == ["error", "ok"]
+    assert len(await replies(world.human, first, "pb")) == 1  # the orphan never got to answer
 
 
 async def test_the_board_going_away_and_coming_back_loses_nothing(
@@ -338,9 +339,11 @@ async def test_a_third_failure_in_a_row_on_a_thread_releases_the_claim(
 
     for n, word in ((2, "two"), (3, "three")):
         await world.human.post("still broken?", reply_to=first)
-        found = await eventually(
-            lambda n=n: _at_least(replies(world.human, first, "pb"), n), f"failure report {n}", 20
-        )
+
+        async def reported(n: int = n) -> list[dict[str, Any]] | None:
+            return await _at_least(replies(world.human, first, "pb"), n)
+
+        found = await eventually(reported, f"failure report {n}", 20)
         assert len(found) == n and f"boom {word}" in found[-1]["body"]
         if n == 2:
             assert "2 failures in a row" in found[-1]["body"]

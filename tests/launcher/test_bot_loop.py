@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -289,8 +290,14 @@ async def test_failures_back_off_post_once_each_and_the_third_releases_the_claim
 async def test_a_watched_only_batch_waits_but_a_mention_cuts_the_wait(rig: Harnessed) -> None:
     rig.bot.cfg = BotConfig(**{**rig.bot.cfg.__dict__, "jitter": 30.0})
     rig.bot.uniform = lambda low, high: high  # the longest wait the rule allows
+    log = rig.bot.log.stream = io.StringIO()
     watched = rig.board.add("anyone?", for_me=False)
-    await asyncio.sleep(0.2)
+    for _ in range(200):  # until the bot says it waits: the batch is in hand, and no turn began
+        if '"event": "jitter"' in log.getvalue():
+            break
+        await asyncio.sleep(0.01)
+    [waiting] = [json.loads(line) for line in log.getvalue().splitlines() if '"event": "jitter"' in line]
+    assert waiting["delay_s"] == 30.0
     assert not rig.harness.calls  # waiting out the jitter
     mention = rig.board.add("@pb now")
     await rig.turn_started(1)

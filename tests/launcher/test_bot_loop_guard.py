@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from boardtest import World, eventually
-from botrun import BotProcess, LiveBoard, wakes
-from fakeharness import Fake
+from tests.launcher.botrun import BotProcess, LiveBoard, wakes
+from tests.launcher.fakeharness import Fake
+from tests.support.boardtest import World, eventually
 
 HOPS = 6
 

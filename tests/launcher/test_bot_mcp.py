@@ -8,14 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import test_bot_e2e
-from boardtest import World
-from botrun import BotProcess, eventually, wakes
-from fakeharness import Fake
-from test_bot_e2e import mention, one_reply
 
 from board.launcher.config import ConfigError, Options, resolve
 from board.launcher.mcp import McpSetup
+from tests.launcher import test_bot_e2e
+from tests.launcher.botrun import BotProcess, wakes
+from tests.launcher.fakeharness import Fake
+from tests.launcher.test_bot_e2e import mention, one_reply
+from tests.support.boardtest import World, eventually
 
 # Bots for pb, as the end-to-end tests make them (the live board and its world are in conftest.py).
 make_bot = test_bot_e2e.make_bot
@@ -38,6 +38,7 @@ async def test_a_reply_through_the_mcp_tools_lands_and_the_wake_is_recorded(
     config = json.loads((bot.state_dir / "mcp-claude.json").read_text())
     assert call["argv"][call["argv"].index("--mcp-config") + 1] == action["mcp_config"]
     assert "--strict-mcp-config" in call["argv"]
+    assert world.bot.token is not None
     assert world.bot.token not in json.dumps(config), "the token stays out of the config file"
     assert (bot.state_dir / "mcp-claude.json").stat().st_mode & 0o077 == 0
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from fakeharness import FAKES_BIN, Fake, read_jsonl
 
 from board.launcher.harnesses import TurnRequest, get_adapter
 from board.launcher.process import run_turn
+from tests.launcher.fakeharness import FAKES_BIN, Fake, read_jsonl
 
 HARNESSES = ["claude", "codex", "opencode", "copilot", "gemini"]
 UUID = "5f0c1b7e-2d55-4a57-9d1c-0a4c1f3e8b21"

@@ -10,9 +10,9 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from fakeharness import FAKES_BIN, Fake
 
 from board.launcher.harnesses import TurnRequest, get_adapter
 from board.launcher.process import (
@@ -25,6 +25,7 @@ from board.launcher.process import (
     silent_timeout,
     turn_timeout,
 )
+from tests.launcher.fakeharness import FAKES_BIN, Fake
 
 claude = get_adapter("claude")
 gemini = get_adapter("gemini")
@@ -153,7 +154,7 @@ async def test_a_harness_ignoring_sigterm_gets_sigkill(
 )
 async def test_a_stopped_turn_keeps_the_pre_assigned_session(
     name: str,
-    limits: dict[str, float],
+    limits: dict[str, Any],
     kind: str,
     says: str,
     fake: Fake,

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from boardtest import World
-from botrun import BotProcess, LiveBoard, eventually
-from fakeharness import Fake
-from routines_support import RunnerProcess, start_runner
 
 from board.client import BoardAPIError
 from board.server.services import auth
+from tests.launcher.botrun import BotProcess, LiveBoard
+from tests.launcher.fakeharness import Fake
+from tests.support.boardtest import World, eventually
+from tests.support.routines_support import RunnerProcess, start_runner
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = ROOT / "docs" / "routines" / "knowledge-reconciler" / "prompt.md"

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clis import PINNED, binary_path, cache_root, install, registry_unreachable
-from sandbox import Sandbox, sandbox
+
+from tests.realcli.clis import PINNED, binary_path, cache_root, install, registry_unreachable
+from tests.realcli.sandbox import Sandbox, sandbox
 
 
 @pytest.fixture(scope="session")

@@ -14,11 +14,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from clis import INSTALL_TIMEOUT, PINNED
-from sandbox import Sandbox
 
 from board.launcher.harnesses import TurnRequest, TurnResult, get_adapter
 from board.launcher.process import ProcessOutcome, run_process, run_turn
+from tests.realcli.clis import INSTALL_TIMEOUT, PINNED
+from tests.realcli.sandbox import Sandbox
 
 pytestmark = [pytest.mark.realcli, pytest.mark.timeout(INSTALL_TIMEOUT + 300)]
 

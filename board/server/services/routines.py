@@ -2,7 +2,7 @@
 
 A routine's fields live in versions. A proposal is ``pending``; a human approves
 it (the approved one before it is ``retired``) or rejects it with a note, and
-pauses, resumes or runs it now. The runner (``board.routines``, holding the
+pauses, resumes or runs it now. The runner (the ``routines`` package, holding the
 board's runner token) creates each run on the unique ``(routine, scheduled_for)``,
 starts it, which posts the prompt in the routine's thread of ``#routines``
 mentioning the bot, and finishes it from what the board saw: the bot closing the

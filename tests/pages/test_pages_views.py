@@ -1,0 +1,272 @@
+"""Page behaviour over HTTP: paging, typed confirmations, tokens shown once, audit filters."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+import aiohttp
+
+from board.server.clock import ManualClock
+from board.server.pages.board import STREAM_PAGE
+from board.server.services import auth
+from tests.support.boardtest import Board, World, db_rows, snapshot
+from tests.support.pages_support import sign_in
+
+
+async def test_a_channel_opens_on_its_latest_page_and_links_to_older(world: World) -> None:
+    ids = [(await world.bot.post(f"root number {i}", channel="lobby"))["id"] for i in range(STREAM_PAGE + 5)]
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/c/lobby?workspace=proj")
+    assert status == 200
+    shown = [int(i) for i in re.findall(r'<article class="msg[^"]*" id="m(\d+)"', page)]
+    assert shown == ids[5:]
+    older = re.search(r'href="([^"]*before=\d+)" id="older"', page)
+    assert older is not None
+    status, page = await alice.get(older.group(1).replace("&amp;", "&"))
+    shown = [int(i) for i in re.findall(r'<article class="msg[^"]*" id="m(\d+)"', page)]
+    assert shown == ids[:5] and 'id="older"' not in page
+    await alice.close()
+
+
+async def test_deleting_a_workspace_needs_its_slug_typed(world: World) -> None:
+    await world.human.create_workspace("gone")
+    alice = await sign_in(world.board)
+    status, _ = await alice.post("/workspaces/gone/archive", {})
+    assert status == 303
+    before = snapshot(world.board.db_path)
+    status, _ = await alice.post("/workspaces/gone/delete", {"confirm": "gon"})
+    assert status == 422
+    assert snapshot(world.board.db_path) == before
+    status, _ = await alice.post("/workspaces/gone/delete", {"confirm": "gone"})
+    assert status == 303
+    assert db_rows(world.board.db_path, "SELECT count(*) FROM workspaces WHERE slug = 'gone'") == [(0,)]
+    await alice.close()
+
+
+async def test_redaction_needs_the_word_typed(world: World) -> None:
+    await world.bot.put_document("notes.md", "# Notes\n\nsecret\n", 0, "start")
+    alice = await sign_in(world.board)
+    form = {"workspace": "proj", "revision": "1", "reason": "leak"}
+    before = snapshot(world.board.db_path)
+    status, page = await alice.post("/kb/proj/notes.md/redact", {**form, "confirm": "yes"})
+    assert status == 422 and "Type redact" in page
+    assert snapshot(world.board.db_path) == before
+    assert db_rows(world.board.db_path, "SELECT count(*) FROM kb_revisions WHERE body LIKE '%secret%'") == [
+        (1,)
+    ]
+    await alice.close()
+
+
+async def test_an_api_token_is_shown_once_and_revoked_from_settings(world: World) -> None:
+    alice = await sign_in(world.board)
+    status, page = await alice.post("/settings/tokens", {})
+    token = re.search(r'id="new-token">(bh_[^<]+)<', page)
+    assert status == 200 and token is not None
+    async with aiohttp.ClientSession() as http:
+        headers = {"Authorization": f"Bearer {token.group(1)}"}
+        async with http.get(world.board.url + "/api/me", headers=headers) as resp:
+            assert resp.status == 200
+        status, page = await alice.get("/settings")
+        assert token.group(1) not in page
+        token_id = max(int(i) for i in re.findall(r"/settings/tokens/(\d+)/revoke", page))
+        status, _ = await alice.post(f"/settings/tokens/{token_id}/revoke", {})
+        assert status == 303
+        async with http.get(world.board.url + "/api/me", headers=headers) as resp:
+            assert resp.status == 401
+    await alice.close()
+
+
+async def test_the_audit_log_filters_by_time(world: World) -> None:
+    entries = (await world.human.call("GET", "/api/audit", params={"limit": "500"}))[1]["entries"]
+    first_at = entries[0]["at"]
+    _, later = await world.human.call("GET", "/api/audit", params={"from": "2999-01-01T00:00:00Z"})
+    assert later["entries"] == []
+    _, until = await world.human.call(
+        "GET", "/api/audit", params={"until": "2000-01-01T00:00:00Z", "limit": "500"}
+    )
+    assert until["entries"] == []
+    _, since_first = await world.human.call("GET", "/api/audit", params={"from": first_at, "limit": "500"})
+    assert len(since_first["entries"]) == len(entries)
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/audit?action=invite.create&from=2000-01-01T00:00:00Z")
+    assert status == 200 and "invite.create" in page and "human.create" not in page
+    status, page = await alice.get("/audit?from=not-a-time")
+    assert status == 422
+    await alice.close()
+
+
+async def test_a_profile_shows_the_latest_wakes_with_their_cost(world: World) -> None:
+    for i in range(25):
+        await world.bot.record_wake(
+            harness="claude", started_at=f"2026-11-30T04:{i:02d}:00Z", outcome="ok", cost_usd=0.01 * (i + 1)
+        )
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/a/pb")
+    assert status == 200
+    assert "2026-11-30T04:24:00Z" in page and "$0.2500" in page  # the newest
+    assert "2026-11-30T04:04:00Z" not in page  # past the latest 20
+    _, newest = await world.human.call(
+        "GET", "/api/wakes", params={"bot": "pb", "before": "1000000", "limit": "2"}
+    )
+    assert [w["started_at"] for w in newest["wakes"]] == ["2026-11-30T04:24:00Z", "2026-11-30T04:23:00Z"]
+    assert newest["has_more"] and newest["next_before"] == newest["wakes"][-1]["id"]
+    await alice.close()
+
+
+async def test_answers_carry_the_boards_own_time(world: World) -> None:
+    alice = await sign_in(world.board)
+    async with alice.http.get(world.board.url + "/c/lobby?workspace=proj") as resp:
+        assert resp.status == 200
+        name, _, duration = resp.headers["Server-Timing"].partition(";dur=")
+        assert name == "app" and float(duration) >= 0
+        assert "script-src 'self'" in resp.headers["Content-Security-Policy"]
+    await alice.close()
+
+
+async def test_a_new_channel_name_opens_empty_and_its_first_post_creates_it(world: World) -> None:
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/c/release-notes?workspace=proj")
+    assert status == 200 and 'id="no-roots"' in page
+    status, location = await alice.post("/c/release-notes", {"workspace": "proj", "body": "v1 is out"})
+    assert status == 303 and location.startswith("/c/release-notes?workspace=proj&thread=")
+    status, page = await alice.get("/c/release-notes?workspace=proj")
+    assert "v1 is out" in page and "#release-notes" in page
+    status, page = await alice.get("/c/release-notes?workspace=nowhere")
+    assert status == 404
+    await alice.close()
+
+
+async def test_onboard_shows_how_to_add_the_boards_mcp_server_to_each_harness(world: World) -> None:
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/onboard")
+    assert status == 200
+    board = world.board.url
+    sections = dict(re.findall(r'<section class="card" id="harness-(\w+)">(.*?)</section>', page, re.S))
+    stdio = f"claude mcp add board --env BOARD_TOKEN=bb_... -- board mcp --board {board}"
+    assert stdio in sections["claude"]
+    assert f"claude mcp add --transport http board {board}/mcp" in sections["claude"]
+    assert f"url = &#34;{board}/mcp&#34;" in sections["codex"]
+    for harness in ("gemini", "copilot", "opencode"):
+        [text] = re.findall(r'<pre class="mcp">(.*?)</pre>', sections[harness], re.S)
+        config = json.loads(html.unescape(text))
+        assert board in json.dumps(config), harness
+    assert 'class="mcp"' not in sections["command"] and 'class="no-mcp"' in sections["command"]
+    await alice.close()
+
+
+async def test_a_routine_decision_the_service_refuses_changes_nothing(world: World) -> None:
+    fields = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "tidy up"}
+    await world.bot.propose_routine("tidy", **fields)
+    alice = await sign_in(world.board)
+    before = snapshot(world.board.db_path)
+    status, page = await alice.post("/routines/tidy/versions/1/reject", {"note": ""})
+    assert status == 422 and "note" in page
+    status, _ = await alice.post("/routines/tidy/run-now", {})
+    assert status == 422  # nothing approved yet
+    assert snapshot(world.board.db_path) == before
+    status, _ = await alice.post("/routines/tidy/versions/1/approve", {"note": "go"})
+    assert status == 303
+    before = snapshot(world.board.db_path)
+    status, _ = await alice.post("/routines/tidy/versions/1/approve", {"note": "again"})
+    assert status == 422
+    status, _ = await alice.post("/routines/tidy/resume", {})
+    assert status == 422  # not paused
+    status, _ = await alice.post("/routines/nope/pause", {})
+    assert status == 404
+    assert snapshot(world.board.db_path) == before
+    actions = db_rows(
+        world.board.db_path, "SELECT action FROM audit WHERE action LIKE 'routine.%' ORDER BY id"
+    )
+    assert [a for (a,) in actions] == ["routine.create", "routine.propose", "routine.approve"]
+    await alice.close()
+
+
+async def test_a_run_waiting_for_the_running_one_says_so_and_run_now_again_changes_nothing(
+    clocked_world: World, clock: ManualClock
+) -> None:
+    world = clocked_world
+    fields = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "tidy up"}
+    await world.bot.propose_routine("tidy", **fields)
+    await world.human.approve_version("tidy", 1, "go")
+    runner = world.board.client(await auth.runner_token(world.board.ctx))
+    running = await runner.start_run(
+        "tidy", (await runner.create_run("tidy", 1, "2026-11-30T02:00:00Z"))["id"]
+    )
+    alice = await sign_in(world.board)
+    await alice.get("/routines")
+    status, _ = await alice.post("/routines/tidy/run-now", {})
+    assert status == 303
+    status, page = await alice.get("/routines")
+    [waiting] = [r for r in (await world.human.routine_runs("tidy"))["runs"] if r["state"] == "scheduled"]
+    row = re.search(rf'<tr class="run run-scheduled"><td>{waiting["id"]}</td>.*?</tr>', page, re.S)
+    assert row is not None and f"waits for run {running['id']}" in row.group(0), page
+    assert "waits for" not in page.replace(row.group(0), "")
+
+    clock.advance(5)
+    before = snapshot(world.board.db_path)
+    status, page = await alice.post("/routines/tidy/run-now", {})
+    assert status == 409 and f"Run {waiting['id']} of routine tidy" in html.unescape(page)
+    assert snapshot(world.board.db_path) == before
+    await alice.close()
+
+
+async def test_onboard_suggests_only_channels_the_workspace_has(world: World) -> None:
+    await world.human.create_workspace("fresh")
+    alice = await sign_in(world.board)
+    for workspace in ("proj", "fresh"):
+        status, page = await alice.get(f"/onboard?workspace={workspace}")
+        assert status == 200
+        listed = await world.human.channels(workspace=workspace, limit=500)
+        existing = {c["slug"] for c in listed["channels"]}
+        watched = set(re.findall(r"--watch ([\w.-]+)", page))
+        assert watched and watched <= existing, (workspace, watched, existing)
+        assert f"--repo ~/src/{workspace}" in page
+    status, page = await alice.get("/onboard?workspace=fresh")
+    assert set(re.findall(r"--watch ([\w.-]+)", page)) == {"lobby"}
+    sections = dict(re.findall(r'<section class="card" id="harness-(\w+)">(.*?)</section>', page, re.S))
+    command = sections["command"]
+    assert "--harness command" in command and "BOT_COMMAND_TEMPLATE=" in command
+    assert "posted as the bot" in command
+    await alice.close()
+
+
+async def test_workspaces_lists_the_bots_it_counts_with_their_kind(world: World) -> None:
+    invite = await world.human.invite("proj")
+    await world.board.client().register("cb", invite["invite"], kind="claude-code")
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/workspaces")
+    assert status == 200
+    card = page[page.index('id="ws-proj"') :]
+    card = card[: card.index("</section>")]
+    assert "3 bots" in card and "no bots yet" not in card
+    members = re.findall(r'<a href="/a/([^"]+)">[^<]+</a> <small>([^<]+)</small>', card)
+    assert sorted(members) == [("cb", "claude-code"), ("pb", "other"), ("pb2", "other")]
+    other = page[page.index('id="ws-other"') :]
+    assert "/a/pb" not in other[: other.index("</section>")]  # another workspace's bots stay out
+    await alice.close()
+
+
+def _seed_note(page: str) -> str:
+    found = re.search(r'<p id="seed-who"[^>]*>(.*?)</p>', page, re.S)
+    assert found is not None
+    return re.sub(r"<[^>]+>", "", found.group(1))
+
+
+async def test_the_seed_field_says_which_admin_bots_act_on_it(world: World) -> None:
+    alice = await sign_in(world.board)
+    _, page = await alice.get("/workspaces")
+    note = _seed_note(page)
+    assert "its bots act on it: ab." in note and "nobody" not in note
+    await alice.close()
+
+
+async def test_the_seed_field_says_nobody_acts_until_an_admin_bot_exists(board: Board) -> None:
+    await board.human("alice")
+    alice = await sign_in(board)
+    _, page = await alice.get("/workspaces")
+    note = _seed_note(page)
+    assert "No admin bot exists yet, so nobody will act on seed material" in note
+    assert "board admin invite admin" in note
+    await alice.close()

@@ -1,0 +1,178 @@
+"""The PostgreSQL store's own duties: what other processes are told, and a dropped connection."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from collections.abc import Awaitable
+from typing import Any
+
+import psycopg
+import pytest
+
+from board.client import BoardAPIError
+from board.server.store.postgres import PostgresStore
+from tests.support.boardtest import (
+    LONG_WAIT,
+    WOKEN_WITHIN,
+    PgDatabase,
+    World,
+    database_env,
+    db_rows,
+    eventually,
+    postgresql_only,
+    snapshot,
+)
+from tests.support.processes import board_env, command
+
+
+def database_url(world: World) -> str:
+    assert isinstance(world.board.db_path, PgDatabase)
+    return world.board.db_path.url
+
+
+def drop_connections(url: str) -> int:
+    """End every connection the board holds, as a server restart or a network cut would."""
+    with psycopg.connect(url, autocommit=True) as admin:
+        rows = admin.execute(
+            """SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+               WHERE datname = current_database() AND application_name = 'bot-board'"""
+        ).fetchall()
+    return len(rows)
+
+
+async def listening(url: str) -> tuple[PostgresStore, list[dict[str, Any]]]:
+    """A second store on the same database, as another board process would open it."""
+    other = PostgresStore(url, readers=1)
+    heard: list[dict[str, Any]] = []
+
+    async def arrived(item: dict[str, Any]) -> None:
+        heard.append(item)
+
+    other.on_remote = arrived
+    await other.open()
+    return other, heard
+
+
+@postgresql_only
+async def test_a_post_is_told_to_the_other_processes_by_id(world: World) -> None:
+    other, heard = await listening(database_url(world))
+    try:
+        posted = await world.bot.post("for everyone " + "x" * 9000, channel="general")
+        await eventually(lambda: heard, "the other process told of the post")
+        assert [(item["t"], item["id"]) for item in heard] == [("message", posted["id"])]
+        assert all(len(repr(item)) < 200 for item in heard)  # ids, never the 9,000-character body
+    finally:
+        await other.close()
+
+
+@postgresql_only
+async def test_a_revoked_token_is_dropped_on_the_other_processes_too(world: World) -> None:
+    other, heard = await listening(database_url(world))
+    try:
+        await world.human.call("DELETE", "/api/agents/pb/token")
+        await eventually(lambda: [i for i in heard if i["t"] == "forget"], "the other process told to forget")
+        [(pb,)] = db_rows(world.board.db_path, "SELECT id FROM agents WHERE handle = 'pb'")
+        assert {i["agent"] for i in heard if i["t"] == "forget"} == {pb}
+    finally:
+        await other.close()
+
+
+@postgresql_only
+async def test_the_board_reconnects_after_its_connections_are_dropped(world: World) -> None:
+    url = database_url(world)
+    await world.bot.post("before", channel="general")
+    assert drop_connections(url) >= 3  # the writer, the readers and the listener
+
+    async def retried(call: Awaitable[Any]) -> Any:
+        try:
+            return await call
+        except BoardAPIError as exc:
+            assert exc.code == "UNAVAILABLE" and exc.retryable, exc  # a retry's worth of failure, no more
+            return None
+
+    posted = await eventually(
+        lambda: retried(world.bot.post("after", channel="general")), "a post accepted again", timeout=20
+    )
+    listed = await eventually(
+        lambda: retried(world.human.messages(workspace="proj", channel="general")), "a read again", timeout=20
+    )
+    assert posted["id"] in [m["id"] for m in listed["messages"]]
+    # the other processes hear of it again: the listener is back too
+    other, heard = await listening(url)
+    try:
+        wait = asyncio.create_task(world.peer.inbox(wait=LONG_WAIT))
+        await asyncio.sleep(0)
+        mention = await world.bot.post("@pb2 still there?", channel="general")
+        assert [m["id"] for m in (await asyncio.wait_for(wait, WOKEN_WITHIN))["messages"]] == [mention["id"]]
+        await eventually(lambda: [i for i in heard if i.get("id") == mention["id"]], "the mention told")
+    finally:
+        await other.close()
+
+
+@pytest.mark.parametrize("bad", ["mysql://board@db/board", "sqlite:///board.db"])
+async def test_a_url_that_is_not_postgresql_is_refused(bad: str, tmp_path: Any) -> None:
+    from board.server.settings import Settings
+    from board.server.store.stores import open_store
+    from board.server.store.writer import StoreError
+
+    with pytest.raises(StoreError, match="postgresql://"):
+        open_store(Settings(db=str(tmp_path / "b.db"), database_url=bad))
+
+
+async def test_an_unreachable_database_is_one_clear_error_without_its_password(tmp_path: Any) -> None:
+    from board.server.settings import Settings
+    from board.server.store.stores import open_store
+    from board.server.store.writer import StoreError
+
+    url = "postgresql://board:hunter2@127.0.0.1:1/board?connect_timeout=2"
+    store = open_store(Settings(db=str(tmp_path / "b.db"), database_url=url))
+    with pytest.raises(StoreError, match="cannot open the database") as err:
+        await store.open()
+    assert "hunter2" not in str(err.value) and "board:***@127.0.0.1:1" in str(err.value)
+
+
+@postgresql_only
+async def test_backups_through_the_board_are_refused_on_postgresql_and_change_nothing(world: World) -> None:
+    """The board copies only its own SQLite file; on PostgreSQL it says to use pg_dump."""
+    before = snapshot(world.board.db_path)
+    with pytest.raises(BoardAPIError) as err:
+        await world.human.request("POST", "/api/admin/backup")
+    assert (err.value.status, err.value.code, err.value.retryable) == (503, "UNAVAILABLE", False)
+    assert "pg_dump" in err.value.message
+    done = subprocess.run(
+        command("backup", str(world.board.home / "copy.db")),
+        env=board_env(**database_env(world.board)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0 and "pg_dump" in done.stderr, done.stderr
+    assert not (world.board.home / "copy.db").exists() and not (world.board.home / "backups").exists()
+    assert snapshot(world.board.db_path) == before  # not even an audit row
+
+
+def board_connections(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as admin:
+        row = admin.execute(
+            """SELECT count(*) FROM pg_stat_activity
+               WHERE datname = current_database() AND application_name = 'bot-board'"""
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@postgresql_only
+async def test_a_read_after_close_opens_no_connection_that_nothing_would_close(world: World) -> None:
+    url = database_url(world)
+    before = board_connections(url)
+    store = PostgresStore(url, readers=1)
+    await store.open()
+    await store.close()
+
+    async def one(conn: Any) -> Any:
+        return await (await conn.execute("SELECT 1")).fetchone()
+
+    with pytest.raises(psycopg.Error):
+        await store.read(one)
+    assert board_connections(url) == before

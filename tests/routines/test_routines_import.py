@@ -1,0 +1,177 @@
+"""``board routines import`` as a real process: shipped definitions become proposals, once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+import shutil
+from pathlib import Path
+
+from board.server.services import auth
+from tests.support.boardtest import World, database_env
+from tests.support.processes import ROOT, board_env, command
+
+SHIPPED = ROOT / "docs" / "routines"
+
+
+async def import_routines(world: World, folder: Path, *extra: str) -> tuple[int, str]:
+    token = await auth.human_token(world.board.ctx, "alice")
+    proc = await asyncio.create_subprocess_exec(
+        *command("routines", "import", str(folder), "--board", world.board.url, *extra),
+        env=board_env(BOARD_TOKEN=token),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await proc.communicate()
+    return proc.returncode or 0, out.decode()
+
+
+async def test_import_proposes_each_shipped_routine_once_and_a_changed_file_once_more(
+    world: World, tmp_path: Path
+) -> None:
+    code, out = await import_routines(world, SHIPPED, "--workspace", "proj", "--bot", "ab")
+    assert code == 0, out
+    assert out.splitlines() == [
+        "board-daily-care: proposed version 1 (pending)",
+        "knowledge-reconciler: proposed version 1 (pending)",
+    ]
+    reconciler = await world.human.routine("knowledge-reconciler")
+    assert reconciler["workspace"] == "proj" and reconciler["state"] == "unapproved"
+    assert reconciler["versions"][0]["prompt"] == (SHIPPED / "knowledge-reconciler" / "prompt.md").read_text()
+    assert reconciler["versions"][0]["quiet_hours"] == "08:00-20:00"
+    assert (await world.human.routine("board-daily-care"))["workspace"] == "admin"
+
+    code, out = await import_routines(world, SHIPPED, "--workspace", "proj", "--bot", "ab")
+    assert code == 0, out
+    assert out.splitlines() == [
+        "board-daily-care: unchanged, latest is version 1 (pending)",
+        "knowledge-reconciler: unchanged, latest is version 1 (pending)",
+    ]
+    proposals = await world.human.audit(action="routine.propose")
+    assert len(proposals["entries"]) == 2
+
+    changed = tmp_path / "routines"
+    shutil.copytree(SHIPPED, changed)
+    toml = changed / "knowledge-reconciler" / "routine.toml"
+    toml.write_text(toml.read_text().replace('schedule = "0 2 * * *"', 'schedule = "30 3 * * *"'))
+    code, out = await import_routines(world, changed, "--workspace", "proj", "--bot", "ab")
+    assert code == 0, out
+    assert "knowledge-reconciler: proposed version 2 (pending)" in out
+    assert "board-daily-care: unchanged, latest is version 1 (pending)" in out
+    versions = (await world.human.routine("knowledge-reconciler"))["versions"]
+    assert [(v["version"], v["schedule"], v["state"]) for v in versions] == [
+        (1, "0 2 * * *", "pending"),
+        (2, "30 3 * * *", "pending"),
+    ]
+    for name in ("knowledge-reconciler", "board-daily-care"):
+        assert (await world.human.routine_runs(name))["runs"] == []
+
+
+async def test_import_refuses_a_definition_without_a_bot_and_proposes_nothing(world: World) -> None:
+    code, out = await import_routines(world, SHIPPED, "--workspace", "proj")
+    assert code != 0
+    assert "board-daily-care/routine.toml names no bot" in out
+    assert "--bot board-daily-care=<handle>" in out and "--bot knowledge-reconciler=<handle>" in out
+    assert (await world.human.routines())["routines"] == []
+
+    code, out = await import_routines(
+        world, SHIPPED, "--workspace", "proj", "--bot", "knowledge-reconciler=pb"
+    )
+    assert code != 0 and "board-daily-care/routine.toml names no bot" in out
+    assert (await world.human.routines())["routines"] == []
+
+
+def readme_lines() -> list[str]:
+    """The README's routines lines, in order: the admin invite, the registration, the import."""
+    text = (ROOT / "README.md").read_text()
+    block = text[text.index("Routines are jobs") :].split("```")[1]
+    return [line.split("  #")[0].strip() for line in block.strip().splitlines()]
+
+
+async def run_line(line: str, world: World, **env: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        *shlex.split(line),
+        env=board_env(PATH=str(Path(command()[0]).parent) + ":/usr/bin:/bin", **env),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await proc.communicate()
+    assert proc.returncode == 0, f"{line}\n{out.decode()}"
+    return out.decode()
+
+
+async def test_the_readmes_lines_import_both_shipped_routines_each_with_its_own_bot(
+    world: World, tmp_path: Path
+) -> None:
+    invite_line, register_line, import_line = readme_lines()[:3]
+    assert invite_line == "board admin invite admin"
+    board = f"{shlex.quote(command()[0])} -m board.cli"
+    out = await run_line(invite_line.replace("board", board, 1), world, **database_env(world.board))
+    invite = out.strip().splitlines()[-1]
+    assert invite.startswith("bi_")
+    registered = json.loads(
+        await run_line(
+            register_line.replace("localhost:8080", world.board.url).replace("bi_...", invite), world
+        )
+    )
+    assert registered["agent"]["handle"] == "care-bot" and registered["agent"]["workspace"] == "admin"
+
+    # The import reads the human's token from the file its line names, never the command line.
+    assignment, command_line = import_line.split(" ", 1)
+    assert assignment == "BOARD_TOKEN_FILE=~/.board/token"
+    token_file = tmp_path / "token"
+    token_file.write_text(await auth.human_token(world.board.ctx, "alice"))
+    token_file.chmod(0o600)
+    line = command_line.replace("board", board, 1)
+    line = line.replace("myproject", "proj").replace("box3-wordsnap", "pb") + f" --board {world.board.url}"
+    out = await run_line(line.replace("docs/routines", str(SHIPPED)), world, BOARD_TOKEN_FILE=str(token_file))
+    assert out.splitlines() == [
+        "board-daily-care: proposed version 1 (pending)",
+        "knowledge-reconciler: proposed version 1 (pending)",
+    ]
+    care = await world.human.routine("board-daily-care")
+    reconciler = await world.human.routine("knowledge-reconciler")
+    assert (care["workspace"], care["versions"][0]["bot"]) == ("admin", "care-bot")
+    assert (reconciler["workspace"], reconciler["versions"][0]["bot"]) == ("proj", "pb")
+
+
+async def test_a_bot_that_cannot_run_one_routine_is_refused_naming_it_and_imports_nothing(
+    world: World, tmp_path: Path
+) -> None:
+    named = tmp_path / "routines"
+    shutil.copytree(SHIPPED, named)
+    toml = named / "knowledge-reconciler" / "routine.toml"
+    toml.write_text(toml.read_text() + 'bot = "ob"\n')  # a file's own bot, of another workspace
+    code, out = await import_routines(world, named, "--workspace", "proj", "--bot", "ab")
+    assert code != 0
+    assert "knowledge-reconciler: INVALID_ARGUMENT: ob is not a bot that reads workspace proj" in out, out
+    assert (await world.human.routines())["routines"] == []
+
+    # board-daily-care (first) may run with ab; knowledge-reconciler may not run in proj with ob
+    code, out = await import_routines(
+        world,
+        SHIPPED,
+        "--workspace",
+        "proj",
+        "--bot",
+        "board-daily-care=ab",
+        "--bot",
+        "knowledge-reconciler=ob",
+    )
+    assert code != 0
+    assert "knowledge-reconciler: INVALID_ARGUMENT: ob is not a bot that reads workspace proj" in out, out
+    assert "Nothing was imported." in out and "proposed" not in out
+    assert (await world.human.routines())["routines"] == []
+    assert (await world.human.audit(action="routine.propose"))["entries"] == []
+
+    code, out = await import_routines(
+        world, SHIPPED, "--workspace", "proj", "--bot", "ab", "--bot", "daily=ab"
+    )
+    assert code != 0
+    assert "--bot daily=...: " in out and "holds no routine daily" in out and "board-daily-care" in out
+    assert (await world.human.routines())["routines"] == []
+
+    code, out = await import_routines(world, SHIPPED, "--workspace", "proj", "--bot", "ab", "--bot", "pb")
+    assert code != 0 and "--bot pb: give HANDLE once" in out
+    assert (await world.human.routines())["routines"] == []

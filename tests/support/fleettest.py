@@ -1,0 +1,23 @@
+"""Test support for the fleet: enroll a machine's keeper through the API, as `keeper enroll` does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from board.client import BoardClient
+from tests.support.boardtest import Board
+
+
+@dataclass
+class Keeper:
+    """An enrolled machine and a client holding its keeper token."""
+
+    machine: str
+    token: str
+    client: BoardClient
+
+
+async def enroll_keeper(board: Board, human: BoardClient, machine: str) -> Keeper:
+    code = (await human.enroll_code(machine))["code"]
+    enrolled = await board.client().enroll(code, hostname=f"{machine}.local")
+    return Keeper(enrolled["machine"], enrolled["token"], board.client(enrolled["token"]))

@@ -1,0 +1,115 @@
+"""Test support for routines: a board on a manual clock, runner processes on the same clock.
+
+The board runs in the test's process (loopback HTTP, a real database file) on a
+:class:`ManualClock`; each runner is a real ``board routines run`` process that
+reads the time from a file. :class:`Time` moves both at once, so the test alone
+decides when anything is due.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from board.client import BoardClient
+from board.server.clock import ManualClock, iso, parse_time
+from tests.support.boardtest import Board
+from tests.support.processes import board_env, command, kill
+
+T = TypeVar("T")
+
+
+@dataclass
+class Time:
+    """The board's clock and the runners' clock file, moved together."""
+
+    clock: ManualClock
+    file: Path
+
+    def __post_init__(self) -> None:
+        self._write()
+
+    def _write(self) -> None:
+        """Replace the file whole, so a runner never reads it half written."""
+        fresh = self.file.with_suffix(".new")
+        fresh.write_text(iso(self.clock.now()))
+        os.replace(fresh, self.file)
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def move_to(self, text: str) -> None:
+        target = parse_time(text)
+        assert target >= self.clock.now(), "time only moves forward"
+        self.clock.advance((target - self.clock.now()).total_seconds())
+        self._write()
+
+
+@dataclass
+class RunnerProcess:
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> None:
+        kill(self.proc)
+
+
+def start_runner(board: Board, token: str, time_: Time | None, name: str = "runner") -> RunnerProcess:
+    """A runner checking every 0.2 s, on the test's clock file, or on the wall clock without one."""
+    log = board.home / f"{name}-{time.monotonic_ns()}.log"
+    args = ["routines", "run", "--board", board.url, "--check-every", "0.2"]
+    if time_ is not None:
+        args += ["--clock-file", str(time_.file)]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            command(*args),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=board_env(BOARD_ROUTINES_TOKEN=token),
+            start_new_session=True,
+        )
+    return RunnerProcess(proc, log)
+
+
+async def until(
+    check: Callable[[], Awaitable[T | None]],
+    what: str,
+    runners: tuple[RunnerProcess, ...] = (),
+    timeout: float = 60,
+) -> T:
+    """The first truthy answer of ``check``; fails naming ``what`` (and the runners' output)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not (value := await check()):
+        for runner in runners:
+            assert runner.proc.poll() is None, f"runner exited:\n{runner.output()}"
+        if loop.time() > deadline:
+            logs = "\n".join(r.output() for r in runners)
+            raise AssertionError(f"never happened: {what}\n{logs}")
+        await asyncio.sleep(0.05)
+    return value
+
+
+async def runs(client: BoardClient, name: str) -> list[dict[str, Any]]:
+    """The routine's runs, oldest first."""
+    return list(reversed((await client.routine_runs(name, limit=500))["runs"]))
+
+
+async def propose_and_approve(
+    bot: BoardClient, human: BoardClient, name: str, schedule: str, **fields: Any
+) -> dict[str, Any]:
+    await bot.propose_routine(
+        name, workspace="proj", schedule=schedule, bot="pb", prompt=f"Do {name}.", **fields
+    )
+    return await human.approve_version(name, 1, "approved for the test")
