@@ -12,15 +12,18 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.async_api import Browser, expect
 
 from board.client import BoardClient
 from board.server.clock import ManualClock, iso
 from board.server.services.prices import PRICES
 from tests.support.boardtest import World, populate, start_board, stop_board
-from tests.support.pages_support import sign_in
+from tests.support.browser_support import new_tab
+from tests.support.pages_support import login_link, sign_in
 from tests.support.refusals import refused
 
 
@@ -210,3 +213,40 @@ async def test_the_page_shows_the_same_totals_marks_estimates_and_says_utc(spent
         assert status == 422 and "days" in refused_page
     finally:
         await page_session.close()
+
+
+async def test_the_pages_in_a_browser_desktop_and_phone(
+    chromium: Browser, spent: World, tmp_path: Path
+) -> None:
+    """The chart draws under the CSP (no script error, no blocked style), on a desktop and a phone."""
+    for width, name in ((1280, "desktop"), (390, "phone")):
+        tab = await new_tab(chromium, tmp_path, width=width)
+        blocked: list[str] = []
+        tab.page.on(
+            "console", lambda m, seen=blocked: seen.append(m.text) if "Security Policy" in m.text else None
+        )
+        await tab.page.goto(spent.board.url + await login_link(spent.board, "alice"))
+        await tab.page.click("#use-link")
+        await tab.page.wait_for_url("**/c/**")
+        await tab.page.click("nav a[href='/costs']")
+        await tab.page.wait_for_url("**/costs")
+        await expect(tab.page.locator("#total-line")).to_contain_text("$")
+        bars = tab.page.locator(".cost-chart .day")
+        await expect(bars).to_have_count(30)
+        # The last bars (the 28th to the 30th) are drawn, the 28th's with its estimated part on top.
+        estimated = tab.page.locator(".cost-chart .day[data-day='2026-11-28'] rect.estimated")
+        box = await estimated.bounding_box()
+        assert box is not None and box["height"] > 10, box
+        fill = await estimated.evaluate("e => getComputedStyle(e).fill")
+        assert fill == "rgb(224, 168, 0)", fill  # app.css reached the SVG: the CSP let it style
+        await tab.shot(f"costs-{name}")
+        await tab.page.goto(spent.board.url + "/a/pb2")
+        await expect(tab.page.locator("#bot-costs")).to_contain_text("estimate")
+        await expect(tab.page.locator("#bot-costs .cost-chart .day")).to_have_count(30)
+        await tab.shot(f"bot-{name}")
+        # Nothing wider than the phone: the chart scales to the page.
+        width_seen = await tab.page.evaluate(
+            "document.querySelector('.cost-chart svg').getBoundingClientRect().width"
+        )
+        assert width_seen <= width
+        assert tab.errors == [] and blocked == [], (tab.errors, blocked)

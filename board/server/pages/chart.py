@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-WIDTH, HEIGHT = 600, 180
-LEFT, RIGHT, TOP, BOTTOM = 48, 4, 8, 20  # room for the axis labels
+WIDTH, HEIGHT = 600, 200
+LEFT, RIGHT, TOP, BOTTOM = 80, 28, 12, 30  # room for the axis labels (larger on a phone: app.css)
 GRID_LINES = 4
 
 
@@ -41,11 +41,11 @@ class Chart:
 
 
 def nice_ceiling(value: float) -> float:
-    """The axis top: 1, 2 or 5 times a power of ten, at least ``value`` (a cent when nothing)."""
+    """The axis top: 1, 2, 2.5 or 5 times a power of ten, at least ``value`` (a cent when nothing)."""
     if value <= 0:
         return 0.01
     power = 10.0 ** math.floor(math.log10(value))
-    return next(step * power for step in (1, 2, 5, 10) if step * power >= value)
+    return next(step * power for step in (1, 2, 2.5, 5, 10) if step * power >= value)
 
 
 def money(value: float) -> str:
@@ -63,6 +63,7 @@ def cost_chart(by_day: Sequence[dict[str, Any]]) -> Chart:
         estimated_h = d["estimated_usd"] / top * plot_h
         base = TOP + plot_h
         note = f", {money(d['estimated_usd'])} of it estimated" if d["estimate"] else ""
+        wakes = f"{d['wakes']} wake" + ("" if d["wakes"] == 1 else "s")
         bars.append(
             Bar(
                 day=d["day"],
@@ -70,7 +71,7 @@ def cost_chart(by_day: Sequence[dict[str, Any]]) -> Chart:
                 width=round(slot * 0.7, 2),
                 reported=(round(base - reported_h, 2), round(reported_h, 2)),
                 estimated=(round(base - reported_h - estimated_h, 2), round(estimated_h, 2)),
-                title=f"{d['day']} (UTC): {money(d['cost_usd'])}{note}, {d['wakes']} wakes",
+                title=f"{d['day']} (UTC): {money(d['cost_usd'])}{note}, {wakes}",
             )
         )
     grid = [
