@@ -21,17 +21,17 @@ from playwright.async_api import Browser, ConsoleMessage, expect
 from board.client import BoardClient
 from board.server.clock import ManualClock, iso
 from board.server.services.prices import PRICES
-from tests.support.boardtest import World, populate, start_board, stop_board
+from tests.support.boardtest import StoreChoice, World, populate, start_board, stop_board
 from tests.support.browser_support import new_tab
 from tests.support.pages_support import login_link, sign_in
 from tests.support.refusals import refused
 
 
 @pytest.fixture
-async def spent(tmp_path: Any) -> Any:
-    """A populated board on a manual clock, with wakes on 2026-11-28, -29 and -30 (UTC)."""
+async def spent(tmp_path: Any, store: StoreChoice) -> Any:
+    """A populated board on a manual clock, with wakes on 2026-11-28, -29 and -30 (UTC), on each store."""
     clock = ManualClock(datetime(2026, 11, 28, 10, 0, tzinfo=UTC))
-    board = await start_board(tmp_path, clock=clock)
+    board = await start_board(tmp_path, clock=clock, store=store)
     try:
         world = await populate(board)
         await world.bot.propose_routine(
