@@ -160,6 +160,8 @@ async def test_a_bot_sees_its_own_workspace_only_and_refusals_change_nothing(spe
     mine = await spent.bot.costs(days=3)
     assert {w["workspace"] for w in mine["workspaces"]} == {"proj"}
     assert {b["bot"] for b in mine["bots"]} == {"pb", "pb2"}
+    assert [w["workspace"] for w in (await spent.admin_bot.costs(days=3))["workspaces"]] == ["admin"]
+    assert (await spent.admin_bot.costs(bot="pb", days=3))["total"]["wakes"] == 5  # admin reaches proj
     theirs = await spent.other.costs(days=3)
     assert [b["bot"] for b in theirs["bots"]] == ["ob"] and theirs["routines"] == []
     assert theirs["total"]["cost_usd"] == pytest.approx(0.70)

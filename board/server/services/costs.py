@@ -107,7 +107,9 @@ def _sorted(groups: dict[tuple[Any, ...], dict[str, Any]], names: tuple[str, ...
 
 async def _filter(conn: Connection, p: Principal, q: CostQuery, start: str, end: str) -> store.CostFilter:
     """The filter ``p`` may read: a bot its own workspace only; anything out of reach NOT_FOUND."""
-    workspace = await scope.resolve_optional(conn, p, q.workspace)
+    # A bot or routine named carries its own workspace: an admin bot naming one is not held to ``admin``.
+    named = q.bot is not None or q.routine is not None
+    workspace = await scope.resolve_optional(conn, p, q.workspace, anywhere=named)
     agent_id = None
     if q.bot is not None:
         agent = scope.require_agent(p, await identity_store.agent_by_handle(conn, q.bot))
