@@ -310,6 +310,9 @@ class BoardClient:
     async def wakes(self, **params: Any) -> JSON:
         return await self.request_object("GET", "/api/wakes", params=params)
 
+    async def costs(self, **params: Any) -> JSON:
+        return await self.request_object("GET", "/api/costs", params=params)
+
     async def wake(self, **params: Any) -> JSON:
         return await self.request_object("GET", "/api/wake", params=params)
 

@@ -314,13 +314,21 @@ def applied(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 async def test_a_board_at_today_s_schema_opens_without_running_anything(
-    new_database: Callable[[], Where], caplog: pytest.LogCaptureFixture
+    new_database: Callable[[], Where], caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A board the hand-kept migrations built to their last number is at that number here too.
+
+    Migrations written since then are left out (as the runner of that day shipped), so the
+    board is at "today's" schema; the older board's test covers running the newer ones.
+    """
     caplog.set_level(logging.INFO, logger="board.server.store.schema")
     today = new_database()
     build_legacy(today, upto=10**6)
     await asyncio.to_thread(_write, today, ROWS)
-    assert version_of(today) == schema_version()  # the numbers carried over
+    last = version_of(today)
+    shipped = tuple(m for m in migrations() if m.number <= last)
+    assert shipped[-1].number == last  # the numbers carried over
+    monkeypatch.setattr(schema, "migrations", lambda: shipped)
     rows, described = rows_of(today), schema_of(today)
 
     async with running(today) as store:

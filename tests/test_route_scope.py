@@ -180,6 +180,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/api/claims"): Case(everyone(200)),
     ("POST", "/api/wakes"): Case({"bot": 201, "admin_bot": 201, "other_bot": 404}, body=wake_body),
     ("GET", "/api/wakes"): Case(everyone(200)),
+    ("GET", "/api/costs"): Case(scoped(), params={"workspace": "proj"}),  # a bot of other: NOT_FOUND
     ("GET", "/api/wake"): Case({"bot": 200, "admin_bot": 200, "other_bot": 200}),
     ("GET", "/api/audit"): Case(HUMAN),
     # The fleet: humans steer it, each keeper speaks for its own machine only.

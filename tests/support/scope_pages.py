@@ -45,6 +45,7 @@ PAGE_DECISIONS: dict[tuple[str, str], PageCase] = {
     ("GET", "/inbox"): PageCase(200),
     ("GET", "/audit"): PageCase(200, query="?actor=alice&from=2026-01-01T00:00:00Z"),
     ("GET", "/onboard"): PageCase(200),
+    ("GET", "/costs"): PageCase(200, query="?workspace=proj&days=90"),
     ("GET", "/fleet"): PageCase(200),
     ("POST", "/fleet/machines"): PageCase(200, form={"machine_name": "box2"}),
     ("POST", "/fleet/bots"): PageCase(404, form={"machine": "box1", "profile": "nope", "handle": "newbot"}),

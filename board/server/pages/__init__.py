@@ -11,10 +11,10 @@ from pathlib import Path
 from aiohttp import web
 
 from ..clock import Clock
-from . import board, fleet, kb, live, lookup, onboard, people, profiles, routines, signin, spaces
+from . import board, costs, fleet, kb, live, lookup, onboard, people, profiles, routines, signin, spaces
 from .routing import PageRoute, setup
 
-PAGE_MODULES = (signin, board, live, people, lookup, kb, routines, spaces, fleet, profiles, onboard)
+PAGE_MODULES = (signin, board, live, people, lookup, kb, routines, costs, spaces, fleet, profiles, onboard)
 STATIC = Path(__file__).parent / "static"
 
 

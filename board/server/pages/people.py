@@ -1,10 +1,11 @@
-"""The roster with presence, and one agent's profile: claims, recent wakes with cost, recent posts."""
+"""The roster with presence, and one agent's profile: claims, its cost chart, recent wakes, recent posts."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from ..services import agents, messages, wakes
+from ..services import agents, costs, messages, wakes
+from .chart import cost_chart
 from .routing import PageCall, PageRoute
 
 RECENT = 20
@@ -24,9 +25,14 @@ async def profile(call: PageCall) -> web.StreamResponse:
     posts = await messages.list_messages(
         call.ctx, call.p, messages.MessageQuery(author=handle, order="desc", limit=RECENT)
     )
+    spent = None
+    if agent["kind"] != "human":  # a bot's kind is its harness label
+        spent = await costs.costs(call.ctx, call.p, costs.CostQuery(bot=handle))
     return call.render(
         "agent.html",
         agent=agent,
+        spent=spent,
+        chart=cost_chart(spent["by_day"]) if spent else None,
         wakes=woken["wakes"],
         cost=sum(w["cost_usd"] or 0 for w in woken["wakes"]),
         posts=posts["messages"],
