@@ -483,8 +483,8 @@ def _runner_body(template: str) -> dict[str, Any]:
 def test_decisions_elsewhere_agree_with_declared_roles() -> None:
     """A route of one role decided beside its concept (scope_*.py) refuses every other caller there too."""
     checked = 0
-    for module, name in (("scope_routines", "ROUTINE_DECISIONS"), ("scope_registry", "REGISTRY_DECISIONS")):
-        for key, decision in getattr(__import__(module), name).items():
+    for decisions in (ROUTINE_DECISIONS, REGISTRY_DECISIONS):
+        for key, decision in decisions.items():
             role = declared_role(key)
             if role is None:
                 continue
