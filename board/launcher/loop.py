@@ -692,6 +692,7 @@ class Bot:
             cost_usd=result.cost_usd,
             input_tokens=result.input_tokens,
             output_tokens=result.output_tokens,
+            cache_read_tokens=result.cache_read_tokens,
             # Only the daemon's own words: a harness's error can quote what it was told.
             error=result.error if outcome is None else None,
         )
@@ -734,6 +735,8 @@ class Bot:
             "cost_usd": run.result.cost_usd if (run.result.cost_usd or 0) >= 0 else None,
             "input_tokens": run.result.input_tokens,
             "output_tokens": run.result.output_tokens,
+            "cache_read_tokens": run.result.cache_read_tokens,
+            "cache_write_tokens": run.result.cache_write_tokens,
             "error": self.log.redact(run.result.error)[:4000] if run.result.error else None,
         }
 

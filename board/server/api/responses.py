@@ -186,6 +186,8 @@ COMPONENTS: dict[str, Schema] = {
             "cost_usd": nullable(NUM),
             "input_tokens": nullable(INT),
             "output_tokens": nullable(INT),
+            "cache_read_tokens": nullable(INT),
+            "cache_write_tokens": nullable(INT),
             "error": nullable(STR),
             "trigger_ids": array(INT),
             "created_at": TIME,

@@ -145,6 +145,8 @@ class WakeRecord:
     cost_usd: float | None = arg(None, min=0, max=1e6)
     input_tokens: int | None = arg(None, min=0)
     output_tokens: int | None = arg(None, min=0)
+    cache_read_tokens: int | None = arg(None, min=0, help="Of input_tokens, read back from the prompt cache.")
+    cache_write_tokens: int | None = arg(None, min=0, help="Of input_tokens, written to the prompt cache.")
     error: str | None = arg(None, max_len=4000, multiline=True)
 
 
@@ -164,6 +166,8 @@ def wake_dict(row: Any) -> dict[str, Any]:
             "cost_usd",
             "input_tokens",
             "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
             "error",
             "created_at",
         )
@@ -195,6 +199,8 @@ async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int,
         "cost_usd": req.cost_usd,
         "input_tokens": req.input_tokens,
         "output_tokens": req.output_tokens,
+        "cache_read_tokens": req.cache_read_tokens,
+        "cache_write_tokens": req.cache_write_tokens,
         "error": req.error,
         "created_at": ctx.now(),
     }
