@@ -3,3 +3,10 @@
 -- A resumed session re-reads its whole history on every turn: this is that figure.
 ALTER TABLE wakes ADD COLUMN cache_read_tokens {int};
 ALTER TABLE wakes ADD COLUMN cache_write_tokens {int};
+
+-- Session rotation: a profile may start its bots on a fresh harness session after
+-- this many turns of one session, or once a turn of it has read this many tokens
+-- (NULL: never). The wake of a rotated turn says why: 'turns' or 'tokens'.
+ALTER TABLE profiles ADD COLUMN rotate_after_turns {int};
+ALTER TABLE profiles ADD COLUMN rotate_after_tokens {int};
+ALTER TABLE wakes ADD COLUMN rotated TEXT;
