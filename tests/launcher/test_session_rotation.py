@@ -81,10 +81,20 @@ async def test_thirty_turns_rotated_every_ten_make_three_sessions_each_handed_ov
     # What rotation saves, from the fakes' usage model: a fresh session re-reads nothing.
     reads = [w["cache_read_tokens"] for w in recorded]
     assert reads[0] == reads[10] == reads[20] == 0
+    # Never rotated, the same thread re-reads every earlier turn; a rotated turn would have sent
+    # only its turn part (from "# Your turn") had it been resumed.
     unrotated, history = [], 0
-    for call in calls:
+    for n, call in enumerate(calls):
         unrotated.append(history)
-        history += tokens(call["prompt"]) + tokens(call["step"]["text"])
+        sent = (
+            call["prompt"] if n not in (10, 20) else "# Your turn" + call["prompt"].split("# Your turn", 1)[1]
+        )
+        history += tokens(sent) + tokens(call["step"]["text"])
+    extra = sum(tokens(calls[n]["prompt"]) - tokens(calls[n - 1]["prompt"]) for n in (10, 20))
+    print(
+        f"30 turns: cache read {sum(reads)} rotated, {sum(unrotated)} never; peaks {max(reads)}, "
+        f"{max(unrotated)}; rotated first turns {extra} tokens more"
+    )
     assert sum(reads) < sum(unrotated) / 2, (sum(reads), sum(unrotated))
 
 
