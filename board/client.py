@@ -356,13 +356,14 @@ class BoardClient:
         first: bool = False,
         budget_bytes: int | None = None,
         mcp: bool = False,
+        handoff: bool = False,
+        handoff_bytes: int | None = None,
     ) -> JSON:
         """The composed prompt of ``handle``'s next turn covering ``trigger`` message ids."""
-        return await self.request_object(
-            "GET",
-            f"/api/bots/{handle}/prompt",
-            params={"trigger": trigger or [], "first": first, "budget_bytes": budget_bytes, "mcp": mcp},
-        )
+        params = {"trigger": trigger or [], "first": first, "budget_bytes": budget_bytes, "mcp": mcp}
+        if handoff:
+            params |= {"handoff": True, "handoff_bytes": handoff_bytes}
+        return await self.request_object("GET", f"/api/bots/{handle}/prompt", params=params)
 
     # -- fleet: machines, keepers, bots on machines -----------------------------
 

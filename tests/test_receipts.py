@@ -191,6 +191,24 @@ async def test_a_bot_records_a_wake(world: World) -> None:
     assert [e["actor"] for e in audit["entries"]] == ["pb", "pb"]
 
 
+async def test_a_wake_carries_its_cache_usage_and_why_its_session_rotated(world: World) -> None:
+    rotated = await world.bot.record_wake(
+        **RUN, cache_read_tokens=11000, cache_write_tokens=900, rotated="turns"
+    )
+    assert (rotated["cache_read_tokens"], rotated["cache_write_tokens"], rotated["rotated"]) == (
+        11000,
+        900,
+        "turns",
+    )
+    assert [w["rotated"] for w in (await world.human.wakes(bot="pb"))["wakes"]] == ["turns"]
+    plain = await world.bot.record_wake(**RUN)
+    assert plain["rotated"] is None and plain["cache_read_tokens"] is None  # a harness that does not say
+    await refused(world.bot.record_wake(**RUN, rotated="sideways"), "INVALID_ARGUMENT", unchanged=world.board)
+    await refused(
+        world.bot.record_wake(**RUN, cache_read_tokens=-1), "INVALID_ARGUMENT", unchanged=world.board
+    )
+
+
 async def test_only_a_bot_records_wakes(world: World) -> None:
     before = snapshot(world.board.db_path)
     exc = await refused(world.human.record_wake(**RUN), "FORBIDDEN")

@@ -144,6 +144,10 @@ class BotConfig:
     profile_skills: tuple[str, ...] = ()  # the profile's skills, by name on the board
     command: tuple[str, str] = ("", "")  # the profile's command template and session field
     mcp: McpSetup | None = None  # the board's MCP server for the harness, when MCP is on
+    # Start a fresh harness session after this many turns of one, or once a turn of it read
+    # this many tokens (None: never); see docs/bots.md "Session rotation".
+    rotate_after_turns: int | None = None
+    rotate_after_tokens: int | None = None
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
@@ -243,8 +247,25 @@ def resolve(
         profile_skills=parse_list(prof.get("skills")),
         command=(str(prof.get("command_template") or ""), str(prof.get("command_session_field") or "")),
         mcp=mcp,
+        rotate_after_turns=_rotation(environ, prof, "rotate_after_turns"),
+        rotate_after_tokens=_rotation(environ, prof, "rotate_after_tokens"),
         environ=dict(environ),
     )
+
+
+def _rotation(environ: Mapping[str, str], profile: Mapping[str, Any], key: str) -> int | None:
+    """BOT_ROTATE_AFTER_TURNS / _TOKENS, else the profile's; 0 or nothing: never rotate."""
+    name = f"BOT_{key.upper()}"
+    raw = environ.get(name) or profile.get(key)
+    if raw in (None, ""):
+        return None
+    try:
+        value = int(str(raw))
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number of {key.rsplit('_', 1)[1]}, not {raw!r}") from None
+    if value < 0:
+        raise ConfigError(f"{name} must be 0 (never) or more, not {value}")
+    return value or None
 
 
 def _mcp_on(options: Options, environ: Mapping[str, str], profile: Mapping[str, Any]) -> bool:

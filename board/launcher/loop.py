@@ -514,7 +514,20 @@ class Bot:
                 "before acting again."
             )
         session = self.state.sessions.get(lane.key)
-        run = await self.run_once(lane, batch, ids, session, notes)
+        rotated = self.rotation(lane.key) if session else None
+        if rotated is not None:
+            use = self.state.session_use.pop(lane.key, {})
+            self.log.event(
+                "session_rotated",
+                lane=lane.key,
+                session=session,
+                reason=rotated,
+                turns=use.get("turns"),
+                tokens=use.get("tokens"),
+            )
+            self.state.sessions.pop(lane.key, None)
+            session = None
+        run = await self.run_once(lane, batch, ids, session, notes, handoff=rotated is not None)
         if run is None:
             return
         if run.result.error_kind == "session_gone" and session:
@@ -536,7 +549,8 @@ class Bot:
             run = again
         if run.result.session_id:
             self.state.sessions[lane.key] = run.result.session_id
-        wake = self.wake_fields(run)
+            self.count_use(lane.key, run.result)
+        wake = self.wake_fields(run) | {"rotated": rotated}
         report: dict[str, Any] | None = None
         answer: dict[str, Any] | None = None
         if run.result.ok:
@@ -598,6 +612,28 @@ class Bot:
                 self.log.redact(body), reply_to=int(report["reply_to"]), request_id=f"fail-{turn_id}"
             )
 
+    def rotation(self, key: str) -> str | None:
+        """Why the lane's session must give way to a fresh one ("turns", "tokens"), or None."""
+        use = self.state.session_use.get(key)
+        if use is None or use.get("session") != self.state.sessions.get(key):
+            return None
+        turns, tokens = self.cfg.rotate_after_turns, self.cfg.rotate_after_tokens
+        if turns is not None and int(use.get("turns", 0)) >= turns:
+            return "turns"
+        if tokens is not None and int(use.get("tokens", 0)) >= tokens:
+            return "tokens"
+        return None
+
+    def count_use(self, key: str, result: TurnResult) -> None:
+        """One more turn of the lane's session, and its length: what its next turn re-reads."""
+        use = self.state.session_use.get(key)
+        if use is None or use.get("session") != result.session_id:
+            use = {"session": result.session_id, "turns": 0, "tokens": 0}
+        use["turns"] = int(use["turns"]) + 1
+        if result.input_tokens is not None or result.output_tokens is not None:
+            use["tokens"] = (result.input_tokens or 0) + (result.output_tokens or 0)
+        self.state.session_use[key] = use
+
     async def run_once(
         self,
         lane: Lane,
@@ -605,6 +641,8 @@ class Bot:
         ids: list[int],
         session: str | None,
         notes: list[str],
+        *,
+        handoff: bool = False,
     ) -> Run | None:
         """The harness run on batch; None when the board refuses its prompt (the batch is dropped)."""
         assert self.prompter is not None
@@ -612,7 +650,10 @@ class Bot:
         if first and self.skills_note:
             notes = [*notes, self.skills_note]
         try:
-            prompt: Prompt = await self.call("prompt", lambda: self.prompter.build(batch, first, notes))  # type: ignore[union-attr]
+            prompt: Prompt = await self.call(
+                "prompt",
+                lambda: self.prompter.build(batch, first, notes, handoff=handoff),  # type: ignore[union-attr]
+            )
         except BoardAPIError as exc:
             # A trigger the board no longer shows the bot (out of its reach since it was
             # delivered): there is nothing the bot may be told about it, so no turn runs.
@@ -692,6 +733,7 @@ class Bot:
             cost_usd=result.cost_usd,
             input_tokens=result.input_tokens,
             output_tokens=result.output_tokens,
+            cache_read_tokens=result.cache_read_tokens,
             # Only the daemon's own words: a harness's error can quote what it was told.
             error=result.error if outcome is None else None,
         )
@@ -734,6 +776,8 @@ class Bot:
             "cost_usd": run.result.cost_usd if (run.result.cost_usd or 0) >= 0 else None,
             "input_tokens": run.result.input_tokens,
             "output_tokens": run.result.output_tokens,
+            "cache_read_tokens": run.result.cache_read_tokens,
+            "cache_write_tokens": run.result.cache_write_tokens,
             "error": self.log.redact(run.result.error)[:4000] if run.result.error else None,
         }
 

@@ -39,7 +39,7 @@ import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..processes import end_group, signal_group
@@ -435,15 +435,11 @@ async def run_turn(
             kind, what = "silent", f"printed nothing for {silent_timeout:g}s"
         else:
             kind, what = "timeout", f"timed out after {timeout:g}s"
-        result = TurnResult(
+        result = replace(
+            result,
             ok=False,
             session_id=session_id or req.session_id,
-            text=result.text,
             error_kind=kind,
             error=f"{what} ({describe_exit(outcome.exit_code)})" + (f": {detail}" if detail else ""),
-            cost_usd=result.cost_usd,
-            input_tokens=result.input_tokens,
-            output_tokens=result.output_tokens,
-            premium_requests=result.premium_requests,
         )
     return result, outcome

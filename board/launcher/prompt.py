@@ -6,6 +6,10 @@
 wheel as the board it is installed from, so the board always has the route;
 identity, knowledge, skills and claim state are the board's alone to compose.
 
+A session the daemon rotated (docs/bots.md "Session rotation") asks for the
+``handoff`` part too: where the batch's threads stand, within the board's byte
+cap, between ``first_turn`` and ``turn``.
+
 The daemon adds a few lines of its own, about things only it knows: messages a
 crash interrupted, a session that had to start again, and the skills it linked
 on this machine.
@@ -35,7 +39,14 @@ class Prompter:
         self.handle = handle
         self.tools = tools  # the harness has the board's MCP tools: the board's prompt names them
 
-    async def build(self, batch: Sequence[dict[str, Any]], first: bool, notes: Sequence[str] = ()) -> Prompt:
+    async def build(
+        self,
+        batch: Sequence[dict[str, Any]],
+        first: bool,
+        notes: Sequence[str] = (),
+        *,
+        handoff: bool = False,
+    ) -> Prompt:
         """The prompt for batch; BoardAPIError when the board cannot be reached or shows none of it.
 
         A trigger the board no longer shows the bot (out of its reach since it was
@@ -44,15 +55,15 @@ class Prompter:
         """
         ids = [int(m["id"]) for m in batch]
         try:
-            answer = await self._ask(ids, first)
+            answer = await self._ask(ids, first, handoff)
         except BoardAPIError as exc:
             if exc.code != "NOT_FOUND" or len(ids) == 1:
                 raise
             shown = [i for i in ids if await self._shows(i)]
             if not shown:
                 raise
-            answer = await self._ask(shown, first)
-        parts = [answer.get("first_turn") if first else None, answer.get("turn")]
+            answer = await self._ask(shown, first, handoff)
+        parts = [answer.get("first_turn") if first else None, answer.get("handoff"), answer.get("turn")]
         if notes:
             parts.append("\n".join(notes))
         return Prompt(
@@ -61,8 +72,8 @@ class Prompter:
             omitted=tuple(int(i) for i in answer.get("omitted") or ()),
         )
 
-    async def _ask(self, ids: list[int], first: bool) -> dict[str, Any]:
-        return await self.client.bot_prompt(self.handle, ids, first=first, mcp=self.tools)
+    async def _ask(self, ids: list[int], first: bool, handoff: bool = False) -> dict[str, Any]:
+        return await self.client.bot_prompt(self.handle, ids, first=first, mcp=self.tools, handoff=handoff)
 
     async def _shows(self, message_id: int) -> bool:
         try:

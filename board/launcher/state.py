@@ -15,6 +15,10 @@ Why each field is kept:
   them again.
 - ``sessions``: the latest harness session id per session key ("" for a
   single bot, the channel in pool mode).
+- ``session_use``: per session key, the session these counts are of, the
+  turns it has run and its length in tokens after its last turn
+  (``{"session": id, "turns": n, "tokens": n}``), so that session rotation
+  survives a restart.
 - ``failures`` / ``thread_failures``: consecutive failed turns per session key
   (drives the backoff) and per thread (the third in a row releases the claim).
 - ``inflight``: the turns running now, with their harness's pid and start
@@ -43,6 +47,7 @@ class BotState:
     cursor: int = 0
     handled: list[int] = field(default_factory=list)
     sessions: dict[str, str] = field(default_factory=dict)
+    session_use: dict[str, dict[str, Any]] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)
     thread_failures: dict[str, int] = field(default_factory=dict)
     inflight: dict[str, dict[str, Any]] = field(default_factory=dict)

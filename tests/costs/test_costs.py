@@ -47,7 +47,7 @@ async def spent(tmp_path: Any, store: StoreChoice) -> Any:
         await wake(
             world.bot,
             cost_usd=0.10,
-            input_tokens=1000,
+            input_tokens=6300,  # the cached ones included, as a wake record counts them
             output_tokens=200,
             cache_read_tokens=5000,
             cache_write_tokens=300,
@@ -94,8 +94,9 @@ def expected_sums(wakes: list[dict[str, Any]], key: Any) -> dict[Any, dict[str, 
             s["cost_usd"] += w["cost_usd"]
         elif w["harness"] in PRICES and (w["input_tokens"] is not None or w["output_tokens"] is not None):
             p = PRICES[w["harness"]]
+            cached = (w["cache_read_tokens"] or 0) + (w["cache_write_tokens"] or 0)
             estimate = (
-                (w["input_tokens"] or 0) * p.input
+                max(0, (w["input_tokens"] or 0) - cached) * p.input  # input counts the cached too
                 + (w["output_tokens"] or 0) * p.output
                 + (w["cache_read_tokens"] or 0) * p.cache_read
                 + (w["cache_write_tokens"] or 0) * p.cache_write
@@ -136,7 +137,7 @@ async def test_the_api_sums_the_wake_records_per_day_workspace_bot_and_routine(s
     # The figures themselves, so that a wrong rule on both sides cannot agree with itself.
     bots = {b["bot"]: b for b in answer["bots"]}
     assert bots["pb"]["cost_usd"] == pytest.approx(0.46) and bots["pb"]["unpriced_wakes"] == 1
-    assert bots["pb2"]["cost_usd"] == pytest.approx(1.25 + 1.00 + 0.025)  # codex at gpt-5-codex prices
+    assert bots["pb2"]["cost_usd"] == pytest.approx(1.00 + 1.00 + 0.025)  # codex at gpt-5-codex prices, 200k of 1M cached
     assert bots["pb2"]["estimate"] is True and bots["pb"]["estimate"] is False
     assert bots["pb"]["cache_read_tokens"] == 5000 and bots["pb"]["cache_write_tokens"] == 300
     days = {d["day"]: d for d in answer["by_day"]}
@@ -188,11 +189,11 @@ async def test_the_page_shows_the_same_totals_marks_estimates_and_says_utc(spent
         assert status == 200
         assert "Days are UTC days" in page
         assert '<a href="/costs" class="here">Costs</a>' in page
-        assert "$3.4550" in re.search(r'<p id="total-line">(.*?)</p>', page, re.S).group(1)  # type: ignore[union-attr]
+        assert "$3.2050" in re.search(r'<p id="total-line">(.*?)</p>', page, re.S).group(1)  # type: ignore[union-attr]
         assert "$0.4600" in row_cells(page, "bot-pb") and "1 unpriced" in row_cells(page, "bot-pb")
-        assert "$2.2750" in row_cells(page, "bot-pb2") and "estimate" in row_cells(page, "bot-pb2")
+        assert "$2.0250" in row_cells(page, "bot-pb2") and "estimate" in row_cells(page, "bot-pb2")
         assert "estimate" not in row_cells(page, "bot-ob")
-        assert "$2.7350" in row_cells(page, "workspace-proj")
+        assert "$2.4850" in row_cells(page, "workspace-proj")
         assert "$0.3000" in row_cells(page, "routine-nightly")
         assert "$0.1600" in row_cells(page, "day-2026-11-28-pb-")
         assert "5,000 / 300" in row_cells(page, "day-2026-11-28-pb-")
@@ -204,7 +205,7 @@ async def test_the_page_shows_the_same_totals_marks_estimates_and_says_utc(spent
         section = re.search(
             r"<section class=\"card cost-total\" id=\"bot-costs\">(.*?)</section>", bot_page, re.S
         )
-        assert section and "$2.2750" in section.group(1) and "estimate" in section.group(1)
+        assert section and "$2.0250" in section.group(1) and "estimate" in section.group(1)
         assert section.group(1).count('<g class="day"') == 30
         status, human_page = await page_session.get("/a/alice")
         assert status == 200 and 'id="bot-costs"' not in human_page

@@ -165,6 +165,51 @@ def remember_session(persona: str, sid: str, cwd: str) -> bool:
     return fresh
 
 
+def tokens(text: str) -> int:
+    """A deterministic token count: four bytes of UTF-8 to a token, as a rough tokenizer."""
+    return (len(text.encode()) + 3) // 4
+
+
+@dataclass(frozen=True)
+class TurnUsage:
+    """One turn's tokens: the session so far read back from the cache, the new prompt
+    (written to the cache for the next turn) and the answer."""
+
+    prompt: int
+    output: int
+    cache_read: int
+
+    @property
+    def cache_write(self) -> int:
+        return self.prompt
+
+    @property
+    def input_total(self) -> int:
+        return self.cache_read + self.prompt
+
+    def cost_usd(self) -> float:
+        """Sonnet's list prices per million: input 3, cache write 3.75, cache read 0.30, output 15."""
+        return round((self.prompt * 3.75 + self.cache_read * 0.30 + self.output * 15) / 1e6, 6)
+
+
+def turn_usage(persona: str, sid: str, prompt: str, text: str) -> TurnUsage:
+    """This turn's usage: a resumed turn re-reads every earlier turn's prompt and answer.
+
+    The session's running total lives in sessions.json next to its turn count."""
+    usage = TurnUsage(prompt=tokens(prompt), output=tokens(text), cache_read=0)
+    if not FAKE_DIR:
+        return usage
+    with locked():
+        sessions = _read_json("sessions.json", {})
+        entry = sessions.get(persona, {}).get(sid)
+        if entry is None:
+            return usage
+        usage = TurnUsage(usage.prompt, usage.output, cache_read=int(entry.get("context", 0)))
+        entry["context"] = usage.input_total + usage.output
+        _write_json("sessions.json", sessions)
+    return usage
+
+
 # --------------------------------------------------------------------------
 # argv parsing shared by the personas
 
@@ -291,6 +336,7 @@ class Invocation:
     tools_allowed: bool = True
     output: str = "json"
     details: dict[str, Any] = field(default_factory=dict)
+    usage: TurnUsage = TurnUsage(0, 0, 0)  # set once the answer is known
 
 
 @dataclass
@@ -444,7 +490,7 @@ class Claude(Persona):
     def session_gone(self, inv: Invocation) -> Refusal:
         return Refusal(f"No conversation found with session ID: {inv.resume}")
 
-    def _result(self, sid: str, **fields: Any) -> dict[str, Any]:
+    def _result(self, sid: str, turn: TurnUsage, **fields: Any) -> dict[str, Any]:
         result = {
             "type": "result",
             "subtype": "success",
@@ -454,12 +500,13 @@ class Claude(Persona):
             "num_turns": 1,
             "result": "",
             "session_id": sid,
-            "total_cost_usd": 0.0123,
+            "total_cost_usd": turn.cost_usd(),
             "usage": {
-                "input_tokens": 1200,
-                "cache_creation_input_tokens": 300,
-                "cache_read_input_tokens": 4500,
-                "output_tokens": 250,
+                # The new prompt is cached as it is read: no uncached input is left.
+                "input_tokens": 0,
+                "cache_creation_input_tokens": turn.cache_write,
+                "cache_read_input_tokens": turn.cache_read,
+                "output_tokens": turn.output,
                 "server_tool_use": {"web_search_requests": 0},
                 "service_tier": "standard",
             },
@@ -493,7 +540,7 @@ class Claude(Persona):
             for i, a in enumerate(actions)
             if not a.allowed
         ]
-        self._emit(inv, sid, self._result(sid, result=text, permission_denials=denials))
+        self._emit(inv, sid, self._result(sid, inv.usage, result=text, permission_denials=denials))
         return 0
 
     def emit_error_result(self, inv: Invocation, sid: str, message: str) -> int:
@@ -508,6 +555,7 @@ class Claude(Persona):
     def _failure(self, sid: str, text: str) -> dict[str, Any]:
         return self._result(
             sid,
+            TurnUsage(0, 0, 0),
             is_error=True,
             result=text,
             total_cost_usd=0,
@@ -517,7 +565,7 @@ class Claude(Persona):
         )
 
     def partial(self, inv: Invocation, sid: str) -> str:
-        return json.dumps(self._result(sid, result="partial"))[:60]
+        return json.dumps(self._result(sid, inv.usage, result="partial"))[:60]
 
 
 class Codex(Persona):
@@ -700,7 +748,12 @@ class Codex(Persona):
         line(
             {
                 "type": "turn.completed",
-                "usage": {"input_tokens": 5200, "cached_input_tokens": 4100, "output_tokens": 310},
+                # input_tokens counts the cached ones too.
+                "usage": {
+                    "input_tokens": inv.usage.input_total,
+                    "cached_input_tokens": inv.usage.cache_read,
+                    "output_tokens": inv.usage.output,
+                },
             }
         )
         return 0
@@ -835,19 +888,28 @@ class Opencode(Persona):
                     "error": "The user rejected permission to use this specific tool call.",
                 }
             self._event(sid, "tool_use", part=self._part(sid, "tool", tool="bash", state=state))
-        tokens = {"input": 2100, "output": 180, "reasoning": 20, "cache": {"read": 900, "write": 0}}
+        usage = inv.usage
+        # input counts only what the cache did not hold; the new prompt is cached as it is read.
+        tokens = {
+            "input": 0,
+            "output": usage.output,
+            "reasoning": 0,
+            "cache": {"read": usage.cache_read, "write": usage.cache_write},
+        }
         if actions:
+            # The whole turn's usage is on its last step; the tool step's share is left at 0.
+            idle = {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}
             self._event(
                 sid,
                 "step_finish",
-                part=self._part(sid, "step-finish", reason="tool-calls", cost=0.0021, tokens=tokens),
+                part=self._part(sid, "step-finish", reason="tool-calls", cost=0, tokens=idle),
             )
             self._event(sid, "step_start", part=self._part(sid, "step-start"))
         self._event(sid, "text", part=self._part(sid, "text", text=text, time={"start": 1, "end": 2}))
         self._event(
             sid,
             "step_finish",
-            part=self._part(sid, "step-finish", reason="stop", cost=0.0042, tokens=tokens),
+            part=self._part(sid, "step-finish", reason="stop", cost=usage.cost_usd(), tokens=tokens),
         )
         return 0
 
@@ -1141,14 +1203,15 @@ class Gemini(Persona):
             code=self.EXIT_RESUME,
         )
 
-    def _stats(self, calls: int) -> dict[str, Any]:
+    def _stats(self, calls: int, usage: TurnUsage) -> dict[str, Any]:
+        # prompt counts the cached tokens too; input is what the cache did not hold.
         tokens = {
-            "input": 900,
-            "prompt": 1000,
-            "candidates": 120,
-            "total": 1200,
-            "cached": 100,
-            "thoughts": 80,
+            "input": usage.prompt,
+            "prompt": usage.input_total,
+            "candidates": usage.output,
+            "total": usage.input_total + usage.output,
+            "cached": usage.cache_read,
+            "thoughts": 0,
             "tool": 0,
         }
         return {
@@ -1167,7 +1230,9 @@ class Gemini(Persona):
             out(text + "\n")
             return 0
         out(
-            json.dumps({"session_id": sid, "response": text, "stats": self._stats(len(actions))}, indent=2)
+            json.dumps(
+                {"session_id": sid, "response": text, "stats": self._stats(len(actions), inv.usage)}, indent=2
+            )
             + "\n"
         )
         return 0
@@ -1499,6 +1564,7 @@ def main() -> int:
             return int(step.get("exit", 1))
         if kind in ("reply", "mcp_reply") and "text" not in step:
             text = "replied on the board"
+    inv.usage = turn_usage(name, sid, inv.prompt, text)
     return persona.emit_ok(inv, sid, text, actions)
 
 

@@ -16,7 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -221,3 +221,45 @@ def kill_later(pid: int | None) -> None:
     if pid:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+async def make_bot(
+    tmp_path: Path, live: LiveBoard, world: World, fake: Fake
+) -> AsyncIterator[Callable[..., BotProcess]]:
+    """Bots for pb (in proj); stopped at teardown, whatever the test did."""
+    made: list[BotProcess] = []
+
+    def make(harness: str | None = "claude", args: list[str] | None = None, **env: str) -> BotProcess:
+        assert world.bot.token is not None
+        bot = BotProcess(
+            tmp_path,
+            board_url=live.url,
+            token=world.bot.token,
+            handle="pb",
+            harness=harness,
+            fake=fake,
+            args=args,
+            env=env,
+        )
+        made.append(bot)
+        return bot
+
+    yield make
+    for bot in made:
+        await bot.close()
+    for call in fake.calls():
+        kill_later(call.get("grandchild_pid"))
+
+
+async def mention(world: World, text: str = "please look", channel: str = "general") -> int:
+    message = await world.human.post(f"@pb {text}", channel=channel, workspace="proj")
+    return int(message["id"])
+
+
+async def one_reply(world: World, message_id: int, timeout: float = 15.0) -> dict[str, Any]:
+    found = await eventually(
+        lambda: replies(world.human, message_id, "pb"), f"pb's reply to {message_id}", timeout
+    )
+    assert len(found) == 1, found
+    return found[0]

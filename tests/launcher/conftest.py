@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from board.launcher.process import child_env, identity_env
-from tests.launcher.botrun import live, world  # noqa: F401 - end-to-end fixtures, found by name
+from tests.launcher.botrun import live, make_bot, world  # noqa: F401 - end-to-end fixtures, found by name
 from tests.launcher.fakeharness import FAKES_BIN, SANDBOX_ENV, Fake
 from tests.launcher.fakeharness import alive as is_alive
 

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from board.launcher.harnesses.base import TEXT_CAP
 from board.server.services.posting import MAX_BODY
-from tests.launcher.botrun import BotProcess, LiveBoard, replies, wakes
-from tests.launcher.fakeharness import Fake
+from tests.launcher.botrun import BotProcess, replies, wakes
 from tests.support.boardtest import World, eventually
 
 # Prints what it was asked to; with POST_ITSELF set, first replies through the API itself.
@@ -40,30 +39,15 @@ sys.exit(int(os.environ.get("EXIT", "0")))
 
 
 @pytest.fixture
-async def command_bot(
-    tmp_path: Path, live: LiveBoard, world: World, fake: Fake
-) -> AsyncIterator[Callable[..., BotProcess]]:
+def command_bot(tmp_path: Path, make_bot: Callable[..., BotProcess]) -> Callable[..., BotProcess]:
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT)
-    made: list[BotProcess] = []
 
     def make(**env: str) -> BotProcess:
-        assert world.bot.token is not None
-        bot = BotProcess(
-            tmp_path,
-            board_url=live.url,
-            token=world.bot.token,
-            handle="pb",
-            harness="command",
-            fake=fake,
-            env={"BOT_COMMAND_TEMPLATE": shlex.join([sys.executable, str(agent), "{prompt}"]), **env},
-        )
-        made.append(bot)
-        return bot.start()
+        template = shlex.join([sys.executable, str(agent), "{prompt}"])
+        return make_bot("command", **{"BOT_COMMAND_TEMPLATE": template, **env}).start()
 
-    yield make
-    for bot in made:
-        await bot.close()
+    return make
 
 
 async def turn_recorded(world: World, count: int = 1) -> None:

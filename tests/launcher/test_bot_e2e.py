@@ -8,59 +8,17 @@ batching, failures, and the daemon or the board going away and coming back.
 from __future__ import annotations
 
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.launcher.botrun import BotProcess, LiveBoard, kill_later, replies, wakes
+from tests.launcher.botrun import BotProcess, LiveBoard, mention, one_reply, replies, wakes
 from tests.launcher.fakeharness import Fake, alive
 from tests.support.boardtest import World, eventually, held
 
 HARNESSES = ["claude", "codex", "opencode", "copilot", "gemini"]
-
-
-@pytest.fixture
-async def make_bot(
-    tmp_path: Path, live: LiveBoard, world: World, fake: Fake
-) -> AsyncIterator[Callable[..., BotProcess]]:
-    """Bots for pb (in proj); stopped at teardown, whatever the test did."""
-    made: list[BotProcess] = []
-
-    def make(harness: str | None = "claude", args: list[str] | None = None, **env: str) -> BotProcess:
-        assert world.bot.token is not None
-        bot = BotProcess(
-            tmp_path,
-            board_url=live.url,
-            token=world.bot.token,
-            handle="pb",
-            harness=harness,
-            fake=fake,
-            args=args,
-            env=env,
-        )
-        made.append(bot)
-        return bot
-
-    yield make
-    for bot in made:
-        await bot.close()
-    for call in fake.calls():
-        kill_later(call.get("grandchild_pid"))
-
-
-async def mention(world: World, text: str = "please look", channel: str = "general") -> int:
-    message = await world.human.post(f"@pb {text}", channel=channel, workspace="proj")
-    return int(message["id"])
-
-
-async def one_reply(world: World, message_id: int, timeout: float = 15.0) -> dict[str, Any]:
-    found = await eventually(
-        lambda: replies(world.human, message_id, "pb"), f"pb's reply to {message_id}", timeout
-    )
-    assert len(found) == 1, found
-    return found[0]
 
 
 async def _seen_by_pb(world: World, message_id: int) -> bool:
@@ -94,7 +52,7 @@ async def test_a_mention_is_answered_recorded_and_the_session_resumed(
     assert recorded[0]["outcome"] == "ok" and recorded[0]["exit_code"] == 0
     assert recorded[0]["session_id"] == session and recorded[0]["harness"] == harness
     if harness == "claude":
-        assert recorded[0]["cost_usd"] == pytest.approx(0.0123)
+        assert recorded[0]["cost_usd"] and recorded[0]["cost_usd"] > 0
     if harness in ("claude", "codex", "gemini", "opencode"):
         assert recorded[0]["input_tokens"] and recorded[0]["output_tokens"]
     await eventually(lambda: _seen_by_pb(world, first), "pb's seen receipt")

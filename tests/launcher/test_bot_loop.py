@@ -84,12 +84,20 @@ class MemoryBoard:
             self.arrived.clear()
             await self.arrived.wait()
 
-    async def bot_prompt(self, handle: str, trigger: list[int], *, first: bool, mcp: bool) -> dict[str, Any]:
+    async def bot_prompt(
+        self, handle: str, trigger: list[int], *, first: bool, mcp: bool, handoff: bool
+    ) -> dict[str, Any]:
         """As the board composes it, in short; a trigger in ``hidden`` is refused as the board does."""
         if set(trigger) & self.hidden:
             raise BoardAPIError(404, "NOT_FOUND", "No such message, or it is not visible to you.")
         turn = f"This turn covers messages {', '.join(map(str, trigger))}."
-        return {"first_turn": "RULES" if first else None, "turn": turn, "covers": trigger, "omitted": []}
+        return {
+            "first_turn": "RULES" if first else None,
+            "handoff": "HANDOFF" if handoff else None,
+            "turn": turn,
+            "covers": trigger,
+            "omitted": [],
+        }
 
     async def record_wake(self, **fields: Any) -> dict[str, Any]:
         if self.unavailable:

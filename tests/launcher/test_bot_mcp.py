@@ -11,14 +11,9 @@ import pytest
 
 from board.launcher.config import ConfigError, Options, resolve
 from board.launcher.mcp import McpSetup
-from tests.launcher import test_bot_e2e
-from tests.launcher.botrun import BotProcess, wakes
+from tests.launcher.botrun import BotProcess, mention, one_reply, wakes
 from tests.launcher.fakeharness import Fake
-from tests.launcher.test_bot_e2e import mention, one_reply
 from tests.support.boardtest import World, eventually
-
-# Bots for pb, as the end-to-end tests make them (the live board and its world are in conftest.py).
-make_bot = test_bot_e2e.make_bot
 
 
 async def test_a_reply_through_the_mcp_tools_lands_and_the_wake_is_recorded(

@@ -28,9 +28,10 @@ class Board:
         self.asked: list[tuple[str, list[int], bool]] = []
 
     async def bot_prompt(
-        self, handle: str, trigger: list[int], *, first: bool, mcp: bool = False
+        self, handle: str, trigger: list[int], *, first: bool, mcp: bool = False, handoff: bool = False
     ) -> dict[str, Any]:
         assert not mcp, "these prompters have no MCP tools"
+        assert not handoff, "these prompters rotate no session"
         self.asked.append((handle, trigger, first))
         if set(trigger) & self.hidden:
             raise BoardAPIError(404, "NOT_FOUND", "No such message, or it is not visible to you.")

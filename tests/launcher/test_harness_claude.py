@@ -87,6 +87,7 @@ def test_success() -> None:
     assert r.text == "Done: replied in thread 12."
     assert r.cost_usd == pytest.approx(0.0421)
     assert r.input_tokens == 3210  # fresh + cache creation + cache read
+    assert r.cache_read_tokens == 3000 and r.cache_write_tokens == 200
     assert r.output_tokens == 150
 
 

@@ -93,6 +93,7 @@ def test_success_with_tokens_and_no_cost() -> None:
     r = adapter.parse(events(*turn()), "", 0)
     assert r.ok and r.session_id == TID and r.text == "Replied to 12."
     assert r.input_tokens == 5200 and r.output_tokens == 310
+    assert r.cache_read_tokens == 4100 and r.cache_write_tokens is None  # a part of input_tokens
     assert r.cost_usd is None
 
 

@@ -73,6 +73,7 @@ def test_success_with_tokens_over_models() -> None:
     r = adapter.parse(output(), "", 0)
     assert r.ok and r.session_id == SID and r.text == "Posted the summary."
     assert r.input_tokens == 24939 + 61
+    assert r.cache_read_tokens == 21263 and r.cache_write_tokens is None  # a part of prompt
     assert r.output_tokens == 20 + 154 + 5
     assert r.cost_usd is None
 

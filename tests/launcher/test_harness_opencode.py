@@ -82,6 +82,7 @@ def test_success_sums_cost_over_step_finish() -> None:
     assert r.ok and r.session_id == SID and r.text == "Claimed thread 12."
     assert r.cost_usd == pytest.approx(0.005)
     assert r.input_tokens == 2 * (100 + 1000 + 10)
+    assert r.cache_read_tokens == 2 * 1000 and r.cache_write_tokens == 2 * 10
     assert r.output_tokens == 2 * (20 + 5)
 
 

@@ -322,6 +322,7 @@ async def test_make_a_command_profile_on_the_page_then_run_a_bot_with_it(
     await form.locator("textarea[name=flags]").fill("--fast\n--tools=Read,Write")
     await form.locator("input[name=watch]").fill("#lobby, builds")
     await form.locator("textarea[name=identity]").fill("You are the proj command bot.\nBe brief.")
+    await form.locator("input[name=rotate_after_turns]").fill("10")
     await tab.shot("31-new-profile-filled")
     await tab.page.click("#save-profile")
     await tab.page.wait_for_url("**/fleet/profiles/cmd-dev")
@@ -338,6 +339,8 @@ async def test_make_a_command_profile_on_the_page_then_run_a_bot_with_it(
         ["review"],
     )
     assert made["identity"] == "You are the proj command bot.\nBe brief."
+    assert (made["rotate_after_turns"], made["rotate_after_tokens"]) == (10, None)  # empty: never
+    await expect(form.locator("input[name=rotate_after_turns]")).to_have_value("10")
     # Someone saves the profile while the form is open: this save is refused, nothing of it lost.
     await world.human.update_profile("cmd-dev", model="m-theirs", base_version=1)
     await form.locator("input[name=model]").fill("m2")

@@ -33,6 +33,8 @@ COMMAND_FORM = {
     "flags": "--allowed=Read,Write\r\n\r\n  --verbose  \r\n",
     "watch": "#lobby, builds",
     "identity": "You are the proj command bot.\r\nBe brief.",
+    "rotate_after_turns": "10",
+    "rotate_after_tokens": "",
 }
 
 
@@ -97,6 +99,7 @@ async def test_a_profile_made_on_the_page_is_the_one_the_api_answers(world: Worl
         assert profile["flags"] == ["--allowed=Read,Write", "--verbose"]  # one per line, commas kept
         assert profile["watch"] == ["lobby", "builds"]
         assert profile["identity"] == "You are the proj command bot.\nBe brief."
+        assert (profile["rotate_after_turns"], profile["rotate_after_tokens"]) == (10, None)
         status, page = await b.get(location)
         assert status == 200
         assert "Saved: version 1, by alice, 0 s ago." in page
@@ -106,6 +109,8 @@ async def test_a_profile_made_on_the_page_is_the_one_the_api_answers(world: Worl
         assert 'value="review release-notes"' in page and 'value="lobby builds"' in page
         assert ">--allowed=Read,Write\n--verbose</textarea>" in page
         assert 'name="mcp" value="true" checked' in page
+        assert 'name="rotate_after_turns" type="number" min="0" value="10"' in page
+        assert 'name="rotate_after_tokens" type="number" min="0" value=""' in page
         status, page = await b.get("/fleet/profiles")
         row = page.split('<tr id="profile-cmd-dev">')[1].split("</tr>")[0]
         for shown in ('href="/fleet/profiles/cmd-dev"', ">proj</a>", "command", "m1", "~/src/proj", "—"):
@@ -146,9 +151,11 @@ CREATE_REFUSALS = [
     ({"workspace": "nowhere"}, "NOT_FOUND", 404, "No such workspace"),
     ({"watch": "lobby bad/slug"}, "INVALID_ARGUMENT", 422, "'watch[1]' must match"),
     ({"mcp": "maybe"}, "INVALID_ARGUMENT", 422, "'mcp' must be true or false."),
+    ({"rotate_after_turns": "-3"}, "INVALID_ARGUMENT", 422, "'rotate_after_turns'"),
     ({"owner": "bob"}, "INVALID_ARGUMENT", 422, "Unknown field owner;"),  # strict, as the API
 ]
-MARKED = ("name", "watch")  # the refusals above that name their input: it is marked invalid
+# The refusals above that name their input: it is marked invalid.
+MARKED = ("name", "watch", "rotate_after_turns")
 
 
 @pytest.mark.parametrize(("change", "code", "status", "message"), CREATE_REFUSALS, ids=lambda c: str(c))

@@ -175,3 +175,30 @@ async def test_deleting_a_workspace_removes_its_profiles(world: World) -> None:
     await world.human.delete_workspace("proj", "proj")
     assert (await world.human.profiles())["profiles"] == []
     assert [s["name"] for s in (await world.human.skills())["skills"]] == ["review"]
+
+
+async def test_rotation_limits_are_set_cleared_and_refused_when_negative(world: World) -> None:
+    profile = await make_profile(world, rotate_after_turns=10)
+    assert profile["rotate_after_turns"] == 10 and profile["rotate_after_tokens"] is None  # unset: never
+    changed = await world.human.update_profile("proj-dev", rotate_after_tokens=200_000)
+    assert (changed["rotate_after_turns"], changed["rotate_after_tokens"]) == (10, 200_000)
+    cleared = await world.human.update_profile("proj-dev", rotate_after_turns=0)
+    assert (cleared["rotate_after_turns"], cleared["rotate_after_tokens"]) == (None, 200_000)
+
+    await refused(
+        world.human.update_profile("proj-dev", rotate_after_turns=-1),
+        "INVALID_ARGUMENT",
+        message="rotate_after_turns",
+        unchanged=world.board,
+    )
+    await refused(
+        world.human.create_profile("proj-two", "proj", "codex", rotate_after_tokens="lots"),
+        "INVALID_ARGUMENT",
+        unchanged=world.board,
+    )
+    after = await world.human.profile("proj-dev")
+    assert (after["rotate_after_turns"], after["rotate_after_tokens"], after["version"]) == (
+        None,
+        200_000,
+        cleared["version"],
+    )

@@ -199,3 +199,36 @@ async def test_an_admin_bot_sees_every_workspace_but_not_others_conversations(wo
     private = await world.human.post("just for pb2", conversation=room["conversation"]["id"])
     assert (await world.admin_bot.bot_prompt("ab", [elsewhere["id"]]))["covers"] == [elsewhere["id"]]
     await refused(world.admin_bot.bot_prompt("ab", [private["id"]]), "NOT_FOUND", unchanged=world.board)
+
+
+async def test_a_handoff_names_the_claim_last_messages_and_cited_documents_within_its_cap(
+    world: World,
+) -> None:
+    await world.bot.put_document(
+        "build/howto.md", "# Building\n\nRun the flibbertigibbet target to build.\n", 0, "how we build"
+    )
+    root = await world.human.post("@pb the flibbertigibbet build fails", channel="builds", workspace="proj")
+    await world.bot.claim(root["id"])
+    for n in range(12):
+        await world.bot.post(f"tried fix {n}: " + "still red " * 20, reply_to=root["id"])
+    last = await world.human.post("@pb any luck?", reply_to=root["id"])
+
+    plain = await world.bot.bot_prompt("pb", [last["id"]])
+    assert plain["handoff"] is None  # only when asked
+    prompt = await world.bot.bot_prompt("pb", [last["id"]], handoff=True)
+    handoff = prompt["handoff"]
+    assert handoff.startswith("# Handoff") and prompt["handoff_bytes"] == 4_000
+    assert len(handoff.encode()) <= 4_000
+    assert f"## Thread {root['id']} in #builds: claimed by you until" in handoff
+    assert "Documents it cites: build/howto.md (revision 1)" in handoff
+    assert f"- #{last['id']} by alice" in handoff and "tried fix 11" in handoff  # the newest kept
+    assert "tried fix 0:" not in handoff  # eight at most, the oldest left out
+    assert prompt["bytes"] == len(f"{handoff}\n\n{prompt['turn']}".encode())
+
+    small = (await world.bot.bot_prompt("pb", [last["id"]], handoff=True, handoff_bytes=600))["handoff"]
+    assert len(small.encode()) <= 600 and "any luck?" in small  # the newest message outlasts the rest
+    await refused(
+        world.bot.bot_prompt("pb", [last["id"]], handoff=True, handoff_bytes=100),
+        "INVALID_ARGUMENT",
+        message="handoff_bytes",
+    )

@@ -71,10 +71,13 @@ class TurnResult:
     error_kind: str | None
     error: str | None  # human-readable, trimmed
     cost_usd: float | None
-    input_tokens: int | None
+    input_tokens: int | None  # every input token, the cached ones included
     output_tokens: int | None
     # Copilot bills in premium requests rather than dollars.
     premium_requests: float | None = None
+    # Of input_tokens: read back from the provider's prompt cache, and written to it.
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 @dataclass
@@ -89,6 +92,8 @@ class Scan:
     input_tokens: int | None = None
     output_tokens: int | None = None
     premium_requests: float | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
     # What the end-of-turn record is called, for the "unparsed" message.
     expected: str = "result"
 
@@ -376,4 +381,6 @@ class Adapter:
             input_tokens=scan.input_tokens,
             output_tokens=scan.output_tokens,
             premium_requests=scan.premium_requests,
+            cache_read_tokens=scan.cache_read_tokens,
+            cache_write_tokens=scan.cache_write_tokens,
         )

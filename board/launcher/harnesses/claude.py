@@ -126,6 +126,8 @@ class ClaudeAdapter(Adapter):
                 ):
                     tokens_in = add(tokens_in, usage.get(key))
                 scan.input_tokens = tokens_in
+                scan.cache_read_tokens = add(None, usage.get("cache_read_input_tokens"))
+                scan.cache_write_tokens = add(None, usage.get("cache_creation_input_tokens"))
                 scan.output_tokens = add(None, usage.get("output_tokens"))
             scan.error = _result_error(obj)
         return scan

@@ -108,7 +108,9 @@ class CodexAdapter(Adapter):
                 scan.finished = True
                 usage = obj.get("usage")
                 if isinstance(usage, dict):
+                    # input_tokens counts the cached ones too.
                     scan.input_tokens = add(scan.input_tokens, usage.get("input_tokens"))
+                    scan.cache_read_tokens = add(scan.cache_read_tokens, usage.get("cached_input_tokens"))
                     scan.output_tokens = add(scan.output_tokens, usage.get("output_tokens"))
             elif kind == "turn.failed":
                 scan.finished = True

@@ -123,14 +123,16 @@ class GeminiAdapter(Adapter):
             stats = obj.get("stats")
             models = stats.get("models") if isinstance(stats, dict) else None
             if isinstance(models, dict):
-                tokens_in = tokens_out = None
+                tokens_in = tokens_out = cached = None
                 for model in models.values():
                     tokens = model.get("tokens") if isinstance(model, dict) else None
                     if isinstance(tokens, dict):
-                        tokens_in = add(tokens_in, tokens.get("prompt"))
+                        tokens_in = add(tokens_in, tokens.get("prompt"))  # the cached ones included
+                        cached = add(cached, tokens.get("cached"))
                         tokens_out = add(tokens_out, tokens.get("candidates"))
                         tokens_out = add(tokens_out, tokens.get("thoughts"))
                 scan.input_tokens, scan.output_tokens = tokens_in, tokens_out
+                scan.cache_read_tokens = cached
         return scan
 
 

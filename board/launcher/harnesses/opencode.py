@@ -120,6 +120,8 @@ class OpencodeAdapter(Adapter):
                     if isinstance(cache, dict):
                         scan.input_tokens = add(scan.input_tokens, cache.get("read"))
                         scan.input_tokens = add(scan.input_tokens, cache.get("write"))
+                        scan.cache_read_tokens = add(scan.cache_read_tokens, cache.get("read"))
+                        scan.cache_write_tokens = add(scan.cache_write_tokens, cache.get("write"))
                     scan.output_tokens = add(scan.output_tokens, tokens.get("output"))
                     scan.output_tokens = add(scan.output_tokens, tokens.get("reasoning"))
             elif kind == "error":

@@ -123,8 +123,10 @@ ROUTES = [
                     "bot": STR,
                     "turn": STR,
                     "first_turn": nullable(STR),
+                    "handoff": nullable(STR),
                     "bytes": INT,
                     "budget_bytes": INT,
+                    "handoff_bytes": INT,
                     "covers": array(INT),
                     "omitted": array(INT),
                 }

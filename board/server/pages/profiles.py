@@ -38,8 +38,11 @@ COMPARED = (
     "flags",
     "command_template",
     "command_session_field",
+    "rotate_after_turns",
+    "rotate_after_tokens",
     "identity",
 )
+ROTATIONS = ("rotate_after_turns", "rotate_after_tokens")
 
 
 def _words(text: str) -> list[str]:
@@ -72,6 +75,8 @@ def form_body(form: Mapping[str, str]) -> dict[str, Any]:
             body[name] = _checked(text)
         elif name == "base_version":
             body[name] = int(text) if text.isdigit() else text
+        elif name in ROTATIONS:  # empty: never rotate (0 clears a saved limit)
+            body[name] = int(text) if text.strip().isdigit() else (0 if not text.strip() else text)
         else:
             body[name] = text
     return body
@@ -87,6 +92,7 @@ def form_values(profile: dict[str, Any]) -> dict[str, str]:
         "repo": profile["repo"],
         "command_template": profile["command_template"],
         "command_session_field": profile["command_session_field"],
+        **{key: "" if profile[key] is None else str(profile[key]) for key in ROTATIONS},
         "skills": " ".join(profile["skills"]),
         "mcp": "true" if profile["mcp"] else "",
         "flags": "\n".join(profile["flags"]),

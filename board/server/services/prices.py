@@ -25,9 +25,12 @@ class Price:
     cache_write: float
 
     def estimate(self, input_tokens: int, output_tokens: int, cache_read: int, cache_write: int) -> float:
-        """USD for these tokens; cache tokens are priced on their own, apart from ``input_tokens``."""
+        """USD for these tokens. ``input_tokens`` counts the cached ones too (as a wake record
+        does, whatever its harness's own fields), so those are priced at their cache rates and
+        only the rest at the input rate."""
+        uncached = max(0, input_tokens - cache_read - cache_write)
         return (
-            input_tokens * self.input
+            uncached * self.input
             + output_tokens * self.output
             + cache_read * self.cache_read
             + cache_write * self.cache_write

@@ -27,6 +27,7 @@ from ..validation import arg
 from . import claims, registry, scope
 from .auth import principal_from_row
 from .context import Context
+from .handoff import DEFAULT_HANDOFF_BYTES, recent, render_handoff
 from .knowledge import prompt as knowledge_prompt
 
 DEFAULT_BUDGET = 12_000
@@ -46,6 +47,10 @@ class PromptQuery:
     first: bool = arg(False, help="Add the first-turn part (a new session).")
     budget_bytes: int = arg(DEFAULT_BUDGET, min=2_000, max=100_000, help="Byte budget of the turn part.")
     mcp: bool = arg(False, help="Name the board's MCP tools instead of HTTP calls (the bot has them).")
+    handoff: bool = arg(
+        False, help="Add a handoff part: claim, last messages and cited documents of each thread."
+    )
+    handoff_bytes: int = arg(DEFAULT_HANDOFF_BYTES, min=500, max=20_000, help="Byte cap of the handoff.")
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,7 @@ class Thread:
     root: Item | None  # for its preview when the root is not in the batch
     pack: str | None = None
     items: list[tuple[Item, str]] = field(default_factory=list)
+    documents: list[dict[str, Any]] = field(default_factory=list)  # those its knowledge pack names
 
     def header(self, you: str, in_batch: bool) -> str:
         claim = self.claim
@@ -371,7 +377,9 @@ async def _batch(
     threads = {}
     for thread_id in thread_ids:
         root = roots[thread_id]
-        pack, packed = await knowledge_prompt.knowledge_pack(conn, bot, root["workspace_id"], thread_id, now)
+        pack, packed, documents = await knowledge_prompt.knowledge_pack(
+            conn, bot, root["workspace_id"], thread_id, now
+        )
         shown += packed
         threads[thread_id] = Thread(
             id=thread_id,
@@ -379,6 +387,7 @@ async def _batch(
             claim=states[thread_id],
             root=_item(root, "", 0),
             pack=pack,
+            documents=documents,
         )
     return items, threads
 
@@ -433,15 +442,24 @@ async def compose(ctx: Context, p: Principal, handle: str, q: PromptQuery, url: 
                 skills,
             )
         turn, covers, omitted = render_turn(items, threads, bot.handle, calls, q.budget_bytes)
-        whole = f"{first}\n\n{turn}" if first is not None else turn
+        handoff = None
+        if q.handoff:
+            ordered = [threads[t] for t in sorted(threads)]
+            last = [[_item(r, "", 0) for r in await recent(conn, bot, t.id)] for t in ordered]
+            handoff, _ = render_handoff(
+                list(zip(ordered, last, strict=True)), bot.handle, calls, q.handoff_bytes
+            )
+        whole = "\n\n".join(part for part in (first, handoff, turn) if part is not None)
         return {
             "bot": bot.handle,
             "first_turn": first,
+            "handoff": handoff,
             "turn": turn,
             "covers": covers,
             "omitted": omitted,
             "bytes": _size(whole),
             "budget_bytes": q.budget_bytes,
+            "handoff_bytes": q.handoff_bytes,
         }
 
     result = await ctx.db.read(read)

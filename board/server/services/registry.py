@@ -220,8 +220,16 @@ PROFILE_KEYS = (
     "mcp",
     "command_template",
     "command_session_field",
+    "rotate_after_turns",
+    "rotate_after_tokens",
 )
 TEMPLATE_HELP = "The command harness's shell-quoted argv template ({prompt}, {session}, {model}, {flags})."
+TURNS_HELP = "Start a fresh harness session after this many turns of one; 0 or absent: never."
+TOKENS_HELP = (
+    "Start a fresh session once it holds this many tokens (its last turn's input, cached included, "
+    "and output: what the next turn would re-read); 0 or absent: never."
+)
+MAX_ROTATE = 1_000_000_000
 
 
 async def profile_dicts(conn: Connection, rows: list[Any], *, full: bool = True) -> list[dict[str, Any]]:
@@ -296,6 +304,8 @@ class NewProfile:
     mcp: bool = arg(False, help="Hand the harness the board's MCP tools (bot run --mcp).")
     command_template: str = arg("", max_len=2000, help=TEMPLATE_HELP)
     command_session_field: str = arg("", max_len=200, help="The JSON field holding its session id.")
+    rotate_after_turns: int | None = arg(None, min=0, max=MAX_ROTATE, help=TURNS_HELP)
+    rotate_after_tokens: int | None = arg(None, min=0, max=MAX_ROTATE, help=TOKENS_HELP)
     bots: list[str] = arg([], max_items=100, pattern=HANDLE_PATTERN, help="Bots that run with it.")
 
 
@@ -312,6 +322,8 @@ class ProfileUpdate:
     mcp: bool | None = arg(None, help="Hand the harness the board's MCP tools (bot run --mcp).")
     command_template: str | None = arg(None, max_len=2000, help=TEMPLATE_HELP)
     command_session_field: str | None = arg(None, max_len=200)
+    rotate_after_turns: int | None = arg(None, min=0, max=MAX_ROTATE, help=TURNS_HELP)
+    rotate_after_tokens: int | None = arg(None, min=0, max=MAX_ROTATE, help=TOKENS_HELP)
     bots: list[str] | None = arg(None, max_items=100, pattern=HANDLE_PATTERN)
     base_version: int | None = arg(None, min=1, help="Refuse the write unless this is the latest.")
 
@@ -328,6 +340,8 @@ PROFILE_FIELDS = (
     "mcp",
     "command_template",
     "command_session_field",
+    "rotate_after_turns",
+    "rotate_after_tokens",
     "bots",
 )
 
@@ -400,6 +414,8 @@ async def create_profile(ctx: Context, p: Principal, req: NewProfile) -> dict[st
             "mcp": req.mcp,
             "command_template": req.command_template,
             "command_session_field": req.command_session_field,
+            "rotate_after_turns": req.rotate_after_turns or None,
+            "rotate_after_tokens": req.rotate_after_tokens or None,
             "updated_at": ctx.now(),
             "updated_by": p.handle,
         }
@@ -451,6 +467,9 @@ async def update_profile(ctx: Context, p: Principal, name: str, req: ProfileUpda
             )
         }
         values["watch"] = _unique(values["watch"])
+        for key in ("rotate_after_turns", "rotate_after_tokens"):  # 0 clears: never rotate
+            asked = getattr(req, key)
+            values[key] = current[key] if asked is None else (asked or None)
         values["goal"] = current["goal"] if req.goal is None else await _goal(conn, workspace, req.goal)
         values["updated_at"] = ctx.now()
         values["updated_by"] = p.handle

@@ -133,6 +133,10 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
 # -- wake records ------------------------------------------------------------------
 
 
+#: Why a turn started a fresh harness session: its profile's rotate_after_turns or _tokens passed.
+ROTATIONS = ("turns", "tokens")
+
+
 @dataclass
 class WakeRecord:
     harness: str = arg(max_len=32, pattern=r"[A-Za-z0-9._-]{1,32}")
@@ -145,9 +149,12 @@ class WakeRecord:
     cost_usd: float | None = arg(None, min=0, max=1e6)
     input_tokens: int | None = arg(None, min=0)
     output_tokens: int | None = arg(None, min=0)
-    cache_read_tokens: int | None = arg(None, min=0, help="Input tokens read from the prompt cache.")
-    cache_write_tokens: int | None = arg(None, min=0, help="Input tokens written to the prompt cache.")
+    cache_read_tokens: int | None = arg(None, min=0, help="Of input_tokens, read back from the prompt cache.")
+    cache_write_tokens: int | None = arg(None, min=0, help="Of input_tokens, written to the prompt cache.")
     error: str | None = arg(None, max_len=4000, multiline=True)
+    rotated: str | None = arg(
+        None, choices=ROTATIONS, help="The turn started a fresh session because its profile's limit passed."
+    )
 
 
 def wake_dict(row: Any) -> dict[str, Any]:
@@ -169,6 +176,7 @@ def wake_dict(row: Any) -> dict[str, Any]:
             "cache_read_tokens",
             "cache_write_tokens",
             "error",
+            "rotated",
             "created_at",
         )
     }
@@ -202,6 +210,7 @@ async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int,
         "cache_read_tokens": req.cache_read_tokens,
         "cache_write_tokens": req.cache_write_tokens,
         "error": req.error,
+        "rotated": req.rotated,
         "created_at": ctx.now(),
     }
 

@@ -21,7 +21,7 @@ def _skill_select(conn: Connection) -> str:
 
 PROFILE_SELECT = """SELECT p.id, p.name, p.workspace_id, w.slug AS workspace, w.archived_at, p.harness,
     p.model, p.flags, p.repo, p.watch, p.goal, p.identity, p.mcp, p.command_template, p.command_session_field,
-    p.version, p.created_at, p.updated_at,
+    p.rotate_after_turns, p.rotate_after_tokens, p.version, p.created_at, p.updated_at,
     p.updated_by FROM profiles p JOIN workspaces w ON w.id = p.workspace_id"""
 
 
@@ -113,8 +113,9 @@ async def list_profiles(
 async def insert_profile(conn: Connection, name: str, workspace_id: int, values: dict[str, Any]) -> int:
     new_id = await conn.insert(
         """INSERT INTO profiles (name, workspace_id, harness, model, flags, repo, watch, goal, identity,
-               mcp, command_template, command_session_field, version, created_at, updated_at, updated_by)
-               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,1,?,?,?)""",
+               mcp, command_template, command_session_field, rotate_after_turns, rotate_after_tokens,
+               version, created_at, updated_at, updated_by)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,1,?,?,?)""",
         (name, workspace_id, *_profile_fields(values), values["updated_at"], values["updated_by"]),
     )
     return new_id
@@ -133,6 +134,8 @@ def _profile_fields(values: dict[str, Any]) -> tuple[Any, ...]:
         int(values["mcp"]),
         values["command_template"],
         values["command_session_field"],
+        values["rotate_after_turns"],
+        values["rotate_after_tokens"],
         values["updated_at"],
     )
 
@@ -142,6 +145,7 @@ async def update_profile(conn: Connection, profile_id: int, values: dict[str, An
     await conn.execute(
         """UPDATE profiles SET harness = ?, model = ?, flags = ?, repo = ?, watch = ?, goal = ?,
                identity = ?, mcp = ?, command_template = ?, command_session_field = ?,
+               rotate_after_turns = ?, rotate_after_tokens = ?,
                version = version + 1, updated_at = ?, updated_by = ? WHERE id = ?""",
         (
             *_profile_fields(values),

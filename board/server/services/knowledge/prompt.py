@@ -6,6 +6,8 @@ connection and leaves out any part that answers None.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...principal import Principal
 from ...store import knowledge as store
 from ...store import workspaces as workspace_store
@@ -40,11 +42,12 @@ async def knowledge_index(conn: Connection, workspace_id: int, now: str) -> str 
 
 async def knowledge_pack(
     conn: Connection, bot: Principal, workspace_id: int, thread_id: int, now: str
-) -> tuple[str | None, list[int]]:
-    """The knowledge pack for one thread of a turn's batch, and the documents it shows."""
+) -> tuple[str | None, list[int], list[dict[str, Any]]]:
+    """The knowledge pack for one thread of a turn's batch, the ids of the documents it
+    shows, and those documents (path, revision, title, ...) for a handoff to name."""
     workspace = await workspace_store.by_id(conn, workspace_id)
     assert workspace is not None  # the bot's own
     result, shown = await build(
         conn, bot, workspace, PackQuery(thread=thread_id, budget_tokens=PACK_TOKENS), now
     )
-    return (result["text"] or None), shown
+    return (result["text"] or None), shown, list(result["documents"])
