@@ -137,7 +137,7 @@ async def test_the_api_sums_the_wake_records_per_day_workspace_bot_and_routine(s
     # The figures themselves, so that a wrong rule on both sides cannot agree with itself.
     bots = {b["bot"]: b for b in answer["bots"]}
     assert bots["pb"]["cost_usd"] == pytest.approx(0.46) and bots["pb"]["unpriced_wakes"] == 1
-    assert bots["pb2"]["cost_usd"] == pytest.approx(1.00 + 1.00 + 0.025)  # codex at gpt-5-codex prices, 200k of 1M cached
+    assert bots["pb2"]["cost_usd"] == pytest.approx(1.00 + 1.00 + 0.025)  # codex: 200k of 1M cached
     assert bots["pb2"]["estimate"] is True and bots["pb"]["estimate"] is False
     assert bots["pb"]["cache_read_tokens"] == 5000 and bots["pb"]["cache_write_tokens"] == 300
     days = {d["day"]: d for d in answer["by_day"]}
