@@ -14,6 +14,5 @@ python=${PYTHON:-python3}
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 .venv/bin/ruff check --quiet .
 .venv/bin/ruff format --check --quiet .
-.venv/bin/mypy board routines
-.venv/bin/mypy tests
+.venv/bin/mypy board routines tests
 exec .venv/bin/python -m pytest "$@"

@@ -86,6 +86,15 @@ SELECT 'only here';
 """
 
 
+def test_each_migration_number_is_written_once_and_none_is_skipped() -> None:
+    """A board records only its last number: two branches that both wrote migration N would
+    leave one of them never run on a board that had the other, and a skipped number hides the
+    same mistake. (Numbers below 0018 that are missing were never released.)"""
+    numbers = [m.number for m in migrations()]
+    assert len(numbers) == len(set(numbers))
+    assert numbers[numbers.index(18) :] == list(range(18, numbers[-1] + 1))
+
+
 def test_a_migration_written_once_renders_to_each_dialect() -> None:
     assert (
         SQLITE.render(SOURCE)
