@@ -11,7 +11,8 @@ left out first, then whole threads.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from ..principal import Principal
 from ..store import messages as message_store
@@ -19,8 +20,29 @@ from ..store.connection import Connection
 from ..store.rows import MessageRow
 from . import scope
 
-if TYPE_CHECKING:
-    from .prompt import Calls, Item, Thread
+
+class Item(Protocol):
+    """What the handoff reads of a message of the turn (services/prompt.py's ``Item``)."""
+
+    id: int
+    author: str
+    created_at: str
+    body: str
+
+
+class Thread(Protocol):
+    """What it reads of a thread of the turn (prompt.py's ``Thread``): its header, what it cites."""
+
+    documents: list[dict[str, Any]]
+
+    def header(self, you: str, in_batch: bool) -> str: ...
+
+
+class Calls(Protocol):
+    """How the prompt names a board call (prompt.py's ``Calls``)."""
+
+    def document(self) -> str: ...
+
 
 DEFAULT_HANDOFF_BYTES = 4_000
 LAST_MESSAGES = 8  # per thread, newest kept first when room runs out
@@ -51,7 +73,7 @@ async def recent(conn: Connection, bot: Principal, thread_id: int) -> list[Messa
 
 
 def render_handoff(
-    threads: list[tuple[Thread, list[Item]]], you: str, calls: Calls, cap: int
+    threads: Sequence[tuple[Thread, Sequence[Item]]], you: str, calls: Calls, cap: int
 ) -> tuple[str, int]:
     """The handoff within ``cap`` bytes, and how many threads it shows."""
     text, shown = HEAD, 0
