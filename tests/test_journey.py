@@ -187,9 +187,9 @@ async def test_one_persons_first_day(tmp_path: Path, chromium: Browser) -> None:
         recorded = 0.0
         for handle in ("jclaude", "jopen"):
             records = api(url, token, "GET", f"/api/wakes?bot={handle}")["wakes"]
-            cost = next(w["cost_usd"] for w in records if f"{w['cost_usd']:.4f}" == shown[handle])
-            assert cost > 0, wakes
-            recorded += cost
+            costs = {f"{w['cost_usd']:.4f}": w["cost_usd"] for w in records if w["cost_usd"]}
+            assert shown[handle] in costs, (handle, shown[handle], sorted(costs), wakes)
+            recorded += costs[shown[handle]]
         assert re.search(rf"^total\t\${recorded:.4f}$", wakes, re.M), wakes
         await shot("handoff-thread")
 
