@@ -15,7 +15,7 @@ states ask :func:`hold_of`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import datetime, time, timedelta
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 from ..clock import iso, parse_time
@@ -36,8 +36,6 @@ from .posting import post_event
 
 MEASURES = store.MEASURES
 LIMIT_COLUMNS = tuple(f"budget_{m}" for m in MEASURES)
-#: How each measure is said in a sentence.
-UNITS = {"wakes": "wakes", "tokens": "tokens", "cost_usd": "USD"}
 NOTICE_TAG = "budget-held"
 MAX_WAKES = 1_000_000
 MAX_TOKENS = 1_000_000_000_000
@@ -75,12 +73,12 @@ class Hold:
 
 def day_of(now: str) -> tuple[str, str]:
     """The UTC day holding ``now``: its start and the next day's start."""
-    start = datetime.combine(parse_time(now).date(), time(), tzinfo=parse_time(now).tzinfo)
+    start = datetime.combine(parse_time(now).date(), time(), tzinfo=UTC)
     return iso(start), iso(start + timedelta(days=1))
 
 
-def _amount(measure: str, value: float) -> str:
-    return f"${value:.2f}" if measure == "cost_usd" else f"{int(value):,} {UNITS[measure]}"
+def _number(measure: str, value: float) -> str:
+    return f"${value:.2f}" if measure == "cost_usd" else f"{int(value):,}"
 
 
 async def limits_of(conn: Connection, agent_id: int) -> dict[str, tuple[float, str]]:
@@ -102,7 +100,8 @@ def _reached(limits: dict[str, tuple[float, str]], spent: Any, level: str, reset
     for measure in MEASURES:
         if measure in limits and spent[measure] >= limits[measure][0]:
             limit, source = limits[measure]
-            which = f"{_amount(measure, spent[measure])} of {_amount(measure, limit)} a day, set on {source}"
+            unit = "" if measure == "cost_usd" else f" {measure}"
+            which = f"{_number(measure, spent[measure])} of {_number(measure, limit)}{unit} a day, set on {source}"
             return Hold("budget", which, level, source, measure, limit, spent[measure], resets_at)
     return None
 
