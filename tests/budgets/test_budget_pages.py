@@ -9,17 +9,8 @@ from pathlib import Path
 from playwright.async_api import Browser, expect
 
 from board.server.clock import iso
+from tests.pages.test_pages_browser import signed_in_tab
 from tests.support.boardtest import World
-from tests.support.browser_support import Tab, new_tab
-from tests.support.pages_support import login_link
-
-
-async def signed_in(chromium: Browser, world: World, out: Path) -> Tab:
-    tab = await new_tab(chromium, out)
-    await tab.page.goto(world.board.url + await login_link(world.board, "alice"))
-    await tab.page.click("#use-link")
-    await tab.page.wait_for_url("**/c/**")
-    return tab
 
 
 async def test_a_human_raises_clears_and_lifts_a_bots_budget_on_its_page(
@@ -28,7 +19,7 @@ async def test_a_human_raises_clears_and_lifts_a_bots_budget_on_its_page(
     await world.human.create_profile("pb-dev", "proj", "claude", budget_wakes=2, bots=["pb"])
     for _ in range(2):
         await world.bot.record_wake(harness="claude", started_at=iso(datetime.now(UTC)), outcome="ok")
-    tab = await signed_in(chromium, world, tmp_path)
+    tab = await signed_in_tab(chromium, world, tmp_path)
     page = tab.page
     await page.goto(world.board.url + "/a/pb")
     budget = page.locator("#budget")

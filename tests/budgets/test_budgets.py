@@ -48,7 +48,8 @@ MEASURES = [
         [{"input_tokens": 600, "output_tokens": 100}, {"input_tokens": 300}],
         1000,
     ),
-    ("cost_usd", {"budget_cost_usd": 0.5}, [{"cost_usd": 0.2}, {"cost_usd": 0.3}], 0.5),
+    # 0.7 + 0.1 is 0.7999999999999999 in floats: the sum must still reach 0.8.
+    ("cost_usd", {"budget_cost_usd": 0.8}, [{"cost_usd": 0.7}, {"cost_usd": 0.1}], 0.8),
 ]
 
 

@@ -101,7 +101,8 @@ def _reached(limits: dict[str, tuple[float, str]], spent: Any, level: str, reset
         if measure in limits and spent[measure] >= limits[measure][0]:
             limit, source = limits[measure]
             unit = "" if measure == "cost_usd" else f" {measure}"
-            which = f"{_number(measure, spent[measure])} of {_number(measure, limit)}{unit} a day, set on {source}"
+            amounts = f"{_number(measure, spent[measure])} of {_number(measure, limit)}{unit}"
+            which = f"{amounts} a day, set on {source}"
             return Hold("budget", which, level, source, measure, limit, spent[measure], resets_at)
     return None
 
@@ -153,10 +154,10 @@ async def tell(ctx: Context, agent_id: int, hold: Hold) -> None:
         workspace = await workspace_store.by_id(conn, agent["workspace_id"])
         assert workspace is not None
         who = f"@{agent['handle']}" if hold.scope == "bot" else f"the bots of {workspace['slug']}"
-        where = f"/a/{agent['handle']}" if hold.scope == "bot" else "/workspaces (or lift a bot on its page)"
+        page = f"/a/{agent['handle']}" if hold.scope == "bot" else "/workspaces (or lift a bot on its page)"
         body = (
             f"Held: {who} reached a daily budget ({hold.which}). What would wake them waits in "
-            f"their inbox until {hold.resets_at} (UTC midnight); raise or lift it on {where}."
+            f"their inbox until {hold.resets_at} (UTC midnight); raise or lift it on {page}."
         )
         await post_event(
             conn,
@@ -258,7 +259,7 @@ async def feed_hold(ctx: Context, agent_id: int, wait: int) -> Hold | None:
 
     A human's raise or lift publishes on :func:`lifted_key`, so a held daemon hears it at
     once; the UTC midnight ends the wait too. A held daemon thus costs the board one
-    request per ``wait`` seconds (its long-poll), and one read of its budget each.
+    request per ``wait`` seconds (its long-poll), and a few reads of its budget each.
     """
     hold = await ctx.db.read(lambda conn: hold_of(conn, agent_id, ctx.now()))
     if hold is None:

@@ -42,22 +42,22 @@ async def workspace(conn: Connection, workspace_id: int) -> Row | None:
     )
 
 
-async def spent_by_bot(conn: Connection, agent_id: int, start: str, end: str) -> Row:
+async def spent_by_bot(conn: Connection, agent_id: int, start: str, end: str) -> dict[str, float]:
+    return await _spent(conn, "agent_id", agent_id, start, end)
+
+
+async def spent_by_workspace(conn: Connection, workspace_id: int, start: str, end: str) -> dict[str, float]:
+    return await _spent(conn, "workspace_id", workspace_id, start, end)
+
+
+async def _spent(conn: Connection, column: str, row_id: int, start: str, end: str) -> dict[str, float]:
+    """Today's sums as plain numbers (PostgreSQL sums BIGINTs as NUMERIC)."""
     row = await one(
-        conn, f"{SPENT} WHERE agent_id = ? AND started_at >= ? AND started_at < ?", (agent_id, start, end)
+        conn, f"{SPENT} WHERE {column} = ? AND started_at >= ? AND started_at < ?", (row_id, start, end)
     )
     assert row is not None  # an aggregate has a row
-    return row
-
-
-async def spent_by_workspace(conn: Connection, workspace_id: int, start: str, end: str) -> Row:
-    row = await one(
-        conn,
-        f"{SPENT} WHERE workspace_id = ? AND started_at >= ? AND started_at < ?",
-        (workspace_id, start, end),
-    )
-    assert row is not None
-    return row
+    cost = round(float(row["cost_usd"]), 9)  # sums of floats drift: 0.7 + 0.1 must reach a limit of 0.8
+    return {"wakes": int(row["wakes"]), "tokens": int(row["tokens"]), "cost_usd": cost}
 
 
 async def set_bot(conn: Connection, agent_id: int, changes: dict[str, Any]) -> None:
