@@ -178,6 +178,10 @@ class BoardClient:
     async def agent(self, handle: str) -> JSON:
         return await self.request_object("GET", f"/api/agents/{handle}")
 
+    async def set_budget(self, handle: str, **fields: Any) -> JSON:
+        """A bot's daily limits (budget_wakes, budget_tokens, budget_cost_usd; 0 clears) or lift=True."""
+        return await self.request_object("PUT", f"/api/agents/{handle}/budget", json=_body(fields))
+
     async def invite(self, workspace: str, uses: int = 1, expires_in: int | None = None) -> JSON:
         return await self.request_object(
             "POST",

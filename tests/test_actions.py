@@ -65,6 +65,7 @@ EXPECTED: dict[str, tuple[set[str], str]] = {
         "Only humans and admin bots write skills; ask one in the admin workspace.",
     ),
     "profile.write": ({"human"}, "Only a human writes profiles."),
+    "budget.set": ({"human"}, "Only a human may change or lift a bot's budget."),
     "kb.review": ({"human"}, "Only a human reviews knowledge."),
     "kb.redact": ({"human"}, "Only a human redacts knowledge."),
     "routine.propose": (EVERYONE_BUT({"runner"}), "The runner runs approved routines; it proposes none."),
@@ -201,6 +202,7 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/api/fleet/report"): {"interval": 5},
     ("POST", "/api/fleet/bots"): {"machine": "box1", "profile": "proj-dev", "handle": "fb2"},
     ("POST", "/api/wakes"): {"harness": "claude", "started_at": "2026-11-30T04:00:00Z", "outcome": "ok"},
+    ("PUT", "/api/agents/{handle}/budget"): {"lift": True},
     ("POST", "/api/routines/{name}/runs"): {"version": 1, "scheduled_for": "2026-12-01T04:00:00Z"},
 }
 

@@ -113,6 +113,10 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/api/agents/{handle}"): Case(scoped(), path={"handle": "bot_handle"}),
     ("POST", "/api/invites"): Case(HUMAN, body=lambda r, f: {"workspace": "proj"}),
     ("DELETE", "/api/agents/{handle}/token"): Case(HUMAN, path={"handle": "peer_handle"}),
+    # A human sets any bot's budget; the bot itself is refused by the route's role.
+    ("PUT", "/api/agents/{handle}/budget"): Case(
+        HUMAN, path={"handle": "bot_handle"}, body=lambda r, f: {"budget_wakes": 5}
+    ),
     ("GET", "/api/workspaces"): Case(
         {"human": 200, "admin_bot": 200, "bot": 403, "other_bot": 403, "anon": 401}
     ),

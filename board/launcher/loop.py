@@ -79,6 +79,7 @@ class Timing:
     fail_first: float = 1.0  # harness failure: first backoff ...
     fail_cap: float = 300.0  # ... doubling up to this
     batch_max: int = 100  # messages in one turn; the rest make the next
+    held_pause: float = 2.0  # held by a budget: seconds between the board's answer and the next poll
 
 
 def backoff(failures: int, first: float, cap: float) -> float:
@@ -106,6 +107,11 @@ def wake_outcome(result: TurnResult, outcome: ProcessOutcome | None) -> str:
     if outcome is None:
         return "error"  # never started
     return "failed"
+
+
+def _same_hold(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    """Two answers of one hold: the same limit reached, whatever was spent since."""
+    return all(one.get(k) == other.get(k) for k in ("source", "measure", "limit", "resets_at"))
 
 
 def iso(moment: float) -> str:
@@ -419,6 +425,11 @@ class Bot:
                 )
             except BoardAPIError as exc:  # not a bot's token, a goal out of scope, ...
                 raise Fatal(f"the board refused the wake feed: {exc.code}: {exc.message}") from exc
+            if self.note_hold(page.get("held")):
+                # The board long-polled while held and answers at once on a lift: this pause
+                # only bounds the polls of a board that answers held at once.
+                await self.sleep(self.timing.held_pause)
+                continue
             messages = sorted(page.get("messages") or [], key=lambda m: int(m["id"]))
             now = time.monotonic()
             for message in messages:
@@ -428,6 +439,31 @@ class Bot:
                 if not self.pending:
                     self.state.mark_handled([], self.read_position, self.pending)
                     self.save()
+
+    def note_hold(self, held: dict[str, Any] | None) -> bool:
+        """Whether the board holds the bot's wakes; logs (and keeps in its state) each hold once."""
+        before = self.state.held
+        if before is None or held is None:
+            if before is held:
+                return False
+        elif _same_hold(held, before):
+            return True
+        if held is None:
+            assert before is not None
+            self.log.event("hold_ended", measure=before.get("measure"))
+        else:
+            self.log.event(
+                "held",
+                reason=held.get("reason"),
+                which=held.get("which"),
+                measure=held.get("measure"),
+                limit=held.get("limit"),
+                spent=held.get("spent"),
+                resets_at=held.get("resets_at"),
+            )
+        self.state.held = held
+        self.save()
+        return held is not None
 
     def dispatch(self, message: dict[str, Any], arrived: float) -> None:
         """Queue a message in its lane, or pass over it (see skip)."""

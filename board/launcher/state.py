@@ -54,6 +54,7 @@ class BotState:
     interrupted: dict[str, list[int]] = field(default_factory=dict)
     last_wake: dict[str, Any] | None = None
     watch_from: int | None = None
+    held: dict[str, Any] | None = None  # the board holds the bot's wakes: its daily budget (the feed's held)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BotState:

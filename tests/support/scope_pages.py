@@ -41,6 +41,7 @@ PAGE_DECISIONS: dict[tuple[str, str], PageCase] = {
     ("GET", "/events"): PageCase(200, query="?workspace=proj&since=0"),
     ("GET", "/agents"): PageCase(200),
     ("GET", "/a/{handle}"): PageCase(200, path={"handle": "pb"}),
+    ("POST", "/a/{handle}/budget"): PageCase(303, path={"handle": "pb"}, form={"budget_wakes": "5"}),
     ("GET", "/search"): PageCase(200, query="?q=hello"),
     ("GET", "/inbox"): PageCase(200),
     ("GET", "/audit"): PageCase(200, query="?actor=alice&from=2026-01-01T00:00:00Z"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import actions, agents, auth
+from ..services import actions, agents, auth, budgets
 from .responses import INT, STR, TIME, array, nullable, obj, page, ref
 from .route import Answer, Call, Route
 
@@ -27,6 +27,10 @@ async def roster(call: Call) -> Any:
 
 async def agent(call: Call) -> Any:
     return await agents.get_agent(call.ctx, call.p, call.arg("handle"))
+
+
+async def set_budget(call: Call) -> Any:
+    return await budgets.set_bot_budget(call.ctx, call.p, call.arg("handle"), call.body)
 
 
 async def invite(call: Call) -> Any:
@@ -91,8 +95,18 @@ ROUTES = [
         "GET",
         "/api/agents/{handle}",
         agent,
-        "One agent with presence and claims.",
+        "One agent with presence and claims; a bot with its daily budget.",
         answer=Answer(ref("Agent")),
+    ),
+    Route(
+        "PUT",
+        "/api/agents/{handle}/budget",
+        set_budget,
+        "Set a bot's daily limits or lift them for the rest of the UTC day (humans).",
+        answer=Answer(ref("BotBudget")),
+        body=budgets.BudgetChange,
+        role=actions.only("budget.set"),
+        answered_by_write=True,
     ),
     Route(
         "POST",

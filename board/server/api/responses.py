@@ -59,6 +59,13 @@ def page(noun: str, item: Schema, optional: dict[str, Schema] | None = None, **e
     )
 
 
+#: The daily limits of a bot, profile or workspace (null: none set).
+BUDGET_LIMITS: dict[str, Schema] = {
+    "budget_wakes": nullable(INT),
+    "budget_tokens": nullable(INT),
+    "budget_cost_usd": nullable(NUM),
+}
+
 CLAIM_STATE: Schema = {"enum": ["open", "claimed", "done"]}
 
 #: What some answers add to a message: a root's replies and claim, receipts on one message,
@@ -106,7 +113,31 @@ COMPONENTS: dict[str, Schema] = {
             "last_seen_at": nullable(TIME),
             "presence": {"enum": ["active", "recent", "idle", "away"]},
         },
-        {"claims": array(ref("Claim"))},
+        {"claims": array(ref("Claim")), "budget": ref("BotBudget")},
+    ),
+    # Why a bot's wakes are held (services/budgets.py): the wake feed's ``held``.
+    "BudgetHold": obj(
+        {
+            "reason": {"enum": ["budget"]},
+            "which": STR,
+            "scope": {"enum": ["bot", "workspace"]},
+            "source": STR,
+            "measure": {"enum": ["wakes", "tokens", "cost_usd"]},
+            "limit": NUM,
+            "spent": NUM,
+            "resets_at": TIME,
+        }
+    ),
+    # A bot's own limits (null: its profile's), the limits in force, and today's spending.
+    "BotBudget": obj(
+        {
+            **BUDGET_LIMITS,
+            "limits": ANY_OBJECT,
+            "spent_today": obj({"wakes": INT, "tokens": INT, "cost_usd": NUM}),
+            "lifted_until": nullable(TIME),
+            "resets_at": TIME,
+            "held": nullable(ref("BudgetHold")),
+        }
     ),
     # A message in full (10-api.md lists its fields); roots add replies and claim.
     "FullMessage": obj(
@@ -166,6 +197,7 @@ COMPONENTS: dict[str, Schema] = {
             "name": STR,
             "review": {"enum": ["none", "bots", "all"]},
             "loop_hops": INT,
+            **BUDGET_LIMITS,
             "archived": BOOL,
             "archived_at": nullable(TIME),
             "created_at": TIME,
@@ -226,6 +258,7 @@ COMPONENTS: dict[str, Schema] = {
             "command_session_field": STR,
             "rotate_after_turns": nullable(INT),
             "rotate_after_tokens": nullable(INT),
+            **BUDGET_LIMITS,
             "version": INT,
             "created_at": TIME,
             "updated_at": TIME,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ..services import agents, costs, messages, wakes
+from ..services import agents, budgets, costs, messages, wakes
 from .chart import cost_chart
-from .routing import PageCall, PageRoute
+from .routing import PageCall, PageRoute, redirect
 
 RECENT = 20
 NEWEST = 2**62  # ``before`` past every id: the latest first
@@ -39,7 +39,23 @@ async def profile(call: PageCall) -> web.StreamResponse:
     )
 
 
+def cleared(form: dict[str, str]) -> dict[str, str]:
+    """A limits form with its emptied boxes sent as 0: cleared, not left as they were."""
+    return {k: "0" if k in budgets.LIMIT_COLUMNS and not v.strip() else v for k, v in form.items()}
+
+
+async def set_budget(call: PageCall) -> web.StreamResponse:
+    """The budget form of a bot's page: its own limits, or a lift for the rest of the UTC day."""
+    handle = call.arg("handle")
+    call.form = cleared(call.form)
+    await budgets.set_bot_budget(call.ctx, call.p, handle, call.parsed_form(budgets.BudgetChange))
+    return redirect(f"/a/{handle}#budget")
+
+
 ROUTES = [
     PageRoute("GET", "/agents", roster, "The roster with presence."),
-    PageRoute("GET", "/a/{handle}", profile, "One agent: profile, claims, wakes with cost, posts."),
+    PageRoute("GET", "/a/{handle}", profile, "One agent: profile, budget, claims, wakes with cost, posts."),
+    PageRoute(
+        "POST", "/a/{handle}/budget", set_budget, "Set a bot's daily limits, or lift them for the day."
+    ),
 ]

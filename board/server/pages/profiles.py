@@ -20,7 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from ..errors import BoardError, VersionConflict
-from ..services import registry, workspaces
+from ..services import budgets, registry, workspaces
 from ..validation import parse_body
 from .board import all_workspaces
 from .routing import PageCall, PageRoute, redirect
@@ -40,9 +40,26 @@ COMPARED = (
     "command_session_field",
     "rotate_after_turns",
     "rotate_after_tokens",
+    *budgets.LIMIT_COLUMNS,
     "identity",
 )
 ROTATIONS = ("rotate_after_turns", "rotate_after_tokens")
+#: Number fields whose empty box clears the saved value (sent as 0).
+CLEARED_BY_EMPTY = (*ROTATIONS, *budgets.LIMIT_COLUMNS)
+
+
+def _number(text: str) -> int | float | str:
+    """A number typed in a box: 0 when empty; text that is not a number is passed on to be refused."""
+    text = text.strip()
+    if not text:
+        return 0
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
 
 
 def _words(text: str) -> list[str]:
@@ -75,8 +92,8 @@ def form_body(form: Mapping[str, str]) -> dict[str, Any]:
             body[name] = _checked(text)
         elif name == "base_version":
             body[name] = int(text) if text.isdigit() else text
-        elif name in ROTATIONS:  # empty: never rotate (0 clears a saved limit)
-            body[name] = int(text) if text.strip().isdigit() else (0 if not text.strip() else text)
+        elif name in CLEARED_BY_EMPTY:  # empty: never rotate, no limit (0 clears a saved one)
+            body[name] = _number(text)
         else:
             body[name] = text
     return body
@@ -92,7 +109,7 @@ def form_values(profile: dict[str, Any]) -> dict[str, str]:
         "repo": profile["repo"],
         "command_template": profile["command_template"],
         "command_session_field": profile["command_session_field"],
-        **{key: "" if profile[key] is None else str(profile[key]) for key in ROTATIONS},
+        **{key: "" if profile[key] is None else str(profile[key]) for key in CLEARED_BY_EMPTY},
         "skills": " ".join(profile["skills"]),
         "mcp": "true" if profile["mcp"] else "",
         "flags": "\n".join(profile["flags"]),

@@ -7,6 +7,7 @@ from aiohttp import web
 from ..principal import ADMIN_WORKSPACE
 from ..services import agents, auth, workspaces
 from .board import all_workspaces
+from .people import cleared
 from .routing import PageCall, PageRoute, redirect
 
 
@@ -40,6 +41,7 @@ async def create(call: PageCall) -> web.StreamResponse:
 async def change(call: PageCall) -> web.StreamResponse:
     slug, action = call.arg("slug"), call.arg("action")
     if action == "settings":
+        call.form = cleared(call.form)
         await workspaces.patch(call.ctx, call.p, slug, call.parsed_form(workspaces.WorkspacePatch))
     elif action == "archive":
         await workspaces.archive(call.ctx, call.p, slug)

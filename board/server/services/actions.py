@@ -95,6 +95,8 @@ ACTIONS: dict[str, Action] = {
             "Only humans and admin bots write skills; ask one in the admin workspace.",
         ),
         Action("profile.write", HUMAN, "Only a human writes profiles."),
+        # Budgets: a bot never raises its own.
+        Action("budget.set", HUMAN, "Only a human may change or lift a bot's budget."),
         # Knowledge.
         Action("kb.review", HUMAN, "Only a human reviews knowledge."),
         Action("kb.redact", HUMAN, "Only a human redacts knowledge."),

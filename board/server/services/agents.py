@@ -11,7 +11,7 @@ from ..store import identity as store
 from ..store import messages as message_store
 from ..store.connection import Connection
 from ..validation import arg
-from . import scope
+from . import budgets, scope
 from .auth import agent_dict
 from .claims import active_claims
 from .context import Context
@@ -63,6 +63,9 @@ async def roster(ctx: Context, p: Principal, q: AgentList) -> Page:
 async def get_agent(ctx: Context, p: Principal, handle: str) -> dict[str, Any]:
     async def read(conn: Connection) -> dict[str, Any]:
         row = scope.require_agent(p, await store.agent_by_handle(conn, handle))
-        return agent_dict(row, ctx.now()) | {"claims": await active_claims(conn, p, [row["id"]])}
+        found = agent_dict(row, ctx.now()) | {"claims": await active_claims(conn, p, [row["id"]])}
+        if row["kind"] == "bot":
+            found["budget"] = await budgets.bot_budget(conn, row["id"], ctx.now())
+        return found
 
     return await ctx.db.read(read)

@@ -22,7 +22,7 @@ from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..store.rows import WorkspaceRow
 from ..validation import arg
-from . import actions, audit, scope
+from . import actions, audit, budgets, scope
 from .context import Context
 from .paging import Page, bounded_page
 
@@ -222,6 +222,7 @@ PROFILE_KEYS = (
     "command_session_field",
     "rotate_after_turns",
     "rotate_after_tokens",
+    *budgets.LIMIT_COLUMNS,
 )
 TEMPLATE_HELP = "The command harness's shell-quoted argv template ({prompt}, {session}, {model}, {flags})."
 TURNS_HELP = "Start a fresh harness session after this many turns of one; 0 or absent: never."
@@ -290,7 +291,7 @@ async def get_profile(ctx: Context, p: Principal, name: str) -> dict[str, Any]:
 
 
 @dataclass
-class NewProfile:
+class NewProfile(budgets.Limits):
     name: str = arg(pattern=PROFILE_NAME, help="2-64 of a-z, 0-9, '.', '_', '-'.")
     workspace: str = arg(pattern=SLUG_PATTERN)
     harness: str = arg(choices=HARNESSES)
@@ -310,7 +311,7 @@ class NewProfile:
 
 
 @dataclass
-class ProfileUpdate:
+class ProfileUpdate(budgets.Limits):
     harness: str | None = arg(None, choices=HARNESSES)
     model: str | None = arg(None, max_len=200)
     flags: list[str] | None = arg(None, max_items=50, max_len=500)
@@ -342,6 +343,7 @@ PROFILE_FIELDS = (
     "command_session_field",
     "rotate_after_turns",
     "rotate_after_tokens",
+    *budgets.LIMIT_COLUMNS,
     "bots",
 )
 
@@ -416,6 +418,7 @@ async def create_profile(ctx: Context, p: Principal, req: NewProfile) -> dict[st
             "command_session_field": req.command_session_field,
             "rotate_after_turns": req.rotate_after_turns or None,
             "rotate_after_tokens": req.rotate_after_tokens or None,
+            **budgets.changed_limits(req, {column: None for column in budgets.LIMIT_COLUMNS}),
             "updated_at": ctx.now(),
             "updated_by": p.handle,
         }
@@ -470,6 +473,7 @@ async def update_profile(ctx: Context, p: Principal, name: str, req: ProfileUpda
         for key in ("rotate_after_turns", "rotate_after_tokens"):  # 0 clears: never rotate
             asked = getattr(req, key)
             values[key] = current[key] if asked is None else (asked or None)
+        values |= budgets.changed_limits(req, current)
         values["goal"] = current["goal"] if req.goal is None else await _goal(conn, workspace, req.goal)
         values["updated_at"] = ctx.now()
         values["updated_by"] = p.handle
@@ -480,6 +484,8 @@ async def update_profile(ctx: Context, p: Principal, name: str, req: ProfileUpda
             await store.set_profile_bots(conn, row["id"], ids)
         await store.update_profile(conn, row["id"], values)
         changed = [f for f in PROFILE_FIELDS if getattr(req, f) is not None]
+        if any(f in budgets.LIMIT_COLUMNS for f in changed):
+            budgets.changed(await store.profile_bot_ids(conn, row["id"]))
         await audit.record(
             conn,
             ctx,

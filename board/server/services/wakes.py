@@ -25,7 +25,7 @@ from ..store.connection import Connection
 from ..store.jsoncolumns import read_json
 from ..store.messages import InboxFilter, WatchFilter
 from ..validation import arg, rfc3339
-from . import actions, audit, loopguard, registry, scope
+from . import actions, audit, budgets, loopguard, registry, scope
 from .context import Context
 from .longpoll import poll
 from .messages import event_view, message_page, render, rows_to_messages
@@ -45,8 +45,16 @@ class WakeQuery:
     view: str = arg("full", choices=("full", "compact"))
 
 
+def held_page(ctx: Context, q: WakeQuery, hold: budgets.Hold) -> Page:
+    """A held bot's answer: no messages, the cursor where it was, and why (services/budgets.py)."""
+    page = message_page(ctx, [], q, descending=False, cursor=q.since, rendered=True)
+    return page | {"held": hold.as_dict()}
+
+
 async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
     actions.require(p, "wake.feed")
+    if (hold := await budgets.feed_hold(ctx, p.agent_id, q.wait)) is not None:
+        return held_page(ctx, q, hold)
 
     async def watched_channels(
         conn: Connection, workspace_id: int, slugs: list[str]
@@ -127,6 +135,8 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
     if pending:
         keys.append(("workspace", workspace_id))  # to hear a watched channel's first post
     items = await poll(ctx, keys, q.wait, fetch, match, owner=p.agent_id, since=q.since)
+    if items and (hold := await budgets.feed_hold(ctx, p.agent_id, 0)) is not None:
+        return held_page(ctx, q, hold)  # a wake recorded while this feed waited reached the limit
     return message_page(ctx, items, q, descending=False, cursor=head["cursor"], rendered=True)
 
 

@@ -11,7 +11,7 @@ from ..store import identity as identity_store
 from ..store import workspaces as store
 from ..store.connection import Connection
 from ..validation import arg
-from . import actions, audit, claims, scope
+from . import actions, audit, budgets, claims, scope
 from .context import Context
 from .paging import Page, bounded_page
 from .posting import post_event
@@ -25,6 +25,7 @@ def to_dict(row: Any) -> dict[str, Any]:
         "name": row["name"],
         "review": row["review_policy"],
         "loop_hops": row["loop_hops"],
+        **budgets.limits_view(row),
         "archived": row["archived_at"] is not None,
         "archived_at": row["archived_at"],
         "created_at": row["created_at"],
@@ -109,7 +110,7 @@ async def create(ctx: Context, p: Principal, req: NewWorkspace) -> dict[str, Any
 
 
 @dataclass
-class WorkspacePatch:
+class WorkspacePatch(budgets.Limits):
     name: str | None = arg(None, max_len=200)
     review: str | None = arg(None, choices=("none", "bots", "all"))
     loop_hops: int | None = arg(
@@ -129,8 +130,11 @@ async def patch(ctx: Context, p: Principal, slug: str, req: WorkspacePatch) -> d
             changes["review_policy"] = req.review
         if req.loop_hops is not None:
             changes["loop_hops"] = req.loop_hops
+        if limits := budgets.changed_limits(req):
+            changes |= limits
+            budgets.changed(await store.bot_ids(conn, row["id"]))
         if not changes:
-            raise InvalidArgument("Nothing to change: give name, review or loop_hops.")
+            raise InvalidArgument("Nothing to change: give name, review, loop_hops or a budget_ limit.")
         await store.update(conn, row["id"], changes)
         await audit.record(conn, ctx, p, "workspace.update", slug, workspace=slug, details=changes)
         return await store.by_id(conn, row["id"])

@@ -21,7 +21,8 @@ def _skill_select(conn: Connection) -> str:
 
 PROFILE_SELECT = """SELECT p.id, p.name, p.workspace_id, w.slug AS workspace, w.archived_at, p.harness,
     p.model, p.flags, p.repo, p.watch, p.goal, p.identity, p.mcp, p.command_template, p.command_session_field,
-    p.rotate_after_turns, p.rotate_after_tokens, p.version, p.created_at, p.updated_at,
+    p.rotate_after_turns, p.rotate_after_tokens, p.budget_wakes, p.budget_tokens, p.budget_cost_usd,
+    p.version, p.created_at, p.updated_at,
     p.updated_by FROM profiles p JOIN workspaces w ON w.id = p.workspace_id"""
 
 
@@ -114,8 +115,8 @@ async def insert_profile(conn: Connection, name: str, workspace_id: int, values:
     new_id = await conn.insert(
         """INSERT INTO profiles (name, workspace_id, harness, model, flags, repo, watch, goal, identity,
                mcp, command_template, command_session_field, rotate_after_turns, rotate_after_tokens,
-               version, created_at, updated_at, updated_by)
-               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,1,?,?,?)""",
+               budget_wakes, budget_tokens, budget_cost_usd, version, created_at, updated_at, updated_by)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,1,?,?,?)""",
         (name, workspace_id, *_profile_fields(values), values["updated_at"], values["updated_by"]),
     )
     return new_id
@@ -136,6 +137,9 @@ def _profile_fields(values: dict[str, Any]) -> tuple[Any, ...]:
         values["command_session_field"],
         values["rotate_after_turns"],
         values["rotate_after_tokens"],
+        values["budget_wakes"],
+        values["budget_tokens"],
+        values["budget_cost_usd"],
         values["updated_at"],
     )
 
@@ -146,6 +150,7 @@ async def update_profile(conn: Connection, profile_id: int, values: dict[str, An
         """UPDATE profiles SET harness = ?, model = ?, flags = ?, repo = ?, watch = ?, goal = ?,
                identity = ?, mcp = ?, command_template = ?, command_session_field = ?,
                rotate_after_turns = ?, rotate_after_tokens = ?,
+               budget_wakes = ?, budget_tokens = ?, budget_cost_usd = ?,
                version = version + 1, updated_at = ?, updated_by = ? WHERE id = ?""",
         (
             *_profile_fields(values),
@@ -196,6 +201,12 @@ async def profile_bots(conn: Connection, profile_ids: list[int]) -> dict[int, li
     for row in rows:
         found[row["profile_id"]].append(row["handle"])
     return found
+
+
+async def profile_bot_ids(conn: Connection, profile_id: int) -> list[int]:
+    """The ids of the bots that run with a profile."""
+    rows = await all_rows(conn, "SELECT agent_id FROM bot_profiles WHERE profile_id = ?", (profile_id,))
+    return [int(r["agent_id"]) for r in rows]
 
 
 async def profiles_of_bots(conn: Connection, agent_ids: list[int]) -> dict[int, str]:

@@ -63,6 +63,9 @@ class WorkspaceRow(TypedDict):
     name: str
     review_policy: str
     loop_hops: int
+    budget_wakes: int | None
+    budget_tokens: int | None
+    budget_cost_usd: float | None
     archived_at: str | None
     created_at: str
 

@@ -8,7 +8,8 @@ from . import knowledge
 from .connection import Connection
 from .rows import Row, WorkspaceRow, all_rows, one
 
-COLUMNS = "id, slug, name, review_policy, loop_hops, archived_at, created_at"
+COLUMNS = """id, slug, name, review_policy, loop_hops, budget_wakes, budget_tokens, budget_cost_usd,
+    archived_at, created_at"""
 
 
 async def by_slug(conn: Connection, slug: str) -> WorkspaceRow | None:

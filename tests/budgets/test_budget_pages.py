@@ -1,0 +1,73 @@
+"""The budget forms in Chromium: a bot's page raises, clears and lifts its budget; the profile
+form and the workspace settings carry their limits. Screenshots go to the test's directory."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from playwright.async_api import Browser, expect
+
+from board.server.clock import iso
+from tests.pages.test_pages_browser import signed_in_tab
+from tests.support.boardtest import World
+
+
+async def test_a_human_raises_clears_and_lifts_a_bots_budget_on_its_page(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    await world.human.create_profile("pb-dev", "proj", "claude", budget_wakes=2, bots=["pb"])
+    for _ in range(2):
+        await world.bot.record_wake(harness="claude", started_at=iso(datetime.now(UTC)), outcome="ok")
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    page = tab.page
+    await page.goto(world.board.url + "/a/pb")
+    budget = page.locator("#budget")
+    await expect(budget).to_contain_text("Held: 2 of 2 wakes a day, set on profile pb-dev")
+    await tab.shot("budget-1-held")
+
+    form = page.locator("#budget-form")
+    await form.locator("input[name=budget_wakes]").fill("5")
+    await form.get_by_role("button", name="Save limits").click()
+    await page.wait_for_url("**/a/pb#budget")
+    await expect(budget).not_to_contain_text("Held")
+    await expect(form.locator("input[name=budget_wakes]")).to_have_value("5")
+    assert (await world.human.agent("pb"))["budget"]["limits"]["wakes"] == {"limit": 5, "from": "bot"}
+    assert "held" not in await world.bot.wake()
+    await tab.shot("budget-2-raised")
+
+    await form.locator("input[name=budget_wakes]").fill("")  # empty: the profile's limit again
+    await form.get_by_role("button", name="Save limits").click()
+    await expect(budget).to_contain_text("Held: 2 of 2 wakes")
+    assert (await world.human.agent("pb"))["budget"]["budget_wakes"] is None
+
+    await budget.get_by_role("button", name="Lift for the rest of today").click()
+    await expect(budget).to_contain_text("Lifted: no budget holds it until")
+    await expect(budget).not_to_contain_text("Held")
+    lifted = (await world.human.agent("pb"))["budget"]["lifted_until"]
+    assert lifted is not None and lifted.endswith("T00:00:00Z")
+    assert "held" not in await world.bot.wake()
+    await tab.shot("budget-3-lifted")
+    entries = (await world.human.audit(action="budget.set"))["entries"]
+    assert [e["actor"] for e in entries] == ["alice"] * 3
+
+    # The profile form and the workspace settings carry their limits too.
+    await page.goto(world.board.url + "/fleet/profiles/pb-dev")
+    profile_form = page.locator("#profile-form")
+    await expect(profile_form.locator("input[name=budget_wakes]")).to_have_value("2")
+    await profile_form.locator("input[name=budget_cost_usd]").fill("1.25")
+    await tab.shot("budget-4-profile-form")
+    await page.click("#save-profile")
+    await expect(page.locator("#saved")).to_contain_text("Saved: version 2")
+    profile = await world.human.profile("pb-dev")
+    assert (profile["budget_wakes"], profile["budget_tokens"], profile["budget_cost_usd"]) == (2, None, 1.25)
+
+    await page.goto(world.board.url + "/workspaces")
+    settings = page.locator("form[action='/workspaces/proj/settings']")
+    await settings.locator("input[name=budget_tokens]").fill("200000")
+    await settings.get_by_role("button", name="Save").click()
+    await page.wait_for_url("**/workspaces")
+    await expect(settings.locator("input[name=budget_tokens]")).to_have_value("200000")
+    assert (await world.human.workspace("proj"))["budget_tokens"] == 200_000
+    await tab.shot("budget-5-workspace-settings")
+    assert tab.errors == [], tab.errors
