@@ -9,6 +9,7 @@ from ..clock import Clock, iso
 from ..hub import Hub
 from ..settings import Settings
 from ..store.writer import Store
+from .delivery import WaitMarks
 from .knowledge.counts import ReadCounts
 from .ratelimit import RateLimiter
 from .tokencache import TokenCache
@@ -25,6 +26,7 @@ class Context:
     tokens: TokenCache = field(default_factory=TokenCache)
     limiter: RateLimiter | None = None
     read_counts: ReadCounts = field(init=False)
+    waits: WaitMarks = field(default_factory=WaitMarks)
 
     def __post_init__(self) -> None:
         self.hub = Hub(self.settings.max_waits)
