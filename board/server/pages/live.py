@@ -21,7 +21,7 @@ from aiohttp import web
 
 from ..hub import Event, Signal
 from ..jsonvalues import encode
-from ..services import delivery, live, routines, sessions
+from ..services import live, reach, routines, sessions
 from ..validation import arg
 from .board import SLUG
 from .routing import TEMPLATES, PageCall, PageRoute
@@ -95,7 +95,7 @@ async def events(call: PageCall) -> web.StreamResponse:
                 if isinstance(item, Signal) and item.key == ended:
                     continue
                 if isinstance(item, Signal):
-                    name = "delivery" if item.key[0] == delivery.KIND else "changed"
+                    name = "delivery" if item.key[0] == reach.DELIVERY else "changed"
                     await response.write(f"event: {name}\ndata: {item.id}\n\n".encode())
                 elif isinstance(item, Event):  # the same bytes for every tab it reaches
                     await response.write(item.view("sse", partial(_frame, request, item.message)))

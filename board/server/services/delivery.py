@@ -18,34 +18,25 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..hub import Key, Signal
+from ..hub import Signal
 from ..principal import Principal
 from ..store import delivery as store
 from ..store.connection import Connection
 from ..store.rows import Row
 from ..store.writer import emit
 from . import loopguard
+from .context import Context
+from .reach import delivery_key
 
-if TYPE_CHECKING:  # the context holds this module's WaitMarks
-    from .context import Context
-
-STATES = ("queued", "woken", "replied", "failed", "held", "unreachable")
 FAILED = ("failed", "timeout", "error")
-WAIT_WRITE_EVERY = 30.0  # seconds between writes of a bot's last wait
-KIND = "delivery"  # the kind of hub key its signals go under
-
-
-def key(workspace_id: int) -> Key:
-    """The hub key of a workspace's delivery changes (a page's live feed follows it)."""
-    return (KIND, workspace_id)
 
 
 def changed(workspace_ids: dict[int, int]) -> None:
     """Announce, after the write commits, that these messages' (id -> workspace) states moved."""
     for message_id, workspace_id in sorted(workspace_ids.items()):
-        emit(Signal(key(workspace_id), message_id))
+        emit(Signal(delivery_key(workspace_id), message_id))
 
 
 async def _no_hold(conn: Connection, agent_id: int, now: datetime) -> object | None:
@@ -134,33 +125,6 @@ async def _held(conn: Connection, messages: list[dict[str, Any]]) -> dict[int, l
         if r["message_id"] is not None:
             found[int(r["message_id"])].add(str(r["handle"]))
     return {i: sorted(handles, key=str.lower) for i, handles in found.items() if handles}
-
-
-class WaitMarks:
-    """Writes a bot's ``last_wait_at`` at most every :data:`WAIT_WRITE_EVERY` seconds.
-
-    A bot that was unreachable (no wait written for ``BOARD_UNREACHABLE_AFTER``) and
-    waits again has its messages' states changed: its workspace's pages are told.
-    """
-
-    def __init__(self) -> None:
-        self._written: dict[int, float] = {}
-
-    async def touch(self, ctx: Context, p: Principal) -> None:
-        now = ctx.clock.monotonic()
-        last = self._written.get(p.agent_id)
-        if last is not None and now - last < WAIT_WRITE_EVERY:
-            return
-        self._written[p.agent_id] = now
-        returning = last is None or now - last > ctx.settings.unreachable_after
-        stamp = ctx.now()
-
-        async def write(conn: Connection) -> None:
-            await store.touch_wait(conn, p.agent_id, stamp)
-            if returning and p.workspace_id is not None:
-                emit(Signal(key(p.workspace_id), 0))  # 0: every message of the bot's, not one
-
-        await ctx.db.write(write)
 
 
 async def seen_by(conn: Connection, p: Principal, message_ids: Iterable[int]) -> None:

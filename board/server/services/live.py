@@ -17,7 +17,7 @@ from typing import Any
 from ..hub import Event, Key, Signal
 from ..principal import Principal
 from ..store.connection import Connection
-from . import delivery, messages, scope
+from . import messages, reach, scope
 from .context import Context
 
 HEARTBEAT_SECONDS = 20.0
@@ -92,7 +92,7 @@ class Feed:
 
 def signal_slot(signal: Signal) -> tuple[Key, int]:
     """What a later signal replaces: the key's, or for a delivery signal the message's."""
-    return signal.key, signal.id if signal.key[0] == delivery.KIND else 0
+    return signal.key, signal.id if signal.key[0] == reach.DELIVERY else 0
 
 
 async def open_feed(
@@ -105,4 +105,4 @@ async def open_feed(
         return int((await scope.resolve(conn, p, workspace))["id"])
 
     found = await ctx.db.read(workspace_id)
-    return Feed(ctx, p, workspace, [("workspace", found), delivery.key(found), *signals], since)
+    return Feed(ctx, p, workspace, [("workspace", found), reach.delivery_key(found), *signals], since)

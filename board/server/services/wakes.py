@@ -81,7 +81,7 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
 
     workspace_id, channel_ids, pending, goal = await ctx.db.read(resolve)
     if q.wait:  # a daemon waits for this bot: its messages are not unreachable
-        await ctx.waits.touch(ctx, p)
+        await ctx.waits.touch(p)
     inbox = InboxFilter(agent_id=p.agent_id, since=q.since)
     watch = WatchFilter(
         workspace_id=workspace_id,
