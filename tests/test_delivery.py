@@ -12,7 +12,8 @@ import pytest
 
 from board.client import BoardClient
 from board.server.clock import ManualClock
-from board.server.services import delivery
+from board.server.hub import Signal
+from board.server.services import auth, delivery, live
 from board.server.store.connection import Connection
 from tests.support.boardtest import World, db_rows
 from tests.support.refusals import refused
@@ -199,3 +200,32 @@ async def test_a_bot_sees_the_states_of_its_own_workspace_only(world: World) -> 
     # A bot of another workspace is not reached by a mention here, so it has no state here.
     elsewhere = await w.human.post("@ob are you there?", channel="lobby", workspace="proj")
     assert "delivery" not in await w.human.message(elsewhere["id"])
+
+
+async def test_a_delivery_change_reaches_the_pages_of_its_workspace_only(world: World) -> None:
+    w = world
+    ctx = w.board.ctx
+    alice = await auth.human_principal(ctx, "alice")
+    here, elsewhere = (
+        await live.open_feed(ctx, alice, "proj", None),
+        await live.open_feed(ctx, alice, "other", None),
+    )
+    try:
+        posted = await w.human.post("@pb look", channel="lobby", workspace="proj")
+        await w.other.post("unrelated", channel="lobby")
+        await w.bot.receipts([posted["id"]], "seen")
+        await w.bot.record_wake(
+            harness="claude", started_at="2026-12-01T00:00:00Z", outcome="ok", trigger_ids=[posted["id"]]
+        )
+        assert await here.waiter.wait(5)
+        signals = [(e.key[0], e.id) for e in here.waiter.take() if isinstance(e, Signal)]
+        assert signals == [("delivery", posted["id"]), ("delivery", posted["id"])]
+        assert not [e for e in elsewhere.waiter.take() if isinstance(e, Signal)]
+        # A human's receipts are not a bot taking the message: no signal.
+        note = await w.bot.post("@alice note", channel="lobby")
+        await w.human.receipts([note["id"]], "seen")
+        assert await here.waiter.wait(5)  # the note itself
+        assert not [e for e in here.waiter.take() if isinstance(e, Signal)]
+    finally:
+        here.close()
+        elsewhere.close()

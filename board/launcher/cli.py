@@ -14,8 +14,9 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -28,6 +29,8 @@ from .daemon import run as run_daemon
 from .logs import LOG_FILE, tail
 from .state import StateFile
 from .waketest import wake_test
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group("bot")
@@ -229,6 +232,11 @@ def logs(handle: str, lines: int, follow: bool) -> None:
             click.echo(chunk.decode(errors="replace"), nl=False)
 
 
+def _seconds(flag: str, low: float, high: float, default: float, what: str) -> Callable[[F], F]:
+    """A seconds option of wake-test, within ``low``..``high``."""
+    return click.option(flag, type=click.FloatRange(low, high), default=default, show_default=True, help=what)
+
+
 @main.command("wake-test")
 @click.argument("handle")
 @board_option()
@@ -236,20 +244,8 @@ def logs(handle: str, lines: int, follow: bool) -> None:
 @click.option(
     "--channel", default="lobby", show_default=True, help="Channel of the bot's workspace to post in."
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(1, 3600),
-    default=300,
-    show_default=True,
-    help="Seconds to wait for a reply.",
-)
-@click.option(
-    "--interval",
-    type=click.FloatRange(0.05, 10),
-    default=0.25,
-    show_default=True,
-    help="Seconds between reads.",
-)
+@_seconds("--timeout", 1, 3600, 300, "Seconds to wait for a reply.")
+@_seconds("--interval", 0.05, 10, 0.25, "Seconds between reads.")
 def wake_test_command(
     handle: str, board_url: str, token: str, channel: str, timeout: float, interval: float
 ) -> None:

@@ -65,8 +65,8 @@ def _wake_state(handle: str, wake: Row | None) -> dict[str, Any] | None:
 async def attach(conn: Connection, ctx: Context, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Give each message addressed to a bot its ``delivery``: one entry per bot, by handle.
 
-    Two queries for the page (the recipients with their receipts and replies, and
-    their wakes since the page's oldest message), three when the loop guard held one.
+    Two queries for the page (the recipients with their receipts and replies, and the
+    wakes naming its messages), three when the loop guard held one.
     """
     by_id = {int(m["id"]): m for m in items}
     held = [i for i, m in by_id.items() if loopguard.HELD_TAG in m["tags"]]
@@ -78,10 +78,8 @@ async def attach(conn: Connection, ctx: Context, items: list[dict[str, Any]]) ->
             by_id[message_id]["delivery"] = [_entry(h, "held", at, reason) for h in handles]
     if not rows:
         return items
-    agents = sorted({int(r["agent_id"]) for r in rows})
-    oldest = min(by_id[int(r["message_id"])]["created_at"] for r in rows)
     wakes: dict[tuple[int, int], Row] = {}
-    for wake in await store.wakes(conn, agents, sorted({int(r["message_id"]) for r in rows}), oldest):
+    for wake in await store.wakes(conn, sorted({int(r["message_id"]) for r in rows})):
         wakes[int(wake["message_id"]), int(wake["agent_id"])] = wake  # oldest first: the last one wins
     now = ctx.clock.now()
     cutoff = ctx.ago(ctx.settings.unreachable_after)

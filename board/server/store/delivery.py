@@ -1,7 +1,8 @@
 """What the delivery states of a page of messages are computed from, in a few queries.
 
 Each function takes the whole page (bounded by the list's limit), never one
-message: a page of fifty costs two queries, three when the loop guard held one.
+message: a page of fifty costs two queries (three when the loop guard held one),
+each by the page's message ids on an index.
 """
 
 from __future__ import annotations
@@ -67,18 +68,16 @@ async def held_recipients(conn: Connection, message_ids: list[int], mentioned: l
     return [*members, *bots]
 
 
-async def wakes(conn: Connection, agent_ids: list[int], message_ids: list[int], since: str) -> list[Row]:
-    """The wakes of these bots recorded since ``since`` that name any of these messages, oldest first."""
-    if not agent_ids or not message_ids:
+async def wakes(conn: Connection, message_ids: list[int]) -> list[Row]:
+    """The wakes that name any of these messages, oldest first (by ``wake_triggers``)."""
+    if not message_ids:
         return []
     return await all_rows(
         conn,
-        f"""SELECT j.value AS message_id, k.agent_id, k.outcome, k.error, k.started_at, k.ended_at
-            FROM wakes k JOIN json_each(k.trigger_ids) j ON TRUE
-            WHERE k.agent_id IN ({_marks(agent_ids)}) AND k.created_at >= ?
-              AND j.value IN ({_marks(message_ids)})
-            ORDER BY k.id""",
-        (*agent_ids, since, *message_ids),
+        f"""SELECT t.message_id, t.agent_id, k.outcome, k.error, k.started_at, k.ended_at
+            FROM wake_triggers t JOIN wakes k ON k.id = t.wake_id
+            WHERE t.message_id IN ({_marks(message_ids)}) ORDER BY k.id""",
+        tuple(message_ids),
     )
 
 

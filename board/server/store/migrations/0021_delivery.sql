@@ -2,6 +2,15 @@
 -- every 30 s), so that a message to a bot nobody waits for shows as unreachable.
 ALTER TABLE agents ADD COLUMN last_wait_at TEXT;
 
--- The delivery of a page of messages asks for the wakes of its bots since the page's
--- oldest message: by bot and time, not the bot's whole history.
-CREATE INDEX wakes_agent_created ON wakes(agent_id, created_at);
+-- Which wakes a message triggered, by message: the delivery of a page of messages
+-- finds their wakes by id, not by reading every wake's trigger_ids since the page began.
+CREATE TABLE wake_triggers (
+    message_id {int} NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    wake_id    {int} NOT NULL REFERENCES wakes(id) ON DELETE CASCADE,
+    agent_id   {int} NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    PRIMARY KEY (message_id, wake_id)
+) {without_rowid};
+CREATE INDEX wake_triggers_wake ON wake_triggers(wake_id);
+INSERT INTO wake_triggers (message_id, wake_id, agent_id)
+    SELECT DISTINCT j.value, k.id, k.agent_id FROM wakes k JOIN json_each(k.trigger_ids) j ON TRUE
+    WHERE j.value IN (SELECT id FROM messages);
