@@ -11,6 +11,17 @@ CREATE TABLE wake_triggers (
     PRIMARY KEY (message_id, wake_id)
 ) {without_rowid};
 CREATE INDEX wake_triggers_wake ON wake_triggers(wake_id);
+-- Filled from the wakes recorded so far; trigger_ids that do not read as JSON name nothing.
+-- [sqlite]
 INSERT INTO wake_triggers (message_id, wake_id, agent_id)
-    SELECT DISTINCT j.value, k.id, k.agent_id FROM wakes k JOIN json_each(k.trigger_ids) j ON TRUE
+    SELECT DISTINCT j.value, k.id, k.agent_id
+    FROM wakes k JOIN json_each(CASE WHEN json_valid(k.trigger_ids) THEN k.trigger_ids ELSE '[]' END) j
     WHERE j.value IN (SELECT id FROM messages);
+-- [postgresql]
+INSERT INTO wake_triggers (message_id, wake_id, agent_id)
+    SELECT DISTINCT m.id, k.id, k.agent_id
+    FROM wakes k CROSS JOIN LATERAL jsonb_array_elements_text(
+        CASE WHEN k.trigger_ids ~ '^\[[0-9, ]*\]$' THEN k.trigger_ids::jsonb ELSE '[]'::jsonb END
+    ) AS e(value)
+    JOIN messages m ON m.id = CASE WHEN length(e.value) <= 18 THEN e.value::bigint END;
+-- [both]
