@@ -22,7 +22,8 @@ async def recipients(conn: Connection, message_ids: list[int]) -> list[Row]:
     """The bots each message is addressed to, with what they did about it.
 
     Per (message, bot): the bot's last wait on its wake feed, its ``seen`` receipt,
-    and the time of its first message in the thread after this one.
+    and the time of its first message in the thread after this one (looked for only
+    in a thread the bot posted in: the thread's tail is not read for a bot that never did).
     """
     if not message_ids:
         return []
@@ -31,8 +32,11 @@ async def recipients(conn: Connection, message_ids: list[int]) -> list[Row]:
         f"""SELECT i.message_id, i.agent_id, a.handle, a.last_wait_at,
                 (SELECT r.at FROM receipts r WHERE r.message_id = i.message_id
                    AND r.agent_id = i.agent_id AND r.state = 'seen') AS seen_at,
-                (SELECT x.created_at FROM messages x WHERE x.thread_id = m.thread_id
-                   AND x.id > m.id AND x.author_id = i.agent_id ORDER BY x.id LIMIT 1) AS replied_at
+                CASE WHEN EXISTS (SELECT 1 FROM thread_participants tp
+                                  WHERE tp.thread_id = m.thread_id AND tp.agent_id = i.agent_id)
+                  THEN (SELECT x.created_at FROM messages x WHERE x.thread_id = m.thread_id
+                          AND x.id > m.id AND x.author_id = i.agent_id ORDER BY x.id LIMIT 1)
+                END AS replied_at
             FROM inbox i JOIN agents a ON a.id = i.agent_id JOIN messages m ON m.id = i.message_id
             WHERE i.message_id IN ({_marks(message_ids)}) AND a.kind = 'bot'
               AND i.reason IN ({_marks(list(ADDRESSED))})
