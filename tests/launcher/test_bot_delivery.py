@@ -8,8 +8,13 @@ import asyncio
 import os
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
+import pytest
+
+from board.server.services import delivery
+from board.server.store.connection import Connection
 from tests.launcher.botrun import ROOT, BotProcess, LiveBoard, mention, one_reply, wakes
 from tests.launcher.fakeharness import Fake
 from tests.support.boardtest import World, eventually
@@ -133,3 +138,25 @@ async def test_wake_test_exits_with_the_state_that_ended_it(
     code, out = await wake_test(live, world, "ob", token=world.bot.token)  # another workspace's bot
     assert code == 1 and "NOT_FOUND" in out, out
     assert await world.human.messages(workspace="other", limit=5) == before  # no probe posted
+
+
+async def test_wake_test_exits_held_and_on_its_timeout(
+    live: LiveBoard,
+    world: World,
+    fake: Fake,
+    make_bot: Callable[..., BotProcess],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def spent(conn: Connection, agent_id: int, now: datetime) -> object:
+        return "daily budget spent"
+
+    with monkeypatch.context() as patched:  # the board runs in this process: its budget seam
+        patched.setattr(delivery, "hold_of", spent)
+        code, out = await wake_test(live, world, "pb2")
+    assert code == 4, out
+    assert "held" in out and "budget: daily budget spent" in out
+    fake.script({"do": "hang", "seconds": 30})
+    await make_bot().start().started()
+    code, out = await wake_test(live, world, "pb", "--timeout", "3")
+    assert code == 6, out
+    assert out.splitlines()[-1] == "no reply within 3 s (still woken)", out
