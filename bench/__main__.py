@@ -18,6 +18,7 @@ SCENARIOS = {
     "wake": "bench.wake",
     "idle": "bench.idle",
     "catchup": "bench.catchup",
+    "delivery": "bench.delivery",
     "knowledge": "bench.knowledge",
     "claims": "bench.claims",
     "baseline": "bench.baseline",

@@ -164,6 +164,7 @@ async def test_a_posted_message_is_rendered_as_it_reads_back(world: World) -> No
     root = await world.human.post("@pb look", channel="lobby", workspace="proj", tags=["t"], meta={"k": 1})
     read = await world.human.message(root["id"])
     assert read.pop("receipts")[0]["handle"] == "pb"
+    assert read.pop("delivery")[0]["handle"] == "pb"  # read-side, like receipts: not on the post's answer
     assert root == read
     reply = await world.bot.post("looking", reply_to=root["id"])
     read = await world.human.message(reply["id"])

@@ -58,6 +58,9 @@ INSERT INTO kb_revisions (document_id, workspace_id, revision, base_revision, ki
 UPDATE kb_documents SET latest_revision = 1, accepted_revision = 1, state = 'live', status = 'settled',
     current_id = (SELECT id FROM kb_revisions);
 INSERT INTO audit (at, actor, action) VALUES ('2026-01-01T00:00:03Z', 'Ann', 'message.posted');
+INSERT INTO wakes (agent_id, workspace_id, trigger_ids, harness, started_at, outcome, created_at)
+    SELECT a.id, a.workspace_id, '[' || m.id || ', 999999]', 'claude', m.created_at, 'ok', m.created_at
+    FROM agents a, messages m WHERE a.handle = 'Ann' AND m.body = 'staging is up';
 """
 
 
@@ -344,7 +347,8 @@ async def test_a_board_at_the_hand_kept_schema_runs_only_what_came_after(
     assert applied(caplog) == [f"applying migration {m.name}" for m in migrations() if m.number > last_legacy]
     assert version_of(today) == schema_version()
     counts = {name: len(found) for name, found in rows.items()}
-    assert {name: len(found) for name, found in rows_of(today).items()} == counts
+    after = {name: len(found) for name, found in rows_of(today).items()}
+    assert {name: after[name] for name in counts} == counts and set(after) >= set(counts)
     described = schema_of(today)
     assert sorted(row["body"] for row in staging) == ["deploy the staging box", "staging is up"]
 
@@ -369,7 +373,10 @@ async def test_an_older_board_gets_the_missing_migrations_from_the_one_source(
     assert version_of(older) == schema_version()
     after = rows_of(older)
     assert after["workspaces"] != before["workspaces"]  # loop_hops (0018) was added with its default
-    assert {name: len(found) for name, found in after.items()} == {n: len(f) for n, f in before.items()}
+    counts = {name: len(found) for name, found in after.items()}
+    assert {name: counts[name] for name in before} == {n: len(f) for n, f in before.items()}
+    # 0022 indexed the wake's triggers by message: its one message, not the id of none.
+    assert counts["wake_triggers"] == 1 and set(counts) - set(before) == {"wake_triggers"}
 
     fresh = new_database()
     async with running(fresh):

@@ -2,7 +2,8 @@
 
 ``run`` is the daemon itself (in the foreground: systemd, the keeper or a
 terminal keeps it); ``status``, ``stop`` and ``logs`` read the bots' state
-directories, so they work for daemons started any way.
+directories, so they work for daemons started any way; ``wake-test`` asks the
+board whether a bot answers, and how fast.
 """
 
 from __future__ import annotations
@@ -13,17 +14,23 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
+from ..client import BoardAPIError, BoardClient
 from ..local_board import board_option
+from ..token_input import token_option
 from .config import DEFAULT_STOP_GRACE, ConfigError, Options, check_handle, state_root
 from .daemon import PID_FILE, running_pid
 from .daemon import run as run_daemon
 from .logs import LOG_FILE, tail
 from .state import StateFile
+from .waketest import wake_test
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group("bot")
@@ -223,3 +230,43 @@ def logs(handle: str, lines: int, follow: bool) -> None:
                 chunk = f.read(size - position)
             position = size
             click.echo(chunk.decode(errors="replace"), nl=False)
+
+
+def _seconds(flag: str, low: float, high: float, default: float, what: str) -> Callable[[F], F]:
+    """A seconds option of wake-test, within ``low``..``high``."""
+    return click.option(flag, type=click.FloatRange(low, high), default=default, show_default=True, help=what)
+
+
+@main.command("wake-test")
+@click.argument("handle")
+@board_option()
+@token_option("BOARD_TOKEN", "your token")
+@click.option(
+    "--channel", default="lobby", show_default=True, help="Channel of the bot's workspace to post in."
+)
+@_seconds("--timeout", 1, 3600, 300, "Seconds to wait for a reply.")
+@_seconds("--interval", 0.05, 10, 0.25, "Seconds between reads.")
+def wake_test_command(
+    handle: str, board_url: str, token: str, channel: str, timeout: float, interval: float
+) -> None:
+    """Post a probe mentioning HANDLE and print how long each phase took
+    (queued, woken, replied), and what the turn cost.
+
+    Exits 0 when the bot replied, 3 when its turn failed, 4 when the probe is
+    held, 5 when no daemon waits for the bot, 6 when no reply came in time
+    (codes in EXIT of board/launcher/waketest.py).
+    """
+
+    async def go() -> int:
+        async with BoardClient(board_url, token) as board:
+            return await wake_test(
+                board, handle, channel=channel, timeout=timeout, interval=interval, say=click.echo
+            )
+
+    try:
+        code = asyncio.run(go())
+    except BoardAPIError as exc:
+        raise click.ClickException(f"{exc.code}: {exc.message}") from None
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    sys.exit(code)

@@ -13,9 +13,11 @@ A lane whose queue holds only ``watched`` messages waits a random
 0..``BOT_JITTER`` seconds first, so that another bot's claim is visible before
 this one acts; a ``for_me`` message ends that wait at once.
 
-After a turn the lane records the wake (``POST /api/wakes``) and ``seen``
-receipts for the messages addressed to the bot, and only then moves the
-cursor, which ``state.json`` keeps: delivery is at least once. The prompt names
+As a turn starts the lane sends ``seen`` receipts for the messages addressed
+to the bot (while the harness starts, not before it): on the board that is the
+message's ``woken`` state. After the turn it records the wake (``POST
+/api/wakes``), and only then moves the cursor, which ``state.json`` keeps:
+delivery is at least once. The prompt names
 the ids it covers (and ``BOARD_WAKE_IDS`` carries them) so a harness that
 already answered, in a turn cut short by a crash, can tell.
 
@@ -619,7 +621,6 @@ class Bot:
             "ids": ids,
             "done": True,
             "wake": wake,
-            "seen": [int(m["id"]) for m in mine],
             "answer": answer,
             "report": report,
         }
@@ -628,11 +629,9 @@ class Bot:
         self.complete(lane, ids)
 
     async def finish(self, done: dict[str, Any]) -> None:
-        """A finished turn's records: the wake, the receipts, and the failure report."""
+        """A finished turn's records: the wake, the answer, and the failure report."""
         turn_id, ids = str(done["turn_id"]), [int(i) for i in done["ids"]]
         await self.record_wake(turn_id, ids, **done["wake"])
-        if done.get("seen"):
-            await self.receipts([int(i) for i in done["seen"]])
         answer = done.get("answer")
         if answer:
             reply_to = int(answer["reply_to"])
@@ -741,6 +740,10 @@ class Bot:
             self.save()
 
         started = time.time()
+        # The turn starts: its messages for the bot are seen (woken, on the board) while the
+        # harness starts, so the receipt adds no wait to the turn. It replaces the receipt
+        # sent after the turn: no request is added.
+        seen = asyncio.ensure_future(self.receipts([int(m["id"]) for m in batch if m.get("for_me")]))
         try:
             result, outcome = await self.runner(
                 self.adapter,
@@ -754,6 +757,10 @@ class Bot:
         except ValueError as exc:  # the adapter refused the request (prompt too big, ...)
             result = TurnResult(False, session, "", "exit", str(exc), None, None, None)
             outcome = None
+        except asyncio.CancelledError:
+            seen.cancel()
+            raise
+        await seen
         ended = time.time()
         if outcome is not None:
             started, ended = outcome.started_at, outcome.ended_at
@@ -831,6 +838,8 @@ class Bot:
                 self.log.event("wake_not_recorded", code=exc.code, error=exc.message)
 
     async def receipts(self, ids: list[int]) -> None:
+        if not ids:
+            return
         try:
             await self.call("receipts", lambda: self.client.receipts(ids, "seen"))
         except BoardAPIError as exc:

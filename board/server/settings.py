@@ -93,6 +93,13 @@ class Settings:
         default=8,
         metadata={"help": "Long-polls one token may hold at once; a newer one answers the oldest at once."},
     )
+    unreachable_after: int = field(
+        default=300,
+        metadata={
+            "help": "Seconds without a daemon long-polling a bot's wake feed after which a message "
+            "to that bot shows as `unreachable` instead of `queued`."
+        },
+    )
     readers: int = field(default=4, metadata={"help": "Read connections to the database."})
     sweep_every: int = field(default=300, metadata={"help": "Seconds between sweeps."})
     stall_after: int = field(

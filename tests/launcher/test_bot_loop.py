@@ -244,6 +244,19 @@ async def test_the_cursor_moves_only_after_the_wake_and_receipts(rig: Harnessed)
     assert not rig.bot.state_file.load().inflight
 
 
+async def test_the_seen_receipt_is_sent_as_the_turn_starts_and_only_then(rig: Harnessed) -> None:
+    first = rig.board.add()
+    await rig.turn_started(1)
+    for _ in range(200):
+        if rig.board.receipted:
+            break
+        await asyncio.sleep(0.01)
+    assert rig.board.receipted == [first] and not rig.board.wakes  # seen while the harness runs
+    rig.harness.finish()
+    await rig.settled(1)
+    assert rig.board.receipted == [first]  # not again after the turn: no request added
+
+
 async def test_a_message_the_board_no_longer_shows_the_bot_gets_no_turn(rig: Harnessed) -> None:
     hidden = rig.board.add("moved out of the bot's reach")
     rig.board.hidden.add(hidden)
@@ -364,7 +377,7 @@ async def test_a_turn_that_finished_before_a_crash_is_recorded_not_run_again(tmp
         "started_at": "2026-11-30T04:00:00Z",
         "outcome": "failed",
     }
-    done = {"turn_id": "t1", "ids": [1, 2], "done": True, "wake": wake, "seen": [2]}
+    done = {"turn_id": "t1", "ids": [1, 2], "done": True, "wake": wake}
     done["report"] = {"reply_to": 2, "thread": 1, "count": 1, "body": "My claude turn failed (exit 1)."}
     async with running_bot(tmp_path, BotState(cursor=0, inflight={"": done})) as rig:
         rig.board.add("one")
@@ -376,7 +389,7 @@ async def test_a_turn_that_finished_before_a_crash_is_recorded_not_run_again(tmp
         assert [ids for _, ids in rig.harness.calls] == [[third]]  # 1 and 2 were not run again
         assert rig.board.wakes[0]["request_id"] == "wake-t1" and rig.board.wakes[0]["trigger_ids"] == [1, 2]
         assert rig.board.posts[0]["request_id"] == "fail-t1"
-        assert rig.board.receipted == [2, third]
+        assert rig.board.receipted == [third]  # 2's receipt went as its turn started
         assert rig.bot.state_file.load().cursor == third
 
 

@@ -78,6 +78,17 @@ MESSAGE_EXTRAS: dict[str, Schema] = {
     "receipts": array(
         obj({"handle": STR, "seen_at": nullable(TIME), "done_at": nullable(TIME)}, {"reason": STR})
     ),
+    # Per bot a message is addressed to (docs/bots.md "Delivery states"): where it stands.
+    "delivery": array(
+        obj(
+            {
+                "handle": STR,
+                "state": {"enum": ["queued", "woken", "replied", "failed", "held", "unreachable"]},
+                "at": nullable(TIME),
+            },
+            {"reason": STR},
+        )
+    ),
     "reason": STR,
     "snippet": STR,
     "for_me": BOOL,

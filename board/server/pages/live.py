@@ -6,6 +6,8 @@ rendering is cached by message id, and each published message's whole frame on
 its hub event: a hundred tabs watching one post render and encode it once.
 A page may follow the routines' changes too (``follow=routines``): it then gets
 ``event: changed`` carrying nothing but the change cursor, and reads itself again.
+Every page gets ``event: delivery`` with the id of a message whose delivery states
+moved (0: those of a bot that waits again), and reads that message again.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from aiohttp import web
 
 from ..hub import Event, Signal
 from ..jsonvalues import encode
-from ..services import live, routines, sessions
+from ..services import live, reach, routines, sessions
 from ..validation import arg
 from .board import SLUG
 from .routing import TEMPLATES, PageCall, PageRoute
@@ -93,7 +95,8 @@ async def events(call: PageCall) -> web.StreamResponse:
                 if isinstance(item, Signal) and item.key == ended:
                     continue
                 if isinstance(item, Signal):
-                    await response.write(f"event: changed\ndata: {item.id}\n\n".encode())
+                    name = "delivery" if item.key[0] == reach.DELIVERY else "changed"
+                    await response.write(f"event: {name}\ndata: {item.id}\n\n".encode())
                 elif isinstance(item, Event):  # the same bytes for every tab it reaches
                     await response.write(item.view("sse", partial(_frame, request, item.message)))
                 else:

@@ -11,6 +11,7 @@ from ..settings import Settings
 from ..store.writer import Store
 from .knowledge.counts import ReadCounts
 from .ratelimit import RateLimiter
+from .reach import WaitMarks
 from .tokencache import TokenCache
 
 
@@ -25,11 +26,13 @@ class Context:
     tokens: TokenCache = field(default_factory=TokenCache)
     limiter: RateLimiter | None = None
     read_counts: ReadCounts = field(init=False)
+    waits: WaitMarks = field(init=False)
 
     def __post_init__(self) -> None:
         self.hub = Hub(self.settings.max_waits)
         self.db.publish = self.hub.publish  # what a write emits reaches the hub after its commit
         self.read_counts = ReadCounts(self.db, self.clock)
+        self.waits = WaitMarks(self.db, self.clock, self.settings.unreachable_after)
         if self.limiter is None:
             self.limiter = RateLimiter(
                 self.settings.write_rate, self.settings.write_burst, self.clock.monotonic

@@ -17,7 +17,7 @@ from typing import Any
 from ..hub import Event, Key, Signal
 from ..principal import Principal
 from ..store.connection import Connection
-from . import messages, scope
+from . import messages, reach, scope
 from .context import Context
 
 HEARTBEAT_SECONDS = 20.0
@@ -83,18 +83,26 @@ class Feed:
             ]
             if found:
                 last = max(e.id for e in found)
-            # The latest signal of each key says all the others of that key do.
-            signals = list({e.key: e for e in taken if isinstance(e, Signal)}.values())
+            # The latest signal of each key says all the others of that key do; a delivery
+            # signal names its message, so those are kept one per message.
+            signals = list({signal_slot(e): e for e in taken if isinstance(e, Signal)}.values())
             if found or signals:
                 yield [*found, *signals]
+
+
+def signal_slot(signal: Signal) -> tuple[Key, int]:
+    """What a later signal replaces: the key's, or for a delivery signal the message's."""
+    return signal.key, signal.id if signal.key[0] == reach.DELIVERY else 0
 
 
 async def open_feed(
     ctx: Context, p: Principal, workspace: str, since: int | None, signals: tuple[Key, ...] = ()
 ) -> Feed:
-    """Subscribe ``p`` to a workspace it may read (NOT_FOUND otherwise, as on every route)."""
+    """Subscribe ``p`` to a workspace it may read (NOT_FOUND otherwise, as on every route),
+    and to its messages' delivery changes."""
 
     async def workspace_id(conn: Connection) -> int:
         return int((await scope.resolve(conn, p, workspace))["id"])
 
-    return Feed(ctx, p, workspace, [("workspace", await ctx.db.read(workspace_id)), *signals], since)
+    found = await ctx.db.read(workspace_id)
+    return Feed(ctx, p, workspace, [("workspace", found), reach.delivery_key(found), *signals], since)

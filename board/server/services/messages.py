@@ -23,7 +23,7 @@ from ..store.messages import InboxFilter, MessageFilter
 from ..store.rows import MessageRow, WorkspaceRow
 from ..store.search import Terms
 from ..validation import arg
-from . import claims, loopguard, scope
+from . import claims, delivery, loopguard, scope
 from .context import Context
 from .longpoll import poll
 from .paging import Page, bounded_page
@@ -56,7 +56,7 @@ def compact(message: dict[str, Any]) -> dict[str, Any]:
     row["preview"] = message["body"][:PREVIEW_CHARS]
     row["body_chars"] = len(message["body"])
     row["meta_keys"] = sorted(message["meta"])
-    for key in ("claim", "replies", "reason", "snippet", "for_me", "watched"):
+    for key in ("claim", "replies", "reason", "snippet", "for_me", "watched", "delivery"):
         if key in message:
             row[key] = message[key]
     return row
@@ -204,7 +204,7 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
     async def rows(conn: Connection, flt: MessageFilter) -> list[dict[str, Any]]:
         head["cursor"] = await store.max_id(conn)
         found = await store.select(conn, flt, descending=descending, limit=q.limit + 1)
-        return await rows_to_messages(conn, found)
+        return await delivery.attach(conn, ctx, await rows_to_messages(conn, found))
 
     if not q.wait:  # the usual read: resolve and read in one snapshot, one trip to a reader
 
@@ -230,7 +230,7 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
 async def get_message(ctx: Context, p: Principal, message_id: int) -> dict[str, Any]:
     async def read(conn: Connection) -> dict[str, Any]:
         row = await scope.visible_message(conn, p, message_id)
-        message = (await rows_to_messages(conn, [row]))[0]
+        message = (await delivery.attach(conn, ctx, await rows_to_messages(conn, [row])))[0]
         message["receipts"] = [
             {"handle": r["handle"], "reason": r["reason"], "seen_at": r["seen_at"], "done_at": r["done_at"]}
             for r in await store.receipts_for(conn, message_id)
@@ -254,7 +254,7 @@ async def thread(ctx: Context, p: Principal, message_id: int, q: ThreadQuery) ->
         root_id = row["thread_id"]
         flt = MessageFilter(thread_id=root_id, since=max(q.since, root_id) if q.since else None)
         rows = await store.select(conn, flt, descending=False, limit=q.limit + 1)
-        items = await rows_to_messages(conn, rows)
+        items = await delivery.attach(conn, ctx, await rows_to_messages(conn, rows))
         page = message_page(ctx, items, q, descending=False)
         state = await thread_claims(conn, [root_id])
         workspace = await workspace_store.by_id(conn, row["workspace_id"])
@@ -325,6 +325,7 @@ async def mark(
         if recorded:
             for kind in ("seen", "done") if state == "done" else (state,):
                 await store.add_receipts(conn, p.agent_id, recorded, kind, ctx.now())
+            await delivery.seen_by(conn, p, recorded)
         return recorded
 
     return await ctx.db.write(write)

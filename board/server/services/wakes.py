@@ -18,6 +18,7 @@ from ..hub import Event, Key
 from ..principal import Principal
 from ..store import channels as channel_store
 from ..store import claims as claim_store
+from ..store import delivery as delivery_store
 from ..store import identity as identity_store
 from ..store import messages as store
 from ..store import workspaces as workspace_store
@@ -25,7 +26,7 @@ from ..store.connection import Connection
 from ..store.jsoncolumns import read_json
 from ..store.messages import InboxFilter, WatchFilter
 from ..validation import arg, rfc3339
-from . import actions, audit, budgets, loopguard, registry, scope
+from . import actions, audit, budgets, delivery, loopguard, registry, scope
 from .context import Context
 from .longpoll import poll
 from .messages import event_view, message_page, render, rows_to_messages
@@ -87,6 +88,8 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
         return workspace["id"], channel_ids, pending, goal
 
     workspace_id, channel_ids, pending, goal = await ctx.db.read(resolve)
+    if q.wait:  # a daemon waits for this bot: its messages are not unreachable
+        await ctx.waits.touch(p)
     inbox = InboxFilter(agent_id=p.agent_id, since=q.since)
     watch = WatchFilter(
         workspace_id=workspace_id,
@@ -232,6 +235,7 @@ async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int,
         # absent id is NOT_FOUND alike, and nothing is recorded.
         await scope.require_messages(conn, p, sorted(set(req.trigger_ids)))
         wake_id = await claim_store.insert_wake(conn, values)
+        delivery.changed(await delivery_store.workspaces_of(conn, sorted(set(req.trigger_ids))))
         await audit.record(
             conn,
             ctx,

@@ -149,11 +149,17 @@ async def history(conn: Connection, thread_id: int, limit: int = 200) -> list[Ro
 
 
 async def insert_wake(conn: Connection, values: dict[str, Any]) -> int:
+    """A wake record, and a row per message it names (``wake_triggers``, for delivery states)."""
+    triggers = sorted(set(values["trigger_ids"]))
     values = dict(values, trigger_ids=json.dumps(values["trigger_ids"]))
     names = list(values)
     new_id = await conn.insert(
         f"INSERT INTO wakes ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
         tuple(values.values()),
+    )
+    await conn.executemany(
+        "INSERT INTO wake_triggers (message_id, wake_id, agent_id) VALUES (?, ?, ?)",
+        [(message_id, new_id, values["agent_id"]) for message_id in triggers],
     )
     return new_id
 

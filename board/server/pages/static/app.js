@@ -92,6 +92,7 @@
       }
     }
     if (m.kind === "event" && m.meta && m.meta.claim) updateClaim(m);
+    if (m.author_kind === "bot") refreshOpen(`[data-delivery-thread="${m.thread_id}"]`);
     const roots = document.getElementById("roots");
     const kind = m.channel ? "channel" : "conversation";
     const key = m.channel || String(m.conversation);
@@ -105,6 +106,38 @@
       const b = badge(kind, key);
       if (b) showUnread(kind, key, Number(b.textContent || 0) + 1);
     }
+    refreshDelivery(m.id); // a placed item's chips: the event carries none
+  }
+
+  // Delivery chips: one per bot a message is addressed to, read again from the message's
+  // own API answer when the board says its states moved (event: delivery) or a bot posts.
+  const FINAL = ["replied", "failed", "held"];
+  function fillDelivery(box, states) {
+    box.replaceChildren(...states.map((d) => {
+      const chip = document.createElement("span");
+      chip.className = "chip chip-" + d.state;
+      chip.dataset.state = d.state;
+      chip.dataset.handle = d.handle;
+      if (d.reason) chip.title = d.reason;
+      chip.textContent = `${d.handle}: ${d.state}`;
+      return chip;
+    }));
+  }
+  function refreshDelivery(id) {
+    const boxes = document.querySelectorAll(`[data-delivery-for="${CSS.escape(String(id))}"]`);
+    if (!boxes.length) return;
+    fetch(`/api/messages/${id}`, { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.json() : null))
+      .then((m) => { if (m) boxes.forEach((box) => fillDelivery(box, m.delivery || [])); });
+  }
+  function refreshOpen(select) {
+    // The chips not at a final state among those select names: each message read once.
+    const ids = new Set();
+    document.querySelectorAll(select).forEach((box) => {
+      const chips = [...box.children];
+      if (!chips.length || chips.some((c) => !FINAL.includes(c.dataset.state))) ids.add(box.dataset.deliveryFor);
+    });
+    ids.forEach(refreshDelivery);
   }
 
   function updateClaim(m) {
@@ -141,6 +174,11 @@
         .finally(() => { reading = false; });
     });
   }
+  source.addEventListener("delivery", (e) => {
+    const id = Number(e.data);
+    if (id) refreshDelivery(id);
+    else refreshOpen("[data-delivery-for]"); // a bot waits again: its unreachable ones are queued
+  });
   source.addEventListener("reset", () => { source.close(); location.reload(); });
   // The session ended (signed out here or in another tab, or its password changed).
   source.addEventListener("signed-out", () => { source.close(); location.reload(); });

@@ -1,0 +1,115 @@
+"""``bot wake-test HANDLE``: is the bot reachable, and how long does it take to answer?
+
+It posts one probe mentioning the bot (tagged ``wake-test``) and reads the
+probe's delivery state for that bot until it is final or the wait runs out,
+printing each phase as it is seen: queued, woken (its daemon started a turn),
+replied. The probe asks for one word and no tools, so it costs one turn of the
+bot's harness: its prompt (the bot's turn prompt, plus the session's context
+when the session is resumed) in, a word out. The wake's recorded cost is printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..client import BoardClient
+
+TAG = "wake-test"
+PROBE = (
+    "@{handle} wake test from the board: reply with the single word `pong`. Use no tools, do nothing else."
+)
+
+#: The exit code of each way a wake test ends.
+EXIT = {"replied": 0, "failed": 3, "held": 4, "unreachable": 5, "timeout": 6}
+WAKE_RECORD_WAIT = 30.0  # seconds to wait for the turn's wake record after the reply
+
+
+@dataclass
+class Phase:
+    state: str
+    after_s: float  # since the probe was posted, as this command saw it
+    at: str | None  # the board's time of the state
+    reason: str | None
+
+
+async def wake_test(
+    board: BoardClient,
+    handle: str,
+    *,
+    channel: str,
+    timeout: float,
+    interval: float,
+    say: Callable[[str], None],
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> int:
+    """Probe ``handle``; print each phase; return the exit code of how it ended (:data:`EXIT`)."""
+    bot = await board.agent(handle)  # NOT_FOUND for a bot out of the caller's reach
+    if bot["kind"] in ("human", "system"):  # a bot's kind is its harness label
+        raise ValueError(f"{handle} is not a bot")
+    start = clock()
+    probe = await board.post(
+        PROBE.format(handle=handle), channel=channel, workspace=bot["workspace"], tags=[TAG]
+    )
+    say(f"probe {probe['id']} posted in {bot['workspace']}/{channel}, mentioning @{handle}")
+    phases: list[Phase] = []
+    while True:
+        entry = _entry(await board.message(int(probe["id"])), handle)
+        if entry is None:
+            raise ValueError(f"the probe did not reach {handle}: it is not a bot this channel can mention")
+        if not phases or phases[-1].state != entry["state"]:
+            phases.append(Phase(entry["state"], clock() - start, entry.get("at"), entry.get("reason")))
+            say(_line(phases))
+        state = entry["state"]
+        if state in ("replied", "failed", "held", "unreachable"):
+            break
+        if clock() - start >= timeout:
+            say(f"no reply within {timeout:g} s (still {state})")
+            return EXIT["timeout"]
+        await sleep(interval)
+    if state in ("replied", "failed"):
+        # A reply posted during the turn comes before the wake record, which ends the turn.
+        deadline = clock() + min(WAKE_RECORD_WAIT, max(0.0, timeout - (clock() - start)))
+        while (wake := await _wake(board, handle, int(probe["id"]))) is None and clock() < deadline:
+            await sleep(interval)
+        say(_cost(wake))
+    return EXIT[state]
+
+
+def _entry(message: dict[str, Any], handle: str) -> dict[str, Any] | None:
+    return next((d for d in message.get("delivery") or [] if d["handle"] == handle), None)
+
+
+def _line(phases: list[Phase]) -> str:
+    """The newest phase: when it was seen, and how long the step into it took."""
+    phase = phases[-1]
+    text = f"{phase.state:<11} after {phase.after_s:6.2f} s"
+    if len(phases) > 1:
+        before = phases[-2]
+        text += f"  ({before.state}→{phase.state} {phase.after_s - before.after_s:.2f} s)"
+    if phase.reason:
+        text += f"  {phase.reason}"
+    return text
+
+
+async def _wake(board: BoardClient, handle: str, probe_id: int) -> dict[str, Any] | None:
+    """The wake record of the turn the probe triggered, once the daemon sent it."""
+    wakes = (await board.wakes(bot=handle, thread=probe_id, limit=20))["wakes"]
+    return next((w for w in wakes if probe_id in w["trigger_ids"]), None)
+
+
+def _cost(wake: dict[str, Any] | None) -> str:
+    """What the probe's turn cost, from its wake record (as far as the harness reported it)."""
+    if wake is None:
+        return "cost: no wake record names the probe yet"
+    cost = "unknown" if wake.get("cost_usd") is None else f"${wake['cost_usd']:.4f}"
+    tokens = ", ".join(
+        f"{name} {wake[key]}"
+        for name, key in (("in", "input_tokens"), ("cached", "cache_read_tokens"), ("out", "output_tokens"))
+        if wake.get(key) is not None
+    )
+    return f"cost: {cost}" + (f" ({tokens} tokens)" if tokens else "") + f", wake {wake['id']}"
