@@ -230,6 +230,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--posts", type=int, default=400, help="bot posts measured on each side of the guard")
     parser.add_argument("--pairs", type=int, default=4, help="pairs of bots posting at once on each side")
     args = parser.parse_args(argv)
+    if not 1 <= args.turns <= 500:
+        parser.error("--turns: 1 to 500 (the wakes are read back as one page)")
     with board_process() as board, tempfile.TemporaryDirectory(prefix="bench-economy-") as tmp:
         fleet = asyncio.run(make_fleet(board, 4))
         progress(f"rotation: {args.turns} turns, one bot rotating every {args.rotate}, one never")
