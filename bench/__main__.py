@@ -26,9 +26,10 @@ SCENARIOS = {
     "mcp": "bench.mcp",
     "pages": "bench.pages",
     "fleet": "bench.keeper_cost",
+    "economy": "bench.economy",
 }
 # `post` and `wake` drive the bare handler in their own run, so `all` leaves `baseline` out.
-ALL = ["post", "wake", "idle", "catchup", "knowledge", "claims", "wake_latency", "mcp", "pages"]
+ALL = ["post", "wake", "idle", "catchup", "knowledge", "claims", "wake_latency", "mcp", "pages", "economy"]
 
 
 def run_all(quick: bool) -> None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
-import signal
 import socket
 import statistics
 import subprocess
@@ -14,9 +14,12 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from board.processes import end_group
 
 RESULTS = Path(os.environ.get("BENCH_RESULTS", Path(__file__).parent / "results"))
 
@@ -60,14 +63,13 @@ def serve(db: str, port: int, settings: dict[str, str]) -> subprocess.Popen[byte
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the board's group, SIGKILL if it is still up after 10 s."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    """End the process's group as the board's programs do (SIGTERM, 10 s, SIGKILL), then reap it.
+
+    In a thread of its own: some scenarios stop their board from inside their event loop.
+    """
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, end_group(proc.pid, grace=10)).result()
+    proc.wait()
 
 
 @dataclass

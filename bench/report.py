@@ -171,6 +171,21 @@ TARGETS = [
         lambda v, _: v is True,
     ),
     Target(
+        "bot post p50, loop guard on vs off",
+        "within 5 % (≤ 1.05 times)",
+        "economy",
+        lambda r: (
+            (
+                (g := r["economy"]["guard"])["guarded_p50_ms"],
+                g["open_p50_ms"],
+                g["vs_open_p50"],
+            )
+            if "economy" in r
+            else (None, None, None)
+        ),
+        lambda _, ratio: ratio <= 1.05,
+    ),
+    Target(
         "mention → harness started p99",
         "≤ 250 ms",
         "wake_latency",

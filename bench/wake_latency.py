@@ -20,12 +20,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -33,18 +29,11 @@ from typing import Any
 from board.client import BoardClient
 
 from .common import board_process, percentiles, report
+from .daemons import jsonl, start_daemon, until
 from .fleet import make_fleet
 
-ROOT = Path(__file__).resolve().parent.parent
 QUICK = ["-n", "50"]
 TINY = ["-n", "3"]
-FAKES_BIN = ROOT / "tests" / "fakes" / "bin"
-
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _cursor(state: Path) -> int:
@@ -58,75 +47,30 @@ def _at(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-async def _until(probe: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        await asyncio.sleep(0.002)
-    raise SystemExit(f"bench: timed out waiting for {what}")
-
-
 async def measure(url: str, human: str, handle: str, token: str, work: Path, n: int) -> dict[str, Any]:
-    fake = work / "fake"
-    fake.mkdir()
-    (fake / "script.json").write_text(json.dumps([{"do": "ok", "text": "pong"}]))
-    repo = work / "repo"
-    repo.mkdir()
-    state_root = work / "state"
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("BOT_", "BOARD_"))},
-        "PYTHONPATH": str(ROOT),
-        "PATH": f"{FAKES_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "HOME": str(work),
-        "FAKE_HARNESS_DIR": str(fake),
-        "BOT_STATE_DIR": str(state_root),
-        "BOARD_TOKEN": token,
-        "BOT_JITTER": "0",
-        # The scratch folder is disposable: claude (the fake, as the real one) runs unattended as root.
-        "IS_SANDBOX": "1",
-    }
-    argv = ["bot", "run", "--handle", handle, "--harness", "claude", "--board", url, "--repo", str(repo)]
-    bot = subprocess.Popen(
-        [sys.executable, "-m", "board", *argv],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=(work / "bot.err").open("wb"),
-    )
-    log, state = state_root / handle / "bot.log", state_root / handle / "state.json"
+    bot = start_daemon(url, handle, token, work, [{"do": "ok", "text": "pong"}], ["--harness", "claude"])
+    fake, log, state = bot.fake, bot.log, bot.state
     spawn: list[float] = []
     start: list[float] = []
     try:
-        try:
-            await _until(lambda: any(e["event"] == "started" for e in _jsonl(log)), "the bot to start")
-        except SystemExit:
-            sys.stderr.write((work / "bot.err").read_text()[-2000:])  # why the bot did not start
-            raise
-        await asyncio.sleep(0.5)  # its long-poll is open
+        await bot.started()
         async with BoardClient(url, human) as client:
             for i in range(n):
                 sent = time.time()
                 posted = await client.post(f"@{handle} ping {i}", channel="lobby", workspace="bench")
                 mid = int(posted["id"])
-                call = await _until(lambda i=i: _jsonl(fake / "calls.jsonl")[i:], f"harness call {i}")
+                call = await until(lambda i=i: jsonl(fake / "calls.jsonl")[i:], f"harness call {i}")
                 if call[0]["BOARD_WAKE_IDS"] != str(mid):
                     raise SystemExit(f"bench: turn {i} covered {call[0]['BOARD_WAKE_IDS']}, not {mid}")
-                began = await _until(
-                    lambda i=i: [e for e in _jsonl(log) if e["event"] == "turn_started"][i:], f"turn {i}"
+                began = await until(
+                    lambda i=i: [e for e in jsonl(log) if e["event"] == "turn_started"][i:], f"turn {i}"
                 )
                 spawn.append(_at(began[0]["at"]) - sent)
                 start.append(float(call[0]["time"]) - sent)
-                await _until(lambda mid=mid: _cursor(state) >= mid, f"turn {i} to end")
+                await until(lambda mid=mid: _cursor(state) >= mid, f"turn {i} to end")
                 await asyncio.sleep(0.05)
     finally:
-        bot.terminate()
-        try:
-            bot.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            bot.kill()
-            bot.wait()
+        await bot.stop()
     return {
         "mentions": n,
         "harness": "claude (fake)",

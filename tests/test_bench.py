@@ -55,6 +55,30 @@ def test_scenario_runs_at_a_tiny_size(name: str, tmp_path: Path) -> None:
     if name == "idle":
         # Every tab stayed open through the soak and heard every post of its workspace.
         assert all(r["stream_messages"] == r["posted"] * r["browsers"] for r in record["rows"])
+    if name == "economy":
+        rotated, never = record["rows"]
+        assert (rotated["mode"], rotated["turns"], never["mode"], never["turns"]) == (
+            "rotated",
+            3,
+            "never",
+            3,
+        )
+        # Rotating after 2 turns: the third turn starts a fresh session and re-reads nothing.
+        assert (rotated["sessions"], rotated["rotated_turns"], never["sessions"]) == (2, 1, 1)
+        reads = record["cache_read_by_turn"]
+        assert reads["rotated"][2] == 0 < reads["rotated"][1] < reads["never"][2]
+        assert record["rotated_vs_never_cache_read"] < 1
+        # The two bots' relay spends exactly loop_hops wakes, then the thread is paused, once.
+        loop = record["loop"]
+        assert (loop["wakes"], loop["held"], loop["paused"], loop["notices"]) == (
+            loop["loop_hops"],
+            1,
+            True,
+            1,
+        )
+        guard = record["guard"]
+        assert guard["posts_each"] == 16 and guard["guarded_p50_ms"] > 0 and guard["open_p50_ms"] > 0
+        assert guard["read_side"] is None  # delivery states are not built yet: no figure is made up
     if name == "catchup":
         assert all(r["channel_bytes"] > 0 and r["bytes_p50_ms"] > 0 for r in record["rows"])
 

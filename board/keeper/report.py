@@ -20,6 +20,7 @@ import psutil
 from .. import __version__
 from ..launcher.logs import LOG_FILE, tail
 from ..launcher.state import STATE_FILE as BOT_STATE_FILE
+from ..processes import start_time
 from .supervisor import Slot, Supervisor, iso
 
 LINE_CAP = 2000
@@ -51,12 +52,16 @@ def machine(state_dir: Path) -> dict[str, Any]:
 
 
 def _measure(proc: psutil.Process) -> dict[str, Any]:
+    """A process's figures; psutil.NoSuchProcess once it is gone."""
+    started = start_time(proc.pid)  # how board.processes knows a process, pid reuse and all
+    if started is None:
+        raise psutil.NoSuchProcess(proc.pid)
     with proc.oneshot():
         return {
             "pid": proc.pid,
             "cpu_percent": round(proc.cpu_percent(interval=None), 1),
             "rss": proc.memory_info().rss,
-            "started_at": iso(proc.create_time()),
+            "started_at": iso(started),
         }
 
 

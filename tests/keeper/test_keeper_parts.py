@@ -14,8 +14,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from board.keeper import processes
+from board.keeper import processes, report
 from board.keeper.config import Timing, bot_environment
+from board.keeper.supervisor import iso
 from board.launcher.config import ConfigError
 from board.launcher.logs import tail
 from board.processes import start_time
@@ -152,3 +153,18 @@ def test_every_keeper_command_is_documented() -> None:
     docs = (ROOT / "docs" / "fleet.md").read_text()
     for name in main.commands:
         assert f"keeper {name}" in docs
+
+
+def test_a_report_names_a_process_by_its_start_and_a_gone_one_is_no_such_process() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        measured = report._measure(psutil.Process(proc.pid))
+        started = start_time(proc.pid)
+        assert started is not None and measured["started_at"] == iso(started)
+        assert measured["pid"] == proc.pid and measured["rss"] > 0
+        watched = psutil.Process(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+    with pytest.raises(psutil.NoSuchProcess):
+        report._measure(watched)

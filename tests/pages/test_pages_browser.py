@@ -11,20 +11,11 @@ from playwright.async_api import Browser, expect
 from board.server.services import auth
 from routines import importer
 from tests.support.boardtest import Board, World, db_rows
-from tests.support.browser_support import Tab, new_tab
+from tests.support.browser_support import new_tab, signed_in_tab
 from tests.support.fleettest import enroll_keeper
 from tests.support.pages_support import login_link
 
 LIVE = re.compile(r"\blive\b")  # the page's stream is open
-
-
-async def signed_in_tab(chromium: Browser, world: World, tmp_path: Path, width: int = 1280) -> Tab:
-    tab = await new_tab(chromium, tmp_path, width=width)
-    link = await login_link(world.board, "alice")
-    await tab.page.goto(world.board.url + link)
-    await tab.page.click("#use-link")
-    await tab.page.wait_for_url("**/c/**")
-    return tab
 
 
 async def test_sign_in_with_the_link_then_the_link_is_refused(

@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, Dialog, Page, async_playwright
 
+from tests.support.boardtest import World
+from tests.support.pages_support import login_link
+
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
     "--headless",
@@ -33,6 +36,7 @@ class Tab:
     out: Path
     dialogs: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    console: list[str] = field(default_factory=list)  # what the page logged: a CSP refusal shows here
 
     async def shot(self, name: str) -> Path:
         path = self.out / f"{name}.png"
@@ -50,8 +54,8 @@ async def chromium() -> AsyncIterator[Browser]:
         await browser.close()
 
 
-async def new_tab(browser: Browser, out: Path, width: int = 1280) -> Tab:
-    context = await browser.new_context(viewport={"width": width, "height": 800})
+async def new_tab(browser: Browser, out: Path, width: int = 1280, height: int = 800) -> Tab:
+    context = await browser.new_context(viewport={"width": width, "height": height})
     page = await context.new_page()
     tab = Tab(page, out)
 
@@ -61,5 +65,17 @@ async def new_tab(browser: Browser, out: Path, width: int = 1280) -> Tab:
 
     page.on("dialog", dismiss)
     page.on("pageerror", lambda exc: tab.errors.append(str(exc)))
+    page.on("console", lambda message: tab.console.append(message.text))
     page.set_default_timeout(15_000)
+    return tab
+
+
+async def signed_in_tab(
+    browser: Browser, world: World, out: Path, width: int = 1280, height: int = 800
+) -> Tab:
+    """A tab signed in as alice with a one-time link, on the board page it opens."""
+    tab = await new_tab(browser, out, width=width, height=height)
+    await tab.page.goto(world.board.url + await login_link(world.board, "alice"))
+    await tab.page.click("#use-link")
+    await tab.page.wait_for_url("**/c/**")
     return tab

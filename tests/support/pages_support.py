@@ -74,3 +74,8 @@ async def sign_in(board: Board, handle: str = "alice") -> Browser:
     await b.get("/settings")  # picks up the session's CSRF token
     assert b.csrf
     return b
+
+
+def tab_panels(page: str) -> dict[str, str]:
+    """Onboard's tab panels: harness name -> the panel's HTML, in page order."""
+    return dict(re.findall(r'<section class="tabpanel" id="harness-(\w+)"[^>]*>(.*?)</section>', page, re.S))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from urllib.parse import urlencode
 
 from aiohttp import web
 from markupsafe import Markup, escape
@@ -10,8 +12,10 @@ from markupsafe import Markup, escape
 from ..services import audit, messages, routines
 from ..services.knowledge import moderation
 from ..services.knowledge.inputs import ReviewQueueQuery
+from .people import NEWEST
 from .routing import PageCall, PageRoute
 
+AUDIT_PAGE = 50  # rows of the audit page
 HIT = re.compile(r"\*\*(.+?)\*\*")
 
 
@@ -44,10 +48,39 @@ async def inbox(call: PageCall) -> web.StreamResponse:
     )
 
 
+def audit_link(q: audit.AuditQuery, **cursor: int) -> str:
+    """The audit page with the same filters and page size, and another cursor (``before`` or ``since``)."""
+    kept = {
+        "actor": q.actor,
+        "workspace": q.workspace,
+        "action": q.action,
+        "from": q.at_from,
+        "until": q.until,
+    }
+    size = {"limit": q.limit} if q.limit != AUDIT_PAGE else {}
+    return "/audit?" + urlencode({**{k: v for k, v in kept.items() if v}, **size, **cursor})
+
+
 async def audit_log(call: PageCall) -> web.StreamResponse:
+    """Newest first: Older continues below the last row shown, Newer above the first."""
     q = call.query(audit.AuditQuery)
-    page = await audit.entries(call.ctx, call.p, q)
-    return call.render("audit.html", q=q, entries=page["entries"], next_since=page.get("next_since"))
+    if "limit" not in call.request.query:
+        q = replace(q, limit=AUDIT_PAGE)
+    upwards = q.since > 0 and q.before is None  # a Newer link: read the rows above, show them newest first
+    page = await audit.entries(call.ctx, call.p, q if upwards else replace(q, before=q.before or NEWEST))
+    shown = page["entries"][::-1] if upwards else list(page["entries"])
+    more, cursor_given = bool(page["has_more"]), upwards or q.before is not None
+    return call.render(
+        "audit.html",
+        q=q,
+        entries=shown,
+        # Below a Newer page, and above an Older one, there are rows: the ones the link came from.
+        older=audit_link(q, before=shown[-1]["id"]) if shown and (more or upwards) else None,
+        newer=audit_link(q, since=shown[0]["id"]) if shown and (more if upwards else cursor_given) else None,
+        latest=audit_link(q) if not shown and cursor_given else None,
+        page_size=AUDIT_PAGE,
+        choices=await audit.choices(call.ctx, call.p),
+    )
 
 
 ROUTES = [

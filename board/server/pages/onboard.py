@@ -1,4 +1,9 @@
-"""Connecting a harness by hand: the paragraph to paste, the `bot run` line, the board's MCP server."""
+"""Connecting a harness by hand: the paragraph to paste, the `bot run` line, the board's MCP server.
+
+One tab per harness the launcher supports (``ADAPTERS``); what is the same for
+every harness (registering, the paragraph, what ``--watch`` does) is said once
+above the tabs, so no paragraph repeats.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,16 @@ from .board import all_workspaces
 from .routing import PageCall, PageRoute
 
 TOKEN = "bb_..."  # the bot's token, which the page never knows
+
+#: How each harness is named on its tab, and the file it reads its standing instructions from.
+LABELS = {
+    "claude": ("Claude Code", "CLAUDE.md"),
+    "codex": ("Codex", "AGENTS.md"),
+    "opencode": ("OpenCode", "AGENTS.md"),
+    "copilot": ("Copilot", ".github/copilot-instructions.md"),
+    "gemini": ("Gemini", "GEMINI.md"),
+    "command": ("Your own program", ""),
+}
 
 
 @dataclass(frozen=True)
@@ -53,6 +68,55 @@ def mcp_how_to(harness: str, board: str) -> McpHowTo | None:
     return None
 
 
+@dataclass(frozen=True)
+class HarnessTab:
+    """One tab of the page: a harness, its commands filled in for this board."""
+
+    name: str
+    label: str
+    notes_file: str
+    run: str
+    mcp: McpHowTo | None
+
+
+def bot_run_line(harness: str, board: str, handle: str, workspace: str, watch: str) -> str:
+    """The ``bot run`` line for ``harness`` on this board; the command harness names its program too."""
+    program = "BOT_COMMAND_TEMPLATE='python3 agent.py {prompt}' " if harness == "command" else ""
+    return (
+        f"BOARD_URL={board} BOARD_TOKEN={TOKEN} {program}bot run --handle {handle} "
+        f"--harness {harness} --repo ~/src/{workspace} --watch {watch}"
+    )
+
+
+def harness_tabs(board: str, handle: str, workspace: str, watch: str) -> list[HarnessTab]:
+    """Every harness the launcher supports, in its order, with its commands."""
+    return [
+        HarnessTab(
+            name,
+            *LABELS.get(name, (name, "")),
+            bot_run_line(name, board, handle, workspace, watch),
+            mcp_how_to(name, board),
+        )
+        for name in ADAPTERS
+    ]
+
+
+def join_line(board: str, handle: str, invite: str = "bi_...") -> str:
+    """The one line a bot runs to register with an invite (here, a stand-in unless one was just made)."""
+    body = json.dumps({"handle": handle, "invite": invite})
+    return f"curl -s -X POST {board}/api/agents -d {shlex.quote(body)}"
+
+
+def paragraph(board: str) -> str:
+    """What to paste into any harness's standing instructions: the same for every harness."""
+    return (
+        f"You are on a Bot Board at {board}. Your token is in $BOARD_TOKEN; send it as "
+        f'"Authorization: Bearer $BOARD_TOKEN" on every call. Read {board}/agents.md first and '
+        "follow its house rules: check GET /api/me and /api/inbox, claim a thread before working on "
+        "it, reply in the thread, and finish with done or a handoff."
+    )
+
+
 def suggested_watch(slugs: list[str]) -> str:
     """A channel the workspace has: its first topic channel, else the lobby every workspace has."""
     topics = [s for s in slugs if s != "lobby"]
@@ -68,16 +132,18 @@ async def onboard(call: PageCall) -> web.StreamResponse:
         call.ctx, call.p, channels.ChannelList(workspace=workspace, limit=500)
     )
     slugs = [c["slug"] for c in listed["channels"]]
-    harnesses = [(h, mcp_how_to(h, board)) for h in sorted(ADAPTERS)]
+    watch, handle = suggested_watch(slugs), f"box3-{workspace}"[:32]
     return call.render(
         "onboard.html",
         board=board,
-        harnesses=harnesses,
+        tabs=harness_tabs(board, handle, workspace, watch),
+        register=join_line(board, handle),
+        paragraph=paragraph(board),
         spaces=spaces,
         workspace=workspace,
         channels=slugs,
-        watch=suggested_watch(slugs),
-        handle=f"box3-{workspace}"[:32],
+        watch=watch,
+        handle=handle,
     )
 
 

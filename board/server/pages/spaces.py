@@ -7,6 +7,7 @@ from aiohttp import web
 from ..principal import ADMIN_WORKSPACE
 from ..services import agents, auth, workspaces
 from .board import all_workspaces
+from .onboard import join_line
 from .people import cleared
 from .routing import PageCall, PageRoute, redirect
 
@@ -25,7 +26,7 @@ async def _page(call: PageCall, *, invite: dict[str, object] | None = None) -> w
         members=members,
         admin_bots=members.get(ADMIN_WORKSPACE, []),
         invite=invite,
-        board=board,
+        join=join_line(board, "my-bot", str(invite["invite"])) if invite else None,
     )
 
 

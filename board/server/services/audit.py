@@ -15,6 +15,8 @@ from . import actions
 from .context import Context
 from .paging import Page, bounded_page
 
+CHOICES = 200  # values a pick-list offers; the log's actions are a fixed set, its actors the people and bots
+
 #: The request id of the call being served, if the caller gave one.
 request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
 
@@ -57,6 +59,7 @@ class AuditQuery:
     actor: str | None = arg(None, max_len=64)
     action: str | None = arg(None, max_len=64)
     since: int = arg(0, min=0, help="Audit row id to continue after.")
+    before: int | None = arg(None, min=1, help="Entries before this id, newest first.")
     at_from: str | None = arg(None, max_len=40, name="from", help="Entries at or after this time (RFC 3339).")
     until: str | None = arg(None, max_len=40, help="Entries before this time (RFC 3339).")
     limit: int = arg(20, min=1, max=500)
@@ -76,7 +79,21 @@ async def entries(ctx: Context, p: Principal, q: AuditQuery) -> Page:
             limit=q.limit + 1,
             at_from=at_from,
             at_until=at_until,
+            before=q.before,
         )
     )
     items = [dict(row) | {"details": _details(row)} for row in rows]
-    return bounded_page(ctx, "entries", items, q.limit, q.max_bytes, descending=False)
+    return bounded_page(ctx, "entries", items, q.limit, q.max_bytes, descending=q.before is not None)
+
+
+async def choices(ctx: Context, p: Principal) -> dict[str, list[str]]:
+    """The actors and actions the log holds, for the page's pick-lists (at most CHOICES of each)."""
+    actions.require(p, "audit.read")
+
+    async def read(conn: Connection) -> dict[str, list[str]]:
+        return {
+            "actors": await store.distinct(conn, "actor", CHOICES),
+            "actions": await store.distinct(conn, "action", CHOICES),
+        }
+
+    return await ctx.db.read(read)

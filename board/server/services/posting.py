@@ -115,39 +115,33 @@ async def append(
         if verdict.held:
             tags.append(loopguard.HELD_TAG)
             reasons = {agent_id: why for agent_id, why in reasons.items() if agent_id not in bots}
-    now = ctx.now()
-    message_id = await store.insert(
-        conn,
-        workspace_id=workspace["id"],
-        channel_id=channel_id,
-        conversation_id=conversation_id,
+    draft = store.Draft(
         kind=kind,
-        author_id=author.agent_id,
         body=body,
         reply_to=parent["id"] if parent is not None else None,
         thread_id=parent["thread_id"] if parent is not None else None,
         tags=tags,
         mentions=mentions,
         meta=meta or {},
-        now=now,
+        created_at=ctx.now(),
+    )
+    message_id = await store.insert(
+        conn,
+        draft,
+        workspace_id=workspace["id"],
+        channel_id=channel_id,
+        conversation_id=conversation_id,
+        author_id=author.agent_id,
     )
     if reasons:
         await store.add_to_inboxes(conn, message_id, reasons)
-    message = store.message_object(
-        id=message_id,
+    message = draft.written(
+        message_id,
         workspace=workspace["slug"],
         channel=channel_slug,
         conversation=conversation_id,
-        kind=kind,
         author=author.handle,
         author_kind=author.kind,
-        body=body,
-        reply_to=parent["id"] if parent is not None else None,
-        thread_id=parent["thread_id"] if parent is not None else message_id,
-        tags=tags,
-        mentions=mentions,
-        meta=meta or {},
-        created_at=now,
     )
     if parent is None:  # what a read finds for a new root: no replies, and nobody's claim
         message["replies"] = store.no_replies([] if kind == "event" else [author.handle])

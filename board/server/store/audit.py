@@ -52,10 +52,13 @@ async def select(
     limit: int,
     at_from: str | None = None,
     at_until: str | None = None,
+    before: int | None = None,
 ) -> list[Row]:
+    """Rows after ``since`` oldest first; with ``before``, rows below it newest first."""
     clauses: list[str] = ["id > ?"]
     params: list[int | str] = [since]
     for clause, value in (
+        ("id < ?", before),
         ("workspace = ?", workspace),
         ("actor = ?", actor),
         ("action = ?", action),
@@ -69,6 +72,24 @@ async def select(
         conn,
         f"""SELECT id, at, actor, workspace, action, target, reason, request_id,
                    readable_json('audit', id, 'details', details, '{UNREADABLE}') AS details FROM audit
-            WHERE {" AND ".join(clauses)} ORDER BY id LIMIT ?""",
+            WHERE {" AND ".join(clauses)} ORDER BY id {"DESC" if before is not None else ""} LIMIT ?""",
         (*params, limit),
     )
+
+
+async def distinct(conn: Connection, column: str, limit: int) -> list[str]:
+    """The values ``column`` (actor or action) holds, in order: one index step per value, not a scan."""
+    if column not in ("actor", "action"):
+        raise ValueError(f"no index to list audit {column} values by")
+    rows = await all_rows(
+        conn,
+        f"""WITH RECURSIVE found(value) AS (
+                SELECT min({column}) FROM audit
+                UNION ALL
+                SELECT (SELECT min({column}) FROM audit WHERE {column} > found.value)
+                FROM found WHERE found.value IS NOT NULL
+            )
+            SELECT value FROM found WHERE value IS NOT NULL LIMIT ?""",
+        (limit,),
+    )
+    return [str(row["value"]) for row in rows]

@@ -118,6 +118,48 @@ class InboxFilter:
         return event.recipients.get(self.agent_id) if self.matches(event) else None
 
 
+@dataclass(frozen=True)
+class Draft:
+    """A message being posted: the fields its row and its API object share, said once."""
+
+    kind: str
+    body: str
+    reply_to: int | None
+    thread_id: int | None  # None: a root, its own thread
+    tags: list[str]
+    mentions: list[str]
+    meta: dict[str, Any]
+    created_at: str
+
+    def written(
+        self,
+        message_id: int,
+        *,
+        workspace: str,
+        channel: str | None,
+        conversation: int | None,
+        author: str,
+        author_kind: str,
+    ) -> dict[str, Any]:
+        """The API's object for this draft once written as ``message_id``, as a read would render it."""
+        return message_object(
+            id=message_id,
+            workspace=workspace,
+            channel=channel,
+            conversation=conversation,
+            kind=self.kind,
+            author=author,
+            author_kind=author_kind,
+            body=self.body,
+            reply_to=self.reply_to,
+            thread_id=self.thread_id or message_id,
+            tags=list(self.tags),
+            mentions=list(self.mentions),
+            meta=self.meta,
+            created_at=self.created_at,
+        )
+
+
 def message_object(
     *,
     id: int,
@@ -301,19 +343,12 @@ async def thread_info(conn: Connection, root_ids: list[int]) -> dict[int, dict[s
 
 async def insert(
     conn: Connection,
+    draft: Draft,
     *,
     workspace_id: int,
     channel_id: int | None,
     conversation_id: int | None,
-    kind: str,
     author_id: int,
-    body: str,
-    reply_to: int | None,
-    thread_id: int | None,
-    tags: list[str],
-    mentions: list[str],
-    meta: dict[str, Any],
-    now: str,
 ) -> int:
     """Append a message; a root (no ``thread_id``) becomes its own thread.
 
@@ -328,24 +363,23 @@ async def insert(
             workspace_id,
             channel_id,
             conversation_id,
-            kind,
+            draft.kind,
             author_id,
-            body,
-            reply_to,
-            thread_id or 0,
-            json.dumps(tags),
-            json.dumps(mentions),
-            json.dumps(meta, separators=(",", ":")),
-            now,
+            draft.body,
+            draft.reply_to,
+            draft.thread_id or 0,
+            json.dumps(draft.tags),
+            json.dumps(draft.mentions),
+            json.dumps(draft.meta, separators=(",", ":")),
+            draft.created_at,
         ),
     )
-    message_id = new_id
-    if tags:
+    if draft.tags:
         await conn.executemany(
             "INSERT INTO message_tags (tag, message_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-            [(tag, message_id) for tag in tags],
+            [(tag, new_id) for tag in draft.tags],
         )
-    return message_id
+    return new_id
 
 
 async def thread_participant_ids(conn: Connection, thread_id: int) -> list[int]:

@@ -19,6 +19,59 @@
     check();
   });
 
+  // Copy buttons: the text of the element a button names goes to the clipboard. Over plain
+  // HTTP off loopback the Clipboard API is missing, so the text is selected and copied instead.
+  function copySelected(source) {
+    const range = document.createRange();
+    range.selectNodeContents(source);
+    const selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    try { return document.execCommand("copy"); } catch (e) { return false; }
+  }
+  document.querySelectorAll("button[data-copy]").forEach((button) => {
+    button.addEventListener("click", () => {
+      const source = document.getElementById(button.dataset.copy);
+      if (!source) return;
+      const said = (ok) => {
+        button.textContent = ok ? "Copied" : "Selected: press Ctrl+C";
+        setTimeout(() => { button.textContent = "Copy"; }, 2500);
+      };
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(source.textContent).then(() => said(true), () => said(copySelected(source)));
+      } else {
+        said(copySelected(source));
+      }
+    });
+  });
+
+  // Tabs (role=tablist): a click or the arrow, Home and End keys show one panel; the address
+  // keeps it (#panel-id), so a reload or a shared link opens the same tab.
+  document.querySelectorAll("[role=tablist]").forEach((list) => {
+    const tabs = Array.from(list.querySelectorAll("[role=tab]"));
+    const select = (tab, focus) => {
+      tabs.forEach((t) => {
+        const on = t === tab;
+        t.setAttribute("aria-selected", String(on));
+        t.tabIndex = on ? 0 : -1;
+        document.getElementById(t.getAttribute("aria-controls")).hidden = !on;
+      });
+      if (focus) tab.focus();
+      history.replaceState(null, "", "#" + tab.getAttribute("aria-controls"));
+    };
+    tabs.forEach((tab, i) => {
+      tab.addEventListener("click", () => select(tab, false));
+      tab.addEventListener("keydown", (e) => {
+        const to = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: tabs.length - 1 }[e.key];
+        if (to === undefined) return;
+        e.preventDefault();
+        select(tabs[(to + tabs.length) % tabs.length], true);
+      });
+    });
+    const asked = tabs.find((t) => "#" + t.getAttribute("aria-controls") === location.hash);
+    if (asked) select(asked, false);
+  });
+
   const workspace = body.dataset.live;
   if (!workspace) return;
 
