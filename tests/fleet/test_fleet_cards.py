@@ -161,7 +161,9 @@ async def test_the_card_shows_the_last_lines_of_the_log_as_text(clocked_world: W
     box1 = await _fleet(world, ["run1"])
     lines = [f"line {n}" for n in range(1, 9)] + ['<script>alert("x")</script>']
     await box1.client.fleet_report({"interval": 10, "bots": [reported("run1", "running", log_tail=lines)]})
-    tail = re.search(r'<pre class="log-tail"[^>]*>(.*?)</pre>', card(await fleet_page(world), "run1"), re.S)
+    tail = re.search(
+        r'<div class="log-tail"[^>]*><pre>(.*?)</pre>', card(await fleet_page(world), "run1"), re.S
+    )
     assert tail is not None
     assert tail.group(1).splitlines() == [
         "line 5",
@@ -199,16 +201,20 @@ async def test_the_history_is_sampled_bounded_and_charted(clocked_world: World, 
         clock.advance(fleet_history.SAMPLE_GAP_S / 2)
         await report(5.0, 50 * MB)
     assert len(samples()) <= fleet_history.HISTORY_S // fleet_history.SAMPLE_GAP_S + 1
-    await report(12.5, 70 * MB)  # too soon after the last: the chart's "now" is the last kept
+    await report(12.5, 70 * MB)  # too soon after the last: the chart shows the latest kept
     bot_token = (await box1.client.bot_token("run1"))["token"]
     for minutes_ago in (1, 2, 200):
         started = iso(clock.now() - timedelta(minutes=minutes_ago))
         await world.board.client(bot_token).record_wake(harness="claude", started_at=started, outcome="ok")
-    charts = re.findall(
-        r'<svg class="spark spark-(\w+)"[^>]*aria-label="([^"]+)"', card(await fleet_page(world), "run1")
-    )
+    shown = card(await fleet_page(world), "run1")
+    charts = re.findall(r'<figure class="spark spark-(\w+)">\s*<svg [^>]*aria-label="([^"]+)"', shown)
     assert charts == [
-        ("cpu", "CPU, last 6 h: now 5 %, peak 5 %"),
-        ("memory", "Memory, last 6 h: now 50 MB, peak 50 MB"),
+        ("cpu", "CPU, last 6 h: latest 5 %, peak 5 %"),
+        ("memory", "Memory, last 6 h: latest 50 MB, peak 50 MB"),
         ("wakes", "Wakes, last 6 h: 3 (one bar per 15 minutes, most 2)"),
     ]
+    assert re.findall(r"<figcaption>([^<]+)</figcaption>", shown) == ["CPU 5 %", "Memory 50 MB", "wakes 3"]
+    cpu = re.search(r'spark-cpu">.*?<polyline points="([^"]+)"', shown, re.S)
+    assert cpu is not None and len(cpu.group(1).split()) == len(samples())  # a point per sample kept
+    wakes = re.search(r'spark-wakes">.*?</svg>', shown, re.S)
+    assert wakes is not None and wakes.group(0).count("<rect ") == 2  # two slices had wakes
