@@ -14,7 +14,7 @@ from typing import Any
 from board.server.clock import ManualClock, iso
 from board.server.services import fleet_history
 from tests.support.boardtest import World, db_rows
-from tests.support.fleettest import Keeper, enroll_keeper
+from tests.support.fleettest import BADGES, Keeper, enroll_keeper
 from tests.support.pages_support import sign_in
 
 MB = 1048576
@@ -85,17 +85,18 @@ async def test_each_state_shows_in_a_word_and_a_colour(clocked_world: World, clo
         {"interval": 10, "acks": [{"id": 1, "ok": True}], "bots": [reported("stop1", "stopped")]}
     )
     page = await fleet_page(world)
-    expected = {
-        "run1": ("ok", "running"),
-        "wake1": ("busy", "waking"),
-        "start1": ("busy", "starting"),
-        "back1": ("warn", "restarting soon"),
-        "stop1": ("off", "stopped"),
-        "crash1": ("bad", "crashed"),
-        "mis1": ("bad", "misconfigured"),
-        "away1": ("off", "machine offline"),
-        "new1": ("off", "not reported"),  # assigned a moment ago
+    states = {
+        "run1": "running",
+        "wake1": "waking",
+        "start1": "starting",
+        "back1": "backoff",
+        "stop1": "stopped",
+        "crash1": "crashed",
+        "mis1": "misconfigured",
+        "away1": "offline",
+        "new1": "unknown",  # assigned a moment ago
     }
+    expected = {handle: BADGES[state] for handle, state in states.items()}
     assert {h: badge(page, h) for h in expected} == expected
     assert 'class="why">ValueError: &lt;b&gt;boom&lt;/b&gt;</p>' in card(page, "crash1")  # hostile text
     assert 'class="why">bot: repo /nowhere is not a directory</p>' in card(page, "mis1")

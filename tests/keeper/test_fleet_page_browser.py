@@ -12,6 +12,7 @@ then the keeper, refused, stops the daemon.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from tests.launcher.botrun import LiveBoard
 from tests.support.boardtest import World, eventually
 from tests.support.browser_support import Tab, new_tab
 from tests.support.doctor_support import doctor_async, doctor_env
-from tests.support.fleettest import enroll_keeper
+from tests.support.fleettest import BADGES, enroll_keeper
 from tests.support.pages_support import login_link
 
 pytestmark = pytest.mark.timeout(240)
@@ -109,15 +110,15 @@ async def test_a_broken_bot_says_why_in_one_line_on_its_card_and_in_board_doctor
     assert tab.errors == []
 
 
-TONES = {
-    "fb": ("ok", "running"),
-    "w1": ("busy", "waking"),
-    "b1": ("warn", "restarting soon"),
-    "s1": ("off", "stopped"),
-    "c1": ("bad", "crashed"),
-    "m1": ("bad", "misconfigured"),
-    "p1": ("busy", "starting…"),
-    "away": ("off", "machine offline"),
+STATES = {
+    "fb": "running",
+    "w1": "waking",
+    "b1": "backoff",
+    "s1": "stopped",
+    "c1": "crashed",
+    "m1": "misconfigured",
+    "p1": "start",  # should run, and nothing has started it yet: pending
+    "away": "offline",
 }
 
 
@@ -159,7 +160,8 @@ async def test_each_state_in_a_word_and_a_colour_on_a_desktop_and_a_phone(
     tab = await fleet_tab(chromium, world, tmp_path)
     await expect(tab.page.locator("#machine-box8")).to_have_attribute("data-status", "stale", timeout=30_000)
     colours: dict[str, set[str]] = {}
-    for handle, (tone, word) in TONES.items():
+    for handle, shown in STATES.items():
+        tone, word = BADGES[shown]
         badge = tab.page.locator(f"#bot-{handle} .badge.state")
         await expect(badge).to_have_text(word)
         await expect(badge).to_have_class(re.compile(rf"\btone-{tone}\b"))
@@ -203,6 +205,10 @@ async def test_removing_a_machine_asks_unassigns_and_its_keeper_stops_the_bot(
     assert (await world.human.fleet())["machines"] == []
     await eventually(lambda: group_gone(pgid), "the removed machine's keeper to stop its bot", 60)
     await eventually(lambda: keeper.events("refused"), "the keeper to log that it was refused", 30)
+    await asyncio.sleep(2)  # ten times the keeper's least restart delay: a crash loop would show
+    logged = keeper.events()
+    after = logged[logged.index(keeper.events("refused")[0]) :]
+    assert [e for e in after if e["event"] == "state" and e["state"] == "starting"] == []  # not restarted
     assert daemons(keeper, "fb") == [] and keeper.proc is not None and keeper.proc.poll() is None
     phone = await fleet_tab(chromium, world, tmp_path, width=390)
     await no_sideways_scroll(phone)

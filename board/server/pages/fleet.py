@@ -6,7 +6,8 @@ The cards and the last orders stay live over Server-Sent Events: ``/fleet/events
 renders them again when the fleet changes (every fleet write signals the hub after
 its commit) and on a slow beat, since a machine turning stale is time passing with
 no write to wait for. Each bot's card has its state in a word and a colour, why it
-stopped, the last lines of its log and small charts of its last hours.
+stopped, the last lines of its log and small charts of its last hours. Removing a
+machine asks first, on a page of its own naming the bots it will unassign.
 """
 
 from __future__ import annotations
