@@ -723,7 +723,7 @@ def mcp(board_url: str) -> None:
 
 @main.group()
 def fleet() -> None:
-    """Machines and the bots on them: list, assign, start, stop, restart, unassign."""
+    """Machines and the bots on them: list, assign, start, stop, restart, unassign, remove a machine."""
 
 
 def _bot_line(bot: dict[str, Any]) -> str:
@@ -789,6 +789,17 @@ for _kind, _help in (
 def fleet_unassign(board_url: str, token: str, handle: str) -> None:
     """Stop HANDLE and take it off its machine; its tokens are revoked."""
     _call(board_url, token, lambda b: b.unassign_bot(handle))
+
+
+@fleet.command("remove-machine")
+@_client_options
+@click.argument("name")
+@click.confirmation_option(
+    prompt="Its bots are unassigned and stopped, and its keeper's token stops. Remove it?"
+)
+def fleet_remove_machine(board_url: str, token: str, name: str) -> None:
+    """Remove machine NAME: its bots are unassigned first, then its keeper is refused (--yes: do not ask)."""
+    _call(board_url, token, lambda b: b.remove_machine(name))
 
 
 from routines.cli import routines  # noqa: E402 - the `routines` group lives with the runner

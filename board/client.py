@@ -406,6 +406,10 @@ class BoardClient:
     async def unassign_bot(self, handle: str) -> JSON:
         return await self.request_object("DELETE", f"/api/fleet/bots/{quote(handle, safe='')}")
 
+    async def remove_machine(self, name: str) -> JSON:
+        """A human forgets a machine: its bots unassigned, its keeper's token stopped."""
+        return await self.request_object("DELETE", f"/api/fleet/machines/{quote(name, safe='')}")
+
     async def bot_token(self, handle: str) -> JSON:
         """A keeper mints the token of a bot assigned to its machine."""
         return await self.request_object("POST", f"/api/fleet/bots/{quote(handle, safe='')}/token")

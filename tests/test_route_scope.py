@@ -206,6 +206,7 @@ CASES: dict[tuple[str, str], Case] = {
         for kind in ("start", "stop", "restart")
     },
     ("DELETE", "/api/fleet/bots/{handle}"): Case(HUMAN, path={"handle": "fleet_bot"}),
+    ("DELETE", "/api/fleet/machines/{name}"): Case(HUMAN, path={"name": "box1"}),  # with fb on it
     ("POST", "/api/fleet/bots/{handle}/token"): Case(
         {"keeper": 201, "other_keeper": 404}, path={"handle": "fleet_bot"}
     ),

@@ -68,6 +68,8 @@ class Keeper:
         try:
             answer = await self.client.fleet_report(body)
         except BoardAPIError as exc:
+            if exc.code == "UNAUTHENTICATED":
+                self.forgotten(exc.message)
             self.failures += 1
             if self.failures in (1, 10) or self.failures % 100 == 0:
                 self.log.event("board_retry", code=exc.code, attempt=self.failures, error=exc.message[:200])
@@ -78,6 +80,14 @@ class Keeper:
         self.sup.reported(int(answer.get("event_seq", 0)), len(body["acks"]))
         self.sup.apply(answer)
         return True
+
+    def forgotten(self, why: str) -> None:
+        """The board refuses this machine's token: the machine was removed, or enrolled again
+        elsewhere. None of its bots is this keeper's to run any more (their tokens are revoked,
+        or belong to the other keeper): stop them all, and keep asking in case it comes back."""
+        if any(slot.desired != "gone" for slot in self.sup.slots.values()):
+            self.log.event("refused", bots=len(self.sup.slots), error=why[:200])
+            self.sup.apply({"bots": [], "orders": []})
 
     async def report_loop(self, stop: asyncio.Event) -> None:
         """Report every interval, and soon after a change (at most once a second); back off while refused."""

@@ -228,6 +228,12 @@ async def test_board_fleet_verbs(world: World) -> None:
     assert gone.exit_code == 0 and '"unassigned": true' in gone.output
     missing = await fleet_cli(world, "stop", "fb3")
     assert missing.exit_code != 0 and "NOT_FOUND" in missing.output
+    kept = await fleet_cli(world, "remove-machine", "box1")  # asks; no answer is no
+    assert kept.exit_code != 0 and "Remove it?" in kept.output
+    assert [m["name"] for m in (await world.human.fleet())["machines"]] == ["box1", "box2"]
+    removed = await fleet_cli(world, "remove-machine", "box1", "--yes")
+    assert removed.exit_code == 0 and '"removed": true' in removed.output, removed.output
+    assert [m["name"] for m in (await world.human.fleet())["machines"]] == ["box2"]
 
 
 async def test_a_bad_report_is_refused_whole(world: World) -> None:

@@ -159,7 +159,7 @@ async def test_the_live_cards_wait_for_a_change_not_a_clock(
     renders = []
     cards = fleet_page._cards
 
-    def counted(*args: Any) -> str:
+    def counted(*args: Any) -> dict[str, str]:
         renders.append(1)
         return cards(*args)
 

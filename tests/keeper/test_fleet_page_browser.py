@@ -1,32 +1,38 @@
 """/fleet in a real browser, with a real keeper running a real ``bot run`` daemon.
 
-Stopping the bot with its button ends its process group, and the card turns
-to ``stopped`` over the page's live stream without a reload; its Start button
-brings it back. The add-a-machine form shows the installer's one line. A bot
-whose profile names a missing repo says why in one line on its card, the line
-``board doctor`` prints too.
+Stopping the bot with its button shows ``stopping…`` at once, ends its process
+group, and the card turns to ``stopped`` over the page's live stream without a
+reload, the last orders too; its Start button brings it back the same way. The
+add-a-machine form shows the installer's one line. A bot whose profile names a
+missing repo says why in one line on its card, the line ``board doctor`` prints
+too. Every state shows in a word and a colour of its own, on a desktop and on a
+phone with no sideways scroll. Removing the machine asks first, naming its bot,
+then the keeper, refused, stops the daemon.
 """
 
 from __future__ import annotations
 
+import asyncio
+import re
 from pathlib import Path
 
 import pytest
 from playwright.async_api import Browser, expect
 
-from tests.keeper.keeperrun import KeeperProcess, daemons, group_gone, running, state
+from tests.keeper.keeperrun import KeeperProcess, daemons, fleet_bot, group_gone, running, state
 from tests.launcher.botrun import LiveBoard
 from tests.support.boardtest import World, eventually
 from tests.support.browser_support import Tab, new_tab
 from tests.support.doctor_support import doctor_async, doctor_env
+from tests.support.fleettest import BADGES, enroll_keeper
 from tests.support.pages_support import login_link
 
 pytestmark = pytest.mark.timeout(240)
 
 
-async def fleet_tab(chromium: Browser, world: World, tmp_path: Path) -> Tab:
+async def fleet_tab(chromium: Browser, world: World, tmp_path: Path, width: int = 1280) -> Tab:
     """A tab signed in as alice, on /fleet."""
-    tab = await new_tab(chromium, tmp_path)
+    tab = await new_tab(chromium, tmp_path, width)
     await tab.page.goto(world.board.url + await login_link(world.board, "alice"))
     await tab.page.click("#use-link")
     await tab.page.wait_for_url("**/c/**")
@@ -50,7 +56,11 @@ async def test_stop_and_start_a_bot_from_its_card(
     tab.page.on("framenavigated", lambda frame: tab.dialogs.append(f"navigated to {frame.url}"))
 
     await row.locator("button[name=stop]").click()
+    assert await row.locator(".badge.state").text_content() == "stopping…"  # at once, before any answer
     await expect(tab.page.locator("#bot-fb")).to_have_attribute("data-state", "stopped", timeout=60_000)
+    await expect(tab.page.locator("#bot-fb .badge.state")).to_have_text("stopped")
+    await expect(tab.page.locator("#last-orders li").first).to_contain_text("stop fb on box1 by alice")
+    await expect(tab.page.locator("#last-orders li").first).to_contain_text("done")
     await state(world, "fb", "stopped")
     await eventually(lambda: group_gone(pgid), "the bot's process group to end", 30)
     assert daemons(keeper, "fb") == []
@@ -58,7 +68,10 @@ async def test_stop_and_start_a_bot_from_its_card(
     await tab.shot("02-stopped")
 
     await tab.page.locator("#bot-fb button[name=start]").click()
+    assert await tab.page.locator("#bot-fb .badge.state").text_content() == "starting…"
     await expect(tab.page.locator("#bot-fb")).to_have_attribute("data-state", "running", timeout=60_000)
+    await expect(tab.page.locator("#bot-fb .badge.state")).to_have_text("running", timeout=30_000)
+    await expect(tab.page.locator("#last-orders li").first).to_contain_text("start fb on box1 by alice")
     again = await running(world, "fb")
     assert again["pid"] != bot["pid"] and len(daemons(keeper, "fb")) == 1
     await expect(tab.page.locator("#bot-fb")).to_have_attribute("data-pid", str(again["pid"]))
@@ -95,3 +108,108 @@ async def test_a_broken_bot_says_why_in_one_line_on_its_card_and_in_board_doctor
     (line,) = found.lines("bot confused")
     assert line.startswith(f"FAIL  bot confused on box1: misconfigured: {why} — fix its profile broken")
     assert tab.errors == []
+
+
+STATES = {
+    "fb": "running",
+    "w1": "waking",
+    "b1": "backoff",
+    "s1": "stopped",
+    "c1": "crashed",
+    "m1": "misconfigured",
+    "p1": "start",  # should run, and nothing has started it yet: pending
+    "away": "offline",
+}
+
+
+async def no_sideways_scroll(tab: Tab) -> None:
+    width = await tab.page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1], f"the page scrolls sideways: {width}"
+
+
+async def test_each_state_in_a_word_and_a_colour_on_a_desktop_and_a_phone(
+    chromium: Browser, world: World, keeper: KeeperProcess, tmp_path: Path
+) -> None:
+    await world.human.assign_bot("box1", "proj-dev", "fb")
+    await running(world, "fb")
+    box9 = await enroll_keeper(world.board, world.human, "box9")
+    for handle in ("w1", "b1", "s1", "c1", "m1", "p1"):
+        await world.human.assign_bot("box9", "proj-dev", handle)
+    stop = (await world.human.fleet_order("s1", "stop"))["order"]["id"]
+    lines = [f"step {n}: reading the board" for n in range(8)] + ["<b>not bold</b>"]
+    await box9.client.fleet_report(
+        {
+            "interval": 3600,  # box9 stays online through the test, reporting once
+            "acks": [{"id": stop, "ok": True}],
+            "bots": [
+                {"handle": "w1", "state": "waking", "pid": 101, "cpu_percent": 3.5, "rss": 52428800},
+                {"handle": "b1", "state": "backoff", "backoff_s": 8.0, "restarts": 3},
+                {"handle": "s1", "state": "stopped"},
+                {"handle": "c1", "state": "crashed", "error": "Traceback\nRuntimeError: the harness died"},
+                {"handle": "m1", "state": "misconfigured", "error": "bot: repo /srv/gone is not a directory"},
+                {"handle": "p1", "state": "stopped", "log_tail": lines},
+            ],
+        }
+    )
+    box8 = await enroll_keeper(world.board, world.human, "box8")
+    await world.human.assign_bot("box8", "proj-dev", "away")
+    await box8.client.fleet_report(
+        {"interval": 0.05, "bots": [{"handle": "away", "state": "running", "pid": 7}]}
+    )
+
+    tab = await fleet_tab(chromium, world, tmp_path)
+    await expect(tab.page.locator("#machine-box8")).to_have_attribute("data-status", "stale", timeout=30_000)
+    colours: dict[str, set[str]] = {}
+    for handle, shown in STATES.items():
+        tone, word = BADGES[shown]
+        badge = tab.page.locator(f"#bot-{handle} .badge.state")
+        await expect(badge).to_have_text(word)
+        await expect(badge).to_have_class(re.compile(rf"\btone-{tone}\b"))
+        colour = await badge.evaluate(
+            "e => getComputedStyle(e).backgroundColor + ' ' + getComputedStyle(e).color"
+        )
+        colours.setdefault(tone, set()).add(colour)
+    assert all(len(c) == 1 for c in colours.values()), colours  # one colour per tone
+    assert len({c for cs in colours.values() for c in cs}) == len(colours), colours  # a tone each
+    await expect(tab.page.locator("#bot-c1 .why")).to_have_text("RuntimeError: the harness died")
+    await expect(tab.page.locator("#bot-p1 .log-tail")).to_contain_text("<b>not bold</b>")  # text, not HTML
+    await expect(tab.page.locator("#bot-w1 .spark-cpu title")).to_have_text(
+        "CPU, last 6 h: latest 3.5 %, peak 3.5 %"
+    )
+    await tab.shot("07-every-state")
+    await no_sideways_scroll(tab)
+
+    phone = await fleet_tab(chromium, world, tmp_path, width=390)
+    await expect(phone.page.locator("#bot-c1 .badge.state")).to_have_text("crashed")
+    await phone.shot("08-every-state-phone")
+    await no_sideways_scroll(phone)
+    assert tab.errors == [] and phone.errors == []
+
+
+async def test_removing_a_machine_asks_unassigns_and_its_keeper_stops_the_bot(
+    chromium: Browser, world: World, keeper: KeeperProcess, tmp_path: Path
+) -> None:
+    await world.human.assign_bot("box1", "proj-dev", "fb")
+    pgid = (await running(world, "fb"))["pid"]
+    tab = await fleet_tab(chromium, world, tmp_path)
+    await tab.page.click("#machine-box1 .remove-machine")
+    await expect(tab.page.locator("#to-unassign")).to_have_text(re.compile(r"^fb proj/proj-dev, running$"))
+    await expect(tab.page.locator("#remove-machine button")).to_have_text("Remove box1 and unassign 1 bot")
+    await tab.shot("09-remove-asks")
+    assert await fleet_bot(world, "fb") is not None  # asking changed nothing
+
+    await tab.page.click("#remove-machine button")
+    await tab.page.wait_for_url("**/fleet")
+    await expect(tab.page.locator("#no-machines")).to_be_visible()
+    await tab.shot("10-removed")
+    assert (await world.human.fleet())["machines"] == []
+    await eventually(lambda: group_gone(pgid), "the removed machine's keeper to stop its bot", 60)
+    await eventually(lambda: keeper.events("refused"), "the keeper to log that it was refused", 30)
+    await asyncio.sleep(2)  # ten times the keeper's least restart delay: a crash loop would show
+    logged = keeper.events()
+    after = logged[logged.index(keeper.events("refused")[0]) :]
+    assert [e for e in after if e["event"] == "state" and e["state"] == "starting"] == []  # not restarted
+    assert daemons(keeper, "fb") == [] and keeper.proc is not None and keeper.proc.poll() is None
+    phone = await fleet_tab(chromium, world, tmp_path, width=390)
+    await no_sideways_scroll(phone)
+    assert tab.errors == [] and phone.errors == []

@@ -88,7 +88,7 @@ async def test_a_missing_repo_is_misconfigured_and_not_restarted_until_a_human_r
         status, page = await b.get("/fleet")
         assert status == 200
         row = page[page.index('id="bot-confused"') :]
-        assert f"repo {tmp_path / 'no-such-repo'} is not a directory" in row[: row.index("</tr>")]
+        assert f"repo {tmp_path / 'no-such-repo'} is not a directory" in row[: row.index("</article>")]
     finally:
         await b.close()
 

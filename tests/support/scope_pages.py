@@ -54,6 +54,8 @@ PAGE_DECISIONS: dict[tuple[str, str], PageCase] = {
         404, path={"handle": "pb", "action": "stop"}, form={}
     ),
     ("GET", "/fleet/bots/{handle}"): PageCase(404, path={"handle": "pb"}),
+    ("GET", "/fleet/machines/{name}/remove"): PageCase(200, path={"name": "box1"}),
+    ("POST", "/fleet/machines/{name}/remove"): PageCase(303, path={"name": "box1"}, form={}),
     ("GET", "/fleet/events"): PageCase(200),
     ("GET", "/fleet/profiles"): PageCase(200),
     ("POST", "/fleet/profiles"): PageCase(

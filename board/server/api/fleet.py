@@ -42,6 +42,10 @@ async def unassign(call: Call) -> Any:
     return await fleet.unassign(call.ctx, call.p, call.arg("handle"))
 
 
+async def remove_machine(call: Call) -> Any:
+    return await fleet.remove_machine(call.ctx, call.p, call.arg("name"))
+
+
 async def bot_token(call: Call) -> tuple[int, Any]:
     return 201, await fleet.mint_bot_token(call.ctx, call.p, call.arg("handle"))
 
@@ -127,6 +131,14 @@ ROUTES = [
         "Stop a bot and take it off its machine (humans).",
         answer=Answer(obj({"handle": STR, "machine": STR, "unassigned": BOOL})),
         role=actions.only("fleet.unassign"),
+    ),
+    Route(
+        "DELETE",
+        "/api/fleet/machines/{name}",
+        remove_machine,
+        "Remove a machine: its bots are unassigned first, then its keeper's token stops (humans).",
+        answer=Answer(obj({"machine": STR, "removed": BOOL, "unassigned": array(STR)})),
+        role=actions.only("fleet.remove_machine"),
     ),
     Route(
         "POST",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..services.fleet_view import BADGES
+
 Schema = dict[str, Any]
 
 STR: Schema = {"type": "string"}
@@ -425,6 +427,8 @@ COMPONENTS: dict[str, Schema] = {
             "profile": STR,
             "desired": {"enum": ["running", "stopped"]},
             "state": STR,
+            "shown": {"enum": list(BADGES)},
+            "pending": nullable({"enum": ["start", "stop", "restart"]}),
             "presence": STR,
             "claims": array(INT),
             "reported_at": nullable(TIME),

@@ -1,10 +1,13 @@
-"""The fleet page: machines as cards with their bots; start, stop, restart; add a machine or a bot.
+"""The fleet page: machines as cards with their bots; start, stop, restart; add a bot or a machine.
 
 Every button is a form sent to the same fleet service as the API, with the
 session's CSRF token (checked by the pages' endpoint before anything runs).
-The cards stay live over Server-Sent Events: ``/fleet/events`` renders them again
-when the fleet changes (every fleet write signals the hub after its commit) and on
-a slow beat, since a machine turning stale is time passing with no write to wait for.
+The cards and the last orders stay live over Server-Sent Events: ``/fleet/events``
+renders them again when the fleet changes (every fleet write signals the hub after
+its commit) and on a slow beat, since a machine turning stale is time passing with
+no write to wait for. Each bot's card has its state in a word and a colour, why it
+stopped, the last lines of its log and small charts of its last hours. Removing a
+machine asks first, on a page of its own naming the bots it will unassign.
 """
 
 from __future__ import annotations
@@ -15,21 +18,35 @@ from typing import Any
 from aiohttp import web
 
 from ..errors import NotFound
-from ..services import fleet, registry, sessions, wakes
+from ..services import fleet, fleet_history, registry, sessions, wakes
 from .routing import TEMPLATES, PageCall, PageRoute, redirect
+from .sparkline import Spark, sparks
 
 LIVE_BEAT = 10.0  # seconds a live tab's cards wait for a change before they render anyway
 MACHINES = 500  # a fleet page shows this many machines at most
 RECENT_WAKES = 20
+LOG_LINES = 5  # of a bot's log on its card (its own page shows all its keeper sent)
 
 
 async def _machines(call: PageCall) -> list[dict[str, Any]]:
     return list((await fleet.fleet(call.ctx, call.p, fleet.FleetQuery(limit=MACHINES)))["machines"])
 
 
-def _cards(call: PageCall, machines: list[dict[str, Any]]) -> str:
+async def _charts(call: PageCall, machines: list[dict[str, Any]]) -> dict[str, list[Spark]]:
+    """Each bot's small charts, by handle."""
+    handles = [b["handle"] for m in machines for b in m["bots"]]
+    found = await fleet_history.history(call.ctx, call.p, handles)
+    return {handle: sparks(found[handle]) for handle in handles}
+
+
+def _cards(call: PageCall, page: dict[str, Any], charts: dict[str, list[Spark]]) -> dict[str, str]:
+    """The live parts of the page: the machine cards and the last orders, rendered."""
     module: Any = call.request.app[TEMPLATES].get_template("fleet_cards.html").module
-    return str(module.cards(machines, call.session.csrf if call.session else ""))
+    csrf = call.session.csrf if call.session else ""
+    return {
+        "html": str(module.cards(page["machines"], csrf, charts, LOG_LINES)),
+        "orders": str(module.orders(page["orders"])),
+    }
 
 
 def _board_url(call: PageCall) -> str:
@@ -43,6 +60,8 @@ async def _page(call: PageCall, *, enroll: dict[str, Any] | None = None) -> web.
         "fleet.html",
         machines=page["machines"],
         orders=page["orders"],
+        charts=await _charts(call, page["machines"]),
+        log_lines=LOG_LINES,
         profiles=profiles["profiles"],
         chosen=call.request.query.get("profile", ""),  # "Add a bot with it" on a profile's page
         enroll=enroll,
@@ -70,6 +89,23 @@ async def steer(call: PageCall) -> web.StreamResponse:
         await fleet.unassign(call.ctx, call.p, handle)
     else:
         await fleet.order(call.ctx, call.p, handle, action)
+    return redirect("/fleet")
+
+
+async def _machine(call: PageCall) -> dict[str, Any]:
+    found = [m for m in await _machines(call) if m["name"].lower() == call.arg("name").lower()]
+    if not found:
+        raise NotFound("machine")
+    return found[0]
+
+
+async def confirm_removal(call: PageCall) -> web.StreamResponse:
+    """What removing a machine does, named bot by bot, and the button that does it."""
+    return call.render("fleet_remove.html", machine=await _machine(call))
+
+
+async def remove_machine(call: PageCall) -> web.StreamResponse:
+    await fleet.remove_machine(call.ctx, call.p, call.arg("name"))
     return redirect("/fleet")
 
 
@@ -104,10 +140,11 @@ async def events(call: PageCall) -> web.StreamResponse:
             if await sessions.resolve(ctx, cookie) is None:
                 await response.write(b"event: signed-out\ndata: {}\n\n")
                 break
-            html = _cards(call, await _machines(call))
-            if html != sent:
-                await response.write(f"event: fleet\ndata: {json.dumps({'html': html})}\n\n".encode())
-                sent = html
+            page = await fleet.fleet(ctx, call.p, fleet.FleetQuery(limit=MACHINES))
+            live = json.dumps(_cards(call, page, await _charts(call, page["machines"])))
+            if live != sent:
+                await response.write(f"event: fleet\ndata: {live}\n\n".encode())
+                sent = live
             await waiter.wait(LIVE_BEAT)
             if waiter.released:
                 await response.write(b"event: released\ndata: {}\n\n")
@@ -127,6 +164,15 @@ ROUTES = [
         "/fleet/bots/{handle}/{action:start|stop|restart|unassign}",
         steer,
         "Start, stop, restart or unassign a bot.",
+    ),
+    PageRoute(
+        "GET", "/fleet/machines/{name}/remove", confirm_removal, "What removing a machine does; confirm it."
+    ),
+    PageRoute(
+        "POST",
+        "/fleet/machines/{name}/remove",
+        remove_machine,
+        "Remove a machine; its bots are unassigned first.",
     ),
     PageRoute("GET", "/fleet/bots/{handle}", bot, "One bot of the fleet: its recent wakes and log tail."),
     PageRoute("GET", "/fleet/events", events, "The fleet's cards, live, as Server-Sent Events."),

@@ -21,7 +21,7 @@ from markdown_it.utils import EnvType, OptionsDict
 from markupsafe import Markup
 
 from ..clock import parse_time
-from ..services.fleet_view import last_line
+from ..services.fleet_view import BADGES, PENDING, last_line
 
 _md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
 _md.enable("table").enable("strikethrough").disable("image")
@@ -84,4 +84,6 @@ def environment() -> jinja2.Environment:
     env.filters["ago"] = ago
     env.filters["last_line"] = last_line
     env.globals["claim_line"] = claim_line
+    env.globals["fleet_badges"] = BADGES
+    env.globals["fleet_pending"] = PENDING
     return env

@@ -118,6 +118,7 @@ ACTIONS: dict[str, Action] = {
         Action("fleet.assign", HUMAN, "Only a human may assign bots to machines."),
         Action("fleet.order", HUMAN, "Only a human may start, stop or restart bots."),
         Action("fleet.unassign", HUMAN, "Only a human may unassign bots."),
+        Action("fleet.remove_machine", HUMAN, "Only a human may remove a machine."),
         Action("fleet.keeper_call", KEEPER, "Only a machine's keeper (a bk_ token) makes this call."),
         # The operator's care.
         Action("audit.read", HUMAN, "Only a human may read the audit log."),

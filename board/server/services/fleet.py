@@ -27,7 +27,7 @@ from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..store.writer import emit
 from ..validation import arg
-from . import actions, audit, auth, fleet_view, scope
+from . import actions, audit, auth, budgets, fleet_history, fleet_view, scope
 from .context import Context
 from .paging import Page, bounded_page
 
@@ -220,11 +220,22 @@ class Report:
 
 def _stale_for(machine: Any, now: str) -> float | None:
     """Seconds past the online window, or None while the machine is online."""
-    if machine["last_report_at"] is None:
+    return _silent_for(machine["last_report_at"], machine["interval_s"], now)
+
+
+def _silent_for(last_report_at: str | None, interval_s: float, now: str) -> float | None:
+    if last_report_at is None:
         return None
-    age = (parse_time(now) - parse_time(machine["last_report_at"])).total_seconds()
-    window = STALE_AFTER_INTERVALS * machine["interval_s"] + STALE_GRACE_S
+    age = (parse_time(now) - parse_time(last_report_at)).total_seconds()
+    window = STALE_AFTER_INTERVALS * interval_s + STALE_GRACE_S
     return age if age > window else None
+
+
+def _status(last_report_at: str | None, interval_s: float, now: str) -> str:
+    """``never`` reported, ``stale`` (past its window), or ``online``."""
+    if last_report_at is None:
+        return "never"
+    return "stale" if _silent_for(last_report_at, interval_s, now) is not None else "online"
 
 
 def _event_window(machine: Any, now: str) -> store.EventWindow:
@@ -301,6 +312,7 @@ async def report(ctx: Context, p: Principal, req: Report) -> dict[str, Any]:
             if row is not None:
                 status = {k: v for k, v in asdict(bot).items() if k not in ("handle", "state")}
                 await store.set_status(conn, row["agent_id"], bot.state, status, now)
+                await fleet_history.record(conn, row["agent_id"], bot.cpu_percent, bot.rss, now)
         measured = asdict(req.machine) | {"clock_skew_s": skew}
         await store.store_report(conn, machine_id, measured, req.interval, seq, window, now)
         _changed()
@@ -350,7 +362,15 @@ async def mint_bot_token(ctx: Context, p: Principal, handle: str) -> dict[str, A
 # -- what a human sees and does ---------------------------------------------------------
 
 
-def _bot_dict(row: Any, now: str, claims: list[int]) -> dict[str, Any]:
+def _bot_dict(
+    row: Any, now: str, claims: list[int], order: str | None = None, hold: budgets.Hold | None = None
+) -> dict[str, Any]:
+    """A fleet bot as the API and the pages show it; ``order``: the kind of its latest open order,
+    ``hold``: its daily budget's hold, which shows a running bot as ``held``."""
+    reported = fleet_view.shown_state(
+        row["state"], _status(row["machine_reported_at"], row["machine_interval_s"], now)
+    )
+    shown = "held" if hold is not None and reported == "running" else reported
     return {
         "handle": row["handle"],
         "workspace": row["workspace"],
@@ -358,7 +378,10 @@ def _bot_dict(row: Any, now: str, claims: list[int]) -> dict[str, Any]:
         "profile": row["profile"],
         "desired": row["desired"],
         "state": row["state"],
-        "presence": auth.presence(row["last_seen_at"], now),
+        "shown": shown,
+        "hold": hold.which if shown == "held" and hold is not None else None,
+        "pending": fleet_view.pending(reported, row["desired"], order),
+        "presence": fleet_view.shown_presence(auth.presence(row["last_seen_at"], now), reported),
         "claims": claims,
         "reported_at": row["reported_at"],
         "assigned_at": row["assigned_at"],
@@ -369,7 +392,7 @@ def _bot_dict(row: Any, now: str, claims: list[int]) -> dict[str, Any]:
 
 def _machine_dict(row: Any, now: str, bots: list[dict[str, Any]]) -> dict[str, Any]:
     stale_for = _stale_for(row, now)
-    status = "never" if row["last_report_at"] is None else "stale" if stale_for is not None else "online"
+    status = _status(row["last_report_at"], row["interval_s"], now)
     return {
         "name": row["name"],
         "hostname": row["hostname"],
@@ -402,9 +425,14 @@ async def _machines(
     held: dict[int, list[int]] = {}
     for claim in await claim_store.held_by(conn, [b["agent_id"] for b in bots]):
         held.setdefault(claim["holder_id"], []).append(claim["thread_id"])
+    open_orders: dict[tuple[int, str], str] = {}
+    for o in await store.pending_orders(conn, ids):
+        open_orders[(o["machine_id"], o["handle"].lower())] = o["kind"]  # the latest counts
     by_machine: dict[int, list[dict[str, Any]]] = {i: [] for i in ids}
     for b in bots:
-        by_machine[b["machine_id"]].append(_bot_dict(b, now, held.get(b["agent_id"], [])))
+        order = open_orders.get((b["machine_id"], b["handle"].lower()))
+        hold = await budgets.hold_of(conn, b["agent_id"], now) if b["state"] == "running" else None
+        by_machine[b["machine_id"]].append(_bot_dict(b, now, held.get(b["agent_id"], []), order, hold))
     return ids, [_machine_dict(m, now, by_machine[m["id"]]) for m in machines]
 
 
@@ -532,10 +560,26 @@ async def order(ctx: Context, p: Principal, handle: str, kind: str) -> dict[str,
             details={"machine": row["machine"], "order": order_id, "desired": desired, "was": row["desired"]},
         )
         _changed()
-        bot = _bot_dict(await store.bot(conn, row["handle"]), now, [])
+        bot = _bot_dict(await store.bot(conn, row["handle"]), now, [], kind)
         return bot | {"order": {"id": order_id, "kind": kind}}
 
     return await ctx.db.write(write)
+
+
+async def _take_off(conn: Connection, ctx: Context, p: Principal, row: Any, reason: str = "") -> None:
+    """Take one bot off its machine (its keeper stops it) and revoke its tokens, audited."""
+    await store.unassign(conn, row["agent_id"])
+    revoked = await identity_store.revoke_tokens(conn, row["agent_id"], "bot", ctx.now())
+    await audit.record(
+        conn,
+        ctx,
+        p,
+        "fleet.unassign",
+        row["handle"],
+        workspace=row["workspace"],
+        reason=reason,
+        details={"machine": row["machine"], "tokens_revoked": revoked},
+    )
 
 
 async def unassign(ctx: Context, p: Principal, handle: str) -> dict[str, Any]:
@@ -544,20 +588,39 @@ async def unassign(ctx: Context, p: Principal, handle: str) -> dict[str, Any]:
 
     async def write(conn: Connection) -> tuple[int, dict[str, Any]]:
         row = await _fleet_bot(conn, p, handle)
-        await store.unassign(conn, row["agent_id"])
-        revoked = await identity_store.revoke_tokens(conn, row["agent_id"], "bot", ctx.now())
-        await audit.record(
-            conn,
-            ctx,
-            p,
-            "fleet.unassign",
-            row["handle"],
-            workspace=row["workspace"],
-            details={"machine": row["machine"], "tokens_revoked": revoked},
-        )
+        await _take_off(conn, ctx, p, row)
         _changed()
         return row["agent_id"], {"handle": row["handle"], "machine": row["machine"], "unassigned": True}
 
     agent_id, answer = await ctx.db.write(write)
     ctx.tokens.forget_agent(agent_id)
+    return answer
+
+
+async def remove_machine(ctx: Context, p: Principal, name: str) -> dict[str, Any]:
+    """Forget a machine: its bots are unassigned first (their tokens revoked), then its keeper's token.
+
+    One write, so a removal is whole or nothing. The keeper's next report is refused
+    (``UNAUTHENTICATED``) and it stops the bots it ran (docs/fleet.md).
+    """
+    actions.require(p, "fleet.remove_machine")
+
+    async def write(conn: Connection) -> tuple[int, list[int], dict[str, Any]]:
+        machine = await store.machine_by_name(conn, name)
+        if machine is None:
+            raise NotFound("machine")
+        bots = await store.bots_of(conn, [machine["id"]])
+        for row in bots:
+            await _take_off(conn, ctx, p, row, reason="its machine was removed")
+        await store.remove_machine(conn, machine["id"])
+        handles = [row["handle"] for row in bots]
+        await audit.record(conn, ctx, p, "fleet.machine.remove", machine["name"], details={"bots": handles})
+        _changed()
+        answer = {"machine": machine["name"], "removed": True, "unassigned": handles}
+        return machine["id"], [row["agent_id"] for row in bots], answer
+
+    machine_id, agent_ids, answer = await ctx.db.write(write)
+    ctx.tokens.forget_agent(-machine_id)  # its keeper stops at once, as after enrolling again
+    for agent_id in agent_ids:
+        ctx.tokens.forget_agent(agent_id)
     return answer

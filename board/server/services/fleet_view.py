@@ -10,6 +10,7 @@ nothing else of the report goes out.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from ..clock import parse_time
@@ -41,6 +42,59 @@ MACHINE_FIELDS: dict[str, type] = {
 }
 MAX_LINES = 50
 MAX_LINE = 2000
+
+
+@dataclass(frozen=True)
+class Badge:
+    """How a state shows: its word, and its tone (the colour class ``tone-<tone>`` in app.css)."""
+
+    word: str
+    tone: str
+
+
+#: Every state a fleet bot shows as, in words and a colour. A state another part of the
+#: board decides (``held``: its daily budget spent) is this one line and the line that sets it.
+BADGES: dict[str, Badge] = {
+    "running": Badge("running", "ok"),
+    "waking": Badge("waking", "busy"),
+    "starting": Badge("starting", "busy"),
+    "backoff": Badge("restarting soon", "warn"),
+    "held": Badge("held", "warn"),
+    "stopped": Badge("stopped", "off"),
+    "crashed": Badge("crashed", "bad"),
+    "misconfigured": Badge("misconfigured", "bad"),
+    "offline": Badge("machine offline", "off"),
+    "unknown": Badge("not reported", "off"),
+}
+#: States with a bot daemon up, or about to be: the ones a stop order acts on.
+UP = ("running", "waking", "starting", "backoff")
+#: The words of an order its keeper has not carried out yet.
+PENDING = {"start": "starting…", "stop": "stopping…", "restart": "restarting…"}
+
+
+def shown_state(state: str, machine_status: str) -> str:
+    """What the page shows of a bot: its keeper's word, unless the machine is not reporting."""
+    if machine_status == "stale":
+        return "offline"  # what its keeper last said may no longer be true
+    return state if state in BADGES else "unknown"
+
+
+def pending(shown: str, desired: str, order: str | None) -> str | None:
+    """The order on its way: one its keeper has not acknowledged, or a desired state not yet reached."""
+    if shown == "offline":
+        return None  # nothing happens until its keeper reports again
+    if order is not None:
+        return order
+    if shown == "stopped" and desired == "running":
+        return "start"
+    if shown in UP and desired == "stopped":
+        return "stop"
+    return None
+
+
+def shown_presence(presence: str, shown: str) -> str:
+    """Presence that agrees with the state: a bot with no daemon up is never ``active``."""
+    return "recent" if presence == "active" and shown not in UP else presence
 
 
 def decode(raw: Any) -> dict[str, Any]:

@@ -14,7 +14,8 @@ MACHINE_COLUMNS = """m.id, m.name, m.hostname, m.enrolled_at, m.last_report_at, 
 
 BOT_SELECT = """SELECT f.agent_id, a.handle, a.last_seen_at, a.workspace_id, w.slug AS workspace,
     f.machine_id, m.name AS machine, f.profile_id, p.name AS profile, f.desired, f.state, f.status,
-    f.reported_at, f.assigned_at, f.assigned_by
+    f.reported_at, f.assigned_at, f.assigned_by, m.last_report_at AS machine_reported_at,
+    m.interval_s AS machine_interval_s
     FROM fleet_bots f JOIN agents a ON a.id = f.agent_id JOIN workspaces w ON w.id = a.workspace_id
     JOIN machines m ON m.id = f.machine_id JOIN profiles p ON p.id = f.profile_id"""
 
@@ -153,7 +154,9 @@ async def set_status(conn: Connection, agent_id: int, state: str, status: dict[s
 
 
 async def unassign(conn: Connection, agent_id: int) -> None:
+    """Off its machine, and its measured history with it."""
     await conn.execute("DELETE FROM fleet_bots WHERE agent_id = ?", (agent_id,))
+    await conn.execute("DELETE FROM fleet_samples WHERE agent_id = ?", (agent_id,))
 
 
 # -- orders ----------------------------------------------------------------------------
@@ -203,4 +206,75 @@ async def recent_orders(conn: Connection, machine_ids: list[int], limit: int) ->
                 o.ok, o.detail FROM fleet_orders o JOIN machines m ON m.id = o.machine_id
             WHERE o.machine_id IN ({marks}) ORDER BY o.id DESC LIMIT ?""",
         (*machine_ids, limit),
+    )
+
+
+async def pending_orders(conn: Connection, machine_ids: list[int]) -> list[Row]:
+    """The orders of these machines their keepers have not acknowledged yet, oldest first."""
+    if not machine_ids:
+        return []
+    marks = ",".join("?" * len(machine_ids))
+    return await all_rows(
+        conn,
+        f"""SELECT id, machine_id, handle, kind FROM fleet_orders
+            WHERE machine_id IN ({marks}) AND acked_at IS NULL ORDER BY id""",
+        tuple(machine_ids),
+    )
+
+
+async def remove_machine(conn: Connection, machine_id: int) -> None:
+    """The machine, its token, its orders and its bots' assignments (each a cascade of the row)."""
+    await conn.execute("DELETE FROM machines WHERE id = ?", (machine_id,))
+
+
+# -- each bot's measured history -------------------------------------------------------
+
+
+async def add_sample(
+    conn: Connection, agent_id: int, at: str, cpu_percent: float | None, rss: int | None, gap_from: str
+) -> bool:
+    """Record a measurement unless the bot has one since ``gap_from``; whether it was recorded."""
+    recent = await one(
+        conn, "SELECT 1 AS x FROM fleet_samples WHERE agent_id = ? AND at > ? LIMIT 1", (agent_id, gap_from)
+    )
+    if recent is not None:
+        return False
+    await conn.execute(
+        "INSERT INTO fleet_samples (agent_id, at, cpu_percent, rss) VALUES (?,?,?,?)",
+        (agent_id, at, cpu_percent, rss),
+    )
+    return True
+
+
+async def forget_samples(conn: Connection, agent_id: int, before: str) -> None:
+    await conn.execute("DELETE FROM fleet_samples WHERE agent_id = ? AND at < ?", (agent_id, before))
+
+
+def _handles(handles: list[str]) -> str:
+    return ",".join("?" * len(handles))
+
+
+async def samples_of(conn: Connection, handles: list[str], since: str) -> list[Row]:
+    """The samples of these bots since ``since``, oldest first."""
+    if not handles:
+        return []
+    return await all_rows(
+        conn,
+        f"""SELECT a.handle, s.at, s.cpu_percent, s.rss
+            FROM fleet_samples s JOIN agents a ON a.id = s.agent_id
+            WHERE a.handle IN ({_handles(handles)}) AND s.at >= ? ORDER BY s.at""",
+        (*handles, since),
+    )
+
+
+async def wake_starts_of(conn: Connection, handles: list[str], since: str, limit: int) -> list[Row]:
+    """When these bots' wakes since ``since`` began (the wakes they recorded), the latest ``limit``."""
+    if not handles:
+        return []
+    return await all_rows(
+        conn,
+        f"""SELECT a.handle, w.started_at FROM wakes w JOIN agents a ON a.id = w.agent_id
+            WHERE a.handle IN ({_handles(handles)}) AND w.started_at >= ?
+            ORDER BY w.started_at DESC LIMIT ?""",
+        (*handles, since, limit),
     )

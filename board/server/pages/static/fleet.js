@@ -1,20 +1,39 @@
-// The fleet page: its cards arrive rendered by the server over Server-Sent Events; the start,
-// stop and restart buttons post their form (with its CSRF token) without leaving the page.
+// The fleet page: its cards and last orders arrive rendered by the server over Server-Sent
+// Events; the start, stop and restart buttons post their form (with its CSRF token) without
+// leaving the page, and the bot shows the order as pending at once, until the next render says
+// what its keeper did.
 "use strict";
 
 (function () {
   const machines = document.getElementById("machines");
   if (!machines) return;
+  const orders = document.getElementById("last-orders");
   machines.addEventListener("submit", (event) => {
     const form = event.target.closest("form.bot-action");
     if (!form) return;
     event.preventDefault();
-    form.querySelector("button").disabled = true;
-    fetch(form.action, { method: "POST", body: new FormData(form), credentials: "same-origin", redirect: "manual" });
+    const bot = form.closest("article.bot");
+    const badge = bot?.querySelector(".badge.state");
+    if (bot && badge) {
+      bot.dataset.pending = form.action.split("/").pop();
+      badge.className = "badge state tone-busy pending";
+      badge.textContent = form.dataset.pending; // the server's word for the order on its way
+    }
+    const buttons = bot ? bot.querySelectorAll("form.bot-action button") : [];
+    buttons.forEach((b) => { b.disabled = true; });
+    const refused = () => {
+      // Not sent (refused, or the board unreachable): say so, and let the person try again.
+      if (badge) { badge.className = "badge state tone-bad"; badge.textContent = "not sent"; }
+      buttons.forEach((b) => { b.disabled = false; });
+    };
+    fetch(form.action, { method: "POST", body: new FormData(form), credentials: "same-origin", redirect: "manual" })
+      .then((r) => { if (r.type !== "opaqueredirect") refused(); }, refused); // done: a redirect to /fleet
   });
   const source = new EventSource("/fleet/events");
   source.addEventListener("fleet", (e) => {
-    machines.innerHTML = JSON.parse(e.data).html; // rendered and escaped by the server's template
+    const live = JSON.parse(e.data); // rendered and escaped by the server's templates
+    machines.innerHTML = live.html;
+    if (orders) orders.innerHTML = live.orders;
   });
   source.addEventListener("open", () => document.body.classList.add("live"));
   // The session ended (signed out, expired, or its password changed elsewhere).
