@@ -1,4 +1,4 @@
-"""Finding things: search with highlighted snippets, the human's inbox, the audit log."""
+"""Finding things: search with highlighted snippets, the audit log."""
 
 from __future__ import annotations
 
@@ -7,9 +7,7 @@ import re
 from aiohttp import web
 from markupsafe import Markup, escape
 
-from ..services import audit, messages, routines
-from ..services.knowledge import moderation
-from ..services.knowledge.inputs import ReviewQueueQuery
+from ..services import audit, messages
 from .routing import PageCall, PageRoute
 
 HIT = re.compile(r"\*\*(.+?)\*\*")
@@ -30,20 +28,6 @@ async def search(call: PageCall) -> web.StreamResponse:
     )
 
 
-async def inbox(call: PageCall) -> web.StreamResponse:
-    q = call.query(messages.InboxQuery)
-    page = await messages.inbox(call.ctx, call.p, q)
-    reviews = await moderation.review_queue(call.ctx, call.p, ReviewQueueQuery(limit=20))
-    listed = await routines.list_routines(call.ctx, call.p, routines.RoutineList())
-    return call.render(
-        "inbox.html",
-        messages=page["messages"],
-        next_since=page.get("next_since"),
-        reviews=reviews["documents"],
-        pending_routines=[r for r in listed["routines"] if r["pending"]],
-    )
-
-
 async def audit_log(call: PageCall) -> web.StreamResponse:
     q = call.query(audit.AuditQuery)
     page = await audit.entries(call.ctx, call.p, q)
@@ -52,8 +36,5 @@ async def audit_log(call: PageCall) -> web.StreamResponse:
 
 ROUTES = [
     PageRoute("GET", "/search", search, "Full-text search with highlighted snippets."),
-    PageRoute(
-        "GET", "/inbox", inbox, "What waits for the human: mentions, handoffs, reviews, routine versions."
-    ),
     PageRoute("GET", "/audit", audit_log, "The audit log, filterable by actor, workspace, action."),
 ]

@@ -204,3 +204,14 @@ async def recent_orders(conn: Connection, machine_ids: list[int], limit: int) ->
             WHERE o.machine_id IN ({marks}) ORDER BY o.id DESC LIMIT ?""",
         (*machine_ids, limit),
     )
+
+
+async def crashed_handles(conn: Connection, limit: int) -> set[str]:
+    """The bots of the fleet whose keeper last reported them crashed (at most ``limit``)."""
+    rows = await all_rows(
+        conn,
+        """SELECT a.handle FROM fleet_bots f JOIN agents a ON a.id = f.agent_id
+           WHERE f.state = 'crashed' ORDER BY a.handle LIMIT ?""",
+        (limit,),
+    )
+    return {str(r["handle"]) for r in rows}
