@@ -18,6 +18,7 @@ async def inbox_page(call: PageCall) -> web.StreamResponse:
     listed = await routines.list_routines(call.ctx, call.p, routines.RoutineList())
     return call.render(
         "inbox.html",
+        for_me=await inbox.highlighted(call.ctx, call.p, [g["latest_id"] for g in page["groups"]]),
         groups=page["groups"],
         unread=page["unread"],
         next_before=page.get("next_before"),
