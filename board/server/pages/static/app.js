@@ -171,12 +171,16 @@
         note.onclick = () => { window.focus(); location.href = n.url; };
       });
     }
-    if (body.dataset.inboxPage && inboxFrames++ > 0) refresh("inbox-groups");
+    // The inbox page follows every change; its first frame only when the page was rendered before one.
+    const rendered = document.getElementById("inbox-unread")?.dataset.count;
+    if (body.dataset.inboxPage && (inboxFrames++ > 0 || String(data.unread) !== rendered)) refresh("inbox-groups");
   }
   let reading = false;
+  let again = false;
   function refresh(id) {
-    // Read this page again through its own handler and swap in one part of it.
-    if (reading) return;
+    // Read this page again through its own handler and swap in one part of it. A change that
+    // comes while a read is under way reads once more after it: that read may predate it.
+    if (reading) { again = true; return; }
     reading = true;
     fetch(location.pathname + location.search, { credentials: "same-origin" })
       .then((r) => (r.ok ? r.text() : null))
@@ -185,7 +189,10 @@
         const there = document.getElementById(id);
         if (fresh && there) there.replaceWith(fresh);
       })
-      .finally(() => { reading = false; });
+      .finally(() => {
+        reading = false;
+        if (again) { again = false; refresh(id); }
+      });
   }
 
   const params = new URLSearchParams();
