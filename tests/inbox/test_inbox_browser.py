@@ -43,13 +43,6 @@ RECORD_NOTIFICATIONS = """
 """
 
 
-async def _context(chromium: Browser, world: World) -> BrowserContext:
-    context = await chromium.new_context(viewport={"width": 1280, "height": 800})
-    await context.grant_permissions(["notifications"], origin=world.board.url)
-    await context.add_init_script(RECORD_NOTIFICATIONS)
-    return context
-
-
 async def _tab(context: BrowserContext, out: Path) -> Tab:
     page = await context.new_page()
     tab = Tab(page, out)
@@ -58,10 +51,26 @@ async def _tab(context: BrowserContext, out: Path) -> Tab:
     return tab
 
 
-async def _sign_in(tab: Tab, world: World) -> None:
+async def _open(context: BrowserContext, world: World, out: Path, path: str) -> Tab:
+    """A tab of the context on ``path``, its live stream open."""
+    tab = await _tab(context, out)
+    await tab.page.goto(world.board.url + path)
+    await expect(tab.page.locator("body")).to_have_class(LIVE)
+    return tab
+
+
+async def _signed_in(chromium: Browser, world: World, out: Path, path: str) -> tuple[BrowserContext, Tab]:
+    """A browser with notifications allowed and recorded, alice signed in, a tab on ``path``."""
+    context = await chromium.new_context(viewport={"width": 1280, "height": 800})
+    await context.grant_permissions(["notifications"], origin=world.board.url)
+    await context.add_init_script(RECORD_NOTIFICATIONS)
+    tab = await _tab(context, out)
     await tab.page.goto(world.board.url + await login_link(world.board, "alice"))
     await tab.page.click("#use-link")
     await tab.page.wait_for_url("**/c/**")
+    await tab.page.goto(world.board.url + path)
+    await expect(tab.page.locator("body")).to_have_class(LIVE)
+    return context, tab
 
 
 async def _hide(page: Page, hidden: bool) -> None:
@@ -71,14 +80,8 @@ async def _hide(page: Page, hidden: bool) -> None:
 async def test_a_mention_notifies_a_hidden_tab_and_reading_it_clears_every_tab(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:
-    context = await _context(chromium, world)
-    board = await _tab(context, tmp_path)
-    await _sign_in(board, world)
-    await board.page.goto(world.board.url + "/c/lobby?workspace=proj")
-    await expect(board.page.locator("body")).to_have_class(LIVE)
-    inbox = await _tab(context, tmp_path)  # a second tab of the same session, in front
-    await inbox.page.goto(world.board.url + "/inbox")
-    await expect(inbox.page.locator("body")).to_have_class(LIVE)
+    context, board = await _signed_in(chromium, world, tmp_path, "/c/lobby?workspace=proj")
+    inbox = await _open(context, world, tmp_path, "/inbox")  # a second tab of the same session
     await _hide(board.page, True)
     await expect(inbox.page.locator("#nav-unread")).to_be_hidden()
 
@@ -122,13 +125,8 @@ async def test_the_inbox_groups_marks_read_and_done_and_a_second_tab_follows(
     plan = await world.bot.post("@alice the plan for the release", channel="lobby")
     await world.peer.post("@alice and a risk in it", reply_to=plan["id"])
     docs = await world.other.post("@alice the docs of the other project", channel="lobby")
-    context = await _context(chromium, world)
-    first = await _tab(context, tmp_path)
-    await _sign_in(first, world)
-    await first.page.goto(world.board.url + "/inbox")
-    second = await _tab(context, tmp_path)
-    await second.page.goto(world.board.url + "/inbox")
-    await expect(second.page.locator("body")).to_have_class(LIVE)
+    context, first = await _signed_in(chromium, world, tmp_path, "/inbox")
+    second = await _open(context, world, tmp_path, "/inbox")
     groups = first.page.locator(".inbox-group")
     await expect(groups).to_have_count(2)
     await expect(groups.nth(0)).to_contain_text("the docs of the other project")  # newest first
@@ -160,11 +158,8 @@ async def test_the_inbox_groups_marks_read_and_done_and_a_second_tab_follows(
 async def test_settings_ask_permission_from_a_button_and_keep_each_kind(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:
-    context = await _context(chromium, world)
-    tab = await _tab(context, tmp_path)
-    await _sign_in(tab, world)
-    await tab.page.goto(world.board.url + "/settings")
-    await expect(tab.page.locator("body")).to_have_class(LIVE)
+    context, tab = await _signed_in(chromium, world, tmp_path, "/settings")
+    await expect(tab.page).to_have_title("Settings · Bot Board")
     assert await tab.page.evaluate("window.asked") == 0  # never on load
     await tab.page.click("#allow-notifications")
     assert await tab.page.evaluate("window.asked") == 1

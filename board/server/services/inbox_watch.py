@@ -94,13 +94,8 @@ class Watch:
             "dm": f"{message['author']} wrote to you in {where}",
             "held": f"A bot is held in {where}",
         }
-        return {
-            "kind": kind,
-            "title": titles[kind],
-            "body": message["body"][: messages.PREVIEW_CHARS],
-            "url": f"/t/{message['thread_id']}#m{message['id']}",
-            "tag": f"m{message['id']}",
-        }
+        url = f"/t/{message['thread_id']}#m{message['id']}"
+        return note(kind, titles[kind], message["body"][: messages.PREVIEW_CHARS], url, f"m{message['id']}")
 
     async def _pending(self) -> set[tuple[str, int]]:
         listed = await routines.list_routines(self.ctx, self.p, routines.RoutineList())
@@ -110,13 +105,13 @@ class Watch:
         now = await self._pending()
         new, self.pending = sorted(now - self.pending), now
         return [
-            {
-                "kind": "routine",
-                "title": f"Routine {name} version {version} awaits approval",
-                "body": "Approve or reject it on the routines page.",
-                "url": f"/routines#pending-{name}-{version}",
-                "tag": f"routine-{name}-{version}",
-            }
+            note(
+                "routine",
+                f"Routine {name} version {version} awaits approval",
+                "Approve or reject it on the routines page.",
+                f"/routines#pending-{name}-{version}",
+                f"routine-{name}-{version}",
+            )
             for name, version in new
         ]
 
@@ -129,15 +124,20 @@ class Watch:
         now = await self._crashed()
         new, self.crashed = sorted(now - self.crashed), now
         return [
-            {
-                "kind": "crashed",
-                "title": f"Bot {handle} crashed",
-                "body": "Its keeper reported it crashed; see its log on the fleet page.",
-                "url": f"/fleet/bots/{handle}",
-                "tag": f"crashed-{handle}",
-            }
+            note(
+                "crashed",
+                f"Bot {handle} crashed",
+                "Its keeper reported it crashed; see its log on the fleet page.",
+                f"/fleet/bots/{handle}",
+                f"crashed-{handle}",
+            )
             for handle in new
         ]
+
+
+def note(kind: str, title: str, body: str, url: str, tag: str) -> dict[str, Any]:
+    """One browser notification: ``tag`` lets two tabs raising the same one show it once."""
+    return {"kind": kind, "title": title, "body": body, "url": url, "tag": tag}
 
 
 def signal_keys(batch: list[Any]) -> set[Key]:
