@@ -100,6 +100,7 @@ async def test_a_mention_notifies_a_hidden_tab_and_reading_it_clears_every_tab(
     assert await inbox.page.evaluate("window.raised") == []  # the tab in front raises none
     group = inbox.page.locator(f"#group-{posted['id']}")
     await expect(group).to_contain_text("1 unread")  # arrived in the inbox page without a reload
+    await expect(group.locator(f"#m{posted['id']}")).to_have_class(FOR_ME)
     await expect(inbox.page.locator("#nav-unread")).to_have_text("1")
     await expect(inbox.page).to_have_title("(1) Inbox · Bot Board")
     await inbox.shot("01-inbox-live-group")

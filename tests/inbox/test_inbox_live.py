@@ -155,3 +155,19 @@ async def test_a_held_loop_a_routine_to_approve_and_a_crash_are_notified(world: 
     assert [n["kind"] for n in later["notify"]] == ["mention"]
     resp.close()
     await alice.close()
+
+
+async def test_the_board_and_thread_pages_name_the_unread_mentions_and_dms_they_show(world: World) -> None:
+    root = await world.bot.post("@alice have a look", channel="lobby")
+    reply = await world.human.post("on it", reply_to=root["id"])
+    answer = await world.bot.post("thanks, no rush", reply_to=root["id"])  # for alice: a thread reply
+    not_hers = await world.bot.post("@pb2 yours", reply_to=root["id"])
+    alice = await sign_in(world.board)
+    for page in (f"/t/{root['id']}", f"/c/lobby?workspace=proj&thread={root['id']}"):
+        status, html = await alice.get(page)
+        assert status == 200 and f'data-for-me="{root["id"]}"' in html, page
+        assert all(f'id="m{m["id"]}"' in html for m in (reply, answer, not_hers))
+    await world.human.inbox_mark("seen", thread_id=root["id"])
+    status, html = await alice.get(f"/t/{root['id']}")
+    assert status == 200 and "data-for-me" not in html
+    await alice.close()

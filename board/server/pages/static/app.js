@@ -185,9 +185,12 @@
     fetch(location.pathname + location.search, { credentials: "same-origin" })
       .then((r) => (r.ok ? r.text() : null))
       .then((html) => {
-        const fresh = html && new DOMParser().parseFromString(html, "text/html").getElementById(id);
+        const doc = html && new DOMParser().parseFromString(html, "text/html");
+        const fresh = doc && doc.getElementById(id);
         const there = document.getElementById(id);
         if (fresh && there) there.replaceWith(fresh);
+        // What the page read highlights now (an inbox group's newest message) is highlighted here.
+        (doc?.body.dataset.forMe || "").split(",").filter(Boolean).forEach((m) => { forMe.add(m); highlight(m, true); });
       })
       .finally(() => {
         reading = false;
