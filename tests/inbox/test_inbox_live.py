@@ -171,3 +171,13 @@ async def test_the_board_and_thread_pages_name_the_unread_mentions_and_dms_they_
     status, html = await alice.get(f"/t/{root['id']}")
     assert status == 200 and "data-for-me" not in html
     await alice.close()
+
+
+async def test_a_stream_naming_bad_ids_is_refused_and_holds_nothing(world: World) -> None:
+    alice = await sign_in(world.board)
+    for query in ("mine=abc", "mine=1,,2", "mine=" + ",".join(["1"] * 501)):
+        resp = await alice.http.get(alice.url + "/events?" + query)
+        assert resp.status == 422, query
+        resp.close()
+    assert world.board.ctx.hub.waiting == 0
+    await alice.close()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidArgument, NotFound
-from ..hub import Event, Key, Signal
+from ..hub import Key, Signal
 from ..principal import Principal
 from ..store import inbox as store
 from ..store import messages as message_store
@@ -107,10 +107,6 @@ async def mark(ctx: Context, p: Principal, req: MarkInbox) -> dict[str, Any]:
     return await ctx.db.write(write)
 
 
-async def unread(ctx: Context, p: Principal) -> int:
-    return await ctx.db.read(lambda conn: store.unread_count(conn, p.agent_id))
-
-
 #: Why a message is highlighted for its reader: it mentions them, or is a DM to them.
 HIGHLIGHTED = ("mention", "conversation")
 
@@ -131,11 +127,6 @@ def notice_kind(message: dict[str, Any], reason: str | None) -> str | None:
     if reason == "conversation":
         return "dm"
     return None
-
-
-def arrived(p: Principal, event: Event) -> str | None:
-    """Why a published message is in ``p``'s inbox (None: it is not)."""
-    return event.recipients.get(p.agent_id)
 
 
 # -- notification settings -------------------------------------------------------------
