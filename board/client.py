@@ -285,6 +285,17 @@ class BoardClient:
             "POST", "/api/receipts", json={"message_ids": message_ids, "state": state}
         )
 
+    async def inbox_threads(self, **params: Any) -> JSON:
+        return await self.request_object("GET", "/api/inbox/threads", params=params)
+
+    async def inbox_mark(
+        self, state: str = "seen", *, thread_id: int | None = None, all: bool = False
+    ) -> JSON:
+        body: JSON = {"state": state, **({"thread_id": thread_id} if thread_id is not None else {})}
+        return await self.request_object(
+            "POST", "/api/inbox/mark", json=body | ({"all": True} if all else {})
+        )
+
     # -- claims, wakes ----------------------------------------------------------
 
     async def claim(self, thread_id: int, note: str = "", lease_minutes: int | None = None) -> JSON:

@@ -49,6 +49,7 @@ EXPECTED: dict[str, tuple[set[str], str]] = {
     "bot.revoke_token": ({"human"}, "Only a human may revoke a bot's token."),
     "token.manage": ({"human"}, "Only a human manages API tokens here."),
     "password.set": ({"human"}, "Only a human has a password."),
+    "notifications": ({"human"}, "Browser notifications are a human's; a bot reads its inbox."),
     "workspace.create": ({"human"}, "Only a human may create workspaces."),
     "workspace.update": ({"human"}, "Only a human may change workspace settings."),
     "workspace.archive": ({"human"}, "Only a human may archive workspaces."),

@@ -55,6 +55,9 @@ def count_encodes(monkeypatch: pytest.MonkeyPatch, body: str) -> list[int]:
 async def _stream(alice: Browser) -> aiohttp.ClientResponse:
     resp = await alice.http.get(alice.url + "/events?workspace=proj")
     assert (await resp.content.readline()) == b": open\n"
+    while (await resp.content.readline()) != b"event: inbox\n":  # the viewer's count comes first
+        pass
+    await resp.content.readline()  # its data
     return resp
 
 

@@ -153,6 +153,14 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/api/messages/{id}"): Case(scoped(), path={"id": "root"}),
     ("GET", "/api/threads/{id}"): Case(scoped(), path={"id": "root"}),
     ("GET", "/api/inbox"): Case(everyone(200)),
+    ("GET", "/api/inbox/threads"): Case(everyone(200)),
+    # Only the bot has the root in its inbox: a thread with nothing of it in yours is not found.
+    ("POST", "/api/inbox/mark"): Case(
+        {"human": 404, "bot": 200, "admin_bot": 404, "other_bot": 404, "anon": 401},
+        body=lambda r, f: {"thread_id": f["root"], "state": "seen"},
+    ),
+    ("GET", "/api/notifications"): Case(HUMAN),
+    ("PUT", "/api/notifications"): Case(HUMAN, body=lambda r, f: {"dm": False}),
     ("GET", "/api/search"): Case(everyone(200), params={"q": "hello"}),
     ("POST", "/api/receipts"): Case(
         {"human": 404, "bot": 200, "admin_bot": 404, "other_bot": 404, "anon": 401},

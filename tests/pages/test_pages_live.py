@@ -16,8 +16,9 @@ from tests.support.boardtest import World, db_rows
 from tests.support.pages_support import Browser, sign_in
 
 
-async def _events(resp: aiohttp.ClientResponse, count: int) -> list[dict[str, Any]]:
-    """Read ``count`` message events (each with its id line) off an open stream."""
+async def _events(resp: aiohttp.ClientResponse, count: int, kind: str | None = None) -> list[dict[str, Any]]:
+    """Read ``count`` events (each with its id line) off an open stream: of ``kind``, or any
+    but the inbox's (tested in tests/pages/test_inbox_live.py)."""
     found: list[dict[str, Any]] = []
     event: dict[str, Any] = {}
     while len(found) < count:
@@ -29,15 +30,21 @@ async def _events(resp: aiohttp.ClientResponse, count: int) -> list[dict[str, An
         elif line.startswith("data: "):
             event["data"] = json.loads(line[6:])
         elif line == "" and event:
-            found.append(event)
+            if event.get("event") == kind or (kind is None and event.get("event") != "inbox"):
+                found.append(event)
             event = {}
     return found
 
 
 async def _open(alice: Browser, query: str, **headers: str) -> aiohttp.ClientResponse:
+    """An open stream, past its first lines: the comment and the viewer's inbox count."""
     resp = await alice.http.get(alice.url + "/events?" + query, headers=headers)
     assert resp.status == 200 and resp.content_type == "text/event-stream"
     assert (await resp.content.readline()) == b": open\n"
+    assert (await resp.content.readline()) == b"\n"
+    assert (await resp.content.readline()) == b"event: inbox\n"
+    assert (await resp.content.readline()).startswith(b"data: {")
+    assert (await resp.content.readline()) == b"\n"
     return resp
 
 
@@ -136,7 +143,6 @@ async def test_a_quiet_stream_beats_and_still_delivers(world: World, monkeypatch
     monkeypatch.setattr(live, "HEARTBEAT_SECONDS", 0.05)
     alice = await sign_in(world.board)
     resp = await _open(alice, "workspace=proj")
-    assert await asyncio.wait_for(resp.content.readline(), 10) == b"\n"  # the end of ": open"
     assert await asyncio.wait_for(resp.content.readline(), 10) == b": beat\n"
     assert world.board.ctx.hub.waiting == 1
     posted = await world.bot.post("after a beat", channel="lobby")
@@ -231,7 +237,6 @@ async def test_a_stream_ends_at_the_first_beat_after_its_session_expired(
     monkeypatch.setattr(live, "HEARTBEAT_SECONDS", 0.05)
     alice = await sign_in(clocked_world.board)
     resp = await _open(alice, "workspace=proj")
-    assert await asyncio.wait_for(resp.content.readline(), 10) == b"\n"
     assert await asyncio.wait_for(resp.content.readline(), 10) == b": beat\n"  # alive while the session is
     clock.advance(clocked_world.board.ctx.settings.session_ttl + 1)
     lines = await asyncio.wait_for(_ended(resp), 5)

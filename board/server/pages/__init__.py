@@ -11,10 +11,38 @@ from pathlib import Path
 from aiohttp import web
 
 from ..clock import Clock
-from . import board, costs, fleet, kb, live, lookup, onboard, people, profiles, routines, signin, spaces
+from . import (
+    board,
+    costs,
+    fleet,
+    inbox,
+    kb,
+    live,
+    lookup,
+    onboard,
+    people,
+    profiles,
+    routines,
+    signin,
+    spaces,
+)
 from .routing import PageRoute, setup
 
-PAGE_MODULES = (signin, board, live, people, lookup, kb, routines, costs, spaces, fleet, profiles, onboard)
+PAGE_MODULES = (
+    signin,
+    board,
+    live,
+    people,
+    lookup,
+    inbox,
+    kb,
+    routines,
+    costs,
+    spaces,
+    fleet,
+    profiles,
+    onboard,
+)
 STATIC = Path(__file__).parent / "static"
 
 

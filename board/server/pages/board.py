@@ -10,7 +10,7 @@ from aiohttp import web
 
 from ..errors import NotFound
 from ..principal import Principal
-from ..services import channels, claims, messages, posting, wakes, workspaces
+from ..services import channels, claims, inbox, messages, posting, wakes, workspaces
 from ..services.context import Context
 from ..validation import arg
 from .routing import PageCall, PageRoute, local_path, redirect
@@ -97,8 +97,10 @@ async def _board(call: PageCall, channel: str | None) -> web.StreamResponse:
     thread = None
     if q.thread is not None:
         thread = await messages.thread(call.ctx, call.p, q.thread, messages.ThreadQuery(limit=200))
+    shown = [m["id"] for m in [*stream["roots"], *(thread["messages"] if thread else [])]]
     return call.render(
         "board.html",
+        for_me=await inbox.highlighted(call.ctx, call.p, shown),
         channel=channel,
         conversation=q.conversation,
         thread=thread,
@@ -126,6 +128,7 @@ async def thread_page(call: PageCall) -> web.StreamResponse:
     )
     return call.render(
         "thread.html",
+        for_me=await inbox.highlighted(call.ctx, call.p, [m["id"] for m in thread["messages"]]),
         thread=thread,
         root=root,
         wakes=woken["wakes"],

@@ -8,6 +8,9 @@ A page may follow the routines' changes too (``follow=routines``): it then gets
 ``event: changed`` carrying nothing but the change cursor, and reads itself again.
 Every page gets ``event: delivery`` with the id of a message whose delivery states
 moved (0: those of a bot that waits again), and reads that message again.
+Every stream carries ``event: inbox`` (``services/inbox_watch.py``): the viewer's unread
+count at once and whenever it changes, with notifications to raise. A stream that names no
+workspace carries only that: every page opens one, for the count in its navigation.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from aiohttp import web
 
 from ..hub import Event, Signal
 from ..jsonvalues import encode
-from ..services import live, reach, routines, sessions
+from ..services import inbox_watch, live, reach, routines, sessions
 from ..validation import arg
 from .board import SLUG
 from .routing import TEMPLATES, PageCall, PageRoute
@@ -31,9 +34,14 @@ RENDERED_KEPT = 1000
 
 @dataclass
 class LiveQuery:
-    workspace: str = arg(pattern=SLUG)
+    workspace: str | None = arg(None, pattern=SLUG, help="None: the viewer's inbox alone.")
     since: int | None = arg(None, min=0, help="The cursor the page was rendered at.")
     follow: str | None = arg(None, choices=("routines",), help="Also tell when the routines change.")
+    mine: str = arg(
+        "",
+        pattern=r"([0-9]{1,18}(,[0-9]{1,18}){0,499})?",
+        help="Highlighted message ids on the page, told when read.",
+    )
 
 
 class RenderedItems:
@@ -62,6 +70,11 @@ def _frame(request: web.Request, message: dict[str, Any]) -> bytes:
     return b"id: %d\nevent: message\ndata: %s\n\n" % (message["id"], data)
 
 
+def _inbox_frame(told: dict[str, object]) -> bytes:
+    """The viewer's inbox: unread count, ids read and to highlight, notifications to raise."""
+    return b"event: inbox\ndata: %s\n\n" % encode(told)
+
+
 def _last_event_id(request: web.Request) -> int | None:
     text = request.headers.get("Last-Event-ID", "")
     return int(text) if text.isdigit() and len(text) < 19 else None
@@ -73,7 +86,8 @@ async def events(call: PageCall) -> web.StreamResponse:
     q = call.query(LiveQuery)
     since = _last_event_id(call.request)
     ended = sessions.ended(call.p.agent_id)
-    signals = (ended, routines.CHANGES) if q.follow == "routines" else (ended,)
+    watch = inbox_watch.Watch(call.ctx, call.p, [int(i) for i in q.mine.split(",") if i])
+    signals = (ended, *watch.keys())
     feed = await live.open_feed(call.ctx, call.p, q.workspace, q.since if since is None else since, signals)
     request = call.request
     cookie = request.cookies.get(sessions.COOKIE)
@@ -83,6 +97,7 @@ async def events(call: PageCall) -> web.StreamResponse:
     try:
         await response.prepare(request)
         await response.write(b": open\n\n")
+        await response.write(_inbox_frame(await watch.start()))
         async for batch in feed.batches():
             beat = not batch
             check = beat or any(isinstance(item, Signal) and item.key == ended for item in batch)
@@ -92,15 +107,19 @@ async def events(call: PageCall) -> web.StreamResponse:
             if beat:
                 await response.write(b": beat\n\n")
             for item in batch:
-                if isinstance(item, Signal) and item.key == ended:
-                    continue
                 if isinstance(item, Signal):
-                    name = "delivery" if item.key[0] == reach.DELIVERY else "changed"
-                    await response.write(f"event: {name}\ndata: {item.id}\n\n".encode())
+                    if item.key[0] == reach.DELIVERY:
+                        await response.write(f"event: delivery\ndata: {item.id}\n\n".encode())
+                    elif item.key == routines.CHANGES and q.follow == "routines":
+                        await response.write(f"event: changed\ndata: {item.id}\n\n".encode())
                 elif isinstance(item, Event):  # the same bytes for every tab it reaches
                     await response.write(item.view("sse", partial(_frame, request, item.message)))
-                else:
+                elif isinstance(item, dict):
                     await response.write(_frame(request, item))
+            arrivals = [item for item in batch if isinstance(item, live.Arrival)]
+            told = await watch.update(arrivals, inbox_watch.signal_keys(batch))
+            if told is not None:
+                await response.write(_inbox_frame(told))
     except live.TooFarBehind:
         await response.write(b"event: reset\ndata: {}\n\n")
     except live.Released:

@@ -1,4 +1,4 @@
-"""Finding things: search with highlighted snippets, the human's inbox, the audit log."""
+"""Finding things: search with highlighted snippets, the audit log."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 from markupsafe import Markup, escape
 
-from ..services import audit, messages, routines
-from ..services.knowledge import moderation
-from ..services.knowledge.inputs import ReviewQueueQuery
+from ..services import audit, messages
 from .people import NEWEST
 from .routing import PageCall, PageRoute
 
@@ -31,20 +29,6 @@ async def search(call: PageCall) -> web.StreamResponse:
     page = await messages.search(call.ctx, call.p, q)
     return call.render(
         "search.html", q=q, results=page["messages"], next_offset=page.get("next_offset"), highlight=highlight
-    )
-
-
-async def inbox(call: PageCall) -> web.StreamResponse:
-    q = call.query(messages.InboxQuery)
-    page = await messages.inbox(call.ctx, call.p, q)
-    reviews = await moderation.review_queue(call.ctx, call.p, ReviewQueueQuery(limit=20))
-    listed = await routines.list_routines(call.ctx, call.p, routines.RoutineList())
-    return call.render(
-        "inbox.html",
-        messages=page["messages"],
-        next_since=page.get("next_since"),
-        reviews=reviews["documents"],
-        pending_routines=[r for r in listed["routines"] if r["pending"]],
     )
 
 
@@ -85,8 +69,5 @@ async def audit_log(call: PageCall) -> web.StreamResponse:
 
 ROUTES = [
     PageRoute("GET", "/search", search, "Full-text search with highlighted snippets."),
-    PageRoute(
-        "GET", "/inbox", inbox, "What waits for the human: mentions, handoffs, reviews, routine versions."
-    ),
     PageRoute("GET", "/audit", audit_log, "The audit log, filterable by actor, workspace, action."),
 ]

@@ -1,4 +1,4 @@
-"""Signing in and out, and the human's settings: API tokens and password."""
+"""Signing in and out, and the human's settings: API tokens, password, notifications."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from ..errors import Forbidden, Unauthenticated
-from ..services import auth, sessions
+from ..services import auth, inbox, sessions
 from .routing import (
     SIGN_IN_LIMITS,
     PageCall,
@@ -81,7 +81,26 @@ async def _settings(call: PageCall, *, new_token: str | None = None, saved: str 
         has_password=await sessions.has_password(call.ctx, call.p),
         new_token=new_token,
         saved=saved,
+        notify=await inbox.notify_settings(call.ctx, call.p),
+        notify_kinds=NOTIFY_LABELS,
     )
+
+
+#: What each kind of browser notification is, as the settings page says it.
+NOTIFY_LABELS = {
+    "mention": "A message mentions me",
+    "dm": "A message in a conversation of mine",
+    "held": "A bot is held (loop guard or budget)",
+    "crashed": "A bot of the fleet crashed",
+    "routine": "A routine version awaits approval",
+}
+
+
+async def notifications(call: PageCall) -> web.StreamResponse:
+    """The whole set of kinds from the form: an unticked box sends nothing, so it is off."""
+    chosen = {kind: kind in call.form for kind in inbox.KINDS}
+    await inbox.set_notify_settings(call.ctx, call.p, inbox.NotifySettings(**chosen))
+    return redirect("/settings#notifications")
 
 
 async def settings(call: PageCall) -> web.StreamResponse:
@@ -112,4 +131,7 @@ ROUTES = [
     PageRoute("POST", "/settings/tokens", token_create, "Create an API token, shown once."),
     PageRoute("POST", "/settings/tokens/{id}/revoke", token_revoke, "Revoke an API token."),
     PageRoute("POST", "/settings/password", password, "Set or change the password."),
+    PageRoute(
+        "POST", "/settings/notifications", notifications, "Turn kinds of browser notification on or off."
+    ),
 ]

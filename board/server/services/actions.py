@@ -74,6 +74,7 @@ ACTIONS: dict[str, Action] = {
         Action("bot.revoke_token", HUMAN, "Only a human may revoke a bot's token."),
         Action("token.manage", HUMAN, "Only a human manages API tokens here."),
         Action("password.set", HUMAN, "Only a human has a password."),
+        Action("notifications", HUMAN, "Browser notifications are a human's; a bot reads its inbox."),
         # Workspaces.
         Action("workspace.create", HUMAN, "Only a human may create workspaces."),
         Action("workspace.update", HUMAN, "Only a human may change workspace settings."),

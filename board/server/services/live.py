@@ -12,6 +12,7 @@ again through its own scoped handler.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from ..hub import Event, Key, Signal
@@ -32,14 +33,30 @@ class Released(Exception):
     """The viewer holds more streams and long-polls than ``BOARD_MAX_WAITS``: this, the oldest, ends."""
 
 
+@dataclass(frozen=True)
+class Arrival:
+    """A published message that landed in the viewer's inbox (of any workspace), and why."""
+
+    event: Event
+    reason: str
+
+
 class Feed:
-    """One browser's subscription to a workspace; :meth:`batches` yields what it may read."""
+    """One browser's subscription to a workspace (or none: only its inbox); :meth:`batches`
+    yields what it may read."""
 
     def __init__(
-        self, ctx: Context, p: Principal, workspace: str, keys: list[Key], since: int | None
+        self,
+        ctx: Context,
+        p: Principal,
+        workspace: tuple[str, int] | None,
+        keys: list[Key],
+        since: int | None,
     ) -> None:
-        self.ctx, self.p, self.workspace, self.keys = ctx, p, workspace, keys
-        self.since = since
+        self.ctx, self.p, self.keys = ctx, p, keys
+        self.workspace: str | None = workspace[0] if workspace is not None else None
+        self.workspace_id: int | None = workspace[1] if workspace is not None else None
+        self.since = since if workspace is not None else None
         # Before the catch-up read, so nothing falls between; held under the viewer, whose
         # streams and long-polls together stay within the hub's cap.
         self.waiter = ctx.hub.subscribe(keys, p.agent_id)
@@ -47,8 +64,9 @@ class Feed:
     def close(self) -> None:
         self.ctx.hub.unsubscribe(self.waiter)
 
-    async def batches(self) -> AsyncIterator[list[dict[str, Any] | Event | Signal]]:
-        """Batches of messages after ``since`` and signals of the followed keys, [] on a quiet beat.
+    async def batches(self) -> AsyncIterator[list[dict[str, Any] | Event | Arrival | Signal]]:
+        """Batches of messages after ``since``, arrivals in the viewer's inbox and signals of the
+        followed keys, [] on a quiet beat.
 
         What the browser missed comes as messages; what is published from then on as the
         events themselves, so each is encoded once for every feed it reaches (``Event.view``).
@@ -79,15 +97,25 @@ class Feed:
                 continue
             taken = self.waiter.take()
             found = [
-                e for e in taken if isinstance(e, Event) and e.id > last and scope.event_visible(self.p, e)
+                e
+                for e in taken
+                if isinstance(e, Event)
+                and e.workspace_id == self.workspace_id
+                and e.id > last
+                and scope.event_visible(self.p, e)
             ]
             if found:
                 last = max(e.id for e in found)
+            arrived = [
+                Arrival(e, e.recipients[self.p.agent_id])
+                for e in taken
+                if isinstance(e, Event) and self.p.agent_id in e.recipients
+            ]
             # The latest signal of each key says all the others of that key do; a delivery
             # signal names its message, so those are kept one per message.
             signals = list({signal_slot(e): e for e in taken if isinstance(e, Signal)}.values())
-            if found or signals:
-                yield [*found, *signals]
+            if found or arrived or signals:
+                yield [*found, *arrived, *signals]
 
 
 def signal_slot(signal: Signal) -> tuple[Key, int]:
@@ -96,13 +124,18 @@ def signal_slot(signal: Signal) -> tuple[Key, int]:
 
 
 async def open_feed(
-    ctx: Context, p: Principal, workspace: str, since: int | None, signals: tuple[Key, ...] = ()
+    ctx: Context, p: Principal, workspace: str | None, since: int | None, signals: tuple[Key, ...] = ()
 ) -> Feed:
-    """Subscribe ``p`` to a workspace it may read (NOT_FOUND otherwise, as on every route),
-    and to its messages' delivery changes."""
+    """Subscribe ``p`` to a workspace it may read (NOT_FOUND otherwise, as on every route), or
+    to none, to its messages' delivery changes, and to what lands in its inbox from any
+    workspace and its receipts' changes."""
+    inbox: list[Key] = [("agent", p.agent_id), messages.inbox_changes(p.agent_id)]
+    if workspace is None:
+        return Feed(ctx, p, None, [*inbox, *signals], None)
 
     async def workspace_id(conn: Connection) -> int:
         return int((await scope.resolve(conn, p, workspace))["id"])
 
     found = await ctx.db.read(workspace_id)
-    return Feed(ctx, p, workspace, [("workspace", found), reach.delivery_key(found), *signals], since)
+    keys = [("workspace", found), reach.delivery_key(found), *inbox, *signals]
+    return Feed(ctx, p, (workspace, found), keys, since)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import Forbidden, InvalidArgument, NotFound
-from ..hub import Event, Key
+from ..hub import Event, Key, Signal
 from ..jsonvalues import Encoded
 from ..principal import Principal
 from ..store import channels as channel_store
@@ -22,6 +22,7 @@ from ..store.connection import Connection
 from ..store.messages import InboxFilter, MessageFilter
 from ..store.rows import MessageRow, WorkspaceRow
 from ..store.search import Terms
+from ..store.writer import emit
 from ..validation import arg
 from . import claims, delivery, loopguard, scope
 from .context import Context
@@ -304,6 +305,11 @@ async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
     return page
 
 
+def inbox_changes(agent_id: int) -> Key:
+    """The hub key signalled when an agent's receipts change: its open tabs recount."""
+    return ("inbox", agent_id)
+
+
 async def mark(
     ctx: Context, p: Principal, message_ids: list[int], state: str, *, skip_read_only: bool = False
 ) -> list[int]:
@@ -326,6 +332,7 @@ async def mark(
             for kind in ("seen", "done") if state == "done" else (state,):
                 await store.add_receipts(conn, p.agent_id, recorded, kind, ctx.now())
             await delivery.seen_by(conn, p, recorded)
+            emit(Signal(inbox_changes(p.agent_id), len(recorded)))
         return recorded
 
     return await ctx.db.write(write)

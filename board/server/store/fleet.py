@@ -278,3 +278,14 @@ async def wake_starts_of(conn: Connection, handles: list[str], since: str, limit
             ORDER BY w.started_at DESC LIMIT ?""",
         (*handles, since, limit),
     )
+
+
+async def crashed_handles(conn: Connection, limit: int) -> set[str]:
+    """The bots of the fleet whose keeper last reported them crashed (at most ``limit``)."""
+    rows = await all_rows(
+        conn,
+        """SELECT a.handle FROM fleet_bots f JOIN agents a ON a.id = f.agent_id
+           WHERE f.state = 'crashed' ORDER BY a.handle LIMIT ?""",
+        (limit,),
+    )
+    return {str(r["handle"]) for r in rows}

@@ -72,8 +72,19 @@
     if (asked) select(asked, false);
   });
 
-  const workspace = body.dataset.live;
-  if (!workspace) return;
+  const allow = document.getElementById("allow-notifications");
+  if (allow) {
+    // Asked only from this button: a browser remembers a refusal, so never on load.
+    const status = document.getElementById("notify-permission");
+    const show = () => {
+      status.textContent = "Notification" in window ? "Permission: " + Notification.permission : "This browser has no notifications.";
+    };
+    allow.addEventListener("click", () => { if ("Notification" in window) Notification.requestPermission().then(show); });
+    show();
+  }
+
+  if (!body.dataset.me) return; // signed out: no stream
+  const workspace = body.dataset.live || "";
 
   // Unread counts: what this browser last saw per channel and conversation, in localStorage.
   const seenKey = "board-seen:" + workspace;
@@ -96,11 +107,11 @@
     b.textContent = String(count);
     b.hidden = !count;
   }
-  if (here) {
+  if (workspace && here) {
     const link = document.querySelector(`[data-channel-link="${CSS.escape(here)}"]`);
     markSeen("channel", here, Number(link?.dataset.lastId || 0));
   }
-  if (hereConversation) {
+  if (workspace && hereConversation) {
     const link = document.querySelector(`[data-conversation-link="${CSS.escape(hereConversation)}"]`);
     markSeen("conversation", hereConversation, Number(link?.dataset.lastId || 0));
   }
@@ -113,7 +124,7 @@
         if (String(keyOf(item)) !== current) showUnread(kind, keyOf(item), item.unread || 0);
       }));
   }
-  if (document.querySelector("[data-unread]")) {
+  if (workspace && document.querySelector("[data-unread]")) {
     fillUnread("channel", "/api/channels", "channels", (c) => c.slug, here || "");
     fillUnread("conversation", "/api/conversations", "conversations", (c) => c.id, hereConversation || "");
   }
@@ -206,27 +217,83 @@
     });
   }
 
-  const params = new URLSearchParams({ workspace });
+  // The inbox: the count in the navigation and the title, highlighted mentions and DMs,
+  // and a browser notification while the tab is hidden (with the human's permission).
+  const baseTitle = document.title;
+  const forMe = new Set((body.dataset.forMe || "").split(",").filter(Boolean));
+  function highlight(id, on) {
+    const node = document.getElementById("m" + id);
+    if (!node) return;
+    node.classList.toggle("for-me", on);
+    let button = node.querySelector("button.mark-read");
+    if (on && !button) {
+      button = document.createElement("button");
+      button.type = "button";
+      button.className = "mark-read";
+      button.textContent = "Mark read";
+      button.addEventListener("click", () => markRead(id));
+      node.querySelector("header")?.appendChild(button);
+    } else if (!on && button) button.remove();
+  }
+  function markRead(id) {
+    fetch("/api/receipts", {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+      body: JSON.stringify({ message_ids: [Number(id)], state: "seen" }),
+    }); // the stream's inbox event clears it, here and in every other tab
+  }
+  forMe.forEach((id) => highlight(id, true));
+  let inboxFrames = 0;
+  function onInbox(data) {
+    const count = document.getElementById("nav-unread");
+    if (count) { count.textContent = String(data.unread); count.hidden = !data.unread; }
+    document.title = (data.unread ? `(${data.unread}) ` : "") + baseTitle;
+    data.highlight.forEach((id) => { forMe.add(String(id)); highlight(id, true); });
+    data.read.forEach((id) => { forMe.delete(String(id)); highlight(id, false); });
+    if (document.hidden && "Notification" in window && Notification.permission === "granted") {
+      data.notify.forEach((n) => {
+        const note = new Notification(n.title, { body: n.body, tag: n.tag });
+        note.onclick = () => { window.focus(); location.href = n.url; };
+      });
+    }
+    // The inbox page follows every change; its first frame only when the page was rendered before one.
+    const rendered = document.getElementById("inbox-unread")?.dataset.count;
+    if (body.dataset.inboxPage && (inboxFrames++ > 0 || String(data.unread) !== rendered)) refresh("inbox-groups");
+  }
+  let reading = false;
+  let again = false;
+  function refresh(id) {
+    // Read this page again through its own handler and swap in one part of it. A change that
+    // comes while a read is under way reads once more after it: that read may predate it.
+    if (reading) { again = true; return; }
+    reading = true;
+    fetch(location.pathname + location.search, { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.text() : null))
+      .then((html) => {
+        const doc = html && new DOMParser().parseFromString(html, "text/html");
+        const fresh = doc && doc.getElementById(id);
+        const there = document.getElementById(id);
+        if (fresh && there) there.replaceWith(fresh);
+        // What the page read highlights now (an inbox group's newest message) is highlighted here.
+        (doc?.body.dataset.forMe || "").split(",").filter(Boolean).forEach((m) => { forMe.add(m); highlight(m, true); });
+      })
+      .finally(() => {
+        reading = false;
+        if (again) { again = false; refresh(id); }
+      });
+  }
+
+  const params = new URLSearchParams();
+  if (workspace) params.set("workspace", workspace);
+  if (forMe.size) params.set("mine", [...forMe].slice(-500).join(","));
   if (body.dataset.cursor) params.set("since", body.dataset.cursor);
   if (body.dataset.follow) params.set("follow", body.dataset.follow);
   const source = new EventSource("/events?" + params);
-  source.addEventListener("message", (e) => onMessage(JSON.parse(e.data)));
-  if (body.dataset.follow) {
-    // Something this page shows changed: read the page again and swap in its list.
-    let reading = false;
-    source.addEventListener("changed", () => {
-      if (reading) return;
-      reading = true;
-      fetch(location.pathname + location.search, { credentials: "same-origin" })
-        .then((r) => (r.ok ? r.text() : null))
-        .then((html) => {
-          const fresh = html && new DOMParser().parseFromString(html, "text/html").getElementById(body.dataset.follow);
-          const here = document.getElementById(body.dataset.follow);
-          if (fresh && here) here.replaceWith(fresh);
-        })
-        .finally(() => { reading = false; });
-    });
-  }
+  source.addEventListener("message", (e) => { const data = JSON.parse(e.data); onMessage(data); if (forMe.has(String(data.message.id))) highlight(data.message.id, true); });
+  source.addEventListener("inbox", (e) => onInbox(JSON.parse(e.data)));
+  // Something this page shows changed: read the page again and swap in its list.
+  if (body.dataset.follow) source.addEventListener("changed", () => refresh(body.dataset.follow));
   source.addEventListener("delivery", (e) => {
     const id = Number(e.data);
     if (id) refreshDelivery(id);

@@ -1,0 +1,144 @@
+"""What a human's open tab is told of its inbox: the unread count, which messages on the page
+became read, which arrivals to highlight, and what to raise a browser notification for.
+
+One :class:`Watch` per live stream. It reads nothing per message: an arrival's kind comes
+from the hub's event (its inbox reason and tags). It reads the unread count when the inbox
+changed (an arrival, a receipt), the page's highlighted ids still unread when receipts
+changed, the pending routine versions when the routines changed and the crashed bots when
+the fleet changed, the last two only while their kind of notification is on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..hub import Key, Signal
+from ..principal import Principal
+from ..store import fleet as fleet_store
+from ..store import inbox as store
+from ..store.connection import Connection
+from . import actions, fleet, inbox, messages, routines
+from .context import Context
+from .live import Arrival
+
+#: At most this many highlighted ids are followed per tab (a page shows fewer).
+TRACKED = 500
+CRASHED_READ = 500
+
+
+class Watch:
+    def __init__(self, ctx: Context, p: Principal, shown: list[int]) -> None:
+        self.ctx, self.p = ctx, p
+        self.tracked = list(dict.fromkeys(shown))[-TRACKED:]
+        self.on: dict[str, bool] = {}
+        self.pending: set[tuple[str, int]] = set()
+        self.crashed: set[str] = set()
+
+    def keys(self) -> tuple[Key, ...]:
+        """The signal keys a stream follows for this watch (besides the inbox's own)."""
+        return (inbox.settings_changed(self.p.agent_id), routines.CHANGES, fleet.CHANGES)
+
+    async def start(self) -> dict[str, Any]:
+        """The first frame: the unread count, and which shown ids are unread (the rest read)."""
+        await self._read_settings()
+        unread = await self.ctx.db.read(lambda conn: self._state(conn, self.tracked))
+        return self._frame(unread, [], [])
+
+    async def update(self, arrivals: list[Arrival], signals: set[Key]) -> dict[str, Any] | None:
+        """The frame for what a batch brought, or None when it changes nothing the tab shows."""
+        if inbox.settings_changed(self.p.agent_id) in signals:
+            await self._read_settings()
+        notes = [n for a in arrivals if (n := self._note(a)) is not None]
+        fresh = [a.event.id for a in arrivals if a.reason in inbox.HIGHLIGHTED]
+        self.tracked = list(dict.fromkeys([*self.tracked, *fresh]))[-TRACKED:]
+        if routines.CHANGES in signals and self.on.get("routine"):
+            notes += await self._new_routines()
+        if fleet.CHANGES in signals and self.on.get("crashed"):
+            notes += await self._new_crashes()
+        receipts = messages.inbox_changes(self.p.agent_id) in signals
+        if not (arrivals or receipts or notes):
+            return None
+        state = await self.ctx.db.read(lambda conn: self._state(conn, self.tracked))
+        return self._frame(state, fresh, notes)
+
+    async def _state(self, conn: Connection, ids: list[int]) -> dict[str, Any]:
+        unread = await store.unread_among(conn, self.p.agent_id, ids)
+        return {"unread": await store.unread_count(conn, self.p.agent_id), "ids": unread}
+
+    def _frame(self, state: dict[str, Any], fresh: list[int], notes: list[dict[str, Any]]) -> dict[str, Any]:
+        unread: dict[int, str] = state["ids"]
+        read = [i for i in self.tracked if i not in unread]
+        self.tracked = [i for i in self.tracked if i in unread]
+        return {
+            "unread": state["unread"],
+            "highlight": [i for i in fresh if i in unread],
+            "read": read,
+            "notify": notes,
+        }
+
+    async def _read_settings(self) -> None:
+        self.on = await inbox.notify_settings(self.ctx, self.p)
+        if self.on["routine"]:
+            self.pending = await self._pending()
+        if self.on["crashed"]:
+            self.crashed = await self._crashed()
+
+    def _note(self, arrival: Arrival) -> dict[str, Any] | None:
+        message = arrival.event.message
+        kind = inbox.notice_kind(arrival.reason)
+        if kind is None or not self.on.get(kind):
+            return None
+        where = f"#{message['channel']}" if message["channel"] else "a conversation"
+        titles = {
+            "mention": f"{message['author']} mentioned you in {where}",
+            "dm": f"{message['author']} wrote to you in {where}",
+            "held": f"A bot is held in {where}",
+        }
+        url = f"/t/{message['thread_id']}#m{message['id']}"
+        return note(kind, titles[kind], message["body"][: messages.PREVIEW_CHARS], url, f"m{message['id']}")
+
+    async def _pending(self) -> set[tuple[str, int]]:
+        listed = await routines.list_routines(self.ctx, self.p, routines.RoutineList())
+        return {(r["name"], v) for r in listed["routines"] for v in r["pending"]}
+
+    async def _new_routines(self) -> list[dict[str, Any]]:
+        now = await self._pending()
+        new, self.pending = sorted(now - self.pending), now
+        return [
+            note(
+                "routine",
+                f"Routine {name} version {version} awaits approval",
+                "Approve or reject it on the routines page.",
+                f"/routines#pending-{name}-{version}",
+                f"routine-{name}-{version}",
+            )
+            for name, version in new
+        ]
+
+    async def _crashed(self) -> set[str]:
+        if not actions.allowed(self.p, "fleet.view"):
+            return set()
+        return await self.ctx.db.read(lambda conn: fleet_store.crashed_handles(conn, CRASHED_READ))
+
+    async def _new_crashes(self) -> list[dict[str, Any]]:
+        now = await self._crashed()
+        new, self.crashed = sorted(now - self.crashed), now
+        return [
+            note(
+                "crashed",
+                f"Bot {handle} crashed",
+                "Its keeper reported it crashed; see its log on the fleet page.",
+                f"/fleet/bots/{handle}",
+                f"crashed-{handle}",
+            )
+            for handle in new
+        ]
+
+
+def note(kind: str, title: str, body: str, url: str, tag: str) -> dict[str, Any]:
+    """One browser notification: ``tag`` lets two tabs raising the same one show it once."""
+    return {"kind": kind, "title": title, "body": body, "url": url, "tag": tag}
+
+
+def signal_keys(batch: list[Any]) -> set[Key]:
+    return {item.key for item in batch if isinstance(item, Signal)}
