@@ -74,6 +74,8 @@ ACTIONS: dict[str, Action] = {
         Action("bot.revoke_token", HUMAN, "Only a human may revoke a bot's token."),
         Action("token.manage", HUMAN, "Only a human manages API tokens here."),
         Action("password.set", HUMAN, "Only a human has a password."),
+        # Writing: the composer's preview is a page's.
+        Action("message.preview", HUMAN, "Only a human previews messages; a bot posts what it means."),
         # Workspaces.
         Action("workspace.create", HUMAN, "Only a human may create workspaces."),
         Action("workspace.update", HUMAN, "Only a human may change workspace settings."),
