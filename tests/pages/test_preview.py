@@ -1,8 +1,10 @@
-"""The composer's preview on the API (POST /api/preview).
+"""The composer's helpers on the API: the preview (POST /api/preview) and the mention lookup
+(GET /api/agents?prefix=).
 
 The preview is the board's own renderer on a body a human is writing: only a human asks it, a
 body over the message limit is LIMIT_EXCEEDED, hostile Markdown comes back inert, it writes
-nothing, and it is under the per-token write limit like any POST.
+nothing, and it is under the per-token write limit like any POST. The mention lookup is the
+roster narrowed to handles that start with what was typed, within the workspace's scope.
 """
 
 from __future__ import annotations
@@ -138,3 +140,25 @@ async def test_previews_are_under_the_write_limit(tmp_path: Path) -> None:
         await refused(human.request("POST", "/api/preview", json={"body": "hi"}), "RATE_LIMITED")
     finally:
         await stop_board(board)
+
+
+async def test_mention_lookup_is_the_workspace_roster_by_prefix(world: World) -> None:
+    async def handles(caller_prefix: str, workspace: str = "proj") -> list[str]:
+        page = await world.human.request(
+            "GET", "/api/agents", params={"workspace": workspace, "prefix": caller_prefix, "limit": 8}
+        )
+        return [a["handle"] for a in page["agents"]]
+
+    assert await handles("p") == ["pb", "pb2"]
+    assert await handles("PB2") == ["pb2"]  # any case
+    assert await handles("al") == ["alice"]  # humans are in every workspace's roster
+    assert await handles("o") == []  # ob lives in the other workspace
+    assert await handles("o", workspace="other") == ["ob"]
+    assert await handles("p_") == []  # '_' is a character of handles, not a wildcard
+    await refused(
+        world.other.request("GET", "/api/agents", params={"workspace": "proj", "prefix": "p"}), "NOT_FOUND"
+    )
+    await refused(
+        world.human.request("GET", "/api/agents", params={"workspace": "proj", "prefix": "@p"}),
+        "INVALID_ARGUMENT",
+    )
