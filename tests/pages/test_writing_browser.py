@@ -1,0 +1,120 @@
+"""Writing in a real browser: Ctrl+Enter, the preview, mentions, drafts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.async_api import Browser, Page, expect
+
+from tests.pages.test_pages_browser import signed_in_tab
+from tests.pages.test_preview import MIXED
+from tests.support.boardtest import World, db_rows
+
+
+async def inner_html(page: Page, selector: str) -> str:
+    return await page.locator(selector).evaluate("node => node.innerHTML")
+
+
+async def test_ctrl_enter_posts_what_the_preview_showed(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    page = tab.page
+    await page.goto(world.board.url + "/c/lobby?workspace=proj")
+    area = page.locator(".stream textarea[name=body]")
+    await area.fill(MIXED)
+    toggle = page.get_by_role("button", name="Preview").first
+    await toggle.click()
+    await expect(toggle).to_have_attribute("aria-pressed", "true")
+    preview = page.locator(".stream .preview")
+    await expect(preview.locator("table td em")).to_have_text("a")
+    await expect(preview.locator("pre code.language-python")).to_contain_text('print("<b>hi</b>")')
+    await expect(preview.locator("a[href='https://example.com/docs']")).to_have_attribute(
+        "rel", "noopener nofollow"
+    )
+    await expect(preview).to_contain_text("@pb")
+    shown = await inner_html(page, ".stream .preview")
+    await tab.shot("20-preview")
+    await area.press("Control+Enter")
+    await page.wait_for_url("**thread=*")
+    root = int(page.url.rsplit("=", 1)[1])
+    assert db_rows(world.board.db_path, f"SELECT body FROM messages WHERE id = {root}") == [(MIXED,)]
+    assert await inner_html(page, f"#roots #m{root} .body") == shown
+    await tab.shot("21-posted-as-previewed")
+    # The preview follows what is typed, and says so when there is nothing to show.
+    await page.locator(".stream textarea[name=body]").fill("")
+    await page.get_by_role("button", name="Preview").first.click()
+    await expect(page.locator(".stream .preview")).to_have_text("Nothing to preview.")
+    # In the thread panel too: Ctrl+Enter sends the reply.
+    reply = page.locator(".thread-panel textarea[name=body]")
+    await expect(reply).to_have_accessible_name(f"Reply in thread {root}")
+    await reply.fill("a reply by keyboard")
+    await reply.press("Control+Enter")
+    await expect(page.locator("#thread-messages .msg").last).to_contain_text("a reply by keyboard")
+    assert db_rows(world.board.db_path, f"SELECT count(*) FROM messages WHERE reply_to = {root}") == [(1,)]
+    assert tab.errors == []
+
+
+async def test_mention_completion_offers_the_workspaces_handles(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    page = tab.page
+    await page.goto(world.board.url + "/c/lobby?workspace=proj")
+    area = page.locator(".stream textarea[name=body]")
+    await area.press_sequentially("ping @p")
+    listbox = page.get_by_role("listbox", name="Mention")
+    await expect(listbox.get_by_role("option")).to_have_text(["@pb", "@pb2"])
+    await expect(area).to_have_attribute("aria-expanded", "true")
+    await area.press("ArrowDown")
+    await expect(listbox.get_by_role("option", selected=True)).to_have_text("@pb2")
+    await tab.shot("22-mention-completion")
+    await area.press("Enter")
+    await expect(area).to_have_value("ping @pb2 ")
+    await expect(listbox).to_be_hidden()
+    # A bot of another workspace is not offered; the lookup answered, with nobody.
+    async with page.expect_response(lambda r: "/api/agents?" in r.url and "prefix=o" in r.url) as answer:
+        await area.press_sequentially("and @o")
+    assert (await (await answer.value).json())["agents"] == []
+    await expect(listbox).to_be_hidden()
+    await area.press("Control+Enter")
+    await page.wait_for_url("**thread=*")
+    root = int(page.url.rsplit("=", 1)[1])
+    assert db_rows(world.board.db_path, f"SELECT body FROM messages WHERE id = {root}") == [
+        ("ping @pb2 and @o",)
+    ]
+    assert tab.errors == []
+
+
+async def test_a_draft_survives_a_reload_and_is_gone_once_sent(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    first = await world.bot.post("first thread", channel="lobby", workspace="proj")
+    second = await world.bot.post("second thread", channel="lobby", workspace="proj")
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    page = tab.page
+    await page.goto(world.board.url + f"/t/{first['id']}")
+    area = page.locator(".thread-main textarea[name=body]")
+    await area.press_sequentially("half a thought")
+    await page.reload()
+    await expect(area).to_have_value("half a thought")
+    await tab.shot("23-draft-after-reload")
+    await page.goto(world.board.url + f"/t/{second['id']}")
+    await expect(area).to_have_value("")  # drafts are kept per thread
+    # A refused send keeps the draft: the board refuses a body of spaces.
+    await area.fill("   ")
+    await area.press("Control+Enter")
+    await expect(page.locator(".card.error")).to_contain_text("The body is empty")
+    await page.goto(world.board.url + f"/t/{second['id']}")
+    await expect(area).to_have_value("   ")
+    # A send that went through spends it.
+    await page.goto(world.board.url + f"/t/{first['id']}")
+    await expect(area).to_have_value("half a thought")
+    await area.press("Control+Enter")
+    await expect(page.locator("#thread-messages .msg").last).to_contain_text("half a thought")
+    await expect(area).to_have_value("")
+    await page.reload()
+    await expect(area).to_have_value("")
+    drafts = await page.evaluate("Object.keys(localStorage).filter(k => k.startsWith('board-draft:'))")
+    assert drafts == [f"board-draft:/t/{second['id']}||"]
+    assert tab.errors == []
