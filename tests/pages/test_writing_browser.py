@@ -1,4 +1,5 @@
-"""Writing in a real browser: Ctrl+Enter, the preview, mentions, drafts."""
+"""Writing and the keyboard in a real browser: Ctrl+Enter, the preview, mentions, drafts, j/k/r,
+the g shortcuts and ?."""
 
 from __future__ import annotations
 
@@ -117,4 +118,67 @@ async def test_a_draft_survives_a_reload_and_is_gone_once_sent(
     await expect(area).to_have_value("")
     drafts = await page.evaluate("Object.keys(localStorage).filter(k => k.startsWith('board-draft:'))")
     assert drafts == [f"board-draft:/t/{second['id']}||"]
+    assert tab.errors == []
+
+
+async def test_the_keyboard_moves_replies_and_goes_places(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    older = await world.bot.post("an older root", channel="lobby", workspace="proj")
+    root = await world.bot.post("the open thread", channel="lobby", workspace="proj")
+    later = await world.peer.post("a reply in it", reply_to=root["id"])
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    page = tab.page
+    await page.goto(world.board.url + f"/c/lobby?workspace=proj&thread={root['id']}")
+
+    async def focused() -> int:
+        """Which message has the focus, by its place on the page (the open root is on it twice)."""
+        at = await page.evaluate(
+            "[...document.querySelectorAll('article.msg')].indexOf(document.activeElement)"
+        )
+        return int(at)
+
+    ids = await page.locator("article.msg").evaluate_all("nodes => nodes.map(n => n.id)")
+    assert ids == [f"m{older['id']}", f"m{root['id']}", f"m{root['id']}", f"m{later['id']}"]
+    assert await focused() == -1
+    await page.keyboard.press("j")
+    assert await focused() == 0
+    for _ in range(5):
+        await page.keyboard.press("j")
+    assert await focused() == 3  # stops at the last
+    await page.keyboard.press("k")
+    assert await focused() == 2
+    outline = await page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline == "solid"  # the focus is visible
+    await tab.shot("24-focused-message")
+    # r on a message of the open thread: its reply form has the keyboard; typing j there types.
+    await page.keyboard.press("r")
+    reply = page.locator(".thread-panel textarea[name=body]")
+    await expect(reply).to_be_focused()
+    await page.keyboard.type("jk?gi")
+    await expect(reply).to_have_value("jk?gi")
+    assert page.url.endswith(f"thread={root['id']}") and await page.locator("#shortcuts").count() == 0
+    # r on a root whose thread is not open: the page opens it at its reply form.
+    await page.locator(f"#m{older['id']} header .author").focus()
+    await page.keyboard.press("r")
+    await page.wait_for_url(f"**thread={older['id']}#reply")
+    await expect(page.locator(".thread-panel textarea[name=body]")).to_be_focused()
+    await page.locator("body").click(position={"x": 5, "y": 400})
+    # ? lists the shortcuts; Escape closes the list.
+    await page.keyboard.press("?")
+    dialog = page.get_by_role("dialog", name="Keyboard shortcuts")
+    await expect(dialog).to_be_visible()
+    await expect(dialog).to_contain_text("Go to Inbox")
+    await expect(dialog.locator("dt")).to_have_count(8)
+    await tab.shot("25-shortcuts")
+    await page.keyboard.press("Escape")
+    await expect(dialog).to_be_hidden()
+    for key, path in (("i", "/inbox"), ("f", "/fleet"), ("r", "/routines")):
+        await page.keyboard.press("g")
+        await page.keyboard.press(key)
+        await page.wait_for_url(f"**{path}")
+        await page.goto(world.board.url + f"/c/lobby?workspace=proj&thread={root['id']}")
+    # A g long ago is no prefix: i alone goes nowhere.
+    await page.keyboard.press("i")
+    assert page.url.endswith(f"thread={root['id']}")
     assert tab.errors == []

@@ -44,7 +44,7 @@
     const toggle = element("button", {
       type: "button", class: "preview-toggle", "aria-pressed": "false", "aria-controls": `preview-${index}`,
     }, "Preview");
-    const hint = element("span", { class: "compose-hint" }, "Ctrl+Enter sends");
+    const hint = element("span", { class: "compose-hint" }, "Ctrl+Enter sends · ? for shortcuts");
     const preview = element("div", {
       id: `preview-${index}`, class: "preview body", role: "region", "aria-label": "Preview", "aria-live": "polite",
     });
