@@ -10,7 +10,6 @@
   const SENDING = "board-sending"; // sessionStorage: the draft a form is posting right now
   const MENTION = /(?:^|[^\w@])@([A-Za-z0-9._-]{0,32})$/; // posting.MENTION, up to the caret
   const MENTION_LIMIT = 8;
-  let serial = 0;
 
   function draftKey(form) {
     const data = new FormData(form);
@@ -63,8 +62,9 @@
 
     // Preview: asked of the board while shown, a moment after typing stops.
     let previewTimer = 0;
+    let rendered = 0;
     async function render() {
-      const mine = ++serial;
+      const mine = ++rendered;
       const text = area.value;
       if (!text.trim()) {
         preview.replaceChildren(element("p", { class: "empty" }, "Nothing to preview."));
@@ -77,7 +77,7 @@
         body: JSON.stringify({ body: text }),
       });
       const data = await r.json();
-      if (mine !== serial) return; // a later keystroke asked again
+      if (mine !== rendered) return; // a later keystroke asked again
       if (r.ok) preview.innerHTML = data.html; // rendered and made safe by the board
       else preview.replaceChildren(element("p", { class: "preview-error", role: "alert" }, data.error.message));
     }
@@ -92,6 +92,7 @@
     let options = [];
     let active = -1;
     let mentionTimer = 0;
+    let asked = 0;
     function closeList() {
       list.hidden = true;
       list.replaceChildren();
@@ -121,9 +122,10 @@
       const found = MENTION.exec(area.value.slice(0, area.selectionStart));
       if (!found || !workspace) return closeList();
       const params = new URLSearchParams({ workspace, prefix: found[1], limit: String(MENTION_LIMIT) });
+      const mine = ++asked;
       const r = await fetch("/api/agents?" + params, { credentials: "same-origin" });
-      if (!r.ok) return closeList();
-      const handles = (await r.json()).agents.map((a) => a.handle);
+      const handles = r.ok ? (await r.json()).agents.map((a) => a.handle) : [];
+      if (mine !== asked) return; // a later keystroke asked again
       if (!handles.length || !MENTION.test(area.value.slice(0, area.selectionStart))) return closeList();
       options = handles;
       list.replaceChildren(...handles.map((handle, i) => {
