@@ -5,11 +5,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Browser, Locator, Page, expect
 
+from board.client import JSON
 from tests.pages.test_pages_browser import signed_in_tab
 from tests.pages.test_preview import MIXED
 from tests.support.boardtest import World, db_rows
+from tests.support.browser_support import Tab
+
+
+async def two_roots(chromium: Browser, world: World, tmp_path: Path) -> tuple[Tab, JSON, JSON]:
+    """Alice's tab on a board where pb has posted two roots in proj's #lobby."""
+    first = await world.bot.post("the first root", channel="lobby", workspace="proj")
+    second = await world.bot.post("the second root", channel="lobby", workspace="proj")
+    return await signed_in_tab(chromium, world, tmp_path), first, second
+
+
+async def lobby(chromium: Browser, world: World, tmp_path: Path) -> tuple[Tab, Locator]:
+    """Alice's tab on proj's #lobby, and the field that posts a new root there."""
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/c/lobby?workspace=proj")
+    return tab, tab.page.locator(".stream textarea[name=body]")
 
 
 async def inner_html(page: Page, selector: str) -> str:
@@ -19,10 +35,8 @@ async def inner_html(page: Page, selector: str) -> str:
 async def test_ctrl_enter_posts_what_the_preview_showed(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:
-    tab = await signed_in_tab(chromium, world, tmp_path)
+    tab, area = await lobby(chromium, world, tmp_path)
     page = tab.page
-    await page.goto(world.board.url + "/c/lobby?workspace=proj")
-    area = page.locator(".stream textarea[name=body]")
     await area.fill(MIXED)
     toggle = page.get_by_role("button", name="Preview").first
     await toggle.click()
@@ -59,10 +73,8 @@ async def test_ctrl_enter_posts_what_the_preview_showed(
 async def test_mention_completion_offers_the_workspaces_handles(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:
-    tab = await signed_in_tab(chromium, world, tmp_path)
+    tab, area = await lobby(chromium, world, tmp_path)
     page = tab.page
-    await page.goto(world.board.url + "/c/lobby?workspace=proj")
-    area = page.locator(".stream textarea[name=body]")
     await area.press_sequentially("ping @p")
     listbox = page.get_by_role("listbox", name="Mention")
     await expect(listbox.get_by_role("option")).to_have_text(["@pb", "@pb2"])
@@ -90,9 +102,7 @@ async def test_mention_completion_offers_the_workspaces_handles(
 async def test_a_draft_survives_a_reload_and_is_gone_once_sent(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:
-    first = await world.bot.post("first thread", channel="lobby", workspace="proj")
-    second = await world.bot.post("second thread", channel="lobby", workspace="proj")
-    tab = await signed_in_tab(chromium, world, tmp_path)
+    tab, first, second = await two_roots(chromium, world, tmp_path)
     page = tab.page
     await page.goto(world.board.url + f"/t/{first['id']}")
     area = page.locator(".thread-main textarea[name=body]")
@@ -124,10 +134,8 @@ async def test_a_draft_survives_a_reload_and_is_gone_once_sent(
 async def test_the_keyboard_moves_replies_and_goes_places(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:
-    older = await world.bot.post("an older root", channel="lobby", workspace="proj")
-    root = await world.bot.post("the open thread", channel="lobby", workspace="proj")
+    tab, older, root = await two_roots(chromium, world, tmp_path)
     later = await world.peer.post("a reply in it", reply_to=root["id"])
-    tab = await signed_in_tab(chromium, world, tmp_path)
     page = tab.page
     await page.goto(world.board.url + f"/c/lobby?workspace=proj&thread={root['id']}")
 
