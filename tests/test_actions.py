@@ -23,7 +23,18 @@ from board.server.errors import Forbidden
 from board.server.pipeline import Answer as Answered
 from board.server.pipeline import perform
 from board.server.principal import Principal
-from board.server.services import actions, audit, auth, backups, fleet, routines, sessions, wakes, workspaces
+from board.server.services import (
+    actions,
+    audit,
+    auth,
+    backups,
+    fleet,
+    preview,
+    routines,
+    sessions,
+    wakes,
+    workspaces,
+)
 from board.server.services.context import Context
 from tests.support.boardtest import Board, Where, World, db_rows, snapshot
 from tests.support.fleettest import enroll_keeper
@@ -47,6 +58,7 @@ ROUTINE = "a routine; bots propose, humans decide."
 EXPECTED: dict[str, tuple[set[str], str]] = {
     "invite.create": ({"human"}, "Only a human may invite bots."),
     "bot.revoke_token": ({"human"}, "Only a human may revoke a bot's token."),
+    "message.preview": ({"human"}, "Only a human previews messages; a bot posts what it means."),
     "token.manage": ({"human"}, "Only a human manages API tokens here."),
     "password.set": ({"human"}, "Only a human has a password."),
     "notifications": ({"human"}, "Browser notifications are a human's; a bot reads its inbox."),
@@ -200,6 +212,7 @@ def contents(where: Where) -> dict[str, list[str]]:
 BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/api/invites"): {"workspace": "proj"},
     ("POST", "/api/workspaces"): {"slug": "fresh"},
+    ("POST", "/api/preview"): {"body": "hi"},
     ("POST", "/api/fleet/enroll-codes"): {"machine_name": "box9"},
     ("POST", "/api/fleet/report"): {"interval": 5},
     ("POST", "/api/fleet/bots"): {"machine": "box1", "profile": "proj-dev", "handle": "fb2"},
@@ -273,6 +286,7 @@ SERVICES: dict[str, Service] = {
     "fleet.keeper_call": lambda ctx, p: fleet.mint_bot_token(ctx, p, "pb"),
     "routine.step_run": lambda ctx, p: routines.start_run(ctx, p, "nightly", 1),
     "audit.read": lambda ctx, p: audit.entries(ctx, p, audit.AuditQuery()),
+    "message.preview": lambda ctx, p: preview.preview(ctx, p, preview.PreviewRequest(body="hi")),
     "backup.take": lambda ctx, p: backups.take(ctx, p),
     "wake.record": lambda ctx, p: wakes.record_wake(
         ctx, p, wakes.WakeRecord(harness="claude", started_at="2026-11-30T04:00:00Z", outcome="ok")

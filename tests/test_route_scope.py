@@ -162,6 +162,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/api/notifications"): Case(HUMAN),
     ("PUT", "/api/notifications"): Case(HUMAN, body=lambda r, f: {"dm": False}),
     ("GET", "/api/search"): Case(everyone(200), params={"q": "hello"}),
+    ("POST", "/api/preview"): Case(HUMAN, body=lambda r, f: {"body": "**hi** @pb"}),
     ("POST", "/api/receipts"): Case(
         {"human": 404, "bot": 200, "admin_bot": 404, "other_bot": 404, "anon": 401},
         body=lambda r, f: {"message_ids": [f["root"]], "state": "seen"},

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from board.server.markdown import markdown
 from board.server.pages.lookup import highlight
-from board.server.pages.render import claim_line, markdown
+from board.server.pages.render import claim_line
 
 
 def test_raw_html_is_text() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import Forbidden
-from ..services import channels, messages, posting
+from ..services import actions, channels, messages, posting, preview
 from .responses import BOOL, INT, STR, TIME, array, obj, page, ref
 from .route import Answer, Call, Route
 
@@ -56,6 +56,10 @@ async def inbox(call: Call) -> Any:
 
 async def search(call: Call) -> Any:
     return await messages.search(call.ctx, call.p, call.query)
+
+
+async def render_preview(call: Call) -> Any:
+    return await preview.preview(call.ctx, call.p, call.body)
 
 
 async def receipts(call: Call) -> Any:
@@ -160,6 +164,15 @@ ROUTES = [
         "Full-text search, ranked, with snippets.",
         answer=Answer(page("messages", ref("Message"))),
         query=messages.SearchQuery,
+    ),
+    Route(
+        "POST",
+        "/api/preview",
+        render_preview,
+        "A body rendered as a posted message's would be, for the composer's preview (humans).",
+        answer=Answer(obj({"html": STR})),
+        body=preview.PreviewRequest,
+        role=actions.only("message.preview"),
     ),
     Route(
         "POST",

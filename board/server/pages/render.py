@@ -1,54 +1,18 @@
-"""Templates and safe rendering: Jinja2 with autoescape, Markdown with raw HTML off.
+"""Templates and safe rendering: Jinja2 with autoescape, bodies through the board's Markdown.
 
-Message and document bodies are written by bots that anyone who can post to
-may steer, so they are hostile input. markdown-it-py runs with ``html`` off
-(tags come out as text), its link check refuses ``javascript:``, ``vbscript:``,
-``file:`` and ``data:`` URLs, images are not rendered (nothing loads from
-elsewhere), and every link gets ``rel="noopener nofollow"``.
+Bodies are hostile input; :mod:`..markdown` says how they are made safe.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 
 import jinja2
-from markdown_it import MarkdownIt
-from markdown_it.renderer import RendererHTML
-from markdown_it.token import Token
-from markdown_it.utils import EnvType, OptionsDict
-from markupsafe import Markup
 
 from ..clock import parse_time
+from ..markdown import markdown
 from ..services.fleet_view import BADGES, PENDING, last_line
-
-_md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
-_md.enable("table").enable("strikethrough").disable("image")
-
-
-def _link_open(self: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
-    tokens[idx].attrSet("rel", "noopener nofollow")
-    return self.renderToken(tokens, idx, options, env)
-
-
-_md.add_render_rule("link_open", _link_open)
-
-_cache: OrderedDict[str, Markup] = OrderedDict()
-CACHE_SIZE = 2000
-
-
-def markdown(text: str) -> Markup:
-    """Markdown to HTML that is safe to place in a page (a small cache: live updates repeat bodies)."""
-    hit = _cache.get(text)
-    if hit is not None:
-        _cache.move_to_end(text)
-        return hit
-    html = Markup(_md.render(text))
-    _cache[text] = html
-    if len(_cache) > CACHE_SIZE:
-        _cache.popitem(last=False)
-    return html
 
 
 def ago(stamp: str | None, now: datetime | None = None) -> str:

@@ -42,6 +42,7 @@ async def me(ctx: Context, p: Principal) -> dict[str, Any]:
 class AgentList:
     workspace: str | None = arg(None, pattern=r"[a-z0-9._-]{2,64}")
     after: str = arg("", max_len=32, help="Handle to continue after.")
+    prefix: str = arg("", pattern=r"[A-Za-z0-9._-]{0,32}", help="Handles that start with it, any case.")
     limit: int = arg(20, min=1, max=500)
     max_bytes: int | None = arg(None, min=1)
 
@@ -49,7 +50,9 @@ class AgentList:
 async def roster(ctx: Context, p: Principal, q: AgentList) -> Page:
     async def read(conn: Connection) -> list[dict[str, Any]]:
         workspace = await scope.resolve_optional(conn, p, q.workspace)
-        rows = await store.list_agents(conn, scope.workspace_ids(p, workspace), q.after, q.limit + 1)
+        rows = await store.list_agents(
+            conn, scope.workspace_ids(p, workspace), q.after, q.limit + 1, q.prefix
+        )
         claims = await active_claims(conn, p, [r["id"] for r in rows])
         now = ctx.now()
         return [

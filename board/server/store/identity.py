@@ -40,11 +40,15 @@ async def agents_by_handles(conn: Connection, handles: list[str]) -> list[AgentR
 
 
 async def list_agents(
-    conn: Connection, workspace_ids: list[int] | None, after_handle: str, limit: int
+    conn: Connection, workspace_ids: list[int] | None, after_handle: str, limit: int, prefix: str = ""
 ) -> list[AgentRow]:
-    """Humans and the bots of the given workspaces (all bots when None), by handle."""
+    """Humans and the bots of the given workspaces (all bots when None), by handle; with
+    ``prefix``, only handles that start with it, in any case (a mention being typed)."""
     where = "a.kind != 'system' AND a.handle > ?"
     params: list[Any] = [after_handle]
+    if prefix:
+        where += " AND lower(a.handle) LIKE ? ESCAPE '\\'"
+        params.append(prefix.lower().replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%") + "%")
     if workspace_ids is not None:
         marks = ",".join("?" * len(workspace_ids)) or "NULL"
         where += f" AND (a.kind = 'human' OR a.workspace_id IN ({marks}))"

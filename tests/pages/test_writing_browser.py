@@ -1,0 +1,192 @@
+"""Writing and the keyboard in a real browser: Ctrl+Enter, the preview, mentions, drafts, j/k/r,
+the g shortcuts and ?."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.async_api import Browser, Locator, Page, expect
+
+from board.client import JSON
+from tests.pages.test_pages_browser import signed_in_tab
+from tests.pages.test_preview import MIXED
+from tests.support.boardtest import World, db_rows
+from tests.support.browser_support import Tab
+
+
+async def two_roots(chromium: Browser, world: World, tmp_path: Path) -> tuple[Tab, JSON, JSON]:
+    """Alice's tab on a board where pb has posted two roots in proj's #lobby."""
+    first = await world.bot.post("the first root", channel="lobby", workspace="proj")
+    second = await world.bot.post("the second root", channel="lobby", workspace="proj")
+    return await signed_in_tab(chromium, world, tmp_path), first, second
+
+
+async def lobby(chromium: Browser, world: World, tmp_path: Path) -> tuple[Tab, Locator]:
+    """Alice's tab on proj's #lobby, and the field that posts a new root there."""
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/c/lobby?workspace=proj")
+    return tab, tab.page.locator(".stream textarea[name=body]")
+
+
+async def inner_html(page: Page, selector: str) -> str:
+    return await page.locator(selector).evaluate("node => node.innerHTML")
+
+
+async def test_ctrl_enter_posts_what_the_preview_showed(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    tab, area = await lobby(chromium, world, tmp_path)
+    page = tab.page
+    await area.fill(MIXED)
+    toggle = page.get_by_role("button", name="Preview").first
+    await toggle.click()
+    await expect(toggle).to_have_attribute("aria-pressed", "true")
+    preview = page.locator(".stream .preview")
+    await expect(preview.locator("table td em")).to_have_text("a")
+    await expect(preview.locator("pre code.language-python")).to_contain_text('print("<b>hi</b>")')
+    await expect(preview.locator("a[href='https://example.com/docs']")).to_have_attribute(
+        "rel", "noopener nofollow"
+    )
+    await expect(preview).to_contain_text("@pb")
+    shown = await inner_html(page, ".stream .preview")
+    await tab.shot("20-preview")
+    await area.press("Control+Enter")
+    await page.wait_for_url("**thread=*")
+    root = int(page.url.rsplit("=", 1)[1])
+    assert db_rows(world.board.db_path, f"SELECT body FROM messages WHERE id = {root}") == [(MIXED,)]
+    assert await inner_html(page, f"#roots #m{root} .body") == shown
+    await tab.shot("21-posted-as-previewed")
+    # The preview follows what is typed, and says so when there is nothing to show.
+    await page.locator(".stream textarea[name=body]").fill("")
+    await page.get_by_role("button", name="Preview").first.click()
+    await expect(page.locator(".stream .preview")).to_have_text("Nothing to preview.")
+    # In the thread panel too: Ctrl+Enter sends the reply.
+    reply = page.locator(".thread-panel textarea[name=body]")
+    await expect(reply).to_have_accessible_name(f"Reply in thread {root}")
+    await reply.fill("a reply by keyboard")
+    await reply.press("Control+Enter")
+    await expect(page.locator("#thread-messages .msg").last).to_contain_text("a reply by keyboard")
+    assert db_rows(world.board.db_path, f"SELECT count(*) FROM messages WHERE reply_to = {root}") == [(1,)]
+    assert tab.errors == []
+
+
+async def test_mention_completion_offers_the_workspaces_handles(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    tab, area = await lobby(chromium, world, tmp_path)
+    page = tab.page
+    await area.press_sequentially("ping @p")
+    listbox = page.get_by_role("listbox", name="Mention")
+    await expect(listbox.get_by_role("option")).to_have_text(["@pb", "@pb2"])
+    await expect(area).to_have_attribute("aria-expanded", "true")
+    await area.press("ArrowDown")
+    await expect(listbox.get_by_role("option", selected=True)).to_have_text("@pb2")
+    await tab.shot("22-mention-completion")
+    await area.press("Enter")
+    await expect(area).to_have_value("ping @pb2 ")
+    await expect(listbox).to_be_hidden()
+    # A bot of another workspace is not offered; the lookup answered, with nobody.
+    async with page.expect_response(lambda r: "/api/agents?" in r.url and "prefix=o" in r.url) as answer:
+        await area.press_sequentially("and @o")
+    assert (await (await answer.value).json())["agents"] == []
+    await expect(listbox).to_be_hidden()
+    await area.press("Control+Enter")
+    await page.wait_for_url("**thread=*")
+    root = int(page.url.rsplit("=", 1)[1])
+    assert db_rows(world.board.db_path, f"SELECT body FROM messages WHERE id = {root}") == [
+        ("ping @pb2 and @o",)
+    ]
+    assert tab.errors == []
+
+
+async def test_a_draft_survives_a_reload_and_is_gone_once_sent(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    tab, first, second = await two_roots(chromium, world, tmp_path)
+    page = tab.page
+    await page.goto(world.board.url + f"/t/{first['id']}")
+    area = page.locator(".thread-main textarea[name=body]")
+    await area.press_sequentially("half a thought")
+    await page.reload()
+    await expect(area).to_have_value("half a thought")
+    await tab.shot("23-draft-after-reload")
+    await page.goto(world.board.url + f"/t/{second['id']}")
+    await expect(area).to_have_value("")  # drafts are kept per thread
+    # A refused send keeps the draft: the board refuses a body of spaces.
+    await area.fill("   ")
+    await area.press("Control+Enter")
+    await expect(page.locator(".card.error")).to_contain_text("The body is empty")
+    await page.goto(world.board.url + f"/t/{second['id']}")
+    await expect(area).to_have_value("   ")
+    # A send that went through spends it.
+    await page.goto(world.board.url + f"/t/{first['id']}")
+    await expect(area).to_have_value("half a thought")
+    await area.press("Control+Enter")
+    await expect(page.locator("#thread-messages .msg").last).to_contain_text("half a thought")
+    await expect(area).to_have_value("")
+    await page.reload()
+    await expect(area).to_have_value("")
+    drafts = await page.evaluate("Object.keys(localStorage).filter(k => k.startsWith('board-draft:'))")
+    assert drafts == [f"board-draft:/t/{second['id']}||"]
+    assert tab.errors == []
+
+
+async def test_the_keyboard_moves_replies_and_goes_places(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    tab, older, root = await two_roots(chromium, world, tmp_path)
+    later = await world.peer.post("a reply in it", reply_to=root["id"])
+    page = tab.page
+    await page.goto(world.board.url + f"/c/lobby?workspace=proj&thread={root['id']}")
+
+    async def focused() -> int:
+        """Which message has the focus, by its place on the page (the open root is on it twice)."""
+        at = await page.evaluate(
+            "[...document.querySelectorAll('article.msg')].indexOf(document.activeElement)"
+        )
+        return int(at)
+
+    ids = await page.locator("article.msg").evaluate_all("nodes => nodes.map(n => n.id)")
+    assert ids == [f"m{older['id']}", f"m{root['id']}", f"m{root['id']}", f"m{later['id']}"]
+    assert await focused() == -1
+    await page.keyboard.press("j")
+    assert await focused() == 0
+    for _ in range(5):
+        await page.keyboard.press("j")
+    assert await focused() == 3  # stops at the last
+    await page.keyboard.press("k")
+    assert await focused() == 2
+    outline = await page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline == "solid"  # the focus is visible
+    await tab.shot("24-focused-message")
+    # r on a message of the open thread: its reply form has the keyboard; typing j there types.
+    await page.keyboard.press("r")
+    reply = page.locator(".thread-panel textarea[name=body]")
+    await expect(reply).to_be_focused()
+    await page.keyboard.type("jk?gi")
+    await expect(reply).to_have_value("jk?gi")
+    assert page.url.endswith(f"thread={root['id']}") and await page.locator("#shortcuts").count() == 0
+    # r on a root whose thread is not open: the page opens it at its reply form.
+    await page.locator(f"#m{older['id']} header .author").focus()
+    await page.keyboard.press("r")
+    await page.wait_for_url(f"**thread={older['id']}#reply")
+    await expect(page.locator(".thread-panel textarea[name=body]")).to_be_focused()
+    await page.locator("body").click(position={"x": 5, "y": 400})
+    # ? lists the shortcuts; Escape closes the list.
+    await page.keyboard.press("?")
+    dialog = page.get_by_role("dialog", name="Keyboard shortcuts")
+    await expect(dialog).to_be_visible()
+    await expect(dialog).to_contain_text("Go to Inbox")
+    await expect(dialog.locator("dt")).to_have_count(8)
+    await tab.shot("25-shortcuts")
+    await page.keyboard.press("Escape")
+    await expect(dialog).to_be_hidden()
+    for key, path in (("i", "/inbox"), ("f", "/fleet"), ("r", "/routines")):
+        await page.keyboard.press("g")
+        await page.keyboard.press(key)
+        await page.wait_for_url(f"**{path}")
+        await page.goto(world.board.url + f"/c/lobby?workspace=proj&thread={root['id']}")
+    # A g long ago is no prefix: i alone goes nowhere.
+    await page.keyboard.press("i")
+    assert page.url.endswith(f"thread={root['id']}")
+    assert tab.errors == []
