@@ -11,20 +11,11 @@ from playwright.async_api import Browser, expect
 from board.server.services import auth
 from routines import importer
 from tests.support.boardtest import Board, World, db_rows
-from tests.support.browser_support import Tab, new_tab
+from tests.support.browser_support import new_tab
 from tests.support.fleettest import enroll_keeper
-from tests.support.pages_support import login_link
+from tests.support.pages_support import login_link, signed_in_tab
 
 LIVE = re.compile(r"\blive\b")  # the page's stream is open
-
-
-async def signed_in_tab(chromium: Browser, world: World, tmp_path: Path, width: int = 1280) -> Tab:
-    tab = await new_tab(chromium, tmp_path, width=width)
-    link = await login_link(world.board, "alice")
-    await tab.page.goto(world.board.url + link)
-    await tab.page.click("#use-link")
-    await tab.page.wait_for_url("**/c/**")
-    return tab
 
 
 async def test_sign_in_with_the_link_then_the_link_is_refused(
@@ -258,7 +249,7 @@ async def test_approve_an_imported_routine_and_see_its_next_run(
     assert found["state"] == "active" and found["approved"]["version"] == 1
     assert found["approved"]["decided_by"] == "alice" and found["approved"]["note"] == "looks right"
     assert found["next_run"] is not None and found["next_run"].endswith("T02:00:00Z")
-    await expect(routine.locator(".next-run")).to_have_text(found["next_run"])
+    await expect(routine.locator(".next-run time")).to_have_attribute("datetime", found["next_run"])
     await expect(routine.locator(".pending-version")).to_have_count(0)
     await expect(tab.page.locator("body")).to_have_class(LIVE)
     await tab.shot("21-routine-approved")

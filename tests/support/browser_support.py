@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.async_api import Browser, Dialog, Page, async_playwright
@@ -50,8 +52,8 @@ async def chromium() -> AsyncIterator[Browser]:
         await browser.close()
 
 
-async def new_tab(browser: Browser, out: Path, width: int = 1280) -> Tab:
-    context = await browser.new_context(viewport={"width": width, "height": 800})
+async def new_tab(browser: Browser, out: Path, width: int = 1280, height: int = 800) -> Tab:
+    context = await browser.new_context(viewport={"width": width, "height": height})
     page = await context.new_page()
     tab = Tab(page, out)
 
@@ -63,3 +65,25 @@ async def new_tab(browser: Browser, out: Path, width: int = 1280) -> Tab:
     page.on("pageerror", lambda exc: tab.errors.append(str(exc)))
     page.set_default_timeout(15_000)
     return tab
+
+
+#: axe-core as the axe-playwright-python package ships it (the test extra pins it).
+AXE = resources.files("axe_playwright_python").joinpath("axe.min.js")
+
+
+async def axe_findings(page: Page, impacts: tuple[str, ...] = ("serious", "critical")) -> list[str]:
+    """What axe-core finds on the page at these impacts, one line per rule with where it hit.
+
+    Evaluated through the DevTools protocol rather than added as a <script>, so the page's
+    strict CSP (nothing inline) stays as it is served.
+    """
+    if not await page.evaluate("typeof window.axe !== 'undefined'"):
+        await page.evaluate(AXE.read_text(encoding="utf-8"))
+    found: list[dict[str, Any]] = await page.evaluate(
+        "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
+    )
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes'][:4]]}"
+        for v in found
+        if v["impact"] in impacts
+    ]

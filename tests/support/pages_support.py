@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import aiohttp
+from playwright.async_api import Browser as Chromium
 
 from board.server.services import auth, sessions
-from tests.support.boardtest import Board
+from tests.support.boardtest import Board, World
+from tests.support.browser_support import Tab, new_tab
 
 CSRF = re.compile(r'name="csrf-token" content="([^"]*)"')
 
@@ -74,3 +77,15 @@ async def sign_in(board: Board, handle: str = "alice") -> Browser:
     await b.get("/settings")  # picks up the session's CSRF token
     assert b.csrf
     return b
+
+
+async def signed_in_tab(
+    chromium: Chromium, world: World, out: Path, width: int = 1280, height: int = 800
+) -> Tab:
+    """A Chromium tab signed in as alice with a one-time link, on the first page it lands on."""
+    tab = await new_tab(chromium, out, width=width, height=height)
+    link = await login_link(world.board, "alice")
+    await tab.page.goto(world.board.url + link)
+    await tab.page.click("#use-link")
+    await tab.page.wait_for_url("**/c/**")
+    return tab

@@ -62,6 +62,32 @@ def ago(stamp: str | None, now: datetime | None = None) -> str:
     return f"{seconds} s"
 
 
+def relative(at: datetime, now: datetime | None = None) -> str:
+    """'3 min ago' or 'in 2 h': what a time is from now, in the words app.js keeps current."""
+    seconds = int(((now or datetime.now(UTC)) - at).total_seconds())
+    if abs(seconds) < 10:
+        return "just now"
+    size, unit = next(
+        (s, u) for s, u in ((86400, "d"), (3600, "h"), (60, "min"), (1, "s")) if abs(seconds) >= s
+    )
+    count = abs(seconds) // size
+    return f"{count} {unit} ago" if seconds > 0 else f"in {count} {unit}"
+
+
+def when(stamp: str | None, empty: str = "") -> Markup:
+    """A time as every page shows it: relative words in a ``<time>`` with the exact time on hover.
+
+    The server writes UTC; app.js rewrites the title in the browser's (or the chosen) time zone
+    and keeps the words current as time passes, so a page left open does not go stale.
+    """
+    if not stamp:
+        return Markup("{}").format(empty)
+    at = parse_time(stamp)
+    return Markup('<time datetime="{}" title="{}">{}</time>').format(
+        at.strftime("%Y-%m-%dT%H:%M:%SZ"), at.strftime("%Y-%m-%d %H:%M:%S UTC"), relative(at)
+    )
+
+
 def claim_line(claim: dict[str, Any] | None) -> str:
     """The claim state of a root as the board shows it: open, claimed by X for 12 min, done."""
     if not claim or claim.get("state") in (None, "open"):
@@ -81,7 +107,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["markdown"] = markdown
-    env.filters["ago"] = ago
+    env.filters["when"] = when
     env.filters["last_line"] = last_line
     env.globals["claim_line"] = claim_line
     return env
