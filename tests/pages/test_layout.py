@@ -166,14 +166,19 @@ async def test_times_are_relative_exact_on_hover_and_move_on(
     posted = await world.bot.post("a time to read", channel="lobby", workspace="proj")
     tab = await new_tab(chromium, tmp_path)
     page = tab.page
-    await page.context.add_init_script("localStorage.setItem('board-zone', 'Asia/Kolkata')")
-    await page.clock.install()
+    created = datetime.fromisoformat(posted["created_at"].replace("Z", "+00:00"))
+    await page.clock.install(
+        time=created + timedelta(seconds=2)
+    )  # the page's clock, however slow the machine
     await page.goto(world.board.url + await login_link(world.board, "alice"))
     await page.click("#use-link")
     await page.wait_for_url("**/c/**")
+    await page.goto(world.board.url + "/settings")
+    async with page.expect_navigation():  # the page reloads to show its times in the new zone
+        await page.get_by_label("Time zone").select_option("Asia/Kolkata")
+    await expect(page.get_by_label("Time zone")).to_have_value("Asia/Kolkata")
     await page.goto(world.board.url + "/c/lobby?workspace=proj")
     stamp = page.locator(f"#m{posted['id']} header time")
-    created = datetime.fromisoformat(posted["created_at"].replace("Z", "+00:00"))
     await expect(stamp).to_have_attribute("datetime", created.strftime("%Y-%m-%dT%H:%M:%SZ"))
     await expect(stamp).to_have_text("just now")
     # The exact time on hover, in the zone chosen on Settings: India is UTC+5:30, whatever the machine's.

@@ -103,7 +103,8 @@ async def test_a_profile_made_on_the_page_is_the_one_the_api_answers(world: Worl
         status, page = await b.get(location)
         assert status == 200
         # Just saved, by the board's wall clock (on a busy machine some seconds may pass).
-        saved = r'Saved: version 1, by alice, <time datetime="[0-9TZ:-]+" title="[^"]+ UTC">(just now|\d+ s ago)</time>\.'
+        stamp = r'<time datetime="[0-9TZ:-]+" title="[^"]+ UTC">(just now|\d+ s ago)</time>'
+        saved = rf"Saved: version 1, by alice, {stamp}\."
         assert re.search(saved, page)
         assert '<input type="hidden" name="base_version" value="1">' in page
         assert 'name="name"' not in page and 'name="workspace"' not in page  # fixed once made
