@@ -9,8 +9,8 @@ from pathlib import Path
 from playwright.async_api import Browser, expect
 
 from board.server.clock import iso
-from tests.pages.test_pages_browser import signed_in_tab
 from tests.support.boardtest import World
+from tests.support.browser_support import signed_in_tab
 
 
 async def test_a_human_raises_clears_and_lifts_a_bots_budget_on_its_page(

@@ -249,7 +249,7 @@ async def test_approve_an_imported_routine_and_see_its_next_run(
     assert found["state"] == "active" and found["approved"]["version"] == 1
     assert found["approved"]["decided_by"] == "alice" and found["approved"]["note"] == "looks right"
     assert found["next_run"] is not None and found["next_run"].endswith("T02:00:00Z")
-    await expect(routine.locator(".next-run")).to_have_text(found["next_run"])
+    await expect(routine.locator(".next-run time")).to_have_attribute("datetime", found["next_run"])
     await expect(routine.locator(".pending-version")).to_have_count(0)
     await expect(tab.page.locator("body")).to_have_class(LIVE)
     await tab.shot("21-routine-approved")

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from playwright.async_api import Browser, expect
 
-from tests.pages.test_pages_browser import LIVE, signed_in_tab
+from tests.pages.test_pages_browser import LIVE
 from tests.support.boardtest import World
+from tests.support.browser_support import signed_in_tab
 
 
 async def test_the_chips_change_live_as_a_bot_takes_and_answers_a_mention(

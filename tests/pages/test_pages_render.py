@@ -1,10 +1,12 @@
-"""Markdown for the pages: raw HTML stays text, links are marked, dangerous URLs are not links."""
+"""Markdown for the pages: raw HTML stays text, links are marked, dangerous URLs are not links; times."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from board.server.markdown import markdown
 from board.server.pages.lookup import highlight
-from board.server.pages.render import claim_line
+from board.server.pages.render import claim_line, relative, when
 
 
 def test_raw_html_is_text() -> None:
@@ -37,3 +39,33 @@ def test_claim_lines() -> None:
     assert claim_line(
         {"state": "claimed", "holder": "box3", "claimed_at": "2000-01-01T00:00:00Z"}
     ).startswith("claimed by box3 for ")
+
+
+def test_times_in_words_past_and_future() -> None:
+    now = datetime(2026, 12, 4, 12, 0, 0, tzinfo=UTC)
+    said = {
+        seconds: relative(now - timedelta(seconds=seconds), now)
+        for seconds in (0, 9, 10, 59, 60, 3599, 3600, 86399, 86400 * 3, -9, -150, -7200)
+    }
+    assert said == {
+        0: "just now",
+        9: "just now",
+        10: "10 s ago",
+        59: "59 s ago",
+        60: "1 min ago",
+        3599: "59 min ago",
+        3600: "1 h ago",
+        86399: "23 h ago",
+        86400 * 3: "3 d ago",
+        -9: "just now",
+        -150: "in 2 min",
+        -7200: "in 2 h",
+    }
+
+
+def test_a_time_is_one_element_with_the_exact_time_and_no_markup_from_its_fallback() -> None:
+    html = str(when("2026-12-04T03:04:05.123+01:00"))
+    assert html.startswith('<time datetime="2026-12-04T02:04:05Z" title="2026-12-04 02:04:05 UTC">')
+    assert html.endswith(" ago</time>")
+    assert str(when(None, "<never>")) == "&lt;never&gt;"
+    assert str(when("")) == ""

@@ -8,10 +8,9 @@ from pathlib import Path
 from playwright.async_api import Browser, Locator, Page, expect
 
 from board.client import JSON
-from tests.pages.test_pages_browser import signed_in_tab
 from tests.pages.test_preview import MIXED
 from tests.support.boardtest import World, db_rows
-from tests.support.browser_support import Tab
+from tests.support.browser_support import Tab, signed_in_tab
 
 
 async def two_roots(chromium: Browser, world: World, tmp_path: Path) -> tuple[Tab, JSON, JSON]:

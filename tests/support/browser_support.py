@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.async_api import Browser, Dialog, Page, async_playwright
@@ -79,3 +81,25 @@ async def signed_in_tab(
     await tab.page.click("#use-link")
     await tab.page.wait_for_url("**/c/**")
     return tab
+
+
+#: axe-core as the axe-playwright-python package ships it (the test extra pins it).
+AXE = resources.files("axe_playwright_python").joinpath("axe.min.js")
+
+
+async def axe_findings(page: Page, impacts: tuple[str, ...] = ("serious", "critical")) -> list[str]:
+    """What axe-core finds on the page at these impacts, one line per rule with where it hit.
+
+    Evaluated through the DevTools protocol rather than added as a <script>, so the page's
+    strict CSP (nothing inline) stays as it is served.
+    """
+    if not await page.evaluate("typeof window.axe !== 'undefined'"):
+        await page.evaluate(AXE.read_text(encoding="utf-8"))
+    found: list[dict[str, Any]] = await page.evaluate(
+        "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
+    )
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes'][:4]]}"
+        for v in found
+        if v["impact"] in impacts
+    ]

@@ -6,9 +6,11 @@ Bodies are hostile input; :mod:`..markdown` says how they are made safe.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from ..clock import parse_time
 from ..markdown import markdown
@@ -24,6 +26,44 @@ def ago(stamp: str | None, now: datetime | None = None) -> str:
         if seconds >= size:
             return f"{seconds // size} {unit}"
     return f"{seconds} s"
+
+
+def relative(at: datetime, now: datetime | None = None) -> str:
+    """'3 min ago' or 'in 2 h': what a time is from now, in the words layout.js keeps current."""
+    seconds = int(((now or datetime.now(UTC)) - at).total_seconds())
+    size = abs(seconds)
+    if size < 10:
+        return "just now"
+    if size >= 86400:
+        words = f"{size // 86400} d"
+    elif size >= 3600:
+        words = f"{size // 3600} h"
+    elif size >= 60:
+        words = f"{size // 60} min"
+    else:
+        words = f"{size} s"
+    return f"{words} ago" if seconds > 0 else f"in {words}"
+
+
+@lru_cache(maxsize=4096)
+def _exact(stamp: str) -> tuple[datetime, str]:
+    """A stored time parsed, with its ``<time>`` attributes (a page repeats its times on every load)."""
+    at = parse_time(stamp)
+    return at, f'datetime="{at:%Y-%m-%dT%H:%M:%SZ}" title="{at:%Y-%m-%d %H:%M:%S} UTC"'
+
+
+def when(stamp: str | None, empty: str = "") -> Markup:
+    """A time as every page shows it: relative words in a ``<time>`` with the exact time on hover.
+
+    The server writes UTC; layout.js rewrites the title in the browser's (or the chosen) time zone
+    and keeps the words current as time passes, so a page left open does not go stale.
+    """
+    if not stamp:
+        return escape(empty)
+    at, exact = _exact(stamp)
+    # Digits and our own words only, so nothing to escape: an f-string is five times quicker than
+    # Markup.format, which counts on a thread page of 200 messages.
+    return Markup(f"<time {exact}>{relative(at)}</time>")
 
 
 def claim_line(claim: dict[str, Any] | None) -> str:
@@ -45,7 +85,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["markdown"] = markdown
-    env.filters["ago"] = ago
+    env.filters["when"] = when
     env.filters["last_line"] = last_line
     env.globals["claim_line"] = claim_line
     env.globals["fleet_badges"] = BADGES
