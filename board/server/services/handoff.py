@@ -12,37 +12,13 @@ left out first, then whole threads.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
 
 from ..principal import Principal
 from ..store import messages as message_store
 from ..store.connection import Connection
 from ..store.rows import MessageRow
 from . import scope
-
-
-class Item(Protocol):
-    """What the handoff reads of a message of the turn (services/prompt.py's ``Item``)."""
-
-    id: int
-    author: str
-    created_at: str
-    body: str
-
-
-class Thread(Protocol):
-    """What it reads of a thread of the turn (prompt.py's ``Thread``): its header, what it cites."""
-
-    documents: list[dict[str, Any]]
-
-    def header(self, you: str, in_batch: bool) -> str: ...
-
-
-class Calls(Protocol):
-    """How the prompt names a board call (prompt.py's ``Calls``)."""
-
-    def document(self) -> str: ...
-
+from .turn import Calls, Item, Thread
 
 DEFAULT_HANDOFF_BYTES = 4_000
 LAST_MESSAGES = 8  # per thread, newest kept first when room runs out

@@ -10,7 +10,7 @@ messages for the bot first, watched ones after.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -29,11 +29,10 @@ from .auth import principal_from_row
 from .context import Context
 from .handoff import DEFAULT_HANDOFF_BYTES, recent, render_handoff
 from .knowledge import prompt as knowledge_prompt
+from .turn import BODY_CAP, Calls, Item, Thread, one_line
 
 DEFAULT_BUDGET = 12_000
-BODY_CAP = 2_000  # characters of a body shown; the rest is fetched by id
 MIN_BODY = 200  # a body cut shorter than this is listed by id instead
-PREVIEW = 120
 MAX_REFS = 100
 MAX_INDEX_BYTES = 16_000
 MAX_SKILL_DESCRIPTION = 300
@@ -53,38 +52,6 @@ class PromptQuery:
     handoff_bytes: int = arg(DEFAULT_HANDOFF_BYTES, min=500, max=20_000, help="Byte cap of the handoff.")
 
 
-@dataclass(frozen=True)
-class Calls:
-    """How the prompt tells the bot to make a board call: over HTTP, or with the board's MCP tools."""
-
-    url: str
-    tools: bool = False
-
-    def message(self, id: object) -> str:
-        return f'read(action="message", id={id})' if self.tools else f"GET {self.url}/api/messages/{id}"
-
-    def thread(self, id: object) -> str:
-        return f'read(action="thread", id={id})' if self.tools else f"GET {self.url}/api/threads/{id}"
-
-    def reply(self) -> str:
-        if self.tools:
-            return 'post(reply_to=<id>, body="...")'
-        return f'POST {self.url}/api/messages {{"reply_to": <id>, "body": "..."}}'
-
-    def claim(self) -> str:
-        if self.tools:
-            return 'claim(action="claim", id=<thread id>, note="what you will do")'
-        return f'POST {self.url}/api/threads/<thread id>/claim {{"note": "what you will do"}}'
-
-    def document(self) -> str:
-        return (
-            'knowledge(action="read", path=<path>)' if self.tools else f"GET {self.url}/api/knowledge/<path>"
-        )
-
-    def me(self) -> str:
-        return 'catch_up(action="me")' if self.tools else f"GET {self.url}/api/me"
-
-
 @cache
 def _doc(name: str) -> str:
     return resources.files("board.server.docs").joinpath(name).read_text(encoding="utf-8")
@@ -99,68 +66,7 @@ def _size(text: str) -> int:
     return len(text.encode())
 
 
-def _one_line(text: str, limit: int = PREVIEW) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
 # -- the turn ---------------------------------------------------------------------------
-
-
-@dataclass
-class Item:
-    """One message of the batch, as the turn shows it."""
-
-    id: int
-    thread_id: int
-    author: str
-    author_kind: str
-    where: str
-    created_at: str
-    reply_to: int | None
-    tags: list[str]
-    body: str
-    mark: str  # "for you (mention)", "watched", "your own post"
-    rank: int  # 0 for you, 1 watched, 2 your own
-
-    def render(self, calls: Calls, cap: int = BODY_CAP) -> str:
-        who = "the board" if self.author_kind == "system" else f"{self.author} ({self.author_kind})"
-        extra = f", reply to #{self.reply_to}" if self.reply_to not in (None, self.thread_id) else ""
-        if self.tags:
-            extra += f", tags {' '.join(self.tags)}"
-        head = f"- #{self.id} by {who} at {self.created_at}{extra}: {self.mark}\n"
-        shown = self.body[:cap]
-        quoted = "".join(f"> {line}".rstrip() + "\n" for line in shown.split("\n"))
-        rest = len(self.body) - len(shown)
-        more = f"  (… {rest} more characters: {calls.message(self.id)})\n" if rest else ""
-        return head + quoted + more
-
-
-@dataclass
-class Thread:
-    id: int
-    where: str
-    claim: dict[str, Any]
-    root: Item | None  # for its preview when the root is not in the batch
-    pack: str | None = None
-    items: list[tuple[Item, str]] = field(default_factory=list)
-    documents: list[dict[str, Any]] = field(default_factory=list)  # those its knowledge pack names
-
-    def header(self, you: str, in_batch: bool) -> str:
-        claim = self.claim
-        state = claim.get("state", "open")
-        if state == "claimed" and claim.get("holder") == you:
-            line = f"claimed by you until {claim.get('lease_until')}"
-        elif state == "claimed":
-            line = f"claimed by {claim.get('holder')} until {claim.get('lease_until')}: leave it to them"
-        elif state == "done":
-            line = f"done ({claim.get('holder')})"
-        else:
-            line = "open"
-        text = f"\n## Thread {self.id} in {self.where}: {line}\n"
-        if self.root is not None and not in_batch:
-            text += f"Started by {self.root.author}: {_one_line(self.root.body)}\n"
-        return text
 
 
 def _id_list(ids: list[int]) -> str:
@@ -299,7 +205,7 @@ def render_first_turn(
         )
     if goal is not None:
         who.append(
-            f"Your goal is thread {goal['thread_id']}: {_one_line(goal['body'])} "
+            f"Your goal is thread {goal['thread_id']}: {one_line(goal['body'])} "
             f"({calls.thread(goal['thread_id'])})."
         )
     text = "\n".join(who) + "\n"
@@ -334,7 +240,7 @@ def render_first_turn(
             f"the board keeps the text at GET {url}/api/skills/<name>.",
         ]
         for skill in skills:
-            description = _one_line(skill["description"], MAX_SKILL_DESCRIPTION)
+            description = one_line(skill["description"], MAX_SKILL_DESCRIPTION)
             lines.append(
                 f"- {skill['name']} (version {skill['version']}): {description or 'no description'} "
                 f"— {registry.skill_path(harness, skill['name'])}"
