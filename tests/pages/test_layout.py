@@ -41,6 +41,7 @@ PAGES = {
     "/workspaces": "/workspaces",
     "/fleet": "/fleet",
     "/fleet/bots/{handle}": "/fleet/bots/fb1",
+    "/fleet/machines/{name}/remove": "/fleet/machines/box1/remove",
     "/fleet/profiles": "/fleet/profiles",
     "/fleet/profiles/{name}": "/fleet/profiles/proj-dev",
     "/onboard": "/onboard",

@@ -77,7 +77,7 @@ async def test_mention_completion_offers_the_workspaces_handles(
     await area.press_sequentially("ping @p")
     listbox = page.get_by_role("listbox", name="Mention")
     await expect(listbox.get_by_role("option")).to_have_text(["@pb", "@pb2"])
-    await expect(area).to_have_attribute("aria-expanded", "true")
+    await expect(area).to_have_attribute("aria-activedescendant", "mentions-0-0")  # the first, chosen
     await area.press("ArrowDown")
     await expect(listbox.get_by_role("option", selected=True)).to_have_text("@pb2")
     await tab.shot("22-mention-completion")

@@ -52,7 +52,6 @@
     list.hidden = true;
     area.setAttribute("aria-autocomplete", "list");
     area.setAttribute("aria-controls", list.id);
-    area.setAttribute("aria-expanded", "false");
     area.after(list);
     const submit = form.querySelector("button[type=submit]");
     bar.append(toggle, hint);
@@ -98,7 +97,6 @@
       list.replaceChildren();
       options = [];
       active = -1;
-      area.setAttribute("aria-expanded", "false");
       area.removeAttribute("aria-activedescendant");
     }
     function choose(index) {
@@ -134,7 +132,6 @@
         return option;
       }));
       list.hidden = false;
-      area.setAttribute("aria-expanded", "true");
       highlight(0);
     }
 
