@@ -59,4 +59,11 @@ def test_every_board_address_option_is_board_and_the_old_name_is_never_shown() -
         "board routines run",
         "board routines import",
     } <= renamed
-    assert taking - renamed == {"board mcp", "board bot run", "bot run", "keeper enroll"}
+    assert taking - renamed == {
+        "board mcp",
+        "board bot run",
+        "bot run",
+        "board bot wake-test",
+        "bot wake-test",
+        "keeper enroll",
+    }
