@@ -182,7 +182,11 @@ def test_a_hostile_state_file_lists_nothing_it_cannot_read(tmp_path: Path) -> No
 async def test_the_supervisor_carries_out_the_order_and_acks_it(tmp_path: Path, repo: Path) -> None:
     kept = add_worktree(repo, "fb1", 5)
     environ = {"BOT_STATE_DIR": str(tmp_path / "bots")}
-    write_state(tmp_path / "bots" / "fb1", {5: {"path": str(kept), "state": "kept"}})
+    # Thread 6 lists the checkout itself as kept: a path outside the .worktrees folder.
+    write_state(
+        tmp_path / "bots" / "fb1",
+        {5: {"path": str(kept), "state": "kept"}, 6: {"path": str(repo), "state": "kept"}},
+    )
     log = EventLog(tmp_path / "keeper.log", handle="keeper", stream=None)
     sup = Supervisor(tmp_path / "keeper", "http://127.0.0.1:9", Timing(), environ, log, token=_no_token)
     (tmp_path / "keeper").mkdir()
@@ -191,17 +195,20 @@ async def test_the_supervisor_carries_out_the_order_and_acks_it(tmp_path: Path, 
         {"id": 1, "handle": "fb1", "kind": "remove_worktree", "target": 6},
         {"id": 2, "handle": "fb1", "kind": "remove_worktree", "target": 5},
         {"id": 3, "handle": "fb1", "kind": "remove_worktree", "target": None},
+        {"id": 4, "handle": "fb1", "kind": "remove_worktree", "target": 8},
     ]
     sup.apply({"bots": bots, "orders": orders})
     await sup.close()
     acks = {a["id"]: (a["ok"], a["detail"]) for a in sup.acks}
-    assert acks[1] == (False, "@fb1 lists no worktree for thread 6")
+    assert acks[1] == (False, f"{repo} is not inside a <repo>.worktrees folder as fb1-t6")
     assert acks[2][0] is True and "its branch stays" in acks[2][1]
     assert acks[3] == (False, "the order names no thread")
+    assert acks[4] == (False, "@fb1 lists no worktree for thread 8")
     assert not kept.exists() and "bot/fb1/t5" in branches(repo)
+    assert (repo / "README").exists() and str(repo) in git(repo, "worktree", "list", "--porcelain")
     sup.apply({"bots": bots, "orders": orders})  # an order is carried out once, whatever the retries
     await sup.close()
-    assert len(sup.acks) == 3
+    assert len(sup.acks) == 4
 
 
 async def _no_token(handle: str) -> str | None:
