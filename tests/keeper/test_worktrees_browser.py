@@ -21,7 +21,7 @@ from board.client import BoardClient
 from tests.keeper.keeperrun import KeeperProcess, running, state
 from tests.keeper.test_keeper_worktrees import add_worktree, branches, make_repo
 from tests.support.boardtest import World, eventually
-from tests.support.browser_support import Tab, signed_in_tab
+from tests.support.browser_support import Tab, axe_findings, signed_in_tab
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -75,6 +75,14 @@ async def test_the_thread_shows_the_branch_and_remove_on_fleet_removes_the_kept_
     await expect(record).to_contain_text("1 commit ahead of main")
     assert await record.locator("pre.diffstat").text_content() == DIFFSTAT
     await tab.shot("01-thread-kept")
+    assert await axe_findings(tab.page) == []
+    await tab.page.set_viewport_size(
+        {"width": 390, "height": 800}
+    )  # a phone: the page does not scroll sideways
+    width = await tab.page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1], width
+    await tab.shot("01b-thread-kept-phone")
+    await tab.page.set_viewport_size({"width": 1280, "height": 800})
 
     await tab.page.goto(world.board.url + "/fleet")
     row = tab.page.locator(f"#worktree-fb-{thread_id}")
@@ -83,6 +91,7 @@ async def test_the_thread_shows_the_branch_and_remove_on_fleet_removes_the_kept_
     await expect(row.locator("td").nth(3)).to_have_text("3 h")
     await expect(tab.page.locator("#worktrees-fb .facts")).to_contain_text("worktrees 1 ·")
     await tab.shot("02-fleet-kept")
+    assert await axe_findings(tab.page) == []
     tab.page.on("framenavigated", lambda frame: tab.dialogs.append(f"navigated to {frame.url}"))
 
     await row.locator("button").click()
