@@ -34,6 +34,7 @@ from board.server.services import (
     sessions,
     wakes,
     workspaces,
+    worktrees,
 )
 from board.server.services.context import Context
 from tests.support.boardtest import Board, Where, World, db_rows, snapshot
@@ -73,6 +74,10 @@ EXPECTED: dict[str, tuple[set[str], str]] = {
     "thread.close_unclaimed": ({"human"}, "Claim thread 7 before closing it."),
     "wake.feed": ({"bot", "admin_bot"}, "The wake feed is a bot's; humans read /api/inbox."),
     "wake.record": ({"bot", "admin_bot"}, "Wakes are recorded by a bot's launcher, with the bot's token."),
+    "thread.worktree": (
+        {"bot", "admin_bot"},
+        "A thread's worktree is recorded by its bot's daemon, with the bot's token.",
+    ),
     "skill.write": (
         {"human", "admin_bot"},
         "Only humans and admin bots write skills; ask one in the admin workspace.",
@@ -95,6 +100,7 @@ EXPECTED: dict[str, tuple[set[str], str]] = {
     "fleet.view": ({"human"}, "Only a human may see the fleet."),
     "fleet.assign": ({"human"}, "Only a human may assign bots to machines."),
     "fleet.order": ({"human"}, "Only a human may start, stop or restart bots."),
+    "fleet.remove_worktree": ({"human"}, "Only a human may remove a bot's kept worktree."),
     "fleet.unassign": ({"human"}, "Only a human may unassign bots."),
     "fleet.remove_machine": ({"human"}, "Only a human may remove a machine."),
     "fleet.keeper_call": ({"keeper"}, "Only a machine's keeper (a bk_ token) makes this call."),
@@ -218,12 +224,13 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/api/fleet/bots"): {"machine": "box1", "profile": "proj-dev", "handle": "fb2"},
     ("POST", "/api/wakes"): {"harness": "claude", "started_at": "2026-11-30T04:00:00Z", "outcome": "ok"},
     ("PUT", "/api/agents/{handle}/budget"): {"lift": True},
+    ("PUT", "/api/threads/{id}/worktree"): {"state": "waiting"},
     ("POST", "/api/routines/{name}/runs"): {"version": 1, "scheduled_for": "2026-12-01T04:00:00Z"},
 }
 
 
 def _path(template: str) -> str:
-    for name, value in {"handle": "fb", "name": "nightly"}.items():
+    for name, value in {"handle": "fb", "name": "nightly", "id": "1"}.items():
         template = template.replace("{" + name + "}", value)
     return template
 
@@ -282,6 +289,7 @@ SERVICES: dict[str, Service] = {
     "fleet.view": lambda ctx, p: fleet.fleet(ctx, p, fleet.FleetQuery()),
     "fleet.order": lambda ctx, p: fleet.order(ctx, p, "pb", "stop"),
     "fleet.unassign": lambda ctx, p: fleet.unassign(ctx, p, "pb"),
+    "fleet.remove_worktree": lambda ctx, p: fleet.remove_worktree(ctx, p, "pb", 1),
     "fleet.remove_machine": lambda ctx, p: fleet.remove_machine(ctx, p, "box1"),
     "fleet.keeper_call": lambda ctx, p: fleet.mint_bot_token(ctx, p, "pb"),
     "routine.step_run": lambda ctx, p: routines.start_run(ctx, p, "nightly", 1),
@@ -291,6 +299,7 @@ SERVICES: dict[str, Service] = {
     "wake.record": lambda ctx, p: wakes.record_wake(
         ctx, p, wakes.WakeRecord(harness="claude", started_at="2026-11-30T04:00:00Z", outcome="ok")
     ),
+    "thread.worktree": lambda ctx, p: worktrees.record(ctx, p, 1, worktrees.WorktreeRecord(state="waiting")),
 }
 
 

@@ -190,6 +190,17 @@ CASES: dict[tuple[str, str], Case] = {
         body=lambda r, f: {"summary": "ok"},
         prepare=claim_by_bot,
     ),
+    # A bot's record of its worktree for a thread: a bot that reads the thread (HUMAN: the role's 403).
+    ("PUT", "/api/threads/{id}/worktree"): Case(
+        {"bot": 200, "admin_bot": 200, "other_bot": 404},
+        path={"id": "root"},
+        body=lambda r, f: {
+            "state": "live",
+            "branch": f"bot/{r}/t1",
+            "base": "main",
+            "path": "/srv/r.worktrees/x",
+        },
+    ),
     ("GET", "/api/claims"): Case(everyone(200)),
     ("POST", "/api/wakes"): Case({"bot": 201, "admin_bot": 201, "other_bot": 404}, body=wake_body),
     ("GET", "/api/wakes"): Case(everyone(200)),
@@ -215,6 +226,10 @@ CASES: dict[tuple[str, str], Case] = {
         for kind in ("start", "stop", "restart")
     },
     ("DELETE", "/api/fleet/bots/{handle}"): Case(HUMAN, path={"handle": "fleet_bot"}),
+    # A human's call reaches the service: fb's keeper reported no kept worktree for the thread.
+    ("POST", "/api/fleet/bots/{handle}/worktrees/{id}/remove"): Case(
+        {"human": 404}, path={"handle": "fleet_bot", "id": "root"}
+    ),
     ("DELETE", "/api/fleet/machines/{name}"): Case(HUMAN, path={"name": "box1"}),  # with fb on it
     ("POST", "/api/fleet/bots/{handle}/token"): Case(
         {"keeper": 201, "other_keeper": 404}, path={"handle": "fleet_bot"}

@@ -21,6 +21,7 @@ from .. import __version__
 from ..launcher.logs import LOG_FILE, tail
 from ..launcher.state import STATE_FILE as BOT_STATE_FILE
 from ..processes import start_time
+from . import worktrees
 from .supervisor import Slot, Supervisor, iso
 
 LINE_CAP = 2000
@@ -86,6 +87,7 @@ def bot(sup: Supervisor, slot: Slot) -> dict[str, Any]:
         "last_wake": _last_wake(bot_dir),
         "log_tail": [line[:LINE_CAP] for line in tail(bot_dir / LOG_FILE, sup.timing.log_lines)],
         "error": slot.error[:LINE_CAP],
+        "worktrees": worktrees.report(bot_dir, sup.sizes),
     }
     if slot.state == "backoff":
         item["backoff_s"] = round(max(0.0, slot.next_start - time.monotonic()), 1)
@@ -110,10 +112,12 @@ def bot(sup: Supervisor, slot: Slot) -> dict[str, Any]:
 
 def report(sup: Supervisor) -> dict[str, Any]:
     """The body of ``POST /api/fleet/report``."""
+    bots = [bot(sup, slot) for slot in sup.slots.values()]
+    sup.sizes.keep_only({w["path"] for b in bots for w in b["worktrees"]})
     return {
         "machine": machine(sup.directory),
         "interval": sup.timing.interval,
-        "bots": [bot(sup, slot) for slot in sup.slots.values()],
+        "bots": bots,
         "events": list(sup.journal),
         "acks": list(sup.acks),
     }

@@ -32,7 +32,7 @@ from ..launcher.daemon import EXIT_AUTH, EXIT_CONFIG, PID_FILE, running_pid
 from ..launcher.logs import EventLog
 from ..launcher.loop import backoff
 from ..launcher.state import write_atomic
-from . import processes
+from . import processes, worktrees
 from .config import STATE_FILE, Timing
 
 MAX_JOURNAL = 2000
@@ -103,6 +103,8 @@ class Supervisor:
         self.taken: list[int] = []
         self.changed = asyncio.Event()  # something the board should hear about soon
         self._stops: dict[str, asyncio.Task[None]] = {}
+        self._removals: set[asyncio.Task[None]] = set()
+        self.sizes = worktrees.Sizes()  # each bot worktree's size on disk, measured at most once a minute
 
     # -- persistence -----------------------------------------------------------------
 
@@ -205,6 +207,9 @@ class Supervisor:
         if slot is None:
             self.acknowledge(order, False, "no such bot on this machine")
             return
+        if kind == "remove_worktree":
+            self._remove_worktree(order)
+            return
         if kind in ("start", "restart"):
             slot.crashes, slot.in_a_row, slot.next_start, slot.error = [], 0, 0.0, ""
             if slot.state in ("crashed", "misconfigured"):
@@ -221,6 +226,22 @@ class Supervisor:
         self.acknowledge(
             order, True, {"start": "will run", "restart": "will run", "stop": "not running"}[kind]
         )
+
+    def _remove_worktree(self, order: Mapping[str, Any]) -> None:
+        """Remove a kept worktree in the background (git may take a while); ack with what happened."""
+        target = order.get("target")
+        if not isinstance(target, int) or isinstance(target, bool):
+            self.acknowledge(order, False, "the order names no thread")
+            return
+
+        async def run() -> None:
+            ok, detail = await worktrees.remove(order["handle"], target, self.bot_dir(order["handle"]))
+            self.log.event("worktree", bot=order["handle"], thread=target, ok=ok, detail=detail[:200])
+            self.acknowledge(order, ok, detail[:500])
+
+        task = asyncio.ensure_future(run())
+        self._removals.add(task)
+        task.add_done_callback(self._removals.discard)
 
     def acknowledge(self, order: Mapping[str, Any], ok: bool, detail: str) -> None:
         self.acks.append({"id": int(order["id"]), "ok": ok, "detail": detail})
@@ -354,6 +375,6 @@ class Supervisor:
 
     async def close(self) -> None:
         """Wait for stops under way; the bots that run keep running (the keeper may be restarting)."""
-        if self._stops:
-            await asyncio.gather(*self._stops.values(), return_exceptions=True)
+        if self._stops or self._removals:
+            await asyncio.gather(*self._stops.values(), *self._removals, return_exceptions=True)
         self.save()

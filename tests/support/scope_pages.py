@@ -56,6 +56,9 @@ PAGE_DECISIONS: dict[tuple[str, str], PageCase] = {
         404, path={"handle": "pb", "action": "stop"}, form={}
     ),
     ("GET", "/fleet/bots/{handle}"): PageCase(404, path={"handle": "pb"}),
+    ("POST", "/fleet/bots/{handle}/worktrees/{id}/remove"): PageCase(
+        404, path={"handle": "pb", "id": "root"}, form={}
+    ),
     ("GET", "/fleet/machines/{name}/remove"): PageCase(200, path={"name": "box1"}),
     ("POST", "/fleet/machines/{name}/remove"): PageCase(303, path={"name": "box1"}, form={}),
     ("GET", "/fleet/events"): PageCase(200),

@@ -38,6 +38,10 @@ def _order(kind: str) -> Any:
     return send
 
 
+async def remove_worktree(call: Call) -> Any:
+    return await fleet.remove_worktree(call.ctx, call.p, call.arg("handle"), call.int_arg("id"))
+
+
 async def unassign(call: Call) -> Any:
     return await fleet.unassign(call.ctx, call.p, call.arg("handle"))
 
@@ -124,6 +128,22 @@ ROUTES = [
         )
         for kind in fleet.ORDER_KINDS
     ],
+    Route(
+        "POST",
+        "/api/fleet/bots/{handle}/worktrees/{id}/remove",
+        remove_worktree,
+        "Order a bot's keeper to remove the worktree it kept for a thread; the branch stays (humans).",
+        answer=Answer(
+            obj(
+                {
+                    "handle": STR,
+                    "thread": INT,
+                    "order": obj({"id": INT, "kind": {"const": "remove_worktree"}, "target": INT}),
+                }
+            )
+        ),
+        role=actions.only("fleet.remove_worktree"),
+    ),
     Route(
         "DELETE",
         "/api/fleet/bots/{handle}",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import Forbidden
-from ..services import actions, channels, messages, posting, preview
+from ..services import actions, channels, messages, posting, preview, worktrees
 from .responses import BOOL, INT, STR, TIME, array, obj, page, ref
 from .route import Answer, Call, Route
 
@@ -45,6 +45,10 @@ async def one(call: Call) -> Any:
 
 async def thread(call: Call) -> Any:
     return await messages.thread(call.ctx, call.p, call.int_arg("id"), call.query)
+
+
+async def worktree(call: Call) -> Any:
+    return await worktrees.record(call.ctx, call.p, call.int_arg("id"), call.body)
 
 
 async def inbox(call: Call) -> Any:
@@ -145,9 +149,19 @@ ROUTES = [
                 paused=BOOL,
                 claim=ref("ThreadClaim"),
                 claim_history=array(obj({"id": INT, "action": STR, "actor": STR, "at": TIME})),
+                worktrees=array(ref("Worktree")),
             )
         ),
         query=messages.ThreadQuery,
+    ),
+    Route(
+        "PUT",
+        "/api/threads/{id}/worktree",
+        worktree,
+        "The calling bot's git worktree for this thread: waiting, live, kept or removed (bots).",
+        answer=Answer(ref("Worktree")),
+        body=worktrees.WorktreeRecord,
+        role=actions.only("thread.worktree"),
     ),
     Route(
         "GET",

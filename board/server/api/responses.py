@@ -271,6 +271,9 @@ COMPONENTS: dict[str, Schema] = {
             "command_session_field": STR,
             "rotate_after_turns": nullable(INT),
             "rotate_after_tokens": nullable(INT),
+            "worktrees": BOOL,
+            "max_worktrees": INT,
+            "base_branch": nullable(STR),
             **BUDGET_LIMITS,
             "version": INT,
             "created_at": TIME,
@@ -417,6 +420,22 @@ COMPONENTS: dict[str, Schema] = {
             "sources": array(ANY_OBJECT),
         }
     ),
+    # A bot's git worktree for a thread (docs/bots.md, worktrees per thread).
+    "Worktree": obj(
+        {
+            "thread_id": INT,
+            "bot": STR,
+            "state": {"enum": ["waiting", "live", "kept", "removed"]},
+            "branch": STR,
+            "base": STR,
+            "path": STR,
+            "ahead": INT,
+            "commits": array(obj({"sha": STR, "subject": STR})),
+            "diffstat": STR,
+            "detail": STR,
+            "updated_at": TIME,
+        }
+    ),
     # The fleet (docs/fleet.md). Process fields come from a keeper's report: always present, null
     # when it sent none (a bot assigned a moment ago) or sent a value of another type.
     "FleetBot": obj(
@@ -464,6 +483,20 @@ COMPONENTS: dict[str, Schema] = {
             "backoff_s": nullable(NUM),
             "log_tail": array(STR),
             "error": nullable(STR),
+            "worktrees": array(
+                obj(
+                    {
+                        "thread": INT,
+                        "branch": nullable(STR),
+                        "path": nullable(STR),
+                        "state": nullable({"enum": ["live", "kept"]}),
+                        "age_s": nullable(NUM),
+                        "disk_bytes": nullable(INT),
+                    },
+                    {"removing": BOOL},
+                )
+            ),
+            "worktrees_disk_bytes": INT,
         },
     ),
     "Machine": obj(
@@ -490,8 +523,14 @@ COMPONENTS: dict[str, Schema] = {
         },
     ),
     "FleetOrder": obj(
-        {"id": INT, "handle": STR, "kind": {"enum": ["start", "stop", "restart"]}, "created_at": TIME},
         {
+            "id": INT,
+            "handle": STR,
+            "kind": {"enum": ["start", "stop", "restart", "remove_worktree"]},
+            "created_at": TIME,
+        },
+        {
+            "target": nullable(INT),
             "created_by": STR,
             "machine": STR,
             "acked_at": nullable(TIME),

@@ -92,6 +92,11 @@ async def steer(call: PageCall) -> web.StreamResponse:
     return redirect("/fleet")
 
 
+async def remove_worktree(call: PageCall) -> web.StreamResponse:
+    await fleet.remove_worktree(call.ctx, call.p, call.arg("handle"), call.int_arg("id"))
+    return redirect("/fleet")
+
+
 async def _machine(call: PageCall) -> dict[str, Any]:
     found = [m for m in await _machines(call) if m["name"].lower() == call.arg("name").lower()]
     if not found:
@@ -164,6 +169,12 @@ ROUTES = [
         "/fleet/bots/{handle}/{action:start|stop|restart|unassign}",
         steer,
         "Start, stop, restart or unassign a bot.",
+    ),
+    PageRoute(
+        "POST",
+        "/fleet/bots/{handle}/worktrees/{id}/remove",
+        remove_worktree,
+        "Remove a bot's kept worktree of a thread (its keeper does; the branch stays).",
     ),
     PageRoute(
         "GET", "/fleet/machines/{name}/remove", confirm_removal, "What removing a machine does; confirm it."

@@ -41,6 +41,7 @@ COMPARED = (
     "rotate_after_turns",
     "rotate_after_tokens",
     *budgets.LIMIT_COLUMNS,
+    *registry.WORKTREE_FIELDS,
     "identity",
 )
 ROTATIONS = ("rotate_after_turns", "rotate_after_tokens")
@@ -79,7 +80,7 @@ def form_body(form: Mapping[str, str]) -> dict[str, Any]:
     nothing and means off; fields the API does not know are passed on, to be
     refused like the API refuses them.
     """
-    body: dict[str, Any] = {"mcp": False}
+    body: dict[str, Any] = {"mcp": False, "worktrees": False}
     for name, text in form.items():
         if name == "csrf" or (name == "base_version" and not text):
             continue
@@ -88,8 +89,10 @@ def form_body(form: Mapping[str, str]) -> dict[str, Any]:
             body[name] = _words(text)
         elif name == "flags":  # a flag may hold a space or a comma: one per line
             body[name] = [line.strip() for line in text.splitlines() if line.strip()]
-        elif name == "mcp":
+        elif name in ("mcp", "worktrees"):
             body[name] = _checked(text)
+        elif name == "max_worktrees":  # empty: the default
+            body[name] = _number(text) or registry.DEFAULT_MAX_WORKTREES
         elif name == "base_version":
             body[name] = int(text) if text.isdigit() else text
         elif name in CLEARED_BY_EMPTY:  # empty: never rotate, no limit (0 clears a saved one)
@@ -112,6 +115,9 @@ def form_values(profile: dict[str, Any]) -> dict[str, str]:
         **{key: "" if profile[key] is None else str(profile[key]) for key in CLEARED_BY_EMPTY},
         "skills": " ".join(profile["skills"]),
         "mcp": "true" if profile["mcp"] else "",
+        "worktrees": "true" if profile["worktrees"] else "",
+        "max_worktrees": str(profile["max_worktrees"]),
+        "base_branch": profile["base_branch"] or "",
         "flags": "\n".join(profile["flags"]),
         "watch": " ".join(profile["watch"]),
         "identity": profile["identity"],

@@ -91,6 +91,11 @@ ACTIONS: dict[str, Action] = {
         # Wakes are a bot's.
         Action("wake.feed", BOT, "The wake feed is a bot's; humans read /api/inbox."),
         Action("wake.record", BOT, "Wakes are recorded by a bot's launcher, with the bot's token."),
+        Action(
+            "thread.worktree",
+            BOT,
+            "A thread's worktree is recorded by its bot's daemon, with the bot's token.",
+        ),
         # The registry.
         Action(
             "skill.write",
@@ -120,6 +125,7 @@ ACTIONS: dict[str, Action] = {
         Action("fleet.view", HUMAN, "Only a human may see the fleet."),
         Action("fleet.assign", HUMAN, "Only a human may assign bots to machines."),
         Action("fleet.order", HUMAN, "Only a human may start, stop or restart bots."),
+        Action("fleet.remove_worktree", HUMAN, "Only a human may remove a bot's kept worktree."),
         Action("fleet.unassign", HUMAN, "Only a human may unassign bots."),
         Action("fleet.remove_machine", HUMAN, "Only a human may remove a machine."),
         Action("fleet.keeper_call", KEEPER, "Only a machine's keeper (a bk_ token) makes this call."),

@@ -22,6 +22,7 @@ from typing import Any
 from ..hub import Signal
 from ..principal import Principal
 from ..store import delivery as store
+from ..store import worktrees as worktree_store
 from ..store.connection import Connection
 from ..store.rows import Row
 from ..store.writer import emit
@@ -56,7 +57,8 @@ async def attach(conn: Connection, ctx: Context, items: list[dict[str, Any]]) ->
     """Give each message addressed to a bot its ``delivery``: one entry per bot, by handle.
 
     Two queries for the page (the recipients with their receipts and replies, and the
-    wakes naming its messages), three when the loop guard held one.
+    wakes naming its messages), one more when the loop guard held one, and one more when
+    a message is still queued (whether its bot's worktree for the thread waits).
     """
     by_id = {int(m["id"]): m for m in items}
     held = [i for i, m in by_id.items() if loopguard.HELD_TAG in m["tags"]]
@@ -74,6 +76,7 @@ async def attach(conn: Connection, ctx: Context, items: list[dict[str, Any]]) ->
     now = ctx.now()
     cutoff = ctx.ago(ctx.settings.unreachable_after)
     holds: dict[int, budgets.Hold | None] = {}  # asked once per bot of the page
+    queued: list[tuple[dict[str, Any], Row]] = []  # not taken yet: their state needs the page's waits
     for row in rows:
         message = by_id[int(row["message_id"])]
         handle, agent_id = str(row["handle"]), int(row["agent_id"])
@@ -86,17 +89,45 @@ async def attach(conn: Connection, ctx: Context, items: list[dict[str, Any]]) ->
         if entry is None:
             if agent_id not in holds:
                 holds[agent_id] = await budgets.hold_of(conn, agent_id, now)
-            entry = _queued(handle, message["created_at"], row["last_wait_at"], cutoff, holds[agent_id])
+            entry = {}  # filled below, in its place among the message's bots
+            queued.append((entry, row))
         message.setdefault("delivery", []).append(entry)
+    waits = await _worktree_waits(
+        conn, [(int(by_id[int(r["message_id"])]["thread_id"]), r) for _, r in queued]
+    )
+    for entry, row in queued:
+        agent_id = int(row["agent_id"])
+        thread_id = int(by_id[int(row["message_id"])]["thread_id"])
+        created_at = by_id[int(row["message_id"])]["created_at"]
+        wait = waits.get((thread_id, agent_id))
+        entry.update(
+            _queued(str(row["handle"]), created_at, row["last_wait_at"], cutoff, holds[agent_id], wait)
+        )
     return items
 
 
+async def _worktree_waits(conn: Connection, queued: list[tuple[int, Row]]) -> dict[tuple[int, int], str]:
+    """The detail of each (thread, bot) whose worktree waits, of the queued messages: one query,
+    none when nothing is queued."""
+    pairs = sorted({(thread_id, int(row["agent_id"])) for thread_id, row in queued})
+    rows = await worktree_store.waiting(conn, pairs)
+    return {(int(r["thread_id"]), int(r["agent_id"])): str(r["detail"]) for r in rows}
+
+
 def _queued(
-    handle: str, created_at: str, last_wait: str | None, cutoff: str, hold: budgets.Hold | None
+    handle: str,
+    created_at: str,
+    last_wait: str | None,
+    cutoff: str,
+    hold: budgets.Hold | None,
+    wait: str | None = None,
 ) -> dict[str, Any]:
-    """The state of a message its bot has not taken yet: held by a budget, unreachable or queued."""
+    """The state of a message its bot has not taken yet: held by a budget or by the bot's worktrees
+    all in use, unreachable or queued."""
     if hold is not None:
         return _entry(handle, "held", created_at, f"budget: {hold.which}")
+    if wait is not None:
+        return _entry(handle, "held", created_at, f"worktrees: {wait or 'every worktree is in use'}"[:500])
     if last_wait is None or last_wait < cutoff:
         since = f"since {last_wait}" if last_wait else "ever"
         return _entry(handle, "unreachable", last_wait, f"no daemon has waited for @{handle} {since}")

@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..clock import iso, parse_time
-from ..errors import NameConflict, NotFound, Unauthenticated
+from ..errors import InvalidArgument, NameConflict, NotFound, Unauthenticated
 from ..hub import Key, Signal
 from ..principal import Principal
 from ..store import claims as claim_store
@@ -24,6 +24,7 @@ from ..store import fleet as store
 from ..store import identity as identity_store
 from ..store import registry as registry_store
 from ..store import workspaces as workspace_store
+from ..store import worktrees as worktree_store
 from ..store.connection import Connection
 from ..store.writer import emit
 from ..validation import arg
@@ -34,6 +35,9 @@ from .paging import Page, bounded_page
 MACHINE_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 BOT_STATES = ("starting", "running", "waking", "stopped", "crashed", "backoff", "misconfigured")
 ORDER_KINDS = ("start", "stop", "restart")
+#: The order that removes a bot's kept worktree (its ``target``: the thread); its keeper checks
+#: the path is one its bot kept, inside the bot's ``<repo>.worktrees`` folder (docs/fleet.md).
+REMOVE_WORKTREE = "remove_worktree"
 #: The hub key of the fleet's changes (reports, enrolments, assignments, orders): the live
 #: fleet pages wait on it instead of reading the fleet on a clock.
 CHANGES: Key = ("fleet", 0)
@@ -176,6 +180,18 @@ class LastWake:
 
 
 @dataclass
+class WorktreeReport:
+    """A git worktree of a bot (its state file, read by the keeper), with its size on disk."""
+
+    thread: int = arg(min=1)
+    state: str = arg(choices=("live", "kept"))
+    branch: str = arg("", max_len=200)
+    path: str = arg("", max_len=1000)
+    age_s: float = arg(0.0, min=0, help="Seconds since the worktree was made.")
+    disk_bytes: int | None = arg(None, min=0, help="Its size, measured at most once a minute; null: unknown.")
+
+
+@dataclass
 class BotReport:
     handle: str = arg(pattern=auth.HANDLE_PATTERN)
     state: str = arg(choices=BOT_STATES)
@@ -190,6 +206,7 @@ class BotReport:
     backoff_s: float | None = arg(None, min=0, help="Seconds until the next start, in backoff.")
     log_tail: list[str] = arg([], max_items=50, max_len=2000)
     error: str = arg("", max_len=2000, multiline=True, help="What the daemon said when it last exited.")
+    worktrees: list[WorktreeReport] = arg([], max_items=50, help="Its worktrees per thread, live or kept.")
 
 
 @dataclass
@@ -297,6 +314,10 @@ async def report(ctx: Context, p: Principal, req: Report) -> dict[str, Any]:
             order = await store.ack_order(conn, machine_id, ack.id, ack.ok, ack.detail, now)
             if order is not None:
                 row = assigned.get(order["handle"].lower())
+                if order["kind"] == REMOVE_WORKTREE and ack.ok and order["target"] is not None:
+                    await worktree_store.set_state(
+                        conn, int(order["target"]), order["handle"], "removed", now
+                    )
                 await audit.record(
                     conn,
                     ctx,
@@ -305,7 +326,13 @@ async def report(ctx: Context, p: Principal, req: Report) -> dict[str, Any]:
                     order["handle"],
                     workspace=row["workspace"] if row else None,
                     reason=ack.detail,
-                    details={"machine": name, "order": ack.id, "kind": order["kind"], "ok": ack.ok},
+                    details={
+                        "machine": name,
+                        "order": ack.id,
+                        "kind": order["kind"],
+                        "target": order["target"],
+                        "ok": ack.ok,
+                    },
                 )
         for bot in req.bots:
             row = assigned.get(bot.handle.lower())
@@ -426,13 +453,21 @@ async def _machines(
     for claim in await claim_store.held_by(conn, [b["agent_id"] for b in bots]):
         held.setdefault(claim["holder_id"], []).append(claim["thread_id"])
     open_orders: dict[tuple[int, str], str] = {}
+    removing: dict[tuple[int, str], set[int]] = {}  # the threads whose worktree an open order removes
     for o in await store.pending_orders(conn, ids):
-        open_orders[(o["machine_id"], o["handle"].lower())] = o["kind"]  # the latest counts
+        key = (o["machine_id"], o["handle"].lower())
+        if o["kind"] == REMOVE_WORKTREE:
+            removing.setdefault(key, set()).add(int(o["target"] or 0))
+        else:
+            open_orders[key] = o["kind"]  # the latest counts
     by_machine: dict[int, list[dict[str, Any]]] = {i: [] for i in ids}
     for b in bots:
-        order = open_orders.get((b["machine_id"], b["handle"].lower()))
+        key = (b["machine_id"], b["handle"].lower())
         hold = await budgets.hold_of(conn, b["agent_id"], now) if b["state"] == "running" else None
-        by_machine[b["machine_id"]].append(_bot_dict(b, now, held.get(b["agent_id"], []), order, hold))
+        bot = _bot_dict(b, now, held.get(b["agent_id"], []), open_orders.get(key), hold)
+        for worktree in bot["worktrees"]:
+            worktree["removing"] = worktree["thread"] in removing.get(key, set())
+        by_machine[b["machine_id"]].append(bot)
     return ids, [_machine_dict(m, now, by_machine[m["id"]]) for m in machines]
 
 
@@ -562,6 +597,54 @@ async def order(ctx: Context, p: Principal, handle: str, kind: str) -> dict[str,
         _changed()
         bot = _bot_dict(await store.bot(conn, row["handle"]), now, [], kind)
         return bot | {"order": {"id": order_id, "kind": kind}}
+
+    return await ctx.db.write(write)
+
+
+async def remove_worktree(ctx: Context, p: Principal, handle: str, thread_id: int) -> dict[str, Any]:
+    """Order a bot's keeper to remove the worktree its bot kept for a thread (never its branch).
+
+    Only a worktree the bot's last report lists as kept: a live one is its bot's to
+    end, and one never reported is NOT_FOUND. Its keeper checks again, on the machine.
+    """
+    actions.require(p, "fleet.remove_worktree")
+
+    async def write(conn: Connection) -> dict[str, Any]:
+        now = ctx.now()
+        row = await _fleet_bot(conn, p, handle)
+        reported = {w["thread"]: w for w in fleet_view.bot_status(row["status"])["worktrees"]}
+        worktree = reported.get(thread_id)
+        if worktree is None:
+            raise NotFound(f"worktree of {row['handle']} for thread {thread_id}")
+        if worktree["state"] != "kept":
+            raise InvalidArgument(
+                f"{row['handle']}'s worktree for thread {thread_id} is {worktree['state'] or 'not kept'}; "
+                "only a kept one is removed here (a live one ends with its claim).",
+                field="thread",
+            )
+        order_id = await store.insert_order(
+            conn, row["machine_id"], row["handle"], REMOVE_WORKTREE, p.handle, now, thread_id
+        )
+        await audit.record(
+            conn,
+            ctx,
+            p,
+            "fleet.remove_worktree",
+            row["handle"],
+            workspace=row["workspace"],
+            details={
+                "machine": row["machine"],
+                "order": order_id,
+                "thread": thread_id,
+                "path": worktree["path"],
+            },
+        )
+        _changed()
+        return {
+            "handle": row["handle"],
+            "thread": thread_id,
+            "order": {"id": order_id, "kind": REMOVE_WORKTREE, "target": thread_id},
+        }
 
     return await ctx.db.write(write)
 

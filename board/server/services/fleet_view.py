@@ -33,6 +33,16 @@ BOT_FIELDS: dict[str, type] = {
 CHILD_FIELDS: dict[str, type] = {"pid": int, "cpu_percent": float, "rss": int, "started_at": Stamp}
 WAKE_FIELDS: dict[str, type] = {"at": Stamp, "duration_s": float, "cost_usd": float, "outcome": str}
 USAGE_FIELDS: dict[str, type] = {"total": int, "used": int, "percent": float}
+WORKTREE_FIELDS: dict[str, type] = {
+    "thread": int,
+    "branch": str,
+    "path": str,
+    "state": str,
+    "age_s": float,
+    "disk_bytes": int,
+}
+WORKTREE_STATES = ("live", "kept")
+MAX_WORKTREES = 50
 MACHINE_FIELDS: dict[str, type] = {
     "os": str,
     "cpus": int,
@@ -145,14 +155,30 @@ def _wake(raw: Any) -> dict[str, Any] | None:
     return wake
 
 
+def _worktrees(raw: Any) -> list[dict[str, Any]]:
+    """A bot's reported worktrees: only those naming a thread, one each, a state not known as None."""
+    found: dict[int, dict[str, Any]] = {}
+    for item in raw[:MAX_WORKTREES] if isinstance(raw, list) else []:
+        worktree = _nested(item, WORKTREE_FIELDS)
+        if worktree is None or worktree["thread"] is None or worktree["thread"] < 1:
+            continue
+        if worktree["state"] not in WORKTREE_STATES:
+            worktree["state"] = None
+        found.setdefault(worktree["thread"], worktree)
+    return list(found.values())
+
+
 def bot_status(raw: Any) -> dict[str, Any]:
     """What a keeper last said of one bot; every field present, None where unknown."""
     status = decode(raw)
+    worktrees = _worktrees(status.get("worktrees"))
     return {
         **_fields(status, BOT_FIELDS),
         "harness": _nested(status.get("harness"), CHILD_FIELDS),
         "last_wake": _wake(status.get("last_wake")),
         "log_tail": _lines(status.get("log_tail")),
+        "worktrees": worktrees,
+        "worktrees_disk_bytes": sum(w["disk_bytes"] or 0 for w in worktrees),
     }
 
 

@@ -208,6 +208,14 @@ async def update_skill(ctx: Context, p: Principal, name: str, req: SkillUpdate) 
 # -- profiles --------------------------------------------------------------------------
 
 
+#: A git worktree per thread for the profile's bots (docs/bots.md); the daemon reads them.
+WORKTREE_FIELDS = ("worktrees", "max_worktrees", "base_branch")
+DEFAULT_MAX_WORKTREES = 4
+WORKTREES_HELP = "Give each thread its bots take its own git worktree, branch and session."
+MAX_WORKTREES_HELP = "Live worktrees per bot at most; a wake for one more thread waits."
+BASE_BRANCH_HELP = 'The branch worktrees start from; "", null or absent: the checkout\'s current branch.'
+BASE_BRANCH = r"(?!-)[A-Za-z0-9._/-]{1,200}"
+
 PROFILE_KEYS = (
     "name",
     "workspace",
@@ -223,6 +231,7 @@ PROFILE_KEYS = (
     "rotate_after_turns",
     "rotate_after_tokens",
     *budgets.LIMIT_COLUMNS,
+    *WORKTREE_FIELDS,
 )
 TEMPLATE_HELP = "The command harness's shell-quoted argv template ({prompt}, {session}, {model}, {flags})."
 TURNS_HELP = "Start a fresh harness session after this many turns of one; 0 or absent: never."
@@ -307,6 +316,9 @@ class NewProfile(budgets.Limits):
     command_session_field: str = arg("", max_len=200, help="The JSON field holding its session id.")
     rotate_after_turns: int | None = arg(None, min=0, max=MAX_ROTATE, help=TURNS_HELP)
     rotate_after_tokens: int | None = arg(None, min=0, max=MAX_ROTATE, help=TOKENS_HELP)
+    worktrees: bool = arg(False, help=WORKTREES_HELP)
+    max_worktrees: int = arg(DEFAULT_MAX_WORKTREES, min=1, max=32, help=MAX_WORKTREES_HELP)
+    base_branch: str | None = arg(None, pattern=f"|{BASE_BRANCH}", help=BASE_BRANCH_HELP)
     bots: list[str] = arg([], max_items=100, pattern=HANDLE_PATTERN, help="Bots that run with it.")
 
 
@@ -325,6 +337,13 @@ class ProfileUpdate(budgets.Limits):
     command_session_field: str | None = arg(None, max_len=200)
     rotate_after_turns: int | None = arg(None, min=0, max=MAX_ROTATE, help=TURNS_HELP)
     rotate_after_tokens: int | None = arg(None, min=0, max=MAX_ROTATE, help=TOKENS_HELP)
+    worktrees: bool | None = arg(None, help=WORKTREES_HELP)
+    max_worktrees: int | None = arg(None, min=1, max=32, help=MAX_WORKTREES_HELP)
+    base_branch: str | None = arg(
+        None,
+        pattern=f"|{BASE_BRANCH}",
+        help='The branch worktrees start from; "" clears it (the checkout\'s).',
+    )
     bots: list[str] | None = arg(None, max_items=100, pattern=HANDLE_PATTERN)
     base_version: int | None = arg(None, min=1, help="Refuse the write unless this is the latest.")
 
@@ -344,6 +363,7 @@ PROFILE_FIELDS = (
     "rotate_after_turns",
     "rotate_after_tokens",
     *budgets.LIMIT_COLUMNS,
+    *WORKTREE_FIELDS,
     "bots",
 )
 
@@ -418,6 +438,9 @@ async def create_profile(ctx: Context, p: Principal, req: NewProfile) -> dict[st
             "command_session_field": req.command_session_field,
             "rotate_after_turns": req.rotate_after_turns or None,
             "rotate_after_tokens": req.rotate_after_tokens or None,
+            "worktrees": req.worktrees,
+            "max_worktrees": req.max_worktrees,
+            "base_branch": req.base_branch or None,
             **budgets.changed_limits(req, {column: None for column in budgets.LIMIT_COLUMNS}),
             "updated_at": ctx.now(),
             "updated_by": p.handle,
@@ -467,8 +490,14 @@ async def update_profile(ctx: Context, p: Principal, name: str, req: ProfileUpda
                 "mcp",
                 "command_template",
                 "command_session_field",
+                "worktrees",
+                "max_worktrees",
             )
         }
+        # "" clears the base branch: worktrees start from the checkout's current branch.
+        values["base_branch"] = (
+            current["base_branch"] if req.base_branch is None else (req.base_branch or None)
+        )
         values["watch"] = _unique(values["watch"])
         for key in ("rotate_after_turns", "rotate_after_tokens"):  # 0 clears: never rotate
             asked = getattr(req, key)

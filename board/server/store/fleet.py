@@ -162,10 +162,14 @@ async def unassign(conn: Connection, agent_id: int) -> None:
 # -- orders ----------------------------------------------------------------------------
 
 
-async def insert_order(conn: Connection, machine_id: int, handle: str, kind: str, by: str, now: str) -> int:
+async def insert_order(
+    conn: Connection, machine_id: int, handle: str, kind: str, by: str, now: str, target: int | None = None
+) -> int:
+    """An order for the machine's keeper; ``target``: what it acts on (a thread, for remove_worktree)."""
     new_id = await conn.insert(
-        "INSERT INTO fleet_orders (machine_id, handle, kind, created_at, created_by) VALUES (?,?,?,?,?)",
-        (machine_id, handle, kind, now, by),
+        """INSERT INTO fleet_orders (machine_id, handle, kind, target, created_at, created_by)
+           VALUES (?,?,?,?,?,?)""",
+        (machine_id, handle, kind, target, now, by),
     )
     return new_id
 
@@ -173,7 +177,7 @@ async def insert_order(conn: Connection, machine_id: int, handle: str, kind: str
 async def open_orders(conn: Connection, machine_id: int) -> list[Row]:
     return await all_rows(
         conn,
-        """SELECT id, handle, kind, created_at, created_by FROM fleet_orders
+        """SELECT id, handle, kind, target, created_at, created_by FROM fleet_orders
            WHERE machine_id = ? AND acked_at IS NULL ORDER BY id""",
         (machine_id,),
     )
@@ -185,7 +189,8 @@ async def ack_order(
     """Mark an open order of this machine done: the order, or None if it is not one."""
     row = await one(
         conn,
-        "SELECT id, handle, kind FROM fleet_orders WHERE id = ? AND machine_id = ? AND acked_at IS NULL",
+        """SELECT id, handle, kind, target FROM fleet_orders
+           WHERE id = ? AND machine_id = ? AND acked_at IS NULL""",
         (order_id, machine_id),
     )
     if row is not None:
@@ -202,8 +207,8 @@ async def recent_orders(conn: Connection, machine_ids: list[int], limit: int) ->
     marks = ",".join("?" * len(machine_ids))
     return await all_rows(
         conn,
-        f"""SELECT o.id, m.name AS machine, o.handle, o.kind, o.created_at, o.created_by, o.acked_at,
-                o.ok, o.detail FROM fleet_orders o JOIN machines m ON m.id = o.machine_id
+        f"""SELECT o.id, m.name AS machine, o.handle, o.kind, o.target, o.created_at, o.created_by,
+                o.acked_at, o.ok, o.detail FROM fleet_orders o JOIN machines m ON m.id = o.machine_id
             WHERE o.machine_id IN ({marks}) ORDER BY o.id DESC LIMIT ?""",
         (*machine_ids, limit),
     )
@@ -216,7 +221,7 @@ async def pending_orders(conn: Connection, machine_ids: list[int]) -> list[Row]:
     marks = ",".join("?" * len(machine_ids))
     return await all_rows(
         conn,
-        f"""SELECT id, machine_id, handle, kind FROM fleet_orders
+        f"""SELECT id, machine_id, handle, kind, target FROM fleet_orders
             WHERE machine_id IN ({marks}) AND acked_at IS NULL ORDER BY id""",
         tuple(machine_ids),
     )

@@ -22,7 +22,7 @@ def _skill_select(conn: Connection) -> str:
 PROFILE_SELECT = """SELECT p.id, p.name, p.workspace_id, w.slug AS workspace, w.archived_at, p.harness,
     p.model, p.flags, p.repo, p.watch, p.goal, p.identity, p.mcp, p.command_template, p.command_session_field,
     p.rotate_after_turns, p.rotate_after_tokens, p.budget_wakes, p.budget_tokens, p.budget_cost_usd,
-    p.version, p.created_at, p.updated_at,
+    p.worktrees, p.max_worktrees, p.base_branch, p.version, p.created_at, p.updated_at,
     p.updated_by FROM profiles p JOIN workspaces w ON w.id = p.workspace_id"""
 
 
@@ -92,6 +92,7 @@ def decode_profile(row: Row) -> dict[str, Any]:
         if not ok:
             item["unreadable"] = True
     item["mcp"] = bool(row["mcp"])
+    item["worktrees"] = bool(row["worktrees"])
     return item
 
 
@@ -115,8 +116,9 @@ async def insert_profile(conn: Connection, name: str, workspace_id: int, values:
     new_id = await conn.insert(
         """INSERT INTO profiles (name, workspace_id, harness, model, flags, repo, watch, goal, identity,
                mcp, command_template, command_session_field, rotate_after_turns, rotate_after_tokens,
-               budget_wakes, budget_tokens, budget_cost_usd, version, created_at, updated_at, updated_by)
-               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,1,?,?,?)""",
+               budget_wakes, budget_tokens, budget_cost_usd, worktrees, max_worktrees, base_branch,
+               version, created_at, updated_at, updated_by)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,1,?,?,?)""",
         (name, workspace_id, *_profile_fields(values), values["updated_at"], values["updated_by"]),
     )
     return new_id
@@ -140,6 +142,9 @@ def _profile_fields(values: dict[str, Any]) -> tuple[Any, ...]:
         values["budget_wakes"],
         values["budget_tokens"],
         values["budget_cost_usd"],
+        int(values["worktrees"]),
+        values["max_worktrees"],
+        values["base_branch"],
         values["updated_at"],
     )
 
@@ -151,6 +156,7 @@ async def update_profile(conn: Connection, profile_id: int, values: dict[str, An
                identity = ?, mcp = ?, command_template = ?, command_session_field = ?,
                rotate_after_turns = ?, rotate_after_tokens = ?,
                budget_wakes = ?, budget_tokens = ?, budget_cost_usd = ?,
+               worktrees = ?, max_worktrees = ?, base_branch = ?,
                version = version + 1, updated_at = ?, updated_by = ? WHERE id = ?""",
         (
             *_profile_fields(values),

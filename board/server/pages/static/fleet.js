@@ -1,14 +1,33 @@
 // The fleet page: its cards and last orders arrive rendered by the server over Server-Sent
-// Events; the start, stop and restart buttons post their form (with its CSRF token) without
-// leaving the page, and the bot shows the order as pending at once, until the next render says
-// what its keeper did.
+// Events; the start, stop and restart buttons (and a kept worktree's Remove) post their form
+// (with its CSRF token) without leaving the page, and the bot (or the worktree) shows the order
+// as pending at once, until the next render says what its keeper did.
 "use strict";
 
 (function () {
   const machines = document.getElementById("machines");
   if (!machines) return;
   const orders = document.getElementById("last-orders");
+  const post = (form, refused) =>
+    fetch(form.action, { method: "POST", body: new FormData(form), credentials: "same-origin", redirect: "manual" })
+      .then((r) => { if (r.type !== "opaqueredirect") refused(); }, refused); // done: a redirect to /fleet
   machines.addEventListener("submit", (event) => {
+    const removal = event.target.closest("form.worktree-action");
+    if (removal) {
+      // A kept worktree's Remove: the row reads "removing…" until its keeper has done it.
+      event.preventDefault();
+      const row = removal.closest("tr.worktree");
+      const state = row?.querySelector(".worktree-state");
+      const button = removal.querySelector("button");
+      if (row) row.dataset.removing = "true";
+      if (state) { state.className = "badge worktree-state tone-busy"; state.textContent = "removing…"; }
+      if (button) button.disabled = true;
+      post(removal, () => {
+        if (state) { state.className = "badge worktree-state tone-bad"; state.textContent = "not sent"; }
+        if (button) button.disabled = false;
+      });
+      return;
+    }
     const form = event.target.closest("form.bot-action");
     if (!form) return;
     event.preventDefault();
@@ -26,8 +45,7 @@
       if (badge) { badge.className = "badge state tone-bad"; badge.textContent = "not sent"; }
       buttons.forEach((b) => { b.disabled = false; });
     };
-    fetch(form.action, { method: "POST", body: new FormData(form), credentials: "same-origin", redirect: "manual" })
-      .then((r) => { if (r.type !== "opaqueredirect") refused(); }, refused); // done: a redirect to /fleet
+    post(form, refused);
   });
   const source = new EventSource("/fleet/events");
   source.addEventListener("fleet", (e) => {
