@@ -33,7 +33,7 @@ HOSTILE_META: dict[str, Any] = {
 HOSTILE_TAGS = ["ops:db/2", "x.y_z-1", "ops:db/2"]
 
 #: What a read adds to the message object for its own purpose.
-READ_EXTRAS = ("receipts", "reason", "snippet")
+READ_EXTRAS = ("receipts", "reason", "snippet", "delivery")  # read-side fields a post does not answer
 
 
 def plain(item: dict[str, Any]) -> dict[str, Any]:

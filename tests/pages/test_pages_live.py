@@ -11,6 +11,7 @@ import aiohttp
 import pytest
 
 from board.server.clock import ManualClock
+from board.server.hub import Event
 from board.server.services import auth, live, posting, sessions
 from tests.support.boardtest import World, db_rows
 from tests.support.pages_support import Browser, sign_in
@@ -59,6 +60,21 @@ async def test_a_tab_gets_its_workspace_live_and_nothing_else(world: World) -> N
     assert "&lt;b&gt;human&lt;/b&gt;" in event["data"]["html"]  # rendered inert, like the page
     resp.close()
     await alice.close()
+
+
+async def test_a_message_published_while_a_stream_opens_is_told(world: World) -> None:
+    """A stream with no cursor starts where the hub stood when it subscribed: a post between that
+    and the stream's first read (its inbox count) is not taken for history."""
+    alice = await auth.human_principal(world.board.ctx, "alice")
+    feed = await live.open_feed(world.board.ctx, alice, "proj", None)
+    try:
+        posted = await world.bot.post("while the tab opens", channel="lobby")
+        batches = feed.batches()
+        first = await asyncio.wait_for(anext(batches), 5)
+        assert [e.id for e in first if isinstance(e, Event)] == [posted["id"]]
+        await batches.aclose()
+    finally:
+        feed.close()
 
 
 async def test_a_stream_resumes_after_its_last_event_id(world: World) -> None:

@@ -60,6 +60,9 @@ class Feed:
         # Before the catch-up read, so nothing falls between; held under the viewer, whose
         # streams and long-polls together stay within the hub's cap.
         self.waiter = ctx.hub.subscribe(keys, p.agent_id)
+        # With no cursor the feed starts at what was published when it subscribed, not when it is
+        # first read: a message published while the stream still opens (its inbox read) is told.
+        self.opened_at = ctx.hub.last_id
 
     def close(self) -> None:
         self.ctx.hub.unsubscribe(self.waiter)
@@ -76,7 +79,7 @@ class Feed:
         this one's place.
         """
         ctx, hub = self.ctx, self.ctx.hub
-        last = self.since if self.since is not None else hub.last_id
+        last = self.since if self.since is not None else self.opened_at
         if self.since is not None and self.since < hub.last_id:
             missed = await messages.list_messages(
                 ctx, self.p, messages.MessageQuery(workspace=self.workspace, since=self.since, limit=CATCH_UP)
