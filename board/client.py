@@ -274,6 +274,10 @@ class BoardClient:
     async def thread(self, thread_id: int, **params: Any) -> JSON:
         return await self.request_object("GET", f"/api/threads/{thread_id}", params=params)
 
+    async def set_worktree(self, thread_id: int, **fields: Any) -> JSON:
+        """The caller's (a bot's) worktree for this thread: waiting, live, kept or removed."""
+        return await self.request_object("PUT", f"/api/threads/{thread_id}/worktree", json=_body(fields))
+
     async def inbox(self, **params: Any) -> JSON:
         return await self.request_object("GET", "/api/inbox", params=params)
 
