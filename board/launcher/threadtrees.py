@@ -100,10 +100,7 @@ class ThreadTrees:
     async def adopt(self) -> list[int]:
         """After a restart: forget entries whose folder is gone, adopt this bot's worktrees
         git lists that state.json lacks; returns the live threads to check."""
-        for key, entry in list(self.entries.items()):
-            if not Path(str(entry.get("path"))).is_dir():
-                del self.entries[key]
-                self.log.event("worktree_forgotten", thread=int(key), path=entry.get("path"))
+        self.forget_gone()
         for path, branch in (await self.git(self.repo.listed)).items():
             match = OWN_FOLDER.fullmatch(path.name)
             if match is None or match["handle"] != self.handle or self.has(int(match["thread"])):
@@ -113,6 +110,13 @@ class ThreadTrees:
             self.log.event("worktree_adopted", thread=thread, path=str(path), branch=branch)
         self.save()
         return [int(k) for k, e in self.entries.items() if e.get("state") == "live"]
+
+    def forget_gone(self) -> None:
+        """Forget kept worktrees whose folder is gone (removed by hand, or by the fleet page)."""
+        for key, entry in list(self.entries.items()):
+            if entry.get("branch") and not Path(str(entry.get("path"))).is_dir():
+                del self.entries[key]
+                self.log.event("worktree_forgotten", thread=int(key), path=entry.get("path"))
 
     def entry(self, path: Path, branch: str) -> dict[str, Any]:
         return {
@@ -196,6 +200,7 @@ class ThreadTrees:
         if entry is None:
             return False
         entry["session"] = session
+        self.forget_gone()
         summary = await self.summary(entry)
         self.save()
         if summary is not None:

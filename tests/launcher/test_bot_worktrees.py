@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,7 @@ async def test_two_threads_at_once_get_two_worktrees_each_with_only_its_own_comm
     b = await mention(world, "change two")
     for thread in (a, b):
         await eventually(
-            lambda t=thread: calls_in(fake, folder(bot, t)), f"a turn in thread {thread}'s worktree"
+            partial(calls_in, fake, folder(bot, thread)), f"a turn in thread {thread}'s worktree"
         )
     await eventually(lambda: len(bot.events("turn_ended")) >= 2, "both turns to end")
 
