@@ -80,6 +80,8 @@ class ThreadTrees:
         self.save = save
         self.freed = asyncio.Condition()
         self.unrecorded: set[int] = set()  # threads whose record the board refused (logged once)
+        self.sparing: asyncio.Task[None] | None = None
+        self.making = asyncio.Lock()  # one thread's worktree at a time: two must not take one spare
 
     @property
     def entries(self) -> dict[str, dict[str, Any]]:
@@ -109,7 +111,23 @@ class ThreadTrees:
             self.entries[str(thread)] = self.entry(path, branch or self.repo.branch_for(self.handle, thread))
             self.log.event("worktree_adopted", thread=thread, path=str(path), branch=branch)
         self.save()
+        self.prepare_spare()
         return [int(k) for k, e in self.entries.items() if e.get("state") == "live"]
+
+    def prepare_spare(self) -> None:
+        """Check out the next thread's worktree now, in the background, unless that is under way."""
+        if self.sparing is None or self.sparing.done():
+            self.sparing = asyncio.ensure_future(self._make_spare())
+
+    async def _make_spare(self) -> None:
+        started = time.monotonic()
+        try:
+            made = await self.git(self.repo.make_spare, self.handle, self.base)
+        except GitError as exc:
+            self.log.event("worktree_spare_failed", error=str(exc))
+            return
+        if made:
+            self.log.event("worktree_spare_ready", seconds=round(time.monotonic() - started, 3))
 
     def forget_gone(self) -> None:
         """Forget kept worktrees whose folder is gone (removed by hand, or by the fleet page)."""
@@ -147,13 +165,15 @@ class ThreadTrees:
         self.entries[key] = self.entry(self.repo.path_for(self.handle, thread), "")
         try:
             start = await self.start_point(thread)
-            path, branch, made = await self.git(self.repo.ensure, self.handle, thread, start)
+            async with self.making:
+                path, branch, made = await self.git(self.repo.ensure, self.handle, thread, start)
         except (GitError, OSError) as exc:
             del self.entries[key]
             await self.notify()
             raise GitError(str(exc)) from exc
         self.entries[key].update(path=str(path), branch=branch, start=start)
         self.save()
+        self.prepare_spare()
         self.log.event(
             "worktree_made" if made else "worktree_adopted", thread=thread, path=str(path), start=start
         )

@@ -143,18 +143,59 @@ class Repo:
     def branch_for(handle: str, thread: int) -> str:
         return f"bot/{handle}/t{thread}"
 
-    def ensure(self, handle: str, thread: int, start: str) -> tuple[Path, str, bool]:
-        """The thread's worktree, made from start or adopted as it is; (path, branch, made)."""
-        path, branch = self.path_for(handle, thread), self.branch_for(handle, thread)
-        if path in self.listed():
-            return path, branch, False
-        self.git(self.path, "worktree", "prune")
+    def spare_path(self, handle: str, suffix: str = "") -> Path:
+        """The bot's spare worktree: checked out ahead of time, so a new thread need not wait for it."""
+        return self.root / f".{handle}.spare{suffix}"
+
+    def make_spare(self, handle: str, base: str) -> bool:
+        """Check out a spare worktree (detached at base) unless one is ready; whether one was made.
+
+        Made under a temporary name and renamed when whole, so a half-made one is never taken.
+        """
+        spare, making = self.spare_path(handle), self.spare_path(handle, "-new")
+        listed = self.listed()
+        if spare in listed:
+            return False
+        if making in listed and listed[making] == "":  # a daemon stopped while making it
+            self.git(self.path, "worktree", "remove", "--force", str(making))  # detached, no commits
         self.root.mkdir(exist_ok=True)
-        if self.has_branch(branch):  # kept earlier, or its worktree was removed by hand: go on with it
-            self.git(self.path, "worktree", "add", str(path), branch)
-        else:
-            self.git(self.path, "worktree", "add", "-b", branch, str(path), start)
-        return path, branch, True
+        self.git(self.path, "worktree", "add", "--detach", str(making), base)
+        self.git(self.path, "worktree", "move", str(making), str(spare))
+        return True
+
+    def ensure(self, handle: str, thread: int, start: str) -> tuple[Path, str, bool]:
+        """The thread's worktree, made from start or adopted as it is; (path, branch, made).
+
+        A clean spare is renamed into place and switched to the new branch (only the files
+        that differ from the spare's commit are written); else the worktree is checked out.
+        """
+        path, branch = self.path_for(handle, thread), self.branch_for(handle, thread)
+        listed = self.listed()
+        if path in listed and not path.is_dir():  # its folder was deleted by hand
+            self.git(self.path, "worktree", "prune")
+            listed = self.listed()
+        made = path not in listed
+        if made:
+            spare = self.spare_path(handle)
+            if spare in listed and listed[spare] == "" and self.clean(spare):
+                self.git(self.path, "worktree", "move", str(spare), str(path))
+                listed[path] = ""
+            else:
+                self.root.mkdir(exist_ok=True)
+                if self.has_branch(branch):  # kept earlier, its worktree removed by hand: go on with it
+                    self.git(self.path, "worktree", "add", str(path), branch)
+                else:
+                    self.git(self.path, "worktree", "add", "-b", branch, str(path), start)
+                return path, branch, True
+        if listed[path] == "":  # a spare moved here (or a switch cut short): on to the thread's branch
+            if self.has_branch(branch):
+                self.git(path, "switch", "--quiet", branch)
+            else:
+                self.git(path, "switch", "--quiet", "-c", branch, start)
+        return path, branch, made
+
+    def clean(self, path: Path) -> bool:
+        return not self.git(path, "status", "--porcelain").stdout.strip()
 
     def inspect(self, path: Path, branch: str, base: str) -> Summary:
         """Commits ahead of base, the diffstat of base...branch, and uncommitted paths."""

@@ -47,10 +47,10 @@ def folder(bot: BotProcess, thread: int) -> Path:
 
 
 def worktrees(bot: BotProcess) -> list[str]:
-    """The checkout's worktrees other than itself, as git lists them."""
+    """The checkout's threads' worktrees, as git lists them (not itself, nor the bot's spare)."""
     lines = git(bot.repo, "worktree", "list", "--porcelain").splitlines()
     paths = [line.split(" ", 1)[1] for line in lines if line.startswith("worktree ")]
-    return [p for p in paths if Path(p) != bot.repo.resolve()]
+    return [p for p in paths if Path(p) != bot.repo.resolve() and not Path(p).name.startswith(".")]
 
 
 def branches(bot: BotProcess) -> list[str]:
@@ -114,7 +114,7 @@ async def test_two_threads_at_once_get_two_worktrees_each_with_only_its_own_comm
         await eventually(
             partial(calls_in, fake, folder(bot, thread)), f"a turn in thread {thread}'s worktree"
         )
-    await eventually(lambda: len(bot.events("turn_ended")) >= 2, "both turns to end")
+    await eventually(lambda: all(sent(bot, t) == ["live"] for t in (a, b)), "both turns' records")
 
     assert sorted(worktrees(bot)) == sorted(str(folder(bot, t)) for t in (a, b))
     assert {f"bot/pb/t{a}", f"bot/pb/t{b}"} <= set(branches(bot))
@@ -354,3 +354,32 @@ def test_close_keeps_a_worktree_with_uncommitted_work_and_never_deletes_an_unmer
     assert kept.ahead == 1 and kept.commits[0]["subject"] == "x" and path.is_dir() and repo.has_branch(branch)
     # The same thread again: its worktree is adopted, not made twice.
     assert repo.ensure("pb", 7, "main") == (path, branch, False)
+
+
+def test_a_spare_worktree_becomes_the_next_threads_on_its_branch_at_the_current_base(tmp_path: Path) -> None:
+    repo = Repo(make_repo(tmp_path / "repo"))
+    assert repo.make_spare("pb", "main") and not repo.make_spare("pb", "main")  # one at a time
+    spare = repo.spare_path("pb")
+    assert repo.listed() == {spare: ""}
+    git(
+        repo.path,
+        "-c",
+        "user.name=T",
+        "-c",
+        "user.email=t@example.invalid",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "newer",
+    )
+    path, branch, made = repo.ensure("pb", 9, "main")
+    assert made and repo.listed() == {path: branch}  # the spare was moved, not copied
+    assert (
+        git(path, "log", "-1", "--format=%s") == "newer" and git(path, "branch", "--show-current") == branch
+    )
+    # A spare with work in it is never taken: the next thread gets a checkout of its own.
+    repo.make_spare("pb", "main")
+    (spare / "stray.txt").write_text("someone's\n")
+    other, _, _ = repo.ensure("pb", 10, "main")
+    assert other != spare and spare in repo.listed() and (spare / "stray.txt").exists()
