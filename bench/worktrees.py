@@ -6,6 +6,9 @@ daemons on it with the fake claude: one plain (the checkout itself), one with
 ``--worktrees`` (a new worktree and branch for every thread). It posts N
 mentions to each, alternating, each in a new thread, and measures from just
 before the POST to the time the fake harness recorded when it began to run.
+By default each worktree mention waits until the daemon's spare worktree is
+ready (new threads no faster than one per checkout, docs/bots.md "Worktrees");
+``--back-to-back`` posts each as soon as the last thread ended.
 Each thread is then claimed by the bot and marked done by the human, so the
 worktree daemon removes the worktree (clean) before the next sample: every
 sample of it makes a new worktree of FILES files.
@@ -54,8 +57,16 @@ def _events(bot: Daemon, name: str) -> list[dict[str, Any]]:
     return [e for e in jsonl(bot.log) if e["event"] == name]
 
 
-async def sample(human: BoardClient, own: BoardClient, bot: Daemon, i: int, worktrees: bool) -> float:
-    """One mention in a new thread: seconds from the post to the harness's start; then its end."""
+async def sample(
+    human: BoardClient, own: BoardClient, bot: Daemon, i: int, worktrees: bool, spare: Path | None
+) -> float:
+    """One mention in a new thread: seconds from the post to the harness's start; then its end.
+
+    With spare, the mention waits until the daemon's spare worktree is ready (threads no
+    faster than one per checkout); without, it comes as soon as the last thread ended.
+    """
+    if spare is not None:
+        await until(spare.is_dir, "the spare worktree", timeout=300)
     sent = time.time()
     mid = int((await human.post(f"@{bot.handle} task {i}", channel="lobby", workspace="bench"))["id"])
     call = await until(
@@ -70,13 +81,16 @@ async def sample(human: BoardClient, own: BoardClient, bot: Daemon, i: int, work
     return float(call[0]["time"]) - sent
 
 
-async def measure(url: str, human_token: str, bots: list[tuple[str, str]], work: Path, n: int) -> list[Any]:
+async def measure(
+    url: str, human_token: str, bots: list[tuple[str, str]], work: Path, n: int, paced: bool
+) -> list[Any]:
     repo = work / "repo"
     plain = start_daemon(url, *bots[0], work / "plain", [{"do": "ok"}], ["--harness", "claude"], repo=repo)
     tree = start_daemon(
         url, *bots[1], work / "tree", [{"do": "ok"}], ["--harness", "claude", "--worktrees"], repo=repo
     )
     times: dict[str, list[float]] = {"plain": [], "worktree": []}
+    spare = work / "repo.worktrees" / f".{tree.handle}.spare"
     try:
         await plain.started()
         await tree.started()
@@ -86,8 +100,10 @@ async def measure(url: str, human_token: str, bots: list[tuple[str, str]], work:
             BoardClient(url, bots[1][1]) as own_tree,
         ):
             for i in range(n):  # alternating, so both see the same load
-                times["plain"].append(await sample(human, own_plain, plain, i, False))
-                times["worktree"].append(await sample(human, own_tree, tree, i, True))
+                times["plain"].append(await sample(human, own_plain, plain, i, False, None))
+                times["worktree"].append(
+                    await sample(human, own_tree, tree, i, True, spare if paced else None)
+                )
     finally:
         await plain.stop()
         await tree.stop()
@@ -105,6 +121,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench worktrees", description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=30, help="threads per daemon (≥ 20)")
     parser.add_argument("--files", type=int, default=10_000, help="files in the repository")
+    parser.add_argument(
+        "--back-to-back",
+        action="store_true",
+        help="each thread as soon as the last ended, ready spare or not (default: once it is ready)",
+    )
     args = parser.parse_args(argv)
     with board_process() as board, tempfile.TemporaryDirectory(prefix="bench-wt-") as tmp:
         work = Path(tmp)
@@ -112,10 +133,12 @@ def main(argv: list[str] | None = None) -> None:
         make_repo(work / "repo", args.files)
         made_s = round(time.monotonic() - started, 1)
         fleet = asyncio.run(make_fleet(board, 2))
-        plain, tree = asyncio.run(measure(board.url, fleet.human, fleet.bots, work, args.n))
+        paced = not args.back_to_back
+        plain, tree = asyncio.run(measure(board.url, fleet.human, fleet.bots, work, args.n, paced))
+    pacing = "spare ready" if paced else "back to back"
     rows = [
-        {"mode": "plain", "files": args.files, "threads": args.n, **percentiles(plain)},
-        {"mode": "worktree", "files": args.files, "threads": args.n, **percentiles(tree)},
+        {"mode": "plain", "pacing": pacing, "files": args.files, "threads": args.n, **percentiles(plain)},
+        {"mode": "worktree", "pacing": pacing, "files": args.files, "threads": args.n, **percentiles(tree)},
     ]
     added = rows[1]["p99_ms"] - rows[0]["p99_ms"]
     report(

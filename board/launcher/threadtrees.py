@@ -165,6 +165,9 @@ class ThreadTrees:
         self.entries[key] = self.entry(self.repo.path_for(self.handle, thread), "")
         try:
             start = await self.start_point(thread)
+            if self.sparing is not None and not self.sparing.done():
+                # Half checked out already: sooner done than a second checkout begun beside it.
+                await asyncio.shield(self.sparing)
             async with self.making:
                 path, branch, made = await self.git(self.repo.ensure, self.handle, thread, start)
         except (GitError, OSError) as exc:
