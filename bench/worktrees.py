@@ -70,14 +70,18 @@ async def sample(
     sent = time.time()
     mid = int((await human.post(f"@{bot.handle} task {i}", channel="lobby", workspace="bench"))["id"])
     call = await until(
-        lambda: [c for c in bot.calls() if c.get("BOARD_WAKE_IDS") == str(mid)], f"{bot.handle}'s turn {i}"
+        lambda: [c for c in bot.calls() if c.get("BOARD_WAKE_IDS") == str(mid)],
+        f"{bot.handle}'s turn {i}",
+        timeout=300,  # back to back, a checkout of 10^4 files can take this long on a loaded machine
     )
     await own.claim(mid, note="on it")
     await until(lambda: len(_events(bot, "turn_ended")) >= 2 * i + 1, f"{bot.handle}'s turn {i} to end")
     await human.done(mid, "done")
     await until(lambda: len(_events(bot, "turn_ended")) >= 2 * i + 2, f"{bot.handle}'s turn on done {i}")
     if worktrees:
-        await until(lambda: len(_events(bot, "worktree_removed")) >= i + 1, f"worktree {i} removed")
+        await until(
+            lambda: len(_events(bot, "worktree_removed")) >= i + 1, f"worktree {i} removed", timeout=300
+        )
     return float(call[0]["time"]) - sent
 
 
