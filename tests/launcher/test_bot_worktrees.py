@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from board.launcher.config import ConfigError, Options, resolve
 from board.launcher.worktrees import GitError, Repo
 from tests.launcher.botrun import BotProcess, mention, replies
 from tests.launcher.fakeharness import Fake, read_jsonl
@@ -383,3 +384,30 @@ def test_a_spare_worktree_becomes_the_next_threads_on_its_branch_at_the_current_
     (spare / "stray.txt").write_text("someone's\n")
     other, _, _ = repo.ensure("pb", 10, "main")
     assert other != spare and spare in repo.listed() and (spare / "stray.txt").exists()
+
+
+def test_the_profile_turns_worktrees_on_and_names_the_base_and_flags_win(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "branch", "release/8")
+    profile = {"harness": "claude", "worktrees": True, "max_worktrees": 3, "base_branch": "release/8"}
+    cfg = resolve(Options(repo=str(repo)), {}, token="t", handle="pb", profile=profile)
+    assert (cfg.worktrees, cfg.max_worktrees, cfg.base_branch) == (True, 3, "release/8")
+    flags = Options(repo=str(repo), max_worktrees=5, base_branch="main")
+    cfg = resolve(flags, {"BOT_MAX_WORKTREES": "2"}, token="t", handle="pb", profile=profile)
+    assert (cfg.max_worktrees, cfg.base_branch) == (5, "main")
+    cfg = resolve(Options(repo=str(repo), worktrees=False), {}, token="t", handle="pb", profile=profile)
+    assert not cfg.worktrees
+    cfg = resolve(Options(repo=str(repo)), {"BOT_WORKTREES": "0"}, token="t", handle="pb", profile=profile)
+    assert not cfg.worktrees
+    cfg = resolve(
+        Options(repo=str(repo)), {}, token="t", handle="pb", profile={"harness": "claude", "worktrees": True}
+    )
+    assert cfg.base_branch == "main"  # the checkout's current branch
+    with pytest.raises(ConfigError, match=r"^base branch 'release/9' does not exist in "):
+        resolve(
+            Options(repo=str(repo)),
+            {},
+            token="t",
+            handle="pb",
+            profile={**profile, "base_branch": "release/9"},
+        )
