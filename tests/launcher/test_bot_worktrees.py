@@ -411,3 +411,20 @@ def test_the_profile_turns_worktrees_on_and_names_the_base_and_flags_win(tmp_pat
             handle="pb",
             profile={**profile, "base_branch": "release/9"},
         )
+
+
+async def test_a_thread_handed_to_another_bot_keeps_the_branch_with_its_commit(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    make_repo(tmp_path / "repo")
+    fake.script({"do": "commit", "path": "part1.txt", "text": "1", "message": "part one"}, {"do": "ok"})
+    bot = await make_bot(args=WT).start().started()
+    thread = await claimed(world, await mention(world, "start this"))
+    await eventually(lambda: sent(bot, thread) == ["live"], "the live record")
+
+    await world.human.handoff(thread, "pb2", "pb2 finishes it")
+    await eventually(lambda: bot.events("worktree_kept"), "the worktree to be kept on the handoff")
+    assert ahead(bot, f"bot/pb/t{thread}") == ["part one"]
+    said = await eventually(lambda: _kept_replies(world, thread), "the reply naming the branch")
+    assert f"bot/pb/t{thread}" in said[0]["body"]
+    assert sent(bot, thread)[-1] == "kept"
