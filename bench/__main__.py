@@ -27,9 +27,22 @@ SCENARIOS = {
     "pages": "bench.pages",
     "fleet": "bench.keeper_cost",
     "economy": "bench.economy",
+    "worktrees": "bench.worktrees",
 }
 # `post` and `wake` drive the bare handler in their own run, so `all` leaves `baseline` out.
-ALL = ["post", "wake", "idle", "catchup", "knowledge", "claims", "wake_latency", "mcp", "pages", "economy"]
+ALL = [
+    "post",
+    "wake",
+    "idle",
+    "catchup",
+    "knowledge",
+    "claims",
+    "wake_latency",
+    "mcp",
+    "pages",
+    "economy",
+    "worktrees",
+]
 
 
 def run_all(quick: bool) -> None:

@@ -25,9 +25,11 @@ FAKES_BIN = ROOT / "tests" / "fakes" / "bin"
 
 
 def jsonl(path: Path) -> list[dict[str, Any]]:
+    """The complete lines of a JSON-lines file its writer may be appending to (the last may be torn)."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    written = path.read_text().rpartition("\n")[0]
+    return [json.loads(line) for line in written.split("\n") if line.strip()]
 
 
 async def until(probe: Callable[[], Any], what: str, timeout: float = 30.0, poll: float = 0.002) -> Any:
@@ -84,12 +86,21 @@ class Daemon:
 
 
 def start_daemon(
-    url: str, handle: str, token: str, work: Path, script: list[dict[str, Any]], args: list[str]
+    url: str,
+    handle: str,
+    token: str,
+    work: Path,
+    script: list[dict[str, Any]],
+    args: list[str],
+    repo: Path | None = None,
 ) -> Daemon:
-    """``bot run --handle HANDLE --board URL --repo WORK/repo ARGS`` with the fakes first on PATH."""
+    """``bot run --handle HANDLE --board URL --repo REPO ARGS`` with the fakes first on PATH
+    (REPO: an empty WORK/repo unless given)."""
     (work / "fake").mkdir(parents=True)
     (work / "fake" / "script.json").write_text(json.dumps(script))
-    (work / "repo").mkdir()
+    if repo is None:
+        repo = work / "repo"
+        repo.mkdir()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("BOT_", "BOARD_"))},
         "PYTHONPATH": str(ROOT),
@@ -102,7 +113,7 @@ def start_daemon(
         # The scratch folder is disposable: claude (the fake, as the real one) runs unattended as root.
         "IS_SANDBOX": "1",
     }
-    argv = ["bot", "run", "--handle", handle, "--board", url, "--repo", str(work / "repo"), *args]
+    argv = ["bot", "run", "--handle", handle, "--board", url, "--repo", str(repo), *args]
     with (work / "bot.err").open("wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "board", *argv],

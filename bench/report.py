@@ -192,6 +192,17 @@ TARGETS = [
         _field("wake_latency", "spawn_p99_ms"),
         lambda v, _: v <= 250,
     ),
+    Target(
+        "mention → harness started p99, a new worktree vs the checkout",
+        "≤ 1000 ms added",
+        "worktrees",
+        lambda r: (
+            (r["worktrees"]["added_p99_ms"], r["worktrees"]["rows"][0]["p99_ms"], r["worktrees"]["ratio_p99"])
+            if "worktrees" in r
+            else (None, None, None)
+        ),
+        lambda v, _: v <= 1000,
+    ),
 ]
 
 

@@ -74,6 +74,19 @@ def main() -> None:
     default=None,
     help="Give the harness the board's MCP tools, and a prompt naming them [BOT_MCP]; else the profile's.",
 )
+@click.option(
+    "--worktrees/--no-worktrees",
+    default=None,
+    help="A git worktree, branch and session per thread [BOT_WORKTREES]; else the profile's.",
+)
+@click.option(
+    "--max-worktrees",
+    type=int,
+    help="Live worktrees at most; more threads wait [BOT_MAX_WORKTREES; 4]; else the profile's.",
+)
+@click.option(
+    "--base-branch", help="Where new worktrees start [BOT_BASE_BRANCH; default: the current branch]."
+)
 def run(
     handle: str | None,
     harness: str | None,
@@ -87,6 +100,9 @@ def run(
     jitter: float | None,
     model: str | None,
     mcp: bool | None,
+    worktrees: bool | None,
+    max_worktrees: int | None,
+    base_branch: str | None,
 ) -> None:
     """Run one bot's daemon in the foreground until SIGTERM.
 
@@ -106,6 +122,9 @@ def run(
         jitter=jitter,
         model=model,
         mcp=mcp,
+        worktrees=worktrees,
+        max_worktrees=max_worktrees,
+        base_branch=base_branch,
     )
     try:
         code = asyncio.run(run_daemon(options, dict(os.environ)))

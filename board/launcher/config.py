@@ -22,9 +22,12 @@ from ..local_board import BOARD_VAR, own_url
 from .harnesses import ADAPTERS, Adapter, adapter_from_env
 from .mcp import McpSetup, setup_for
 from .process import silent_timeout, turn_timeout
+from .worktrees import GitError, Repo
 
 DEFAULT_JITTER = 20.0  # BOT_JITTER, seconds
-DEFAULT_STOP_GRACE = 10.0  # BOT_STOP_GRACE: how long SIGTERM lets a running turn finish
+DEFAULT_STOP_GRACE = 10.0
+DEFAULT_MAX_WORKTREES = 4
+MAX_WORKTREES = 32  # BOT_STOP_GRACE: how long SIGTERM lets a running turn finish
 HANDLE = re.compile(r"[A-Za-z0-9._-]{2,32}")
 CHANNEL = re.compile(r"[a-z0-9._-]{2,64}")
 
@@ -118,6 +121,9 @@ class Options:
     jitter: float | None = None
     model: str | None = None
     mcp: bool | None = None
+    worktrees: bool | None = None
+    max_worktrees: int | None = None
+    base_branch: str | None = None
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,10 @@ class BotConfig:
     # this many tokens (None: never); see docs/bots.md "Session rotation".
     rotate_after_turns: int | None = None
     rotate_after_tokens: int | None = None
+    # A worktree and a session per thread (docs/bots.md "Worktrees"); base is resolved at start.
+    worktrees: bool = False
+    max_worktrees: int = DEFAULT_MAX_WORKTREES
+    base_branch: str = ""
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
@@ -226,6 +236,7 @@ def resolve(
                 f"harness {harness} takes no per-run MCP configuration here; "
                 "run it without --mcp (BOT_MCP, the profile's mcp), or use claude, codex or gemini"
             )
+    worktrees, max_worktrees, base = _worktrees(options, environ, prof, repo, pool_path)
     return BotConfig(
         handle=handle,
         harness=harness,
@@ -249,8 +260,52 @@ def resolve(
         mcp=mcp,
         rotate_after_turns=_rotation(environ, prof, "rotate_after_turns"),
         rotate_after_tokens=_rotation(environ, prof, "rotate_after_tokens"),
+        worktrees=worktrees,
+        max_worktrees=max_worktrees,
+        base_branch=base,
         environ=dict(environ),
     )
+
+
+def _worktrees(
+    options: Options, environ: Mapping[str, str], profile: Mapping[str, Any], repo: Path, pool: Path | None
+) -> tuple[bool, int, str]:
+    """Whether each thread gets its own worktree, how many at once, and from which base.
+
+    The base must exist now: a daemon that would fail at its first thread fails at start.
+    """
+    on = options.worktrees
+    if on is None:
+        on = _flag("BOT_WORKTREES", environ.get("BOT_WORKTREES", ""), bool(profile.get("worktrees")))
+    raw: Any = options.max_worktrees
+    if raw is None:
+        raw = environ.get("BOT_MAX_WORKTREES") or profile.get("max_worktrees") or DEFAULT_MAX_WORKTREES
+    try:
+        most = int(str(raw))
+    except ValueError:
+        raise ConfigError(f"max worktrees must be a whole number, not {raw!r}") from None
+    if not 1 <= most <= MAX_WORKTREES:
+        raise ConfigError(f"max worktrees must be 1..{MAX_WORKTREES}, not {most}")
+    if not on:
+        return False, most, ""
+    if pool is not None:
+        raise ConfigError("--worktrees does not work with --pool yet: run the pool without worktrees")
+    wanted = options.base_branch or environ.get("BOT_BASE_BRANCH") or profile.get("base_branch") or None
+    try:
+        base = Repo(repo).base(str(wanted) if wanted else None)
+    except (ValueError, GitError) as exc:
+        raise ConfigError(str(exc)) from None
+    return True, most, base
+
+
+def _flag(name: str, raw: str, default: bool) -> bool:
+    """A 1/0 environment switch; unset: default."""
+    raw = raw.strip().lower()
+    if not raw:
+        return default
+    if raw not in ("1", "true", "yes", "0", "false", "no"):
+        raise ConfigError(f"{name} must be 1 or 0, not {raw!r}")
+    return raw in ("1", "true", "yes")
 
 
 def _rotation(environ: Mapping[str, str], profile: Mapping[str, Any], key: str) -> int | None:
@@ -271,12 +326,7 @@ def _rotation(environ: Mapping[str, str], profile: Mapping[str, Any], key: str) 
 def _mcp_on(options: Options, environ: Mapping[str, str], profile: Mapping[str, Any]) -> bool:
     if options.mcp is not None:
         return options.mcp
-    raw = environ.get("BOT_MCP", "").strip().lower()
-    if raw:
-        if raw not in ("1", "true", "yes", "0", "false", "no"):
-            raise ConfigError(f"BOT_MCP must be 1 or 0, not {raw!r}")
-        return raw in ("1", "true", "yes")
-    return bool(profile.get("mcp"))
+    return _flag("BOT_MCP", environ.get("BOT_MCP", ""), bool(profile.get("mcp")))
 
 
 def make_adapter(cfg: BotConfig) -> Adapter:

@@ -57,6 +57,8 @@ from .pool import Pool
 from .process import ProcessOutcome, child_env, identity_env, run_turn
 from .prompt import Prompt, Prompter
 from .state import BotState, StateFile
+from .threadtrees import ThreadTrees, lane_key, thread_of
+from .worktrees import GitError, Repo
 
 T = TypeVar("T")
 
@@ -182,6 +184,8 @@ class Lane:
     urgent: asyncio.Event = field(default_factory=asyncio.Event)  # a for_me message is queued
     task: asyncio.Task[None] | None = None
     busy: bool = False
+    thread: int | None = None  # with worktrees: the lane's thread
+    closing: bool = False  # with worktrees: the thread's claim ended; close once the queue is empty
 
     def put(self, message: dict[str, Any]) -> None:
         self.queue.append(message)
@@ -244,7 +248,22 @@ class Bot:
         self.pending: set[int] = set()
         self.arrived: dict[int, float] = {}
         self.lanes: dict[str, Lane] = {}
-        self.slots = asyncio.Semaphore(POOL_CONCURRENCY if pool else 1)
+        self.trees: ThreadTrees | None = None
+        if cfg.worktrees:
+            self.trees = ThreadTrees(
+                Repo(cfg.repo),
+                handle=cfg.handle,
+                base=cfg.base_branch,
+                most=cfg.max_worktrees,
+                client=client,
+                call=self.call,
+                log=log,
+                state=lambda: self.state,
+                save=self.save,
+            )
+        self.slots = asyncio.Semaphore(
+            POOL_CONCURRENCY if pool else cfg.max_worktrees if cfg.worktrees else 1
+        )
         self.prompter: Prompter | None = None
         self.fatal: BaseException | None = None
         self._stop: asyncio.Event | None = None
@@ -314,6 +333,11 @@ class Bot:
         self.read_position = self.state.cursor
         await self.recover()
         self.save()
+        if self.trees is not None:
+            for thread in await self.trees.adopt():
+                entry = self.state.worktrees[str(thread)]
+                if await self.trees.claim_ended(thread, entry):
+                    self.close_later(thread)
         self.prompter = Prompter(self.client, handle=self.cfg.handle, tools=self.cfg.mcp is not None)
         if self.cfg.mcp is not None:
             write_mcp_files(self.cfg.mcp)
@@ -472,9 +496,17 @@ class Bot:
         mid = int(message["id"])
         if mid <= self.state.cursor or mid in self.pending or mid in self.state.handled:
             return
+        ended = self.trees.ends_claim(message) if self.trees is not None else None
+        if ended is not None:  # the bot's own act too: look before skipping it
+            self.close_later(ended)
         if self.skip(message):
             return
-        lane = self.lane(self.pool.key(message) if self.pool is not None else "")
+        if self.pool is not None:
+            lane = self.lane(self.pool.key(message))
+        elif self.trees is not None:
+            lane = self.lane(lane_key(thread_of(message)), thread_of(message))
+        else:
+            lane = self.lane("")
         self.pending.add(mid)
         self.arrived[mid] = arrived
         lane.put(message)
@@ -496,11 +528,17 @@ class Bot:
             return True
         return self.pool is not None and not self.pool.is_project(self.pool.key(message))
 
-    def lane(self, key: str) -> Lane:
+    def close_later(self, thread: int) -> None:
+        """Close the thread's worktree once its lane has nothing queued."""
+        lane = self.lane(lane_key(thread), thread)
+        lane.closing = True
+        lane.ready.set()
+
+    def lane(self, key: str, thread: int | None = None) -> Lane:
         lane = self.lanes.get(key)
         if lane is None:
             cwd = self.pool.cwd(key) if self.pool is not None else self.cfg.repo
-            lane = self.lanes[key] = Lane(key, cwd)
+            lane = self.lanes[key] = Lane(key, cwd, thread=thread)
             lane.task = asyncio.ensure_future(self.lane_loop(lane))
             lane.task.add_done_callback(self._task_done)
         return lane
@@ -516,6 +554,11 @@ class Bot:
     async def lane_loop(self, lane: Lane) -> None:
         while True:
             await lane.ready.wait()
+            if self.trees is not None and not lane.queue:
+                lane.ready.clear()
+                if await self.close_lane(lane):
+                    return
+                continue
             failures = self.state.failures.get(lane.key, 0)
             if failures:
                 await self.sleep(backoff(failures, self.timing.fail_first, self.timing.fail_cap))
@@ -524,6 +567,8 @@ class Bot:
                 self.log.event("jitter", lane=lane.key, delay_s=round(delay, 3))
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(lane.urgent.wait(), delay)
+            if self.trees is not None and not await self.worktree_for(lane):
+                continue
             batch = lane.take(self.timing.batch_max)
             if not batch:
                 continue
@@ -533,8 +578,41 @@ class Bot:
                     await self.turn(lane, batch)
                 finally:
                     lane.busy = False
+            if self.trees is not None and lane.thread is not None:
+                session = self.state.sessions.get(lane.key)
+                lane.closing = await self.trees.after_turn(lane.thread, session) or lane.closing
+                if not lane.queue and await self.close_lane(lane):
+                    return
             if self.stopping:
                 return
+
+    async def worktree_for(self, lane: Lane) -> bool:
+        """Give the lane its thread's worktree (waiting for room); False: it failed, back off."""
+        assert self.trees is not None and lane.thread is not None
+        try:
+            lane.cwd = await self.trees.acquire(lane.thread)
+        except GitError as exc:
+            self.log.event("worktree_failed", thread=lane.thread, error=str(exc))
+            self.state.failures[lane.key] = self.state.failures.get(lane.key, 0) + 1
+            return False
+        return True
+
+    async def close_lane(self, lane: Lane) -> bool:
+        """A closing lane with nothing queued: close its worktree and end the lane; whether it ended."""
+        assert self.trees is not None
+        if not lane.closing or lane.thread is None:
+            return False
+        thread = lane.thread
+
+        async def post(body: str, reply_to: int, request_id: str) -> None:
+            await self.post(no_mentions(body), reply_to=reply_to, request_id=request_id)
+
+        await self.trees.close(thread, post)
+        lane.closing = False
+        if lane.queue:  # a message came while it closed: the lane goes on (a kept worktree is reused)
+            return False
+        self.lanes.pop(lane.key, None)
+        return True
 
     async def turn(self, lane: Lane, batch: list[dict[str, Any]]) -> None:
         """One batch: prompt, harness run (and a fresh session once if it is gone), records."""

@@ -24,6 +24,10 @@ Why each field is kept:
 - ``inflight``: the turns running now, with their harness's pid and start
   time, so a daemon restarted after a crash can end an orphaned harness and
   tell the next turn that these messages were interrupted.
+- ``worktrees``: with ``--worktrees``, each thread's worktree (its folder,
+  branch, base, ``live`` or ``kept``, when it was made, its session, and
+  whether the bot was seen holding the thread's claim), so a restarted daemon
+  adopts them instead of making second ones; the keeper reads it too.
 - ``watch_from``: the board's cursor when the bot first started; older watched
   messages are history, not work.
 """
@@ -54,6 +58,8 @@ class BotState:
     interrupted: dict[str, list[int]] = field(default_factory=dict)
     last_wake: dict[str, Any] | None = None
     watch_from: int | None = None
+    # Per thread id, its worktree: path, branch, base, state (live|kept), created_at, session, held.
+    worktrees: dict[str, dict[str, Any]] = field(default_factory=dict)
     held: dict[str, Any] | None = None  # the board holds the bot's wakes: its daily budget (the feed's held)
 
     @classmethod

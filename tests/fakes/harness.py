@@ -44,6 +44,7 @@ from typing import Any
 FAKE_DIR = os.environ.get("FAKE_HARNESS_DIR")
 STEP_KINDS = {
     "ok",
+    "commit",
     "fail",
     "error_result",
     "crash",
@@ -1324,6 +1325,25 @@ def record_action(action: Action, **fields: Any) -> Action:
     return action
 
 
+def commit(step: dict[str, Any]) -> str:
+    """Write step's ``path`` (``text``) in the working directory and commit it there, as a
+    model editing a checkout would; returns the new commit's sha."""
+    target = os.path.join(os.getcwd(), str(step["path"]))
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target, "w") as f:
+        f.write(str(step.get("text", "")))
+    git = ["git", "-c", "user.name=Fake Model", "-c", "user.email=fake@example.invalid"]
+    for argv in (
+        [*git, "add", "--", str(step["path"])],
+        [*git, "commit", "--quiet", "-m", str(step.get("message", f"edit {step['path']}"))],
+    ):
+        subprocess.run(argv, check=True, capture_output=True, timeout=60)
+    done = subprocess.run(
+        ["git", "rev-parse", "HEAD"], check=True, capture_output=True, text=True, timeout=60
+    )
+    return done.stdout.strip()
+
+
 def act(step: dict[str, Any], prompt: str, allowed: bool) -> Action:
     """The model's own program: ``step["program"]`` reads the prompt on stdin and calls the
     board with the run's BOARD_URL and BOARD_TOKEN, as a model with a shell would. Its
@@ -1545,6 +1565,11 @@ def main() -> int:
             remaining -= len(piece)
         sys.stdout.buffer.write(b"\n")
         sys.stdout.flush()
+    if kind == "commit":
+        sha = commit(step)
+        append_jsonl("commits.jsonl", {"cwd": os.getcwd(), "sha": sha, "path": step["path"]})
+        if step.get("then") == "hang":  # committed, then still working: a crash can come now
+            time.sleep(float(step.get("seconds", 300)))
     actions: list[Action] = []
     if kind == "act":
         done = act(step, inv.prompt, inv.tools_allowed)

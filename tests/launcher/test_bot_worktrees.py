@@ -1,0 +1,430 @@
+"""``bot run --worktrees``: a real git repository, a real board, real ``bot run`` daemons.
+
+Each thread the bot works in gets its own worktree and branch beside the
+checkout; its fake harness commits there with real git. The tests read the
+repository (``git worktree list``, branches, ``git log``), the thread's replies,
+the daemon's state.json and its log (what it sent the board for each thread's
+record).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from board.launcher.config import ConfigError, Options, resolve
+from board.launcher.worktrees import GitError, Repo
+from tests.launcher.botrun import BotProcess, mention, replies
+from tests.launcher.fakeharness import Fake, read_jsonl
+from tests.support.boardtest import World, eventually
+
+WT = ["--worktrees"]
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout.strip()
+
+
+def make_repo(path: Path, branch: str = "main") -> Path:
+    """A checkout on branch with one commit."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "--quiet", "-b", branch)
+    (path / "README").write_text("hello\n")
+    git(path, "add", "README")
+    git(path, "-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "--quiet", "-m", "start")
+    return path
+
+
+def folder(bot: BotProcess, thread: int) -> Path:
+    return bot.repo.parent / f"{bot.repo.name}.worktrees" / f"pb-t{thread}"
+
+
+def worktrees(bot: BotProcess) -> list[str]:
+    """The checkout's threads' worktrees, as git lists them (not itself, nor the bot's spare)."""
+    lines = git(bot.repo, "worktree", "list", "--porcelain").splitlines()
+    paths = [line.split(" ", 1)[1] for line in lines if line.startswith("worktree ")]
+    return [p for p in paths if Path(p) != bot.repo.resolve() and not Path(p).name.startswith(".")]
+
+
+def branches(bot: BotProcess) -> list[str]:
+    return git(bot.repo, "branch", "--format=%(refname:short)").splitlines()
+
+
+def ahead(bot: BotProcess, branch: str) -> list[str]:
+    """The subjects of branch's commits that main lacks."""
+    return git(bot.repo, "log", "--format=%s", f"main..{branch}").splitlines()
+
+
+def sent(bot: BotProcess, thread: int) -> list[str]:
+    """The record states the daemon sent the board for thread, in order."""
+    return [e["state"] for e in bot.events("worktree_record") if e["thread"] == thread]
+
+
+async def board_records(world: World, thread: int) -> list[dict[str, Any]] | None:
+    """The thread's worktree records as the board keeps them; None on a board without them
+    (the record route and the thread's ``worktrees`` key come with the board's side)."""
+    info = await world.human.thread(thread)
+    records: list[dict[str, Any]] | None = info.get("worktrees")
+    return records
+
+
+async def check_records(world: World, bot: BotProcess, thread: int, states: list[str]) -> None:
+    """The daemon sent these states, in order; the board keeps the last, or (an older board)
+    refused the route and the daemon logged that once for the thread and went on."""
+    assert sent(bot, thread) == states
+    records = await board_records(world, thread)
+    if records is None:
+        failed = [e for e in bot.events("worktree_record_failed") if e["thread"] == thread]
+        assert len(failed) == 1 and failed[0]["code"] == "NOT_FOUND", failed
+        return
+    mine = [r for r in records if r["bot"] == "pb"]
+    assert len(mine) == 1 and mine[0]["state"] == states[-1], records
+
+
+async def claimed(world: World, message_id: int) -> int:
+    """pb holds the thread of message_id (claimed by its own token, as its harness would)."""
+    await world.bot.claim(message_id, note="working on it")
+    return message_id
+
+
+def calls_in(fake: Fake, path: Path) -> list[dict[str, Any]]:
+    return [c for c in fake.calls() if c.get("step") and c["cwd"] == str(path)]
+
+
+async def test_two_threads_at_once_get_two_worktrees_each_with_only_its_own_commit(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    make_repo(tmp_path / "repo")
+    fake.script(
+        {"do": "commit", "path": "one.txt", "text": "1", "message": "first change", "delay": 1.5},
+        {"do": "commit", "path": "two.txt", "text": "2", "message": "second change", "delay": 1.5},
+        {"do": "ok"},
+    )
+    bot = await make_bot(args=WT).start().started()
+    a = await mention(world, "change one")
+    b = await mention(world, "change two")
+    for thread in (a, b):
+        await eventually(
+            partial(calls_in, fake, folder(bot, thread)), f"a turn in thread {thread}'s worktree"
+        )
+    await eventually(lambda: all(sent(bot, t) == ["live"] for t in (a, b)), "both turns' records")
+
+    assert sorted(worktrees(bot)) == sorted(str(folder(bot, t)) for t in (a, b))
+    assert {f"bot/pb/t{a}", f"bot/pb/t{b}"} <= set(branches(bot))
+    subjects = [ahead(bot, f"bot/pb/t{t}") for t in (a, b)]
+    assert sorted(subjects) == [["first change"], ["second change"]]
+    assert git(bot.repo, "log", "--format=%s", "main") == "start"  # the checkout is untouched
+    # The two turns ran at once (both started before either ended), each in its own session.
+    turns = [e for e in bot.events() if e["event"] in ("turn_started", "turn_ended")]
+    assert [e["event"] for e in turns] == ["turn_started", "turn_started", "turn_ended", "turn_ended"]
+    assert {e["lane"] for e in turns} == {f"t{a}", f"t{b}"}
+    state = bot.state()
+    assert set(state["sessions"]) == {f"t{a}", f"t{b}"}
+    assert state["sessions"][f"t{a}"] != state["sessions"][f"t{b}"]
+    for thread in (a, b):
+        entry = state["worktrees"][str(thread)]
+        assert entry["path"] == str(folder(bot, thread)) and entry["state"] == "live"
+        assert entry["branch"] == f"bot/pb/t{thread}" and entry["base"] == "main"
+        assert entry["session"] == state["sessions"][f"t{thread}"]
+    commits = read_jsonl(fake.root / "commits.jsonl")
+    assert sorted(c["cwd"] for c in commits) == sorted(str(folder(bot, t)) for t in (a, b))
+
+
+async def test_a_done_thread_without_changes_leaves_no_worktree_and_no_branch(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    make_repo(tmp_path / "repo")
+    fake.script({"do": "ok", "text": "looked, nothing to change"})
+    bot = await make_bot(args=WT).start().started()
+    thread = await claimed(world, await mention(world, "have a look"))
+    await eventually(lambda: bot.events("turn_ended"), "the first turn")
+    await eventually(lambda: sent(bot, thread) == ["live"], "the live record")
+    assert worktrees(bot) == [str(folder(bot, thread))]
+
+    await world.human.done(thread, "nothing to do")
+    await eventually(lambda: bot.events("worktree_removed"), "the worktree to be removed")
+    assert worktrees(bot) == []
+    assert not folder(bot, thread).exists()
+    assert branches(bot) == ["main"]
+    assert bot.state()["worktrees"] == {}
+    await check_records(world, bot, thread, ["live", "live", "removed"])
+    assert not [r for r in await replies(world.human, thread, "pb") if "worktree" in r["body"]]
+
+
+async def test_a_done_thread_with_a_commit_keeps_its_branch_and_says_so_once(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    make_repo(tmp_path / "repo")
+    fake.script(
+        {"do": "commit", "path": "src/fix.py", "text": "print('fixed')\n", "message": "fix @alice's bug"},
+        {"do": "ok"},
+    )
+    bot = await make_bot(args=WT).start().started()
+    thread = await claimed(world, await mention(world, "fix it"))
+    await eventually(lambda: sent(bot, thread) == ["live"], "the live record")
+
+    await world.human.done(thread, "thanks")
+    await eventually(lambda: bot.events("worktree_kept"), "the worktree to be kept")
+    branch = f"bot/pb/t{thread}"
+    assert ahead(bot, branch) == ["fix @alice's bug"]
+    assert worktrees(bot) == [str(folder(bot, thread))]
+    assert bot.state()["worktrees"][str(thread)]["state"] == "kept"
+
+    said = await eventually(
+        lambda: _kept_replies(world, thread), "the reply naming the kept branch", timeout=10
+    )
+    body = said[0]["body"]
+    assert branch in body and "1 commit ahead of `main`" in body
+    assert "src/fix.py | 1 +" in body
+    assert "@\u200balice" in body and not said[0].get("mentions")  # wakes nobody
+    await check_records(world, bot, thread, ["live", "live", "kept"])
+    sha = git(bot.repo, "rev-parse", "--short", branch)
+    assert sha in body
+    # One reply, whatever comes later in the thread.
+    await world.human.post("one more thing", reply_to=thread)
+    await eventually(lambda: len(bot.events("turn_ended")) >= 3, "the turn on the follow-up")
+    assert len(await _kept_replies(world, thread)) == 1
+
+
+async def _kept_replies(world: World, thread: int) -> list[dict[str, Any]]:
+    return [r for r in await replies(world.human, thread, "pb") if "kept my worktree" in r["body"]]
+
+
+async def test_a_third_thread_waits_for_one_of_two_worktrees(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    make_repo(tmp_path / "repo")
+    fake.script({"do": "ok"})
+    bot = await make_bot(args=[*WT, "--max-worktrees", "2"]).start().started()
+    first = await claimed(world, await mention(world, "one"))
+    second = await mention(world, "two")
+    await eventually(lambda: len(bot.events("turn_ended")) >= 2, "two turns")
+    third = await mention(world, "three")
+    await eventually(lambda: bot.events("worktree_waiting"), "the third thread to wait")
+    assert bot.events("worktree_waiting")[0]["thread"] == third
+    assert sent(bot, third) == ["waiting"]
+    await eventually(lambda: len(bot.events("turn_ended")) >= 2, "nothing more")
+    assert not calls_in(fake, folder(bot, third)) and len(worktrees(bot)) == 2
+
+    await world.human.done(first)
+    await eventually(lambda: calls_in(fake, folder(bot, third)), "the third thread's turn")
+    removed = bot.events("worktree_removed")
+    assert [e["thread"] for e in removed] == [first]
+    made = [e for e in bot.events() if e["event"] in ("worktree_removed", "worktree_made")]
+    assert [e.get("thread") for e in made][-2:] == [first, third]  # made only once the first was gone
+    assert sorted(worktrees(bot)) == sorted(str(folder(bot, t)) for t in (second, third))
+    await eventually(lambda: sent(bot, third) == ["waiting", "live"], "the third's live record")
+    await check_records(world, bot, third, ["waiting", "live"])
+
+
+async def test_a_daemon_killed_mid_turn_adopts_its_worktree_and_keeps_the_commit(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    make_repo(tmp_path / "repo")
+    fake.script(
+        {
+            "do": "commit",
+            "path": "half.txt",
+            "text": "x",
+            "message": "half done",
+            "then": "hang",
+            "seconds": 60,
+        },
+        {"do": "ok", "text": "finished"},
+    )
+    bot = await make_bot(args=WT).start().started()
+    thread = await mention(world, "long job")
+    await eventually(lambda: read_jsonl(fake.root / "commits.jsonl"), "the commit inside the turn")
+    await bot.kill()
+    assert ahead(bot, f"bot/pb/t{thread}") == ["half done"]
+
+    await bot.start().started()
+    await eventually(
+        lambda: len(calls_in(fake, folder(bot, thread))) >= 2, "the interrupted turn to run again"
+    )
+    assert bot.events("orphan_killed")
+    assert len(bot.events("worktree_made")) == 1  # by the first run; the second found it in state.json
+    assert worktrees(bot) == [str(folder(bot, thread))]
+    assert branches(bot) == ["bot/pb/t" + str(thread), "main"]
+    assert ahead(bot, f"bot/pb/t{thread}") == ["half done"]
+    assert list(bot.state()["worktrees"]) == [str(thread)]
+
+
+async def test_a_daemon_restarted_adopts_a_worktree_its_state_lost(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    """A worktree git lists under the bot's folder but state.json does not name is adopted, not made again."""
+    repo = make_repo(tmp_path / "repo")
+    thread = await mention(world, "pick this up")
+    path = repo.parent / "repo.worktrees" / f"pb-t{thread}"
+    git(repo, "worktree", "add", "--quiet", "-b", f"bot/pb/t{thread}", str(path), "main")
+    fake.script({"do": "ok"})
+    bot = await make_bot(args=WT).start().started()
+    await eventually(lambda: calls_in(fake, path), "the turn in the adopted worktree")
+    assert [e["thread"] for e in bot.events("worktree_adopted")] == [thread]
+    assert not bot.events("worktree_made")
+    assert worktrees(bot) == [str(path)]
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "line"),
+    [
+        (
+            ["--worktrees", "--base-branch", "release/9"],
+            {},
+            "bot: base branch 'release/9' does not exist in {repo}",
+        ),
+        (
+            ["--worktrees"],
+            {"BOT_BASE_BRANCH": "release/9"},
+            "bot: base branch 'release/9' does not exist in {repo}",
+        ),
+        ([], {"BOT_WORKTREES": "1", "BOT_BASE_BRANCH": "-x"}, "bot: base branch '-x' must be 1-200 of"),
+        (["--worktrees", "--max-worktrees", "33"], {}, "bot: max worktrees must be 1..32, not 33"),
+        (["--worktrees", "--pool", "{pool}"], {}, "bot: --worktrees does not work with --pool yet"),
+    ],
+)
+async def test_start_refuses_a_bad_worktree_setting_with_one_line(
+    tmp_path: Path,
+    fake: Fake,
+    make_bot: Callable[..., BotProcess],
+    args: list[str],
+    env: dict[str, str],
+    line: str,
+) -> None:
+    make_repo(tmp_path / "repo")
+    pool = str(tmp_path / "pool")
+    bot = make_bot(args=[a.replace("{pool}", pool) for a in args], **env).start()
+    assert await bot.wait_exit() == 2
+    out = bot.output().strip()
+    assert len(out.splitlines()) == 1 and out.startswith(line.format(repo=bot.repo.resolve())), out
+    assert not (tmp_path / "repo.worktrees").exists() and not bot.events("started")
+    assert not fake.calls()
+
+
+async def test_start_refuses_worktrees_in_a_folder_that_is_not_a_git_checkout(
+    tmp_path: Path, make_bot: Callable[..., BotProcess]
+) -> None:
+    bot = make_bot(args=WT).start()
+    assert await bot.wait_exit() == 2
+    out = bot.output().strip()
+    assert out == f"bot: repo {bot.repo.resolve()} is not a git checkout (worktrees need one)"
+
+
+def test_git_runs_only_in_the_checkout_or_its_worktrees_folder(tmp_path: Path) -> None:
+    repo = Repo(make_repo(tmp_path / "repo"))
+    elsewhere = make_repo(tmp_path / "other")
+    with pytest.raises(GitError, match="refusing to run git in"):
+        repo.git(elsewhere, "status")
+    with pytest.raises(GitError, match="refusing to run git in"):
+        repo.git(tmp_path / "repo.worktrees-evil", "status")
+    assert repo.git(repo.path, "status", "--porcelain").returncode == 0
+
+
+def test_close_keeps_a_worktree_with_uncommitted_work_and_never_deletes_an_unmerged_branch(
+    tmp_path: Path,
+) -> None:
+    repo = Repo(make_repo(tmp_path / "repo"))
+    path, branch, made = repo.ensure("pb", 7, "main")
+    assert made and path == tmp_path / "repo.worktrees" / "pb-t7" and branch == "bot/pb/t7"
+    (path / "draft.txt").write_text("not yet committed\n")
+    kept = repo.close(path, branch, "main")
+    assert kept.dirty == 1 and kept.ahead == 0 and path.is_dir() and repo.has_branch(branch)
+    (path / "draft.txt").unlink()
+    git(
+        path,
+        "-c",
+        "user.name=T",
+        "-c",
+        "user.email=t@example.invalid",
+        "commit",
+        "--quiet",
+        "--allow-empty",
+        "-m",
+        "x",
+    )
+    kept = repo.close(path, branch, "main")
+    assert kept.ahead == 1 and kept.commits[0]["subject"] == "x" and path.is_dir() and repo.has_branch(branch)
+    # The same thread again: its worktree is adopted, not made twice.
+    assert repo.ensure("pb", 7, "main") == (path, branch, False)
+
+
+def test_a_spare_worktree_becomes_the_next_threads_on_its_branch_at_the_current_base(tmp_path: Path) -> None:
+    repo = Repo(make_repo(tmp_path / "repo"))
+    assert repo.make_spare("pb", "main") and not repo.make_spare("pb", "main")  # one at a time
+    spare = repo.spare_path("pb")
+    assert repo.listed() == {spare: ""}
+    git(
+        repo.path,
+        "-c",
+        "user.name=T",
+        "-c",
+        "user.email=t@example.invalid",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "newer",
+    )
+    path, branch, made = repo.ensure("pb", 9, "main")
+    assert made and repo.listed() == {path: branch}  # the spare was moved, not copied
+    assert (
+        git(path, "log", "-1", "--format=%s") == "newer" and git(path, "branch", "--show-current") == branch
+    )
+    # A spare with work in it is never taken: the next thread gets a checkout of its own.
+    repo.make_spare("pb", "main")
+    (spare / "stray.txt").write_text("someone's\n")
+    other, _, _ = repo.ensure("pb", 10, "main")
+    assert other != spare and spare in repo.listed() and (spare / "stray.txt").exists()
+
+
+def test_the_profile_turns_worktrees_on_and_names_the_base_and_flags_win(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "branch", "release/8")
+    profile = {"harness": "claude", "worktrees": True, "max_worktrees": 3, "base_branch": "release/8"}
+    cfg = resolve(Options(repo=str(repo)), {}, token="t", handle="pb", profile=profile)
+    assert (cfg.worktrees, cfg.max_worktrees, cfg.base_branch) == (True, 3, "release/8")
+    flags = Options(repo=str(repo), max_worktrees=5, base_branch="main")
+    cfg = resolve(flags, {"BOT_MAX_WORKTREES": "2"}, token="t", handle="pb", profile=profile)
+    assert (cfg.max_worktrees, cfg.base_branch) == (5, "main")
+    cfg = resolve(Options(repo=str(repo), worktrees=False), {}, token="t", handle="pb", profile=profile)
+    assert not cfg.worktrees
+    cfg = resolve(Options(repo=str(repo)), {"BOT_WORKTREES": "0"}, token="t", handle="pb", profile=profile)
+    assert not cfg.worktrees
+    cfg = resolve(
+        Options(repo=str(repo)), {}, token="t", handle="pb", profile={"harness": "claude", "worktrees": True}
+    )
+    assert cfg.base_branch == "main"  # the checkout's current branch
+    with pytest.raises(ConfigError, match=r"^base branch 'release/9' does not exist in "):
+        resolve(
+            Options(repo=str(repo)),
+            {},
+            token="t",
+            handle="pb",
+            profile={**profile, "base_branch": "release/9"},
+        )
+
+
+async def test_a_thread_handed_to_another_bot_keeps_the_branch_with_its_commit(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    make_repo(tmp_path / "repo")
+    fake.script({"do": "commit", "path": "part1.txt", "text": "1", "message": "part one"}, {"do": "ok"})
+    bot = await make_bot(args=WT).start().started()
+    thread = await claimed(world, await mention(world, "start this"))
+    await eventually(lambda: sent(bot, thread) == ["live"], "the live record")
+
+    await world.human.handoff(thread, "pb2", "pb2 finishes it")
+    await eventually(lambda: bot.events("worktree_kept"), "the worktree to be kept on the handoff")
+    assert ahead(bot, f"bot/pb/t{thread}") == ["part one"]
+    said = await eventually(lambda: _kept_replies(world, thread), "the reply naming the branch")
+    assert f"bot/pb/t{thread}" in said[0]["body"]
+    assert sent(bot, thread)[-1] == "kept"
