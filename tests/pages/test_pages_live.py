@@ -69,10 +69,8 @@ async def test_a_message_published_while_a_stream_opens_is_told(world: World) ->
     feed = await live.open_feed(world.board.ctx, alice, "proj", None)
     try:
         posted = await world.bot.post("while the tab opens", channel="lobby")
-        batches = feed.batches()
-        first = await asyncio.wait_for(anext(batches), 5)
+        first = await asyncio.wait_for(anext(feed.batches()), 5)
         assert [e.id for e in first if isinstance(e, Event)] == [posted["id"]]
-        await batches.aclose()
     finally:
         feed.close()
 
