@@ -56,9 +56,9 @@ async def test_a_human_raises_clears_and_lifts_a_bots_budget_on_its_page(
     profile_form = page.locator("#profile-form")
     await expect(profile_form.locator("input[name=budget_wakes]")).to_have_value("2")
     await profile_form.locator("input[name=budget_cost_usd]").fill("1.25")
-    await tab.shot("budget-4-profile-form")
     await page.click("#save-profile")
     await expect(page.locator("#saved")).to_contain_text("Saved: version 2")
+    await tab.shot("budget-4-profile-form")
     profile = await world.human.profile("pb-dev")
     assert (profile["budget_wakes"], profile["budget_tokens"], profile["budget_cost_usd"]) == (2, None, 1.25)
 
