@@ -3,8 +3,8 @@
 Each thread the bot works in gets its own worktree and branch beside the
 checkout; its fake harness commits there with real git. The tests read the
 repository (``git worktree list``, branches, ``git log``), the thread's replies,
-the daemon's state.json and its log (what it sent the board for each thread's
-record).
+the daemon's state.json, its log (what it sent the board for each thread's
+record) and the board's records (the thread's ``worktrees``).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def make_repo(path: Path, branch: str = "main") -> Path:
 
 
 def folder(bot: BotProcess, thread: int) -> Path:
-    return bot.repo.parent / f"{bot.repo.name}.worktrees" / f"pb-t{thread}"
+    return bot.repo.parent / f"{bot.repo.name}.worktrees" / f"{bot.handle}-t{thread}"
 
 
 def worktrees(bot: BotProcess) -> list[str]:
@@ -68,24 +68,20 @@ def sent(bot: BotProcess, thread: int) -> list[str]:
     return [e["state"] for e in bot.events("worktree_record") if e["thread"] == thread]
 
 
-async def board_records(world: World, thread: int) -> list[dict[str, Any]] | None:
-    """The thread's worktree records as the board keeps them; None on a board without them
-    (the record route and the thread's ``worktrees`` key come with the board's side)."""
+async def board_records(world: World, thread: int) -> list[dict[str, Any]]:
+    """The thread's worktree records as the board keeps them (GET /api/threads/{id} ``worktrees``)."""
     info = await world.human.thread(thread)
-    records: list[dict[str, Any]] | None = info.get("worktrees")
+    assert "worktrees" in info, sorted(info)
+    records: list[dict[str, Any]] = info["worktrees"]
     return records
 
 
 async def check_records(world: World, bot: BotProcess, thread: int, states: list[str]) -> None:
-    """The daemon sent these states, in order; the board keeps the last, or (an older board)
-    refused the route and the daemon logged that once for the thread and went on."""
+    """The daemon sent these states, in order, the board took every one, and keeps the last."""
     assert sent(bot, thread) == states
+    assert not [e for e in bot.events("worktree_record_failed") if e["thread"] == thread]
     records = await board_records(world, thread)
-    if records is None:
-        failed = [e for e in bot.events("worktree_record_failed") if e["thread"] == thread]
-        assert len(failed) == 1 and failed[0]["code"] == "NOT_FOUND", failed
-        return
-    mine = [r for r in records if r["bot"] == "pb"]
+    mine = [r for r in records if r["bot"] == bot.handle]
     assert len(mine) == 1 and mine[0]["state"] == states[-1], records
 
 
@@ -428,3 +424,42 @@ async def test_a_thread_handed_to_another_bot_keeps_the_branch_with_its_commit(
     said = await eventually(lambda: _kept_replies(world, thread), "the reply naming the branch")
     assert f"bot/pb/t{thread}" in said[0]["body"]
     assert sent(bot, thread)[-1] == "kept"
+
+
+async def test_a_handoff_to_a_bot_on_the_same_checkout_starts_its_worktree_from_the_first_bots_branch(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    make_repo(tmp_path / "repo")
+    fake.script({"do": "commit", "path": "part1.txt", "text": "1", "message": "part one"}, {"do": "ok"})
+    a = await make_bot(args=WT).start().started()
+    b = await make_bot(args=WT, handle="pb2").start().started()
+    thread = await claimed(world, await mention(world, "start this"))
+    await eventually(lambda: sent(a, thread) == ["live"], "pb's live record")
+    assert not b.events("worktree_made")
+
+    await world.human.handoff(thread, "pb2", "pb2 finishes it")
+    await eventually(lambda: calls_in(fake, folder(b, thread)), "pb2's turn in its own worktree")
+    await eventually(lambda: sent(b, thread) == ["live"], "pb2's live record")
+    await eventually(lambda: sent(a, thread)[-1:] == ["kept"], "pb's kept record")
+
+    made = b.events("worktree_made")
+    assert [(e["thread"], e["start"]) for e in made] == [(thread, f"bot/pb/t{thread}")]
+    assert not b.events("handoff_branch_missing")
+    # pb2's checkout has pb's commit, on a branch of its own; pb's branch and folder are as pb left them.
+    assert git(folder(b, thread), "branch", "--show-current") == f"bot/pb2/t{thread}"
+    assert git(folder(b, thread), "log", "--format=%s") == "part one\nstart"
+    assert (folder(b, thread) / "part1.txt").read_text() == "1"
+    assert ahead(a, f"bot/pb/t{thread}") == ["part one"] and folder(a, thread).is_dir()
+    assert sorted(worktrees(a)) == sorted(str(folder(bot, thread)) for bot in (a, b))
+    assert b.state()["worktrees"][str(thread)]["state"] == "live"
+    assert a.state()["worktrees"][str(thread)]["state"] == "kept"
+    # The board keeps both: pb's kept (with its commit) and pb2's live.
+    records = {r["bot"]: r for r in await board_records(world, thread)}
+    assert set(records) == {"pb", "pb2"}, records
+    assert records["pb"]["state"] == "kept" and records["pb"]["ahead"] == 1
+    assert records["pb"]["branch"] == f"bot/pb/t{thread}"
+    assert records["pb"]["commits"][0]["subject"] == "part one"
+    assert records["pb2"]["state"] == "live" and records["pb2"]["branch"] == f"bot/pb2/t{thread}"
+    assert records["pb2"]["path"] == str(folder(b, thread))
+    for bot in (a, b):
+        assert not [e for e in bot.events("worktree_record_failed") if e["thread"] == thread]
