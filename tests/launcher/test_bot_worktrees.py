@@ -9,7 +9,9 @@ record) and the board's records (the thread's ``worktrees``).
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -463,3 +465,51 @@ async def test_a_handoff_to_a_bot_on_the_same_checkout_starts_its_worktree_from_
     assert records["pb2"]["path"] == str(folder(b, thread))
     for bot in (a, b):
         assert not [e for e in bot.events("worktree_record_failed") if e["thread"] == thread]
+
+
+def bot_status(bot: BotProcess, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "board", "bot", "status", bot.handle, *args],
+        env=bot.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+async def test_bot_status_lists_the_bots_worktrees_from_its_state(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    make_repo(tmp_path / "repo")
+    fake.script({"do": "commit", "path": "a.txt", "text": "a", "message": "change a"}, {"do": "ok"})
+    bot = await make_bot(args=WT).start().started()
+    kept = await claimed(world, await mention(world, "change a"))
+    await eventually(lambda: sent(bot, kept) == ["live"], "the first thread's live record")
+    live = await mention(world, "look at b")
+    await eventually(lambda: sent(bot, live) == ["live"], "the second thread's live record")
+    await world.human.done(kept, "thanks")
+    await eventually(lambda: bot.events("worktree_kept"), "the first worktree to be kept")
+
+    lines = bot_status(bot).splitlines()
+    assert lines[0].startswith("pb: running (pid ")
+    assert lines[1:] == [
+        f"  worktree t{kept}: bot/pb/t{kept} kept, {lines[1].split(', ')[1]}, {folder(bot, kept)}",
+        f"  worktree t{live}: bot/pb/t{live} live, {lines[2].split(', ')[1]}, {folder(bot, live)}",
+    ]
+    assert all(line.split(", ")[1].removesuffix(" old")[-1] in "sm" for line in lines[1:])
+    info = json.loads(bot_status(bot, "--json"))
+    trees = info["worktrees"]
+    assert [(t["thread"], t["branch"], t["state"], t["path"], t["gone"]) for t in trees] == [
+        (kept, f"bot/pb/t{kept}", "kept", str(folder(bot, kept)), False),
+        (live, f"bot/pb/t{live}", "live", str(folder(bot, live)), False),
+    ]
+    assert all(0 <= t["age_s"] < 120 for t in trees)
+
+    # A kept worktree removed by hand: status says its folder is gone (the daemon forgets it later).
+    await bot.close()
+    git(bot.repo, "worktree", "remove", "--force", str(folder(bot, kept)))
+    lines = bot_status(bot).splitlines()
+    assert lines[0].startswith("pb: stopped") and lines[1].endswith(f"{folder(bot, kept)} (folder gone)")
+    assert not lines[2].endswith("(folder gone)")
