@@ -287,7 +287,11 @@ async def test_a_daemon_restarted_adopts_a_worktree_its_state_lost(
         ),
         ([], {"BOT_WORKTREES": "1", "BOT_BASE_BRANCH": "-x"}, "bot: base branch '-x' must be 1-200 of"),
         (["--worktrees", "--max-worktrees", "33"], {}, "bot: max worktrees must be 1..32, not 33"),
-        (["--worktrees", "--pool", "{pool}"], {}, "bot: --worktrees does not work with --pool yet"),
+        (
+            ["--worktrees", "--pool", "{pool}", "--base-branch", "-x"],
+            {},
+            "bot: base branch '-x' must be 1-200 of",
+        ),
     ],
 )
 async def test_start_refuses_a_bad_worktree_setting_with_one_line(
@@ -411,23 +415,6 @@ def test_the_profile_turns_worktrees_on_and_names_the_base_and_flags_win(tmp_pat
         )
 
 
-async def test_a_thread_handed_to_another_bot_keeps_the_branch_with_its_commit(
-    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
-) -> None:
-    make_repo(tmp_path / "repo")
-    fake.script({"do": "commit", "path": "part1.txt", "text": "1", "message": "part one"}, {"do": "ok"})
-    bot = await make_bot(args=WT).start().started()
-    thread = await claimed(world, await mention(world, "start this"))
-    await eventually(lambda: sent(bot, thread) == ["live"], "the live record")
-
-    await world.human.handoff(thread, "pb2", "pb2 finishes it")
-    await eventually(lambda: bot.events("worktree_kept"), "the worktree to be kept on the handoff")
-    assert ahead(bot, f"bot/pb/t{thread}") == ["part one"]
-    said = await eventually(lambda: _kept_replies(world, thread), "the reply naming the branch")
-    assert f"bot/pb/t{thread}" in said[0]["body"]
-    assert sent(bot, thread)[-1] == "kept"
-
-
 async def test_a_handoff_to_a_bot_on_the_same_checkout_starts_its_worktree_from_the_first_bots_branch(
     tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
 ) -> None:
@@ -452,6 +439,8 @@ async def test_a_handoff_to_a_bot_on_the_same_checkout_starts_its_worktree_from_
     assert git(folder(b, thread), "log", "--format=%s") == "part one\nstart"
     assert (folder(b, thread) / "part1.txt").read_text() == "1"
     assert ahead(a, f"bot/pb/t{thread}") == ["part one"] and folder(a, thread).is_dir()
+    said = await eventually(lambda: _kept_replies(world, thread), "pb's reply naming its branch")
+    assert f"bot/pb/t{thread}" in said[0]["body"]
     assert sorted(worktrees(a)) == sorted(str(folder(bot, thread)) for bot in (a, b))
     assert b.state()["worktrees"][str(thread)]["state"] == "live"
     assert a.state()["worktrees"][str(thread)]["state"] == "kept"
@@ -513,3 +502,68 @@ async def test_bot_status_lists_the_bots_worktrees_from_its_state(
     lines = bot_status(bot).splitlines()
     assert lines[0].startswith("pb: stopped") and lines[1].endswith(f"{folder(bot, kept)} (folder gone)")
     assert not lines[2].endswith("(folder gone)")
+
+
+async def test_pool_mode_gives_two_threads_of_one_project_channel_two_worktrees_of_its_checkout(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    work = make_repo(tmp_path / "work")
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(origin)], check=True, timeout=60)
+    await world.human.create_channel("wordsnap", topic=f"The game. Repo: file://{origin}", workspace="proj")
+    await world.human.create_channel("misc", topic="anything else", workspace="proj")
+    fake.script(
+        {"do": "commit", "path": "one.txt", "text": "1", "message": "first change", "delay": 1.5},
+        {"do": "commit", "path": "two.txt", "text": "2", "message": "second change", "delay": 1.5},
+        {"do": "ok"},
+    )
+    pool = tmp_path / "pool"
+    bot = await make_bot(args=["--pool", str(pool), *WT]).start().started()
+    checkout = pool / "wordsnap"
+    assert git(checkout, "log", "--format=%s") == "start"
+
+    a = int((await world.human.post("the score is wrong", channel="wordsnap", workspace="proj"))["id"])
+    b = int((await world.human.post("@pb the timer too", channel="wordsnap", workspace="proj"))["id"])
+    trees = {t: pool / "wordsnap.worktrees" / f"pb-t{t}" for t in (a, b)}
+    for thread, path in trees.items():
+        await eventually(partial(calls_in, fake, path), f"a turn in thread {thread}'s worktree")
+    await eventually(lambda: all(sent(bot, t) == ["live"] for t in (a, b)), "both turns' records")
+
+    listed = git(checkout, "worktree", "list", "--porcelain").splitlines()
+    paths = {line.split(" ", 1)[1] for line in listed if line.startswith("worktree ")}
+    assert {str(p) for p in trees.values()} <= paths and str(checkout) in paths
+    subjects = sorted(git(checkout, "log", "--format=%s", f"main..bot/pb/t{t}") for t in (a, b))
+    assert subjects == ["first change", "second change"]
+    assert git(checkout, "log", "--format=%s", "main") == "start"  # the channel's checkout is untouched
+    assert not [c for c in fake.calls() if c.get("step") and c["cwd"] == str(checkout)]
+    turns = [e for e in bot.events() if e["event"] in ("turn_started", "turn_ended")]
+    assert [e["event"] for e in turns] == ["turn_started", "turn_started", "turn_ended", "turn_ended"]
+    state = bot.state()
+    assert set(state["sessions"]) == {f"t{a}", f"t{b}"}
+    assert state["sessions"][f"t{a}"] != state["sessions"][f"t{b}"]
+    assert {k: (e["path"], e["state"], e["base"]) for k, e in state["worktrees"].items()} == {
+        str(t): (str(path), "live", "main") for t, path in trees.items()
+    }
+    for thread in (a, b):
+        await check_records(world, bot, thread, ["live"])
+
+    # A channel that is not a project keeps its one session in its own folder, with no worktree.
+    asked = await world.human.post("@pb what is 2+2", channel="misc", workspace="proj")
+    await eventually(lambda: len(bot.events("turn_ended")) >= 3, "the turn in misc")
+    assert [c["BOARD_WAKE_IDS"] for c in calls_in(fake, pool / "misc")] == [str(asked["id"])]
+    assert set(bot.state()["sessions"]) == {f"t{a}", f"t{b}", "misc"}
+    assert set(bot.state()["worktrees"]) == {str(a), str(b)}
+    assert not (pool / "misc.worktrees").exists() and not sent(bot, int(asked["id"]))
+
+    # Done with a commit: kept, in the channel's checkout. A restarted daemon takes the other up again.
+    await world.human.done(a, "thanks")
+    await eventually(lambda: bot.events("worktree_kept"), "the first thread's worktree to be kept")
+    assert [e["path"] for e in bot.events("worktree_kept")] == [str(trees[a])]
+    await check_records(world, bot, a, ["live", "live", "kept"])
+    await bot.close()
+    await bot.start().started()
+    await world.human.post("and the timer's colour", reply_to=b)
+    await eventually(lambda: len(calls_in(fake, trees[b])) == 2, "the follow-up in b's worktree")
+    assert len(bot.events("worktree_made")) == 2 and not bot.events("worktree_adopted")
+    assert bot.state()["sessions"][f"t{b}"] == state["sessions"][f"t{b}"]
+    assert not bot.events("crashed") and not bot.events("worktree_failed")
