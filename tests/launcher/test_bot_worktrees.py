@@ -504,13 +504,18 @@ async def test_bot_status_lists_the_bots_worktrees_from_its_state(
     assert not lines[2].endswith("(folder gone)")
 
 
-async def test_pool_mode_gives_two_threads_of_one_project_channel_two_worktrees_of_its_checkout(
-    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
-) -> None:
+async def project_channel(tmp_path: Path, world: World) -> None:
+    """The channel wordsnap, whose topic names a repository (a pool clones it), on main with one commit."""
     work = make_repo(tmp_path / "work")
     origin = tmp_path / "origin.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(origin)], check=True, timeout=60)
     await world.human.create_channel("wordsnap", topic=f"The game. Repo: file://{origin}", workspace="proj")
+
+
+async def test_pool_mode_gives_two_threads_of_one_project_channel_two_worktrees_of_its_checkout(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    await project_channel(tmp_path, world)
     await world.human.create_channel("misc", topic="anything else", workspace="proj")
     fake.script(
         {"do": "commit", "path": "one.txt", "text": "1", "message": "first change", "delay": 1.5},
@@ -567,3 +572,23 @@ async def test_pool_mode_gives_two_threads_of_one_project_channel_two_worktrees_
     assert len(bot.events("worktree_made")) == 2 and not bot.events("worktree_adopted")
     assert bot.state()["sessions"][f"t{b}"] == state["sessions"][f"t{b}"]
     assert not bot.events("crashed") and not bot.events("worktree_failed")
+
+
+async def test_pool_mode_with_a_base_branch_a_checkout_lacks_runs_no_turn_there_and_says_why(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    await project_channel(tmp_path, world)
+    fake.script({"do": "ok"})
+    pool = tmp_path / "pool"
+    bot = await make_bot(args=["--pool", str(pool), *WT, "--base-branch", "release/9"]).start().started()
+    why = f"base branch 'release/9' does not exist in {pool / 'wordsnap'}"
+    assert [(e.get("channel"), e["error"]) for e in bot.events("worktree_failed")] == [("wordsnap", why)]
+
+    thread = int((await world.human.post("@pb fix the score", channel="wordsnap", workspace="proj"))["id"])
+    await eventually(
+        lambda: [e for e in bot.events("worktree_failed") if e.get("thread") == thread],
+        "the thread's failure",
+    )
+    assert {e["error"] for e in bot.events("worktree_failed")} == {why}
+    assert not fake.calls() and not bot.events("turn_started") and not bot.events("crashed")
+    assert not (pool / "wordsnap.worktrees").exists() and bot.state()["worktrees"] == {}
