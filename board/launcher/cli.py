@@ -164,15 +164,43 @@ def _status(path: Path) -> dict[str, Any]:
         "failures": sum(state.failures.values()),
         "sessions": state.sessions,
         "in_flight": sorted({i for turn in state.inflight.values() for i in turn.get("ids", [])}),
+        "worktrees": _worktrees(state.worktrees, time.time()),
         "state_dir": str(path),
     }
+
+
+def _worktrees(entries: dict[str, dict[str, Any]], now: float) -> list[dict[str, Any]]:
+    """The bot's worktrees per thread as state.json keeps them, by thread; ``gone`` when the folder is."""
+    rows = []
+    for key, entry in sorted(entries.items(), key=lambda item: int(item[0]) if item[0].isdigit() else -1):
+        created = entry.get("created_at")
+        age = now - created if isinstance(created, int | float) and not isinstance(created, bool) else 0.0
+        rows.append(
+            {
+                "thread": int(key) if key.isdigit() else key,
+                "branch": str(entry.get("branch") or ""),
+                "state": str(entry.get("state") or ""),
+                "age_s": round(max(0.0, age), 1),
+                "path": str(entry.get("path") or ""),
+                "gone": not Path(str(entry.get("path") or "")).is_dir(),
+            }
+        )
+    return rows
+
+
+def _age(seconds: float) -> str:
+    """45s, 12m, 3h, 2d: the largest unit that fits."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
 
 
 @main.command()
 @click.argument("handle", required=False)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per bot.")
 def status(handle: str | None, as_json: bool) -> None:
-    """Show each bot's daemon (or HANDLE's): running, cursor, last wake."""
+    """Show each bot's daemon (or HANDLE's): running, cursor, last wake, worktrees."""
     dirs = _bot_dirs(handle)
     if not dirs and not as_json:
         click.echo(f"no bots in {state_root(os.environ)}")
@@ -193,6 +221,12 @@ def status(handle: str | None, as_json: bool) -> None:
             f"{info['handle']}: {running}; cursor {info['cursor']}; last wake {last}; "
             f"failures in a row {info['failures']}"
         )
+        for tree in info["worktrees"]:
+            gone = " (folder gone)" if tree["gone"] else ""
+            click.echo(
+                f"  worktree t{tree['thread']}: {tree['branch'] or '-'} {tree['state']}, "
+                f"{_age(tree['age_s'])} old, {tree['path']}{gone}"
+            )
 
 
 @main.command()

@@ -22,7 +22,7 @@ from ..local_board import BOARD_VAR, own_url
 from .harnesses import ADAPTERS, Adapter, adapter_from_env
 from .mcp import McpSetup, setup_for
 from .process import silent_timeout, turn_timeout
-from .worktrees import GitError, Repo
+from .worktrees import GitError, Repo, check_branch_name
 
 DEFAULT_JITTER = 20.0  # BOT_JITTER, seconds
 DEFAULT_STOP_GRACE = 10.0
@@ -288,9 +288,12 @@ def _worktrees(
         raise ConfigError(f"max worktrees must be 1..{MAX_WORKTREES}, not {most}")
     if not on:
         return False, most, ""
-    if pool is not None:
-        raise ConfigError("--worktrees does not work with --pool yet: run the pool without worktrees")
     wanted = options.base_branch or environ.get("BOT_BASE_BRANCH") or profile.get("base_branch") or None
+    if pool is not None:  # the checkouts come later (cloned per channel): each is checked when first used
+        try:
+            return True, most, check_branch_name(str(wanted)) if wanted else ""
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     try:
         base = Repo(repo).base(str(wanted) if wanted else None)
     except (ValueError, GitError) as exc:

@@ -4,7 +4,8 @@ Two kinds of task share the bot's state:
 
 - the **reader** holds ``GET /api/wake?since=<read position>&wait=60`` open and
   puts each message it returns in the queue of its **lane** (the bot's one
-  session, or in pool mode the session of the message's channel);
+  session, or in pool mode the session of the message's channel; with
+  worktrees, of its thread, also in a pool's project channels);
 - each **lane** runs one harness turn at a time for everything queued in it.
   Messages that arrive while its harness runs wait in the queue and make the
   next turn's batch, so nothing is dropped and nothing runs twice at once.
@@ -185,6 +186,7 @@ class Lane:
     task: asyncio.Task[None] | None = None
     busy: bool = False
     thread: int | None = None  # with worktrees: the lane's thread
+    channel: str | None = None  # pool mode with worktrees: the project channel whose checkout it takes
     closing: bool = False  # with worktrees: the thread's claim ended; close once the queue is empty
 
     def put(self, message: dict[str, Any]) -> None:
@@ -251,7 +253,7 @@ class Bot:
         self.trees: ThreadTrees | None = None
         if cfg.worktrees:
             self.trees = ThreadTrees(
-                Repo(cfg.repo),
+                None if pool else Repo(cfg.repo),
                 handle=cfg.handle,
                 base=cfg.base_branch,
                 most=cfg.max_worktrees,
@@ -333,17 +335,14 @@ class Bot:
         self.read_position = self.state.cursor
         await self.recover()
         self.save()
-        if self.trees is not None:
-            for thread in await self.trees.adopt():
-                entry = self.state.worktrees[str(thread)]
-                if await self.trees.claim_ended(thread, entry):
-                    self.close_later(thread)
         self.prompter = Prompter(self.client, handle=self.cfg.handle, tools=self.cfg.mcp is not None)
         if self.cfg.mcp is not None:
             write_mcp_files(self.cfg.mcp)
         if self.pool is not None:
             await self.pool.try_refresh()
             self.spawn(self.refresh_loop())
+        if self.trees is not None:
+            await self.adopt_worktrees(self.trees)
         self.log.event(
             "started",
             harness=self.cfg.harness,
@@ -352,6 +351,18 @@ class Bot:
             pool=str(self.pool.root) if self.pool else None,
             watch=list(self.watch()),
         )
+
+    async def adopt_worktrees(self, trees: ThreadTrees) -> None:
+        """The worktrees of a run before this one: adopted, and closed if their thread has ended."""
+        if self.pool is not None:
+            for channel in self.pool.watch():  # the project channels' checkouts
+                try:
+                    await trees.register(self.pool.root / channel)
+                except GitError as exc:
+                    self.log.event("worktree_failed", channel=channel, error=str(exc))
+        for thread in await trees.adopt():
+            if await trees.claim_ended(thread, self.state.worktrees[str(thread)]):
+                self.close_later(thread)
 
     def spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
@@ -501,16 +512,16 @@ class Bot:
             self.close_later(ended)
         if self.skip(message):
             return
-        if self.pool is not None:
-            lane = self.lane(self.pool.key(message))
-        elif self.trees is not None:
+        key = self.pool.key(message) if self.pool is not None else ""
+        if self.trees is not None and (self.pool is None or self.pool.is_project(key)):
             lane = self.lane(lane_key(thread_of(message)), thread_of(message))
+            lane.channel = lane.channel or (key if self.pool is not None else None)
         else:
-            lane = self.lane("")
+            lane = self.lane(key)
         self.pending.add(mid)
         self.arrived[mid] = arrived
         lane.put(message)
-        if self.pool is not None and not self.pool.knows(lane.key):
+        if self.pool is not None and not self.pool.knows(key):
             self.spawn(self.pool.try_refresh())
 
     def skip(self, message: Mapping[str, Any]) -> bool:
@@ -537,7 +548,8 @@ class Bot:
     def lane(self, key: str, thread: int | None = None) -> Lane:
         lane = self.lanes.get(key)
         if lane is None:
-            cwd = self.pool.cwd(key) if self.pool is not None else self.cfg.repo
+            # A thread's lane runs in its worktree (given before each turn), not in a folder named for it.
+            cwd = self.pool.cwd(key) if self.pool is not None and thread is None else self.cfg.repo
             lane = self.lanes[key] = Lane(key, cwd, thread=thread)
             lane.task = asyncio.ensure_future(self.lane_loop(lane))
             lane.task.add_done_callback(self._task_done)
@@ -554,7 +566,7 @@ class Bot:
     async def lane_loop(self, lane: Lane) -> None:
         while True:
             await lane.ready.wait()
-            if self.trees is not None and not lane.queue:
+            if lane.thread is not None and not lane.queue:  # a thread's lane: worktrees are on
                 lane.ready.clear()
                 if await self.close_lane(lane):
                     return
@@ -567,7 +579,7 @@ class Bot:
                 self.log.event("jitter", lane=lane.key, delay_s=round(delay, 3))
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(lane.urgent.wait(), delay)
-            if self.trees is not None and not await self.worktree_for(lane):
+            if lane.thread is not None and not await self.worktree_for(lane):
                 continue
             batch = lane.take(self.timing.batch_max)
             if not batch:
@@ -590,7 +602,10 @@ class Bot:
         """Give the lane its thread's worktree (waiting for room); False: it failed, back off."""
         assert self.trees is not None and lane.thread is not None
         try:
-            lane.cwd = await self.trees.acquire(lane.thread)
+            checkout = None
+            if self.pool is not None and lane.channel is not None:
+                checkout = await self.trees.register(self.pool.root / lane.channel)
+            lane.cwd = await self.trees.acquire(lane.thread, checkout)
         except GitError as exc:
             self.log.event("worktree_failed", thread=lane.thread, error=str(exc))
             self.state.failures[lane.key] = self.state.failures.get(lane.key, 0) + 1

@@ -1,7 +1,9 @@
 """The loop's side of worktrees per thread (``bot run --worktrees``).
 
 A thread's lane (key ``t<thread>``) gets its worktree before its first turn,
-waiting while ``max_worktrees`` are live; after each turn its record on the board
+waiting while ``max_worktrees`` are live (all checkouts together); in pool mode
+each project channel's checkout has its worktrees beside it, registered when a
+thread there first needs one; after each turn its record on the board
 says what the branch holds; when the thread's claim ends the worktree is removed
 if it holds nothing, or kept and described in one reply in the thread. The
 board's record route may be missing (an older board): the loop then logs
@@ -58,7 +60,7 @@ class ThreadTrees:
 
     def __init__(
         self,
-        repo: Repo,
+        repo: Repo | None,
         *,
         handle: str,
         base: str,
@@ -69,10 +71,13 @@ class ThreadTrees:
         state: Callable[[], BotState],
         save: Callable[[], None],
     ) -> None:
-        self.repo = repo
+        self.repo = repo  # the bot's one checkout; None in pool mode (a checkout per channel)
         self.handle = handle
-        self.base = base
+        self.base = base  # the base branch asked for; in pool mode "" is each checkout's current branch
         self.most = most
+        self.checkouts: dict[Path, tuple[Repo, str]] = {}  # worktrees folder -> (checkout, its base)
+        if repo is not None:
+            self.checkouts[repo.root] = (repo, base)
         self.client = client
         self.call = call
         self.log = log
@@ -80,7 +85,7 @@ class ThreadTrees:
         self.save = save
         self.freed = asyncio.Condition()
         self.unrecorded: set[int] = set()  # threads whose record the board refused (logged once)
-        self.sparing: asyncio.Task[None] | None = None
+        self.sparing: dict[Path, asyncio.Task[None]] = {}  # by worktrees folder
         self.making = asyncio.Lock()  # one thread's worktree at a time: two must not take one spare
 
     @property
@@ -97,32 +102,59 @@ class ThreadTrees:
         """A git step off the event loop (each call inside is bounded by its timeout)."""
         return await asyncio.to_thread(fn, *args)
 
+    def checkout_of(self, entry: Mapping[str, Any]) -> Repo | None:
+        """The checkout whose worktrees folder holds this entry's folder."""
+        found = self.checkouts.get(Path(str(entry.get("path"))).parent)
+        return found[0] if found else None
+
+    async def register(self, path: Path) -> Repo:
+        """Pool mode: a project channel's checkout, its base checked, its worktrees adopted."""
+        repo = Repo(path)
+        if repo.root not in self.checkouts:
+            try:
+                base = await self.git(repo.base, self.base or None)
+            except ValueError as exc:
+                raise GitError(str(exc)) from None
+            self.checkouts[repo.root] = (repo, base)
+            await self.adopt_in(repo, base)
+            self.save()
+        return repo
+
     # -- start ----------------------------------------------------------------------------
 
     async def adopt(self) -> list[int]:
         """After a restart: forget entries whose folder is gone, adopt this bot's worktrees
         git lists that state.json lacks; returns the live threads to check."""
         self.forget_gone()
-        for path, branch in (await self.git(self.repo.listed)).items():
+        for repo, base in list(self.checkouts.values()):
+            await self.adopt_in(repo, base)
+        self.save()
+        return [
+            int(k)
+            for k, e in self.entries.items()
+            if e.get("state") == "live" and self.checkout_of(e) is not None
+        ]
+
+    async def adopt_in(self, repo: Repo, base: str) -> None:
+        for path, branch in (await self.git(repo.listed)).items():
             match = OWN_FOLDER.fullmatch(path.name)
             if match is None or match["handle"] != self.handle or self.has(int(match["thread"])):
                 continue
             thread = int(match["thread"])
-            self.entries[str(thread)] = self.entry(path, branch or self.repo.branch_for(self.handle, thread))
+            self.entries[str(thread)] = self.entry(path, branch or repo.branch_for(self.handle, thread), base)
             self.log.event("worktree_adopted", thread=thread, path=str(path), branch=branch)
-        self.save()
-        self.prepare_spare()
-        return [int(k) for k, e in self.entries.items() if e.get("state") == "live"]
+        self.prepare_spare(repo, base)
 
-    def prepare_spare(self) -> None:
+    def prepare_spare(self, repo: Repo, base: str) -> None:
         """Check out the next thread's worktree now, in the background, unless that is under way."""
-        if self.sparing is None or self.sparing.done():
-            self.sparing = asyncio.ensure_future(self._make_spare())
+        task = self.sparing.get(repo.root)
+        if task is None or task.done():
+            self.sparing[repo.root] = asyncio.ensure_future(self._make_spare(repo, base))
 
-    async def _make_spare(self) -> None:
+    async def _make_spare(self, repo: Repo, base: str) -> None:
         started = time.monotonic()
         try:
-            made = await self.git(self.repo.make_spare, self.handle, self.base)
+            made = await self.git(repo.make_spare, self.handle, base)
         except GitError as exc:
             self.log.event("worktree_spare_failed", error=str(exc))
             return
@@ -136,11 +168,11 @@ class ThreadTrees:
                 del self.entries[key]
                 self.log.event("worktree_forgotten", thread=int(key), path=entry.get("path"))
 
-    def entry(self, path: Path, branch: str) -> dict[str, Any]:
+    def entry(self, path: Path, branch: str, base: str) -> dict[str, Any]:
         return {
             "path": str(path),
             "branch": branch,
-            "base": self.base,
+            "base": base,
             "state": "live",
             "created_at": time.time(),
             "session": None,
@@ -149,47 +181,53 @@ class ThreadTrees:
 
     # -- before a turn ---------------------------------------------------------------------------
 
-    async def acquire(self, thread: int) -> Path:
-        """The thread's worktree folder: its own (live or kept), else a new one once one is free."""
+    async def acquire(self, thread: int, repo: Repo | None = None) -> Path:
+        """The thread's worktree folder: its own (live or kept), else a new one of repo (the bot's
+        checkout unless given) once one is free."""
         key = str(thread)
         entry = self.entries.get(key)
         if entry is not None and Path(str(entry["path"])).is_dir():
             if entry.get("state") != "live":
-                await self.wait_for_room(thread)
+                await self.wait_for_room(thread, str(entry.get("base") or ""))
                 entry["state"] = "live"
                 self.save()
             return Path(str(entry["path"]))
         self.entries.pop(key, None)
-        await self.wait_for_room(thread)
+        repo = repo or self.repo
+        if repo is None or repo.root not in self.checkouts:
+            raise GitError(f"no checkout for thread {thread}'s worktree")
+        base = self.checkouts[repo.root][1]
+        await self.wait_for_room(thread, base)
         # Reserved before the first await, so lanes starting together do not overshoot the limit.
-        self.entries[key] = self.entry(self.repo.path_for(self.handle, thread), "")
+        self.entries[key] = self.entry(repo.path_for(self.handle, thread), "", base)
         try:
-            start = await self.start_point(thread)
-            if self.sparing is not None and not self.sparing.done():
+            start = await self.start_point(thread, repo, base)
+            sparing = self.sparing.get(repo.root)
+            if sparing is not None and not sparing.done():
                 # Half checked out already: sooner done than a second checkout begun beside it.
-                await asyncio.shield(self.sparing)
+                await asyncio.shield(sparing)
             async with self.making:
-                path, branch, made = await self.git(self.repo.ensure, self.handle, thread, start)
+                path, branch, made = await self.git(repo.ensure, self.handle, thread, start)
         except (GitError, OSError) as exc:
             del self.entries[key]
             await self.notify()
             raise GitError(str(exc)) from exc
         self.entries[key].update(path=str(path), branch=branch, start=start)
         self.save()
-        self.prepare_spare()
+        self.prepare_spare(repo, base)
         self.log.event(
             "worktree_made" if made else "worktree_adopted", thread=thread, path=str(path), start=start
         )
         return path
 
-    async def wait_for_room(self, thread: int) -> None:
+    async def wait_for_room(self, thread: int, base: str) -> None:
         """Until fewer than max_worktrees are live; recorded as ``waiting`` on the board meanwhile."""
         if self.live() < self.most:
             return
         detail = f"all {self.most} of @{self.handle}'s worktrees are in use"
         self.log.event("worktree_waiting", thread=thread, live=self.live())
         await self.record(
-            thread, {"state": "waiting", "branch": "", "base": self.base, "path": "", "detail": detail}
+            thread, {"state": "waiting", "branch": "", "base": base, "path": "", "detail": detail}
         )
         async with self.freed:
             await self.freed.wait_for(lambda: self.live() < self.most)
@@ -198,22 +236,22 @@ class ThreadTrees:
         async with self.freed:
             self.freed.notify_all()
 
-    async def start_point(self, thread: int) -> str:
+    async def start_point(self, thread: int, repo: Repo, base: str) -> str:
         """Base, or the branch another bot's record on the thread names (a handoff), if it is here."""
         try:
             info = await self.call("thread", lambda: self.client.thread(thread, limit=1))
         except BoardAPIError:
-            return self.base
+            return base
         for record in info.get("worktrees") or []:  # newest first
             if record.get("bot") == self.handle or record.get("state") not in ("kept", "live"):
                 continue
             branch = str(record.get("branch") or "")
-            here: bool = bool(branch) and await self.git(self.repo.has_branch, branch)
+            here: bool = bool(branch) and await self.git(repo.has_branch, branch)
             if here:
                 return branch
-            self.log.event("handoff_branch_missing", thread=thread, branch=branch, start=self.base)
+            self.log.event("handoff_branch_missing", thread=thread, branch=branch, start=base)
             break
-        return self.base
+        return base
 
     # -- after a turn -------------------------------------------------------------------------------
 
@@ -231,10 +269,11 @@ class ThreadTrees:
         return await self.claim_ended(thread, entry)
 
     async def summary(self, entry: Mapping[str, Any]) -> Summary | None:
+        repo = self.checkout_of(entry)
+        if repo is None:
+            return None  # a pool checkout not registered again yet since a restart
         try:
-            return await self.git(
-                self.repo.inspect, Path(str(entry["path"])), str(entry["branch"]), self.base
-            )
+            return await self.git(repo.inspect, Path(str(entry["path"])), str(entry["branch"]), entry["base"])
         except GitError as exc:
             self.log.event("worktree_git_failed", path=entry.get("path"), error=str(exc))
             return None
@@ -271,9 +310,12 @@ class ThreadTrees:
         if entry is None or entry.get("state") != "live":
             return
         path, branch = Path(str(entry["path"])), str(entry["branch"])
+        repo = self.checkout_of(entry)
         summary: Summary | None
         try:
-            summary = await self.git(self.repo.close, path, branch, self.base)
+            if repo is None:
+                raise GitError(f"{path} is in none of the bot's checkouts' worktrees folders")
+            summary = await self.git(repo.close, path, branch, str(entry["base"]))
         except GitError as exc:
             self.log.event("worktree_close_failed", thread=thread, path=str(path), error=str(exc))
             summary = await self.summary(entry)

@@ -227,16 +227,19 @@ def kill_later(pid: int | None) -> None:
 async def make_bot(
     tmp_path: Path, live: LiveBoard, world: World, fake: Fake
 ) -> AsyncIterator[Callable[..., BotProcess]]:
-    """Bots for pb (in proj); stopped at teardown, whatever the test did."""
+    """Bots for pb (or its peer pb2, both in proj); stopped at teardown, whatever the test did."""
     made: list[BotProcess] = []
 
-    def make(harness: str | None = "claude", args: list[str] | None = None, **env: str) -> BotProcess:
-        assert world.bot.token is not None
+    def make(
+        harness: str | None = "claude", args: list[str] | None = None, handle: str = "pb", **env: str
+    ) -> BotProcess:
+        token = {"pb": world.bot.token, "pb2": world.peer.token}[handle]
+        assert token is not None
         bot = BotProcess(
             tmp_path,
             board_url=live.url,
-            token=world.bot.token,
-            handle="pb",
+            token=token,
+            handle=handle,
             harness=harness,
             fake=fake,
             args=args,

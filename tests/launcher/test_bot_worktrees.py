@@ -3,13 +3,15 @@
 Each thread the bot works in gets its own worktree and branch beside the
 checkout; its fake harness commits there with real git. The tests read the
 repository (``git worktree list``, branches, ``git log``), the thread's replies,
-the daemon's state.json and its log (what it sent the board for each thread's
-record).
+the daemon's state.json, its log (what it sent the board for each thread's
+record) and the board's records (the thread's ``worktrees``).
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -44,7 +46,7 @@ def make_repo(path: Path, branch: str = "main") -> Path:
 
 
 def folder(bot: BotProcess, thread: int) -> Path:
-    return bot.repo.parent / f"{bot.repo.name}.worktrees" / f"pb-t{thread}"
+    return bot.repo.parent / f"{bot.repo.name}.worktrees" / f"{bot.handle}-t{thread}"
 
 
 def worktrees(bot: BotProcess) -> list[str]:
@@ -68,24 +70,20 @@ def sent(bot: BotProcess, thread: int) -> list[str]:
     return [e["state"] for e in bot.events("worktree_record") if e["thread"] == thread]
 
 
-async def board_records(world: World, thread: int) -> list[dict[str, Any]] | None:
-    """The thread's worktree records as the board keeps them; None on a board without them
-    (the record route and the thread's ``worktrees`` key come with the board's side)."""
+async def board_records(world: World, thread: int) -> list[dict[str, Any]]:
+    """The thread's worktree records as the board keeps them (GET /api/threads/{id} ``worktrees``)."""
     info = await world.human.thread(thread)
-    records: list[dict[str, Any]] | None = info.get("worktrees")
+    assert "worktrees" in info, sorted(info)
+    records: list[dict[str, Any]] = info["worktrees"]
     return records
 
 
 async def check_records(world: World, bot: BotProcess, thread: int, states: list[str]) -> None:
-    """The daemon sent these states, in order; the board keeps the last, or (an older board)
-    refused the route and the daemon logged that once for the thread and went on."""
+    """The daemon sent these states, in order, the board took every one, and keeps the last."""
     assert sent(bot, thread) == states
+    assert not [e for e in bot.events("worktree_record_failed") if e["thread"] == thread]
     records = await board_records(world, thread)
-    if records is None:
-        failed = [e for e in bot.events("worktree_record_failed") if e["thread"] == thread]
-        assert len(failed) == 1 and failed[0]["code"] == "NOT_FOUND", failed
-        return
-    mine = [r for r in records if r["bot"] == "pb"]
+    mine = [r for r in records if r["bot"] == bot.handle]
     assert len(mine) == 1 and mine[0]["state"] == states[-1], records
 
 
@@ -289,7 +287,11 @@ async def test_a_daemon_restarted_adopts_a_worktree_its_state_lost(
         ),
         ([], {"BOT_WORKTREES": "1", "BOT_BASE_BRANCH": "-x"}, "bot: base branch '-x' must be 1-200 of"),
         (["--worktrees", "--max-worktrees", "33"], {}, "bot: max worktrees must be 1..32, not 33"),
-        (["--worktrees", "--pool", "{pool}"], {}, "bot: --worktrees does not work with --pool yet"),
+        (
+            ["--worktrees", "--pool", "{pool}", "--base-branch", "-x"],
+            {},
+            "bot: base branch '-x' must be 1-200 of",
+        ),
     ],
 )
 async def test_start_refuses_a_bad_worktree_setting_with_one_line(
@@ -413,18 +415,180 @@ def test_the_profile_turns_worktrees_on_and_names_the_base_and_flags_win(tmp_pat
         )
 
 
-async def test_a_thread_handed_to_another_bot_keeps_the_branch_with_its_commit(
+async def test_a_handoff_to_a_bot_on_the_same_checkout_starts_its_worktree_from_the_first_bots_branch(
     tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
 ) -> None:
     make_repo(tmp_path / "repo")
     fake.script({"do": "commit", "path": "part1.txt", "text": "1", "message": "part one"}, {"do": "ok"})
-    bot = await make_bot(args=WT).start().started()
+    a = await make_bot(args=WT).start().started()
+    b = await make_bot(args=WT, handle="pb2").start().started()
     thread = await claimed(world, await mention(world, "start this"))
-    await eventually(lambda: sent(bot, thread) == ["live"], "the live record")
+    await eventually(lambda: sent(a, thread) == ["live"], "pb's live record")
+    assert not b.events("worktree_made")
 
     await world.human.handoff(thread, "pb2", "pb2 finishes it")
-    await eventually(lambda: bot.events("worktree_kept"), "the worktree to be kept on the handoff")
-    assert ahead(bot, f"bot/pb/t{thread}") == ["part one"]
-    said = await eventually(lambda: _kept_replies(world, thread), "the reply naming the branch")
+    await eventually(lambda: calls_in(fake, folder(b, thread)), "pb2's turn in its own worktree")
+    await eventually(lambda: sent(b, thread) == ["live"], "pb2's live record")
+    await eventually(lambda: sent(a, thread)[-1:] == ["kept"], "pb's kept record")
+
+    made = b.events("worktree_made")
+    assert [(e["thread"], e["start"]) for e in made] == [(thread, f"bot/pb/t{thread}")]
+    assert not b.events("handoff_branch_missing")
+    # pb2's checkout has pb's commit, on a branch of its own; pb's branch and folder are as pb left them.
+    assert git(folder(b, thread), "branch", "--show-current") == f"bot/pb2/t{thread}"
+    assert git(folder(b, thread), "log", "--format=%s") == "part one\nstart"
+    assert (folder(b, thread) / "part1.txt").read_text() == "1"
+    assert ahead(a, f"bot/pb/t{thread}") == ["part one"] and folder(a, thread).is_dir()
+    said = await eventually(lambda: _kept_replies(world, thread), "pb's reply naming its branch")
     assert f"bot/pb/t{thread}" in said[0]["body"]
-    assert sent(bot, thread)[-1] == "kept"
+    assert sorted(worktrees(a)) == sorted(str(folder(bot, thread)) for bot in (a, b))
+    assert b.state()["worktrees"][str(thread)]["state"] == "live"
+    assert a.state()["worktrees"][str(thread)]["state"] == "kept"
+    # The board keeps both: pb's kept (with its commit) and pb2's live.
+    records = {r["bot"]: r for r in await board_records(world, thread)}
+    assert set(records) == {"pb", "pb2"}, records
+    assert records["pb"]["state"] == "kept" and records["pb"]["ahead"] == 1
+    assert records["pb"]["branch"] == f"bot/pb/t{thread}"
+    assert records["pb"]["commits"][0]["subject"] == "part one"
+    assert records["pb2"]["state"] == "live" and records["pb2"]["branch"] == f"bot/pb2/t{thread}"
+    assert records["pb2"]["path"] == str(folder(b, thread))
+    for bot in (a, b):
+        assert not [e for e in bot.events("worktree_record_failed") if e["thread"] == thread]
+
+
+def bot_status(bot: BotProcess, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "board", "bot", "status", bot.handle, *args],
+        env=bot.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+async def test_bot_status_lists_the_bots_worktrees_from_its_state(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    make_repo(tmp_path / "repo")
+    fake.script({"do": "commit", "path": "a.txt", "text": "a", "message": "change a"}, {"do": "ok"})
+    bot = await make_bot(args=WT).start().started()
+    kept = await claimed(world, await mention(world, "change a"))
+    await eventually(lambda: sent(bot, kept) == ["live"], "the first thread's live record")
+    live = await mention(world, "look at b")
+    await eventually(lambda: sent(bot, live) == ["live"], "the second thread's live record")
+    await world.human.done(kept, "thanks")
+    await eventually(lambda: bot.events("worktree_kept"), "the first worktree to be kept")
+
+    lines = bot_status(bot).splitlines()
+    assert lines[0].startswith("pb: running (pid ")
+    assert lines[1:] == [
+        f"  worktree t{kept}: bot/pb/t{kept} kept, {lines[1].split(', ')[1]}, {folder(bot, kept)}",
+        f"  worktree t{live}: bot/pb/t{live} live, {lines[2].split(', ')[1]}, {folder(bot, live)}",
+    ]
+    assert all(line.split(", ")[1].removesuffix(" old")[-1] in "sm" for line in lines[1:])
+    info = json.loads(bot_status(bot, "--json"))
+    trees = info["worktrees"]
+    assert [(t["thread"], t["branch"], t["state"], t["path"], t["gone"]) for t in trees] == [
+        (kept, f"bot/pb/t{kept}", "kept", str(folder(bot, kept)), False),
+        (live, f"bot/pb/t{live}", "live", str(folder(bot, live)), False),
+    ]
+    assert all(0 <= t["age_s"] < 120 for t in trees)
+
+    # A kept worktree removed by hand: status says its folder is gone (the daemon forgets it later).
+    await bot.close()
+    git(bot.repo, "worktree", "remove", "--force", str(folder(bot, kept)))
+    lines = bot_status(bot).splitlines()
+    assert lines[0].startswith("pb: stopped") and lines[1].endswith(f"{folder(bot, kept)} (folder gone)")
+    assert not lines[2].endswith("(folder gone)")
+
+
+async def project_channel(tmp_path: Path, world: World) -> None:
+    """The channel wordsnap, whose topic names a repository (a pool clones it), on main with one commit."""
+    work = make_repo(tmp_path / "work")
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(origin)], check=True, timeout=60)
+    await world.human.create_channel("wordsnap", topic=f"The game. Repo: file://{origin}", workspace="proj")
+
+
+async def test_pool_mode_gives_two_threads_of_one_project_channel_two_worktrees_of_its_checkout(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    await project_channel(tmp_path, world)
+    await world.human.create_channel("misc", topic="anything else", workspace="proj")
+    fake.script(
+        {"do": "commit", "path": "one.txt", "text": "1", "message": "first change", "delay": 1.5},
+        {"do": "commit", "path": "two.txt", "text": "2", "message": "second change", "delay": 1.5},
+        {"do": "ok"},
+    )
+    pool = tmp_path / "pool"
+    bot = await make_bot(args=["--pool", str(pool), *WT]).start().started()
+    checkout = pool / "wordsnap"
+    assert git(checkout, "log", "--format=%s") == "start"
+
+    a = int((await world.human.post("the score is wrong", channel="wordsnap", workspace="proj"))["id"])
+    b = int((await world.human.post("@pb the timer too", channel="wordsnap", workspace="proj"))["id"])
+    trees = {t: pool / "wordsnap.worktrees" / f"pb-t{t}" for t in (a, b)}
+    for thread, path in trees.items():
+        await eventually(partial(calls_in, fake, path), f"a turn in thread {thread}'s worktree")
+    await eventually(lambda: all(sent(bot, t) == ["live"] for t in (a, b)), "both turns' records")
+
+    listed = git(checkout, "worktree", "list", "--porcelain").splitlines()
+    paths = {line.split(" ", 1)[1] for line in listed if line.startswith("worktree ")}
+    assert {str(p) for p in trees.values()} <= paths and str(checkout) in paths
+    subjects = sorted(git(checkout, "log", "--format=%s", f"main..bot/pb/t{t}") for t in (a, b))
+    assert subjects == ["first change", "second change"]
+    assert git(checkout, "log", "--format=%s", "main") == "start"  # the channel's checkout is untouched
+    assert not [c for c in fake.calls() if c.get("step") and c["cwd"] == str(checkout)]
+    turns = [e for e in bot.events() if e["event"] in ("turn_started", "turn_ended")]
+    assert [e["event"] for e in turns] == ["turn_started", "turn_started", "turn_ended", "turn_ended"]
+    state = bot.state()
+    assert set(state["sessions"]) == {f"t{a}", f"t{b}"}
+    assert state["sessions"][f"t{a}"] != state["sessions"][f"t{b}"]
+    assert {k: (e["path"], e["state"], e["base"]) for k, e in state["worktrees"].items()} == {
+        str(t): (str(path), "live", "main") for t, path in trees.items()
+    }
+    for thread in (a, b):
+        await check_records(world, bot, thread, ["live"])
+
+    # A channel that is not a project keeps its one session in its own folder, with no worktree.
+    asked = await world.human.post("@pb what is 2+2", channel="misc", workspace="proj")
+    await eventually(lambda: len(bot.events("turn_ended")) >= 3, "the turn in misc")
+    assert [c["BOARD_WAKE_IDS"] for c in calls_in(fake, pool / "misc")] == [str(asked["id"])]
+    assert set(bot.state()["sessions"]) == {f"t{a}", f"t{b}", "misc"}
+    assert set(bot.state()["worktrees"]) == {str(a), str(b)}
+    assert not (pool / "misc.worktrees").exists() and not sent(bot, int(asked["id"]))
+
+    # Done with a commit: kept, in the channel's checkout. A restarted daemon takes the other up again.
+    await world.human.done(a, "thanks")
+    await eventually(lambda: bot.events("worktree_kept"), "the first thread's worktree to be kept")
+    assert [e["path"] for e in bot.events("worktree_kept")] == [str(trees[a])]
+    await check_records(world, bot, a, ["live", "live", "kept"])
+    await bot.close()
+    await bot.start().started()
+    await world.human.post("and the timer's colour", reply_to=b)
+    await eventually(lambda: len(calls_in(fake, trees[b])) == 2, "the follow-up in b's worktree")
+    assert len(bot.events("worktree_made")) == 2 and not bot.events("worktree_adopted")
+    assert bot.state()["sessions"][f"t{b}"] == state["sessions"][f"t{b}"]
+    assert not bot.events("crashed") and not bot.events("worktree_failed")
+
+
+async def test_pool_mode_with_a_base_branch_a_checkout_lacks_runs_no_turn_there_and_says_why(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    await project_channel(tmp_path, world)
+    fake.script({"do": "ok"})
+    pool = tmp_path / "pool"
+    bot = await make_bot(args=["--pool", str(pool), *WT, "--base-branch", "release/9"]).start().started()
+    why = f"base branch 'release/9' does not exist in {pool / 'wordsnap'}"
+    assert [(e.get("channel"), e["error"]) for e in bot.events("worktree_failed")] == [("wordsnap", why)]
+
+    thread = int((await world.human.post("@pb fix the score", channel="wordsnap", workspace="proj"))["id"])
+    await eventually(
+        lambda: [e for e in bot.events("worktree_failed") if e.get("thread") == thread],
+        "the thread's failure",
+    )
+    assert {e["error"] for e in bot.events("worktree_failed")} == {why}
+    assert not fake.calls() and not bot.events("turn_started") and not bot.events("crashed")
+    assert not (pool / "wordsnap.worktrees").exists() and bot.state()["worktrees"] == {}
