@@ -30,12 +30,12 @@ CREATE TABLE fleet_orders_next (
     machine_id {int} NOT NULL REFERENCES machines(id) ON DELETE CASCADE,
     handle     TEXT NOT NULL,
     kind       TEXT NOT NULL CHECK (kind IN ('start', 'stop', 'restart', 'remove_worktree')),
-    target     {int},
     created_at TEXT NOT NULL,
     created_by TEXT NOT NULL,
     acked_at   TEXT,
     ok         {int},
-    detail     TEXT NOT NULL DEFAULT ''
+    detail     TEXT NOT NULL DEFAULT '',
+    target     {int}  -- last, where PostgreSQL's ADD COLUMN puts it: both schemas read alike
 );
 INSERT INTO fleet_orders_next (id, machine_id, handle, kind, created_at, created_by, acked_at, ok, detail)
     SELECT id, machine_id, handle, kind, created_at, created_by, acked_at, ok, detail FROM fleet_orders;
