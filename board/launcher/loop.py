@@ -509,7 +509,11 @@ class Bot:
             return
         ended = self.trees.ends_claim(message) if self.trees is not None else None
         if ended is not None:  # the bot's own act too: look before skipping it
-            self.close_later(ended)
+            if self.trees is not None and self.trees.has(ended):
+                self.close_later(ended)
+            # Closing is all the event asks: a turn of its own would cost a wake, and, run
+            # after the close, would check the ended thread's worktree out again.
+            return
         if self.skip(message):
             return
         key = self.pool.key(message) if self.pool is not None else ""

@@ -293,14 +293,13 @@ class ThreadTrees:
         return claim.get("state") == "done" or (bool(entry.get("held")) and not mine)
 
     def ends_claim(self, message: Mapping[str, Any]) -> int | None:
-        """The thread whose worktree a claim event ends (done, released, expired, handed off)."""
+        """The thread whose claim a claim event ends (done, released, expired, handed off away)."""
         meta = message.get("meta")
         if message.get("kind") != "event" or not isinstance(meta, dict) or meta.get("claim") not in ENDS:
             return None
         if message.get("for_me") and message.get("reason") == "handoff":
             return None  # handed to this bot: the thread is its to work on
-        thread = int(meta.get("thread_id") or thread_of(message))
-        return thread if self.has(thread) else None
+        return int(meta.get("thread_id") or thread_of(message))
 
     # -- the end -----------------------------------------------------------------------------------
 
