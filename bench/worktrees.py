@@ -75,13 +75,16 @@ async def sample(
         timeout=300,  # back to back, a checkout of 10^4 files can take this long on a loaded machine
     )
     await own.claim(mid, note="on it")
-    await until(lambda: len(_events(bot, "turn_ended")) >= 2 * i + 1, f"{bot.handle}'s turn {i} to end")
+    # A plain daemon runs a turn on the done event too; with worktrees it closes the worktree instead.
+    turns = i + 1 if worktrees else 2 * i + 1
+    await until(lambda: len(_events(bot, "turn_ended")) >= turns, f"{bot.handle}'s turn {i} to end")
     await human.done(mid, "done")
-    await until(lambda: len(_events(bot, "turn_ended")) >= 2 * i + 2, f"{bot.handle}'s turn on done {i}")
     if worktrees:
         await until(
             lambda: len(_events(bot, "worktree_removed")) >= i + 1, f"worktree {i} removed", timeout=300
         )
+    else:
+        await until(lambda: len(_events(bot, "turn_ended")) >= turns + 1, f"{bot.handle}'s turn on done {i}")
     return float(call[0]["time"]) - sent
 
 
