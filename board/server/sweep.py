@@ -1,4 +1,4 @@
-"""The periodic sweep: nudge stalled claims, release abandoned ones, flag unseen mail.
+"""The periodic sweep: nudge stalled claims, release abandoned ones, flag unseen mail, prune.
 
 Each pass is one write transaction that decides from the stored state (a claim
 is nudged only if it has not been nudged since its last progress), so running
@@ -15,6 +15,7 @@ from .services.context import Context
 from .services.posting import board_principal
 from .store import claims as store
 from .store import messages as message_store
+from .store import notifications as notification_store
 from .store import requests as request_store
 from .store import workspaces as workspace_store
 from .store.connection import Connection
@@ -23,6 +24,8 @@ BATCH = 500
 UNSEEN_AFTER = 1800
 AWAY_AFTER = 86400
 REQUESTS_KEPT = 7 * 86400
+#: Sent notifications are kept this long in their destination's log; failed ones until removed.
+NOTIFICATIONS_KEPT = 30 * 86400
 
 
 @dataclass
@@ -31,6 +34,7 @@ class SweepReport:
     released: list[int] = field(default_factory=list)
     flagged: int = 0
     pruned_requests: int = 0
+    pruned_notifications: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -38,6 +42,7 @@ class SweepReport:
             "released": self.released,
             "flagged": self.flagged,
             "pruned_requests": self.pruned_requests,
+            "pruned_notifications": self.pruned_notifications,
         }
 
 
@@ -65,6 +70,7 @@ async def sweep(ctx: Context) -> SweepReport:
             conn, ctx.ago(AWAY_AFTER), ctx.ago(UNSEEN_AFTER), ctx.now(), BATCH
         )
         report.pruned_requests = await request_store.prune(conn, ctx.ago(REQUESTS_KEPT))
+        report.pruned_notifications = await notification_store.prune_sent(conn, ctx.ago(NOTIFICATIONS_KEPT))
         return report
 
     return await ctx.db.write(write)
