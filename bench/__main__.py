@@ -28,6 +28,7 @@ SCENARIOS = {
     "fleet": "bench.keeper_cost",
     "economy": "bench.economy",
     "worktrees": "bench.worktrees",
+    "notify": "bench.notify",
 }
 # `post` and `wake` drive the bare handler in their own run, so `all` leaves `baseline` out.
 ALL = [
@@ -42,6 +43,7 @@ ALL = [
     "pages",
     "economy",
     "worktrees",
+    "notify",
 ]
 
 

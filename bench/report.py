@@ -186,6 +186,21 @@ TARGETS = [
         lambda _, ratio: ratio <= 1.05,
     ),
     Target(
+        "post p50, enqueueing a notification vs not",
+        "within 5 % (≤ 1.05 times)",
+        "notify",
+        lambda r: (
+            (
+                (rows := {row["posts"]: row for row in r["notify"]["rows"]})["notifying"]["p50_ms"],
+                rows["plain"]["p50_ms"],
+                r["notify"]["vs_plain_p50"],
+            )
+            if "notify" in r
+            else (None, None, None)
+        ),
+        lambda _, ratio: ratio <= 1.05,
+    ),
+    Target(
         "mention → harness started p99",
         "≤ 250 ms",
         "wake_latency",

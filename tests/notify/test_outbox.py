@@ -31,6 +31,7 @@ from tests.support.boardtest import (
 )
 from tests.support.fleettest import enroll_keeper
 from tests.support.notify_support import SECRET, Mailbox, Receiver, add_destinations, fast_retries
+from tests.support.pages_support import sign_in
 
 DESTINATIONS = ("webhook", "slack", "ntfy", "email")
 
@@ -177,6 +178,37 @@ async def test_a_destination_that_always_fails_ends_failed_with_its_error_in_the
     assert len(receiver.refused) == 3 and not receiver.at("/ntfy/a")
     (other,) = (await world.human.destination_log(ids["slack"]))["notifications"]
     assert other["state"] == "sent"
+    alice = await sign_in(board)
+    status, html = await alice.get(f"/settings/destinations/{ids['ntfy']}")
+    assert status == 200
+    row = html[html.index(f'id="notification-{entry["id"]}"') :].split("</tr>")[0]
+    assert 'class="state-failed"' in row and "HTTP 500 Internal Server Error" in row and ">3<" in row
+    await alice.close()
+
+
+async def test_the_settings_forms_add_a_destination_choose_its_kinds_and_remove_it(
+    board: Board, receiver: Receiver
+) -> None:
+    await populate(board)
+    alice = await sign_in(board)
+    await alice.get("/settings")
+    form = {"name": "phone", "kind": "ntfy", "url": receiver.url("/ntfy/p")}
+    status, _ = await alice.post("/settings/destinations", form)
+    assert status == 303
+    (made,) = db_rows(board.db_path, "SELECT id, name, kind FROM destinations")
+    await alice.get(f"/settings/destinations/{made[0]}")
+    status, _ = await alice.post(f"/settings/destinations/{made[0]}/kinds", {"mention": "on", "held": "on"})
+    assert status == 303
+    kinds = db_rows(board.db_path, "SELECT kind FROM destination_kinds ORDER BY kind")
+    assert [k for (k,) in kinds] == ["held", "mention"]
+    status, html = await alice.get("/settings")
+    assert status == 200 and "held, mention" in html and "phone" in html
+    await alice.post("/settings/quiet-hours", {"start": "22:00", "end": "07:00", "timezone": "Europe/Paris"})
+    status, html = await alice.get("/settings")
+    assert "From 22:00 to 07:00 (Europe/Paris)" in html
+    status, _ = await alice.post(f"/settings/destinations/{made[0]}/remove", {})
+    assert status == 303 and db_rows(board.db_path, "SELECT count(*) FROM destinations") == [(0,)]
+    await alice.close()
 
 
 async def test_a_restart_in_the_middle_of_a_retry_still_delivers_exactly_once(

@@ -11,7 +11,7 @@ from playwright.async_api import Browser, Page, expect
 
 from board.server.pages import all_pages
 from routines import importer
-from tests.support.boardtest import World
+from tests.support.boardtest import World, db_execute
 from tests.support.browser_support import Tab, axe_findings, new_tab, signed_in_tab
 from tests.support.fleettest import enroll_keeper
 from tests.support.pages_support import login_link
@@ -25,6 +25,7 @@ STREAMS = {"/events", "/fleet/events"}  # Server-Sent Events, not pages to look 
 PAGES = {
     "/login": "/login",
     "/settings": "/settings",
+    "/settings/destinations/{id}": "/settings/destinations/{destination}",
     "/": "/?workspace=proj",
     "/c/{slug}": "/c/lobby?workspace=proj&thread={root}",
     "/t/{id}": "/t/{root}",
@@ -73,7 +74,40 @@ async def seed(world: World) -> dict[str, int]:
     await world.human.create_profile("proj-dev", "proj", "claude", repo=f"~/src/{UNBROKEN}")
     await enroll_keeper(world.board, world.human, "box1")
     await world.human.assign_bot("box1", "proj-dev", "fb1")
-    return {"root": root["id"]}
+    return {"root": root["id"], "destination": await _destination_with_a_log(world)}
+
+
+async def _destination_with_a_log(world: World) -> int:
+    """A webhook whose log holds a sent, a failed (with its error) and a pending notification."""
+    made = await world.human.create_destination(
+        f"ops-{UNBROKEN}"[:80], "webhook", url=f"http://127.0.0.1:9/{UNBROKEN}", secret="s" * 20
+    )
+    await world.human.set_destination_kinds(made["id"], ["mention", "crashed", "run_failed"])
+    await world.human.set_quiet_hours("22:00", "07:00", "Europe/Paris")
+    await world.human.update_destination(made["id"], active=False)  # its rows below stay as written
+    rows = [
+        ("sent", 1, "", "2026-11-30T04:00:00Z"),
+        ("failed", 6, f"ClientConnectorError: cannot connect to 127.0.0.1:9 {UNBROKEN}", None),
+        ("pending", 2, "HTTP 502 Bad Gateway", None),
+    ]
+    for n, (state, attempts, error, sent_at) in enumerate(rows):
+        db_execute(
+            world.board.db_path,
+            """INSERT INTO notifications (idem_key, destination_id, kind, subject, text, link, state,
+                   attempts, next_at, last_error, created_at, sent_at)
+               VALUES (?, ?, 'mention', ?, 't', '/inbox', ?, ?, '9999-01-01T00:00:00.000Z', ?,
+                       '2026-11-30T04:00:00Z', ?)""",
+            (
+                f"seed{n}:{made['id']}",
+                made["id"],
+                f"pb mentioned you in #lobby {UNBROKEN}",
+                state,
+                attempts,
+                error,
+                sent_at,
+            ),
+        )
+    return int(made["id"])
 
 
 async def look(page: Page, name: str, tab: Tab, width: int) -> list[str]:

@@ -44,7 +44,9 @@ async def _facts(world: World) -> dict[str, Any]:
     routine = {"name": "nightly", "workspace": "proj", "schedule": "0 2 * * *", "bot": "pb"}
     await world.bot.call("POST", "/api/routines", json={**routine, "prompt": f"tidy up, {SECRET_TEXT}"})
     await world.human.create_profile("proj-dev", "proj", "claude", identity=f"you are pb, {SECRET_TEXT}")
+    destination = await world.human.create_destination("phone", "ntfy", url="http://127.0.0.1:9/topic")
     return {
+        "destination": str(destination["id"]),
         "root": str(root["id"]),
         "claimed": str(claimed["id"]),
         "conversation_id": str(conversation["conversation"]["id"]),

@@ -32,6 +32,20 @@ PAGE_DECISIONS: dict[tuple[str, str], PageCase] = {
     ("POST", "/settings/tokens/{id}/revoke"): PageCase(303, path={"id": "token_id"}, form={}),
     ("POST", "/settings/password"): PageCase(200, form={"password": "a long enough secret"}),
     ("POST", "/settings/notifications"): PageCase(303, form={"mention": "on"}),
+    ("POST", "/settings/destinations"): PageCase(
+        303, form={"name": "hook", "kind": "ntfy", "url": "http://127.0.0.1:9/t"}
+    ),
+    ("GET", "/settings/destinations/{id}"): PageCase(200, path={"id": "destination"}),
+    ("POST", "/settings/destinations/{id}"): PageCase(303, path={"id": "destination"}, form={"name": "n"}),
+    ("POST", "/settings/destinations/{id}/kinds"): PageCase(
+        303, path={"id": "destination"}, form={"mention": "on"}
+    ),
+    ("POST", "/settings/destinations/{id}/test"): PageCase(303, path={"id": "destination"}, form={}),
+    ("POST", "/settings/destinations/{id}/remove"): PageCase(303, path={"id": "destination"}, form={}),
+    ("POST", "/settings/quiet-hours"): PageCase(
+        303, form={"start": "22:00", "end": "07:00", "timezone": "UTC"}
+    ),
+    ("POST", "/settings/quiet-hours/clear"): PageCase(303, form={}),
     ("GET", "/"): PageCase(303, query="?workspace=proj"),
     ("POST", "/"): PageCase(303, form={"workspace": "proj", "conversation": "conversation_id", "body": "hi"}),
     ("GET", "/c/{slug}"): PageCase(200, path={"slug": "lobby"}, query="?workspace=proj"),

@@ -14,6 +14,7 @@ from ..clock import Clock
 from . import (
     board,
     costs,
+    destinations,
     fleet,
     inbox,
     kb,
@@ -30,6 +31,7 @@ from .routing import PageRoute, setup
 
 PAGE_MODULES = (
     signin,
+    destinations,
     board,
     live,
     people,

@@ -1,4 +1,6 @@
-"""Signing in and out, and the human's settings: API tokens, password, notifications."""
+"""Signing in and out, and the human's settings: API tokens, password, notifications.
+
+The notification destinations' forms and pages are ``destinations.py``'s."""
 
 from __future__ import annotations
 
@@ -7,7 +9,8 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from ..errors import Forbidden, Unauthenticated
-from ..services import auth, inbox, sessions
+from ..services import auth, destinations, inbox, sessions
+from .destinations import KIND_LABELS
 from .routing import (
     SIGN_IN_LIMITS,
     PageCall,
@@ -83,6 +86,10 @@ async def _settings(call: PageCall, *, new_token: str | None = None, saved: str 
         saved=saved,
         notify=await inbox.notify_settings(call.ctx, call.p),
         notify_kinds=NOTIFY_LABELS,
+        outbound=await destinations.list_destinations(call.ctx, call.p),
+        kind_labels=KIND_LABELS,
+        destination_kinds=destinations.DESTINATION_KINDS,
+        security=destinations.SECURITY,
     )
 
 
@@ -127,7 +134,7 @@ ROUTES = [
     PageRoute("GET", "/login", login_page, "Sign in: password, or confirm a one-time link.", public=True),
     PageRoute("POST", "/login", login, "Sign in and open a session.", public=True),
     PageRoute("POST", "/logout", logout, "Sign out: the session is revoked."),
-    PageRoute("GET", "/settings", settings, "API tokens and password."),
+    PageRoute("GET", "/settings", settings, "API tokens, password, notifications and destinations."),
     PageRoute("POST", "/settings/tokens", token_create, "Create an API token, shown once."),
     PageRoute("POST", "/settings/tokens/{id}/revoke", token_revoke, "Revoke an API token."),
     PageRoute("POST", "/settings/password", password, "Set or change the password."),

@@ -156,10 +156,15 @@ async def enqueue(conn: Connection, n: Outgoing, now: str) -> bool:
 
 
 async def take_due(conn: Connection, now: str, limit: int) -> list[Row]:
-    """Mark the due pending rows ``sending`` and answer them (oldest first)."""
+    """Mark the due pending rows ``sending`` and answer them (oldest first).
+
+    A paused destination's rows wait (pending) until it is active again.
+    """
     rows = await all_rows(
         conn,
-        f"{NOTIFICATION} WHERE state = 'pending' AND next_at <= ? ORDER BY next_at, id LIMIT ?",
+        f"""{NOTIFICATION} WHERE state = 'pending' AND next_at <= ?
+            AND destination_id IN (SELECT id FROM destinations WHERE active = 1)
+            ORDER BY next_at, id LIMIT ?""",
         (now, limit),
     )
     for r in rows:
@@ -196,8 +201,12 @@ async def mark_failed(conn: Connection, notification_id: int, error: str) -> Non
 
 
 async def next_due(conn: Connection) -> str | None:
-    """When the next pending row is due, if any."""
-    row = await one(conn, "SELECT min(next_at) FROM notifications WHERE state = 'pending'")
+    """When the next pending row of an active destination is due, if any."""
+    row = await one(
+        conn,
+        """SELECT min(next_at) FROM notifications WHERE state = 'pending'
+           AND destination_id IN (SELECT id FROM destinations WHERE active = 1)""",
+    )
     return str(row[0]) if row and row[0] is not None else None
 
 
