@@ -1,9 +1,11 @@
 """What a notification out of band costs a post: posts that enqueue one beside posts that do not.
 
 One board, one run: the human ``bencher`` has a webhook destination (taking mentions) served
-by a receiver in this process, which checks nothing and answers 200. A bot posts, one post at
-a time, alternately ``@bencher ...`` (the post's write also enqueues a notification, which the
-dispatcher sends after the commit) and the same length mentioning nobody. ``vs_plain_p50`` and
+by a receiver in this process, which checks nothing and answers 200; the human ``quietly``
+has none. A bot posts, one post at a time, alternately ``@bencher ...`` (the post's write also
+enqueues a notification, which the dispatcher sends after the commit) and the same text
+mentioning ``@quietly``: the same mention and inbox row, and the same look for destinations,
+which finds none. The difference is the notification alone. ``vs_plain_p50`` and
 ``vs_plain_p99`` are the notifying posts' figures over the plain ones' (target: at most 1.05).
 ``delivered`` counts the notifications the receiver got by the end (every notifying post's).
 """
@@ -70,11 +72,11 @@ async def _run(url: str, human: str, bot: str, n: int) -> dict[str, Any]:
 
             for i in range(WARMUP):
                 await post(f"@bencher warm {i:05d}")
-                await post(f"nobody.. warm {i:05d}")
+                await post(f"@quietly warm {i:05d}")
             progress(f"{n} posts of each, interleaved")
             for i in range(n):
                 samples["notifying"].append(await post(f"@bencher item {i:05d}"))
-                samples["plain"].append(await post(f"nobody.. item {i:05d}"))
+                samples["plain"].append(await post(f"@quietly item {i:05d}"))
             deadline = time.monotonic() + 30
             while len(got) < WARMUP + n and time.monotonic() < deadline:
                 await asyncio.sleep(0.1)
@@ -90,6 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with board_process() as board:
         fleet = asyncio.run(make_fleet(board, 1))
+        board.admin("user", "add", "quietly")
         measured = asyncio.run(_run(board.url, fleet.human, fleet.bots[0][1], args.n))
     figures = measured["figures"]
     rows = [{"posts": name, "n": args.n, **figure} for name, figure in figures.items()]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from datetime import timedelta
@@ -45,6 +46,7 @@ class Dispatcher:
         self.attempts = 6
         self.backoff = 10.0
         self.timeout = 10.0
+        self.gather = 0.05  # seconds from a commit's wake to the pass, so a burst goes in one batch
         self.poll = 5.0  # another process's enqueue wakes nobody here: look this often
         self.duty_retry = 15.0
         self.http: aiohttp.ClientSession | None = None
@@ -89,7 +91,9 @@ class Dispatcher:
                 if self._stopping.is_set():
                     return
                 await waiter.wait(await self._idle_for())
-                waiter.take()
+                if waiter.take() and not self._stopping.is_set():
+                    # Woken by a commit: let its answer go out, and what follows it gather.
+                    await asyncio.sleep(self.gather)
         finally:
             self._waiter = None
             self.ctx.hub.unsubscribe(waiter)
@@ -102,66 +106,68 @@ class Dispatcher:
         return min(max(left, 0.0), self.poll)
 
     async def send_due(self) -> int:
-        """Send every row due now, a batch at a time; how many were tried."""
+        """Send every row due now, a batch at a time; how many were tried.
+
+        A batch is one write to take its rows, the sends at once, and one write for all
+        their outcomes: a burst of notifications costs two writes per batch, not per row.
+        """
         tried = 0
         while True:
             rows = await self.ctx.db.write(self._take)
             if not rows:
                 return tried
-            await asyncio.gather(*(self._send(r) for r in rows))
+            errors = await asyncio.gather(*(self._attempt(r) for r in rows))
+            await self.ctx.db.write(functools.partial(self._record, rows=rows, errors=errors))
             tried += len(rows)
 
     async def _take(self, conn: Connection) -> list[Row]:
         return await store.take_due(conn, outbound.stamp(self.ctx.clock.now()), BATCH)
 
-    async def _send(self, row: Row) -> None:
-        destination = await self.ctx.db.read(lambda conn: store.destination(conn, int(row["destination_id"])))
+    async def _attempt(self, row: Row) -> str | None:
+        """Send one row: None when it went through, else the error for its log."""
         try:
-            if destination is None:
-                raise SendFailed("the destination was removed")
-            await self._deliver(row, destination)
+            await self._deliver(row)
         except SendFailed as exc:
-            await self._failed(row, str(exc) or type(exc).__name__)
-            return
+            return str(exc) or type(exc).__name__
         except Exception as exc:  # a sender's surprise is this row's failure, not the loop's
             log.exception("outbox: sender of %s failed unexpectedly", row["idem_key"])
-            await self._failed(row, f"unexpected error: {type(exc).__name__}")
-            return
-        done = self.ctx.now()
-        await self.ctx.db.write(lambda conn: store.mark_sent(conn, int(row["id"]), done))
+            return f"unexpected error: {type(exc).__name__}"
+        return None
 
-    async def _deliver(self, row: Row, destination: Row) -> None:
-        send = SENDERS.get(str(destination["kind"]))
+    async def _deliver(self, row: Row) -> None:
+        kind = str(row["destination_kind"])
+        send = SENDERS.get(kind)
         if send is None:
-            raise SendFailed(f"no sender for destination kind {destination['kind']}")
+            raise SendFailed(f"no sender for destination kind {kind}")
         assert self.http is not None
+        link = str(row["link"])
         note = Note(
             id=int(row["id"]),
             idem_key=str(row["idem_key"]),
             kind=str(row["kind"]),
             subject=str(row["subject"]),
             text=str(row["text"]),
-            link=self.base_url() + str(row["link"]) if str(row["link"]).startswith("/") else str(row["link"]),
+            link=self.base_url() + link if link.startswith("/") else link,
             created_at=str(row["created_at"]),
         )
-        settings = json.loads(destination["settings"])
-        delivery = Delivery(note, str(destination["kind"]), settings, self.http, self.timeout)
+        delivery = Delivery(note, kind, json.loads(row["settings"]), self.http, self.timeout)
         try:
             await asyncio.wait_for(send(delivery), self.timeout)
         except TimeoutError as exc:
             raise SendFailed(f"no answer in {self.timeout:g} s") from exc
 
-    async def _failed(self, row: Row, error: str) -> None:
-        attempts = int(row["attempts"]) + 1  # take_due counted this one in the stored row
-        notification_id = int(row["id"])
-
-        async def write(conn: Connection) -> None:
-            if attempts >= self.attempts:
+    async def _record(self, conn: Connection, *, rows: list[Row], errors: list[str | None]) -> None:
+        """Each row's outcome: sent, pending again after its backoff, or failed after the last attempt."""
+        now = self.ctx.clock.now()
+        for row, error in zip(rows, errors, strict=True):
+            notification_id = int(row["id"])
+            attempts = int(row["attempts"]) + 1  # take_due counted this one in the stored row
+            if error is None:
+                await store.mark_sent(conn, notification_id, self.ctx.now())
+            elif attempts >= self.attempts:
                 await store.mark_failed(conn, notification_id, error)
+                log.warning("outbox: %s failed after %d attempts: %s", row["idem_key"], attempts, error)
             else:
-                later = self.ctx.clock.now() + timedelta(seconds=self.backoff * 2 ** (attempts - 1))
+                later = now + timedelta(seconds=self.backoff * 2 ** (attempts - 1))
                 await store.mark_retry(conn, notification_id, error, outbound.stamp(later))
-
-        await self.ctx.db.write(write)
-        level = logging.WARNING if attempts >= self.attempts else logging.INFO
-        log.log(level, "outbox: %s attempt %d failed: %s", row["idem_key"], attempts, error)
+                log.info("outbox: %s attempt %d failed: %s", row["idem_key"], attempts, error)

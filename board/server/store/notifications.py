@@ -156,20 +156,25 @@ async def enqueue(conn: Connection, n: Outgoing, now: str) -> bool:
 
 
 async def take_due(conn: Connection, now: str, limit: int) -> list[Row]:
-    """Mark the due pending rows ``sending`` and answer them (oldest first).
+    """Mark the due pending rows ``sending`` and answer them, oldest first, each with its
+    destination's ``destination_kind`` and ``settings``.
 
     A paused destination's rows wait (pending) until it is active again.
     """
     rows = await all_rows(
         conn,
-        f"""{NOTIFICATION} WHERE state = 'pending' AND next_at <= ?
-            AND destination_id IN (SELECT id FROM destinations WHERE active = 1)
-            ORDER BY next_at, id LIMIT ?""",
+        """SELECT n.id, n.idem_key, n.kind, n.subject, n.text, n.link, n.attempts, n.created_at,
+                  d.kind AS destination_kind, d.settings
+           FROM notifications n JOIN destinations d ON d.id = n.destination_id
+           WHERE n.state = 'pending' AND n.next_at <= ? AND d.active = 1
+           ORDER BY n.next_at, n.id LIMIT ?""",
         (now, limit),
     )
-    for r in rows:
+    if rows:
+        marks = ",".join("?" * len(rows))
         await conn.execute(
-            "UPDATE notifications SET state = 'sending', attempts = attempts + 1 WHERE id = ?", (r["id"],)
+            f"UPDATE notifications SET state = 'sending', attempts = attempts + 1 WHERE id IN ({marks})",
+            tuple(int(r["id"]) for r in rows),
         )
     return rows
 

@@ -48,5 +48,6 @@ CREATE TABLE notifications (
     created_at     TEXT NOT NULL,
     sent_at        TEXT
 );
-CREATE INDEX notifications_due ON notifications(state, next_at);
+-- Only the rows still to send are in the due index: a sent row leaves it.
+CREATE INDEX notifications_due ON notifications(next_at) WHERE state = 'pending';
 CREATE INDEX notifications_destination ON notifications(destination_id, id);
