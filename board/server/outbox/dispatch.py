@@ -71,6 +71,11 @@ class Dispatcher:
         finally:
             await self.http.close()
 
+    @property
+    def dispatching(self) -> bool:
+        """Whether this process holds the ``notify`` duty and sends the outbox now."""
+        return self._waiter is not None
+
     def stop(self) -> None:
         """Finish the pass under way and stop; a send in flight ends at its timeout or is cancelled."""
         self._stopping.set()

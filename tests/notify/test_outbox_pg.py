@@ -1,0 +1,49 @@
+"""Two board processes on one PostgreSQL database: one dispatches, and each notification goes once."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from board.server.api.keys import OUTBOX
+from tests.support.boardtest import StoreChoice, db_rows, eventually, populate, start_board, stop_board
+from tests.support.notify_support import SECRET, Receiver
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    r = await Receiver().start()
+    yield r
+    await r.close()
+
+
+async def test_two_boards_on_one_database_send_each_notification_once(
+    tmp_path: Path, store: StoreChoice, receiver: Receiver
+) -> None:
+    if store.cluster is None:
+        pytest.skip("two board processes share a database on PostgreSQL only")
+    url = store.overrides()["database_url"]
+    first = await start_board(tmp_path / "a", database_url=url)
+    second = await start_board(tmp_path / "b", database_url=url)
+    try:
+        world = await populate(first)
+        made = await world.human.create_destination(
+            "hook", "webhook", url=receiver.url("/hook/a"), secret=SECRET
+        )
+        await world.human.set_destination_kinds(made["id"], ["mention"])
+        on_second = second.client(world.bot.token)
+        for i in range(10):
+            poster = world.bot if i % 2 else on_second
+            await poster.post(f"@alice number {i}", channel="lobby", workspace="proj")
+        await eventually(lambda: len(receiver.at("/hook/a")) >= 10 or None, "ten deliveries", timeout=30)
+        dispatching = [b.app[OUTBOX].dispatching for b in (first, second)]
+        assert sorted(dispatching) == [False, True], dispatching
+        subjects = sorted(r.json()["id"] for r in receiver.at("/hook/a"))
+        assert len(subjects) == len(set(subjects)) == 10
+        states = db_rows(first.db_path, "SELECT state, attempts FROM notifications")
+        assert sorted(states) == [("sent", 1)] * 10
+    finally:
+        await stop_board(second)
+        await stop_board(first)
