@@ -1,4 +1,5 @@
-"""The periodic sweep: nudge stalled claims, release abandoned ones, flag unseen mail.
+"""The periodic sweep: nudge stalled claims, release abandoned ones, flag unseen mail, forget
+old request ids and the forge's delivery ids.
 
 Each pass is one write transaction that decides from the stored state (a claim
 is nudged only if it has not been nudged since its last progress), so running
@@ -14,6 +15,7 @@ from .services import claims
 from .services.context import Context
 from .services.posting import board_principal
 from .store import claims as store
+from .store import intake as intake_store
 from .store import messages as message_store
 from .store import requests as request_store
 from .store import workspaces as workspace_store
@@ -23,6 +25,8 @@ BATCH = 500
 UNSEEN_AFTER = 1800
 AWAY_AFTER = 86400
 REQUESTS_KEPT = 7 * 86400
+#: A forge redelivers a delivery within days; its id is kept 90 to answer a late one 409.
+DELIVERIES_KEPT = 90 * 86400
 
 
 @dataclass
@@ -31,6 +35,7 @@ class SweepReport:
     released: list[int] = field(default_factory=list)
     flagged: int = 0
     pruned_requests: int = 0
+    pruned_deliveries: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -38,6 +43,7 @@ class SweepReport:
             "released": self.released,
             "flagged": self.flagged,
             "pruned_requests": self.pruned_requests,
+            "pruned_deliveries": self.pruned_deliveries,
         }
 
 
@@ -65,6 +71,7 @@ async def sweep(ctx: Context) -> SweepReport:
             conn, ctx.ago(AWAY_AFTER), ctx.ago(UNSEEN_AFTER), ctx.now(), BATCH
         )
         report.pruned_requests = await request_store.prune(conn, ctx.ago(REQUESTS_KEPT))
+        report.pruned_deliveries = await intake_store.prune_deliveries(conn, ctx.ago(DELIVERIES_KEPT))
         return report
 
     return await ctx.db.write(write)

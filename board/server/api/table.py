@@ -12,6 +12,7 @@ from . import (
     identity,
     inbox,
     installer,
+    intake,
     knowledge,
     messages,
     registry,
@@ -33,6 +34,7 @@ ROUTE_MODULES = (
     registry,
     routines,
     fleet,
+    intake,
     audit,
     admin,
 )
