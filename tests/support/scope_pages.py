@@ -48,6 +48,7 @@ PAGE_DECISIONS: dict[tuple[str, str], PageCase] = {
     ("POST", "/inbox/mark"): PageCase(303, form={"all": "true", "state": "seen"}),
     ("GET", "/audit"): PageCase(200, query="?actor=alice&from=2026-01-01T00:00:00Z"),
     ("GET", "/onboard"): PageCase(200),
+    ("GET", "/intake"): PageCase(200),
     ("GET", "/costs"): PageCase(200, query="?workspace=proj&days=90"),
     ("GET", "/fleet"): PageCase(200),
     ("POST", "/fleet/machines"): PageCase(200, form={"machine_name": "box2"}),

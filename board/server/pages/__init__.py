@@ -16,6 +16,7 @@ from . import (
     costs,
     fleet,
     inbox,
+    intake,
     kb,
     live,
     lookup,
@@ -41,6 +42,7 @@ PAGE_MODULES = (
     spaces,
     fleet,
     profiles,
+    intake,
     onboard,
 )
 STATIC = Path(__file__).parent / "static"
