@@ -327,3 +327,17 @@ async def test_the_fake_forge_records_comments_posted_with_its_token(world: Worl
         ) as resp:
             assert resp.status == 201
     assert [(c.repository, c.issue, c.body) for c in forge.comments] == [("acme/app", 4, "done")]
+
+
+async def test_a_repository_is_matched_whatever_its_case(world: World) -> None:
+    mapping = {"repository": "ACME/App", "workspace": "proj", "channel": "issues"}
+    await world.human.request(
+        "PUT", "/api/intake/sources/cased", json={"forge": "github", "secret": SECRET, "mappings": [mapping]}
+    )
+    fake = FakeForge("github", world.board.url, "cased", SECRET, repository="acme/APP")
+    issue = fake.issue(1)
+    opened = await fake.send(fake.opened(issue))
+    assert opened.answer["status"] == "accepted"
+    fake.repository = "Acme/app"
+    commented = await fake.send(fake.commented(issue, "still"))
+    assert commented.answer["thread_id"] == opened.answer["thread_id"]

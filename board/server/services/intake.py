@@ -122,7 +122,7 @@ async def _mapping(conn: Connection, p: Principal, m: MappingInput) -> store.Map
         if bot is None or bot["kind"] != "bot" or bot["workspace_id"] != workspace["id"]:
             raise InvalidArgument(f"{m.bot} is not a bot of workspace {m.workspace}.", field="mappings")
         bot_id = bot["id"]
-    return store.Mapping(m.repository, m.label, workspace["id"], m.channel, bot_id, m.reply_out)
+    return store.Mapping(m.repository.lower(), m.label, workspace["id"], m.channel, bot_id, m.reply_out)
 
 
 async def put_source(ctx: Context, p: Principal, name: str, req: SourceInput) -> dict[str, Any]:
@@ -290,7 +290,8 @@ async def take(ctx: Context, signed: Signed) -> dict[str, Any]:
         if d.event == "ping":
             outcome = _ignored("ping: the webhook reaches the board")
         else:
-            rows = await store.mappings_for(conn, signed.source_id, d.repository) if d.repository else []
+            repository = d.repository.lower()  # forges compare owner and name case-insensitively
+            rows = await store.mappings_for(conn, signed.source_id, repository) if repository else []
             if not rows:
                 raise NotFound(
                     message=f"Source {signed.source} maps no repository {d.repository or '(none named)'}; "
@@ -353,7 +354,7 @@ async def _act(conn: Connection, ctx: Context, signed: Signed, rows: list[Row]) 
     if d.number is None:
         raise InvalidArgument("The delivery names no issue number.")
     _check_fresh(ctx, d)
-    thread_id = await store.issue_thread(conn, signed.source_id, d.repository, d.number)
+    thread_id = await store.issue_thread(conn, signed.source_id, d.repository.lower(), d.number)
     if d.event == "issues" and d.action != "closed":
         if thread_id is not None:
             return _ignored(f"issue #{d.number} has its thread {thread_id} already")
@@ -435,7 +436,9 @@ async def _open_thread(conn: Connection, ctx: Context, signed: Signed, rows: lis
         mention=mention,
     )
     message_id = int(event.message["id"])
-    await store.link_issue(conn, signed.source_id, d.repository, d.number or 0, message_id, url, ctx.now())
+    await store.link_issue(
+        conn, signed.source_id, d.repository.lower(), d.number or 0, message_id, url, ctx.now()
+    )
     return Outcome("accepted", f"issue #{d.number} opened a thread", message_id, message_id)
 
 

@@ -14,14 +14,15 @@ CREATE TABLE intake_sources (
     updated_at TEXT NOT NULL
 );
 
--- Where a repository's issues go: a workspace and a channel. A row with a label ('' for
+-- Where a repository's issues go (``owner/name``, kept lower-case as forges compare them): a
+-- workspace and a channel. A row with a label ('' for
 -- none) names the bot to mention on an issue carrying that label; the row without one
 -- takes every other issue of the repository. ``reply_out``: a thread's replies go back to
 -- the issue as comments (built on the source's API token).
 CREATE TABLE intake_mappings (
     id           {id},
     source_id    {int} NOT NULL REFERENCES intake_sources(id) ON DELETE CASCADE,
-    repository   {nocase} NOT NULL,
+    repository   TEXT NOT NULL,
     label        TEXT NOT NULL DEFAULT '',
     workspace_id {int} NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
     channel      TEXT NOT NULL,
@@ -55,7 +56,7 @@ CREATE INDEX intake_deliveries_source ON intake_deliveries(source_id, id);
 -- The issue behind a thread: its comments become replies, its closing closes the claim.
 CREATE TABLE intake_issues (
     source_id  {int} NOT NULL REFERENCES intake_sources(id) ON DELETE CASCADE,
-    repository {nocase} NOT NULL,
+    repository TEXT NOT NULL,
     issue      {int} NOT NULL,
     thread_id  {int} NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
     url        TEXT NOT NULL DEFAULT '',
