@@ -341,3 +341,18 @@ async def test_a_repository_is_matched_whatever_its_case(world: World) -> None:
     fake.repository = "Acme/app"
     commented = await fake.send(fake.commented(issue, "still"))
     assert commented.answer["thread_id"] == opened.answer["thread_id"]
+
+
+async def test_hostile_payload_values_are_stored_as_text_the_stores_hold(
+    world: World, forge: FakeForge
+) -> None:
+    """A NUL, a lone surrogate, a huge issue number, a huge repository name: a clear answer, no failure."""
+    nul = forge.issue(13, title="nul\x00title \ud800", body="body\x00with nul and \ud800 a lone surrogate")
+    sent = await forge.send(forge.opened(nul))
+    assert sent.status == 200, sent.answer
+    root = await world.human.request("GET", f"/api/messages/{sent.answer['thread_id']}")
+    assert "\x00" not in root["body"] and "bodywith nul" in root["body"]
+    huge = forge.issue(2**63)
+    await refused(world, forge.send(forge.opened(huge)), 422, "INVALID_ARGUMENT")
+    forge.repository = "acme/" + "x" * 5000
+    await refused(world, forge.send(forge.opened(forge.issue(14))), 404, "NOT_FOUND")

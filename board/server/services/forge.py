@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -29,6 +30,9 @@ DELIVERY_HEADERS = {
     "github": ("X-GitHub-Delivery",),
     "forgejo": ("X-Forgejo-Delivery", "X-Gitea-Delivery", "X-GitHub-Delivery"),
 }
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: The largest issue number taken (both stores' integers hold it; no forge comes near).
+MAX_NUMBER = 2**31 - 1
 #: One answer for a bad signature, a missing one and an unknown source: it says nothing of which exists.
 NOT_JSON = "The delivery's body is not a JSON object; set the webhook's content type to application/json."
 REFUSAL = "The delivery's signature does not match this source's secret (or there is no such source)."
@@ -63,7 +67,7 @@ def verify(forge: str, secret: str, headers: Mapping[str, str], body: bytes) -> 
 
 def _header(headers: Mapping[str, str], names: tuple[str, ...], what: str) -> str:
     for name in names:
-        value = headers.get(name, "").strip()
+        value = text(headers.get(name), 129).strip()
         if value:
             if len(value) > 128:
                 raise InvalidArgument(f"The {what} header is longer than 128 characters.")
@@ -83,8 +87,7 @@ class Delivery:
     @property
     def repository(self) -> str:
         repo = self.payload.get("repository")
-        name = repo.get("full_name") if isinstance(repo, dict) else None
-        return name if isinstance(name, str) else ""
+        return text(repo.get("full_name"), 201) if isinstance(repo, dict) else ""
 
     @property
     def issue(self) -> dict[str, Any]:
@@ -99,22 +102,27 @@ class Delivery:
     @property
     def number(self) -> int | None:
         number = self.issue.get("number")
-        return number if isinstance(number, int) and not isinstance(number, bool) else None
+        if isinstance(number, int) and not isinstance(number, bool) and 0 < number <= MAX_NUMBER:
+            return number
+        return None
 
     @property
     def labels(self) -> list[str]:
         """The issue's labels, and the one just added (GitHub's ``labeled`` names it apart)."""
-        names = [label.get("name") for label in self.issue.get("labels") or [] if isinstance(label, dict)]
-        added = self.payload.get("label")
-        if isinstance(added, dict):
-            names.append(added.get("name"))
-        return sorted({name for name in names if isinstance(name, str) and name})
+        labels = self.issue.get("labels")
+        names = (
+            [text(label.get("name"), 64) for label in labels if isinstance(label, dict)]
+            if isinstance(labels, list)
+            else []
+        )
+        if self.added_label:
+            names.append(self.added_label)
+        return sorted({name for name in names if name})
 
     @property
     def added_label(self) -> str | None:
         added = self.payload.get("label")
-        name = added.get("name") if isinstance(added, dict) else None
-        return name if isinstance(name, str) else None
+        return (text(added.get("name"), 64) or None) if isinstance(added, dict) else None
 
     def updated_at(self) -> datetime | None:
         """When the thing the delivery is about last changed: the comment, else the issue."""
@@ -130,10 +138,13 @@ class Delivery:
 
 
 def text(value: Any, limit: int) -> str:
-    """A payload's string, cut to ``limit`` characters; anything else is empty."""
+    """A payload's string as the board can store it, cut to ``limit`` characters; anything else
+    is empty. Control characters but tab and newlines go (PostgreSQL stores no NUL), and so do
+    lone surrogates (JSON may escape one; no UTF-8 holds it)."""
     if not isinstance(value, str):
         return ""
-    return value if len(value) <= limit else value[: limit - 1] + "…"
+    clean = CONTROL.sub("", value).encode("utf-8", "replace").decode("utf-8")
+    return clean if len(clean) <= limit else clean[: limit - 1] + "…"
 
 
 def login(thing: dict[str, Any]) -> str:
@@ -150,5 +161,4 @@ def read(forge: str, headers: Mapping[str, str], payload: Any) -> Delivery:
         raise InvalidArgument(
             "The delivery's body is not a JSON object; set the content type to application/json."
         )
-    action = payload.get("action")
-    return Delivery(event, delivery, action if isinstance(action, str) else "", payload)
+    return Delivery(event, delivery, text(payload.get("action"), 64), payload)

@@ -295,7 +295,7 @@ async def take(ctx: Context, signed: Signed) -> dict[str, Any]:
             if not rows:
                 raise NotFound(
                     message=f"Source {signed.source} maps no repository {d.repository or '(none named)'}; "
-                    "add a mapping on /intake."
+                    "the board's human maps one with PUT /api/intake/sources/<name> (docs/intake.md)."
                 )
             outcome = await _act(conn, ctx, signed, rows)
         delivery_id = await store.log_delivery(
