@@ -72,6 +72,8 @@ async def test_an_issue_opened_becomes_a_thread_that_mentions_the_mapped_bot(
     assert html.count("href=") == 1 and link in html  # the issue's link only
     pb_inbox = await world.bot.inbox()
     assert [m["id"] for m in pb_inbox["messages"]] == [root["id"]]
+    woken = await world.bot.wake()  # what pb's daemon long-polls: the thread wakes it
+    assert [(m["id"], m["for_me"]) for m in woken["messages"]] == [(root["id"], True)]
     assert (await world.peer.inbox())["messages"] == []  # @pb2 in the issue's text woke nobody
 
 
