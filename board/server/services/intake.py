@@ -66,7 +66,9 @@ class SourceInput:
     )
     api_url: str = arg("", max_len=500, pattern=r"(https?://\S+)?", help="The forge's API base URL.")
     api_token: str | None = arg(None, min_len=1, max_len=500, help="A token for replies; kept if omitted.")
-    mappings: list[MappingInput] = arg([], max_items=100)
+    mappings: list[MappingInput] | None = arg(
+        None, max_items=100, help="Every mapping of the source; kept if omitted."
+    )
 
 
 @dataclass
@@ -126,26 +128,23 @@ async def _mapping(conn: Connection, p: Principal, m: MappingInput) -> store.Map
 
 
 async def put_source(ctx: Context, p: Principal, name: str, req: SourceInput) -> dict[str, Any]:
-    """Create or change a source and set its mappings; a new source needs its secret."""
+    """Create or change a source and set its mappings (kept when not given); a new source
+    needs its secret."""
     actions.require(p, "intake.manage")
     if not valid_name(name):
         raise InvalidArgument("A source's name is 2-64 of [a-z0-9._-]; it is the webhook URL's last part.")
-    seen = set()
-    for m in req.mappings:
-        key = (m.repository.lower(), m.label)
-        if key in seen:
-            raise InvalidArgument(f"{m.repository} is mapped twice for label '{m.label}'.", field="mappings")
-        seen.add(key)
+    _refuse_repeats(req.mappings or [])
 
     async def write(conn: Connection) -> dict[str, Any]:
         existing = await store.source(conn, name)
         if existing is None and req.secret is None:
             raise InvalidArgument("A new source needs its webhook secret.", field="secret")
-        mappings = [await _mapping(conn, p, m) for m in req.mappings]
         source_id = await store.put_source(
             conn, name, req.forge, req.api_url, req.secret, req.api_token, p.agent_id, ctx.now()
         )
-        await store.set_mappings(conn, source_id, mappings)
+        if req.mappings is not None:
+            await store.set_mappings(conn, source_id, [await _mapping(conn, p, m) for m in req.mappings])
+        kept = await store.mappings(conn, [source_id])
         await audit.record(
             conn,
             ctx,
@@ -156,12 +155,71 @@ async def put_source(ctx: Context, p: Principal, name: str, req: SourceInput) ->
                 "forge": req.forge,
                 "secret_changed": req.secret is not None,
                 "token_changed": req.api_token is not None,
-                "repositories": sorted({m.repository for m in req.mappings}),
+                "repositories": sorted({m["repository"] for m in kept}),
             },
         )
         row = await store.source(conn, name)
         assert row is not None
-        return _source_view(row, await store.mappings(conn, [source_id]))
+        return _source_view(row, kept)
+
+    return await ctx.db.write(write)
+
+
+def _refuse_repeats(mappings: list[MappingInput]) -> None:
+    seen = set()
+    for m in mappings:
+        key = (m.repository.lower(), m.label)
+        if key in seen:
+            raise InvalidArgument(f"{m.repository} is mapped twice for label '{m.label}'.", field="mappings")
+        seen.add(key)
+
+
+def _as_input(row: Row) -> MappingInput:
+    return MappingInput(
+        repository=row["repository"],
+        workspace=row["workspace"],
+        channel=row["channel"],
+        label=row["label"],
+        bot=row["bot"],
+        reply_out=bool(row["reply_out"]),
+    )
+
+
+async def change_mappings(
+    ctx: Context,
+    p: Principal,
+    name: str,
+    add: MappingInput | None = None,
+    remove: tuple[str, str] | None = None,
+) -> dict[str, Any]:
+    """Add one mapping to a source, or remove the one of (repository, label): what the page's
+    forms do, each as :func:`put_source` with the source's other mappings kept."""
+    actions.require(p, "intake.manage")
+
+    async def write(conn: Connection) -> dict[str, Any]:
+        row = await store.source(conn, name)
+        if row is None:
+            raise NotFound("intake source")
+        current = [_as_input(m) for m in await store.mappings(conn, [row["id"]])]
+        if remove is not None:
+            kept = [m for m in current if (m.repository.lower(), m.label) != (remove[0].lower(), remove[1])]
+            if len(kept) == len(current):
+                raise NotFound("intake mapping")
+            current = kept
+        if add is not None:
+            current.append(add)
+        _refuse_repeats(current)
+        await store.set_mappings(conn, row["id"], [await _mapping(conn, p, m) for m in current])
+        kept_rows = await store.mappings(conn, [row["id"]])
+        await audit.record(
+            conn,
+            ctx,
+            p,
+            "intake.source.update",
+            name,
+            details={"repositories": sorted({m["repository"] for m in kept_rows})},
+        )
+        return _source_view(row, kept_rows)
 
     return await ctx.db.write(write)
 
