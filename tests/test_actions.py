@@ -29,6 +29,7 @@ from board.server.services import (
     auth,
     backups,
     fleet,
+    intake,
     preview,
     routines,
     sessions,
@@ -110,6 +111,7 @@ EXPECTED: dict[str, tuple[set[str], str]] = {
     "fleet.keeper_call": ({"keeper"}, "Only a machine's keeper (a bk_ token) makes this call."),
     "audit.read": ({"human"}, "Only a human may read the audit log."),
     "backup.take": ({"human"}, "Only a human may take a backup."),
+    "intake.manage": ({"human"}, "Only a human manages the forge's intake: its secrets and tokens."),
 }
 
 
@@ -229,6 +231,7 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/api/wakes"): {"harness": "claude", "started_at": "2026-11-30T04:00:00Z", "outcome": "ok"},
     ("PUT", "/api/agents/{handle}/budget"): {"lift": True},
     ("PUT", "/api/threads/{id}/worktree"): {"state": "waiting"},
+    ("PUT", "/api/intake/sources/{name}"): {"forge": "github", "secret": "a webhook secret of length"},
     ("POST", "/api/routines/{name}/runs"): {"version": 1, "scheduled_for": "2026-12-01T04:00:00Z"},
     ("POST", "/api/destinations"): {"name": "hook", "kind": "ntfy", "url": "http://127.0.0.1:9/t"},
     ("PATCH", "/api/destinations/{id}"): {"name": "renamed"},
@@ -304,6 +307,7 @@ SERVICES: dict[str, Service] = {
     "audit.read": lambda ctx, p: audit.entries(ctx, p, audit.AuditQuery()),
     "message.preview": lambda ctx, p: preview.preview(ctx, p, preview.PreviewRequest(body="hi")),
     "backup.take": lambda ctx, p: backups.take(ctx, p),
+    "intake.manage": lambda ctx, p: intake.list_sources(ctx, p, intake.SourceList()),
     "wake.record": lambda ctx, p: wakes.record_wake(
         ctx, p, wakes.WakeRecord(harness="claude", started_at="2026-11-30T04:00:00Z", outcome="ok")
     ),

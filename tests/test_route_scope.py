@@ -89,6 +89,12 @@ async def archived_workspace(world: World, facts: dict[str, Any]) -> None:
     await world.human.archive_workspace("gone")
 
 
+async def intake_source(world: World, facts: dict[str, Any]) -> None:
+    mapping = {"repository": "acme/app", "workspace": "proj", "channel": "issues"}
+    source = {"forge": "github", "secret": "a webhook secret of length", "mappings": [mapping]}
+    await world.human.request("PUT", "/api/intake/sources/gh", json=source)
+
+
 def wake_body(role: str, facts: dict[str, Any]) -> Any:
     return {
         "harness": "claude",
@@ -260,6 +266,26 @@ CASES: dict[tuple[str, str], Case] = {
         {"keeper": 201, "other_keeper": 404}, path={"handle": "fleet_bot"}
     ),
     ("POST", "/api/admin/backup"): Case(HUMAN),
+    # A forge's webhook: no token opens it, whoever holds one; the signature of the body under
+    # the source's secret is its one credential (the signed calls: tests/intake/).
+    ("POST", "/api/intake/{source}"): Case(
+        {**everyone(401, anon=401), "keeper": 401, "other_keeper": 401, "runner": 401},
+        path={"source": "gh"},
+        body=lambda r, f: {"action": "opened", "issue": {"number": 1}},
+        prepare=intake_source,
+    ),
+    ("GET", "/api/intake/sources"): Case(HUMAN),
+    ("PUT", "/api/intake/sources/{name}"): Case(
+        HUMAN,
+        path={"name": "gh"},
+        body=lambda r, f: {
+            "forge": "github",
+            "secret": "a webhook secret of length",
+            "mappings": [{"repository": "acme/app", "workspace": "proj", "channel": "issues", "bot": "pb"}],
+        },
+    ),
+    ("DELETE", "/api/intake/sources/{name}"): Case(HUMAN, path={"name": "gh"}, prepare=intake_source),
+    ("GET", "/api/intake/deliveries"): Case(HUMAN),
     # MCP over streamable HTTP: a tool list for any token; what each tool may reach is the
     # route's own decision, proved through the tools in test_mcp.py.
     ("POST", "/mcp"): Case(
@@ -447,7 +473,8 @@ PAGES = set(PAGE_DECISIONS)
 
 
 def _public() -> set[tuple[str, str]]:
-    return {(r.method, r.path) for r in table.all_routes() if r.public or r.loopback}  # loopback: as anyone
+    # loopback: as anyone; signed: a token is no credential there, the forge's signature is
+    return {(r.method, r.path) for r in table.all_routes() if r.public or r.loopback or r.signed is not None}
 
 
 async def test_keeper_refused_outside_the_fleet(tmp_path: Any) -> None:

@@ -95,6 +95,18 @@ class RateLimited(BoardError):
         self.retry_after = retry_after
 
 
+class StaleDelivery(BoardError):
+    """A forge's webhook about an issue or comment last updated outside the intake window."""
+
+    code, status = "STALE_DELIVERY", 422
+
+
+class DeliveryRepeated(BoardError):
+    """A forge's webhook whose delivery id was taken already (its "redeliver"): nothing is done twice."""
+
+    code, status = "DELIVERY_REPEATED", 409
+
+
 class Misdirected(BoardError):
     """The request names a host this board does not answer to (a DNS rebinding, or a wrong name)."""
 
@@ -120,6 +132,8 @@ ERROR_CODES = {
         NameConflict,
         RequestIdReuse,
         RateLimited,
+        StaleDelivery,
+        DeliveryRepeated,
         Misdirected,
         Unavailable,
     )

@@ -108,6 +108,13 @@ class Settings:
     release_after: int = field(
         default=7200, metadata={"help": "Seconds without progress before a claim is released."}
     )
+    intake_window: int = field(
+        default=600,
+        metadata={
+            "help": "Seconds a forge's webhook may be late: an issue or comment last updated "
+            "longer ago is refused as stale (forges send no timestamp header; docs/intake.md)."
+        },
+    )
     login_link_ttl: int = field(
         default=86400, metadata={"help": "Seconds a one-time login link stays valid."}
     )

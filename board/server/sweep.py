@@ -1,4 +1,5 @@
-"""The periodic sweep: nudge stalled claims, release abandoned ones, flag unseen mail, prune.
+"""The periodic sweep: nudge stalled claims, release abandoned ones, flag unseen mail, forget
+old request ids and the forge's delivery ids, prune sent notifications.
 
 Each pass is one write transaction that decides from the stored state (a claim
 is nudged only if it has not been nudged since its last progress), so running
@@ -14,6 +15,7 @@ from .services import claims
 from .services.context import Context
 from .services.posting import board_principal
 from .store import claims as store
+from .store import intake as intake_store
 from .store import messages as message_store
 from .store import notifications as notification_store
 from .store import requests as request_store
@@ -26,6 +28,8 @@ AWAY_AFTER = 86400
 REQUESTS_KEPT = 7 * 86400
 #: Sent notifications are kept this long in their destination's log; failed ones until removed.
 NOTIFICATIONS_KEPT = 30 * 86400
+#: A forge redelivers a delivery within days; its id is kept 90 to answer a late one 409.
+DELIVERIES_KEPT = 90 * 86400
 
 
 @dataclass
@@ -35,6 +39,7 @@ class SweepReport:
     flagged: int = 0
     pruned_requests: int = 0
     pruned_notifications: int = 0
+    pruned_deliveries: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -43,6 +48,7 @@ class SweepReport:
             "flagged": self.flagged,
             "pruned_requests": self.pruned_requests,
             "pruned_notifications": self.pruned_notifications,
+            "pruned_deliveries": self.pruned_deliveries,
         }
 
 
@@ -71,6 +77,7 @@ async def sweep(ctx: Context) -> SweepReport:
         )
         report.pruned_requests = await request_store.prune(conn, ctx.ago(REQUESTS_KEPT))
         report.pruned_notifications = await notification_store.prune_sent(conn, ctx.ago(NOTIFICATIONS_KEPT))
+        report.pruned_deliveries = await intake_store.prune_deliveries(conn, ctx.ago(DELIVERIES_KEPT))
         return report
 
     return await ctx.db.write(write)

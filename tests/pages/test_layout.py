@@ -14,6 +14,7 @@ from routines import importer
 from tests.support.boardtest import World, db_execute
 from tests.support.browser_support import Tab, axe_findings, new_tab, signed_in_tab
 from tests.support.fleettest import enroll_keeper
+from tests.support.forge import FakeForge
 from tests.support.pages_support import login_link
 
 LONG_HANDLE = "reviewer-bot-with-a-long-name-01"  # 32, the longest a handle may be
@@ -46,6 +47,7 @@ PAGES = {
     "/fleet/profiles": "/fleet/profiles",
     "/fleet/profiles/{name}": "/fleet/profiles/proj-dev",
     "/onboard": "/onboard",
+    "/intake": "/intake",
 }
 SIZES = {"desktop": (1280, 800), "phone": (390, 844)}
 
@@ -74,6 +76,18 @@ async def seed(world: World) -> dict[str, int]:
     await world.human.create_profile("proj-dev", "proj", "claude", repo=f"~/src/{UNBROKEN}")
     await enroll_keeper(world.board, world.human, "box1")
     await world.human.assign_bot("box1", "proj-dev", "fb1")
+    repo = "acme/" + "deadbeef" * 12  # a repository name with nowhere to wrap
+    mappings = [
+        {"repository": repo, "workspace": "proj", "channel": "issues", "label": "bug", "bot": LONG_HANDLE}
+    ]
+    mappings.append({"repository": repo, "workspace": "proj", "channel": "issues"})
+    secret = "a webhook secret of length"
+    source = {"forge": "github", "secret": secret, "mappings": mappings}
+    await world.human.request("PUT", "/api/intake/sources/acme-github", json=source)
+    forge = FakeForge("github", world.board.url, "acme-github", secret, repository=repo)
+    issue = forge.issue(7, title=f"Deploy fails: {UNBROKEN}", body=f"See `{UNBROKEN}`", labels=("bug",))
+    await forge.send(forge.opened(issue))
+    await forge.send(forge.commented(forge.issue(8), "a comment on an issue with no thread"))
     return {"root": root["id"], "destination": await _destination_with_a_log(world)}
 
 

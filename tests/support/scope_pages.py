@@ -62,6 +62,17 @@ PAGE_DECISIONS: dict[tuple[str, str], PageCase] = {
     ("POST", "/inbox/mark"): PageCase(303, form={"all": "true", "state": "seen"}),
     ("GET", "/audit"): PageCase(200, query="?actor=alice&from=2026-01-01T00:00:00Z"),
     ("GET", "/onboard"): PageCase(200),
+    ("GET", "/intake"): PageCase(200),
+    ("POST", "/intake/sources"): PageCase(
+        303, form={"name": "gh-pages", "forge": "github", "secret": "a-secret-of-sixteen-plus"}
+    ),
+    ("POST", "/intake/sources/{name}/mappings"): PageCase(
+        404, path={"name": "nope"}, form={"repository": "acme/app", "workspace": "proj", "channel": "issues"}
+    ),
+    ("POST", "/intake/sources/{name}/mappings/remove"): PageCase(
+        404, path={"name": "nope"}, form={"repository": "acme/app"}
+    ),
+    ("POST", "/intake/sources/{name}/delete"): PageCase(422, path={"name": "nope"}, form={"confirm": ""}),
     ("GET", "/costs"): PageCase(200, query="?workspace=proj&days=90"),
     ("GET", "/fleet"): PageCase(200),
     ("POST", "/fleet/machines"): PageCase(200, form={"machine_name": "box2"}),

@@ -70,6 +70,7 @@ async def api_map(call: Call) -> Any:
         },
         "routes": [
             {"method": r.method, "path": r.path, "summary": r.summary, "auth": not r.public}
+            | ({"signed": True} if r.signed is not None else {})
             | ({"loopback_without_token": True} if r.loopback else {})
             for r in call.request.app[ROUTE_TABLE]
         ],
@@ -86,6 +87,22 @@ def _responses(route: Route) -> dict[str, Any]:
     schema = route.answer.schema
     content = {schema.get("contentMediaType", "application/json"): {"schema": schema}}
     return {str(status): {"description": "OK", "content": content} for status in route.statuses}
+
+
+#: How a forge signs a webhook: an HMAC-SHA256 of the raw body under the source's secret.
+SIGNATURES = {
+    name: {
+        "type": "apiKey",
+        "in": "header",
+        "name": header,
+        "description": f"HMAC-SHA256 of the raw body under the source's secret, {form} (docs/intake.md).",
+    }
+    for name, header, form in (
+        ("github_signature", "X-Hub-Signature-256", "as sha256=<hex>"),
+        ("forgejo_signature", "X-Forgejo-Signature", "in hex"),
+        ("gitea_signature", "X-Gitea-Signature", "in hex"),
+    )
+}
 
 
 def openapi(routes: list[Route]) -> dict[str, Any]:
@@ -132,6 +149,13 @@ def openapi(routes: list[Route]) -> dict[str, Any]:
                 "content": {"application/json": {"schema": json_schema(route.body)}},
             }
         op["security"] = [] if route.public else [{"bearer": []}]
+        if route.signed is not None:
+            op["security"] = [{name: []} for name in SIGNATURES]
+            op["x-signed"] = "hmac-sha256"
+            op["requestBody"] = {
+                "required": True,
+                "content": {"application/json": {"schema": {"type": "object"}}},
+            }
         if route.loopback:
             op["x-loopback-without-token"] = True
         if route.role is not None:
@@ -147,7 +171,7 @@ def openapi(routes: list[Route]) -> dict[str, Any]:
         },
         "paths": paths,
         "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}, **SIGNATURES},
             "schemas": COMPONENTS
             | {
                 "Error": {

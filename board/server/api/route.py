@@ -1,7 +1,8 @@
 """Route declarations: what an API call is, and what a route says about itself.
 
-Each route says who may call it without a token (``public``, or ``loopback``
-for callers on this machine), whether a keeper's token may call it at all
+Each route says who may call it without a token (``public``, ``loopback`` for
+callers on this machine, ``signed`` for a forge whose signature is its credential),
+whether a keeper's token may call it at all
 (``keeper``: the fleet calls only) and the routines runner's (``runner``: reading
 routines and stepping their runs), which input types it takes, what it answers,
 and a summary for the OpenAPI document; :mod:`..pipeline` runs it. A route whose
@@ -52,6 +53,9 @@ class Call:
 
 
 Handler = Callable[[Call], Awaitable[Any]]
+#: A signed route's check of its credential: the raw body and headers of the call against
+#: the secret its path names. It returns the call's body, or raises UNAUTHENTICATED.
+Verifier = Callable[[Call, bytes], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,10 @@ class Route:
     public: bool = False
     #: A caller on loopback needs no token (the operator's scraper); others authenticate.
     loopback: bool = False
+    #: No token: the credential is a signature of the raw body (a forge's webhook), checked
+    #: by this verifier before the handler runs or anything is written; what it returns is
+    #: the call's body. The OpenAPI document shows it (``x-signed``).
+    signed: Verifier | None = None
     #: A keeper token may call it (the fleet calls); everywhere else it is FORBIDDEN.
     keeper: bool = False
     #: The routines runner's token may call it (routine reads, the runs' steps); elsewhere FORBIDDEN.
@@ -98,6 +106,8 @@ class Route:
     answered_by_write: bool = False
 
     def __post_init__(self) -> None:
+        if self.signed is not None and (self.public or self.body is not None or self.role is not None):
+            raise ValueError(f"{self.method} {self.path}: a signed route takes no token and no declared body")
         if self.answer.statuses and self.status not in self.answer.statuses:
             raise ValueError(f"{self.method} {self.path} answers {self.status}, not in its answer's statuses")
 

@@ -139,6 +139,10 @@ class Sent:
         return self.call.request
 
     async def parse(self) -> tuple[Call, RequestId | None]:
+        if self.route.signed is not None:
+            # The signature is over the bytes as sent: checked before they are parsed at all.
+            self.call.body = await self.route.signed(self.call, await read_body(self.request))
+            return self.call, None
         data: Any = None
         rid = None
         if self.route.method in MUTATING:
@@ -152,7 +156,7 @@ def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespon
     async def handle(request: web.Request) -> web.StreamResponse:
         ctx = request.app[CONTEXT]
         principal = None
-        if not route.public and not (route.loopback and from_loopback(request)):
+        if not route.public and route.signed is None and not (route.loopback and from_loopback(request)):
             principal = await authenticated(
                 request,
                 browser=True,

@@ -12,6 +12,7 @@ from . import (
     identity,
     inbox,
     installer,
+    intake,
     knowledge,
     messages,
     notifications,
@@ -35,6 +36,7 @@ ROUTE_MODULES = (
     registry,
     routines,
     fleet,
+    intake,
     audit,
     admin,
 )

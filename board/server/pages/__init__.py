@@ -17,6 +17,7 @@ from . import (
     destinations,
     fleet,
     inbox,
+    intake,
     kb,
     live,
     lookup,
@@ -43,6 +44,7 @@ PAGE_MODULES = (
     spaces,
     fleet,
     profiles,
+    intake,
     onboard,
 )
 STATIC = Path(__file__).parent / "static"

@@ -134,6 +134,8 @@ ACTIONS: dict[str, Action] = {
         Action("fleet.unassign", HUMAN, "Only a human may unassign bots."),
         Action("fleet.remove_machine", HUMAN, "Only a human may remove a machine."),
         Action("fleet.keeper_call", KEEPER, "Only a machine's keeper (a bk_ token) makes this call."),
+        # Issues in from the forge: its sources hold a webhook secret and an API token.
+        Action("intake.manage", HUMAN, "Only a human manages the forge's intake: its secrets and tokens."),
         # The operator's care.
         Action("audit.read", HUMAN, "Only a human may read the audit log."),
         Action("backup.take", HUMAN, "Only a human may take a backup."),

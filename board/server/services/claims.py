@@ -443,3 +443,32 @@ async def _board_release(
         lease_until=None,
         nudged_at=None,
     )
+
+
+async def close_by_board(
+    conn: Connection, ctx: Context, board: Principal, root: MessageRow, workspace: WorkspaceRow, why: str
+) -> bool:
+    """Mark a thread done for a reason outside the board (its issue was closed on the forge).
+
+    The holder, if any, keeps the done thread (a later reply still reaches it) and finds
+    the event in its inbox, so it stops; an open thread is done with nobody holding it.
+    False when the thread is done already.
+    """
+    current = await store.get(conn, root["id"])
+    if current is not None and current["state"] == "done":
+        return False
+    holder_id = current["holder_id"] if current is not None and current["state"] == "claimed" else None
+    await _transition(
+        conn,
+        ctx,
+        board,
+        root,
+        workspace,
+        action="done",
+        body=f"done: {why}",
+        holder_id=holder_id,
+        note=why,
+        state="done",
+        lease_until=None,
+    )
+    return True

@@ -67,6 +67,7 @@ async def append(
     actor_id: int | None = None,
     parse_mentions: bool = True,
     notify: bool = True,
+    mention: list[str] | None = None,
 ) -> Event:
     """Write one message and its fan-out; its event is published once the write commits.
 
@@ -79,13 +80,18 @@ async def append(
     thread for whoever reads it (a routine's bookkeeping): it lands in no inbox
     but those of ``also_for``. A bot's message may be held by the loop guard
     (``services/loopguard.py``): it is tagged so and lands in no bot's inbox.
+    ``mention`` names who the message mentions instead of its body's ``@handles``: a body
+    carrying text from outside the board (a forge's issue) mentions only whom the board names.
     """
     channel_id, channel_slug = (channel["id"], channel["slug"]) if channel is not None else (None, None)
     if parent is not None:
         channel_id, channel_slug = parent["channel_id"], parent["channel"]
         conversation_id = parent["conversation_id"]
     audience = await scope.audience(conn, conversation_id)
-    wanted = sorted({name.rstrip(".") for name in MENTION.findall(body)}) if parse_mentions else []
+    if mention is not None:
+        wanted = sorted(set(mention))
+    else:
+        wanted = sorted({name.rstrip(".") for name in MENTION.findall(body)}) if parse_mentions else []
     mentioned = await scope.mentionable(conn, wanted, workspace["id"], audience) if wanted else {}
     mentions = sorted(mentioned.values(), key=str.lower)
     reasons: dict[int, str] = {}
@@ -183,10 +189,10 @@ async def _loop_notice(
     )
 
 
-async def _channel_for_post(
+async def channel_for_post(
     conn: Connection, ctx: Context, p: Principal, workspace: WorkspaceRow, slug: str
 ) -> ChannelRow:
-    """The channel row of ``slug``, created (and audited) on first post."""
+    """The channel row of ``slug``, created (and audited, as ``p``'s) on first post."""
     channel = await channel_store.by_slug(conn, workspace["id"], slug)
     if channel is not None:
         return channel
@@ -224,7 +230,7 @@ async def post_event(
     board = await board_principal(conn)
     channel_row = None
     if parent is None:
-        channel_row = await _channel_for_post(conn, ctx, author or board, workspace, channel or "lobby")
+        channel_row = await channel_for_post(conn, ctx, author or board, workspace, channel or "lobby")
     meta = dict(meta or {})
     if author is not None:
         meta.setdefault("by", author.handle)
@@ -304,7 +310,7 @@ async def post(ctx: Context, p: Principal, req: PostMessage) -> dict[str, Any]:
             workspace = await scope.resolve(conn, p, req.workspace)
         scope.require_writable(workspace)
         if req.channel is not None and parent is None:
-            channel = await _channel_for_post(conn, ctx, p, workspace, req.channel)
+            channel = await channel_for_post(conn, ctx, p, workspace, req.channel)
         event = await append(
             conn,
             ctx,
