@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import html
+import re
+
 import pytest
 
 from board.server.store import messages as store
 from board.server.store.search import Terms, relevance, snippet
 from tests.support.boardtest import World
+from tests.support.pages_support import sign_in
 
 
 @pytest.fixture
@@ -90,3 +94,21 @@ def test_a_snippet_is_the_stretch_with_the_matches_marked() -> None:
     assert snippet(Terms((("dep", True),)), "deployed") == "**deployed**"
     assert snippet(Terms((("db.py", False),)), "edit db.py now") == "edit **db.py** now"
     assert snippet(Terms((("x", False),)), "") == ""
+
+
+async def test_the_search_page_goes_on_down_the_window_then_to_the_older_one(
+    world: World, window_of_five: int
+) -> None:
+    posted = [(await world.bot.post(f"flaky test run {n}", channel="lobby"))["id"] for n in range(8)]
+    alice = await sign_in(world.board)
+    seen: list[int] = []
+    link: str | None = "/search?q=flaky&workspace=proj&limit=3"
+    while link is not None:
+        status, page = await alice.get(link)
+        assert status == 200
+        seen += [int(i) for i in re.findall(r'<a href="/t/(\d+)">', page)]
+        more = re.search(r'<a href="([^"]+)" id="more">', page)
+        link = html.unescape(more.group(1)) if more else None
+        assert link is None or ("workspace=proj" in link and "limit=3" in link)  # the filters go along
+    assert sorted(seen) == sorted(posted)  # each match once: the window's pages, then the older window
+    await alice.close()
