@@ -155,6 +155,29 @@ TARGETS = [
         ),
         lambda _, ratio: ratio <= 2,
     ),
+    Target(
+        "search p99 in a workspace of 10^5, board of 10^6, common and rare word",
+        "≤ 50 ms",
+        "search",
+        lambda r: (
+            (row := _row(r.get("search"), messages=1_000_000))
+            and max(row["small_common_p99_ms"], row["small_rare_p99_ms"]),
+            None,
+            None,
+        ),
+        lambda v, _: v <= 50,
+    ),
+    Target(
+        "search p50 at 10^4, common word vs rare word",
+        "≤ 1 time",
+        "search",
+        lambda r: (
+            (row := _row(r.get("search"), messages=10_000)) and row["small_common_p50_ms"],
+            row and row["small_rare_p50_ms"],
+            row and row["common_vs_rare_p50"],
+        ),
+        lambda _, ratio: ratio <= 1,
+    ),
     _worst_p99("knowledge list/get/search p99, most documents", "knowledge", ["list", "get", "search"]),
     Target(
         "lost updates, concurrent CAS",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import Any
 from urllib.parse import urlencode
 
 from aiohttp import web
@@ -22,13 +23,25 @@ def highlight(snippet: str) -> Markup:
     return Markup(HIT.sub(lambda m: f"<mark>{m.group(1)}</mark>", str(escape(snippet))))
 
 
+def more_results(q: messages.SearchQuery, page: dict[str, Any]) -> str | None:
+    """The same search's next page: further down this window, or the next, older window."""
+    kept = {"q": q.q, "workspace": q.workspace, "channel": q.channel, "author": q.author, "limit": q.limit}
+    if "next_offset" in page:
+        cursor = {"before": q.before, "offset": page["next_offset"]}
+    elif "next_before" in page:
+        cursor = {"before": page["next_before"]}
+    else:
+        return None
+    return "/search?" + urlencode({k: v for k, v in {**kept, **cursor}.items() if v})
+
+
 async def search(call: PageCall) -> web.StreamResponse:
     if not call.request.query.get("q"):
-        return call.render("search.html", q=None, results=[], next_offset=None, highlight=highlight)
+        return call.render("search.html", q=None, results=[], more=None, highlight=highlight)
     q = call.query(messages.SearchQuery)
     page = await messages.search(call.ctx, call.p, q)
     return call.render(
-        "search.html", q=q, results=page["messages"], next_offset=page.get("next_offset"), highlight=highlight
+        "search.html", q=q, results=page["messages"], more=more_results(q, page), highlight=highlight
     )
 
 

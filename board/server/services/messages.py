@@ -21,7 +21,7 @@ from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..store.messages import InboxFilter, MessageFilter
 from ..store.rows import MessageRow, WorkspaceRow
-from ..store.search import Terms
+from ..store.search import Terms, snippet
 from ..store.writer import emit
 from ..validation import arg
 from . import claims, delivery, loopguard, scope, worktrees
@@ -122,12 +122,12 @@ async def thread_claims(conn: Connection, root_ids: list[int]) -> dict[int, dict
 
 async def rows_to_messages(conn: Connection, rows: list[MessageRow]) -> list[dict[str, Any]]:
     # The rows of one query share their columns: which extras they carry is asked once.
-    extras = [extra for extra in ("reason", "snippet") if rows and extra in rows[0].keys()]  # noqa: SIM118
+    reason = bool(rows) and "reason" in rows[0].keys()  # noqa: SIM118
     items = []
     for row in rows:
         item = store.to_dict(row)
-        for extra in extras:
-            item[extra] = row[extra]
+        if reason:
+            item["reason"] = row["reason"]
         items.append(item)
     return await with_thread_state(conn, items)
 
@@ -381,7 +381,7 @@ def fts_query(text: str) -> Terms:
 async def search(ctx: Context, p: Principal, q: SearchQuery) -> Page:
     match = fts_query(q.q)
 
-    async def read(conn: Connection) -> list[dict[str, Any]]:
+    async def read(conn: Connection) -> tuple[list[dict[str, Any]], int | None]:
         workspace = await scope.resolve_optional(conn, p, q.workspace)
         flt = MessageFilter(
             workspace_ids=scope.workspace_ids(p, workspace),
@@ -393,12 +393,19 @@ async def search(ctx: Context, p: Principal, q: SearchQuery) -> Page:
         if q.author is not None:
             author = await identity_store.agent_by_handle(conn, q.author)
             flt.author_id = author["id"] if author is not None else -1
-        rows = await store.search(conn, match, flt, q.limit + 1, q.offset)
-        return await rows_to_messages(conn, rows)
+        rows, older = await store.search(conn, match, flt, q.limit + 1, q.offset)
+        items = await rows_to_messages(conn, rows)
+        for item in items:
+            item["snippet"] = snippet(match, item["body"])
+        return items, older
 
-    items = await ctx.db.read(read)
+    items, older = await ctx.db.read(read)
     page = message_page(ctx, items, q, descending=True)
     page.pop("next_before", None)
     if page["has_more"]:
         page["next_offset"] = q.offset + len(page["messages"])
+    elif older is not None:
+        # This window is read to its end; older matches are the next window's.
+        page["has_more"] = True
+        page["next_before"] = older
     return page

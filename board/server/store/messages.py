@@ -10,7 +10,7 @@ from ..hub import Event
 from .connection import Connection
 from .jsoncolumns import read_json
 from .rows import MessageRow, Row, all_rows, count, first_column, one
-from .search import Terms
+from .search import WINDOW, Terms, relevance
 
 SELECT = """SELECT m.id, m.workspace_id, w.slug AS workspace, m.channel_id, c.slug AS channel,
     m.conversation_id, m.kind, a.handle AS author, a.kind AS author_kind, m.body, m.reply_to,
@@ -472,25 +472,41 @@ async def receipts_for(conn: Connection, message_id: int) -> list[Row]:
 
 async def search(
     conn: Connection, match: Terms, flt: MessageFilter, limit: int, offset: int
-) -> list[MessageRow]:
+) -> tuple[list[MessageRow], int | None]:
+    """The window's matches (store/search.py) ranked by relevance, then newest first,
+    ``limit`` from ``offset``; and the window's oldest id when it is full, where the next
+    window starts (``before``)."""
+    if flt.workspace_ids == []:
+        return [], None
+    window = await _window(conn, match, flt)
+    scores = relevance(match, [row[1] for row in window])
+    ranked = sorted(range(len(window)), key=lambda k: (-scores[k], -window[k][0]))
+    older = window[-1][0] if len(window) == WINDOW else None
+    ids = [window[k][0] for k in ranked[offset : offset + limit]]
+    if not ids:
+        return [], older
+    marks = ",".join("?" * len(ids))
+    rows = await all_rows(conn, f"{SELECT} FROM {FROM} WHERE m.id IN ({marks})", tuple(ids))
+    by_id = {row["id"]: row for row in rows}
+    return [by_id[i] for i in ids if i in by_id], older
+
+
+async def _window(conn: Connection, match: Terms, flt: MessageFilter) -> list[Row]:
+    """The newest :data:`WINDOW` matches of the filter: (id, body), newest first."""
     where, params = flt.where()
     if conn.dialect == "postgresql":
-        found = """, ts_headline('simple', m.body, q.query,
-                          'StartSel=**, StopSel=**, MaxFragments=1, MaxWords=16, MinWords=4') AS snippet
-            FROM to_tsquery('simple', ?) AS q(query) JOIN messages m ON m.search_vector @@ q.query"""
-        rank = "ts_rank(m.search_vector, q.query) DESC"
-        terms, matching = match.tsquery(), ""
-    else:
-        found = """, snippet(messages_fts, 0, '**', '**', '…', 16) AS snippet
-            FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"""
-        rank = "bm25(messages_fts)"
-        terms, matching = match.fts5(), "messages_fts MATCH ? AND "
+        return await all_rows(
+            conn,
+            f"""SELECT m.id, m.body FROM messages m
+                WHERE m.search_vector @@ to_tsquery('simple', ?) AND {where}
+                ORDER BY m.id DESC LIMIT {WINDOW}""",
+            (match.tsquery(), *params),
+        )
+    before = "" if flt.before is None else f" AND messages_fts.rowid < {int(flt.before)}"
     return await all_rows(
         conn,
-        f"""{SELECT}{found}
-            JOIN agents a ON a.id = m.author_id JOIN workspaces w ON w.id = m.workspace_id
-            LEFT JOIN channels c ON c.id = m.channel_id
-            WHERE {matching}{where}
-            ORDER BY {rank}, m.id DESC LIMIT ? OFFSET ?""",
-        (terms, *params, limit, offset),
+        f"""SELECT m.id, m.body FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+            WHERE messages_fts MATCH ?{before} AND {where}
+            ORDER BY messages_fts.rowid DESC LIMIT {WINDOW}""",
+        (match.fts5_in(flt.workspace_ids), *params),
     )

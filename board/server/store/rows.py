@@ -81,7 +81,7 @@ class ChannelRow(TypedDict):
 
 
 class MessageRow(TypedDict):
-    """``messages.SELECT``, plus the inbox's ``reason`` or the search's ``snippet`` where they read them."""
+    """``messages.SELECT``, plus the inbox's ``reason`` where it reads it."""
 
     id: int
     workspace_id: int
@@ -101,7 +101,6 @@ class MessageRow(TypedDict):
     created_at: str
     author_id: int
     reason: NotRequired[str]
-    snippet: NotRequired[str]
 
 
 class ClaimRow(TypedDict):

@@ -1,0 +1,114 @@
+"""Searching messages: a window of the newest matches, ranked; one workspace's matches only."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+
+from board.server.store import messages as store
+from board.server.store.search import Terms, relevance, snippet
+from tests.support.boardtest import World
+from tests.support.pages_support import sign_in
+
+
+@pytest.fixture
+def window_of_five(monkeypatch: pytest.MonkeyPatch) -> int:
+    """A window small enough to fill with a few posts."""
+    monkeypatch.setattr(store, "WINDOW", 5)
+    return 5
+
+
+async def test_a_busy_workspace_hides_no_older_match_of_a_quiet_one(
+    world: World, window_of_five: int
+) -> None:
+    quiet = [await world.other.post(f"deploy the quiet box {n}", channel="lobby") for n in range(2)]
+    busy = [await world.bot.post(f"deploy number {n}", channel="lobby") for n in range(3 * window_of_five)]
+    found = await world.human.search("deploy", workspace="other")
+    assert [m["id"] for m in found["messages"]] == [quiet[1]["id"], quiet[0]["id"]]
+    assert found["has_more"] is False
+    # and the busy workspace's matches stay in their own workspace, for its own bots too
+    mine = await world.bot.search("deploy")
+    assert {m["workspace"] for m in mine["messages"]} == {"proj"}
+    assert {m["id"] for m in mine["messages"]} <= {m["id"] for m in busy}
+
+
+async def test_a_full_window_continues_before_its_oldest_match(world: World, window_of_five: int) -> None:
+    posted = [await world.bot.post(f"flaky test run {n}", channel="lobby") for n in range(8)]
+    first = await world.bot.search("flaky")
+    assert len(first["messages"]) == window_of_five
+    assert {m["id"] for m in first["messages"]} == {m["id"] for m in posted[3:]}
+    assert first["has_more"] is True and first["next_before"] == posted[3]["id"]
+    rest = await world.bot.search("flaky", before=first["next_before"])
+    assert {m["id"] for m in rest["messages"]} == {m["id"] for m in posted[:3]}
+    assert rest["has_more"] is False and "next_before" not in rest
+
+
+async def test_pages_of_one_window_do_not_overlap(world: World, window_of_five: int) -> None:
+    for n in range(window_of_five):
+        await world.bot.post("flaky " * (n + 1) + "run", channel="lobby")
+    first = await world.bot.search("flaky", limit=2)
+    assert first["next_offset"] == 2
+    second = await world.bot.search("flaky", limit=2, offset=2)
+    third = await world.bot.search("flaky", limit=2, offset=4)
+    ids = [m["id"] for page in (first, second, third) for m in page["messages"]]
+    assert len(ids) == len(set(ids)) == window_of_five
+
+
+async def test_the_workspace_column_is_not_searched_as_words(world: World) -> None:
+    """The index holds each message's workspace as a word of its own column: a search for
+    that word finds only bodies that say it."""
+    await world.bot.post("nothing to see", channel="lobby")
+    for workspace_id in range(1, 10):  # the few workspaces a new board has
+        assert (await world.bot.search(f"w{workspace_id}"))["messages"] == []
+    said = await world.bot.post("the token w2 in a body", channel="lobby")
+    assert [m["id"] for m in (await world.bot.search("w2"))["messages"]] == [said["id"]]
+
+
+def test_relevance_weighs_repeats_rare_words_and_length() -> None:
+    deploy = Terms((("deploy", False),))
+    repeated, once, none = relevance(deploy, ["deploy deploy deploy", "deploy once", "no"])
+    assert repeated > once > none == 0.0
+    both = Terms((("deploy", False), ("rollback", False)))
+    scores = relevance(both, ["deploy deploy", "deploy rollback", "deploy"])
+    assert scores[1] > scores[0] > scores[2]  # the rarer word weighs more than a repeat
+    prefix = Terms((("depl", True),))
+    assert relevance(prefix, ["Déployed deploy", "x"])[0] > 0  # folded like the index: no accents, any case
+    phrase = Terms((("db.py", False),))
+    together, apart = relevance(phrase, ["edit db py", "db and py"])
+    assert together > apart == 0.0
+
+
+def test_a_snippet_is_the_stretch_with_the_matches_marked() -> None:
+    words = [f"w{n}" for n in range(40)]
+    words[30] = "Deploy"
+    text = " ".join(words)
+    cut = snippet(Terms((("deploy", False),)), text)
+    assert cut.startswith("…") and cut.endswith("…") and "**Deploy**" in cut
+    assert len(cut.strip("…").split()) == 16
+    short = "deploy, then deploy again"
+    assert snippet(Terms((("deploy", False),)), short) == "**deploy**, then **deploy** again"
+    # folded as the index folds: the mark lands on the text as written
+    assert snippet(Terms((("cafe", False),)), "un café noir") == "un **café** noir"
+    assert snippet(Terms((("dep", True),)), "deployed") == "**deployed**"
+    assert snippet(Terms((("db.py", False),)), "edit db.py now") == "edit **db.py** now"
+    assert snippet(Terms((("x", False),)), "") == ""
+
+
+async def test_the_search_page_goes_on_down_the_window_then_to_the_older_one(
+    world: World, window_of_five: int
+) -> None:
+    posted = [(await world.bot.post(f"flaky test run {n}", channel="lobby"))["id"] for n in range(8)]
+    alice = await sign_in(world.board)
+    seen: list[int] = []
+    link: str | None = "/search?q=flaky&workspace=proj&limit=3"
+    while link is not None:
+        status, page = await alice.get(link)
+        assert status == 200
+        seen += [int(i) for i in re.findall(r'<a href="/t/(\d+)">', page)]
+        more = re.search(r'<a href="([^"]+)" id="more">', page)
+        link = html.unescape(more.group(1)) if more else None
+        assert link is None or ("workspace=proj" in link and "limit=3" in link)  # the filters go along
+    assert sorted(seen) == sorted(posted)  # each match once: the window's pages, then the older window
+    await alice.close()
