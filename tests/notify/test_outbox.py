@@ -8,6 +8,7 @@ a restart between them, and a destination that never answers; quiet hours; the r
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from board.client import BoardAPIError
+from board.server.api.keys import OUTBOX
 from board.server.clock import iso
 from board.server.services import auth, outbound
 from tests.support.boardtest import (
@@ -30,7 +32,14 @@ from tests.support.boardtest import (
     stop_board,
 )
 from tests.support.fleettest import enroll_keeper
-from tests.support.notify_support import SECRET, Mailbox, Receiver, add_destinations, fast_retries
+from tests.support.notify_support import (
+    SECRET,
+    Mailbox,
+    Receiver,
+    add_destinations,
+    fast_retries,
+    self_signed,
+)
 from tests.support.pages_support import sign_in
 
 DESTINATIONS = ("webhook", "slack", "ntfy", "email")
@@ -335,3 +344,55 @@ async def test_a_test_send_reaches_the_destination_and_shows_in_its_log(
     await eventually(lambda: receiver.at("/hook/t"), "the test notification")
     (entry,) = (await world.human.destination_log(made["id"]))["notifications"]
     assert entry["state"] == "sent"
+
+
+@pytest.mark.parametrize("security", ["starttls", "tls"])
+async def test_email_goes_over_starttls_or_tls_with_a_login(
+    board: Board, tmp_path: Path, security: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert, key = self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the board trusts the test's certificate as its CA
+    mailbox = Mailbox(security, cert, key).start()
+    try:
+        world = await populate(board)
+        made = await world.human.create_destination("mail", "email", **mailbox.settings())
+        await world.human.set_destination_kinds(made["id"], ["mention"])
+        await world.bot.post("@alice over TLS", channel="lobby", workspace="proj")
+        ((_, _, state, attempts, error),) = await settled(board, 1)
+        assert (state, attempts, error) == ("sent", 1, "")
+        (mail,) = mailbox.mails
+        assert "over TLS" in mail.get_payload() and mailbox.logins == [b"board"]
+    finally:
+        mailbox.stop()
+
+
+async def test_a_send_with_no_answer_fails_at_its_timeout(board: Board) -> None:
+    """A receiver that accepts the connection and never answers: the send ends at its timeout."""
+    release = asyncio.Event()
+    handlers: list[asyncio.Task[None]] = []
+
+    async def hang(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        handlers.append(asyncio.current_task())  # type: ignore[arg-type]
+        await release.wait()
+        writer.close()
+        await writer.wait_closed()
+
+    server = await asyncio.start_server(hang, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        world = await populate(board)
+        fast_retries(board, attempts=1)
+        board.app[OUTBOX].timeout = 0.3
+        made = await world.human.create_destination("slow", "ntfy", url=f"http://127.0.0.1:{port}/t")
+        await world.human.set_destination_kinds(made["id"], ["mention"])
+        await world.bot.post("@alice hello?", channel="lobby", workspace="proj")
+        ((_, _, state, attempts, error),) = await settled(board, 1)
+        assert (state, attempts) == ("failed", 1) and error in (
+            "no answer in 0.3 s",
+            "ServerTimeoutError: Timeout on reading data from socket",
+        ), error
+    finally:
+        release.set()
+        await asyncio.gather(*handlers, return_exceptions=True)
+        server.close()
+        await server.wait_closed()

@@ -12,10 +12,13 @@ import hashlib
 import hmac
 import json
 import socket
+import ssl
+import subprocess
 import time
 from dataclasses import dataclass, field
 from email import message_from_bytes
 from email.message import Message
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -109,21 +112,64 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made by the openssl command (the test's CA too)."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
 class Mailbox:
-    """An SMTP server on loopback that takes the login ``board``/``mail-password``, plain text."""
+    """An SMTP server on loopback that takes the login ``board``/``mail-password``.
+
+    ``security`` as a destination says it: ``none`` (plain text, login allowed), ``starttls``
+    (STARTTLS required before the login) or ``tls`` (TLS from the first byte), the latter two
+    with ``cert`` and ``key`` (:func:`self_signed`).
+    """
 
     USER, PASSWORD = "board", "mail-password"
 
-    def __init__(self) -> None:
+    def __init__(self, security: str = "none", cert: Path | None = None, key: Path | None = None) -> None:
         self.mails: list[Message] = []
         self.logins: list[Any] = []
         self.port = _free_port()
+        self.security = security
+        tls: dict[str, Any] = {"auth_require_tls": False}
+        if security != "none":
+            assert cert is not None and key is not None
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(cert, key)
+            starttls = {"tls_context": context, "require_starttls": True}
+            # Over TLS from the first byte aiosmtpd does not know the link is encrypted: it is.
+            whole = {"ssl_context": context, "auth_require_tls": False}
+            tls = whole if security == "tls" else starttls
         self.controller = Controller(
             _Handler(self),
             hostname="127.0.0.1",
             port=self.port,
             authenticator=self._auth,
-            auth_require_tls=False,
+            **tls,
         )
 
     def _auth(
@@ -146,7 +192,7 @@ class Mailbox:
         return {
             "host": "127.0.0.1",
             "port": self.port,
-            "security": "none",
+            "security": self.security,
             "username": self.USER,
             "password": self.PASSWORD,
             "from": "board@example.org",

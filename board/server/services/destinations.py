@@ -72,7 +72,9 @@ class KindsInput:
 class QuietHoursInput:
     start: str = arg(pattern=r"([01][0-9]|2[0-3]):[0-5][0-9]", help="Local time, HH:MM.")
     end: str = arg(pattern=r"([01][0-9]|2[0-3]):[0-5][0-9]", help="Local time, HH:MM; may be the next day.")
-    timezone: str = arg("UTC", max_len=64, help="An IANA time zone (Europe/Paris), or UTC.")
+    timezone: str = arg(
+        "UTC", max_len=64, help="An IANA time zone (Europe/Paris), UTC, or an offset (UTC+02:00)."
+    )
 
 
 @dataclass
@@ -248,7 +250,10 @@ async def set_quiet_hours(ctx: Context, p: Principal, req: QuietHoursInput) -> d
     try:
         outbound.zone(req.timezone)
     except ValueError as exc:
-        raise InvalidArgument(f"{exc}; give an IANA name such as Europe/Paris.", field="timezone") from exc
+        raise InvalidArgument(
+            f"{exc}; give an IANA name such as Europe/Paris, or an offset such as UTC+02:00.",
+            field="timezone",
+        ) from exc
     start, end = _minutes(req.start), _minutes(req.end)
     if start == end:
         raise InvalidArgument("start and end are the same time: no quiet hours. Delete them instead.")

@@ -21,7 +21,8 @@ do not hold them. Every other kind found in quiet hours waits until the window e
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import re
+from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -39,6 +40,8 @@ QUEUED: Key = ("outbox", 0)
 #: The kind of notification a message is for a human, by why it is in their inbox.
 REASON_KINDS = {"mention": "mention", "conversation": "dm", "paused": "held", "held": "held"}
 MAX_SUBJECT = 200
+#: A fixed offset from UTC, for quiet hours kept without a named zone.
+OFFSET = re.compile(r"UTC(?P<sign>[+-])(?P<hours>0[0-9]|1[0-4]):(?P<minutes>[0-5][0-9])")
 MAX_TEXT = 2000
 
 
@@ -47,8 +50,12 @@ def stamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def zone(name: str) -> ZoneInfo:
-    """The time zone ``name`` (IANA); ValueError when there is none of that name."""
+def zone(name: str) -> tzinfo:
+    """The time zone ``name``: an IANA name, or a fixed offset ``UTC+02:00``; ValueError if neither."""
+    offset = OFFSET.fullmatch(name)
+    if offset is not None:
+        sign = -1 if offset["sign"] == "-" else 1
+        return timezone(sign * timedelta(hours=int(offset["hours"]), minutes=int(offset["minutes"])))
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as exc:
