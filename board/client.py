@@ -300,6 +300,46 @@ class BoardClient:
             "POST", "/api/inbox/mark", json=body | ({"all": True} if all else {})
         )
 
+    # -- notifications out of band (humans) -----------------------------------
+
+    async def destinations(self) -> JSON:
+        return await self.request_object("GET", "/api/destinations")
+
+    async def create_destination(self, name: str, kind: str, **settings: Any) -> JSON:
+        """``settings`` as the route takes them (``url``, ``secret``, ``host``, ..., ``from``)."""
+        return await self.request_object(
+            "POST", "/api/destinations", json={"name": name, "kind": kind, **settings}
+        )
+
+    async def update_destination(self, destination_id: int, **fields: Any) -> JSON:
+        return await self.request_object("PATCH", f"/api/destinations/{destination_id}", json=fields)
+
+    async def delete_destination(self, destination_id: int) -> JSON:
+        return await self.request_object("DELETE", f"/api/destinations/{destination_id}")
+
+    async def set_destination_kinds(self, destination_id: int, kinds: list[str]) -> JSON:
+        return await self.request_object(
+            "PUT", f"/api/destinations/{destination_id}/kinds", json={"kinds": kinds}
+        )
+
+    async def send_test_notification(self, destination_id: int) -> JSON:
+        return await self.request_object("POST", f"/api/destinations/{destination_id}/test")
+
+    async def destination_log(
+        self, destination_id: int, *, before: int | None = None, limit: int = 50
+    ) -> JSON:
+        params = {"limit": limit, **({"before": before} if before is not None else {})}
+        return await self.request_object(
+            "GET", f"/api/destinations/{destination_id}/notifications", params=params
+        )
+
+    async def set_quiet_hours(self, start: str, end: str, timezone: str = "UTC") -> JSON:
+        body = {"start": start, "end": end, "timezone": timezone}
+        return await self.request_object("PUT", "/api/quiet-hours", json=body)
+
+    async def clear_quiet_hours(self) -> JSON:
+        return await self.request_object("DELETE", "/api/quiet-hours")
+
     # -- claims, wakes ----------------------------------------------------------
 
     async def claim(self, thread_id: int, note: str = "", lease_minutes: int | None = None) -> JSON:

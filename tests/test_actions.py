@@ -64,6 +64,10 @@ EXPECTED: dict[str, tuple[set[str], str]] = {
     "token.manage": ({"human"}, "Only a human manages API tokens here."),
     "password.set": ({"human"}, "Only a human has a password."),
     "notifications": ({"human"}, "Browser notifications are a human's; a bot reads its inbox."),
+    "notify.manage": (
+        {"human"},
+        "Notification destinations are a human's; a bot can neither read nor set one.",
+    ),
     "workspace.create": ({"human"}, "Only a human may create workspaces."),
     "workspace.update": ({"human"}, "Only a human may change workspace settings."),
     "workspace.archive": ({"human"}, "Only a human may archive workspaces."),
@@ -229,6 +233,10 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("PUT", "/api/threads/{id}/worktree"): {"state": "waiting"},
     ("PUT", "/api/intake/sources/{name}"): {"forge": "github", "secret": "a webhook secret of length"},
     ("POST", "/api/routines/{name}/runs"): {"version": 1, "scheduled_for": "2026-12-01T04:00:00Z"},
+    ("POST", "/api/destinations"): {"name": "hook", "kind": "ntfy", "url": "http://127.0.0.1:9/t"},
+    ("PATCH", "/api/destinations/{id}"): {"name": "renamed"},
+    ("PUT", "/api/destinations/{id}/kinds"): {"kinds": ["mention"]},
+    ("PUT", "/api/quiet-hours"): {"start": "22:00", "end": "07:00"},
 }
 
 

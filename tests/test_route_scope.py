@@ -75,6 +75,11 @@ HUMAN: Expect = {"human": OK}  # the route's role refuses everyone else (with_ro
 HUMANS_ON_PROJ: Expect = {"human": OK, "bot": 403, "admin_bot": 403, "other_bot": 404, "anon": 401}
 
 
+async def a_destination(world: World, facts: dict[str, Any]) -> None:
+    made = await world.human.create_destination("phone", "ntfy", url="http://127.0.0.1:9/topic")
+    facts["destination"] = made["id"]
+
+
 async def claim_by_bot(world: World, facts: dict[str, Any]) -> None:
     await world.bot.claim(facts["root"])
 
@@ -167,6 +172,26 @@ CASES: dict[tuple[str, str], Case] = {
     ),
     ("GET", "/api/notifications"): Case(HUMAN),
     ("PUT", "/api/notifications"): Case(HUMAN, body=lambda r, f: {"dm": False}),
+    ("GET", "/api/destinations"): Case(HUMAN),
+    ("POST", "/api/destinations"): Case(
+        {"human": 201}, body=lambda r, f: {"name": r, "kind": "ntfy", "url": "http://127.0.0.1:9/t"}
+    ),
+    ("GET", "/api/destinations/{id}"): Case(HUMAN, path={"id": "destination"}, prepare=a_destination),
+    ("PATCH", "/api/destinations/{id}"): Case(
+        HUMAN, path={"id": "destination"}, body=lambda r, f: {"name": "n"}, prepare=a_destination
+    ),
+    ("DELETE", "/api/destinations/{id}"): Case(HUMAN, path={"id": "destination"}, prepare=a_destination),
+    ("PUT", "/api/destinations/{id}/kinds"): Case(
+        HUMAN, path={"id": "destination"}, body=lambda r, f: {"kinds": ["dm"]}, prepare=a_destination
+    ),
+    ("POST", "/api/destinations/{id}/test"): Case(
+        {"human": 201}, path={"id": "destination"}, prepare=a_destination
+    ),
+    ("GET", "/api/destinations/{id}/notifications"): Case(
+        HUMAN, path={"id": "destination"}, prepare=a_destination
+    ),
+    ("PUT", "/api/quiet-hours"): Case(HUMAN, body=lambda r, f: {"start": "22:00", "end": "07:00"}),
+    ("DELETE", "/api/quiet-hours"): Case(HUMAN),
     ("GET", "/api/search"): Case(everyone(200), params={"q": "hello"}),
     ("POST", "/api/preview"): Case(HUMAN, body=lambda r, f: {"body": "**hi** @pb"}),
     ("POST", "/api/receipts"): Case(

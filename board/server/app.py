@@ -17,7 +17,7 @@ from .api.routing import endpoint
 from .api.serving import body_deadline_middleware
 from .api.table import all_routes
 from .clock import Clock
-from .housekeeping import housekeeping
+from .housekeeping import housekeeping, outbox
 from .mcp.endpoint import add_routes as add_mcp_routes
 from .mcp.endpoint import mcp_transport
 from .pages import install as install_pages
@@ -76,4 +76,5 @@ def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: boo
     app.cleanup_ctx.append(mcp_transport)
     app.on_shutdown.append(_release_long_polls)
     app.cleanup_ctx.append(housekeeping)
+    app.cleanup_ctx.append(outbox)
     return app

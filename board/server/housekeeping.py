@@ -9,10 +9,14 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from .api.keys import CONTEXT
+from .api.keys import CONTEXT, OUTBOX
+from .outbox.dispatch import Dispatcher
 from .sweep import sweep
 
 log = logging.getLogger(__name__)
+
+#: Seconds a send in flight may take to finish when the board stops, before it is cancelled.
+STOP_GRACE = 2.0
 
 
 async def _sweep_forever(app: web.Application) -> None:
@@ -44,3 +48,17 @@ async def housekeeping(app: web.Application) -> AsyncIterator[None]:
         await app[CONTEXT].read_counts.flush()
     except Exception:
         log.exception("could not write knowledge read counts at the stop")
+
+
+async def outbox(app: web.Application) -> AsyncIterator[None]:
+    """The outbox's dispatcher runs while the board does, and stops before the database closes."""
+    dispatcher = Dispatcher(app[CONTEXT])
+    app[OUTBOX] = dispatcher
+    task = asyncio.create_task(dispatcher.run(), name="board-outbox")
+    yield
+    dispatcher.stop()  # not a cancel alone: a wake racing a cancel may swallow it (wait_for, 3.11)
+    done, _ = await asyncio.wait([task], timeout=STOP_GRACE)
+    if not done:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

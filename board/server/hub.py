@@ -82,6 +82,8 @@ class Waiter:
 
     keys: tuple[Key, ...]
     owner: int | None = None
+    #: A request held open (counted in ``Hub.waiting``), not a background task's wake-up.
+    request: bool = True
     released: bool = False  # let go by a newer request of its owner: answer now
     events: list[Event | Signal] = field(default_factory=list)
     _last: Event | Signal | None = None
@@ -136,9 +138,12 @@ class Hub:
         self.last_id = 0  # highest message id published (or found in the store at start)
         self.closed = False
 
-    def subscribe(self, keys: Iterable[Key], owner: int | None = None) -> Waiter:
-        """A waiter for ``keys``; past ``max_held`` for ``owner``, its oldest is released."""
-        waiter = Waiter(tuple(keys), owner)
+    def subscribe(self, keys: Iterable[Key], owner: int | None = None, *, request: bool = True) -> Waiter:
+        """A waiter for ``keys``; past ``max_held`` for ``owner``, its oldest is released.
+
+        ``request=False`` is a background task's (the outbox's): not counted as a held request.
+        """
+        waiter = Waiter(tuple(keys), owner, request)
         if owner is not None:
             held = self._by_owner.setdefault(owner, deque())
             while len(held) >= self.max_held:
@@ -146,7 +151,7 @@ class Hub:
             held.append(waiter)
         for key in waiter.keys:
             self._by_key[key].add(waiter)
-        self.waiting += 1
+        self.waiting += waiter.request
         return waiter
 
     def held(self, owner: int) -> int:
@@ -154,7 +159,7 @@ class Hub:
         return len(self._by_owner.get(owner, ()))
 
     def unsubscribe(self, waiter: Waiter) -> None:
-        self.waiting -= 1
+        self.waiting -= waiter.request
         held = self._by_owner.get(waiter.owner) if waiter.owner is not None else None
         if held is not None:
             if waiter in held:

@@ -1,5 +1,5 @@
 """The periodic sweep: nudge stalled claims, release abandoned ones, flag unseen mail, forget
-old request ids and the forge's delivery ids.
+old request ids and the forge's delivery ids, prune sent notifications.
 
 Each pass is one write transaction that decides from the stored state (a claim
 is nudged only if it has not been nudged since its last progress), so running
@@ -17,6 +17,7 @@ from .services.posting import board_principal
 from .store import claims as store
 from .store import intake as intake_store
 from .store import messages as message_store
+from .store import notifications as notification_store
 from .store import requests as request_store
 from .store import workspaces as workspace_store
 from .store.connection import Connection
@@ -27,6 +28,8 @@ AWAY_AFTER = 86400
 REQUESTS_KEPT = 7 * 86400
 #: A forge redelivers a delivery within days; its id is kept 90 to answer a late one 409.
 DELIVERIES_KEPT = 90 * 86400
+#: Sent notifications are kept this long in their destination's log; failed ones until removed.
+NOTIFICATIONS_KEPT = 30 * 86400
 
 
 @dataclass
@@ -36,6 +39,7 @@ class SweepReport:
     flagged: int = 0
     pruned_requests: int = 0
     pruned_deliveries: int = 0
+    pruned_notifications: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +48,7 @@ class SweepReport:
             "flagged": self.flagged,
             "pruned_requests": self.pruned_requests,
             "pruned_deliveries": self.pruned_deliveries,
+            "pruned_notifications": self.pruned_notifications,
         }
 
 
@@ -72,6 +77,7 @@ async def sweep(ctx: Context) -> SweepReport:
         )
         report.pruned_requests = await request_store.prune(conn, ctx.ago(REQUESTS_KEPT))
         report.pruned_deliveries = await intake_store.prune_deliveries(conn, ctx.ago(DELIVERIES_KEPT))
+        report.pruned_notifications = await notification_store.prune_sent(conn, ctx.ago(NOTIFICATIONS_KEPT))
         return report
 
     return await ctx.db.write(write)

@@ -14,6 +14,7 @@ from .gate import Hosts
 
 if TYPE_CHECKING:
     from ..mcp.transport import McpTransport
+    from ..outbox.dispatch import Dispatcher
     from ..services.auth import Presence
     from ..services.context import Context
     from ..services.requests import Replays
@@ -27,3 +28,4 @@ REPLAYS: web.AppKey[Replays] = web.AppKey("replays")
 METRICS: web.AppKey[Metrics] = web.AppKey("metrics")
 HOSTS: web.AppKey[Hosts] = web.AppKey("hosts")
 MCP: web.AppKey[McpTransport] = web.AppKey("mcp")
+OUTBOX: web.AppKey[Dispatcher] = web.AppKey("outbox")

@@ -75,6 +75,11 @@ ACTIONS: dict[str, Action] = {
         Action("token.manage", HUMAN, "Only a human manages API tokens here."),
         Action("password.set", HUMAN, "Only a human has a password."),
         Action("notifications", HUMAN, "Browser notifications are a human's; a bot reads its inbox."),
+        Action(
+            "notify.manage",
+            HUMAN,
+            "Notification destinations are a human's; a bot can neither read nor set one.",
+        ),
         # Writing: the composer's preview is a page's.
         Action("message.preview", HUMAN, "Only a human previews messages; a bot posts what it means."),
         # Workspaces.

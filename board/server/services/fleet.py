@@ -28,7 +28,7 @@ from ..store import worktrees as worktree_store
 from ..store.connection import Connection
 from ..store.writer import emit
 from ..validation import arg
-from . import actions, audit, auth, budgets, fleet_history, fleet_view, scope
+from . import actions, audit, auth, budgets, fleet_history, fleet_view, outbound, scope
 from .context import Context
 from .paging import Page, bounded_page
 
@@ -339,6 +339,8 @@ async def report(ctx: Context, p: Principal, req: Report) -> dict[str, Any]:
             if row is not None:
                 status = {k: v for k, v in asdict(bot).items() if k not in ("handle", "state")}
                 await store.set_status(conn, row["agent_id"], bot.state, status, now)
+                if bot.state in BROKEN and row["state"] != bot.state:
+                    await _broken(conn, ctx, p, row, bot, now)
                 await fleet_history.record(conn, row["agent_id"], bot.cpu_percent, bot.rss, now)
         measured = asdict(req.machine) | {"clock_skew_s": skew}
         await store.store_report(conn, machine_id, measured, req.interval, seq, window, now)
@@ -359,6 +361,25 @@ async def report(ctx: Context, p: Principal, req: Report) -> dict[str, Any]:
         }
 
     return await ctx.db.write(write)
+
+
+#: The states a human is told of out of band (``services/outbound.py``: urgent).
+BROKEN = ("crashed", "misconfigured")
+
+
+async def _broken(conn: Connection, ctx: Context, p: Principal, row: Any, bot: BotReport, now: str) -> None:
+    """A bot newly crashed or misconfigured: its humans hear of it, once per change of state."""
+    detail = bot.error or (f"exit code {bot.last_exit_code}" if bot.last_exit_code is not None else "")
+    await outbound.enqueue(
+        conn,
+        ctx,
+        kind="crashed",
+        event_key=f"{bot.state}:{row['agent_id']}:{now}",
+        to=await outbound.everyone(conn),
+        subject=f"Bot {row['handle']} {bot.state} on {row['machine']}",
+        text=detail or f"Its keeper reports it {bot.state}; see its log on the fleet page.",
+        link=f"/fleet/bots/{row['handle']}",
+    )
 
 
 async def mint_bot_token(ctx: Context, p: Principal, handle: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from ..store import messages as message_store
 from ..store.connection import Connection
 from ..store.writer import emit
 from ..validation import arg
-from . import actions, scope
+from . import actions, outbound, scope
 from .context import Context
 from .messages import compact, rows_to_messages
 from .messages import inbox_changes as changes
@@ -28,9 +28,6 @@ from .paging import Page, bounded_page
 
 #: The kinds of browser notification, each of which a human may turn off.
 KINDS = ("mention", "dm", "held", "crashed", "routine")
-#: The inbox reasons of the board's notices that bots are held: the loop guard's pause and a
-#: budget's hold. Only the board gives a message these reasons; a bot's tags cannot.
-HELD_REASONS = ("paused", "held")
 
 
 @dataclass
@@ -118,14 +115,12 @@ async def highlighted(ctx: Context, p: Principal, ids: list[int]) -> list[int]:
 
 
 def notice_kind(reason: str | None) -> str | None:
-    """Which notification kind a message in a human's inbox is, by why it is there, if any."""
-    if reason in HELD_REASONS:
-        return "held"
-    if reason == "mention":
-        return "mention"
-    if reason == "conversation":
-        return "dm"
-    return None
+    """Which notification kind a message in a human's inbox is, by why it is there, if any.
+
+    The board's notices that bots are held (the loop guard's ``paused``, a budget's
+    ``held``) are the only messages given those reasons; a bot's tags cannot.
+    """
+    return outbound.REASON_KINDS.get(reason or "")
 
 
 # -- notification settings -------------------------------------------------------------

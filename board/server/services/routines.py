@@ -35,7 +35,7 @@ from ..store.connection import Connection
 from ..store.rows import WorkspaceRow
 from ..store.writer import emit
 from ..validation import arg
-from . import actions, audit, claims, scope
+from . import actions, audit, claims, outbound, scope
 from .context import Context
 from .longpoll import MAX_WAIT
 from .posting import board_principal, post_event
@@ -384,6 +384,18 @@ async def _add_version(
         meta={"routine": routine["name"], "version": number},
         parse_mentions=False,
         notify=False,
+    )
+    await outbound.enqueue(
+        conn,
+        ctx,
+        kind="routine",
+        event_key=f"routine:{routine['id']}:{number}",
+        to=await outbound.everyone(conn),
+        subject=f"Routine {routine['name']} version {number} awaits approval",
+        text=f"Proposed by {p.handle}: {fields['schedule']} ({fields['timezone']}), bot {fields['bot']}."
+        + (f" Why: {fields['why']}" if fields["why"] else ""),
+        link=f"/routines#pending-{routine['name']}-{number}",
+        actor_id=p.agent_id,
     )
     await _changed(conn, ctx, routine, "propose")
     row = await store.version(conn, routine["id"], number)
@@ -752,6 +764,16 @@ async def finish_run(ctx: Context, p: Principal, name: str, run_id: int, req: Ru
                 meta={"routine": name, "run_id": run_id, "run": req.state},
                 parse_mentions=False,
                 notify=False,
+            )
+            await outbound.enqueue(
+                conn,
+                ctx,
+                kind="run_failed",
+                event_key=f"run:{run_id}",
+                to=await outbound.everyone(conn),
+                subject=f"Run {run_id} of routine {name} {ended}",
+                text=req.outcome or f"The run {ended}; see the routine's thread.",
+                link=f"/t/{root['id']}",
             )
         await _changed(conn, ctx, routine, f"run.{req.state}")
         return run_dict(await store.run(conn, run_id))

@@ -40,7 +40,7 @@ COMMENT = re.compile(r"--.*$", re.MULTILINE)
 #: locks apart from any other application's on the same database. Migrating takes one;
 #: the store (postgres.py) and the copy from SQLite (migrate.py) take the others.
 BOARD = 0x0B0A
-LOCKS = {"writes": 1, "migrate": 2, "sweep": 3, "routines": 4}
+LOCKS = {"writes": 1, "migrate": 2, "sweep": 3, "routines": 4, "notify": 5}
 
 
 class SchemaSourceError(ValueError):

@@ -17,7 +17,7 @@ from ...principal import Principal
 from ...store import knowledge as store
 from ...store.connection import Connection
 from ...store.rows import Row, WorkspaceRow
-from .. import audit, scope
+from .. import audit, outbound, scope
 from ..context import Context
 from . import text
 from .head import refresh_head, tombstoned
@@ -180,6 +180,18 @@ async def append(
             **({"overrides": overrides} if overrides else {}),
         },
     )
+    if proposed:
+        await outbound.enqueue(
+            conn,
+            ctx,
+            kind="review",
+            event_key=f"kb:{document_id}:{revision}",
+            to=await outbound.everyone(conn),
+            subject=f"{p.handle} proposes a change to {doc_path} in {workspace['slug']}",
+            text=change.reason or text.excerpt_of(body),
+            link="/kb/review",
+            actor_id=p.agent_id,
+        )
     return {
         "workspace": workspace["slug"],
         "path": doc_path,

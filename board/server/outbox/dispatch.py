@@ -1,0 +1,167 @@
+"""The dispatcher: sends due outbox rows after their commit, retries with backoff, records all.
+
+It runs with the app (``housekeeping.outbox``, a clean-up context) where the ``notify`` duty
+is held: on PostgreSQL one board process dispatches at a time (an advisory lock), the
+others wait to take over. Taking rows is a write (``pending`` to ``sending``), and every
+write takes its turn, so no row is taken twice even without the duty.
+
+What survives a stop: rows are only ever ``pending`` (due at ``next_at``), ``sending``,
+``sent`` or ``failed``, all stored. A stop between attempts leaves the row ``pending``
+with its next time; a process that dies mid-send leaves it ``sending``, and the next
+dispatcher to take the duty sets it ``pending`` again (the one window where a receiver may
+see a row twice: each send carries the row's ``idem_key`` to deduplicate on).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from datetime import timedelta
+
+import aiohttp
+
+from ..clock import parse_time
+from ..hub import Waiter
+from ..services import outbound
+from ..services.context import Context
+from ..store import notifications as store
+from ..store.connection import Connection
+from ..store.rows import Row
+from .senders import SENDERS, Delivery, Note, SendFailed
+
+log = logging.getLogger(__name__)
+
+BATCH = 50
+
+
+class Dispatcher:
+    """Sends the outbox; ``attempts``, ``backoff`` (seconds, doubled per retry) and ``timeout``
+    (seconds per send) are attributes so a test can shorten them."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.attempts = 6
+        self.backoff = 10.0
+        self.timeout = 10.0
+        self.poll = 5.0  # another process's enqueue wakes nobody here: look this often
+        self.duty_retry = 15.0
+        self.http: aiohttp.ClientSession | None = None
+        self._stopping = asyncio.Event()
+        self._waiter: Waiter | None = None
+
+    def base_url(self) -> str:
+        settings = self.ctx.settings
+        return settings.public_url.rstrip("/") or f"http://{settings.bind}:{settings.port}"
+
+    async def run(self) -> None:
+        """Dispatch while holding the ``notify`` duty, until :meth:`stop`; wait for the duty otherwise."""
+        self.http = aiohttp.ClientSession()
+        try:
+            while not self._stopping.is_set():
+                async with self.ctx.db.duty("notify") as mine:
+                    if mine:
+                        await self._dispatch_while_running()
+                        return
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), self.duty_retry)
+        finally:
+            await self.http.close()
+
+    def stop(self) -> None:
+        """Finish the pass under way and stop; a send in flight ends at its timeout or is cancelled."""
+        self._stopping.set()
+        if self._waiter is not None:
+            self._waiter.wake()
+
+    async def _dispatch_while_running(self) -> None:
+        released = await self.ctx.db.write(store.release_sending)
+        if released:
+            log.info("outbox: %d notifications left mid-send are pending again", released)
+        self._waiter = waiter = self.ctx.hub.subscribe([outbound.QUEUED], request=False)
+        try:
+            while not self._stopping.is_set():
+                try:
+                    await self.send_due()
+                except Exception:
+                    log.exception("outbox: a pass failed; trying again")
+                if self._stopping.is_set():
+                    return
+                await waiter.wait(await self._idle_for())
+                waiter.take()
+        finally:
+            self._waiter = None
+            self.ctx.hub.unsubscribe(waiter)
+
+    async def _idle_for(self) -> float:
+        due = await self.ctx.db.read(store.next_due)
+        if due is None:
+            return self.poll
+        left = (parse_time(due) - self.ctx.clock.now()).total_seconds()
+        return min(max(left, 0.0), self.poll)
+
+    async def send_due(self) -> int:
+        """Send every row due now, a batch at a time; how many were tried."""
+        tried = 0
+        while True:
+            rows = await self.ctx.db.write(self._take)
+            if not rows:
+                return tried
+            await asyncio.gather(*(self._send(r) for r in rows))
+            tried += len(rows)
+
+    async def _take(self, conn: Connection) -> list[Row]:
+        return await store.take_due(conn, outbound.stamp(self.ctx.clock.now()), BATCH)
+
+    async def _send(self, row: Row) -> None:
+        destination = await self.ctx.db.read(lambda conn: store.destination(conn, int(row["destination_id"])))
+        try:
+            if destination is None:
+                raise SendFailed("the destination was removed")
+            await self._deliver(row, destination)
+        except SendFailed as exc:
+            await self._failed(row, str(exc) or type(exc).__name__)
+            return
+        except Exception as exc:  # a sender's surprise is this row's failure, not the loop's
+            log.exception("outbox: sender of %s failed unexpectedly", row["idem_key"])
+            await self._failed(row, f"unexpected error: {type(exc).__name__}")
+            return
+        done = self.ctx.now()
+        await self.ctx.db.write(lambda conn: store.mark_sent(conn, int(row["id"]), done))
+
+    async def _deliver(self, row: Row, destination: Row) -> None:
+        send = SENDERS.get(str(destination["kind"]))
+        if send is None:
+            raise SendFailed(f"no sender for destination kind {destination['kind']}")
+        assert self.http is not None
+        note = Note(
+            id=int(row["id"]),
+            idem_key=str(row["idem_key"]),
+            kind=str(row["kind"]),
+            subject=str(row["subject"]),
+            text=str(row["text"]),
+            link=self.base_url() + str(row["link"]) if str(row["link"]).startswith("/") else str(row["link"]),
+            created_at=str(row["created_at"]),
+        )
+        settings = json.loads(destination["settings"])
+        delivery = Delivery(note, str(destination["kind"]), settings, self.http, self.timeout)
+        try:
+            await asyncio.wait_for(send(delivery), self.timeout)
+        except TimeoutError as exc:
+            raise SendFailed(f"no answer in {self.timeout:g} s") from exc
+
+    async def _failed(self, row: Row, error: str) -> None:
+        attempts = int(row["attempts"]) + 1  # take_due counted this one in the stored row
+        notification_id = int(row["id"])
+
+        async def write(conn: Connection) -> None:
+            if attempts >= self.attempts:
+                await store.mark_failed(conn, notification_id, error)
+            else:
+                later = self.ctx.clock.now() + timedelta(seconds=self.backoff * 2 ** (attempts - 1))
+                await store.mark_retry(conn, notification_id, error, outbound.stamp(later))
+
+        await self.ctx.db.write(write)
+        level = logging.WARNING if attempts >= self.attempts else logging.INFO
+        log.log(level, "outbox: %s attempt %d failed: %s", row["idem_key"], attempts, error)

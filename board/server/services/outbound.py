@@ -1,0 +1,158 @@
+"""Notifications out of band: what each event a human should hear of puts in the outbox.
+
+:func:`enqueue` runs inside the write of the event that causes it, so the outbox row
+commits with the event or not at all; the dispatcher (``board/server/outbox/``) sends it
+after the commit. Each (event, destination) is enqueued once: the row's ``idem_key`` is
+``"<event key>:<destination id>"``, so a write retried by its request id adds nothing.
+
+The kinds (a destination is sent the ones chosen for it):
+
+- ``mention``: a message mentions the human; ``dm``: a message in a conversation of theirs;
+- ``held``: a bot is held by its budget or paused by the loop guard (the board's notice);
+- ``crashed``: a keeper reports a bot crashed or misconfigured;
+- ``routine``: a routine version awaits approval; ``run_failed``: a routine run failed or
+  timed out;
+- ``review``: a knowledge proposal waits for review.
+
+``held`` and ``crashed`` are *urgent*: a bot is stopped until someone acts, so quiet hours
+do not hold them. Every other kind found in quiet hours waits until the window ends
+(``next_at``). Whoever caused an event is never notified of it (``actor_id``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from ..hub import Key, Signal
+from ..store import notifications as store
+from ..store.connection import Connection
+from ..store.rows import Row
+from ..store.writer import emit
+from .context import Context
+
+KINDS = ("mention", "dm", "held", "crashed", "routine", "run_failed", "review")
+URGENT = frozenset({"held", "crashed"})
+#: The hub key signalled after a commit that enqueued something: the dispatcher wakes.
+QUEUED: Key = ("outbox", 0)
+#: The kind of notification a message is for a human, by why it is in their inbox.
+REASON_KINDS = {"mention": "mention", "conversation": "dm", "paused": "held", "held": "held"}
+MAX_SUBJECT = 200
+MAX_TEXT = 2000
+
+
+def stamp(moment: datetime) -> str:
+    """An outbox time: UTC with milliseconds, so retries seconds apart keep their order."""
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def zone(name: str) -> ZoneInfo:
+    """The time zone ``name`` (IANA); ValueError when there is none of that name."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone {name!r}") from exc
+
+
+def quiet_until(now: datetime, start: int, end: int, timezone: str) -> datetime | None:
+    """The end of the quiet window ``now`` is in (start to end minutes, local), or None.
+
+    A window may span midnight (22:00 to 07:00); start equal to end is no window.
+    """
+    local = now.astimezone(zone(timezone))
+    minute = local.hour * 60 + local.minute
+    inside = start <= minute < end if start < end else (minute >= start or minute < end)
+    if start == end or not inside:
+        return None
+    until = local.replace(hour=end // 60, minute=end % 60, second=0, microsecond=0)
+    if until <= local:
+        until += timedelta(days=1)
+    return until.astimezone(now.tzinfo)
+
+
+def _due(ctx: Context, kind: str, route: Row) -> str:
+    now = ctx.clock.now()
+    if kind in URGENT or route["start_min"] is None:
+        return stamp(now)
+    try:
+        until = quiet_until(now, int(route["start_min"]), int(route["end_min"]), str(route["timezone"]))
+    except ValueError:
+        until = None  # a zone this machine lacks: send rather than hold forever
+    return stamp(until or now)
+
+
+async def enqueue(
+    conn: Connection,
+    ctx: Context,
+    *,
+    kind: str,
+    event_key: str,
+    to: list[int],
+    subject: str,
+    text: str,
+    link: str,
+    actor_id: int | None = None,
+) -> int:
+    """Put one notification per destination of ``to`` (humans) that takes ``kind``; how many.
+
+    Call it inside the event's own write job. ``event_key`` names the event once and for
+    all (``"m123"``, ``"crashed:7:<time>"``): the same key enqueues nothing twice.
+    ``link`` is the board path to open (``/t/12#m34``); the sender makes it absolute.
+    """
+    assert kind in KINDS, kind
+    humans = sorted({i for i in to if i != actor_id})
+    added = 0
+    for route in await store.routes_for(conn, humans, kind):
+        outgoing = store.Outgoing(
+            idem_key=f"{event_key}:{route['id']}",
+            destination_id=int(route["id"]),
+            kind=kind,
+            subject=subject[:MAX_SUBJECT],
+            text=text[:MAX_TEXT],
+            link=link,
+            next_at=_due(ctx, kind, route),
+        )
+        added += await store.enqueue(conn, outgoing, ctx.now())
+    if added:
+        wake()
+    return added
+
+
+def wake() -> None:
+    """After this write commits, the dispatcher looks for due rows (call inside the write)."""
+    emit(Signal(QUEUED, 0))
+
+
+async def for_message(
+    conn: Connection, ctx: Context, message: dict[str, Any], reasons: dict[int, str], author_id: int
+) -> None:
+    """A posted message's notifications: mentions, DMs and the board's held notices."""
+    by_kind: dict[str, list[int]] = {}
+    for agent_id, reason in reasons.items():
+        kind = REASON_KINDS.get(reason)
+        if kind is not None:
+            by_kind.setdefault(kind, []).append(agent_id)
+    where = f"#{message['channel']}" if message["channel"] else "a conversation"
+    subjects = {
+        "mention": f"{message['author']} mentioned you in {where}",
+        "dm": f"{message['author']} wrote to you in {where}",
+        "held": f"A bot is held in {where}",
+    }
+    for kind, to in by_kind.items():
+        await enqueue(
+            conn,
+            ctx,
+            kind=kind,
+            event_key=f"m{message['id']}",
+            to=to,
+            subject=subjects[kind],
+            text=str(message["body"]),
+            link=f"/t/{message['thread_id']}#m{message['id']}",
+            actor_id=author_id,
+        )
+
+
+async def everyone(conn: Connection) -> list[int]:
+    """The humans who may hear of a board-wide event (a crash, a routine, a review)."""
+    return await store.human_ids(conn)

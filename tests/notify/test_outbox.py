@@ -1,0 +1,305 @@
+"""Notifications out of band, end to end: real events on a real board reach real receivers.
+
+Each destination kind is served on loopback: webhooks by an aiohttp server that checks the
+signature as a receiver would, Slack and ntfy by the same server, email by aiosmtpd. What
+is proved: every kind of event reaches every kind of destination exactly once; retries,
+a restart between them, and a destination that never answers; quiet hours; the refusals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from board.client import BoardAPIError
+from board.server.clock import iso
+from board.server.services import auth, outbound
+from tests.support.boardtest import (
+    Board,
+    World,
+    db_execute,
+    db_rows,
+    eventually,
+    populate,
+    snapshot,
+    start_board,
+    stop_board,
+)
+from tests.support.fleettest import enroll_keeper
+from tests.support.notify_support import SECRET, Mailbox, Receiver, add_destinations, fast_retries
+
+DESTINATIONS = ("webhook", "slack", "ntfy", "email")
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    r = await Receiver().start()
+    yield r
+    await r.close()
+
+
+@pytest.fixture
+def mailbox() -> Any:
+    m = Mailbox().start()
+    yield m
+    m.stop()
+
+
+def rows(board: Board, where: str = "1 = 1") -> list[tuple[Any, ...]]:
+    return db_rows(
+        board.db_path,
+        f"SELECT idem_key, kind, state, attempts, last_error FROM notifications WHERE {where} ORDER BY id",
+    )
+
+
+async def settled(board: Board, count: int) -> list[tuple[Any, ...]]:
+    """The outbox once ``count`` rows are there and none is pending or being sent."""
+
+    def probe() -> list[tuple[Any, ...]] | None:
+        found = rows(board)
+        done = len(found) == count and all(r[2] in ("sent", "failed") for r in found)
+        return found if done else None
+
+    return await eventually(probe, f"{count} notifications sent or failed", timeout=30)
+
+
+def deliveries(receiver: Receiver, mailbox: Mailbox, name: str = "a") -> dict[str, list[str]]:
+    """The subjects each destination received, by destination kind."""
+    return {
+        "webhook": [r.json()["subject"] for r in receiver.at(f"/hook/{name}")],
+        "slack": [r.json()["text"].split("\n")[0].strip("*") for r in receiver.at(f"/slack/{name}")],
+        "ntfy": [r.headers["Title"] for r in receiver.at(f"/ntfy/{name}")],
+        "email": [str(m["Subject"]) for m in mailbox.mails],
+    }
+
+
+async def _each_event(world: World) -> None:
+    """One event of every kind, caused by others than alice (the human who listens)."""
+    human, bot = world.human, world.bot
+    board = world.board
+    await bot.post("@alice have a look", channel="lobby", workspace="proj")  # mention
+    talk = await bot.open_conversation(["alice"], "a word", workspace="proj")
+    await bot.post("just between us", conversation=talk["conversation"]["id"], workspace="proj")  # dm
+    # held: pb reaches its daily budget of one wake; its next feed read posts the notice.
+    await human.set_budget("pb", budget_wakes=1)
+    await bot.record_wake(harness="claude", started_at=iso(datetime.now(UTC)), outcome="ok")
+    await bot.wake(since=0, wait=0)
+    # crashed: a keeper reports its bot crashed.
+    await human.create_profile("proj-dev", "proj", "claude")
+    keeper = await enroll_keeper(board, human, "box1")
+    await human.assign_bot("box1", "proj-dev", "fb")
+    report = {"interval": 5, "bots": [{"handle": "fb", "state": "crashed", "error": "exit 1: boom"}]}
+    await keeper.client.call("POST", "/api/fleet/report", json=report)
+    await keeper.client.call("POST", "/api/fleet/report", json=report)  # still crashed: told once
+    # routine: pb proposes one; run_failed: its run fails.
+    fields = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "Do it."}
+    await world.peer.propose_routine("tidy", **fields)
+    await human.approve_version("tidy", 1, "go")
+    runner = board.client(await auth.runner_token(board.ctx))
+    run = await runner.create_run("tidy", 1, "2026-11-30T02:00:00Z")
+    await runner.start_run("tidy", run["id"])
+    await runner.finish_run("tidy", run["id"], "failed", "the wake ended failed")
+    # review: a bot's write in a workspace whose bots' writes are proposals.
+    await human.patch_workspace("proj", review="bots")
+    await bot.put_document("rules.md", "# Rules\n\nBe kind.\n", 0, "seed the rules")
+
+
+async def test_each_kind_of_event_reaches_each_kind_of_destination_exactly_once(
+    board: Board, receiver: Receiver, mailbox: Mailbox
+) -> None:
+    world = await populate(board)
+    fast_retries(board)
+    await add_destinations(world.human, receiver, mailbox, list(outbound.KINDS))
+    await _each_event(world)
+
+    found = await settled(board, len(outbound.KINDS) * len(DESTINATIONS))
+    assert {r[2] for r in found} == {"sent"}, found
+    assert sorted({r[1] for r in found}) == sorted(outbound.KINDS)
+    got = deliveries(receiver, mailbox)
+    for kind, subjects in got.items():
+        assert len(subjects) == len(outbound.KINDS) and len(set(subjects)) == len(subjects), (kind, subjects)
+    assert sorted(got["webhook"]) == sorted(got["ntfy"]) == sorted(got["email"]) == sorted(got["slack"])
+    assert not receiver.refused, "every webhook post carried a good signature"
+    hook = receiver.at("/hook/a")[0]
+    assert hook.json()["link"].startswith("http://") and hook.headers["X-Board-Delivery"] == hook.json()["id"]
+    mail = mailbox.mails[0]
+    assert "Open on the board: http" in mail.get_payload() and mailbox.logins[0] == b"board"
+    assert any("crashed" in s for s in got["email"]) and any("awaits approval" in s for s in got["email"])
+
+
+async def test_a_human_does_not_hear_of_their_own_doing(
+    board: Board, receiver: Receiver, mailbox: Mailbox
+) -> None:
+    world = await populate(board)
+    bob = await board.human("bob")
+    await add_destinations(world.human, receiver, mailbox, ["mention", "routine"])
+    await world.human.post("a note to self, @alice", channel="lobby", workspace="proj")
+    await world.human.propose_routine("tidy", workspace="proj", schedule="0 2 * * *", bot="pb", prompt="x")
+    await bob.post("@alice hello", channel="lobby", workspace="proj")
+    found = await settled(board, 4)
+    assert [r[1] for r in found] == ["mention"] * 4  # bob's mention only, once per destination
+
+
+async def test_a_destination_failing_three_times_then_succeeding_gets_one_delivery(
+    board: Board, receiver: Receiver, mailbox: Mailbox
+) -> None:
+    world = await populate(board)
+    fast_retries(board)
+    ids = await add_destinations(world.human, receiver, mailbox, ["mention"])
+    receiver.fail["/hook/a"] = 3
+    await world.bot.post("@alice once", channel="lobby", workspace="proj")
+    found = await settled(board, 4)
+    hook = [r for r in found if r[0] == f"m{found[0][0][1:].split(':')[0]}:{ids['webhook']}"]
+    assert hook and hook[0][2:4] == ("sent", 4), found
+    assert len(receiver.at("/hook/a")) == 1 and len(receiver.refused) == 3
+    log = await world.human.destination_log(ids["webhook"])
+    (entry,) = log["notifications"]
+    assert (entry["state"], entry["attempts"], entry["last_error"]) == ("sent", 4, "")
+
+
+async def test_a_destination_that_always_fails_ends_failed_with_its_error_in_the_log(
+    board: Board, receiver: Receiver, mailbox: Mailbox
+) -> None:
+    world = await populate(board)
+    fast_retries(board, attempts=3)
+    ids = await add_destinations(world.human, receiver, mailbox, ["dm"])
+    receiver.fail["/ntfy/a"] = -1
+    talk = await world.bot.open_conversation(["alice"], "t", workspace="proj")
+    await world.bot.post("are you there?", conversation=talk["conversation"]["id"], workspace="proj")
+    await settled(board, 4)
+    (entry,) = (await world.human.destination_log(ids["ntfy"]))["notifications"]
+    assert (entry["state"], entry["attempts"]) == ("failed", 3)
+    assert entry["last_error"] == "HTTP 500 Internal Server Error"
+    assert len(receiver.refused) == 3 and not receiver.at("/ntfy/a")
+    (other,) = (await world.human.destination_log(ids["slack"]))["notifications"]
+    assert other["state"] == "sent"
+
+
+async def test_a_restart_in_the_middle_of_a_retry_still_delivers_exactly_once(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    board = await start_board(tmp_path)
+    try:
+        world = await populate(board)
+        fast_retries(board, backoff=1.0)  # the retry is due a second later: the board stops before
+        made = await world.human.create_destination(
+            "hook", "webhook", url=receiver.url("/hook/a"), secret=SECRET
+        )
+        await world.human.set_destination_kinds(made["id"], ["mention"])
+        receiver.fail["/hook/a"] = 1
+        await world.bot.post("@alice across a restart", channel="lobby", workspace="proj")
+        await eventually(lambda: receiver.refused, "the first attempt")
+        await eventually(lambda: rows(board, "state = 'pending' AND attempts = 1"), "a retry scheduled")
+    finally:
+        await stop_board(board)
+    assert [r[2:4] for r in rows(board)] == [("pending", 1)]
+    board = await start_board(tmp_path)
+    try:
+        found = await settled(board, 1)
+        assert [r[2:4] for r in found] == [("sent", 2)]
+        assert len(receiver.at("/hook/a")) == 1
+    finally:
+        await stop_board(board)
+
+
+async def test_a_row_left_mid_send_by_a_stopped_board_is_sent_after_the_restart(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    board = await start_board(tmp_path)
+    world = await populate(board)
+    made = await world.human.create_destination("hook", "webhook", url=receiver.url("/hook/a"), secret=SECRET)
+    await world.human.set_destination_kinds(made["id"], ["mention"])
+    await stop_board(board)
+    # What a board killed during a send leaves: the row taken, its attempt counted, nothing recorded.
+    db_execute(
+        board.db_path,
+        """INSERT INTO notifications (idem_key, destination_id, kind, subject, text, link, state,
+               attempts, next_at, created_at) VALUES ('m999:' || ?, ?, 'mention', 's', 't', '/', 'sending',
+               1, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00Z')""",
+        (made["id"], made["id"]),
+    )
+    board = await start_board(tmp_path)
+    try:
+        found = await settled(board, 1)
+        assert [r[2:4] for r in found] == [("sent", 2)] and len(receiver.at("/hook/a")) == 1
+    finally:
+        await stop_board(board)
+
+
+async def test_quiet_hours_hold_a_mention_but_not_a_held_bot(
+    board: Board, receiver: Receiver, mailbox: Mailbox
+) -> None:
+    world = await populate(board)
+    now = datetime.now(UTC)
+    start = (now.hour * 60 + now.minute - 60) % 1440  # the window began an hour ago, ends in two
+    end = (start + 180) % 1440
+    quiet = await world.human.set_quiet_hours(
+        f"{start // 60:02d}:{start % 60:02d}", f"{end // 60:02d}:{end % 60:02d}"
+    )
+    assert quiet["quiet_hours"]["timezone"] == "UTC"
+    made = await world.human.create_destination("hook", "webhook", url=receiver.url("/hook/a"), secret=SECRET)
+    await world.human.set_destination_kinds(made["id"], ["mention", "held"])
+    await world.bot.post("@alice at night", channel="lobby", workspace="proj")
+    await world.human.set_budget("pb", budget_wakes=1)
+    await world.bot.record_wake(harness="claude", started_at=iso(now), outcome="ok")
+    await world.bot.wake(since=0, wait=0)
+    await eventually(lambda: receiver.at("/hook/a"), "the urgent one")
+    assert [r.json()["kind"] for r in receiver.at("/hook/a")] == ["held"]
+    (held_back,) = rows(board, "kind = 'mention'")
+    assert held_back[2:4] == ("pending", 0)
+    (next_at,) = db_rows(board.db_path, "SELECT next_at FROM notifications WHERE kind = 'mention'")[0]
+    assert next_at[11:16] == f"{end // 60:02d}:{end % 60:02d}"
+
+
+async def test_a_bot_can_neither_read_nor_set_a_destination(world: World, receiver: Receiver) -> None:
+    made = await world.human.create_destination("hook", "webhook", url=receiver.url("/hook/a"), secret=SECRET)
+    before = snapshot(world.board.db_path)
+    calls = [
+        world.bot.destinations(),
+        world.bot.create_destination("mine", "ntfy", url=receiver.url("/ntfy/b")),
+        world.admin_bot.update_destination(made["id"], url=receiver.url("/ntfy/b")),
+        world.bot.destination_log(made["id"]),
+        world.bot.set_quiet_hours("00:00", "23:00"),
+        world.admin_bot.send_test_notification(made["id"]),
+    ]
+    for call in calls:
+        with pytest.raises(BoardAPIError) as refused:
+            await call
+        assert (refused.value.status, refused.value.code) == (403, "FORBIDDEN")
+    assert snapshot(world.board.db_path) == before
+
+
+async def test_secrets_are_never_read_back_and_another_humans_destination_is_not_found(
+    world: World, receiver: Receiver, mailbox: Mailbox
+) -> None:
+    ids = await add_destinations(world.human, receiver, mailbox, ["dm"])
+    listed = (await world.human.destinations())["destinations"]
+    text = repr(listed)
+    assert SECRET not in text and Mailbox.PASSWORD not in text and "/slack/" not in text
+    assert all(d["secret_set"] for d in listed if d["kind"] != "ntfy")
+    kept = await world.human.update_destination(ids["webhook"], name="renamed")  # the secret is kept
+    assert kept["secret_set"] and kept["name"] == "renamed" and "secret" not in kept["settings"]
+    bob = await world.board.human("bob")
+    for call in (bob.update_destination(ids["webhook"], name="x"), bob.destination_log(ids["email"])):
+        with pytest.raises(BoardAPIError) as refused:
+            await call
+        assert refused.value.code == "NOT_FOUND"
+    with pytest.raises(BoardAPIError) as refused:
+        await world.human.create_destination("bad", "webhook", url="ftp://x", secret=SECRET)
+    assert refused.value.code == "INVALID_ARGUMENT"
+
+
+async def test_a_test_send_reaches_the_destination_and_shows_in_its_log(
+    board: Board, receiver: Receiver
+) -> None:
+    world = await populate(board)
+    made = await world.human.create_destination("hook", "webhook", url=receiver.url("/hook/t"), secret=SECRET)
+    sent = await world.human.send_test_notification(made["id"])
+    assert sent["kind"] == "test" and sent["state"] == "pending"
+    await eventually(lambda: receiver.at("/hook/t"), "the test notification")
+    (entry,) = (await world.human.destination_log(made["id"]))["notifications"]
+    assert entry["state"] == "sent"
