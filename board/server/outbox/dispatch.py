@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 from datetime import timedelta
+from typing import Any
 
 import aiohttp
 
@@ -27,8 +28,10 @@ from ..hub import Waiter
 from ..services import outbound
 from ..services.context import Context
 from ..store import notifications as store
+from ..store import replies
 from ..store.connection import Connection
 from ..store.rows import Row
+from . import forge  # noqa: F401  (its decorator registers the forge sender)
 from .senders import SENDERS, Delivery, Note, SendFailed
 
 log = logging.getLogger(__name__)
@@ -115,11 +118,11 @@ class Dispatcher:
         return await store.take_due(conn, outbound.stamp(self.ctx.clock.now()), BATCH)
 
     async def _send(self, row: Row) -> None:
-        destination = await self.ctx.db.read(lambda conn: store.destination(conn, int(row["destination_id"])))
+        target = await self.ctx.db.read(lambda conn: self._target(conn, row))
         try:
-            if destination is None:
+            if target is None:
                 raise SendFailed("the destination was removed")
-            await self._deliver(row, destination)
+            remote_id = await self._deliver(row, *target)
         except SendFailed as exc:
             await self._failed(row, str(exc) or type(exc).__name__)
             return
@@ -128,12 +131,26 @@ class Dispatcher:
             await self._failed(row, f"unexpected error: {type(exc).__name__}")
             return
         done = self.ctx.now()
-        await self.ctx.db.write(lambda conn: store.mark_sent(conn, int(row["id"]), done))
+        await self.ctx.db.write(lambda conn: store.mark_sent(conn, int(row["id"]), done, remote_id or ""))
 
-    async def _deliver(self, row: Row, destination: Row) -> None:
-        send = SENDERS.get(str(destination["kind"]))
+    @staticmethod
+    async def _target(conn: Connection, row: Row) -> tuple[str, dict[str, Any]] | None:
+        """The row's kind of destination and its settings: a human's destination, or, for a
+        reply out to the forge, the intake source (its token read now) and the issue."""
+        if row["source_id"] is not None:
+            source = await replies.target(conn, int(row["source_id"]))
+            if source is None:
+                return None
+            return "forge", source | {"repository": row["repository"], "issue": row["issue"]}
+        destination = await store.destination(conn, int(row["destination_id"]))
+        if destination is None:
+            return None
+        return str(destination["kind"]), json.loads(destination["settings"])
+
+    async def _deliver(self, row: Row, kind: str, settings: dict[str, Any]) -> str | None:
+        send = SENDERS.get(kind)
         if send is None:
-            raise SendFailed(f"no sender for destination kind {destination['kind']}")
+            raise SendFailed(f"no sender for destination kind {kind}")
         assert self.http is not None
         note = Note(
             id=int(row["id"]),
@@ -144,10 +161,9 @@ class Dispatcher:
             link=self.base_url() + str(row["link"]) if str(row["link"]).startswith("/") else str(row["link"]),
             created_at=str(row["created_at"]),
         )
-        settings = json.loads(destination["settings"])
-        delivery = Delivery(note, str(destination["kind"]), settings, self.http, self.timeout)
+        delivery = Delivery(note, kind, settings, self.http, self.timeout)
         try:
-            await asyncio.wait_for(send(delivery), self.timeout)
+            return await asyncio.wait_for(send(delivery), self.timeout)
         except TimeoutError as exc:
             raise SendFailed(f"no answer in {self.timeout:g} s") from exc
 

@@ -1,7 +1,8 @@
 """The forge's intake for humans: each source with its webhook URL and mappings, and the log of deliveries.
 
 Sources are set through ``PUT /api/intake/sources/{name}`` (docs/intake.md); this page shows
-what they are, never their secrets, and what each delivery did or why it was ignored.
+what they are, never their secrets, what each delivery did or why it was ignored, and the
+replies posted back to the forge with how each went.
 """
 
 from __future__ import annotations
@@ -30,10 +31,16 @@ async def index(call: PageCall) -> web.StreamResponse:
     log = await intake.list_deliveries(
         call.ctx, call.p, intake.DeliveryList(source=q.source, before=q.before, limit=LOG_PAGE)
     )
+    out = await intake.list_replies(call.ctx, call.p, q.source, LOG_PAGE)
     board = call.request.app[HOSTS].board_url(call.request)
-    return call.render("intake.html", q=q, sources=sources["sources"], log=log, board=board)
+    return call.render("intake.html", q=q, sources=sources["sources"], log=log, replies=out, board=board)
 
 
 ROUTES = [
-    PageRoute("GET", "/intake", index, "The forge's intake: sources, mappings, and each delivery's outcome."),
+    PageRoute(
+        "GET",
+        "/intake",
+        index,
+        "The forge's intake: sources, mappings, each delivery's outcome, and the replies out.",
+    ),
 ]

@@ -18,7 +18,7 @@ from .rows import Row, all_rows, first_column, one
 
 DESTINATION = "SELECT id, agent_id, name, kind, settings, created_at, active FROM destinations"
 NOTIFICATION = """SELECT id, idem_key, destination_id, kind, subject, text, link, state, attempts,
-    next_at, last_error, created_at, sent_at FROM notifications"""
+    next_at, last_error, created_at, sent_at, source_id, repository, issue FROM notifications"""
 
 
 async def destinations_of(conn: Connection, agent_id: int) -> list[Row]:
@@ -175,10 +175,11 @@ async def release_sending(conn: Connection) -> int:
     return max(cursor.rowcount, 0)
 
 
-async def mark_sent(conn: Connection, notification_id: int, now: str) -> None:
+async def mark_sent(conn: Connection, notification_id: int, now: str, remote_id: str = "") -> None:
+    """Sent; ``remote_id`` is what the receiver named it (a forge's comment id), if anything."""
     await conn.execute(
-        "UPDATE notifications SET state = 'sent', sent_at = ?, last_error = '' WHERE id = ?",
-        (now, notification_id),
+        "UPDATE notifications SET state = 'sent', sent_at = ?, last_error = '', remote_id = ? WHERE id = ?",
+        (now, remote_id, notification_id),
     )
 
 
