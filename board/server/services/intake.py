@@ -56,7 +56,9 @@ class MappingInput:
     channel: str = arg(pattern=SLUG_PATTERN, help="Where its issues become threads.")
     label: str = arg("", max_len=64, help="Only issues with this label ('' for every other issue).")
     bot: str | None = arg(None, pattern=r"[A-Za-z0-9._-]{2,32}", help="The bot to mention on them.")
-    reply_out: bool = arg(False, help="The thread's replies go back to the issue as comments.")
+    reply_out: bool = arg(
+        False, help="A bot's replies tagged forge and the done summary go back to the issue as comments."
+    )
 
 
 @dataclass
