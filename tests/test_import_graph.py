@@ -88,8 +88,9 @@ def test_posting_and_scope_sit_below_every_other_service() -> None:
     for low in ("posting", "scope"):
         above = {m.removeprefix(services) for m in graph[services + low] if m.startswith(services)}
         # loopguard reads only the store: the loop guard sits below posting, as leases does;
-        # outbound (the outbox of notifications, enqueued in the post's write) too.
-        low_enough = {"scope", "audit", "leases", "loopguard", "outbound", "context", "paging"}
+        # outbound (the outbox of notifications, enqueued in the post's write) too, and
+        # replies (the forge's comments, enqueued in that write too, reading only the store).
+        low_enough = {"scope", "audit", "leases", "loopguard", "outbound", "replies", "context", "paging"}
         assert above <= low_enough, (low, above)
 
 

@@ -79,6 +79,7 @@ async def seed(world: World) -> dict[str, int]:
     repo = "acme/" + "deadbeef" * 12  # a repository name with nowhere to wrap
     mappings = [
         {"repository": repo, "workspace": "proj", "channel": "issues", "label": "bug", "bot": LONG_HANDLE}
+        | {"reply_out": True}
     ]
     mappings.append({"repository": repo, "workspace": "proj", "channel": "issues"})
     secret = "a webhook secret of length"
@@ -86,8 +87,10 @@ async def seed(world: World) -> dict[str, int]:
     await world.human.request("PUT", "/api/intake/sources/acme-github", json=source)
     forge = FakeForge("github", world.board.url, "acme-github", secret, repository=repo)
     issue = forge.issue(7, title=f"Deploy fails: {UNBROKEN}", body=f"See `{UNBROKEN}`", labels=("bug",))
-    await forge.send(forge.opened(issue))
+    opened = await forge.send(forge.opened(issue))
     await forge.send(forge.commented(forge.issue(8), "a comment on an issue with no thread"))
+    # A reply out with its error: the source has no API token.
+    await long_bot.post(f"Fixed: {UNBROKEN}", reply_to=opened.answer["thread_id"], tags=["forge"])
     return {"root": root["id"], "destination": await _destination_with_a_log(world)}
 
 

@@ -34,6 +34,8 @@ class Comment:
     issue: int
     body: str
     authorization: str
+    accept: str = ""
+    id: int = 0
 
 
 @dataclass
@@ -58,6 +60,9 @@ class FakeForge:
     #: Forgejo writes times in its server's zone, with the offset; GitHub in UTC with Z.
     now: Any = field(default=lambda: datetime.now(UTC))
     comments: list[Comment] = field(default_factory=list)
+    #: Answer 500 to the next this many comment posts (-1: to every one).
+    fail: int = 0
+    failed: int = 0
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _server: TestServer | None = None
 
@@ -81,11 +86,18 @@ class FakeForge:
         authorization = request.headers.get("Authorization", "")
         if authorization != f"{scheme} {self.token}":
             return web.json_response({"message": "Bad credentials"}, status=401)
+        if self.fail:
+            self.fail -= 1 if self.fail > 0 else 0
+            self.failed += 1
+            return web.json_response({"message": "Server Error"}, status=500)
         body = await request.json()
         repository = f"{request.match_info['owner']}/{request.match_info['repo']}"
         issue = int(request.match_info["n"])
-        self.comments.append(Comment(repository, issue, str(body.get("body", "")), authorization))
         number = next(self._ids)
+        accept = request.headers.get("Accept", "")
+        self.comments.append(
+            Comment(repository, issue, str(body.get("body", "")), authorization, accept, number)
+        )
         return web.json_response(
             {"id": number, "body": body.get("body", ""), "html_url": self._url(issue, comment=number)},
             status=201,
@@ -186,6 +198,25 @@ class FakeForge:
         if self.kind == "forgejo":
             extra["is_pull"] = False
         return "issue_comment", self._event("created", issue, user, **extra)
+
+    def echo(
+        self, issue: dict[str, Any], posted: Comment, comment_id: int | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """The ``issue_comment`` webhook the forge sends for a comment posted through its API
+        (by the token's user), with the id the API answered unless told another."""
+        number = posted.id if comment_id is None else comment_id
+        comment = {
+            "id": number,
+            "body": posted.body,
+            "user": self._user("board-bot"),
+            "html_url": self._url(issue["number"], comment=number),
+            "created_at": self._time(),
+            "updated_at": self._time(),
+        }
+        extra: dict[str, Any] = {"comment": comment}
+        if self.kind == "forgejo":
+            extra["is_pull"] = False
+        return "issue_comment", self._event("created", issue, "board-bot", **extra)
 
     def ping(self) -> tuple[str, dict[str, Any]]:
         hook = {"type": "Repository", "id": 7, "active": True, "events": ["issues", "issue_comment"]}

@@ -140,7 +140,7 @@ ROUTES = [
         "GET",
         "/api/threads/{id}",
         thread,
-        "A thread: root, replies, claim and its history.",
+        "A thread: root, replies, claim and its history, and what went back to its issue.",
         answer=Answer(
             page(
                 "messages",
@@ -150,6 +150,7 @@ ROUTES = [
                 claim=ref("ThreadClaim"),
                 claim_history=array(obj({"id": INT, "action": STR, "actor": STR, "at": TIME})),
                 worktrees=array(ref("Worktree")),
+                forge_replies=array(ref("ForgeReply")),
             )
         ),
         query=messages.ThreadQuery,

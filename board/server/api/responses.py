@@ -436,6 +436,24 @@ COMPONENTS: dict[str, Schema] = {
             "updated_at": TIME,
         }
     ),
+    # A comment posted back to the forge's issue of a thread (docs/intake.md, replies out).
+    "ForgeReply": obj(
+        {
+            "id": INT,
+            "kind": {"enum": ["reply", "done"]},
+            "source": STR,
+            "forge": {"enum": ["github", "forgejo"]},
+            "repository": STR,
+            "issue": INT,
+            "thread_id": INT,
+            "state": {"enum": ["pending", "sending", "sent", "failed"]},
+            "attempts": INT,
+            "last_error": STR,
+            "comment_id": nullable(STR),
+            "created_at": TIME,
+            "sent_at": nullable(TIME),
+        }
+    ),
     # The fleet (docs/fleet.md). Process fields come from a keeper's report: always present, null
     # when it sent none (a bot assigned a moment ago) or sent a value of another type.
     "FleetBot": obj(

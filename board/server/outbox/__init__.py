@@ -18,6 +18,13 @@ Forgejo issue) is three steps:
    ``services/destinations.py`` ``FIELDS`` (which settings it takes, which are secret);
 3. the module imported in :mod:`.dispatch` so its decorator runs.
 
+The ``forge`` kind (``forge.py``: replies out to a GitHub or Forgejo issue,
+``services/replies.py``) is the one whose rows name no human's destination: such a row
+names an intake source, a repository and an issue instead (migration 0029), and the
+dispatcher reads the source's settings, its API token included, when it sends the row.
+A sender may return the id the receiver gave what it took (the forge's comment id); it
+is kept in the row's ``remote_id``.
+
 The registry is a dict from kind to function, nothing more: a sender is looked up by
 the row's destination kind when the row is sent.
 """

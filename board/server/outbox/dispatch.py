@@ -20,6 +20,7 @@ import functools
 import json
 import logging
 from datetime import timedelta
+from typing import Any
 
 import aiohttp
 
@@ -28,8 +29,10 @@ from ..hub import Waiter
 from ..services import outbound
 from ..services.context import Context
 from ..store import notifications as store
+from ..store import replies
 from ..store.connection import Connection
 from ..store.rows import Row
+from . import forge  # noqa: F401  (its decorator registers the forge sender)
 from .senders import SENDERS, Delivery, Note, SendFailed
 
 log = logging.getLogger(__name__)
@@ -121,26 +124,35 @@ class Dispatcher:
             rows = await self.ctx.db.write(self._take)
             if not rows:
                 return tried
-            errors = await asyncio.gather(*(self._attempt(r) for r in rows))
-            await self.ctx.db.write(functools.partial(self._record, rows=rows, errors=errors))
+            outcomes = await asyncio.gather(*(self._attempt(r) for r in rows))
+            await self.ctx.db.write(functools.partial(self._record, rows=rows, outcomes=outcomes))
             tried += len(rows)
 
     async def _take(self, conn: Connection) -> list[Row]:
         return await store.take_due(conn, outbound.stamp(self.ctx.clock.now()), BATCH)
 
-    async def _attempt(self, row: Row) -> str | None:
-        """Send one row: None when it went through, else the error for its log."""
+    async def _attempt(self, row: Row) -> tuple[str | None, str]:
+        """Send one row: (None, what the receiver named it) when it went through, else its error."""
         try:
-            await self._deliver(row)
+            return None, await self._deliver(row) or ""
         except SendFailed as exc:
-            return str(exc) or type(exc).__name__
+            return str(exc) or type(exc).__name__, ""
         except Exception as exc:  # a sender's surprise is this row's failure, not the loop's
             log.exception("outbox: sender of %s failed unexpectedly", row["idem_key"])
-            return f"unexpected error: {type(exc).__name__}"
-        return None
+            return f"unexpected error: {type(exc).__name__}", ""
 
-    async def _deliver(self, row: Row) -> None:
-        kind = str(row["destination_kind"])
+    async def _target(self, row: Row) -> tuple[str, dict[str, Any]]:
+        """The row's kind of destination and its settings: a human's destination (taken with
+        the row), or, for a reply out to the forge, the intake source, its token read now."""
+        if row["source_id"] is None:
+            return str(row["destination_kind"]), json.loads(row["settings"])
+        source = await self.ctx.db.read(lambda conn: replies.target(conn, int(row["source_id"])))
+        if source is None:
+            raise SendFailed("the intake source was removed")
+        return "forge", source | {"repository": row["repository"], "issue": row["issue"]}
+
+    async def _deliver(self, row: Row) -> str | None:
+        kind, settings = await self._target(row)
         send = SENDERS.get(kind)
         if send is None:
             raise SendFailed(f"no sender for destination kind {kind}")
@@ -155,20 +167,22 @@ class Dispatcher:
             link=self.base_url() + link if link.startswith("/") else link,
             created_at=str(row["created_at"]),
         )
-        delivery = Delivery(note, kind, json.loads(row["settings"]), self.http, self.timeout)
+        delivery = Delivery(note, kind, settings, self.http, self.timeout)
         try:
-            await asyncio.wait_for(send(delivery), self.timeout)
+            return await asyncio.wait_for(send(delivery), self.timeout)
         except TimeoutError as exc:
             raise SendFailed(f"no answer in {self.timeout:g} s") from exc
 
-    async def _record(self, conn: Connection, *, rows: list[Row], errors: list[str | None]) -> None:
+    async def _record(
+        self, conn: Connection, *, rows: list[Row], outcomes: list[tuple[str | None, str]]
+    ) -> None:
         """Each row's outcome: sent, pending again after its backoff, or failed after the last attempt."""
         now = self.ctx.clock.now()
-        for row, error in zip(rows, errors, strict=True):
+        for row, (error, remote_id) in zip(rows, outcomes, strict=True):
             notification_id = int(row["id"])
             attempts = int(row["attempts"]) + 1  # take_due counted this one in the stored row
             if error is None:
-                await store.mark_sent(conn, notification_id, self.ctx.now())
+                await store.mark_sent(conn, notification_id, self.ctx.now(), remote_id)
             elif attempts >= self.attempts:
                 await store.mark_failed(conn, notification_id, error)
                 log.warning("outbox: %s failed after %d attempts: %s", row["idem_key"], attempts, error)

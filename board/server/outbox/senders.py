@@ -1,6 +1,7 @@
 """The senders, one per kind of destination, and the registry they are found in.
 
-Every sender gets a :class:`Delivery` and either returns (sent) or raises
+Every sender gets a :class:`Delivery` and either returns (sent; a sender may return the
+id the receiver gave what it took, kept in the row's ``remote_id``) or raises
 :class:`SendFailed` (retried until the last attempt). Error texts are written to the
 log page: they say what went wrong (a status, a refusal) and never carry a secret.
 """
@@ -49,7 +50,7 @@ class Delivery:
     timeout: float
 
 
-Sender = Callable[[Delivery], Awaitable[None]]
+Sender = Callable[[Delivery], Awaitable[str | None]]
 SENDERS: dict[str, Sender] = {}
 
 

@@ -2,8 +2,8 @@
 
 Sources and their mappings are set here or through ``PUT /api/intake/sources/{name}``
 (docs/intake.md), by the same services; the page shows what they are, never their
-secrets (a secret or token field left empty keeps the one set), and what each delivery
-did or why it was ignored.
+secrets (a secret or token field left empty keeps the one set), what each delivery did or
+why it was ignored, and the replies posted back to the forge with how each went.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ async def index(call: PageCall) -> web.StreamResponse:
     log = await intake.list_deliveries(
         call.ctx, call.p, intake.DeliveryList(source=q.source, before=q.before, limit=LOG_PAGE)
     )
+    out = await intake.list_replies(call.ctx, call.p, q.source, LOG_PAGE)
     board = call.request.app[HOSTS].board_url(call.request)
-    return call.render("intake.html", q=q, sources=sources["sources"], log=log, board=board)
+    return call.render("intake.html", q=q, sources=sources["sources"], log=log, replies=out, board=board)
 
 
 @dataclass
@@ -82,7 +83,12 @@ async def delete_source(call: PageCall) -> web.StreamResponse:
 
 
 ROUTES = [
-    PageRoute("GET", "/intake", index, "The forge's intake: sources, mappings, and each delivery's outcome."),
+    PageRoute(
+        "GET",
+        "/intake",
+        index,
+        "The forge's intake: sources, mappings, each delivery's outcome, and the replies out.",
+    ),
     PageRoute("POST", "/intake/sources", save_source, "Add a source, or change one (empty secrets kept)."),
     PageRoute("POST", "/intake/sources/{name}/mappings", add_mapping, "Map a repository of a source."),
     PageRoute("POST", "/intake/sources/{name}/mappings/remove", remove_mapping, "Remove a mapping."),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Claimed, InvalidArgument
+from ..hub import Event
 from ..principal import Principal
 from ..store import claims as store
 from ..store import identity as identity_store
@@ -23,7 +24,7 @@ from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..store.rows import AgentRow, ClaimRow, MessageRow, WorkspaceRow
 from ..validation import arg
-from . import actions, audit, leases, scope
+from . import actions, audit, leases, replies, scope
 from .context import Context
 from .paging import Page, bounded_page
 from .posting import post_event
@@ -94,8 +95,8 @@ async def _transition(
     note: str,
     also_for: dict[int, str] | None = None,
     **state: Any,
-) -> None:
-    """Write the new state, its history row, its audit row and the thread's event message.
+) -> Event:
+    """Write the new state, its history row, its audit row and the thread's event message (answered).
 
     A holder whose claim someone else ends or moves (a human, the sweep, a claimer
     after the lease ran out) finds the event in its inbox, so it stops working.
@@ -116,7 +117,7 @@ async def _transition(
     await audit.record(
         conn, ctx, p, f"claim.{action}", str(root["id"]), workspace=workspace["slug"], reason=note
     )
-    await post_event(
+    return await post_event(
         conn,
         ctx,
         workspace,
@@ -304,7 +305,7 @@ async def done(ctx: Context, p: Principal, thread_id: int, req: DoneRequest) -> 
         else:
             actions.require(p, "claim.close", claim=current)
             holder_id = current["holder_id"]
-        await _transition(
+        event = await _transition(
             conn,
             ctx,
             p,
@@ -317,6 +318,7 @@ async def done(ctx: Context, p: Principal, thread_id: int, req: DoneRequest) -> 
             state="done",
             lease_until=None,
         )
+        await replies.for_done(conn, ctx, p.handle, root["id"], int(event.message["id"]), req.summary)
         return to_dict(await store.get(conn, root["id"]))
 
     return await ctx.db.write(write)

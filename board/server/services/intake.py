@@ -28,11 +28,12 @@ from ..principal import Principal
 from ..store import identity as identity_store
 from ..store import intake as store
 from ..store import messages as message_store
+from ..store import replies as reply_store
 from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..store.rows import MessageRow, Row, WorkspaceRow
 from ..validation import arg
-from . import actions, audit, claims, forge, scope
+from . import actions, audit, claims, forge, replies, scope
 from .context import Context
 from .paging import Page, bounded_page
 from .posting import MAX_BODY, SLUG_PATTERN, append, board_principal, channel_for_post
@@ -55,7 +56,9 @@ class MappingInput:
     channel: str = arg(pattern=SLUG_PATTERN, help="Where its issues become threads.")
     label: str = arg("", max_len=64, help="Only issues with this label ('' for every other issue).")
     bot: str | None = arg(None, pattern=r"[A-Za-z0-9._-]{2,32}", help="The bot to mention on them.")
-    reply_out: bool = arg(False, help="The thread's replies go back to the issue as comments.")
+    reply_out: bool = arg(
+        False, help="A bot's replies tagged forge and the done summary go back to the issue as comments."
+    )
 
 
 @dataclass
@@ -288,6 +291,23 @@ async def list_deliveries(ctx: Context, p: Principal, q: DeliveryList) -> Page:
     return bounded_page(ctx, "deliveries", items, q.limit, q.max_bytes, descending=True)
 
 
+async def list_replies(ctx: Context, p: Principal, source: str | None, limit: int) -> list[dict[str, Any]]:
+    """The newest replies out to the forge (services/replies.py), of one source or of all,
+    with how each went."""
+    actions.require(p, "intake.manage")
+
+    async def read(conn: Connection) -> list[dict[str, Any]]:
+        source_id = None
+        if source is not None:
+            row = await store.source(conn, source)
+            if row is None:
+                raise NotFound("intake source")
+            source_id = int(row["id"])
+        return [replies.view(r) for r in await reply_store.of_source(conn, source_id, limit)]
+
+    return await ctx.db.read(read)
+
+
 # -- taking a delivery (the forge) -------------------------------------------------------
 
 
@@ -505,6 +525,8 @@ async def _reply(
     conn: Connection, ctx: Context, signed: Signed, root: MessageRow, workspace: WorkspaceRow
 ) -> Outcome:
     d = signed.delivery
+    if await _own_comment(conn, signed.source_id, d.comment):
+        return _ignored(f"the board's own comment on issue #{d.number} (a reply out), not taken back in")
     url = forge.text(d.comment.get("html_url"), 500)
     by = forge.login(d.comment)
     text = forge.text(d.comment.get("body"), TEXT_LIMIT)
@@ -522,6 +544,17 @@ async def _reply(
         mention=[],
     )
     return Outcome("accepted", f"a comment on issue #{d.number}", root["id"], int(event.message["id"]))
+
+
+async def _own_comment(conn: Connection, source_id: int, comment: dict[str, Any]) -> bool:
+    """Whether a comment is one the board posted (services/replies.py): by the id the forge
+    answered when it was posted, or, should its webhook come before that answer, by the
+    board's marker in its body. Taking it in would post it back out again, and again."""
+    comment_id = comment.get("id")
+    if isinstance(comment_id, int | str) and await reply_store.own_comment(conn, source_id, str(comment_id)):
+        return True
+    body = comment.get("body")
+    return isinstance(body, str) and replies.MARKER in body
 
 
 async def _close(

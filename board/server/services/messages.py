@@ -24,7 +24,7 @@ from ..store.rows import MessageRow, WorkspaceRow
 from ..store.search import Terms, snippet
 from ..store.writer import emit
 from ..validation import arg
-from . import claims, delivery, loopguard, scope, worktrees
+from . import claims, delivery, loopguard, replies, scope, worktrees
 from .context import Context
 from .longpoll import poll
 from .paging import Page, bounded_page
@@ -266,6 +266,7 @@ async def thread(ctx: Context, p: Principal, message_id: int, q: ThreadQuery) ->
             "claim": state[root_id],
             "claim_history": await claims.claim_history(conn, root_id),
             "worktrees": await worktrees.of_thread(conn, root_id),
+            "forge_replies": await replies.of_thread(conn, root_id),
         } | page
 
     return await ctx.db.read(read)

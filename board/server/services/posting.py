@@ -26,7 +26,7 @@ from ..store.connection import Connection
 from ..store.rows import ChannelRow, MessageRow, WorkspaceRow
 from ..store.writer import emit
 from ..validation import arg
-from . import audit, leases, loopguard, outbound, scope
+from . import audit, leases, loopguard, outbound, replies, scope
 from .context import Context
 
 SLUG_PATTERN = r"[a-z0-9._-]{2,64}"
@@ -165,6 +165,8 @@ async def append(
     emit(event)
     if reasons:
         await outbound.for_message(conn, ctx, message, reasons, author.agent_id)
+    if author.is_bot and not verdict.held:
+        await replies.for_message(conn, ctx, message)
     if verdict.notice is not None:
         await _loop_notice(conn, ctx, workspace, message, verdict)
     return event

@@ -1,7 +1,8 @@
 """Issues in from the forge: sources, their mappings, the deliveries taken, the issue behind a thread.
 
-A source's secret and API token are read by :func:`credentials` only, for checking a
-signature (and, later, for replying); every other read answers whether they are set.
+A source's secret is read by :func:`credentials` only, for checking a signature, and its
+API token by ``store/replies.py`` only, when a reply out is sent; every other read answers
+whether they are set.
 """
 
 from __future__ import annotations

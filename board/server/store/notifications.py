@@ -18,7 +18,7 @@ from .rows import Row, all_rows, first_column, one
 
 DESTINATION = "SELECT id, agent_id, name, kind, settings, created_at, active FROM destinations"
 NOTIFICATION = """SELECT id, idem_key, destination_id, kind, subject, text, link, state, attempts,
-    next_at, last_error, created_at, sent_at FROM notifications"""
+    next_at, last_error, created_at, sent_at, source_id, repository, issue FROM notifications"""
 
 
 async def destinations_of(conn: Connection, agent_id: int) -> list[Row]:
@@ -157,16 +157,17 @@ async def enqueue(conn: Connection, n: Outgoing, now: str) -> bool:
 
 async def take_due(conn: Connection, now: str, limit: int) -> list[Row]:
     """Mark the due pending rows ``sending`` and answer them, oldest first, each with its
-    destination's ``destination_kind`` and ``settings``.
+    destination's ``destination_kind`` and ``settings``, or a reply out's intake source and
+    issue (``source_id``, ``repository``, ``issue``; the dispatcher reads the source's token).
 
     A paused destination's rows wait (pending) until it is active again.
     """
     rows = await all_rows(
         conn,
         """SELECT n.id, n.idem_key, n.kind, n.subject, n.text, n.link, n.attempts, n.created_at,
-                  d.kind AS destination_kind, d.settings
-           FROM notifications n JOIN destinations d ON d.id = n.destination_id
-           WHERE n.state = 'pending' AND n.next_at <= ? AND d.active = 1
+                  d.kind AS destination_kind, d.settings, n.source_id, n.repository, n.issue
+           FROM notifications n LEFT JOIN destinations d ON d.id = n.destination_id
+           WHERE n.state = 'pending' AND n.next_at <= ? AND (d.active = 1 OR n.source_id IS NOT NULL)
            ORDER BY n.next_at, n.id LIMIT ?""",
         (now, limit),
     )
@@ -185,10 +186,11 @@ async def release_sending(conn: Connection) -> int:
     return max(cursor.rowcount, 0)
 
 
-async def mark_sent(conn: Connection, notification_id: int, now: str) -> None:
+async def mark_sent(conn: Connection, notification_id: int, now: str, remote_id: str = "") -> None:
+    """Sent; ``remote_id`` is what the receiver named it (a forge's comment id), if anything."""
     await conn.execute(
-        "UPDATE notifications SET state = 'sent', sent_at = ?, last_error = '' WHERE id = ?",
-        (now, notification_id),
+        "UPDATE notifications SET state = 'sent', sent_at = ?, last_error = '', remote_id = ? WHERE id = ?",
+        (now, remote_id, notification_id),
     )
 
 
@@ -206,11 +208,11 @@ async def mark_failed(conn: Connection, notification_id: int, error: str) -> Non
 
 
 async def next_due(conn: Connection) -> str | None:
-    """When the next pending row of an active destination is due, if any."""
+    """When the next pending row of an active destination, or of a reply out, is due, if any."""
     row = await one(
         conn,
         """SELECT min(next_at) FROM notifications WHERE state = 'pending'
-           AND destination_id IN (SELECT id FROM destinations WHERE active = 1)""",
+           AND (source_id IS NOT NULL OR destination_id IN (SELECT id FROM destinations WHERE active = 1))""",
     )
     return str(row[0]) if row and row[0] is not None else None
 
