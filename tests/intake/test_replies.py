@@ -215,6 +215,19 @@ async def test_a_forge_failing_three_times_then_answering_201_gets_one_comment(
     assert len(forge.comments) == 1 and forge.comments[0].body.startswith("Once, after three refusals.")
 
 
+async def test_comments_on_one_issue_land_in_order_across_a_refusal(world: World, forge: FakeForge) -> None:
+    """The done summary waits while the reply before it is retried: the issue reads as the thread."""
+    fast_retries(world.board, backoff=0.3)
+    forge.fail = 2
+    _, thread_id = await opened(world, forge, 9)
+    await world.bot.post("First: the cause.", reply_to=thread_id, tags=["forge"])
+    await world.bot.claim(thread_id, "fixing")
+    await world.bot.done(thread_id, "Second: the fix is out.")
+    found = await settled(world.board, 2)
+    assert [r[:2] for r in found] == [("reply", "sent"), ("done", "sent")] and forge.failed == 2
+    assert [c.body.split("\n")[0] for c in forge.comments] == ["First: the cause.", "Second: the fix is out."]
+
+
 async def test_a_forge_that_always_fails_ends_failed_with_its_error_on_the_thread(
     world: World, forge: FakeForge
 ) -> None:

@@ -160,14 +160,20 @@ async def take_due(conn: Connection, now: str, limit: int) -> list[Row]:
     destination's ``destination_kind`` and ``settings``, or a reply out's intake source and
     issue (``source_id``, ``repository``, ``issue``; the dispatcher reads the source's token).
 
-    A paused destination's rows wait (pending) until it is active again.
+    A paused destination's rows wait (pending) until it is active again. The replies out to
+    one issue go one at a time, in order: a row waits while an earlier one of its issue is
+    still to send, so the comments land on the forge as they were written.
     """
     rows = await all_rows(
         conn,
         """SELECT n.id, n.idem_key, n.kind, n.subject, n.text, n.link, n.attempts, n.created_at,
                   d.kind AS destination_kind, d.settings, n.source_id, n.repository, n.issue
            FROM notifications n LEFT JOIN destinations d ON d.id = n.destination_id
-           WHERE n.state = 'pending' AND n.next_at <= ? AND (d.active = 1 OR n.source_id IS NOT NULL)
+           WHERE n.state = 'pending' AND n.next_at <= ?
+             AND (d.active = 1 OR n.source_id IS NOT NULL AND NOT EXISTS (
+                 SELECT 1 FROM notifications e WHERE e.source_id = n.source_id
+                    AND e.repository = n.repository AND e.issue = n.issue AND e.id < n.id
+                    AND e.state IN ('pending', 'sending')))
            ORDER BY n.next_at, n.id LIMIT ?""",
         (now, limit),
     )
