@@ -76,6 +76,10 @@ class MemoryBoard:
     async def me(self) -> dict[str, Any]:
         return {"handle": "pb", "workspace": "proj", "cursor": 0, "claims": self.claims}
 
+    async def wake_stream(self, **_: Any) -> Any:
+        """A board from before the stream: the daemon long-polls (the stream is tested end to end)."""
+        raise BoardAPIError(404, "NOT_FOUND", "No such route.")
+
     async def wake(self, *, since: int, wait: int, limit: int, **_: Any) -> dict[str, Any]:
         while True:
             found = [m for m in self.messages if m["id"] > since][:limit]
