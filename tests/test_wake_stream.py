@@ -10,6 +10,7 @@ import asyncio
 import json
 import socket
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 from board.client import BoardAPIError, BoardClient
 from tests.support.boardtest import World, eventually, held, start_board, stop_board
 
+STAMP = "%Y-%m-%dT%H:%M:%SZ"
 WITHIN = 10.0  # a generous bound for a line that is due now, not a measurement
 
 
@@ -231,3 +233,27 @@ async def test_what_a_stream_is_refused_for(world: World) -> None:
         await w.bot.wake_stream(since=0, goal=other["id"])
     assert refusal.value.code == "NOT_FOUND"
     assert w.board.ctx.hub.waiting == 0
+
+
+async def test_a_wake_that_reaches_the_budget_holds_the_stream_until_the_lift(world: World) -> None:
+    w = world
+    await w.human.set_budget("pb", budget_wakes=1)
+    since = await _cursor(w.bot)
+    first = await w.human.post("@pb first", channel="lobby", workspace="proj")
+    stream = await w.bot.wake_stream(since=since)
+    lines = aiter(stream)
+    assert (await _until(lines, first["id"]))[-1]["cursor"] == first["id"]
+    await w.bot.record_wake(
+        harness="claude",
+        started_at=datetime.now(UTC).strftime(STAMP),
+        outcome="ok",
+        trigger_ids=[first["id"]],
+    )
+    hold = await asyncio.wait_for(anext(lines), WITHIN)  # the record itself holds the stream, at once
+    assert hold["cursor"] == first["id"] and hold["held"]["measure"] == "wakes"
+    second = await w.human.post("@pb second, while held", channel="lobby", workspace="proj")
+    await w.human.set_budget("pb", lift=True)
+    assert await asyncio.wait_for(anext(lines), WITHIN) == {"cursor": first["id"], "end": "lifted"}
+    stream.close()
+    async with await w.bot.wake_stream(since=first["id"]) as again:
+        assert [line["message"]["id"] for line in await _until(aiter(again), second["id"])] == [second["id"]]
