@@ -481,14 +481,21 @@ class Bot:
             beat=self.timing.beat,
         )
         self.log.event("streaming", since=self.read_position)
+        ended = None
         async with stream:
             async for line in stream:
                 if "message" in line:
                     self.receive([line["message"]])
                 elif "held" in line:
                     self.note_hold(line["held"])  # the stream beats until the hold ends, then ends
-                elif line.get("end") == "lifted":
-                    self.note_hold(None)
+                elif "end" in line:
+                    ended = line["end"]
+                    if ended == "lifted":
+                        self.note_hold(None)
+        if ended is None:  # cut short without its end line (a proxy?): not a stream to retry at once
+            raise BoardAPIError(
+                0, "UNAVAILABLE", "the wake stream ended without its end line", retryable=True
+            )
 
     async def poll_once(self, wait: int) -> None:
         """One long-poll of the wake feed, up to ``wait`` s, retried while the board cannot be reached."""
