@@ -257,3 +257,25 @@ async def test_a_wake_that_reaches_the_budget_holds_the_stream_until_the_lift(wo
     stream.close()
     async with await w.bot.wake_stream(since=first["id"]) as again:
         assert [line["message"]["id"] for line in await _until(aiter(again), second["id"])] == [second["id"]]
+
+
+async def test_a_stream_beats_while_events_it_does_not_send_keep_coming(world: World) -> None:
+    """A channel not created yet is heard on the workspace's key: every post there reaches the
+    stream's waiter and none is for it, yet the heartbeat keeps its pace."""
+    w = world
+    async with await w.bot.wake_stream(since=await _cursor(w.bot), watch=["fresh"], beat=1) as stream:
+        lines = aiter(stream)
+        await held(w.board)
+        chatter = asyncio.ensure_future(_chatter(w))
+        try:
+            got = [await asyncio.wait_for(anext(lines), WITHIN) for _ in range(2)]
+        finally:
+            chatter.cancel()
+            await asyncio.gather(chatter, return_exceptions=True)
+    assert [line.get("beat") for line in got] == [True, True]
+
+
+async def _chatter(w: World) -> None:
+    for n in range(1000):
+        await w.peer.post(f"chatter {n}", channel="random")
+        await asyncio.sleep(0.2)

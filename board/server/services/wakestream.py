@@ -24,6 +24,7 @@ reader that falls ``BOARD_STREAM_BUFFER`` events behind is cut.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +75,7 @@ class WakeStream:
             [*wake.keys, *self.budget_keys], p.agent_id, pinned=True, bound=ctx.settings.stream_buffer
         )
         self.cursor = q.since
+        self.sent_at = 0.0  # the event loop's time of the last line sent
 
     def on_overflow(self, cut: Callable[[], None]) -> None:
         """Run ``cut`` (drop the connection) when the reader falls too far behind."""
@@ -93,9 +95,21 @@ class WakeStream:
     def _mark(self, **what: Any) -> bytes:
         return line({"cursor": self.cursor, **what})
 
+    async def _wait(self) -> tuple[list[Event | Signal], bool]:
+        """What was published for this stream, and whether a beat is due: nothing was sent for
+        ``beat`` seconds (events that are not for the bot, however many, send nothing)."""
+        clock = asyncio.get_running_loop()
+        await self.waiter.wait(max(0.0, self.sent_at + self.q.beat - clock.time()))
+        return self.waiter.take(), clock.time() >= self.sent_at + self.q.beat
+
+    def _sent(self, chunk: bytes) -> bytes:
+        self.sent_at = asyncio.get_running_loop().time()
+        return chunk
+
     async def lines(self) -> AsyncIterator[bytes]:
         """The stream's lines, several at once when they come together; ends at ``end``."""
         ctx, hub, waiter = self.ctx, self.ctx.hub, self.waiter
+        self.sent_at = asyncio.get_running_loop().time()
         hold = await budgets.feed_hold(ctx, self.p.agent_id, 0)
         if hold is None:
             await ctx.waits.touch(self.p)  # a daemon waits for this bot: its messages are reachable
@@ -103,32 +117,31 @@ class WakeStream:
                 _, items = await self.wake.fetch(ctx, self.q.limit)
                 if items:
                     self.cursor = items[: self.q.limit][-1]["id"]
-                    yield b"".join(message_line(item) for item in items[: self.q.limit])
+                    yield self._sent(b"".join(message_line(item) for item in items[: self.q.limit]))
                 if len(items) > self.q.limit:
                     yield self._mark(end="more")
                     return
-            while hold is None:
-                woke = await waiter.wait(self.q.beat)
-                if hub.closed or waiter.overflowed:
-                    break
-                if not woke:
-                    await ctx.waits.touch(self.p)
-                    hold = await budgets.feed_hold(ctx, self.p.agent_id, 0)
-                    if hold is None:
-                        yield self._mark(beat=True)
-                    continue
-                out = []
-                for event in waiter.take():
-                    if isinstance(event, Signal):
-                        if event.key in self.budget_keys:
-                            hold = await budgets.feed_hold(ctx, self.p.agent_id, 0)
-                            if hold is not None:
-                                break  # what follows the hold is read again after it
-                    elif event.id > self.cursor and (found := self._line(event)) is not None:
-                        out.append(found)
-                        self.cursor = event.id
-                if out:
-                    yield b"".join(out)
+        while hold is None:
+            taken, due = await self._wait()
+            if hub.closed or waiter.overflowed:
+                break
+            out = []
+            for event in taken:
+                if isinstance(event, Signal):
+                    if event.key in self.budget_keys:
+                        hold = await budgets.feed_hold(ctx, self.p.agent_id, 0)
+                        if hold is not None:
+                            break  # what follows the hold is read again after it
+                elif event.id > self.cursor and (found := self._line(event)) is not None:
+                    out.append(found)
+                    self.cursor = event.id
+            if out:
+                yield self._sent(b"".join(out))
+            elif due and hold is None:
+                await ctx.waits.touch(self.p)
+                hold = await budgets.feed_hold(ctx, self.p.agent_id, 0)  # a midnight, a lift's end
+                if hold is None:
+                    yield self._sent(self._mark(beat=True))
         if hold is not None:
             async for held in self._held(hold):
                 yield held
@@ -139,19 +152,17 @@ class WakeStream:
         """Say the bot is held, beat until the hold ends, then end: the reader reconnects and
         reads what was said meanwhile."""
         ctx, hub, waiter = self.ctx, self.ctx.hub, self.waiter
-        yield self._mark(held=hold.as_dict())
+        yield self._sent(self._mark(held=hold.as_dict()))
         while not hub.closed and not waiter.overflowed:
-            woke = await waiter.wait(self.q.beat)
+            taken, due = await self._wait()
             if hub.closed:
                 return
-            changed = not woke or any(
-                isinstance(e, Signal) and e.key in self.budget_keys for e in waiter.take()
-            )
-            if changed and await budgets.feed_hold(ctx, self.p.agent_id, 0) is None:
+            budget_moved = any(isinstance(e, Signal) and e.key in self.budget_keys for e in taken)
+            if (due or budget_moved) and await budgets.feed_hold(ctx, self.p.agent_id, 0) is None:
                 yield self._mark(end="lifted")
                 return
-            if not woke:
-                yield self._mark(beat=True)
+            if due:
+                yield self._sent(self._mark(beat=True))
 
 
 async def open_stream(ctx: Context, p: Principal, q: WakeStreamQuery) -> WakeStream:
