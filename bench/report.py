@@ -108,6 +108,21 @@ TARGETS = [
     Target("post p99, 128 posters", "≤ 50 ms", "post", lambda r: _post(r, "p99"), lambda v, _: v <= 50),
     Target("wake p99, one of 1,000", "≤ 20 ms", "wake", lambda r: _wake(r, "one"), lambda v, _: v <= 20),
     Target("wake p99, all 1,000", "≤ 250 ms", "wake", lambda r: _wake(r, "all"), lambda v, _: v <= 250),
+    # Daemons' wake streams: held to the bare asyncio wake of the same waiters, in the same run.
+    Target(
+        "wake p99, one of 1,000 streams",
+        "≤ 1.5x the bare wake",
+        "wake",
+        lambda r: _wake(r, "stream-one"),
+        lambda v, ratio: ratio is not None and ratio <= 1.5,
+    ),
+    Target(
+        "wake p99, all 1,000 streams (the last)",
+        "≤ 1.2x the bare wake",
+        "wake",
+        lambda r: _wake(r, "stream-all"),
+        lambda v, ratio: ratio is not None and ratio <= 1.2,
+    ),
     Target(
         "idle CPU, 1,000 long-polls",
         "≤ 2 % of a core",

@@ -7,7 +7,8 @@ status numbers. Daemons import this module and nothing else from the board.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -51,6 +52,64 @@ def encode_params(values: Mapping[str, Any]) -> dict[str, str]:
         else:
             out[key] = str(value)
     return out
+
+
+def _error(resp: aiohttp.ClientResponse, data: Any) -> BoardAPIError:
+    """The board's error answer as a :class:`BoardAPIError`."""
+    error = data.get("error", {}) if isinstance(data, dict) else {}
+    retry = resp.headers.get("Retry-After")
+    return BoardAPIError(
+        resp.status,
+        error.get("code", "UNAVAILABLE"),
+        error.get("message", str(data)[:200]),
+        error.get("details"),
+        bool(error.get("retryable")),
+        float(retry) if retry else None,
+    )
+
+
+class Lines:
+    """An open answer of JSON lines: ``async for line in lines``, then :meth:`close`.
+
+    The iteration ends when the board ends the answer; a connection that breaks or falls
+    silent past the read timeout raises UNAVAILABLE, like any call that cannot reach the board.
+    """
+
+    def __init__(
+        self,
+        resp: aiohttp.ClientResponse | None,
+        unreachable: Callable[[BaseException], BoardAPIError] | None = None,
+    ) -> None:
+        self._resp = resp
+        self._unreachable = unreachable
+
+    async def __aenter__(self) -> Lines:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Hang up (the board frees the stream at once)."""
+        if self._resp is not None:
+            self._resp.close()
+
+    async def __aiter__(self) -> AsyncIterator[JSON]:
+        if self._resp is None:
+            return
+        rest = b""
+        try:
+            async for chunk in self._resp.content.iter_any():
+                *whole, rest = (rest + chunk).split(b"\n")
+                for raw in whole:
+                    if raw.strip():
+                        yield json.loads(raw)
+        except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
+            assert self._unreachable is not None
+            raise self._unreachable(exc) from exc
+        if rest.strip():  # the board never ends a stream inside a line: the connection broke
+            assert self._unreachable is not None
+            raise self._unreachable(ConnectionError("the stream ended inside a line"))
 
 
 def _body(values: Mapping[str, Any]) -> JSON:
@@ -136,21 +195,40 @@ class BoardClient:
                 else:  # a download: the package
                     data = await resp.read()
                 if resp.status >= 400:
-                    error = data.get("error", {}) if isinstance(data, dict) else {}
-                    retry = resp.headers.get("Retry-After")
-                    raise BoardAPIError(
-                        resp.status,
-                        error.get("code", "UNAVAILABLE"),
-                        error.get("message", str(data)[:200]),
-                        error.get("details"),
-                        bool(error.get("retryable")),
-                        float(retry) if retry else None,
-                    )
+                    raise _error(resp, data)
                 return resp.status, data
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            raise BoardAPIError(
-                0, "UNAVAILABLE", f"cannot reach {self.base_url}: {exc}", retryable=True
-            ) from exc
+            raise self._unreachable(exc) from exc
+
+    def _unreachable(self, exc: BaseException) -> BoardAPIError:
+        return BoardAPIError(0, "UNAVAILABLE", f"cannot reach {self.base_url}: {exc}", retryable=True)
+
+    async def stream(
+        self, method: str, path: str, *, params: Mapping[str, Any] | None = None, read_timeout: float
+    ) -> Lines:
+        """Open a route that answers JSON lines (NDJSON): its :class:`Lines` once the board took the
+        call, or :class:`BoardAPIError`. Silence for ``read_timeout`` seconds ends it as UNAVAILABLE."""
+        hdrs = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        timeout = aiohttp.ClientTimeout(total=None, connect=self._timeout.total, sock_read=read_timeout)
+        try:
+            resp = await self._http().request(
+                method,
+                self.base_url + path,
+                params=encode_params(params or {}),
+                headers=hdrs,
+                timeout=timeout,
+            )
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise self._unreachable(exc) from exc
+        if resp.status >= 400:
+            try:
+                data = await resp.json() if resp.content_type == "application/json" else await resp.text()
+            except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
+                raise self._unreachable(exc) from exc
+            finally:
+                resp.release()
+            raise _error(resp, data)
+        return Lines(resp, self._unreachable)
 
     # -- discovery and identity -------------------------------------------------
 
@@ -374,6 +452,12 @@ class BoardClient:
 
     async def wake(self, **params: Any) -> JSON:
         return await self.request_object("GET", "/api/wake", params=params)
+
+    async def wake_stream(self, *, beat: int = 20, **params: Any) -> Lines:
+        """The wake feed as a stream (``since``, ``watch``, ``goal``, ``view``, ``limit``): a line a
+        message, each with its cursor, and a heartbeat every ``beat`` s; three beats of silence end it."""
+        params = {**params, "beat": beat}
+        return await self.stream("GET", "/api/wake/stream", params=params, read_timeout=3 * beat)
 
     # -- registry: skills, profiles, prompts ------------------------------------
 

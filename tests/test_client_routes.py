@@ -19,7 +19,7 @@ from typing import Any, get_origin, get_type_hints
 
 import pytest
 
-from board.client import BoardClient
+from board.client import BoardClient, Lines
 from board.server.api.route import Route
 from board.server.api.table import all_routes
 
@@ -29,7 +29,7 @@ SPECIAL: dict[str, Any] = {
     "kind": "restart",  # fleet_order: the order kind is the route's last segment
 }
 WORKSPACE = "ws-1"  # the knowledge methods' keyword for the /api/workspaces/{slug}/knowledge form
-NOT_ROUTES = {"request", "request_object", "call", "close"}  # the plumbing every method uses
+NOT_ROUTES = {"request", "request_object", "call", "stream", "close"}  # the plumbing every method uses
 
 
 class Recorder(BoardClient):
@@ -42,6 +42,10 @@ class Recorder(BoardClient):
     async def call(self, method: str, path: str, **kwargs: Any) -> tuple[int, Any]:
         self.calls.append((method, path))
         return 200, {}
+
+    async def stream(self, method: str, path: str, **kwargs: Any) -> Lines:
+        self.calls.append((method, path))
+        return Lines(None)
 
 
 def _sample(name: str, hint: Any) -> Any:

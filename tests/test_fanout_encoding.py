@@ -129,3 +129,30 @@ async def test_a_shared_event_still_reaches_only_who_may_read_it(
     public = await world.human.post("for everyone", channel="lobby", workspace="proj")
     for task in shut_out:
         assert [m["id"] for m in (await task)["messages"]] == [public["id"]]
+
+
+async def test_one_event_is_encoded_once_per_view_for_every_wake_stream(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Daemons' wake streams watching one channel: one encoding per view, every line spliced from it."""
+    cursor = (await world.human.post("the channel exists", channel="builds", workspace="proj"))["id"]
+    readers = [await world.board.bot(f"s{i}", "proj") for i in range(6)]
+    views = ["compact"] * 3 + ["full"] * 3
+    streams = [
+        await r.wake_stream(since=cursor, watch=["builds"], view=view, beat=1)
+        for r, view in zip(readers, views, strict=True)
+    ]
+    lines = [aiter(s) for s in streams]
+    for line in lines:  # a beat: past its backlog (the readers' arrivals), each stream is live
+        while "beat" not in await asyncio.wait_for(anext(line), 10):
+            pass
+    body = "a build finished"
+    encodes = count_encodes(monkeypatch, body)
+    posted = await world.human.post(body, channel="builds", workspace="proj")
+    got = [await asyncio.wait_for(anext(line), 10) for line in lines]
+    assert encodes[0] == 2 + 1  # compact and full, and the poster's own answer
+    assert all(g["cursor"] == posted["id"] and g["message"]["id"] == posted["id"] for g in got)
+    assert all(g["message"]["preview"] == body and "body" not in g["message"] for g in got[:3])
+    assert all(g["message"]["body"] == body and g["message"]["watched"] for g in got[3:])
+    for stream in streams:
+        stream.close()

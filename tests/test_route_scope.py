@@ -84,6 +84,13 @@ async def claim_by_bot(world: World, facts: dict[str, Any]) -> None:
     await world.bot.claim(facts["root"])
 
 
+async def two_for_each_bot(world: World, facts: dict[str, Any]) -> None:
+    """A backlog past ``limit=1`` for every bot: its wake stream ends (``end: more``) and so answers."""
+    for handle, workspace in (("pb", "proj"), ("ab", "admin"), ("ob", "other")):
+        for n in range(2):
+            await world.human.post(f"@{handle} {n}", channel="general", workspace=workspace)
+
+
 async def archived_workspace(world: World, facts: dict[str, Any]) -> None:
     await world.human.create_workspace("gone")
     await world.human.archive_workspace("gone")
@@ -237,6 +244,11 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/api/wakes"): Case(everyone(200)),
     ("GET", "/api/costs"): Case(scoped(), params={"workspace": "proj"}),  # a bot of other: NOT_FOUND
     ("GET", "/api/wake"): Case({"bot": 200, "admin_bot": 200, "other_bot": 200}),
+    ("GET", "/api/wake/stream"): Case(
+        {"bot": 200, "admin_bot": 200, "other_bot": 200},
+        params={"since": "0", "limit": "1"},
+        prepare=two_for_each_bot,
+    ),
     ("GET", "/api/audit"): Case(HUMAN),
     # The fleet: humans steer it, each keeper speaks for its own machine only.
     ("POST", "/api/fleet/enroll-codes"): Case(HUMAN, body=lambda r, f: {"machine_name": f"m-{r}"}),

@@ -180,7 +180,8 @@ async def run(options: Options, environ: Mapping[str, str], *, timing: Timing | 
         )
         if timing is None:
             retry_cap = parse_seconds("BOT_BOARD_RETRY_MAX", environ.get("BOT_BOARD_RETRY_MAX"), 30.0)
-            timing = Timing(retry_cap=max(retry_cap, 0.1))
+            stream_retry = parse_seconds("BOT_STREAM_RETRY", environ.get("BOT_STREAM_RETRY"), 60.0)
+            timing = Timing(retry_cap=max(retry_cap, 0.1), stream_retry=stream_retry)
     except ConfigError as exc:
         log.event("config_error", error=str(exc))
         lock.release()

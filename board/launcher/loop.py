@@ -2,8 +2,10 @@
 
 Two kinds of task share the bot's state:
 
-- the **reader** holds ``GET /api/wake?since=<read position>&wait=60`` open and
-  puts each message it returns in the queue of its **lane** (the bot's one
+- the **reader** holds the wake stream (``GET /api/wake/stream?since=<read
+  position>``) open, or when it breaks or the board has none long-polls
+  ``GET /api/wake?since=...&wait=60`` and tries the stream again a minute later,
+  and puts each message it gets in the queue of its **lane** (the bot's one
   session, or in pool mode the session of the message's channel; with
   worktrees, of its thread, also in a pool's project channels);
 - each **lane** runs one harness turn at a time for everything queued in it.
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import random
 import time
@@ -79,6 +82,8 @@ class Timing:
     """The loop's waits; tests shorten them."""
 
     wait: int = 60  # long-poll seconds
+    beat: int = 20  # the wake stream's heartbeat: three beats of silence and it is dead
+    stream_retry: float = 60.0  # the stream broke or is not offered: long-poll this long, then try it again
     retry_first: float = 0.5  # board unreachable: first retry delay ...
     retry_cap: float = 30.0  # ... doubling up to this
     fail_first: float = 1.0  # harness failure: first backoff ...
@@ -447,35 +452,85 @@ class Bot:
         return tuple(self.pool.watch()) if self.pool is not None else self.cfg.watch
 
     async def read_loop(self) -> None:
+        """Read the wake stream; while it cannot be had (it broke, or an older board has none),
+        long-poll, and try the stream again ``stream_retry`` seconds later."""
+        stream_from = 0.0  # monotonic time from which the stream is tried again
         while True:
-            since = self.read_position
-            try:
-                page = await self.call(
-                    "wake",
-                    lambda since=since: self.client.wake(  # type: ignore[misc]
-                        since=since,
-                        wait=self.timing.wait,
-                        limit=self.timing.batch_max,
-                        watch=list(self.watch()),
-                        goal=self.cfg.goal if self.pool is None else None,
-                    ),
-                )
-            except BoardAPIError as exc:  # not a bot's token, a goal out of scope, ...
-                raise Fatal(f"the board refused the wake feed: {exc.code}: {exc.message}") from exc
-            if self.note_hold(page.get("held")):
-                # The board long-polled while held and answers at once on a lift: this pause
-                # only bounds the polls of a board that answers held at once.
-                await self.sleep(self.timing.held_pause)
-                continue
-            messages = sorted(page.get("messages") or [], key=lambda m: int(m["id"]))
-            now = time.monotonic()
-            for message in messages:
-                self.dispatch(message, now)
-            if messages:
-                self.read_position = max(self.read_position, int(messages[-1]["id"]))
-                if not self.pending:
-                    self.state.mark_handled([], self.read_position, self.pending)
-                    self.save()
+            if time.monotonic() >= stream_from:
+                try:
+                    await self.read_stream()
+                    continue  # the board ended it (backlog past the limit, a lift, a restart): reconnect
+                except BoardAPIError as exc:
+                    if exc.code == "UNAUTHENTICATED":
+                        raise Fatal(f"the board refused the bot's token ({exc.message})") from exc
+                    stream_from = time.monotonic() + self.timing.stream_retry
+                    self.log.event(
+                        "stream_fallback", code=exc.code, error=exc.message, retry_s=self.timing.stream_retry
+                    )
+            # The long-poll ends by the time the stream is due again.
+            await self.poll_once(max(1, min(self.timing.wait, math.ceil(stream_from - time.monotonic()))))
+
+    async def read_stream(self) -> None:
+        """Hold the wake stream until the board ends it: each message as it is published, the
+        cursor moving as the long-poll's would. A break raises (UNAVAILABLE) to fall back."""
+        stream = await self.client.wake_stream(
+            since=self.read_position,
+            limit=self.timing.batch_max,
+            watch=list(self.watch()),
+            goal=self.cfg.goal if self.pool is None else None,
+            beat=self.timing.beat,
+        )
+        self.log.event("streaming", since=self.read_position)
+        ended = None
+        async with stream:
+            async for line in stream:
+                if "message" in line:
+                    self.receive([line["message"]])
+                elif "held" in line:
+                    self.note_hold(line["held"])  # the stream beats until the hold ends, then ends
+                elif "end" in line:
+                    ended = line["end"]
+                    if ended == "lifted":
+                        self.note_hold(None)
+        if ended is None:  # cut short without its end line (a proxy?): not a stream to retry at once
+            raise BoardAPIError(
+                0, "UNAVAILABLE", "the wake stream ended without its end line", retryable=True
+            )
+
+    async def poll_once(self, wait: int) -> None:
+        """One long-poll of the wake feed, up to ``wait`` s, retried while the board cannot be reached."""
+        since = self.read_position
+        try:
+            page = await self.call(
+                "wake",
+                lambda: self.client.wake(
+                    since=since,
+                    wait=wait,
+                    limit=self.timing.batch_max,
+                    watch=list(self.watch()),
+                    goal=self.cfg.goal if self.pool is None else None,
+                ),
+            )
+        except BoardAPIError as exc:  # not a bot's token, a goal out of scope, ...
+            raise Fatal(f"the board refused the wake feed: {exc.code}: {exc.message}") from exc
+        if self.note_hold(page.get("held")):
+            # The board long-polled while held and answers at once on a lift: this pause
+            # only bounds the polls of a board that answers held at once.
+            await self.sleep(self.timing.held_pause)
+            return
+        self.receive(page.get("messages") or [])
+
+    def receive(self, messages: list[dict[str, Any]]) -> None:
+        """Dispatch what the feed sent, and move the read position past it."""
+        messages = sorted(messages, key=lambda m: int(m["id"]))
+        now = time.monotonic()
+        for message in messages:
+            self.dispatch(message, now)
+        if messages:
+            self.read_position = max(self.read_position, int(messages[-1]["id"]))
+            if not self.pending:
+                self.state.mark_handled([], self.read_position, self.pending)
+                self.save()
 
     def note_hold(self, held: dict[str, Any] | None) -> bool:
         """Whether the board holds the bot's wakes; logs (and keeps in its state) each hold once."""

@@ -7,10 +7,13 @@ each key the event touches (its workspace, channel or conversation, thread,
 and every agent whose inbox it lands in) and hands them the event itself, so
 waking W waiters costs W list appends and no database query.
 
-Every held request (a long-poll now, a stream later) subscribes under its
-principal, which may hold at most ``max_held`` at once: a newer one releases the
-oldest, which answers at once with what it has. A buggy client looping on
-requests it never waits out cannot pile up memory and file descriptors.
+Every held request (a long-poll, a page's stream, a daemon's wake stream)
+subscribes under its principal, which may hold at most ``max_held`` at once: a
+newer one releases the oldest that may be let go, which answers at once with
+what it has. A daemon's wake stream is pinned: it is never let go for a newer
+request, and a request past the cap whose owner holds only pinned ones is
+refused (:class:`Full`). A buggy client looping on requests it never waits out
+cannot pile up memory and file descriptors.
 """
 
 from __future__ import annotations
@@ -21,7 +24,11 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+from .errors import RateLimited
+
 Key = tuple[str, int]
+#: How soon a request refused for its owner's held streams may try again.
+RETRY_FULL = 5.0
 T = TypeVar("T")
 
 
@@ -76,6 +83,13 @@ class Signal:
         yield self.key
 
 
+class Full(RateLimited):
+    """The owner holds ``max_held`` pinned requests (streams): none may be let go for a newer one."""
+
+    def __init__(self) -> None:
+        super().__init__(RETRY_FULL, "streams held by this token at once (BOARD_MAX_WAITS)")
+
+
 @dataclass(eq=False)
 class Waiter:
     """One held request: collects the events published under its keys."""
@@ -85,6 +99,13 @@ class Waiter:
     #: A request held open (counted in ``Hub.waiting``), not a background task's wake-up.
     request: bool = True
     released: bool = False  # let go by a newer request of its owner: answer now
+    #: A stream's: never released for a newer request of its owner (see :class:`Full`).
+    pinned: bool = False
+    #: Events a stream may have buffered, not yet taken, before :attr:`cut` runs: a reader
+    #: too slow to keep up is dropped, not followed by a buffer that grows without end.
+    bound: int | None = None
+    cut: Callable[[], None] | None = None
+    overflowed: bool = False
     events: list[Event | Signal] = field(default_factory=list)
     _last: Event | Signal | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -96,9 +117,16 @@ class Waiter:
         before the next begins, so the last event delivered is all a waiter keeps to
         drop the repeats: a stream held for days holds no record of what it saw.
         """
-        if event is self._last:
+        if event is self._last or self.overflowed:
             return
         self._last = event
+        if self.bound is not None and len(self.events) >= self.bound:
+            self.overflowed = True
+            self.events = []
+            if self.cut is not None:
+                self.cut()
+            self._ready.set()
+            return
         self.events.append(event)
         self._ready.set()
 
@@ -138,16 +166,29 @@ class Hub:
         self.last_id = 0  # highest message id published (or found in the store at start)
         self.closed = False
 
-    def subscribe(self, keys: Iterable[Key], owner: int | None = None, *, request: bool = True) -> Waiter:
-        """A waiter for ``keys``; past ``max_held`` for ``owner``, its oldest is released.
+    def subscribe(
+        self,
+        keys: Iterable[Key],
+        owner: int | None = None,
+        *,
+        pinned: bool = False,
+        bound: int | None = None,
+        request: bool = True,
+    ) -> Waiter:
+        """A waiter for ``keys``; past ``max_held`` for ``owner``, its oldest unpinned one is
+        released, and with none to release :class:`Full` is raised and nothing is held.
 
         ``request=False`` is a background task's (the outbox's): not counted as a held request.
         """
-        waiter = Waiter(tuple(keys), owner, request)
+        waiter = Waiter(tuple(keys), owner, request, pinned=pinned, bound=bound)
         if owner is not None:
             held = self._by_owner.setdefault(owner, deque())
             while len(held) >= self.max_held:
-                held.popleft().release()
+                oldest = next((w for w in held if not w.pinned), None)
+                if oldest is None:
+                    raise Full()
+                held.remove(oldest)
+                oldest.release()
             held.append(waiter)
         for key in waiter.keys:
             self._by_key[key].add(waiter)

@@ -93,6 +93,13 @@ class Settings:
         default=8,
         metadata={"help": "Long-polls one token may hold at once; a newer one answers the oldest at once."},
     )
+    stream_buffer: int = field(
+        default=1000,
+        metadata={
+            "help": "Events a daemon's wake stream may fall behind its reader before the board cuts it "
+            "(the daemon reconnects with its cursor)."
+        },
+    )
     unreachable_after: int = field(
         default=300,
         metadata={

@@ -21,10 +21,12 @@ HELD_FOR = 6.0  # seconds the test watches a held daemon
 
 
 async def feed_requests(live: LiveBoard) -> int:
-    """GET /api/wake requests the board has answered, from its /metrics (loopback needs no token)."""
+    """Wake feed requests (long-polls and streams) the board has answered, from its /metrics
+    (loopback needs no token)."""
     async with aiohttp.ClientSession() as http, http.get(f"{live.url}/metrics") as answer:
         text = await answer.text()
-    lines = re.findall(r'board_requests_total\{method="GET",route="/api/wake",status="\d+"\} (\d+)', text)
+    feed = r'board_requests_total\{method="GET",route="/api/wake(?:/stream)?",status="\d+"\} (\d+)'
+    lines = re.findall(feed, text)
     return sum(int(n) for n in lines)
 
 
@@ -51,7 +53,7 @@ async def test_a_bot_at_its_budget_is_held_and_a_lift_runs_the_held_wake_once(
     await asyncio.sleep(HELD_FOR)
     polls = await feed_requests(live) - before
     print(f"held for {HELD_FOR:.0f} s: {polls} feed requests answered")
-    assert polls <= 1, polls  # a held daemon long-polls; it does not spin
+    assert polls <= 1, polls  # a held daemon waits on its stream; it does not spin
     assert len(fake.calls()) == 1 and len(await wakes(world.human, "pb")) == 1  # no harness ran
     [event] = bot.events("held")  # logged once
     assert (event["reason"], event["measure"], event["limit"], event["spent"]) == ("budget", "wakes", 1, 1)

@@ -53,6 +53,7 @@ class MemoryBoard:
         self.cursor_when_recorded: list[int] = []
         self.unavailable = 0  # fail this many record_wake calls with UNAVAILABLE first
         self.hidden: set[int] = set()  # messages the board no longer shows the bot
+        self.stream_tries = 0
 
     def add(self, body: str = "hi", *, for_me: bool = True, thread: int | None = None) -> int:
         mid = len(self.messages) + 1
@@ -75,6 +76,11 @@ class MemoryBoard:
 
     async def me(self) -> dict[str, Any]:
         return {"handle": "pb", "workspace": "proj", "cursor": 0, "claims": self.claims}
+
+    async def wake_stream(self, **_: Any) -> Any:
+        """A board from before the stream: the daemon long-polls (the stream is tested end to end)."""
+        self.stream_tries += 1
+        raise BoardAPIError(404, "NOT_FOUND", "No such route.")
 
     async def wake(self, *, since: int, wait: int, limit: int, **_: Any) -> dict[str, Any]:
         while True:
@@ -232,6 +238,19 @@ async def test_messages_arriving_during_a_turn_make_one_next_batch(rig: Harnesse
     assert rig.board.receipted == [first, second, third]
     req = rig.harness.calls[1][0]
     assert req.session_id == "s1" and "covers messages 2, 3" in req.prompt
+
+
+async def test_a_board_without_the_stream_is_long_polled_and_the_stream_tried_later(rig: Harnessed) -> None:
+    first = rig.board.add("on an older board")
+    await rig.turn_started(1)
+    rig.harness.finish()
+    await rig.settled(1)
+    second = rig.board.add("and again")
+    await rig.turn_started(2)
+    rig.harness.finish()
+    await rig.settled(2)
+    assert [ids for _, ids in rig.harness.calls] == [[first], [second]]
+    assert rig.board.stream_tries == 1  # not again before BOT_STREAM_RETRY (60 s) has passed
 
 
 async def test_the_cursor_moves_only_after_the_wake_and_receipts(rig: Harnessed) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import actions, claims, wakes
+from aiohttp import web
+
+from ..services import actions, claims, wakes, wakestream
 from .responses import INT, STR, TIME, array, obj, page, ref
 from .route import Answer, Call, Route
 
@@ -39,6 +41,33 @@ async def list_wakes(call: Call) -> Any:
 
 async def feed(call: Call) -> Any:
     return await wakes.feed(call.ctx, call.p, call.query)
+
+
+async def stream(call: Call) -> web.StreamResponse:
+    """The wake feed as newline-delimited JSON (services/wakestream.py), until either end stops."""
+    feed = await wakestream.open_stream(call.ctx, call.p, call.query)
+    transport = call.request.transport
+    if transport is not None:
+        feed.on_overflow(transport.abort)  # a reader too far behind: drop it, unflushed bytes and all
+    response = web.StreamResponse(
+        headers={"Content-Type": NDJSON, "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    )
+    try:
+        await response.prepare(call.request)
+        async for chunk in feed.lines():
+            await response.write(chunk)
+        await response.write_eof()
+    finally:
+        feed.close()
+    return response
+
+
+NDJSON = "application/x-ndjson"
+#: One JSON object a line; every line has the cursor to reconnect with (docs/api-decisions.md).
+STREAM_LINE = {
+    "contentMediaType": NDJSON,
+    "description": "Lines of {cursor, message | beat | held | end}.",
+}
 
 
 ROUTES = [
@@ -122,6 +151,15 @@ ROUTES = [
         "The launcher's feed: for_me and watched, long-pollable; held: a daily budget holds the bot.",
         answer=Answer(page("messages", ref("Message"), {"held": ref("BudgetHold")})),
         query=wakes.WakeQuery,
+        role=actions.only("wake.feed"),
+    ),
+    Route(
+        "GET",
+        "/api/wake/stream",
+        stream,
+        "The launcher's feed streamed: NDJSON lines, each with the cursor to resume from.",
+        answer=Answer(STREAM_LINE),
+        query=wakestream.WakeStreamQuery,
         role=actions.only("wake.feed"),
     ),
 ]

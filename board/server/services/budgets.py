@@ -280,6 +280,16 @@ async def feed_hold(ctx: Context, agent_id: int, wait: int) -> Hold | None:
     return await ctx.db.read(lambda conn: hold_of(conn, agent_id, ctx.now()))
 
 
+def spent_key(workspace_id: int) -> Key:
+    """The hub key a wake record of a workspace's bot signals: what its bots spent moved."""
+    return ("budget-spent", workspace_id)
+
+
+def spent(workspace_id: int, wake_id: int) -> None:
+    """Tell the workspace's wake streams, once this write commits, that a hold may have begun."""
+    emit(Signal(spent_key(workspace_id), wake_id))
+
+
 def changed(agent_ids: list[int]) -> None:
     """Wake the held feeds of these bots once the write changing their limits commits."""
     for agent_id in agent_ids:

@@ -52,92 +52,129 @@ def held_page(ctx: Context, q: WakeQuery, hold: budgets.Hold) -> Page:
     return page | {"held": hold.as_dict()}
 
 
-async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
-    actions.require(p, "wake.feed")
-    if (hold := await budgets.feed_hold(ctx, p.agent_id, q.wait)) is not None:
-        return held_page(ctx, q, hold)
+@dataclass
+class WakeScope:
+    """What one bot's wake feed covers, resolved once: the hub keys it waits under, the read
+    of what it missed, and the test of each published event. The long-poll and the stream
+    (services/wakestream.py) share it, so both deliver exactly the same messages."""
 
-    async def watched_channels(
-        conn: Connection, workspace_id: int, slugs: list[str]
-    ) -> tuple[list[int], list[str]]:
-        """Ids of the watched channels that exist, and the slugs of those not created yet."""
-        found, pending = [], []
-        for slug in slugs:
-            channel = await channel_store.by_slug(conn, workspace_id, slug)
-            if channel is not None:
-                found.append(channel["id"])
-            else:
-                pending.append(slug)
-        return found, pending
+    keys: list[Key]
+    inbox: InboxFilter
+    watch: WatchFilter
+    watching: list[str]
+    view: str
 
-    watching: list[str] = []
+    async def fetch(self, ctx: Context, limit: int) -> tuple[int, list[dict[str, Any]]]:
+        """The head as this read saw it, and up to ``limit`` + 1 messages after ``since``, oldest first.
 
-    async def resolve(conn: Connection) -> tuple[int, list[int], list[str], int | None]:
-        workspace = await scope.resolve(conn, p, None)
-        profile_watch, profile_goal = await registry.wake_defaults(conn, p)
-        channel_ids, pending = await watched_channels(conn, workspace["id"], q.watch or profile_watch)
-        watching.extend(q.watch or profile_watch)
-        goal = None
-        if q.goal is not None:
-            root = await scope.visible_message(conn, p, q.goal, "thread")
-            goal = root["thread_id"]
-        elif profile_goal is not None:
-            stored = await store.by_id(conn, profile_goal)
-            if stored is not None and stored["workspace_id"] == workspace["id"]:
-                goal = stored["thread_id"]
-        return workspace["id"], channel_ids, pending, goal
+        The head is never later than the read: a message committed after it is in the
+        waiter or above the head.
+        """
 
-    workspace_id, channel_ids, pending, goal = await ctx.db.read(resolve)
-    if q.wait:  # a daemon waits for this bot: its messages are not unreachable
-        await ctx.waits.touch(p)
-    inbox = InboxFilter(agent_id=p.agent_id, since=q.since)
-    watch = WatchFilter(
-        workspace_id=workspace_id,
-        channel_ids=tuple(channel_ids),
-        pending=tuple(pending),
-        thread_id=goal,
-        since=q.since,
-        reader_id=p.agent_id,
-        held_tag=loopguard.HELD_TAG,  # a held message wakes no bot
-    )
-
-    # The answer's cursor is the head as the feed's read saw it, never later: a message
-    # committed after that read is in the answer (woken by the wait) or above the cursor.
-    head = {"cursor": q.since}
-
-    async def fetch() -> list[dict[str, Any]]:
-        async def read(conn: Connection) -> list[dict[str, Any]]:
-            head["cursor"] = await store.max_id(conn)
-            mine = await store.inbox(conn, inbox, q.limit + 1)
+        async def read(conn: Connection) -> tuple[int, list[dict[str, Any]]]:
+            head = await store.max_id(conn)
+            mine = await store.inbox(conn, self.inbox, limit + 1)
             watched = []
-            # A watched channel may have been created since resolve() (a first post makes it).
-            created = (await watched_channels(conn, workspace_id, watching))[0] if pending else []
-            for source in watch.sources(created):
-                watched += await store.select(conn, source, descending=False, limit=q.limit + 1)
+            # A watched channel may have been created since it was resolved (a first post makes it).
+            created = (
+                (await _watched_channels(conn, self.watch.workspace_id, self.watching))[0]
+                if self.watch.pending
+                else []
+            )
+            for source in self.watch.sources(created):
+                watched += await store.select(conn, source, descending=False, limit=limit + 1)
             items = {
                 m["id"]: m | {"for_me": False, "watched": True} for m in await rows_to_messages(conn, watched)
             }
             for m in await rows_to_messages(conn, mine):
                 items[m["id"]] = m | {"for_me": True, "watched": m["id"] in items}
-            return render([items[i] for i in sorted(items)][: q.limit + 1], q.view)
+            return head, render([items[i] for i in sorted(items)][: limit + 1], self.view)
 
         return await ctx.db.read(read)
 
-    def match(event: Event) -> dict[str, Any] | None:
-        reason = inbox.reason(event)
-        watched = watch.matches(event)
+    def fields(self, event: Event) -> dict[str, Any] | None:
+        """This reader's own fields of the event's message, or None if the event is not for it."""
+        reason = self.inbox.reason(event)
+        watched = self.watch.matches(event)
         if reason is None and not watched:
             return None
         if reason is None:
-            return event_view(event, q.view, for_me=False, watched=watched)
-        return event_view(event, q.view, for_me=True, watched=watched, reason=reason)
+            return {"for_me": False, "watched": watched}
+        return {"for_me": True, "watched": watched, "reason": reason}
 
-    keys: list[Key] = [("agent", p.agent_id)] + [("channel", c) for c in channel_ids]
-    if goal is not None:
-        keys.append(("thread", goal))
-    if pending:
-        keys.append(("workspace", workspace_id))  # to hear a watched channel's first post
-    items = await poll(ctx, keys, q.wait, fetch, match, owner=p.agent_id, since=q.since)
+    def match(self, event: Event) -> dict[str, Any] | None:
+        """The event's message in this feed's view (encoded once per view), or None if not for it."""
+        fields = self.fields(event)
+        return None if fields is None else event_view(event, self.view, **fields)
+
+
+async def _watched_channels(
+    conn: Connection, workspace_id: int, slugs: list[str]
+) -> tuple[list[int], list[str]]:
+    """Ids of the watched channels that exist, and the slugs of those not created yet."""
+    found, pending = [], []
+    for slug in slugs:
+        channel = await channel_store.by_slug(conn, workspace_id, slug)
+        if channel is not None:
+            found.append(channel["id"])
+        else:
+            pending.append(slug)
+    return found, pending
+
+
+async def wake_scope(
+    ctx: Context, p: Principal, since: int, watch: list[str], goal: int | None, view: str
+) -> WakeScope:
+    """The bot's feed after ``since``: its inbox, and the channels and goal thread it watches
+    (those given, else its profile's)."""
+
+    async def resolve(conn: Connection) -> WakeScope:
+        workspace = await scope.resolve(conn, p, None)
+        profile_watch, profile_goal = await registry.wake_defaults(conn, p)
+        watching = watch or profile_watch
+        channel_ids, pending = await _watched_channels(conn, workspace["id"], watching)
+        thread_id = None
+        if goal is not None:
+            root = await scope.visible_message(conn, p, goal, "thread")
+            thread_id = root["thread_id"]
+        elif profile_goal is not None:
+            stored = await store.by_id(conn, profile_goal)
+            if stored is not None and stored["workspace_id"] == workspace["id"]:
+                thread_id = stored["thread_id"]
+        keys: list[Key] = [("agent", p.agent_id)] + [("channel", c) for c in channel_ids]
+        if thread_id is not None:
+            keys.append(("thread", thread_id))
+        if pending:
+            keys.append(("workspace", workspace["id"]))  # to hear a watched channel's first post
+        inbox = InboxFilter(agent_id=p.agent_id, since=since)
+        watched = WatchFilter(
+            workspace_id=workspace["id"],
+            channel_ids=tuple(channel_ids),
+            pending=tuple(pending),
+            thread_id=thread_id,
+            since=since,
+            reader_id=p.agent_id,
+            held_tag=loopguard.HELD_TAG,  # a held message wakes no bot
+        )
+        return WakeScope(keys, inbox, watched, list(watching), view)
+
+    return await ctx.db.read(resolve)
+
+
+async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
+    actions.require(p, "wake.feed")
+    if (hold := await budgets.feed_hold(ctx, p.agent_id, q.wait)) is not None:
+        return held_page(ctx, q, hold)
+    wake = await wake_scope(ctx, p, q.since, q.watch, q.goal, q.view)
+    if q.wait:  # a daemon waits for this bot: its messages are not unreachable
+        await ctx.waits.touch(p)
+    head = {"cursor": q.since}
+
+    async def fetch() -> list[dict[str, Any]]:
+        head["cursor"], items = await wake.fetch(ctx, q.limit)
+        return items
+
+    items = await poll(ctx, wake.keys, q.wait, fetch, wake.match, owner=p.agent_id, since=q.since)
     if items and (hold := await budgets.feed_hold(ctx, p.agent_id, 0)) is not None:
         return held_page(ctx, q, hold)  # a wake recorded while this feed waited reached the limit
     return message_page(ctx, items, q, descending=False, cursor=head["cursor"], rendered=True)
@@ -235,6 +272,7 @@ async def record_wake(ctx: Context, p: Principal, req: WakeRecord) -> tuple[int,
         # absent id is NOT_FOUND alike, and nothing is recorded.
         await scope.require_messages(conn, p, sorted(set(req.trigger_ids)))
         wake_id = await claim_store.insert_wake(conn, values)
+        budgets.spent(p.workspace_id or 0, wake_id)  # a stream re-reads its bot's hold on it
         delivery.changed(await delivery_store.workspaces_of(conn, sorted(set(req.trigger_ids))))
         await audit.record(
             conn,

@@ -1,0 +1,172 @@
+"""The wake feed as one long response, for bot daemons: newline-delimited JSON.
+
+The long-poll (``GET /api/wake``) costs a whole request per wake: parse,
+authenticate, hand-off. A daemon instead holds ``GET /api/wake/stream`` and the
+board writes each line as it happens. Every line is one JSON object carrying
+``cursor``, the ``since`` to reconnect with once the line is handled:
+
+- ``{"cursor", "message"}``: a message of the feed, in the query's view;
+- ``{"cursor", "beat": true}``: every ``beat`` seconds without one, so either end
+  finds a dead connection;
+- ``{"cursor", "held": {...}}``: a daily budget holds the bot; no message follows
+  until the hold ends;
+- ``{"cursor", "end": why}``: the last line. ``more``: the backlog after ``since``
+  held more than ``limit`` messages; ``lifted``: the hold ended; ``shutdown``: the
+  board is stopping. Reconnect with the cursor.
+
+The first lines are the backlog after ``since`` (at most ``limit``, as a long-poll
+answers), then the live events. The feed's scope, filters and views are the
+long-poll's own (:class:`.wakes.WakeScope`), and a live line is encoded once per
+view for every stream it reaches (``Event.view``). The stream is held under its bot
+like a long-poll, within ``BOARD_MAX_WAITS``, but pinned (services/hub.py); a
+reader that falls ``BOARD_STREAM_BUFFER`` events behind is cut.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..hub import Event, Signal, Waiter
+from ..jsonvalues import Encoded, encode
+from ..principal import Principal
+from ..validation import arg
+from . import actions, budgets
+from .context import Context
+from .messages import event_view
+from .wakes import WakeScope, wake_scope
+
+
+@dataclass
+class WakeStreamQuery:
+    since: int = arg(0, min=0)
+    limit: int = arg(
+        100, min=1, max=500, help="Backlog lines at most; past it the stream ends with end: more."
+    )
+    watch: list[str] = arg(
+        [], max_items=50, pattern=r"[a-z0-9._-]{2,64}", help="Channels to watch, comma-separated."
+    )
+    goal: int | None = arg(None, min=1, help="A thread to watch.")
+    view: str = arg("full", choices=("full", "compact"))
+    beat: int = arg(20, min=1, max=60, help="Seconds between heartbeat lines when nothing else is sent.")
+
+
+def line(value: dict[str, Any]) -> bytes:
+    return encode(value) + b"\n"
+
+
+def message_line(item: dict[str, Any]) -> bytes:
+    """A message's line; an event's item splices the encoding it already has."""
+    if isinstance(item, Encoded):
+        return b'{"cursor":%d,"message":%s}\n' % (item["id"], item.json)
+    return line({"cursor": item["id"], "message": item})
+
+
+class WakeStream:
+    """One daemon's stream: subscribed before its backlog is read, so nothing falls between."""
+
+    def __init__(self, ctx: Context, p: Principal, q: WakeStreamQuery, wake: WakeScope) -> None:
+        self.ctx, self.p, self.q, self.wake = ctx, p, q, wake
+        self.budget_keys = (budgets.lifted_key(p.agent_id), budgets.spent_key(p.workspace_id or 0))
+        # Within the bot's BOARD_MAX_WAITS: RATE_LIMITED (hub.Full) when its streams fill them.
+        self.waiter: Waiter = ctx.hub.subscribe(
+            [*wake.keys, *self.budget_keys], p.agent_id, pinned=True, bound=ctx.settings.stream_buffer
+        )
+        self.cursor = q.since
+        self.sent_at = 0.0  # the event loop's time of the last line sent
+
+    def on_overflow(self, cut: Callable[[], None]) -> None:
+        """Run ``cut`` (drop the connection) when the reader falls too far behind."""
+        self.waiter.cut = cut
+
+    def close(self) -> None:
+        self.ctx.hub.unsubscribe(self.waiter)
+
+    def _line(self, event: Event) -> bytes | None:
+        """The event's line for this feed, once per view for every stream it reaches."""
+        fields = self.wake.fields(event)
+        if fields is None:
+            return None
+        key = ("wake-line", self.wake.view, *sorted(fields.items()))
+        return event.view(key, lambda: message_line(event_view(event, self.wake.view, **fields)))
+
+    def _mark(self, **what: Any) -> bytes:
+        return line({"cursor": self.cursor, **what})
+
+    async def _wait(self) -> tuple[list[Event | Signal], bool]:
+        """What was published for this stream, and whether a beat is due: nothing was sent for
+        ``beat`` seconds (events that are not for the bot, however many, send nothing)."""
+        clock = asyncio.get_running_loop()
+        await self.waiter.wait(max(0.0, self.sent_at + self.q.beat - clock.time()))
+        return self.waiter.take(), clock.time() >= self.sent_at + self.q.beat
+
+    def _sent(self, chunk: bytes) -> bytes:
+        self.sent_at = asyncio.get_running_loop().time()
+        return chunk
+
+    async def lines(self) -> AsyncIterator[bytes]:
+        """The stream's lines, several at once when they come together; ends at ``end``."""
+        ctx, hub, waiter = self.ctx, self.ctx.hub, self.waiter
+        self.sent_at = asyncio.get_running_loop().time()
+        hold = await budgets.feed_hold(ctx, self.p.agent_id, 0)
+        if hold is None:
+            await ctx.waits.touch(self.p)  # a daemon waits for this bot: its messages are reachable
+            if self.cursor < hub.last_id:
+                _, items = await self.wake.fetch(ctx, self.q.limit)
+                if items:
+                    self.cursor = items[: self.q.limit][-1]["id"]
+                    yield self._sent(b"".join(message_line(item) for item in items[: self.q.limit]))
+                if len(items) > self.q.limit:
+                    yield self._mark(end="more")
+                    return
+        while hold is None:
+            taken, due = await self._wait()
+            if hub.closed or waiter.overflowed:
+                break
+            out = []
+            for event in taken:
+                if isinstance(event, Signal):
+                    if event.key in self.budget_keys:
+                        hold = await budgets.feed_hold(ctx, self.p.agent_id, 0)
+                        if hold is not None:
+                            break  # what follows the hold is read again after it
+                elif event.id > self.cursor and (found := self._line(event)) is not None:
+                    out.append(found)
+                    self.cursor = event.id
+            if out:
+                yield self._sent(b"".join(out))
+            elif due and hold is None:
+                await ctx.waits.touch(self.p)
+                hold = await budgets.feed_hold(ctx, self.p.agent_id, 0)  # a midnight, a lift's end
+                if hold is None:
+                    yield self._sent(self._mark(beat=True))
+        if hold is not None:
+            async for held in self._held(hold):
+                yield held
+        if hub.closed:
+            yield self._mark(end="shutdown")
+
+    async def _held(self, hold: budgets.Hold) -> AsyncIterator[bytes]:
+        """Say the bot is held, beat until the hold ends, then end: the reader reconnects and
+        reads what was said meanwhile."""
+        ctx, hub, waiter = self.ctx, self.ctx.hub, self.waiter
+        yield self._sent(self._mark(held=hold.as_dict()))
+        while not hub.closed and not waiter.overflowed:
+            taken, due = await self._wait()
+            if hub.closed:
+                return
+            budget_moved = any(isinstance(e, Signal) and e.key in self.budget_keys for e in taken)
+            if (due or budget_moved) and await budgets.feed_hold(ctx, self.p.agent_id, 0) is None:
+                yield self._mark(end="lifted")
+                return
+            if due:
+                yield self._sent(self._mark(beat=True))
+
+
+async def open_stream(ctx: Context, p: Principal, q: WakeStreamQuery) -> WakeStream:
+    """The bot's stream, in scope and within its hold of requests, before any line is sent:
+    a refusal is still an error answer."""
+    actions.require(p, "wake.feed")
+    return WakeStream(ctx, p, q, await wake_scope(ctx, p, q.since, q.watch, q.goal, q.view))

@@ -1,0 +1,62 @@
+"""A real ``bot run`` reads its wake stream, and keeps answering, each message once, when the
+stream is cut under it and when the board restarts: it long-polls meanwhile and streams again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from board.server.hub import Waiter
+from tests.launcher.botrun import BotProcess, LiveBoard, mention, one_reply, replies
+from tests.launcher.fakeharness import Fake
+from tests.support.boardtest import Board, World, eventually
+
+
+def streams(board: Board) -> list[Waiter]:
+    """The wake streams the board holds now (a stream's waiter is pinned)."""
+    return [w for held in board.ctx.hub._by_owner.values() for w in held if w.pinned]
+
+
+def wake_ids(fake: Fake) -> list[int]:
+    return [int(i) for c in fake.calls() if c.get("step") for i in c["BOARD_WAKE_IDS"].split(",")]
+
+
+async def test_a_daemon_streams_and_survives_a_cut_stream_and_a_board_restart(
+    live: LiveBoard, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    fake.script(*[{"do": "reply"}] * 8)
+    bot = await make_bot(BOT_STREAM_RETRY="1").start().started()
+    assert live.board is not None
+    board = live.board
+    await eventually(lambda: len(streams(board)) == 1, "the daemon's wake stream")
+    answered = [await mention(world, "first")]
+    await one_reply(world, answered[-1])
+
+    # The connection is cut mid-stream (as a slow reader's is): the daemon falls back, then streams again.
+    (stream,) = streams(board)
+    assert stream.cut is not None
+    stream.cut()
+    answered.append(await mention(world, "while the stream is cut"))
+    await one_reply(world, answered[-1])
+    await eventually(lambda: bot.events("stream_fallback"), "the daemon to fall back")
+    await eventually(lambda: len(bot.events("streaming")) >= 2, "the daemon to stream again")
+    answered.append(await mention(world, "on the new stream"))
+    await one_reply(world, answered[-1])
+
+    # The board stops (its streams end with end: shutdown) and comes back on the same database.
+    human_token = world.human.token
+    await live.stop()
+    board = await live.start()
+    human = board.client(human_token)
+    streamed = len(bot.events("streaming"))
+    back = await human.post("@pb after the restart", channel="general", workspace="proj")
+    answered.append(int(back["id"]))
+    await eventually(lambda: len(streams(board)) == 1, "the daemon's stream on the new board")
+    assert len(bot.events("streaming")) > streamed
+    after = await human.post("@pb streamed after the restart", channel="general", workspace="proj")
+    answered.append(int(after["id"]))
+    for message_id in answered[-2:]:
+        found = await eventually(partial(replies, human, message_id, "pb"), f"pb's reply to {message_id}")
+        assert len(found) == 1, found
+    assert sorted(wake_ids(fake)) == answered  # each message ran in exactly one turn
+    assert bot.proc is not None and bot.proc.poll() is None
