@@ -396,3 +396,53 @@ async def test_a_send_with_no_answer_fails_at_its_timeout(board: Board) -> None:
         await asyncio.gather(*handlers, return_exceptions=True)
         server.close()
         await server.wait_closed()
+
+
+async def test_every_change_of_a_destination_its_kinds_and_quiet_hours_is_audited_without_a_secret(
+    world: World, receiver: Receiver, mailbox: Mailbox
+) -> None:
+    human = world.human
+    ids = await add_destinations(human, receiver, mailbox, ["dm"])
+    await human.update_destination(
+        ids["webhook"], url=receiver.url("/hook/b?token=tok-in-url"), secret="second-secret-0123456789"
+    )
+    await human.update_destination(ids["slack"], active=False)
+    await human.set_quiet_hours("22:00", "07:00", "Europe/Paris")
+    await human.clear_quiet_hours()
+    await human.delete_destination(ids["ntfy"])
+    entries = (await human.audit(limit=100))["entries"]
+    ours = [
+        (e["action"], e["target"], e["details"])
+        for e in entries
+        if e["action"].split(".")[0] in ("destination", "quiet_hours")
+    ]
+    assert [(a, t) for a, t, _ in ours] == [
+        *[("destination.create", f"destination:{ids[k]}") for k in DESTINATIONS],
+        *[("destination.kinds", f"destination:{ids[k]}") for k in DESTINATIONS],
+        ("destination.update", f"destination:{ids['webhook']}"),
+        ("destination.update", f"destination:{ids['slack']}"),
+        ("quiet_hours.set", "alice"),
+        ("quiet_hours.clear", "alice"),
+        ("destination.delete", f"destination:{ids['ntfy']}"),
+    ]
+    by_action = {(a, t): d for a, t, d in ours}
+    assert by_action[("destination.kinds", f"destination:{ids['email']}")]["kinds"] == ["dm"]
+    changed = by_action[("destination.update", f"destination:{ids['webhook']}")]
+    assert changed == {
+        "name": "hook-a",
+        "kind": "webhook",
+        "active": True,
+        "url_set": True,
+        "secret_set": True,
+    }
+    assert by_action[("destination.update", f"destination:{ids['slack']}")]["active"] is False
+    assert by_action[("quiet_hours.set", "alice")] == {
+        "start": "22:00",
+        "end": "07:00",
+        "timezone": "Europe/Paris",
+    }
+    assert by_action[("destination.create", f"destination:{ids['email']}")]["host"] == "127.0.0.1"
+    logged = repr(ours) + repr(db_rows(world.board.db_path, "SELECT details FROM audit"))
+    secrets = (SECRET, "second-secret-0123456789", "tok-in-url", Mailbox.PASSWORD)
+    for secret in (*secrets, "/slack/", "/ntfy/", "/hook/"):
+        assert secret not in logged, secret
