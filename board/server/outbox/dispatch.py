@@ -30,6 +30,7 @@ from ..services.context import Context
 from ..store import notifications as store
 from ..store.connection import Connection
 from ..store.rows import Row
+from .guard import GuardedConnector
 from .senders import SENDERS, Delivery, Note, SendFailed
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,8 @@ class Dispatcher:
 
     async def run(self) -> None:
         """Dispatch while holding the ``notify`` duty, until :meth:`stop`; wait for the duty otherwise."""
-        self.http = aiohttp.ClientSession()
+        allow_local = bool(self.ctx.settings.notify_allow_local)
+        self.http = aiohttp.ClientSession(connector=None if allow_local else GuardedConnector())
         try:
             while not self._stopping.is_set():
                 async with self.ctx.db.duty("notify") as mine:
@@ -155,7 +157,8 @@ class Dispatcher:
             link=self.base_url() + link if link.startswith("/") else link,
             created_at=str(row["created_at"]),
         )
-        delivery = Delivery(note, kind, json.loads(row["settings"]), self.http, self.timeout)
+        allow_local = bool(self.ctx.settings.notify_allow_local)
+        delivery = Delivery(note, kind, json.loads(row["settings"]), self.http, self.timeout, allow_local)
         try:
             await asyncio.wait_for(send(delivery), self.timeout)
         except TimeoutError as exc:
