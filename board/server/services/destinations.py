@@ -16,14 +16,17 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import InvalidArgument, NotFound
+from ..hub import Signal
 from ..principal import Principal
 from ..store import notifications as store
 from ..store.connection import Connection
 from ..store.rows import Row
+from ..store.writer import emit
 from ..validation import arg
 from . import actions, audit, outbound
 from .context import Context
 from .paging import Page, bounded_page
+from .quietcache import QUIET
 
 DESTINATION_KINDS = ("webhook", "slack", "ntfy", "email")
 #: Each kind's settings: the ones it needs, and which of them are secret.
@@ -290,6 +293,7 @@ async def set_quiet_hours(ctx: Context, p: Principal, req: QuietHoursInput) -> d
 
     async def write(conn: Connection) -> dict[str, Any] | None:
         await store.set_quiet_hours(conn, p.agent_id, start, end, req.timezone)
+        emit(Signal(QUIET, p.agent_id))
         quiet = _quiet(await store.quiet_hours(conn, p.agent_id))
         await audit.record(conn, ctx, p, "quiet_hours.set", p.handle, details=quiet)
         return quiet
@@ -302,6 +306,7 @@ async def clear_quiet_hours(ctx: Context, p: Principal) -> dict[str, Any]:
 
     async def write(conn: Connection) -> None:
         await store.clear_quiet_hours(conn, p.agent_id)
+        emit(Signal(QUIET, p.agent_id))
         await audit.record(conn, ctx, p, "quiet_hours.clear", p.handle)
 
     await ctx.db.write(write)
