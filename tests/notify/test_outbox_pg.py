@@ -47,3 +47,40 @@ async def test_two_boards_on_one_database_send_each_notification_once(
     finally:
         await stop_board(second)
         await stop_board(first)
+
+
+async def test_an_enqueue_on_the_other_board_wakes_the_dispatching_one_at_once(
+    tmp_path: Path, store: StoreChoice, receiver: Receiver
+) -> None:
+    """The outbox's wake is one of the signals every process hears (NOTIFY board), so the
+    dispatching board sends another's notification without waiting for its poll."""
+    if store.cluster is None:
+        pytest.skip("two board processes share a database on PostgreSQL only")
+    url = store.overrides()["database_url"]
+    boards = [
+        await start_board(tmp_path / "a", database_url=url),
+        await start_board(tmp_path / "b", database_url=url),
+    ]
+    try:
+        for board in boards:
+            board.app[OUTBOX].poll = 120.0  # a send within seconds is a wake, not the poll
+        world = await populate(boards[0])
+        made = await world.human.create_destination(
+            "hook", "webhook", url=receiver.url("/hook/a"), secret=SECRET
+        )
+        await world.human.set_destination_kinds(made["id"], ["mention"])
+        await eventually(lambda: any(b.app[OUTBOX].dispatching for b in boards) or None, "a dispatcher")
+        dispatching = next(b for b in boards if b.app[OUTBOX].dispatching)
+        other = next(b for b in boards if b is not dispatching)
+        on_dispatching = dispatching.client(world.bot.token)
+        await on_dispatching.post("@alice first, woken here", channel="lobby", workspace="proj")
+        await eventually(lambda: receiver.at("/hook/a") or None, "the first delivery", timeout=10)
+        posted = await other.client(world.bot.token).post(
+            "@alice from the other board", channel="lobby", workspace="proj"
+        )
+        await eventually(lambda: len(receiver.at("/hook/a")) >= 2 or None, "the other board's", timeout=10)
+        assert receiver.at("/hook/a")[1].json()["id"] == f"m{posted['id']}:{made['id']}"
+        assert not other.app[OUTBOX].dispatching
+    finally:
+        for board in reversed(boards):
+            await stop_board(board)

@@ -48,7 +48,9 @@ class Dispatcher:
         self.backoff = 10.0
         self.timeout = 10.0
         self.gather = 0.05  # seconds from a commit's wake to the pass, so a burst goes in one batch
-        self.poll = 5.0  # another process's enqueue wakes nobody here: look this often
+        # Every enqueue wakes it, another process's too (its signal comes with NOTIFY board);
+        # look this often besides, for a wake a reconnecting listener lost.
+        self.poll = 5.0
         self.duty_retry = 15.0
         self.http: aiohttp.ClientSession | None = None
         self._stopping = asyncio.Event()
