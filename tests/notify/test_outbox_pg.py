@@ -84,3 +84,37 @@ async def test_an_enqueue_on_the_other_board_wakes_the_dispatching_one_at_once(
     finally:
         for board in reversed(boards):
             await stop_board(board)
+
+
+async def test_quiet_hours_set_on_the_other_board_hold_what_this_one_enqueues(
+    tmp_path: Path, store: StoreChoice, receiver: Receiver
+) -> None:
+    """Who has quiet hours is cached per process; a change on another drops it (NOTIFY board)."""
+    if store.cluster is None:
+        pytest.skip("two board processes share a database on PostgreSQL only")
+    url = store.overrides()["database_url"]
+    first = await start_board(tmp_path / "a", database_url=url)
+    second = await start_board(tmp_path / "b", database_url=url)
+    try:
+        world = await populate(first)
+        made = await world.human.create_destination(
+            "hook", "webhook", url=receiver.url("/hook/a"), secret=SECRET
+        )
+        await world.human.set_destination_kinds(made["id"], ["mention"])
+        await world.bot.post("@alice before quiet hours", channel="lobby", workspace="proj")  # cached: none
+        await second.client(world.human.token).set_quiet_hours("00:00", "23:59", "UTC+14:00")
+
+        async def held() -> bool | None:
+            posted = await world.bot.post("@alice in quiet hours", channel="lobby", workspace="proj")
+            key = f"m{posted['id']}:{made['id']}"
+            [(due, created)] = db_rows(
+                first.db_path, f"SELECT next_at, created_at FROM notifications WHERE idem_key = '{key}'"
+            )
+            return True if str(due) > str(created) else None
+
+        await eventually(
+            held, "a mention held by quiet hours set on the other board", timeout=10, interval=0.1
+        )
+    finally:
+        await stop_board(second)
+        await stop_board(first)
