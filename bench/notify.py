@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench notify")
     parser.add_argument("-n", type=int, default=1000, help="posts of each kind")
     args = parser.parse_args(argv)
-    with board_process() as board:
+    with board_process(BOARD_NOTIFY_ALLOW_LOCAL="1") as board:  # its receiver is on loopback
         fleet = asyncio.run(make_fleet(board, 1))
         board.admin("user", "add", "quietly")
         measured = asyncio.run(_run(board.url, fleet.human, fleet.bots[0][1], args.n))

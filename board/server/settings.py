@@ -126,6 +126,13 @@ class Settings:
         default=86400, metadata={"help": "Seconds a one-time login link stays valid."}
     )
     session_ttl: int = field(default=30 * 86400, metadata={"help": "Seconds a browser stays signed in."})
+    notify_allow_local: int = field(
+        default=0,
+        metadata={
+            "help": "1: notification destinations may be on loopback or link-local addresses (the "
+            "board's own machine); 0 refuses to send there (docs/security.md)."
+        },
+    )
     log_level: str = field(default="INFO", metadata={"help": "Logging level."})
     log_file: str = field(default="", metadata={"help": "Also write the JSON-lines log to this file."})
 

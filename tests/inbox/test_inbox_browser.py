@@ -8,11 +8,14 @@ visible, and no protocol call changes that."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
+from typing import Any
 
 from playwright.async_api import Browser, BrowserContext, Page, expect
 
+from board.server.services import auth
 from tests.support.boardtest import World
 from tests.support.browser_support import Tab
 from tests.support.pages_support import login_link
@@ -173,6 +176,75 @@ async def test_settings_ask_permission_from_a_button_and_keep_each_kind(
     await expect(tab.page.locator("#notify-form input[name=mention]")).to_be_checked()
     await tab.shot("08-settings-notifications")
     stored = await world.human.request_object("GET", "/api/notifications")
-    assert stored == {"mention": True, "dm": False, "held": True, "crashed": False, "routine": True}
+    assert stored == {
+        "mention": True,
+        "dm": False,
+        "held": True,
+        "crashed": False,
+        "routine": True,
+        "run_failed": True,
+        "review": True,
+    }
     assert tab.errors == []
+    await context.close()
+
+
+async def _raised(page: Page, count: int) -> list[dict[str, Any]]:
+    """What the page raised once it raised ``count`` (the page's policy forbids a string eval)."""
+    for _ in range(150):
+        raised: list[dict[str, Any]] = await page.evaluate("window.raised")
+        if len(raised) >= count:
+            return raised
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"raised {raised}, not {count}")
+
+
+async def _fail_a_run(world: World, scheduled_for: str) -> int:
+    """A run of routine tidy (proposed and approved the first time) that fails; its id."""
+    runner = world.board.client(await auth.runner_token(world.board.ctx))
+    if scheduled_for.startswith("2026-11-30"):
+        fields = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "Do it."}
+        await world.bot.propose_routine("tidy", **fields)
+        await world.human.approve_version("tidy", 1, "go")
+    run = await runner.create_run("tidy", 1, scheduled_for)
+    await runner.start_run("tidy", run["id"])
+    await runner.finish_run("tidy", run["id"], "failed", "the wake ended failed")
+    return int(run["id"])
+
+
+async def test_a_failed_run_and_a_proposal_to_review_notify_a_hidden_tab_each_kind_as_set(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """The kinds heard out of band reach an open page too, through the same live stream."""
+    await world.human.patch_workspace("proj", review="all")  # alice's own writes too
+    context, tab = await _signed_in(chromium, world, tmp_path, "/c/lobby?workspace=proj")
+    await _hide(tab.page, True)
+    first = await _fail_a_run(world, "2026-11-30T02:00:00Z")
+    await world.bot.put_document("rules.md", "# Rules\n\nBe kind.\n", 0, "seed the rules")
+    await world.human.put_document("mine.md", "# Mine\n", 0, "my own", workspace="proj")  # not told
+    raised = await _raised(tab.page, 3)
+    assert raised[1:] == [
+        {
+            "title": f"Run {first} of routine tidy failed",
+            "body": "the wake ended failed",
+            "tag": f"run-{first}",
+        },
+        {"title": "pb proposes a change to rules.md in proj", "body": "seed the rules", "tag": "kb-1-1"},
+    ]
+    assert raised[0]["tag"].startswith("routine-tidy-1")  # the version that awaited approval
+
+    settings = await _open(context, world, tmp_path, "/settings#notifications")
+    await settings.page.uncheck("#notify-form input[name=run_failed]")
+    await settings.page.click("#notify-form button[type=submit]")
+    await settings.page.wait_for_url("**/settings#notifications")
+    await expect(settings.page.locator("#notify-form input[name=run_failed]")).not_to_be_checked()
+    await expect(settings.page.locator("#notify-form input[name=review]")).to_be_checked()
+    await settings.shot("09-settings-every-kind")
+    await _fail_a_run(world, "2026-12-01T02:00:00Z")  # turned off: not told
+    await world.bot.put_document("rules.md", "# Rules\n\nBe kinder.\n", 1, "kinder")
+    await _raised(tab.page, 4)
+    await tab.page.wait_for_timeout(500)  # what a turned-off kind would raise has had its time
+    raised = await tab.page.evaluate("window.raised")
+    assert [n["title"] for n in raised[3:]] == ["pb proposes a change to rules.md in proj"]
+    assert tab.errors == [] and settings.errors == []
     await context.close()

@@ -118,13 +118,12 @@ async def test_an_archived_workspace_leaves_the_inbox_view(world: World) -> None
 
 
 async def test_notification_settings_are_a_humans_and_kept_per_kind(world: World) -> None:
-    assert await world.human.request_object("GET", "/api/notifications") == dict.fromkeys(
-        ("mention", "dm", "held", "crashed", "routine"), True
-    )
+    kinds = ("mention", "dm", "held", "crashed", "routine", "run_failed", "review")
+    assert await world.human.request_object("GET", "/api/notifications") == dict.fromkeys(kinds, True)
     answer = await world.human.request_object(
-        "PUT", "/api/notifications", json={"dm": False, "crashed": False}
+        "PUT", "/api/notifications", json={"dm": False, "crashed": False, "review": False}
     )
-    assert answer == {"mention": True, "dm": False, "held": True, "crashed": False, "routine": True}
+    assert answer == dict.fromkeys(kinds, True) | {"dm": False, "crashed": False, "review": False}
     again = await world.human.request_object("PUT", "/api/notifications", json={"crashed": True})
     assert again["dm"] is False and again["crashed"] is True
     board = world.board

@@ -396,3 +396,88 @@ async def test_a_send_with_no_answer_fails_at_its_timeout(board: Board) -> None:
         await asyncio.gather(*handlers, return_exceptions=True)
         server.close()
         await server.wait_closed()
+
+
+async def test_every_change_of_a_destination_its_kinds_and_quiet_hours_is_audited_without_a_secret(
+    world: World, receiver: Receiver, mailbox: Mailbox
+) -> None:
+    human = world.human
+    ids = await add_destinations(human, receiver, mailbox, ["dm"])
+    await human.update_destination(
+        ids["webhook"], url=receiver.url("/hook/b?token=tok-in-url"), secret="second-secret-0123456789"
+    )
+    await human.update_destination(ids["slack"], active=False)
+    await human.set_quiet_hours("22:00", "07:00", "Europe/Paris")
+    await human.clear_quiet_hours()
+    await human.delete_destination(ids["ntfy"])
+    entries = (await human.audit(limit=100))["entries"]
+    ours = [
+        (e["action"], e["target"], e["details"])
+        for e in entries
+        if e["action"].split(".")[0] in ("destination", "quiet_hours")
+    ]
+    assert [(a, t) for a, t, _ in ours] == [
+        *[("destination.create", f"destination:{ids[k]}") for k in DESTINATIONS],
+        *[("destination.kinds", f"destination:{ids[k]}") for k in DESTINATIONS],
+        ("destination.update", f"destination:{ids['webhook']}"),
+        ("destination.update", f"destination:{ids['slack']}"),
+        ("quiet_hours.set", "alice"),
+        ("quiet_hours.clear", "alice"),
+        ("destination.delete", f"destination:{ids['ntfy']}"),
+    ]
+    by_action = {(a, t): d for a, t, d in ours}
+    assert by_action[("destination.kinds", f"destination:{ids['email']}")]["kinds"] == ["dm"]
+    changed = by_action[("destination.update", f"destination:{ids['webhook']}")]
+    assert changed == {
+        "name": "hook-a",
+        "kind": "webhook",
+        "active": True,
+        "url_set": True,
+        "secret_set": True,
+    }
+    assert by_action[("destination.update", f"destination:{ids['slack']}")]["active"] is False
+    assert by_action[("quiet_hours.set", "alice")] == {
+        "start": "22:00",
+        "end": "07:00",
+        "timezone": "Europe/Paris",
+    }
+    assert by_action[("destination.create", f"destination:{ids['email']}")]["host"] == "127.0.0.1"
+    logged = repr(ours) + repr(db_rows(world.board.db_path, "SELECT details FROM audit"))
+    secrets = (SECRET, "second-secret-0123456789", "tok-in-url", Mailbox.PASSWORD)
+    for secret in (*secrets, "/slack/", "/ntfy/", "/hook/"):
+        assert secret not in logged, secret
+
+
+async def test_a_board_refuses_to_send_to_loopback_unless_allowed(
+    tmp_path: Path, receiver: Receiver, mailbox: Mailbox
+) -> None:
+    """By default nothing is sent to the board's own machine: the log says why and the setting."""
+    board = await start_board(tmp_path, notify_allow_local=0)
+    try:
+        fast_retries(board, attempts=1)
+        world = await populate(board)
+        at_name = receiver.url("/hook/a").replace("127.0.0.1", "localhost")
+        hooks = [
+            await world.human.create_destination(
+                "by-address", "webhook", url=receiver.url("/hook/a"), secret=SECRET
+            ),
+            await world.human.create_destination("by-name", "webhook", url=at_name, secret=SECRET),
+            await world.human.create_destination("metadata", "ntfy", url="http://169.254.169.254/topic"),
+            await world.human.create_destination("mail", "email", **mailbox.settings()),
+        ]
+        for hook in hooks:
+            await world.human.send_test_notification(hook["id"])
+        await settled(board, len(hooks))
+        errors = [
+            str(e) for (e,) in db_rows(board.db_path, "SELECT last_error FROM notifications ORDER BY id")
+        ]
+        assert all("BOARD_NOTIFY_ALLOW_LOCAL=1" in e for e in errors), errors
+        assert "127.0.0.1 is a loopback address" in errors[0]
+        assert "localhost (127.0.0.1) is a loopback address" in errors[1] or "(::1)" in errors[1]
+        assert "169.254.169.254 is a link-local address" in errors[2]
+        assert "127.0.0.1 is a loopback address" in errors[3]
+        assert receiver.at("/hook/a") == [] and mailbox.mails == []
+        failed = (await world.human.destination_log(hooks[0]["id"]))["notifications"]
+        assert failed[0]["state"] == "failed" and "loopback" in failed[0]["last_error"]
+    finally:
+        await stop_board(board)

@@ -164,7 +164,8 @@ async def start_board(
     tmp_path: Path, *, clock: Clock | None = None, store: StoreChoice = SQLITE, **overrides: Any
 ) -> Board:
     db_path = tmp_path / "board.db"
-    settings = Settings(db=str(db_path), **{**store.overrides(), **overrides})
+    # The tests' notification receivers listen on loopback, which a board refuses by default.
+    settings = Settings(db=str(db_path), **{"notify_allow_local": 1, **store.overrides(), **overrides})
     app = create_app(settings, clock=clock)
     server = BoardTestServer(app, settings.header_timeout)
     # As `board serve` runs; TestServer sets handler_cancellation itself (and only takes it once).

@@ -33,6 +33,7 @@ from ..store import replies
 from ..store.connection import Connection
 from ..store.rows import Row
 from . import forge  # noqa: F401  (its decorator registers the forge sender)
+from .guard import GuardedConnector
 from .senders import SENDERS, Delivery, Note, SendFailed
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,9 @@ class Dispatcher:
         self.backoff = 10.0
         self.timeout = 10.0
         self.gather = 0.05  # seconds from a commit's wake to the pass, so a burst goes in one batch
-        self.poll = 5.0  # another process's enqueue wakes nobody here: look this often
+        # Every enqueue wakes it, another process's too (its signal comes with NOTIFY board);
+        # look this often besides, for a wake a reconnecting listener lost.
+        self.poll = 5.0
         self.duty_retry = 15.0
         self.http: aiohttp.ClientSession | None = None
         self._stopping = asyncio.Event()
@@ -62,7 +65,8 @@ class Dispatcher:
 
     async def run(self) -> None:
         """Dispatch while holding the ``notify`` duty, until :meth:`stop`; wait for the duty otherwise."""
-        self.http = aiohttp.ClientSession()
+        allow_local = bool(self.ctx.settings.notify_allow_local)
+        self.http = aiohttp.ClientSession(connector=None if allow_local else GuardedConnector())
         try:
             while not self._stopping.is_set():
                 async with self.ctx.db.duty("notify") as mine:
@@ -167,7 +171,8 @@ class Dispatcher:
             link=self.base_url() + link if link.startswith("/") else link,
             created_at=str(row["created_at"]),
         )
-        delivery = Delivery(note, kind, settings, self.http, self.timeout)
+        allow_local = bool(self.ctx.settings.notify_allow_local)
+        delivery = Delivery(note, kind, settings, self.http, self.timeout, allow_local)
         try:
             return await asyncio.wait_for(send(delivery), self.timeout)
         except TimeoutError as exc:

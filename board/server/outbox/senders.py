@@ -22,6 +22,8 @@ from typing import Any
 
 import aiohttp
 
+from .guard import check_name
+
 
 class SendFailed(Exception):
     """A send that did not go through; its message is shown on the log page."""
@@ -46,8 +48,11 @@ class Delivery:
     #: The destination's kind and its settings, secrets included (decoded JSON).
     kind: str
     settings: dict[str, Any]
+    #: Refuses loopback and link-local addresses unless the board allows them (``guard.py``).
     http: aiohttp.ClientSession
     timeout: float
+    #: Whether a sender may reach loopback and link-local addresses (``BOARD_NOTIFY_ALLOW_LOCAL``).
+    allow_local: bool = False
 
 
 Sender = Callable[[Delivery], Awaitable[str | None]]
@@ -149,6 +154,8 @@ def _smtp_send(d: Delivery) -> None:
     message["Message-ID"] = f"<{n.idem_key.replace(':', '.')}@bot-board>"
     message.set_content(f"{n.text}\n\nOpen on the board: {n.link}\n")
     host, port, security = s["host"], int(s["port"]), s.get("security", "starttls")
+    if not d.allow_local:
+        check_name(host, port)
     context = ssl.create_default_context()
     smtp: smtplib.SMTP
     if security == "tls":

@@ -85,22 +85,12 @@ async def _settings(call: PageCall, *, new_token: str | None = None, saved: str 
         new_token=new_token,
         saved=saved,
         notify=await inbox.notify_settings(call.ctx, call.p),
-        notify_kinds=NOTIFY_LABELS,
+        notify_kinds=KIND_LABELS,
         outbound=await destinations.list_destinations(call.ctx, call.p),
         kind_labels=KIND_LABELS,
         destination_kinds=destinations.DESTINATION_KINDS,
         security=destinations.SECURITY,
     )
-
-
-#: What each kind of browser notification is, as the settings page says it.
-NOTIFY_LABELS = {
-    "mention": "A message mentions me",
-    "dm": "A message in a conversation of mine",
-    "held": "A bot is held (loop guard or budget)",
-    "crashed": "A bot of the fleet crashed",
-    "routine": "A routine version awaits approval",
-}
 
 
 async def notifications(call: PageCall) -> web.StreamResponse:

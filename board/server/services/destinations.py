@@ -16,14 +16,17 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import InvalidArgument, NotFound
+from ..hub import Signal
 from ..principal import Principal
 from ..store import notifications as store
 from ..store.connection import Connection
 from ..store.rows import Row
+from ..store.writer import emit
 from ..validation import arg
-from . import actions, outbound
+from . import actions, audit, outbound
 from .context import Context
 from .paging import Page, bounded_page
+from .quietcache import QUIET
 
 DESTINATION_KINDS = ("webhook", "slack", "ntfy", "email")
 #: Each kind's settings: the ones it needs, and which of them are secret.
@@ -112,6 +115,27 @@ def _check(kind: str, settings: dict[str, Any]) -> dict[str, Any]:
     return settings
 
 
+def _audited(given: dict[str, Any]) -> dict[str, Any]:
+    """What the audit log keeps of settings given: no secret, and of a URL (which may hold a
+    token, in its path or its query) only that one was given."""
+    hidden = (*SECRETS, "url")
+    return {
+        **{f: v for f, v in given.items() if f not in hidden},
+        **{f"{f}_set": True for f in hidden if given.get(f)},
+    }
+
+
+async def _audit(conn: Connection, ctx: Context, p: Principal, action: str, row: Row, **details: Any) -> None:
+    await audit.record(
+        conn,
+        ctx,
+        p,
+        action,
+        f"destination:{row['id']}",
+        details={"name": row["name"], "kind": row["kind"], **details},
+    )
+
+
 def _public(row: Row, kinds: list[str]) -> dict[str, Any]:
     """A destination as answered: its settings without their secrets."""
     settings = json.loads(row["settings"])
@@ -178,7 +202,11 @@ async def create(ctx: Context, p: Principal, req: DestinationInput) -> dict[str,
         destination_id = await store.insert_destination(
             conn, p.agent_id, name, kind, settings, req.active is not False, ctx.now()
         )
-        return await _answer(conn, await _own(conn, p, destination_id))
+        row = await _own(conn, p, destination_id)
+        await _audit(
+            conn, ctx, p, "destination.create", row, active=bool(row["active"]), **_audited(settings)
+        )
+        return await _answer(conn, row)
 
     return await ctx.db.write(write)
 
@@ -194,7 +222,10 @@ async def update(ctx: Context, p: Principal, destination_id: int, req: Destinati
         settings = _check(str(row["kind"]), json.loads(row["settings"]) | _given(req))
         active = bool(row["active"]) if req.active is None else req.active
         await store.update_destination(conn, destination_id, req.name or row["name"], settings, active)
-        return await _answer(conn, await _own(conn, p, destination_id))
+        changed = await _own(conn, p, destination_id)
+        given = _given(req) | ({"name": req.name} if req.name else {})
+        await _audit(conn, ctx, p, "destination.update", changed, active=active, **_audited(given))
+        return await _answer(conn, changed)
 
     return await ctx.db.write(write)
 
@@ -204,8 +235,9 @@ async def delete(ctx: Context, p: Principal, destination_id: int) -> dict[str, A
     actions.require(p, "notify.manage")
 
     async def write(conn: Connection) -> dict[str, Any]:
-        await _own(conn, p, destination_id)
+        row = await _own(conn, p, destination_id)
         await store.delete_destination(conn, destination_id)
+        await _audit(conn, ctx, p, "destination.delete", row)
         return {"id": destination_id, "deleted": True}
 
     return await ctx.db.write(write)
@@ -223,6 +255,7 @@ async def set_kinds(ctx: Context, p: Principal, destination_id: int, req: KindsI
     async def write(conn: Connection) -> dict[str, Any]:
         row = await _own(conn, p, destination_id)
         await store.set_kinds(conn, destination_id, sorted(set(req.kinds)))
+        await _audit(conn, ctx, p, "destination.kinds", row, kinds=sorted(set(req.kinds)))
         return await _answer(conn, row)
 
     return await ctx.db.write(write)
@@ -260,14 +293,23 @@ async def set_quiet_hours(ctx: Context, p: Principal, req: QuietHoursInput) -> d
 
     async def write(conn: Connection) -> dict[str, Any] | None:
         await store.set_quiet_hours(conn, p.agent_id, start, end, req.timezone)
-        return _quiet(await store.quiet_hours(conn, p.agent_id))
+        emit(Signal(QUIET, p.agent_id))
+        quiet = _quiet(await store.quiet_hours(conn, p.agent_id))
+        await audit.record(conn, ctx, p, "quiet_hours.set", p.handle, details=quiet)
+        return quiet
 
     return {"quiet_hours": await ctx.db.write(write)}
 
 
 async def clear_quiet_hours(ctx: Context, p: Principal) -> dict[str, Any]:
     actions.require(p, "notify.manage")
-    await ctx.db.write(lambda conn: store.clear_quiet_hours(conn, p.agent_id))
+
+    async def write(conn: Connection) -> None:
+        await store.clear_quiet_hours(conn, p.agent_id)
+        emit(Signal(QUIET, p.agent_id))
+        await audit.record(conn, ctx, p, "quiet_hours.clear", p.handle)
+
+    await ctx.db.write(write)
     return {"quiet_hours": None}
 
 

@@ -26,8 +26,9 @@ from .messages import compact, rows_to_messages
 from .messages import inbox_changes as changes
 from .paging import Page, bounded_page
 
-#: The kinds of browser notification, each of which a human may turn off.
-KINDS = ("mention", "dm", "held", "crashed", "routine")
+#: The kinds of browser notification, each of which a human may turn off: the same as
+#: out of band, so a page open and a destination hear of the same events.
+KINDS = outbound.KINDS
 
 
 @dataclass
@@ -145,6 +146,8 @@ class NotifySettings:
     held: bool | None = arg(None, help="A bot held: loop guard or budget notices.")
     crashed: bool | None = arg(None, help="A bot of the fleet crashed.")
     routine: bool | None = arg(None, help="A routine version awaits approval.")
+    run_failed: bool | None = arg(None, help="A routine run failed or timed out.")
+    review: bool | None = arg(None, help="A knowledge proposal waits for review.")
 
 
 async def set_notify_settings(ctx: Context, p: Principal, req: NotifySettings) -> dict[str, bool]:

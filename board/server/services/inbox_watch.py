@@ -4,8 +4,11 @@ became read, which arrivals to highlight, and what to raise a browser notificati
 One :class:`Watch` per live stream. It reads nothing per message: an arrival's kind comes
 from the hub's event (its inbox reason and tags). It reads the unread count when the inbox
 changed (an arrival, a receipt), the page's highlighted ids still unread when receipts
-changed, the pending routine versions when the routines changed and the crashed bots when
-the fleet changed, the last two only while their kind of notification is on.
+changed, the pending routine versions and the runs failed since the tab opened when the
+routines changed, the crashed or misconfigured bots when the fleet
+changed, and the proposals made since the
+tab opened when one was made (``knowledge.documents.REVIEWS``), each only while its kind of
+notification is on. A human is not told of a proposal of their own.
 """
 
 from __future__ import annotations
@@ -16,14 +19,20 @@ from ..hub import Key, Signal
 from ..principal import Principal
 from ..store import fleet as fleet_store
 from ..store import inbox as store
+from ..store import knowledge as knowledge_store
+from ..store import routines as routine_store
 from ..store.connection import Connection
+from ..store.rows import Row
 from . import actions, fleet, inbox, messages, routines
 from .context import Context
+from .knowledge.documents import REVIEWS
 from .live import Arrival
 
 #: At most this many highlighted ids are followed per tab (a page shows fewer).
 TRACKED = 500
 CRASHED_READ = 500
+#: At most this many runs failed, or proposals made, since a tab opened are read per change.
+SINCE_READ = 500
 
 
 class Watch:
@@ -32,11 +41,14 @@ class Watch:
         self.tracked = list(dict.fromkeys(shown))[-TRACKED:]
         self.on: dict[str, bool] = {}
         self.pending: set[tuple[str, int]] = set()
-        self.crashed: set[str] = set()
+        self.crashed: set[tuple[str, str]] = set()
+        self.opened = ctx.now()
+        self.failed: set[int] = set()
+        self.reviews: set[int] = set()
 
     def keys(self) -> tuple[Key, ...]:
         """The signal keys a stream follows for this watch (besides the inbox's own)."""
-        return (inbox.settings_changed(self.p.agent_id), routines.CHANGES, fleet.CHANGES)
+        return (inbox.settings_changed(self.p.agent_id), routines.CHANGES, fleet.CHANGES, REVIEWS)
 
     async def start(self) -> dict[str, Any]:
         """The first frame: the unread count, and which shown ids are unread (the rest read)."""
@@ -55,6 +67,10 @@ class Watch:
             notes += await self._new_routines()
         if fleet.CHANGES in signals and self.on.get("crashed"):
             notes += await self._new_crashes()
+        if routines.CHANGES in signals and self.on.get("run_failed"):
+            notes += await self._new_failures()
+        if REVIEWS in signals and self.on.get("review"):
+            notes += await self._new_reviews()
         receipts = messages.inbox_changes(self.p.agent_id) in signals
         if not (arrivals or receipts or notes):
             return None
@@ -82,6 +98,10 @@ class Watch:
             self.pending = await self._pending()
         if self.on["crashed"]:
             self.crashed = await self._crashed()
+        if self.on["run_failed"]:
+            self.failed = {int(r["id"]) for r in await self._failures()}
+        if self.on["review"]:
+            self.reviews = {int(r["id"]) for r in await self._proposals()}
 
     def _note(self, arrival: Arrival) -> dict[str, Any] | None:
         message = arrival.event.message
@@ -115,10 +135,10 @@ class Watch:
             for name, version in new
         ]
 
-    async def _crashed(self) -> set[str]:
+    async def _crashed(self) -> set[tuple[str, str]]:
         if not actions.allowed(self.p, "fleet.view"):
             return set()
-        return await self.ctx.db.read(lambda conn: fleet_store.crashed_handles(conn, CRASHED_READ))
+        return await self.ctx.db.read(lambda conn: fleet_store.broken_bots(conn, CRASHED_READ))
 
     async def _new_crashes(self) -> list[dict[str, Any]]:
         now = await self._crashed()
@@ -126,12 +146,49 @@ class Watch:
         return [
             note(
                 "crashed",
-                f"Bot {handle} crashed",
-                "Its keeper reported it crashed; see its log on the fleet page.",
+                f"Bot {handle} {state}",
+                f"Its keeper reported it {state}; see its log on the fleet page.",
                 f"/fleet/bots/{handle}",
-                f"crashed-{handle}",
+                f"{state}-{handle}",
             )
-            for handle in new
+            for handle, state in new
+        ]
+
+    async def _failures(self) -> list[Row]:
+        return await self.ctx.db.read(lambda conn: routine_store.failed_since(conn, self.opened, SINCE_READ))
+
+    async def _new_failures(self) -> list[dict[str, Any]]:
+        new = [r for r in await self._failures() if int(r["id"]) not in self.failed]
+        self.failed |= {int(r["id"]) for r in new}
+        return [
+            note(
+                "run_failed",
+                f"Run {r['id']} of routine {r['name']} {str(r['state']).replace('_', ' ')}",
+                str(r["outcome"])[: messages.PREVIEW_CHARS] or "See the routine's thread.",
+                f"/t/{r['thread_id']}",
+                f"run-{r['id']}",
+            )
+            for r in new
+        ]
+
+    async def _proposals(self) -> list[Row]:
+        return await self.ctx.db.read(
+            lambda conn: knowledge_store.proposed_since(conn, self.opened, SINCE_READ)
+        )
+
+    async def _new_reviews(self) -> list[dict[str, Any]]:
+        new = [r for r in await self._proposals() if int(r["id"]) not in self.reviews]
+        self.reviews |= {int(r["id"]) for r in new}
+        return [
+            note(
+                "review",
+                f"{r['author']} proposes a change to {r['path']} in {r['workspace']}",
+                str(r["reason"] or r["excerpt"])[: messages.PREVIEW_CHARS],
+                "/kb/review",
+                f"kb-{r['document_id']}-{r['revision']}",
+            )
+            for r in new
+            if r["author_id"] != self.p.agent_id
         ]
 
 

@@ -22,6 +22,7 @@ do not hold them. Every other kind found in quiet hours waits until the window e
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -109,15 +110,26 @@ async def enqueue(
     """
     assert kind in KINDS, kind
     humans = sorted({i for i in to if i != actor_id})
-    added = 0
-    for route in await store.routes_for(conn, humans, kind):
-        outgoing = store.Outgoing(
+    if not humans:
+        return 0
+    quiet = frozenset() if kind in URGENT else await ctx.quiet.ids(conn)
+    held = [i for i in humans if i in quiet]
+    notice = store.Outgoing(
+        idem_key=event_key,
+        destination_id=0,
+        kind=kind,
+        subject=subject[:MAX_SUBJECT],
+        text=text[:MAX_TEXT],
+        link=link,
+        next_at=stamp(ctx.clock.now()),
+    )
+    # Those without quiet hours (most, and everyone for an urgent kind): one statement.
+    added = await store.enqueue_unheld(conn, humans, held, event_key, notice, ctx.now())
+    for route in await store.routes_for(conn, held, kind):
+        outgoing = replace(
+            notice,
             idem_key=f"{event_key}:{route['id']}",
             destination_id=int(route["id"]),
-            kind=kind,
-            subject=subject[:MAX_SUBJECT],
-            text=text[:MAX_TEXT],
-            link=link,
             next_at=_due(ctx, kind, route),
         )
         added += await store.enqueue(conn, outgoing, ctx.now())

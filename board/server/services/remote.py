@@ -61,7 +61,7 @@ async def take_in(ctx: Context, item: dict[str, Any]) -> None:
             ctx.hub.publish(event)
     elif kind == "signal":
         where, number = item["key"]
-        ctx.hub.publish(Signal((str(where), int(number)), int(item["id"])))
+        ctx.publish(Signal((str(where), int(number)), int(item["id"])))
     elif kind == "forget":
         ctx.tokens.drop_agent(int(item["agent"]))
     else:

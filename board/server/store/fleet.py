@@ -285,12 +285,12 @@ async def wake_starts_of(conn: Connection, handles: list[str], since: str, limit
     )
 
 
-async def crashed_handles(conn: Connection, limit: int) -> set[str]:
-    """The bots of the fleet whose keeper last reported them crashed (at most ``limit``)."""
+async def broken_bots(conn: Connection, limit: int) -> set[tuple[str, str]]:
+    """(handle, state) of the bots whose keeper last reported them crashed or misconfigured."""
     rows = await all_rows(
         conn,
-        """SELECT a.handle FROM fleet_bots f JOIN agents a ON a.id = f.agent_id
-           WHERE f.state = 'crashed' ORDER BY a.handle LIMIT ?""",
+        """SELECT a.handle, f.state FROM fleet_bots f JOIN agents a ON a.id = f.agent_id
+           WHERE f.state IN ('crashed', 'misconfigured') ORDER BY a.handle LIMIT ?""",
         (limit,),
     )
-    return {str(r["handle"]) for r in rows}
+    return {(str(r["handle"]), str(r["state"])) for r in rows}

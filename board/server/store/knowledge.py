@@ -447,6 +447,19 @@ async def review_groups(
     )
 
 
+async def proposed_since(conn: Connection, since: str, limit: int) -> list[Row]:
+    """Proposals recorded at or after ``since`` that still wait for review, oldest first."""
+    return await all_rows(
+        conn,
+        """SELECT r.id, r.document_id, r.revision, r.author_id, r.author, r.reason, r.excerpt,
+                  d.path, w.slug AS workspace
+             FROM kb_revisions r JOIN kb_documents d ON d.id = r.document_id
+             JOIN workspaces w ON w.id = r.workspace_id
+            WHERE r.status = 'proposed' AND r.recorded_at >= ? ORDER BY r.id LIMIT ?""",
+        (since, limit),
+    )
+
+
 # -- read counters and stats -------------------------------------------------------
 
 

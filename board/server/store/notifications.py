@@ -155,6 +155,38 @@ async def enqueue(conn: Connection, n: Outgoing, now: str) -> bool:
     return cursor.rowcount > 0
 
 
+async def enqueue_unheld(
+    conn: Connection, agent_ids: list[int], held_ids: list[int], event_key: str, n: Outgoing, now: str
+) -> int:
+    """One statement: ``n`` for each active destination of these humans that takes its kind,
+    due at ``n.next_at``, except those of ``held_ids`` (their quiet hours decide); how many.
+
+    Each row's idem key is ``"<event key>:<destination id>"`` (``n``'s own key and
+    destination are not used).
+    """
+    if not agent_ids:
+        return 0
+    marks = ",".join("?" * len(agent_ids))
+    held = f" AND d.agent_id NOT IN ({','.join('?' * len(held_ids))})" if held_ids else ""
+    cursor = await conn.execute(
+        f"""INSERT INTO notifications (idem_key, destination_id, kind, subject, text, link, state,
+               attempts, next_at, last_error, created_at)
+            SELECT ? || ':' || CAST(d.id AS TEXT), d.id, ?, ?, ?, ?, 'pending', 0, ?, '', ?
+              FROM destinations d JOIN destination_kinds k ON k.destination_id = d.id
+              JOIN agents a ON a.id = d.agent_id
+             WHERE d.agent_id IN ({marks}){held} AND a.kind = 'human' AND d.active = 1 AND k.kind = ?
+             ORDER BY d.id
+            ON CONFLICT DO NOTHING""",
+        (event_key, n.kind, n.subject, n.text, n.link, n.next_at, now, *agent_ids, *held_ids, n.kind),
+    )
+    return max(cursor.rowcount, 0)
+
+
+async def quiet_ids(conn: Connection) -> frozenset[int]:
+    """The humans who have quiet hours."""
+    return frozenset(int(i) for i in await first_column(conn, "SELECT agent_id FROM quiet_hours"))
+
+
 async def take_due(conn: Connection, now: str, limit: int) -> list[Row]:
     """Mark the due pending rows ``sending`` and answer them, oldest first, each with its
     destination's ``destination_kind`` and ``settings``, or a reply out's intake source and

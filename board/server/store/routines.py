@@ -306,3 +306,14 @@ async def add_change(conn: Connection, routine_id: int, what: str, now: str) -> 
 async def change_cursor(conn: Connection) -> int:
     row = await one(conn, "SELECT COALESCE(MAX(id), 0) AS c FROM routine_changes")
     return int(row["c"]) if row is not None else 0
+
+
+async def failed_since(conn: Connection, since: str, limit: int) -> list[Row]:
+    """Runs that failed or timed out at or after ``since``, with their routine's name and thread."""
+    return await all_rows(
+        conn,
+        """SELECT k.id, k.state, k.outcome, r.name, r.thread_id FROM routine_runs k
+             JOIN routines r ON r.id = k.routine_id
+            WHERE k.state IN ('failed', 'timed_out') AND k.ended_at >= ? ORDER BY k.id LIMIT ?""",
+        (since, limit),
+    )

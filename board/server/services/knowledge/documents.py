@@ -13,16 +13,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import InvalidArgument, NotFound, VersionConflict
+from ...hub import Key, Signal
 from ...principal import Principal
 from ...store import knowledge as store
 from ...store.connection import Connection
 from ...store.rows import Row, WorkspaceRow
+from ...store.writer import emit
 from .. import audit, outbound, scope
 from ..context import Context
 from . import text
 from .head import refresh_head, tombstoned
 from .inputs import DocumentDelete, DocumentPatch, DocumentWrite, Source, normalize_time
 from .sources import check_sources
+
+#: Signalled after a commit that added a proposal waiting for review (humans' open tabs).
+REVIEWS: Key = ("kb-review", 0)
 
 
 def needs_review(policy: str, p: Principal) -> bool:
@@ -181,6 +186,7 @@ async def append(
         },
     )
     if proposed:
+        emit(Signal(REVIEWS, revision))
         await outbound.enqueue(
             conn,
             ctx,
