@@ -35,6 +35,7 @@ from typing import Any, ClassVar, TypeVar
 
 import orjson
 import psycopg
+from psycopg import sql
 from psycopg.adapt import Loader
 from psycopg.rows import RowMaker
 from psycopg.types.numeric import Int8Dumper
@@ -51,6 +52,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 CHANNEL = "board"
+_LOCK = f"SELECT pg_advisory_xact_lock({BOARD}, {LOCKS['writes']})"  # the board's write lock
 MAX_PAYLOAD = 7900  # PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more
 
 
@@ -222,6 +224,12 @@ async def _connect(url: str) -> PostgresConnection:
     return PostgresConnection(raw)
 
 
+async def _simple(raw: psycopg.AsyncConnection[Any], statements: str) -> None:
+    """``statements`` (no parameters, ``;`` between them) in one round trip: a simple query,
+    never prepared (a prepared statement holds one statement)."""
+    await raw.execute(statements, prepare=False)
+
+
 async def _plain(url: str) -> psycopg.AsyncConnection[Any]:
     """A connection of its own, outside any transaction (listening, locks held for a duty)."""
     return await psycopg.AsyncConnection.connect(url, autocommit=True, application_name="bot-board")
@@ -304,25 +312,33 @@ class PostgresStore(Store):
         return result
 
     async def _commit(self, batch: list[Write]) -> list[Outcome]:
+        """``batch`` in one transaction: its framing costs one round trip per job, two per batch.
+
+        Statements of the framing that take no parameters go together as one simple query
+        (several statements, one round trip): the transaction's start with its lock and the
+        first job's savepoint; between two jobs, the release of one savepoint and the next
+        one's start (a failed job's savepoint is rolled back to, then released alike); the
+        notification with the commit. A savepoint is released before the next one is taken,
+        so a batch holds one subtransaction at a time, never the hundreds that would make
+        every reader's snapshot look up ``pg_subtrans``.
+        """
         assert self._writer is not None
         conn, raw = self._writer, self._writer.raw
         outcomes: list[Outcome] = []
         try:
-            await raw.execute("BEGIN")
-            await raw.execute("SELECT pg_advisory_xact_lock($1, $2)", (BOARD, LOCKS["writes"]))
-            for job in batch:
-                await raw.execute("SAVEPOINT job")
+            await _simple(raw, f"BEGIN; {_LOCK}; SAVEPOINT job")
+            for i, job in enumerate(batch):
+                if i:
+                    await _simple(raw, "RELEASE job; SAVEPOINT job")
                 try:
                     result = await asyncio.create_task(self._job(job, conn), context=job.context)
                 except Exception as exc:  # the job's own error goes back to its caller
-                    await raw.execute("ROLLBACK TO job")
-                    await raw.execute("RELEASE job")
+                    await _simple(raw, "ROLLBACK TO job")
                     outcomes.append((False, exc))
                 else:
-                    await raw.execute("RELEASE job")
                     outcomes.append((True, result))
-            await self._notify(conn, [job for job, (ok, _) in zip(batch, outcomes, strict=True) if ok])
-            await raw.execute("COMMIT")
+            committed = [job for job, (ok, _) in zip(batch, outcomes, strict=True) if ok]
+            await _simple(raw, "; ".join([*self._notifications(raw, committed), "COMMIT"]))
         except Exception as exc:
             log.exception("write batch of %d failed", len(batch))
             if conn.in_transaction and not raw.broken:
@@ -351,13 +367,14 @@ class PostgresStore(Store):
         self._all[self._all.index(conn)] = fresh
         return fresh
 
-    async def _notify(self, conn: PostgresConnection, committed: list[Write]) -> None:
-        """Tell the other processes what ``committed`` emitted; delivered when the batch commits."""
+    def _notifications(self, raw: psycopg.AsyncConnection[Any], committed: list[Write]) -> list[str]:
+        """``SELECT pg_notify(...)`` telling the other processes what ``committed`` emitted, as
+        statements to send with the commit (PostgreSQL delivers them once it commits)."""
         items = [d for job in committed for item in job.outbox if (d := self.describe(item)) is not None]
-        if not items:
-            return
-        for payload in _payloads([{"o": self.origin, **item} for item in items]):
-            await conn.raw.execute("SELECT pg_notify($1, $2)", (CHANNEL, payload))
+        return [
+            sql.SQL("SELECT pg_notify({}, {})").format(CHANNEL, payload).as_string(raw)
+            for payload in _payloads([{"o": self.origin, **item} for item in items])
+        ]
 
     def announce(self, item: dict[str, Any]) -> None:
         """Send ``item`` to the other processes now, through the writer (in commit order)."""
