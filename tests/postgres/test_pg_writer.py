@@ -1,9 +1,8 @@
-"""The PostgreSQL writer's batch: jobs queued together share one transaction in pipeline mode.
+"""The PostgreSQL writer's batch: jobs queued together share one transaction.
 
-Its framing (begin, the write lock, each job's savepoint) is sent without waiting and goes
-with a job's first statement; a job that fails, whether the server refuses one of its
-statements or it raises by itself, before or after its statements, is rolled back to its
-savepoint, and its neighbours in the batch commit.
+A job that fails, whether the server refuses one of its statements or it raises by
+itself, before or after its statements, is rolled back to its savepoint, and its
+neighbours in the batch commit.
 """
 
 from __future__ import annotations

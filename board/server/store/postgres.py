@@ -37,6 +37,7 @@ from typing import Any, ClassVar, TypeVar
 
 import orjson
 import psycopg
+from psycopg import sql
 from psycopg.adapt import Loader
 from psycopg.rows import RowMaker
 from psycopg.types.numeric import Int8Dumper
@@ -180,11 +181,7 @@ class _Fetched:
 
 
 class PostgresConnection(Connection):
-    """One server connection; a statement is one round trip, awaited for real.
-
-    In pipeline mode (:attr:`pipe`, the writer's) a statement is sent after whatever the
-    writer queued without waiting (the framing of its batch), all in that one round trip.
-    """
+    """One server connection; a statement is one round trip, awaited for real."""
 
     dialect = "postgresql"
     Error: ClassVar[type[Exception]] = psycopg.Error
@@ -192,17 +189,10 @@ class PostgresConnection(Connection):
 
     def __init__(self, raw: psycopg.AsyncConnection[Any]) -> None:
         self.raw = raw
-        self.pipe: psycopg.AsyncPipeline | None = None
-
-    async def _answered(self) -> None:
-        """In pipeline mode: send what is queued and read every answer, raising a statement's error."""
-        if self.pipe is not None:
-            await self.pipe.sync()
 
     def execute(self, sql: str, params: Iterable[Any] = ()) -> Statement:
         async def run() -> Cursor:
             cur = await self.raw.execute(placeholders(sql), tuple(params) or None)
-            await self._answered()
             rows = await cur.fetchall() if cur.description is not None else []
             return _Fetched(rows, cur.rowcount)
 
@@ -212,7 +202,6 @@ class PostgresConnection(Connection):
         async def run() -> Cursor:
             async with self.raw.cursor() as cur:
                 await cur.executemany(placeholders(sql), [tuple(r) for r in rows])
-                await self._answered()
                 return _Fetched([], cur.rowcount)
 
         return Statement(run)
@@ -235,6 +224,12 @@ async def _connect(url: str) -> PostgresConnection:
     )
     _adapt(raw)
     return PostgresConnection(raw)
+
+
+async def _simple(raw: psycopg.AsyncConnection[Any], statements: str) -> None:
+    """``statements`` (no parameters, ``;`` between them) in one round trip: a simple query,
+    never prepared (a prepared statement holds one statement)."""
+    await raw.execute(statements, prepare=False)
 
 
 async def _plain(url: str) -> psycopg.AsyncConnection[Any]:
@@ -371,12 +366,14 @@ class PostgresStore(Store):
         return await self._thread.run(self._batch(batch))
 
     async def _batch(self, batch: list[Write]) -> list[Outcome]:
-        """``batch`` in one transaction, in the writer's thread, in pipeline mode.
+        """``batch`` in one transaction, in the writer's thread; one round trip per job and two
+        per batch frame it.
 
-        The framing (begin, the write lock, a job's savepoint, the release of the one
-        before) is queued without waiting and goes with the job's first statement: a job
-        costs the round trips of its own statements, the batch one more for its
-        notifications and commit. A savepoint is released before the next one is taken,
+        Statements of the framing that take no parameters go together as one simple query
+        (several statements, one round trip): the transaction's start with its lock and the
+        first job's savepoint; between two jobs, the release of one savepoint and the next
+        one's start (a failed job's savepoint is rolled back to, then released alike); the
+        notification with the commit. A savepoint is released before the next one is taken,
         so a batch holds one subtransaction at a time, never the hundreds that would make
         every reader's snapshot look up ``pg_subtrans``.
         """
@@ -384,30 +381,19 @@ class PostgresStore(Store):
         conn, raw = self._writer, self._writer.raw
         outcomes: list[Outcome] = []
         try:
-            async with raw.pipeline() as pipe:
-                conn.pipe = pipe
+            await _simple(raw, f"BEGIN; {_LOCK}; SAVEPOINT job")
+            for i, job in enumerate(batch):
+                if i:
+                    await _simple(raw, "RELEASE job; SAVEPOINT job")
                 try:
-                    for statement in ("BEGIN", _LOCK, "SAVEPOINT job"):
-                        await raw.execute(statement)
-                    for i, job in enumerate(batch):
-                        if i:
-                            await raw.execute("RELEASE job")
-                            await raw.execute("SAVEPOINT job")
-                        try:
-                            result = await asyncio.create_task(self._job(job, conn), context=job.context)
-                        except Exception as exc:  # the job's own error goes back to its caller
-                            with contextlib.suppress(psycopg.Error):
-                                await pipe.sync()  # past the failed statement's end
-                            await raw.execute("ROLLBACK TO job")
-                            outcomes.append((False, exc))
-                        else:
-                            outcomes.append((True, result))
-                    committed = [job for job, (ok, _) in zip(batch, outcomes, strict=True) if ok]
-                    for payload in self._notes(committed):
-                        await raw.execute("SELECT pg_notify($1, $2)", (CHANNEL, payload))
-                    await raw.execute("COMMIT")
-                finally:
-                    conn.pipe = None
+                    result = await asyncio.create_task(self._job(job, conn), context=job.context)
+                except Exception as exc:  # the job's own error goes back to its caller
+                    await _simple(raw, "ROLLBACK TO job")
+                    outcomes.append((False, exc))
+                else:
+                    outcomes.append((True, result))
+            committed = [job for job, (ok, _) in zip(batch, outcomes, strict=True) if ok]
+            await _simple(raw, "; ".join([*self._notifications(raw, committed), "COMMIT"]))
         except Exception as exc:
             log.exception("write batch of %d failed", len(batch))
             if conn.in_transaction and not raw.broken:
@@ -429,11 +415,14 @@ class PostgresStore(Store):
         self._all[self._all.index(conn)] = fresh
         return fresh
 
-    def _notes(self, committed: list[Write]) -> Iterator[str]:
-        """NOTIFY payloads telling the other processes what ``committed`` emitted (sent before
-        the commit: PostgreSQL delivers them once it commits)."""
+    def _notifications(self, raw: psycopg.AsyncConnection[Any], committed: list[Write]) -> list[str]:
+        """``SELECT pg_notify(...)`` telling the other processes what ``committed`` emitted, as
+        statements to send with the commit (PostgreSQL delivers them once it commits)."""
         items = [d for job in committed for item in job.outbox if (d := self.describe(item)) is not None]
-        return _payloads([{"o": self.origin, **item} for item in items])
+        return [
+            sql.SQL("SELECT pg_notify({}, {})").format(CHANNEL, payload).as_string(raw)
+            for payload in _payloads([{"o": self.origin, **item} for item in items])
+        ]
 
     def announce(self, item: dict[str, Any]) -> None:
         """Send ``item`` to the other processes now, through the writer (in commit order)."""
