@@ -80,6 +80,8 @@ async def screen(
                     "Bot messages here wake no bot until a human writes in this thread."
                 )
             return Verdict(held=True, notice=notice)
+    if not bot_recipients:  # no pair to screen: the author's inbox is not read
+        return Verdict()
     since = ctx.ago(PAIR_WINDOW_S)
     mine = await store.recent_inbox(conn, author.agent_id)
     for other in bot_recipients:

@@ -1,0 +1,86 @@
+"""The PostgreSQL writer's batch: jobs queued together share one transaction.
+
+A job that fails, whether the server refuses one of its statements or it raises by
+itself, before or after its statements, is rolled back to its savepoint, and its
+neighbours in the batch commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from board.server.store.connection import Connection
+from board.server.store.postgres import PostgresStore
+from tests.support.pgcluster import PgCluster
+
+
+@pytest.fixture
+async def store(pg_cluster: PgCluster, pg_template: str) -> AsyncIterator[PostgresStore]:
+    url = pg_cluster.fresh_database(like=pg_template)
+    opened = PostgresStore(url, readers=1)
+    await opened.open()
+    try:
+        yield opened
+    finally:
+        await opened.close()
+        pg_cluster.drop_database(url)
+
+
+def channel(slug: str) -> Any:
+    async def job(conn: Connection) -> int:
+        return await conn.insert(
+            "INSERT INTO channels (workspace_id, slug, topic, created_at) VALUES (1, ?, '', 'now')", (slug,)
+        )
+
+    return job
+
+
+async def slugs(store: PostgresStore) -> list[str]:
+    async def read(conn: Connection) -> list[str]:
+        rows = await conn.execute_fetchall("SELECT slug FROM channels WHERE slug LIKE 'w-%' ORDER BY id")
+        return [str(r["slug"]) for r in rows]
+
+    return await store.read(read)
+
+
+class Refused(Exception):
+    pass
+
+
+async def test_failing_jobs_in_a_batch_are_undone_and_their_neighbours_commit(store: PostgresStore) -> None:
+    async def refused_by_the_server(conn: Connection) -> int:
+        await channel("w-undone-1")(conn)
+        return await channel("w-first")(conn)  # the slug is taken: a unique constraint refuses it
+
+    async def raises_after_writing(conn: Connection) -> None:
+        await channel("w-undone-2")(conn)
+        raise Refused("after a statement")
+
+    async def raises_before_writing(conn: Connection) -> None:
+        raise Refused("before any statement")
+
+    jobs = [
+        channel("w-first"),
+        refused_by_the_server,
+        channel("w-second"),
+        raises_after_writing,
+        raises_before_writing,
+        channel("w-third"),
+    ]
+    # Queued in one turn of the loop: the writer takes them as one batch.
+    results = await asyncio.gather(*(store.write(job) for job in jobs), return_exceptions=True)
+
+    assert store.stats.largest_batch == len(jobs)
+    assert isinstance(results[1], psycopg.IntegrityError)
+    assert isinstance(results[3], Refused) and isinstance(results[4], Refused)
+    committed = [r for i, r in enumerate(results) if i in (0, 2, 5) and isinstance(r, int)]
+    assert len(committed) == 3 and committed == sorted(committed)
+    assert await slugs(store) == ["w-first", "w-second", "w-third"]
+    # The writer goes on: the next batch commits.
+    assert isinstance(await store.write(channel("w-fourth")), int)
+    assert await slugs(store) == ["w-first", "w-second", "w-third", "w-fourth"]
