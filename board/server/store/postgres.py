@@ -8,8 +8,7 @@ free, the database gives across processes:
   advisory lock) before its first statement and holds it to its commit. Batches of
   all processes therefore commit one at a time, so ids of every table are handed
   out in commit order, and a ``since`` reader can never skip a row committed later
-  with a lower id. Within a process, the writer batches up to 256 writes per lock,
-  and runs each batch on an event loop of its own, in a thread (:class:`_Thread`).
+  with a lower id. Within a process, the writer batches up to 256 writes per lock.
 - **Claims, compare-and-set, replays** are decided inside that transaction, and the
   schema's unique constraints (one claim per thread, one ``(document, revision)``,
   one request id per caller) refuse a second winner whatever a later change does
@@ -30,9 +29,8 @@ import contextlib
 import functools
 import logging
 import os
-import threading
 import time
-from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import orjson
@@ -252,46 +250,6 @@ def _payloads(items: list[dict[str, Any]]) -> Iterator[str]:
         yield "[" + b",".join(chunk).decode() + "]"
 
 
-class _Thread:
-    """An event loop in a thread of its own, where the writer's connection lives.
-
-    A write batch awaits the server once per statement. On the board's loop each of
-    those awaits waits its turn behind every request the loop is serving (with 128
-    posters, hundreds of callbacks), so the batch's round trips, not the server, set
-    the write rate. Here the batch runs from start to end on a loop that has nothing
-    else to do, as SQLite's writer runs a batch in its connection's thread. The jobs
-    await nothing but their connection (``connection.py``), so they run here unchanged.
-    """
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="board-pg-writer", daemon=True)
-        self._thread.start()
-
-    async def run(self, work: Coroutine[Any, Any, T]) -> T:
-        """``work`` run on this thread's loop; cancelling the caller cancels it there."""
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self.loop))
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join()
-        self.loop.close()
-
-
-async def _reconnected(conn: PostgresConnection, url: str, where: str) -> PostgresConnection:
-    """``conn``, or a new connection in its place when the server dropped it (or ``conn``
-    again when reconnecting fails: its next use fails at once and tries again)."""
-    if not conn.raw.broken and not conn.raw.closed:
-        return conn
-    try:
-        fresh = await _connect(url)
-    except psycopg.Error as exc:
-        log.warning("cannot reconnect to %s: %s", where, exc)
-        return conn
-    log.info("reconnected to %s", where)
-    return fresh
-
-
 class PostgresStore(Store):
     """The board's data in a PostgreSQL database that several board processes may share."""
 
@@ -303,7 +261,6 @@ class PostgresStore(Store):
         #: This process's name in its notifications: it skips its own.
         self.origin = f"{os.getpid()}-{time.monotonic_ns()}"
         self._writer: PostgresConnection | None = None
-        self._thread: _Thread | None = None
         self._pool: asyncio.Queue[PostgresConnection] = asyncio.Queue()
         self._all: list[PostgresConnection] = []
         self._listener: asyncio.Task[None] | None = None
@@ -312,9 +269,8 @@ class PostgresStore(Store):
 
     async def open(self) -> None:
         try:
-            self._thread = _Thread()
-            self._writer = await self._thread.run(_connect(self.url))
-            await self._thread.run(migrate(self._writer, POSTGRESQL, self.where))
+            self._writer = await self._connection()
+            await migrate(self._writer, POSTGRESQL, self.where)
             for _ in range(self.readers):
                 self._pool.put_nowait(await self._connection())
             listening = asyncio.get_running_loop().create_future()
@@ -334,12 +290,6 @@ class PostgresStore(Store):
 
     async def close(self) -> None:
         await self._stop_writer()
-        if self._thread is not None:
-            if self._writer is not None:
-                with contextlib.suppress(psycopg.Error):
-                    await self._thread.run(self._writer.raw.close())
-            self._thread.stop()
-            self._thread = None
         if self._listener is not None:
             self._listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -362,12 +312,7 @@ class PostgresStore(Store):
         return result
 
     async def _commit(self, batch: list[Write]) -> list[Outcome]:
-        assert self._thread is not None
-        return await self._thread.run(self._batch(batch))
-
-    async def _batch(self, batch: list[Write]) -> list[Outcome]:
-        """``batch`` in one transaction, in the writer's thread; one round trip per job and two
-        per batch frame it.
+        """``batch`` in one transaction: its framing costs one round trip per job, two per batch.
 
         Statements of the framing that take no parameters go together as one simple query
         (several statements, one round trip): the transaction's start with its lock and the
@@ -400,18 +345,25 @@ class PostgresStore(Store):
                 with contextlib.suppress(psycopg.Error):
                     await raw.execute("ROLLBACK")
             outcomes = [(False, exc)] * len(batch)
-            self._writer = await _reconnected(conn, self.url, self.where)
+            self._writer = await self._healthy(conn)
         return outcomes
 
     async def _healthy(self, conn: PostgresConnection) -> PostgresConnection:
-        """A reader connection, or a new one in its place when the server dropped it.
+        """``conn``, or a new connection in its place when the server dropped it.
 
-        A connection the store no longer owns (it was closed, with a read still in
-        flight) is not replaced: nothing would ever close the new one.
+        A failed reconnection keeps the broken one: its next use fails at once
+        (callers get a retryable error) and tries again. A connection the store
+        no longer owns (it was closed, with a read still in flight) is not
+        replaced: nothing would ever close the new one.
         """
-        if conn not in self._all:
+        if (not conn.raw.broken and not conn.raw.closed) or conn not in self._all:
             return conn
-        fresh = await _reconnected(conn, self.url, self.where)
+        try:
+            fresh = await _connect(self.url)
+        except psycopg.Error as exc:
+            log.warning("cannot reconnect to %s: %s", self.where, exc)
+            return conn
+        log.info("reconnected to %s", self.where)
         self._all[self._all.index(conn)] = fresh
         return fresh
 
