@@ -6,10 +6,9 @@ rows, marks them ``sending`` in a write of its own, calls the sender of each row
 destination kind with a timeout, and records the outcome: ``sent``, ``pending`` again
 with exponential backoff, or ``failed`` with its error after the last attempt.
 
-Adding a kind of destination (say ``forge``: a comment posted back on a GitHub or
-Forgejo issue) is three steps:
+Adding a kind of destination (say ``matrix``: a message in a Matrix room) is three steps:
 
-1. a module here with one coroutine function decorated ``@sender("forge")``; it is
+1. a module here with one coroutine function decorated ``@sender("matrix")``; it is
    given a :class:`~.senders.Delivery` (the row as a :class:`~.senders.Note`, the
    destination's kind and decoded settings, the board's HTTP session and the send
    timeout) and returns on success or raises :class:`~.senders.SendFailed` with a
