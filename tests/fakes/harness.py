@@ -1278,6 +1278,8 @@ def board_action(kind: str, step: dict[str, Any], allowed: bool) -> Action:
             "reply_to": step.get("reply_to", last_id),
             "body": step.get("text", "done"),
         }
+        if "tags" in step:
+            payload["tags"] = step["tags"]
     else:
         thread = step.get("thread", last_id)
         url = f"{base}/api/threads/{thread}/claim"

@@ -51,7 +51,8 @@ class LiveBoard:
         return f"http://127.0.0.1:{self.port}"
 
     async def start(self) -> Board:
-        app = create_app(Settings(db=str(self.db_path)))
+        # The outbox may send to receivers on loopback: the tests' fake forge and webhooks.
+        app = create_app(Settings(db=str(self.db_path), notify_allow_local=1))
         server = TestServer(app, host="127.0.0.1", port=self.port)
         await server.start_server(shutdown_timeout=0.5)  # open long-polls end at once
         self.board = Board(server, app, self.db_path, self.db_path.parent)
