@@ -26,6 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from board.server.api.claims import NDJSON
 from board.server.api.route import Route
 from board.server.api.table import all_routes
 from board.server.jsonvalues import MAX_DEPTH
@@ -202,6 +203,18 @@ class Board:
         resp = self.conn.getresponse()
         return resp.status, resp.getheader("Content-Type") or "", resp.read().decode()
 
+    def first_line(self, path: str, token: str) -> tuple[int, str, str]:
+        """A GET of a stream (on a connection of its own, closed after): its first line, or
+        its whole answer when it does not stream (a refusal)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.conn.port, timeout=30)
+        try:
+            conn.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+            resp = conn.getresponse()
+            text = resp.readline() if resp.status == 200 else resp.read()
+            return resp.status, resp.getheader("Content-Type") or "", text.decode()
+        finally:
+            conn.close()
+
     def call(self, method: str, path: str, token: str | None, body: Any = None) -> Any:
         status, _, text = self.send(method, path, token, body)
         assert status < 300, (method, path, status, text)
@@ -241,12 +254,24 @@ def concrete(route: Route, names: dict[str, str]) -> str:
     return path.replace("{name}", "fuzz-skill" if "/skills/" in path else "fuzz-profile")
 
 
+def streams(route: Route) -> bool:
+    """A route that answers JSON lines until its client leaves (the wake stream)."""
+    return route.answer.schema.get("contentMediaType") == NDJSON
+
+
 def read_everything(board: Board, tokens: dict[str, str], names: dict[str, str]) -> None:
-    """Every read route, as each caller: it answers below 500, in standard JSON."""
+    """Every read route, as each caller: it answers below 500, in standard JSON (a stream's
+    first line, a heartbeat within a second if nothing else comes first)."""
     for route in all_routes():
         if route.method != "GET":
             continue
         path = concrete(route, names)
+        if streams(route):
+            for token in tokens.values():
+                status, _, first = board.first_line(path + "?beat=1", token)
+                assert status < 500, (path, first)
+                strict_loads(first)
+            continue
         for token in tokens.values():
             for query in ("", "?workspace=proj"):
                 status, kind, text = board.send("GET", path + query, token)
