@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, expect
+from playwright.async_api import Browser, Locator, expect
 
 from tests.keeper.keeperrun import KeeperProcess, daemons, fleet_bot, group_gone, running, state
 from tests.launcher.botrun import LiveBoard
@@ -28,6 +29,15 @@ from tests.support.fleettest import BADGES, enroll_keeper
 from tests.support.pages_support import login_link
 
 pytestmark = pytest.mark.timeout(240)
+
+
+async def painted(badge: Locator) -> str | None:
+    """A badge's background and text colours, once it is painted: the cards are redrawn as the
+    fleet changes, and a badge read as its card is replaced has no computed colours yet."""
+    colour = str(
+        await badge.evaluate("e => getComputedStyle(e).backgroundColor + ' ' + getComputedStyle(e).color")
+    )
+    return colour if colour.strip() else None
 
 
 async def fleet_tab(chromium: Browser, world: World, tmp_path: Path, width: int = 1280) -> Tab:
@@ -165,9 +175,7 @@ async def test_each_state_in_a_word_and_a_colour_on_a_desktop_and_a_phone(
         badge = tab.page.locator(f"#bot-{handle} .badge.state")
         await expect(badge).to_have_text(word)
         await expect(badge).to_have_class(re.compile(rf"\btone-{tone}\b"))
-        colour = await badge.evaluate(
-            "e => getComputedStyle(e).backgroundColor + ' ' + getComputedStyle(e).color"
-        )
+        colour = await eventually(partial(painted, badge), f"{handle}'s badge painted")
         colours.setdefault(tone, set()).add(colour)
     assert all(len(c) == 1 for c in colours.values()), colours  # one colour per tone
     assert len({c for cs in colours.values() for c in cs}) == len(colours), colours  # a tone each

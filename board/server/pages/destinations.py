@@ -7,11 +7,15 @@ sent, a test send, and its notifications (state, attempts, the error of a failed
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from aiohttp import web
 
 from ..services import destinations, outbound
 from .routing import PageCall, PageRoute, redirect
 
+#: Notifications a page of the log shows (the API's default is the house's 20).
+LOG_PAGE = 50
 #: What each kind of event is, as the pages say it.
 KIND_LABELS = {
     "mention": "A message mentions me",
@@ -36,12 +40,10 @@ async def add(call: PageCall) -> web.StreamResponse:
 async def page(call: PageCall) -> web.StreamResponse:
     destination_id = call.int_arg("id")
     destination = await destinations.get_destination(call.ctx, call.p, destination_id)
-    log = await destinations.log(
-        call.ctx,
-        call.p,
-        destination_id,
-        call.query(destinations.LogQuery),
-    )
+    q = call.query(destinations.LogQuery)
+    if "limit" not in call.request.query:
+        q = replace(q, limit=LOG_PAGE)
+    log = await destinations.log(call.ctx, call.p, destination_id, q)
     return call.render(
         "destination.html",
         destination=destination,

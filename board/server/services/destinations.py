@@ -83,7 +83,7 @@ class QuietHoursInput:
 @dataclass
 class LogQuery:
     before: int | None = arg(None, min=1, help="Notifications older than this id.")
-    limit: int = arg(50, min=1, max=200)
+    limit: int = arg(20, min=1, max=200)
 
 
 def _given(req: DestinationInput) -> dict[str, Any]:

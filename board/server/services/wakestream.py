@@ -43,7 +43,7 @@ from .wakes import WakeScope, wake_scope
 class WakeStreamQuery:
     since: int = arg(0, min=0)
     limit: int = arg(
-        100, min=1, max=500, help="Backlog lines at most; past it the stream ends with end: more."
+        20, min=1, max=500, help="Backlog lines at most; past it the stream ends with end: more."
     )
     watch: list[str] = arg(
         [], max_items=50, pattern=r"[a-z0-9._-]{2,64}", help="Channels to watch, comma-separated."
