@@ -451,33 +451,42 @@ async def test_every_change_of_a_destination_its_kinds_and_quiet_hours_is_audite
 async def test_a_board_refuses_to_send_to_loopback_unless_allowed(
     tmp_path: Path, receiver: Receiver, mailbox: Mailbox
 ) -> None:
-    """By default nothing is sent to the board's own machine: the log says why and the setting."""
+    """By default nothing is sent to the board's own machine. An address written as one is
+    refused when saved; a name is refused when sent, on what it resolves to, and the log says
+    why and names the setting."""
     board = await start_board(tmp_path, notify_allow_local=0)
     try:
         fast_retries(board, attempts=1)
         world = await populate(board)
+        literal = [
+            ("by-address", "webhook", {"url": receiver.url("/hook/a"), "secret": SECRET}, "url"),
+            ("metadata", "ntfy", {"url": "http://169.254.169.254/topic"}, "url"),
+            ("v6", "slack", {"url": "http://[::1]:9/x"}, "url"),
+            ("mail", "email", mailbox.settings(), "host"),
+        ]
+        for name, kind, settings, field in literal:
+            with pytest.raises(BoardAPIError) as refused:
+                await world.human.create_destination(name, kind, **settings)
+            assert refused.value.code == "INVALID_ARGUMENT", name
+            assert refused.value.details.get("field") == field, name
+            assert "BOARD_NOTIFY_ALLOW_LOCAL=1" in refused.value.message
+        assert (await world.human.destinations())["destinations"] == []
+
         at_name = receiver.url("/hook/a").replace("127.0.0.1", "localhost")
-        hooks = [
-            await world.human.create_destination(
-                "by-address", "webhook", url=receiver.url("/hook/a"), secret=SECRET
-            ),
-            await world.human.create_destination("by-name", "webhook", url=at_name, secret=SECRET),
-            await world.human.create_destination("metadata", "ntfy", url="http://169.254.169.254/topic"),
-            await world.human.create_destination("mail", "email", **mailbox.settings()),
-        ]
-        for hook in hooks:
-            await world.human.send_test_notification(hook["id"])
-        await settled(board, len(hooks))
-        errors = [
-            str(e) for (e,) in db_rows(board.db_path, "SELECT last_error FROM notifications ORDER BY id")
-        ]
-        assert all("BOARD_NOTIFY_ALLOW_LOCAL=1" in e for e in errors), errors
-        assert "127.0.0.1 is a loopback address" in errors[0]
-        assert "localhost (127.0.0.1) is a loopback address" in errors[1] or "(::1)" in errors[1]
-        assert "169.254.169.254 is a link-local address" in errors[2]
-        assert "127.0.0.1 is a loopback address" in errors[3]
+        hook = await world.human.create_destination("by-name", "webhook", url=at_name, secret=SECRET)
+        with pytest.raises(BoardAPIError) as refused:
+            await world.human.update_destination(hook["id"], url=receiver.url("/hook/b"))
+        assert refused.value.code == "INVALID_ARGUMENT" and "loopback" in str(refused.value)
+        [kept] = (await world.human.destinations())["destinations"]
+        assert kept["settings"]["url"] == at_name  # unchanged
+
+        await world.human.send_test_notification(hook["id"])
+        await settled(board, 1)
+        [(error,)] = db_rows(board.db_path, "SELECT last_error FROM notifications")
+        assert "BOARD_NOTIFY_ALLOW_LOCAL=1" in error
+        assert "localhost (127.0.0.1) is a loopback address" in error or "(::1)" in error
         assert receiver.at("/hook/a") == [] and mailbox.mails == []
-        failed = (await world.human.destination_log(hooks[0]["id"]))["notifications"]
+        failed = (await world.human.destination_log(hook["id"]))["notifications"]
         assert failed[0]["state"] == "failed" and "loopback" in failed[0]["last_error"]
     finally:
         await stop_board(board)

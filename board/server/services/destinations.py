@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from ..errors import InvalidArgument, NotFound
 from ..hub import Signal
+from ..outbox import guard
 from ..principal import Principal
 from ..store import notifications as store
 from ..store.connection import Connection
@@ -115,6 +116,23 @@ def _check(kind: str, settings: dict[str, Any]) -> dict[str, Any]:
     return settings
 
 
+def _reachable(given: dict[str, Any], allow_local: bool) -> None:
+    """Refuse, when saved, a URL or mail server given as an address the board does not send to.
+
+    Only a literal address is known now; a name is checked on the addresses it resolves to
+    when a notification is sent (:mod:`..outbox.guard`), since what it resolves to can change.
+    """
+    if allow_local:
+        return
+    for f, host in (("url", urlsplit(given.get("url") or "").hostname), ("host", given.get("host"))):
+        kind = guard.why_refused(host) if host else None
+        if kind is not None:
+            raise InvalidArgument(
+                f"{host} is a {kind} address: the board does not send there unless {guard.SETTING}.",
+                field=f,
+            )
+
+
 def _audited(given: dict[str, Any]) -> dict[str, Any]:
     """What the audit log keeps of settings given: no secret, and of a URL (which may hold a
     token, in its path or its query) only that one was given."""
@@ -195,6 +213,7 @@ async def create(ctx: Context, p: Principal, req: DestinationInput) -> dict[str,
         raise InvalidArgument("A destination needs a name and a kind.", field="kind" if req.name else "name")
     name, kind = req.name, req.kind
     settings = _check(kind, _given(req))
+    _reachable(settings, bool(ctx.settings.notify_allow_local))
 
     async def write(conn: Connection) -> dict[str, Any]:
         if len(await store.destinations_of(conn, p.agent_id)) >= MAX_DESTINATIONS:
@@ -214,6 +233,7 @@ async def create(ctx: Context, p: Principal, req: DestinationInput) -> dict[str,
 async def update(ctx: Context, p: Principal, destination_id: int, req: DestinationInput) -> dict[str, Any]:
     """Change the fields given; a secret left out keeps its stored value."""
     actions.require(p, "notify.manage")
+    _reachable(_given(req), bool(ctx.settings.notify_allow_local))
 
     async def write(conn: Connection) -> dict[str, Any]:
         row = await _own(conn, p, destination_id)
