@@ -3,7 +3,9 @@
 Every test starts processes A and B on different loopback ports and a fresh copy
 of the migrated database, then drives them over HTTP: a claim race split across
 both, a long-poll on one woken by a post on the other, compare-and-set writers
-on both, a ``since`` reader paging while both post, a token revoked on one and
+on both, a ``since`` reader paging while both post, and while one process holds an id it has
+not committed and the other writes after it (the interleaving that breaks a naive id
+cursor; it fails with the write lock taken out), a token revoked on one and
 refused on the other, the sweep shared between them, and one request id sent
 to both at once. Skipped when BOARD_TEST_STORES leaves out postgresql (the
 ``pg_cluster`` fixture).
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import psycopg
 import pytest
 
 from board.client import BoardAPIError, BoardClient
@@ -256,6 +259,70 @@ async def test_a_since_reader_on_b_sees_every_message_of_both_processes_once_in_
     assert concurrent_reads > 10, "the reader hardly read while the posters wrote"
     assert seen == sorted(set(seen)), "a message was seen twice or out of id order"
     assert set(seen) == acknowledged
+
+
+async def test_a_reader_never_passes_an_id_a_slower_process_has_not_committed_yet(pair: Pair) -> None:
+    """The interleaving that breaks a naive id cursor: A takes id n and stalls before its commit,
+    B writes after it (id n + 1, were it free to commit first), and a reader on B pages with
+    ``since`` meanwhile. Were n + 1 visible before n, the reader's cursor would pass n and never
+    see it. The reader must see every message once, in id order, whatever order the commits
+    take. A is stalled for real: a transaction of the test's holds the channel's row, which A's
+    insert must share (its foreign key), so A waits holding its id."""
+    [bot_a, bot_b] = await workspace_bots(pair, 2)
+    async with (
+        BoardClient(pair.a.url, bot_a) as poster_a,
+        BoardClient(pair.b.url, bot_b) as poster_b,
+        BoardClient(pair.b.url, pair.human) as reader,
+        await psycopg.AsyncConnection.connect(pair.url, autocommit=True) as db,
+    ):
+        first = await poster_a.post("opens the channel", channel="work")
+        await poster_b.post("opens the other one", channel="other")
+        since = int(first["id"])
+
+        async def read() -> list[int]:
+            nonlocal since
+            page = await reader.messages(workspace="proj", since=since, limit=20)
+            ids = [int(m["id"]) for m in page["messages"]]
+            since = ids[-1] if ids else since
+            return ids
+
+        async def sequence() -> int:
+            [(value,)] = await (await db.execute("SELECT last_value FROM messages_id_seq")).fetchall()
+            return int(value)
+
+        assert len(await read()) == 1  # the other channel's first; the reader's presence is written
+        before = await sequence()
+        seen: list[int] = []
+        async with db.transaction():
+            await db.execute("SELECT 1 FROM channels WHERE slug = 'work' FOR UPDATE")
+            stalled = asyncio.create_task(poster_a.post("A: takes its id, then waits", channel="work"))
+            await eventually(lambda: _past(sequence, before), "A took its id")
+            later = asyncio.create_task(poster_b.post("B: after A's id", channel="other"))
+            await eventually(lambda: _blocked_or_done(db, later), "B's post is in the database or done")
+            for _ in range(5):  # the reader reads while A's id is taken and not committed
+                seen += await read()
+                await asyncio.sleep(0.05)
+            assert not stalled.done()
+        a_post, b_post = await asyncio.wait_for(asyncio.gather(stalled, later), WOKEN_WITHIN)
+        seen += await read()
+    assert int(a_post["id"]) < int(b_post["id"]), "B's id was taken after A's"
+    assert seen == [int(a_post["id"]), int(b_post["id"])], "a message was skipped, repeated or reordered"
+
+
+async def _past(sequence: Any, before: int) -> bool:
+    return bool(await sequence() > before)
+
+
+async def _blocked_or_done(db: psycopg.AsyncConnection[Any], post: asyncio.Task[Any]) -> bool:
+    """B's post has reached the database: it returned, or B's writer waits on a lock."""
+    if post.done():
+        return True
+    cur = await db.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'bot-board'"
+        " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+    )
+    [(waiting,)] = await cur.fetchall()
+    return int(waiting) >= 2  # A's writer on the channel's row, B's on its turn to write
 
 
 # -- 5. a token revoked on A is refused on B -------------------------------------------------
