@@ -22,11 +22,13 @@ Record = dict[str, Any]
 
 
 def latest(results: Path) -> dict[str, Record]:
-    """The newest record of each scenario (file names start with the UTC time)."""
+    """The newest record of each scenario (file names start with the UTC time), leaving out
+    variants: runs with options that measure something beside the target (``"variant"``)."""
     found: dict[str, Record] = {}
     for path in sorted(results.glob("*.json")):
         record = json.loads(path.read_text())
-        found[record["scenario"]] = record
+        if "variant" not in record:
+            found[record["scenario"]] = record
     return found
 
 

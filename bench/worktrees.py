@@ -148,6 +148,13 @@ def main(argv: list[str] | None = None) -> None:
         {"mode": "worktree", "pacing": pacing, "files": args.files, "threads": args.n, **percentiles(tree)},
     ]
     added = rows[1]["p99_ms"] - rows[0]["p99_ms"]
+    # The target is for new threads paced by the spare; back to back is the worst case shown
+    # beside it, a variant the report's target row leaves out.
+    verdict = (
+        {"target_added_p99_ms": TARGET_ADDED_P99_MS, "met": added <= TARGET_ADDED_P99_MS}
+        if paced
+        else {"variant": pacing}
+    )
     report(
         "worktrees",
         rows,
@@ -156,8 +163,7 @@ def main(argv: list[str] | None = None) -> None:
         added_p99_ms=round(added, 2),
         ratio_p50=round(rows[1]["p50_ms"] / rows[0]["p50_ms"], 2),
         ratio_p99=round(rows[1]["p99_ms"] / rows[0]["p99_ms"], 2),
-        target_added_p99_ms=TARGET_ADDED_P99_MS,
-        met=added <= TARGET_ADDED_P99_MS,
+        **verdict,
         samples_ms={"plain": _ms(plain), "worktree": _ms(tree)},
     )
 
