@@ -115,7 +115,7 @@ def test_report_draws_a_chart_per_scenario_that_has_one(tmp_path: Path) -> None:
 def test_report_leaves_out_a_variant_run_newer_than_the_target_s(tmp_path: Path) -> None:
     """A run with options that measure beside the target (``worktrees --back-to-back``) is not
     the target's figure, however new."""
-    target = {"scenario": "worktrees", "rows": [{"mode": "plain", "p99_ms": 300.0}]}
+    target: dict[str, Any] = {"scenario": "worktrees", "rows": [{"mode": "plain", "p99_ms": 300.0}]}
     target |= {"added_p99_ms": 99.0, "ratio_p99": 1.2, "load": [1, 1, 1], "at": "T1"}
     variant = target | {"added_p99_ms": 4728.0, "ratio_p99": 16.4, "variant": "back to back", "at": "T2"}
     (tmp_path / "2026-01-01T000000Z-worktrees.json").write_text(json.dumps(target))
