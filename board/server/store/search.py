@@ -122,7 +122,7 @@ def _counts(terms: Terms, texts: list[str]) -> list[list[int]]:
     ]
 
 
-_JOIN, _MARK = "\x00", "\x01"  # control characters, which no body holds (validation refuses them)
+_JOIN, _MARK = "\x00", "\x01"  # control characters: validation keeps them out of bodies
 
 
 _K1, _B = 1.2, 0.75  # BM25's usual constants, as FTS5's bm25() has them
