@@ -3,7 +3,10 @@
 A probe names a list of (path, query) requests, cycled through: one at a time,
 so the figure is a read's own latency rather than a queue's. Given the server's
 pid, each probe also gets the server's CPU time per request (``cpu_ms``, psutil),
-which the machine's other load disturbs far less than wall time.
+which the machine's other load disturbs far less than wall time. Probes run one after
+another, or ``interleaved``: one request of each in turn, so that probes compared by a
+ratio share whatever load the machine's neighbours put on it (and no ``cpu_ms``, which
+psutil counts in ticks too coarse for one request).
 """
 
 from __future__ import annotations
@@ -29,40 +32,52 @@ def _cpu_seconds(server: psutil.Process | None) -> float:
 
 
 async def _measure(
-    url: str, token: str, probes: dict[str, list[Request]], n: int, pid: int | None
+    url: str, token: str, probes: dict[str, list[Request]], n: int, pid: int | None, interleaved: bool
 ) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {token}"}
-    out: dict[str, Any] = {}
-    server = psutil.Process(pid) if pid is not None else None
+    server = psutil.Process(pid) if pid is not None and not interleaved else None
     warm = max(3, n // 10)  # the first few requests warm caches and connections
+    samples: dict[str, list[float]] = {name: [] for name in probes}
+    cpu: dict[str, float] = {}
+    turns = [list(probes)] * (n + warm) if interleaved else [[name] * (n + warm) for name in probes]
     async with aiohttp.ClientSession(url, headers=headers) as http:
-        for name, requests in probes.items():
-            samples = []
-            cpu = 0.0
-            for i in range(n + warm):
-                if i == warm:
-                    cpu = _cpu_seconds(server)
-                path, params = requests[i % len(requests)]
+        for turn in turns:
+            for name in turn:
+                at = len(samples[name])
+                if at == warm:
+                    cpu[name] = _cpu_seconds(server)
+                path, params = probes[name][at % len(probes[name])]
                 started = time.perf_counter()
                 async with http.get(path, params=params) as resp:
                     await resp.read()
                     if resp.status != 200:
                         raise RuntimeError(f"{name}: {resp.status} {await resp.text()}")
-                if i >= warm:
-                    samples.append(time.perf_counter() - started)
-            out[name] = percentiles(samples)
-            if server is not None:
-                out[name]["cpu_ms"] = round(1000 * (_cpu_seconds(server) - cpu) / n, 3)
+                samples[name].append(time.perf_counter() - started)
+            if not interleaved and server is not None:
+                cpu[turn[0]] = _cpu_seconds(server) - cpu[turn[0]]
+    out: dict[str, Any] = {}
+    for name, taken in samples.items():
+        out[name] = percentiles(taken[warm:])
+        if server is not None:
+            out[name]["cpu_ms"] = round(1000 * cpu[name] / n, 3)
     return out
 
 
-def _child(url: str, token: str, probes: dict[str, list[Request]], n: int, pid: int | None) -> dict[str, Any]:
-    return asyncio.run(_measure(url, token, probes, n, pid))
+def _child(
+    url: str, token: str, probes: dict[str, list[Request]], n: int, pid: int | None, interleaved: bool
+) -> dict[str, Any]:
+    return asyncio.run(_measure(url, token, probes, n, pid, interleaved))
 
 
 def measure(
-    url: str, token: str, probes: dict[str, list[Request]], n: int, pid: int | None = None
+    url: str,
+    token: str,
+    probes: dict[str, list[Request]],
+    n: int,
+    pid: int | None = None,
+    interleaved: bool = False,
 ) -> dict[str, Any]:
-    """p50/p99/max per probe, and the server's ``cpu_ms`` per request given its pid, from a client process."""
+    """p50/p99/max per probe, and the server's ``cpu_ms`` per request given its pid (not
+    ``interleaved``), from a client process."""
     with mp.get_context("spawn").Pool(1) as pool:
-        return pool.apply(_child, (url, token, probes, n, pid))
+        return pool.apply(_child, (url, token, probes, n, pid, interleaved))

@@ -5,9 +5,10 @@ For each size (10^4 and 10^6 messages by default) a fresh board holds a workspac
 the rest, written after: the worst case for a search that ranks the whole board's
 newest matches, since every match in ``crowd`` is newer than any in ``small``.
 Probes ask ``small`` and ``crowd`` for the vocabulary's most common word (in
-nearly every message) and for a rare one (the 500th, in about one message of 200),
-one request at a time from a client process. ``common_vs_rare_p50`` is the common
-word's p50 over the rare word's in ``small``.
+nearly every message) and for a rare one (the 80th, in about one message of 40),
+one request at a time from a client process, the four probes in turn (``interleaved``:
+a ratio of two is then measured under the same load). ``common_vs_rare_p50`` is the
+common word's p50 over the rare word's in ``small``.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def one_size(messages: int, n: int) -> dict[str, Any]:
             for workspace in ("small", "crowd")
             for name, word in (("common", COMMON), ("rare", RARE))
         }
-        figures = reads.measure(board.url, fleet.human, probes, n, board.proc.pid)
+        figures = reads.measure(board.url, fleet.human, probes, n, interleaved=True)
     row: dict[str, Any] = {"messages": messages, "small_messages": messages // 10}
     for name, figure in figures.items():
         row[f"{name}_p50_ms"] = figure["p50_ms"]

@@ -6,9 +6,11 @@ import html
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from board.server.store import messages as store
-from board.server.store.search import Terms, relevance, snippet
+from board.server.store.search import Terms, _counts, _fold, relevance, snippet
 from tests.support.boardtest import World
 from tests.support.pages_support import sign_in
 
@@ -78,6 +80,33 @@ def test_relevance_weighs_repeats_rare_words_and_length() -> None:
     phrase = Terms((("db.py", False),))
     together, apart = relevance(phrase, ["edit db py", "db and py"])
     assert together > apart == 0.0
+
+
+# Pieces that case (the long s, the Kelvin sign, a capital I with a dot), folding, word splits
+# and the joined scan can each get wrong.
+_PIECES = ["de", "ploy", "DÉ", "db", "py", "café", "ﬁ", "ß", "\u017f", "\u212a", "\u0130", "½"]
+_PIECES += ["_", " ", ".", "-", "\n", "\x01"]
+_WORDS = ["deploy", "dep", "db.py", "DB py", "café", "de_ploy", "fi", "ss", "k", "s", "i", "1/2", "é"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(_WORDS), st.booleans()), min_size=1, max_size=3),
+    st.lists(st.lists(st.sampled_from(_PIECES), max_size=20).map("".join), min_size=1, max_size=8),
+)
+def test_the_window_is_counted_as_each_body_alone(words: list[tuple[str, bool]], bodies: list[str]) -> None:
+    """The window's bodies are scanned joined, in lower case when they are ASCII: each body
+    still counts what its own scan by each word's pattern finds."""
+    terms = Terms(tuple(words))
+    texts = [_fold(body)[0] for body in bodies]
+    alone = [[len(pattern.findall(text)) for text in texts] for pattern in terms.patterns()]
+    assert _counts(terms, texts) == alone
+
+
+def test_a_control_character_in_a_body_splits_words_as_a_space_does() -> None:
+    phrase = Terms((("db.py", False),))
+    assert _counts(phrase, ["db\x00py", "db\x01py db py", "dbpy"]) == [[1, 2, 0]]
+    assert snippet(phrase, "db\x00py") == "**db\x00py**"
 
 
 def test_a_snippet_is_the_stretch_with_the_matches_marked() -> None:

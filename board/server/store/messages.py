@@ -480,9 +480,9 @@ async def search(
         return [], None
     window = await _window(conn, match, flt)
     scores = relevance(match, [row[1] for row in window])
-    ranked = sorted(range(len(window)), key=lambda k: (-scores[k], -window[k][0]))
+    ranked = sorted((-score, -row[0]) for score, row in zip(scores, window, strict=True))
     older = window[-1][0] if len(window) == WINDOW else None
-    ids = [window[k][0] for k in ranked[offset : offset + limit]]
+    ids = [-negated for _, negated in ranked[offset : offset + limit]]
     if not ids:
         return [], older
     marks = ",".join("?" * len(ids))

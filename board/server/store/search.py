@@ -7,14 +7,21 @@ Every word is quoted, so nothing a reader types is taken as an operator.
 
 A reader's search of messages ranks a window: the newest :data:`WINDOW` matches (before
 its ``before``), by :func:`relevance`. Finding them walks the index newest first and
-stops, so a word in every message costs what a rare one does; ranking every match
-instead (FTS5's ``bm25`` counts a word's every occurrence on the board for its weight)
-made the most common words the slowest. Older matches are the next window's.
+stops, so a word in every message reads at most a window's rows, however many it has on
+the board; ranking every match instead (FTS5's ``bm25`` counts a word's every occurrence
+on the board for its weight) made the most common words the slowest. Older matches are
+the next window's. Only the page shown gets snippets (:func:`snippet`, in the service).
+
+What a full window still costs over a nearly empty one is its rows: the index's walk
+(see migration 0030 for the pages it skips by), each body read, and each scanned for the
+words. :func:`relevance` scans the window's bodies joined, once per word, in lower case
+when they are ASCII, so that last part is a few C calls rather than one per body.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import re
 import unicodedata
@@ -55,9 +62,14 @@ class Terms:
             phrases.append(parts[0] if len(parts) == 1 else "(" + " <-> ".join(parts) + ")")
         return (" | " if self.any else " & ").join(phrases)
 
-    def patterns(self) -> list[re.Pattern[str]]:
-        """Each word as a pattern over text (folded as the index folds it, :func:`_fold`)."""
-        return [_phrase(word, prefix) for word, prefix in self.words]
+    def patterns(self, lowered: bool = False) -> list[re.Pattern[str]]:
+        """Each word as a pattern over text (folded as the index folds it, :func:`_fold`);
+        ``lowered``: over ASCII text in lower case, for ASCII words (:meth:`ascii`), which a
+        pattern that ignores no case scans several times faster."""
+        return [_phrase(word, prefix, lowered) for word, prefix in self.words]
+
+    def ascii(self) -> bool:
+        return all(word.isascii() for word, _ in self.words)
 
 
 #: What PostgreSQL's [[:punct:]] is in the C locale: every ASCII punctuation mark.
@@ -73,31 +85,68 @@ def relevance(terms: Terms, bodies: Sequence[str]) -> list[float]:
     bodies hold it (the window is the collection) and a body's length in characters:
     higher is more relevant."""
     texts = [body if body.isascii() else _fold(body)[0] for body in bodies]
-    patterns = terms.patterns()
-    counts = [[len(pattern.findall(text)) for pattern in patterns] for text in texts]
     total = len(texts)
-    average = sum(map(len, texts)) / total if total else 0.0
-    weights = []
-    for k in range(len(patterns)):
-        holding = sum(1 for row in counts if row[k])
-        weights.append(math.log((total - holding + 0.5) / (holding + 0.5) + 1))
-    scores = []
-    for text, row in zip(texts, counts, strict=True):
-        norm = _K1 * (1 - _B + _B * len(text) / average) if average else _K1
-        scores.append(sum(w * tf * (_K1 + 1) / (tf + norm) for w, tf in zip(weights, row, strict=True) if tf))
-    return scores
+    if not total:
+        return []
+    counts = _counts(terms, texts)
+    average = sum(map(len, texts)) / total
+    norms = [_K1 * (1 - _B + _B * len(text) / average) if average else _K1 for text in texts]
+    parts = []  # each word's part of each body's score
+    for row in counts:
+        holding = total - row.count(0)
+        weight = math.log((total - holding + 0.5) / (holding + 0.5) + 1)
+        parts.append(
+            [
+                weight * tf * (_K1 + 1) / (tf + norm) if tf else 0.0
+                for tf, norm in zip(row, norms, strict=True)
+            ]
+        )
+    return parts[0] if len(parts) == 1 else [sum(score) for score in zip(*parts, strict=True)]
+
+
+def _counts(terms: Terms, texts: list[str]) -> list[list[int]]:
+    """How often each word stands in each text (of one or more), one list per word. The
+    texts are joined and scanned once per word, each match replaced by a mark, and the marks
+    counted per text: a few C calls for the window rather than one scan per body and word.
+    A pattern never spans the join (:func:`_phrase`); a text's own NUL or mark is read as
+    the space it is to the index."""
+    joined = _JOIN.join(texts)
+    if joined.count(_JOIN) != len(texts) - 1 or _MARK in joined:
+        joined = _JOIN.join(text.replace(_JOIN, " ").replace(_MARK, " ") for text in texts)
+    lowered = joined.isascii() and terms.ascii()
+    if lowered:
+        joined = joined.lower()
+    return [
+        [part.count(_MARK) for part in pattern.sub(_MARK, joined).split(_JOIN)]
+        for pattern in terms.patterns(lowered)
+    ]
+
+
+_JOIN, _MARK = "\x00", "\x01"  # control characters: validation keeps them out of bodies
 
 
 _K1, _B = 1.2, 0.75  # BM25's usual constants, as FTS5's bm25() has them
 
 
-def _phrase(word: str, prefix: bool) -> re.Pattern[str]:
+@functools.lru_cache(maxsize=1024)
+def _phrase(word: str, prefix: bool, lowered: bool = False) -> re.Pattern[str]:
     """Where ``word`` stands in a text as the index reads it: its parts split where the
     index splits words (FTS5's unicode61, PostgreSQL's board_words), whole words but a
-    prefix's last, in any case."""
-    parts = [re.escape(_fold(part)[0]) for part in re.split(r"[\W_]+", word) if part]
+    prefix's last, in any case (``lowered``: in the lower case the text is already in).
+
+    The first part comes first and what stands before it is looked at after, so the scan
+    skips to the part's letters instead of trying the look-behind at every character; the
+    gaps between parts never take a NUL (``_counts`` joins texts with one)."""
+    parts = [
+        re.escape(_fold(part)[0].lower() if lowered else _fold(part)[0])
+        for part in re.split(r"[\W_]+", word)
+        if part
+    ]
+    if not parts:
+        return _NEVER
     tail = r"[^\W_]*" if prefix else r"(?![^\W_])"
-    return re.compile(r"(?<![^\W_])" + r"[\W_]+".join(parts) + tail, re.IGNORECASE) if parts else _NEVER
+    first = parts[0] + r"(?<![^\W_]" + parts[0] + ")"
+    return re.compile(r"(?:[^\w\x00]|_)+".join([first, *parts[1:]]) + tail, 0 if lowered else re.IGNORECASE)
 
 
 _NEVER = re.compile(r"(?!)")
@@ -120,7 +169,9 @@ def snippet(terms: Terms, text: str, words: int = 16) -> str:
     matches, each match in ``**``, with ``…`` where the text goes on (as FTS5's
     ``snippet()`` has it, for every store alike)."""
     folded, origin = (text, None) if text.isascii() else _fold(text)
-    spans = sorted(found.span() for pattern in terms.patterns() for found in pattern.finditer(folded))
+    lowered = origin is None and terms.ascii()
+    scanned = (folded.lower() if lowered else folded).replace(_JOIN, " ")  # as _counts reads it
+    spans = sorted(found.span() for pattern in terms.patterns(lowered) for found in pattern.finditer(scanned))
     if origin is not None:
         spans = [(origin[a], origin[b - 1] + 1) for a, b in spans if b > a]
     tokens = [found.span() for found in _WORD.finditer(text)]
