@@ -89,8 +89,9 @@ class Store(ABC):
         self.publish: Callable[[Any], None] | None = None  # receives each committed outbox item
         #: What an outbox item becomes for the board's other processes (ids only), or None.
         self.describe: Callable[[Any], dict[str, Any] | None] = lambda item: None
-        #: Called, in commit order, with each item another process announced.
-        self.on_remote: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+        #: Called with what other processes announced, in commit order: the items that
+        #: arrived together in one call, so their messages are read back together.
+        self.on_remote: Callable[[list[dict[str, Any]]], Awaitable[None]] | None = None
         self._queue: asyncio.Queue[Write] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
 
