@@ -86,15 +86,21 @@ async def take_in(ctx: Context, items: list[dict[str, Any]]) -> None:
 
     The messages among ``items`` are read back together, then every item is published
     in the order it came, so the hub sees ids in commit order as the writer's own did.
+    When nobody here waits for a message (no long-poll, stream or page held), none is
+    read: their ids only move the hub's head on. A waiter that comes later subscribes
+    before it reads, so its read finds them.
     """
     message_ids = [int(item["id"]) for item in items if item.get("t") == "message"]
-    events = await _read_back(ctx, message_ids) if message_ids else {}
+    wanted = bool(message_ids) and ctx.hub.awaits_messages()
+    events = await _read_back(ctx, message_ids) if wanted else {}
     for item in items:
         kind = item.get("t")
         if kind == "message":
             event = events.get(int(item["id"]))
             if event is not None:
                 ctx.hub.publish(event)
+            elif not wanted:
+                ctx.hub.passed(int(item["id"]))
         elif kind == "signal":
             where, number = item["key"]
             ctx.publish(Signal((str(where), int(number)), int(item["id"])))
