@@ -8,7 +8,8 @@ free, the database gives across processes:
   advisory lock) before its first statement and holds it to its commit. Batches of
   all processes therefore commit one at a time, so ids of every table are handed
   out in commit order, and a ``since`` reader can never skip a row committed later
-  with a lower id. Within a process, the writer batches up to 256 writes per lock.
+  with a lower id. Within a process, the writer batches up to 256 writes per lock:
+  those queued when the batch starts, and those queued while it awaited the lock.
 - **Claims, compare-and-set, replays** are decided inside that transaction, and the
   schema's unique constraints (one claim per thread, one ``(document, revision)``,
   one request id per caller) refuse a second winner whatever a later change does
@@ -318,7 +319,8 @@ class PostgresStore(Store):
         return result
 
     async def _commit(self, batch: list[Write]) -> list[Outcome]:
-        """``batch`` in one transaction: its framing costs one round trip per job, two per batch.
+        """``batch``, and what queues while its lock is awaited, in one transaction: its framing
+        costs one round trip per job, two per batch.
 
         Statements of the framing that take no parameters go together as one simple query
         (several statements, one round trip): the transaction's start with its lock and the
@@ -333,6 +335,7 @@ class PostgresStore(Store):
         outcomes: list[Outcome] = []
         try:
             await _simple(raw, f"BEGIN; {_LOCK}; SAVEPOINT job")
+            self._fill(batch)  # what queued while the lock was awaited joins this batch
             for i, job in enumerate(batch):
                 if i:
                     await _simple(raw, "RELEASE job; SAVEPOINT job")

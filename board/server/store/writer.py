@@ -163,8 +163,7 @@ class Store(ABC):
     async def _run_writer(self) -> None:
         while True:
             batch = [await self._queue.get()]
-            while len(batch) < MAX_BATCH and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
+            self._fill(batch)
             try:
                 outcomes = await self._commit(batch)
             except asyncio.CancelledError:
@@ -172,6 +171,11 @@ class Store(ABC):
                     _fail(job, "the database closed during this write; it may not have been committed")
                 raise
             self._settle(batch, outcomes)
+
+    def _fill(self, batch: list[Write]) -> None:
+        """Add the writes queued by now to ``batch``, up to ``MAX_BATCH`` in all."""
+        while len(batch) < MAX_BATCH and not self._queue.empty():
+            batch.append(self._queue.get_nowait())
 
     def _settle(self, batch: list[Write], outcomes: list[Outcome]) -> None:
         """Publish what the committed jobs emitted, in commit order, then answer each caller."""
