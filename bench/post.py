@@ -11,6 +11,11 @@ The SQLite board (one process) is always measured: it is the reference.
 ``board serve`` processes on one database, the posters spread evenly over their
 ports. With two or more, ``cross_process_wake`` times a long-poll held on one
 process woken by a post on another, ``--wakes`` times, one post after another.
+
+Each row also gives the CPU a post over the run: of the board's processes
+(``board_cpu_ms``) and of every process of the PostgreSQL server (``db_cpu_ms``),
+and its posts/s as a fraction of the SQLite board's at the same concurrency
+(``vs_sqlite``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
+import psutil
 
 from .baseline import echo_rows
 from .common import BoardProcess, board_processes, percentiles, postgres_cluster, progress, report
@@ -68,6 +74,29 @@ async def cross_process_wakes(boards: list[BoardProcess], n: int) -> dict[str, A
     return {"wakes": n, **percentiles(samples)}
 
 
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """CPU seconds so far of these processes and of all their children (a server's backends)."""
+    spent: dict[int, float] = {}
+    for pid in pids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            root = psutil.Process(pid)
+            for proc in [root, *root.children(recursive=True)]:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    times = proc.cpu_times()
+                    spent[proc.pid] = times.user + times.system
+    return spent
+
+
+def ms_a_post(before: dict[int, float], after: dict[int, float], posts: int) -> float:
+    """Milliseconds of CPU a post between two :func:`cpu_seconds` (a process new since counts whole)."""
+    return round(1000 * sum(t - before.get(pid, 0.0) for pid, t in after.items()) / max(posts, 1), 3)
+
+
+def server_pid(cluster: Any) -> int:
+    """The PostgreSQL server's main process, from its data folder's ``postmaster.pid``."""
+    return int((cluster.data / "postmaster.pid").read_text().split()[0])
+
+
 @contextlib.contextmanager
 def boards_on(store: str, processes: int, cluster: Any) -> Iterator[list[BoardProcess]]:
     """``processes`` boards on a fresh database of ``store``."""
@@ -104,7 +133,14 @@ def main(argv: list[str] | None = None) -> None:
                     fleet = asyncio.run(make_fleet(served[0], c))
                     tokens = [t for _, t in fleet.bots]
                     progress(f"post, {label}, {c} posters")
+                    board_pids = [b.proc.pid for b in served]
+                    db_pids = [server_pid(cluster)] if store == "postgresql" else []
+                    board_cpu, db_cpu = cpu_seconds(board_pids), cpu_seconds(db_pids)
                     row = drive([b.url for b in served], tokens, args.seconds, args.procs)
+                    board_ms = ms_a_post(board_cpu, cpu_seconds(board_pids), row["posts"])
+                    db_ms = ms_a_post(db_cpu, cpu_seconds(db_pids), row["posts"]) if db_pids else None
+                if store == "sqlite":
+                    sqlite_rate = row["posts_per_s"]
                 rows.append(
                     {
                         "board": label,
@@ -112,6 +148,9 @@ def main(argv: list[str] | None = None) -> None:
                         "processes": processes,
                         "concurrency": c,
                         **row,
+                        "board_cpu_ms": board_ms,
+                        "db_cpu_ms": db_ms,
+                        "vs_sqlite": round(row["posts_per_s"] / max(sqlite_rate, 1e-9), 3),
                         "echo_posts_per_s": echo[c]["posts_per_s"],
                         "echo_p99_ms": echo[c]["p99_ms"],
                         "vs_echo": round(row["posts_per_s"] / max(echo[c]["posts_per_s"], 1e-9), 3),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from board.server.hub import Event, Hub, Signal
+from board.server.hub import EVENT_KEYS, Event, Hub, Signal
 
 
 def _event(
@@ -30,3 +30,17 @@ def test_a_signal_and_a_message_with_the_same_number_both_arrive() -> None:
     hub.publish(message)
     hub.publish(signal)
     assert waiter.take() == [message, signal]
+
+
+def test_a_message_is_published_only_under_keys_that_tell_a_wait_for_messages() -> None:
+    hub = Hub()
+    event = Event({"id": 4}, 1, None, 2, 3, {5: "mention"})
+    assert {kind for kind, _ in event.index_keys()} <= EVENT_KEYS
+    waiter = hub.subscribe([("routines", 1)])
+    assert not hub.awaits_messages()
+    hub.passed(4)
+    assert hub.last_id == 4 and waiter.take() == []
+    for key in event.index_keys():
+        other = hub.subscribe([key])
+        assert hub.awaits_messages(), key
+        hub.unsubscribe(other)

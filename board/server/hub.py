@@ -27,6 +27,8 @@ from typing import Any, TypeVar, cast
 from .errors import RateLimited
 
 Key = tuple[str, int]
+#: The kinds of key a message's event is published under (:meth:`Event.index_keys`).
+EVENT_KEYS = frozenset({"all", "workspace", "channel", "conversation", "thread", "agent"})
 #: How soon a request refused for its owner's held streams may try again.
 RETRY_FULL = 5.0
 T = TypeVar("T")
@@ -213,6 +215,15 @@ class Hub:
                 waiters.discard(waiter)
                 if not waiters:
                     del self._by_key[key]
+
+    def awaits_messages(self) -> bool:
+        """Whether anyone here waits under a key a message's event could be published under."""
+        return any(kind in EVENT_KEYS for kind, _ in self._by_key)
+
+    def passed(self, message_id: int) -> None:
+        """A committed message nobody here waited for, not published: the head moves past it
+        all the same (a reader at the head skips its read, :func:`~.services.longpoll.poll`)."""
+        self.last_id = max(self.last_id, message_id)
 
     def publish(self, event: Event | Signal) -> None:
         self.published += 1

@@ -46,8 +46,8 @@ async def listening(url: str) -> tuple[PostgresStore, list[dict[str, Any]]]:
     other = PostgresStore(url, readers=1)
     heard: list[dict[str, Any]] = []
 
-    async def arrived(item: dict[str, Any]) -> None:
-        heard.append(item)
+    async def arrived(items: list[dict[str, Any]]) -> None:
+        heard.extend(items)
 
     other.on_remote = arrived
     await other.open()

@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from board.server.store.connection import Connection
+from board.server.store.dialects import BOARD, LOCKS
 from board.server.store.postgres import PostgresStore
 from tests.support.pgcluster import PgCluster
 
@@ -84,3 +85,32 @@ async def test_failing_jobs_in_a_batch_are_undone_and_their_neighbours_commit(st
     # The writer goes on: the next batch commits.
     assert isinstance(await store.write(channel("w-fourth")), int)
     assert await slugs(store) == ["w-first", "w-second", "w-third", "w-fourth"]
+
+
+async def test_writes_queued_while_the_lock_is_awaited_join_the_waiting_batch(store: PostgresStore) -> None:
+    """Another process holding the write lock: what queues meanwhile commits with the batch
+    already waiting, one lock later, not in a batch (and a lock) of its own."""
+    holder = await psycopg.AsyncConnection.connect(store.url, autocommit=True)
+    try:
+        await holder.execute("SELECT pg_advisory_lock(%s, %s)", (BOARD, LOCKS["writes"]))
+        first = asyncio.create_task(store.write(channel("w-waits")))
+        while not await waiting_for_a_lock(holder):  # the batch of one is in, awaiting the lock
+            await asyncio.sleep(0.01)
+        rest = [asyncio.create_task(store.write(channel(f"w-queued-{i}"))) for i in range(3)]
+        await asyncio.sleep(0.05)
+        assert not first.done()
+        await holder.execute("SELECT pg_advisory_unlock(%s, %s)", (BOARD, LOCKS["writes"]))
+        await asyncio.gather(first, *rest)
+    finally:
+        await holder.close()
+    assert (store.stats.batches, store.stats.writes) == (1, 4)
+    assert await slugs(store) == ["w-waits", *[f"w-queued-{i}" for i in range(3)]]
+
+
+async def waiting_for_a_lock(conn: psycopg.AsyncConnection[Any]) -> bool:
+    cur = await conn.execute(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database ="
+        " (SELECT oid FROM pg_database WHERE datname = current_database())"
+    )
+    row = await cur.fetchone()
+    return bool(row and row[0])

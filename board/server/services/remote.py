@@ -3,14 +3,16 @@
 A committed write's events reach the hub of the process that wrote it directly
 (``store.writer``). The store carries what :func:`describe` makes of each one to
 the other processes (PostgreSQL's ``NOTIFY``, in commit order), where
-:func:`take_in` reads the item back by id and publishes it to that process's hub,
-so a long-poll, stream or MCP session held anywhere wakes alike. Dropping a
-cached token travels the same way, so a revoked token stops working on every
-process, not only the one that revoked it.
+:func:`take_in` reads back by id the messages of all that arrived together, in one
+read, and publishes them to that process's hub in commit order, so a long-poll,
+stream or MCP session held anywhere wakes alike. Dropping a cached token travels
+the same way, so a revoked token stops working on every process, not only the one
+that revoked it.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -19,7 +21,7 @@ from ..store import messages as store
 from ..store.connection import Connection
 from .context import Context
 from .messages import rows_to_messages
-from .scope import audience
+from .scope import audiences
 
 log = logging.getLogger(__name__)
 
@@ -33,47 +35,87 @@ def describe(item: Any) -> dict[str, Any] | None:
     return None
 
 
-async def event_of(conn: Connection, message_id: int) -> Event | None:
-    """A committed message's event as its writer published it, read back from the store."""
-    row = await store.by_id(conn, message_id)
-    if row is None:
-        return None
-    [message] = await rows_to_messages(conn, [row])
-    return Event(
-        message=message,
-        workspace_id=row["workspace_id"],
-        channel_id=row["channel_id"],
-        conversation_id=row["conversation_id"],
-        thread_id=row["thread_id"],
-        recipients=await store.inbox_reasons(conn, message_id),
-        audience=await audience(conn, row["conversation_id"]),
-        author_id=row["author_id"],
-    )
+#: Messages read back in one transaction at most: a larger take is read in slices.
+MAX_READ = 256
 
 
-async def take_in(ctx: Context, item: dict[str, Any]) -> None:
-    """Publish here what another process committed (called in its commit order)."""
-    kind = item.get("t")
-    if kind == "message":
-        message_id = int(item["id"])
-        event = await ctx.db.read(lambda conn: event_of(conn, message_id))
-        if event is not None:
-            ctx.hub.publish(event)
-    elif kind == "signal":
-        where, number = item["key"]
-        ctx.publish(Signal((str(where), int(number)), int(item["id"])))
-    elif kind == "forget":
-        ctx.tokens.drop_agent(int(item["agent"]))
-    else:
-        log.warning("ignored a notification of unknown kind %r", kind)
+async def events_of(conn: Connection, message_ids: list[int]) -> dict[int, Event]:
+    """Committed messages' events as their writers published them, read back by id.
+
+    A set of queries for all of them, whatever their number: the rows, their thread
+    state, their inbox rows, and each distinct conversation's members once.
+    """
+    rows = await store.by_ids(conn, message_ids)
+    messages = await rows_to_messages(conn, rows)
+    recipients = await store.inbox_reasons(conn, [row["id"] for row in rows])
+    conversations = sorted({row["conversation_id"] for row in rows if row["conversation_id"] is not None})
+    members = await audiences(conn, conversations)
+    return {
+        row["id"]: Event(
+            message=message,
+            workspace_id=row["workspace_id"],
+            channel_id=row["channel_id"],
+            conversation_id=row["conversation_id"],
+            thread_id=row["thread_id"],
+            recipients=recipients[row["id"]],
+            audience=None if row["conversation_id"] is None else members[row["conversation_id"]],
+            author_id=row["author_id"],
+        )
+        for row, message in zip(rows, messages, strict=True)
+    }
+
+
+async def _read_back(ctx: Context, message_ids: list[int]) -> dict[int, Event]:
+    """The events of ``message_ids``, one read transaction per :data:`MAX_READ` of them.
+
+    A failed read is logged and its messages skipped: the items around them are still
+    taken in (a signal, a token to forget).
+    """
+    events: dict[int, Event] = {}
+    for at in range(0, len(message_ids), MAX_READ):
+        part = message_ids[at : at + MAX_READ]
+        try:
+            events |= await ctx.db.read(functools.partial(events_of, message_ids=part))
+        except Exception:
+            log.exception("could not read back %d messages another process committed", len(part))
+    return events
+
+
+async def take_in(ctx: Context, items: list[dict[str, Any]]) -> None:
+    """Publish here what other processes committed, given in their commit order.
+
+    The messages among ``items`` are read back together, then every item is published
+    in the order it came, so the hub sees ids in commit order as the writer's own did.
+    When nobody here waits for a message (no long-poll, stream or page held), none is
+    read: their ids only move the hub's head on. A waiter that comes later subscribes
+    before it reads, so its read finds them.
+    """
+    message_ids = [int(item["id"]) for item in items if item.get("t") == "message"]
+    wanted = bool(message_ids) and ctx.hub.awaits_messages()
+    events = await _read_back(ctx, message_ids) if wanted else {}
+    for item in items:
+        kind = item.get("t")
+        if kind == "message":
+            event = events.get(int(item["id"]))
+            if event is not None:
+                ctx.hub.publish(event)
+            elif not wanted:
+                ctx.hub.passed(int(item["id"]))
+        elif kind == "signal":
+            where, number = item["key"]
+            ctx.publish(Signal((str(where), int(number)), int(item["id"])))
+        elif kind == "forget":
+            ctx.tokens.drop_agent(int(item["agent"]))
+        else:
+            log.warning("ignored a notification of unknown kind %r", kind)
 
 
 def connect(ctx: Context) -> None:
     """Wire ``ctx`` to the board's other processes (a no-op on a store only one process serves)."""
     ctx.db.describe = describe
 
-    async def arrived(item: dict[str, Any]) -> None:
-        await take_in(ctx, item)
+    async def arrived(items: list[dict[str, Any]]) -> None:
+        await take_in(ctx, items)
 
     ctx.db.on_remote = arrived
     ctx.tokens.on_forget = lambda agent_id: ctx.db.announce({"t": "forget", "agent": agent_id})

@@ -124,8 +124,13 @@ async def audience(conn: Connection, conversation_id: int | None) -> frozenset[i
     """The member ids of a conversation; None for a channel (open to its workspace)."""
     if conversation_id is None:
         return None
-    members = (await channel_store.members(conn, [conversation_id])).get(conversation_id, [])
-    return frozenset(m["id"] for m in members)
+    return (await audiences(conn, [conversation_id]))[conversation_id]
+
+
+async def audiences(conn: Connection, conversation_ids: list[int]) -> dict[int, frozenset[int]]:
+    """The member ids of each of these conversations, in one query."""
+    members = await channel_store.members(conn, conversation_ids)
+    return {c: frozenset(m["id"] for m in members.get(c, [])) for c in conversation_ids}
 
 
 async def in_conversation(conn: Connection, p: Principal, conversation_id: int | None) -> bool:

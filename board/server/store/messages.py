@@ -395,10 +395,20 @@ async def add_to_inboxes(conn: Connection, message_id: int, reasons: dict[int, s
     )
 
 
-async def inbox_reasons(conn: Connection, message_id: int) -> dict[int, str]:
-    """Whose inbox a message landed in, and why."""
-    rows = await all_rows(conn, "SELECT agent_id, reason FROM inbox WHERE message_id = ?", (message_id,))
-    return {int(r["agent_id"]): str(r["reason"]) for r in rows}
+async def inbox_reasons(conn: Connection, message_ids: list[int]) -> dict[int, dict[int, str]]:
+    """Whose inbox each of these messages landed in, and why, in one query."""
+    if not message_ids:
+        return {}
+    marks = ",".join("?" * len(message_ids))
+    rows = await all_rows(
+        conn,
+        f"SELECT message_id, agent_id, reason FROM inbox WHERE message_id IN ({marks})",
+        tuple(message_ids),
+    )
+    found: dict[int, dict[int, str]] = {m: {} for m in message_ids}
+    for r in rows:
+        found[int(r["message_id"])][int(r["agent_id"])] = str(r["reason"])
+    return found
 
 
 async def inbox(conn: Connection, flt: InboxFilter, limit: int) -> list[MessageRow]:

@@ -8,7 +8,8 @@ free, the database gives across processes:
   advisory lock) before its first statement and holds it to its commit. Batches of
   all processes therefore commit one at a time, so ids of every table are handed
   out in commit order, and a ``since`` reader can never skip a row committed later
-  with a lower id. Within a process, the writer batches up to 256 writes per lock.
+  with a lower id. Within a process, the writer batches up to 256 writes per lock:
+  those queued when the batch starts, and those queued while it awaited the lock.
 - **Claims, compare-and-set, replays** are decided inside that transaction, and the
   schema's unique constraints (one claim per thread, one ``(document, revision)``,
   one request id per caller) refuse a second winner whatever a later change does
@@ -16,8 +17,8 @@ free, the database gives across processes:
 - **Waking.** Before its commit, a batch sends ``NOTIFY board`` with the ids of what
   it emitted (never bodies: a payload is at most 8,000 bytes); PostgreSQL delivers
   notifications in commit order once the transaction commits. Every other process
-  listens, reads each item back by id and publishes it to its own hub
-  (:attr:`PostgresStore.on_remote`).
+  listens and hands what arrived together to :attr:`PostgresStore.on_remote`, which
+  reads its messages back by id in one read and publishes them to its own hub.
 - **Duties.** The sweep and the routines runner run where :meth:`PostgresStore.duty`
   holds a session advisory lock: one process at a time, taken over when it dies.
 """
@@ -54,6 +55,8 @@ T = TypeVar("T")
 CHANNEL = "board"
 _LOCK = f"SELECT pg_advisory_xact_lock({BOARD}, {LOCKS['writes']})"  # the board's write lock
 MAX_PAYLOAD = 7900  # PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more
+MAX_TAKEN = 256  # items of other processes handed on in one call, once one payload is in
+ARRIVED = 64  # payloads heard and not yet handed on; the listener waits when there are more
 
 
 @functools.lru_cache(maxsize=4096)
@@ -264,6 +267,8 @@ class PostgresStore(Store):
         self._pool: asyncio.Queue[PostgresConnection] = asyncio.Queue()
         self._all: list[PostgresConnection] = []
         self._listener: asyncio.Task[None] | None = None
+        self._taker: asyncio.Task[None] | None = None
+        self._arrived: asyncio.Queue[list[dict[str, Any]]] = asyncio.Queue(ARRIVED)
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -275,6 +280,7 @@ class PostgresStore(Store):
                 self._pool.put_nowait(await self._connection())
             listening = asyncio.get_running_loop().create_future()
             self._listener = asyncio.create_task(self._listen(listening), name="board-listen")
+            self._taker = asyncio.create_task(self._take(), name="board-take")
             await listening  # from here on, nothing another process commits is missed
         except BaseException as exc:
             await self.close()
@@ -290,11 +296,12 @@ class PostgresStore(Store):
 
     async def close(self) -> None:
         await self._stop_writer()
-        if self._listener is not None:
-            self._listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._listener
-            self._listener = None
+        for task in (self._listener, self._taker):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._listener = self._taker = None
         for conn in self._all:
             with contextlib.suppress(psycopg.Error):
                 await conn.raw.close()
@@ -312,7 +319,8 @@ class PostgresStore(Store):
         return result
 
     async def _commit(self, batch: list[Write]) -> list[Outcome]:
-        """``batch`` in one transaction: its framing costs one round trip per job, two per batch.
+        """``batch``, and what queues while its lock is awaited, in one transaction: its framing
+        costs one round trip per job, two per batch.
 
         Statements of the framing that take no parameters go together as one simple query
         (several statements, one round trip): the transaction's start with its lock and the
@@ -327,6 +335,7 @@ class PostgresStore(Store):
         outcomes: list[Outcome] = []
         try:
             await _simple(raw, f"BEGIN; {_LOCK}; SAVEPOINT job")
+            self._fill(batch)  # what queued while the lock was awaited joins this batch
             for i, job in enumerate(batch):
                 if i:
                     await _simple(raw, "RELEASE job; SAVEPOINT job")
@@ -391,7 +400,7 @@ class PostgresStore(Store):
     # -- what the other processes committed -----------------------------------
 
     async def _listen(self, listening: asyncio.Future[None]) -> None:
-        """Feed :attr:`on_remote` from the other processes' notifications, reconnecting on loss."""
+        """Queue the other processes' notifications for :meth:`_take`, reconnecting on loss."""
         while True:
             try:
                 raw = await _plain(self.url)
@@ -407,7 +416,9 @@ class PostgresStore(Store):
                 if not listening.done():
                     listening.set_result(None)
                 async for note in raw.notifies():
-                    await self._remote(note.payload)
+                    items = self._items(note.payload)
+                    if items:
+                        await self._arrived.put(items)
             except psycopg.Error as exc:
                 log.warning("lost the notification connection (%s); reconnecting", exc)
                 await asyncio.sleep(1)
@@ -415,19 +426,32 @@ class PostgresStore(Store):
                 with contextlib.suppress(psycopg.Error):
                     await raw.close()
 
-    async def _remote(self, payload: str) -> None:
+    def _items(self, payload: str) -> list[dict[str, Any]]:
+        """What a notification tells this process: the other processes' items in it."""
         try:
             items = orjson.loads(payload)
         except orjson.JSONDecodeError:
             log.warning("ignored a notification that is not JSON: %.80r", payload)
-            return
-        for item in items:
-            if not isinstance(item, dict) or item.get("o") == self.origin or self.on_remote is None:
+            return []
+        return [item for item in items if isinstance(item, dict) and item.get("o") != self.origin]
+
+    async def _take(self) -> None:
+        """Hand :attr:`on_remote` what was heard, one payload after another, in commit order.
+
+        The payloads heard while the last call ran go together in the next one (up to
+        :data:`MAX_TAKEN` items): a busy writer elsewhere costs a read per call here, not
+        a read per message.
+        """
+        while True:
+            items = await self._arrived.get()
+            while len(items) < MAX_TAKEN and not self._arrived.empty():
+                items += self._arrived.get_nowait()
+            if self.on_remote is None:
                 continue
             try:
-                await self.on_remote(item)
+                await self.on_remote(items)
             except Exception:
-                log.exception("could not take in another process's %s", item.get("t"))
+                log.exception("could not take in %d items of other processes", len(items))
 
     async def scrub(self) -> None:
         """Vacuum the tables whose rows redaction rewrites: the dead row versions holding

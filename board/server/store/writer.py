@@ -89,8 +89,9 @@ class Store(ABC):
         self.publish: Callable[[Any], None] | None = None  # receives each committed outbox item
         #: What an outbox item becomes for the board's other processes (ids only), or None.
         self.describe: Callable[[Any], dict[str, Any] | None] = lambda item: None
-        #: Called, in commit order, with each item another process announced.
-        self.on_remote: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+        #: Called with what other processes announced, in commit order: the items that
+        #: arrived together in one call, so their messages are read back together.
+        self.on_remote: Callable[[list[dict[str, Any]]], Awaitable[None]] | None = None
         self._queue: asyncio.Queue[Write] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
 
@@ -162,8 +163,7 @@ class Store(ABC):
     async def _run_writer(self) -> None:
         while True:
             batch = [await self._queue.get()]
-            while len(batch) < MAX_BATCH and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
+            self._fill(batch)
             try:
                 outcomes = await self._commit(batch)
             except asyncio.CancelledError:
@@ -171,6 +171,11 @@ class Store(ABC):
                     _fail(job, "the database closed during this write; it may not have been committed")
                 raise
             self._settle(batch, outcomes)
+
+    def _fill(self, batch: list[Write]) -> None:
+        """Add the writes queued by now to ``batch``, up to ``MAX_BATCH`` in all."""
+        while len(batch) < MAX_BATCH and not self._queue.empty():
+            batch.append(self._queue.get_nowait())
 
     def _settle(self, batch: list[Write], outcomes: list[Outcome]) -> None:
         """Publish what the committed jobs emitted, in commit order, then answer each caller."""

@@ -1,0 +1,90 @@
+"""What another process committed, taken in here: read back together, published in commit order.
+
+``take_in`` runs on any store (here SQLite's, as the suite's default): it is given the
+items a PostgreSQL notification would carry and reads the messages back from the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from board.server.hub import Event, Signal
+from board.server.services.remote import take_in
+from tests.support.boardtest import World
+from tests.test_events import published
+
+
+def counting_reads(world: World, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the read transactions the store runs from here on."""
+    db = world.board.ctx.db
+    reads: list[int] = []
+    read = db.read
+
+    async def counted(fn: Callable[[Any], Awaitable[Any]]) -> Any:
+        reads.append(1)
+        return await read(fn)
+
+    monkeypatch.setattr(db, "read", counted)
+    return reads
+
+
+async def test_a_take_in_reads_its_messages_back_in_one_read_as_their_writer_published_them(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    convo = (await world.bot.open_conversation(["alice"], topic="private"))["conversation"]
+    hub = world.board.ctx.hub
+    with published(hub) as written:
+        root = await world.bot.post("@pb2 a root", channel="general")
+        await world.peer.post("a reply", reply_to=root["id"])
+        await world.bot.post("just us", conversation=convo["id"])
+        await world.bot.post("@alice still us", conversation=convo["id"])
+    reads = counting_reads(world, monkeypatch)
+    signal = ("routines", 1)
+    items: list[dict[str, Any]] = [{"t": "message", "id": e.id} for e in written]
+    items.insert(2, {"t": "signal", "key": list(signal), "id": 9})
+    waiter = hub.subscribe([("all", 0), signal])
+    try:
+        await take_in(world.board.ctx, items)
+        taken = waiter.take()
+    finally:
+        hub.unsubscribe(waiter)
+    assert reads == [1]
+    assert [e.id for e in taken] == [*[e.id for e in written[:2]], 9, *[e.id for e in written[2:]]]
+    assert isinstance(taken[2], Signal)
+    again = [e for e in taken if isinstance(e, Event)]
+    # The root's reply count moved on since its writer published it; the rest is the same.
+    assert again[0].message["replies"]["count"] == 1
+    for before, after in zip(written, again, strict=True):
+        assert {k: v for k, v in after.message.items() if k != "replies"} == {
+            k: v for k, v in before.message.items() if k != "replies"
+        }
+        assert (after.recipients, after.audience, after.author_id) == (
+            before.recipients,
+            before.audience,
+            before.author_id,
+        )
+        assert list(after.index_keys()) == list(before.index_keys())
+
+
+async def test_with_nobody_waiting_for_a_message_none_is_read_and_the_head_moves_on(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    posted = await world.bot.post("for nobody here", channel="general")
+    hub = world.board.ctx.hub
+    hub.last_id = posted["id"] - 1  # as a process that has not heard of it yet
+    reads = counting_reads(world, monkeypatch)
+    signal = ("routines", 1)
+    waiter = hub.subscribe([signal])  # a wait for something else than messages
+    try:
+        await take_in(
+            world.board.ctx,
+            [{"t": "message", "id": posted["id"]}, {"t": "signal", "key": list(signal), "id": 3}],
+        )
+        assert waiter.take() == [Signal(signal, 3)]
+    finally:
+        hub.unsubscribe(waiter)
+    assert reads == []
+    assert hub.last_id == posted["id"]
