@@ -174,6 +174,23 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
         future.set_exception(error)
 
 
+def _run(
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[Any],
+    context: contextvars.Context,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+) -> None:
+    """One call, in the connection's thread, answered on its caller's loop."""
+    result, error = None, None
+    try:
+        result = context.run(fn, *args)
+    except BaseException as exc:  # the caller's to handle, as an executor hands it over
+        error = exc
+    with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody waits
+        loop.call_soon_threadsafe(_settle, future, result, error)
+
+
 class Owned:
     """A raw connection and the single thread every call on it runs in.
 
@@ -197,15 +214,8 @@ class Owned:
 
     def _serve(self) -> None:
         while (call := self._calls.get()) is not None:
-            loop, future, context, fn, args = call
-            result, error = None, None
-            try:
-                result = context.run(fn, *args)
-            except BaseException as exc:  # the caller's to handle, as an executor hands it over
-                error = exc
-            with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody waits
-                loop.call_soon_threadsafe(_settle, future, result, error)
-            del call, future, result, error  # hold nothing of a finished call while idle
+            _run(*call)
+            del call  # hold nothing of a finished call while idle
 
     def _open(self) -> None:
         if self._read_only:  # opened read-only by SQLite itself: never creates, migrates or checkpoints
