@@ -267,13 +267,13 @@ async def _batch(
     await scope.require_messages(conn, bot, ids)
     await scope.require_messages(conn, p, ids)
     rows = await message_store.by_ids(conn, ids)
-    reasons = await store.inbox_reasons(conn, bot.agent_id, ids)
+    reasons = await message_store.inbox_reasons(conn, ids, bot.agent_id)
     items = []
     for row in rows:
         if row["author"] == bot.handle:
             mark, rank = "your own post", 2
-        elif row["id"] in reasons:
-            mark, rank = f"for you ({reasons[row['id']]})", 0
+        elif reason := reasons[row["id"]].get(bot.agent_id):
+            mark, rank = f"for you ({reason})", 0
         else:
             mark, rank = "watched", 1
         items.append(_item(row, mark, rank))

@@ -395,18 +395,20 @@ async def add_to_inboxes(conn: Connection, message_id: int, reasons: dict[int, s
     )
 
 
-async def inbox_reasons(conn: Connection, message_ids: list[int]) -> dict[int, dict[int, str]]:
-    """Whose inbox each of these messages landed in, and why, in one query."""
+async def inbox_reasons(
+    conn: Connection, message_ids: list[int], agent_id: int | None = None
+) -> dict[int, dict[int, str]]:
+    """Whose inbox each of these messages landed in, and why, in one query (with
+    ``agent_id``, only that agent's inbox: a message not in it maps to ``{}``)."""
     if not message_ids:
         return {}
     marks = ",".join("?" * len(message_ids))
-    rows = await all_rows(
-        conn,
-        f"SELECT message_id, agent_id, reason FROM inbox WHERE message_id IN ({marks})",
-        tuple(message_ids),
-    )
+    sql = f"SELECT message_id, agent_id, reason FROM inbox WHERE message_id IN ({marks})"
+    params: tuple[int, ...] = tuple(message_ids)
+    if agent_id is not None:
+        sql, params = sql + " AND agent_id = ?", (*params, agent_id)
     found: dict[int, dict[int, str]] = {m: {} for m in message_ids}
-    for r in rows:
+    for r in await all_rows(conn, sql, params):
         found[int(r["message_id"])][int(r["agent_id"])] = str(r["reason"])
     return found
 

@@ -257,19 +257,6 @@ async def profile_for_bot(conn: Connection, agent_id: int) -> Row | None:
 # -- prompt ----------------------------------------------------------------------------
 
 
-async def inbox_reasons(conn: Connection, agent_id: int, message_ids: list[int]) -> dict[int, str]:
-    """Why each of these messages is in the agent's inbox (absent: not for it)."""
-    if not message_ids:
-        return {}
-    marks = ",".join("?" * len(message_ids))
-    rows = await all_rows(
-        conn,
-        f"SELECT message_id, reason FROM inbox WHERE agent_id = ? AND message_id IN ({marks})",
-        (agent_id, *message_ids),
-    )
-    return {row["message_id"]: row["reason"] for row in rows}
-
-
 async def link_bot(conn: Connection, profile_id: int, agent_id: int) -> None:
     """Run one bot with this profile (its earlier link, if any, is replaced)."""
     await conn.execute(
