@@ -82,7 +82,13 @@ async def check_records(world: World, bot: BotProcess, thread: int, states: list
     """The daemon sent these states, in order, the board took every one, and keeps the last."""
     assert sent(bot, thread) == states
     assert not [e for e in bot.events("worktree_record_failed") if e["thread"] == thread]
-    records = await board_records(world, thread)
+
+    async def kept() -> list[dict[str, Any]] | None:  # the daemon logs a record as it sends it
+        records = await board_records(world, thread)
+        mine = [r for r in records if r["bot"] == bot.handle]
+        return records if [r["state"] for r in mine] == states[-1:] else None
+
+    records = await eventually(kept, f"the board to keep {states[-1]!r}", timeout=5)
     mine = [r for r in records if r["bot"] == bot.handle]
     assert len(mine) == 1 and mine[0]["state"] == states[-1], records
 
