@@ -134,7 +134,11 @@ class Row:
 
 
 def _rows(cursor: Any) -> RowMaker[Row]:
-    names = {c.name: i for i, c in enumerate(cursor.description or ())}
+    """Rows of the cursor's result, their names read from the result itself: the cursor's
+    ``description`` builds a column object per column, with its type looked up, for every
+    statement (a tenth of the board's CPU a post)."""
+    result = cursor.pgresult
+    names = {} if result is None else {result.fname(i).decode(): i for i in range(result.nfields)}
     return functools.partial(Row, names)
 
 
@@ -194,7 +198,7 @@ class PostgresConnection(Connection):
     def execute(self, sql: str, params: Iterable[Any] = ()) -> Statement:
         async def run() -> Cursor:
             cur = await self.raw.execute(placeholders(sql), tuple(params) or None)
-            rows = await cur.fetchall() if cur.description is not None else []
+            rows = await cur.fetchall() if _has_rows(cur) else []
             return _Fetched(rows, cur.rowcount)
 
         return Statement(run)
@@ -501,6 +505,12 @@ class PostgresStore(Store):
                     await raw.execute("ROLLBACK" if _failed(conn) else "COMMIT")
         finally:
             self._pool.put_nowait(await self._healthy(conn))
+
+
+def _has_rows(cursor: Any) -> bool:
+    """Whether the statement answered with rows (none of them, maybe), without ``description``."""
+    result = cursor.pgresult
+    return result is not None and result.status == psycopg.pq.ExecStatus.TUPLES_OK
 
 
 def _failed(conn: PostgresConnection) -> bool:
