@@ -1,0 +1,76 @@
+"""The docs stay true to the tree: links, anchors and named files exist, lists follow the code."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from board.server.errors import ERROR_CODES
+
+ROOT = Path(__file__).parent.parent
+DOCS = [ROOT / "README.md", ROOT / "bench" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+# A file of the tree named in backticks: `tests/postgres/test_pg_schema.py`, `bench/README.md`.
+NAMED_FILE = re.compile(r"`((?:board|bench|docs|routines|scripts|tests)/[\w./-]+\.(?:py|md|sql|txt|sh))`")
+PLACEHOLDER = re.compile(r"(^|/)[A-Z]+_")  # `migrations/NNNN_what.sql`: a name to choose, not a file
+
+
+def anchors(doc: Path) -> set[str]:
+    """The anchors GitHub gives a document's headings: lower case, punctuation dropped, spaces to dashes."""
+    found: set[str] = set()
+    for heading in re.findall(r"^#{1,6} +(.+?) *$", FENCE.sub("", doc.read_text(encoding="utf-8")), re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        n = 1
+        name = slug
+        while name in found:  # a repeated heading gets -1, -2, ...
+            name = f"{slug}-{n}"
+            n += 1
+        found.add(name)
+    return found
+
+
+def problems(doc: Path) -> list[str]:
+    text = FENCE.sub("", doc.read_text(encoding="utf-8"))
+    found = []
+    for target in LINK.findall(text):
+        if re.match(r"[a-z]+:", target):  # http:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        linked = (doc.parent / path) if path else doc
+        if not linked.exists():
+            found.append(f"{target}: no such file")
+        elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
+            found.append(f"{target}: no such heading")
+    for name in NAMED_FILE.findall(text):
+        if not PLACEHOLDER.search(name) and not (ROOT / name).exists():
+            found.append(f"`{name}`: no such file")
+    return found
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda doc: str(doc.relative_to(ROOT)))
+def test_links_anchors_and_named_files_resolve(doc: Path) -> None:
+    assert problems(doc) == []
+
+
+def test_a_broken_link_or_anchor_is_found(tmp_path: Path) -> None:
+    (tmp_path / "b.md").write_text("# Some heading\n\n## Some heading\n", encoding="utf-8")
+    doc = tmp_path / "a.md"
+    doc.write_text(
+        "[ok](b.md#some-heading) [ok](b.md#some-heading-1) [bad](b.md#other) [bad](c.md) "
+        "`tests/no_such_test.py`\n```\n[fenced](d.md)\n```\n",
+        encoding="utf-8",
+    )
+    assert problems(doc) == [
+        "b.md#other: no such heading",
+        "c.md: no such file",
+        "`tests/no_such_test.py`: no such file",
+    ]
+
+
+def test_llms_txt_names_every_error_code_with_its_status() -> None:
+    text = " ".join((ROOT / "board" / "server" / "docs" / "llms.txt").read_text(encoding="utf-8").split())
+    for code, status in ERROR_CODES.items():
+        assert re.search(rf"\b{code}\b[^0-9]*?\b{status}\b", text), code
