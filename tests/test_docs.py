@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.__main__ import SCENARIOS
 from board.server.errors import ERROR_CODES
 
 ROOT = Path(__file__).parent.parent
@@ -68,6 +69,13 @@ def test_a_broken_link_or_anchor_is_found(tmp_path: Path) -> None:
         "c.md: no such file",
         "`tests/no_such_test.py`: no such file",
     ]
+
+
+def test_readme_layout_names_every_bench_scenario() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    line = re.search(r"python -m bench ([\w|]+\|\s+[\w|]+)", readme)
+    assert line is not None
+    assert re.split(r"\|\s*", line.group(1)) == [*SCENARIOS, "all", "report"]
 
 
 def test_llms_txt_names_every_error_code_with_its_status() -> None:
