@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from board.server.api.gate import MAX_LINE
+from board.server.api.gate import MAX_LINE, MAX_URL
 from tests.support.boardtest import World, populate, snapshot, start_board, stop_board
 
 HEADER_TIMEOUT = 0.5
@@ -112,6 +112,7 @@ async def test_an_oversized_request_line_or_header_gets_the_json_error_without_a
     assert b"application/json" in head
     error = json.loads(body)["error"]
     assert error["code"] == "LIMIT_EXCEEDED" and set(error) == {"code", "message", "retryable", "details"}
+    assert f"a URL takes at most {MAX_URL} bytes" in error["message"]  # the gate's limit, not the parser's
     assert b"QQQQ" not in body
 
 
