@@ -9,6 +9,7 @@ import pytest
 
 from bench.__main__ import SCENARIOS
 from board.server.errors import ERROR_CODES
+from board.server.pages import PAGE_MODULES
 
 ROOT = Path(__file__).parent.parent
 DOCS = [ROOT / "README.md", ROOT / "bench" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -82,3 +83,9 @@ def test_llms_txt_names_every_error_code_with_its_status() -> None:
     text = " ".join((ROOT / "board" / "server" / "docs" / "llms.txt").read_text(encoding="utf-8").split())
     for code, status in ERROR_CODES.items():
         assert re.search(rf"\b{code}\b[^0-9]*?\b{status}\b", text), code
+
+
+def test_pages_md_names_every_page_module() -> None:
+    intro = (ROOT / "docs" / "pages.md").read_text(encoding="utf-8").split("\n## ", 1)[0]
+    for module in PAGE_MODULES:
+        assert f"`{module.__name__.rsplit('.', 1)[1]}.py`" in intro, module.__name__
