@@ -116,8 +116,18 @@ async def test_an_oversized_request_line_or_header_gets_the_json_error_without_a
     assert b"QQQQ" not in body
 
 
-async def test_bytes_that_are_not_http_get_the_json_error(hasty: World) -> None:
-    head, body = await asyncio.to_thread(exchange, hasty.board.port, b"\x16\x03\x01 nonsense\r\n\r\n")
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"\x16\x03\x01 nonsense\r\n\r\n",
+        # Brotli without a decoder installed (the suite installs none): the parser refuses it too.
+        b"POST /api/messages HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"Content-Encoding: br\r\nContent-Length: 8\r\n\r\nnonsense",
+    ],
+    ids=["not-http", "brotli"],
+)
+async def test_bytes_that_are_not_http_get_the_json_error(hasty: World, request_bytes: bytes) -> None:
+    head, body = await asyncio.to_thread(exchange, hasty.board.port, request_bytes)
     assert b" 422 " in head.split(b"\r\n")[0], head[:200]
     assert json.loads(body)["error"]["code"] == "INVALID_ARGUMENT"
     assert b"nonsense" not in body
