@@ -18,6 +18,8 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 # A file of the tree named in backticks: `tests/postgres/test_pg_schema.py`, `bench/README.md`.
 NAMED_FILE = re.compile(r"`((?:board|bench|docs|routines|scripts|tests)/[\w./-]+\.(?:py|md|sql|txt|sh))`")
 PLACEHOLDER = re.compile(r"(^|/)[A-Z]+_")  # `migrations/NNNN_what.sql`: a name to choose, not a file
+# A kept bench record quoted as the source of a figure: `results/2026-12-01T170716Z-post.json`.
+BENCH_RECORD = re.compile(r"\bresults/([\w-]+\.json)")
 
 
 def anchors(doc: Path) -> set[str]:
@@ -49,6 +51,9 @@ def problems(doc: Path) -> list[str]:
     for name in NAMED_FILE.findall(text):
         if not PLACEHOLDER.search(name) and not (ROOT / name).exists():
             found.append(f"`{name}`: no such file")
+    for record in BENCH_RECORD.findall(text):
+        if not (ROOT / "bench" / "results" / record).exists():
+            found.append(f"results/{record}: no such bench record")
     return found
 
 
@@ -62,13 +67,14 @@ def test_a_broken_link_or_anchor_is_found(tmp_path: Path) -> None:
     doc = tmp_path / "a.md"
     doc.write_text(
         "[ok](b.md#some-heading) [ok](b.md#some-heading-1) [bad](b.md#other) [bad](c.md) "
-        "`tests/no_such_test.py`\n```\n[fenced](d.md)\n```\n",
+        "`tests/no_such_test.py` `results/2026-01-01T000000Z-post.json`\n```\n[fenced](d.md)\n```\n",
         encoding="utf-8",
     )
     assert problems(doc) == [
         "b.md#other: no such heading",
         "c.md: no such file",
         "`tests/no_such_test.py`: no such file",
+        "results/2026-01-01T000000Z-post.json: no such bench record",
     ]
 
 
