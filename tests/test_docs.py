@@ -10,6 +10,7 @@ import pytest
 from bench.__main__ import SCENARIOS
 from board.server.errors import ERROR_CODES
 from board.server.pages import PAGE_MODULES
+from tests.realcli.clis import PINNED
 
 ROOT = Path(__file__).parent.parent
 DOCS = [ROOT / "README.md", ROOT / "bench" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -95,3 +96,15 @@ def test_pages_md_names_every_page_module() -> None:
     intro = (ROOT / "docs" / "pages.md").read_text(encoding="utf-8").split("\n## ", 1)[0]
     for module in PAGE_MODULES:
         assert f"`{module.__name__.rsplit('.', 1)[1]}.py`" in intro, module.__name__
+
+
+def test_the_tested_cli_versions_are_the_pinned_ones() -> None:
+    harnesses = (ROOT / "docs" / "harnesses.md").read_text(encoding="utf-8")
+    fakes = (ROOT / "tests" / "fakes" / "README.md").read_text(encoding="utf-8")
+    for cli in PINNED.values():
+        assert re.search(
+            rf"^\| {cli.harness} \| [^|]* {re.escape(cli.version)} \(`{re.escape(cli.package)}`\)",
+            harnesses,
+            re.M,
+        )
+        assert cli.version in fakes, cli.harness
