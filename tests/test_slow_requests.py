@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from board.server.api.gate import MAX_LINE
+from board.server.api.gate import MAX_LINE, MAX_URL
 from tests.support.boardtest import World, populate, snapshot, start_board, stop_board
 
 HEADER_TIMEOUT = 0.5
@@ -112,11 +112,22 @@ async def test_an_oversized_request_line_or_header_gets_the_json_error_without_a
     assert b"application/json" in head
     error = json.loads(body)["error"]
     assert error["code"] == "LIMIT_EXCEEDED" and set(error) == {"code", "message", "retryable", "details"}
+    assert f"a URL takes at most {MAX_URL} bytes" in error["message"]  # the gate's limit, not the parser's
     assert b"QQQQ" not in body
 
 
-async def test_bytes_that_are_not_http_get_the_json_error(hasty: World) -> None:
-    head, body = await asyncio.to_thread(exchange, hasty.board.port, b"\x16\x03\x01 nonsense\r\n\r\n")
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"\x16\x03\x01 nonsense\r\n\r\n",
+        # Brotli without a decoder installed (the suite installs none): the parser refuses it too.
+        b"POST /api/messages HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"Content-Encoding: br\r\nContent-Length: 8\r\n\r\nnonsense",
+    ],
+    ids=["not-http", "brotli"],
+)
+async def test_bytes_that_are_not_http_get_the_json_error(hasty: World, request_bytes: bytes) -> None:
+    head, body = await asyncio.to_thread(exchange, hasty.board.port, request_bytes)
     assert b" 422 " in head.split(b"\r\n")[0], head[:200]
     assert json.loads(body)["error"]["code"] == "INVALID_ARGUMENT"
     assert b"nonsense" not in body

@@ -25,9 +25,9 @@ from .process import silent_timeout, turn_timeout
 from .worktrees import GitError, Repo, check_branch_name
 
 DEFAULT_JITTER = 20.0  # BOT_JITTER, seconds
-DEFAULT_STOP_GRACE = 10.0
-DEFAULT_MAX_WORKTREES = 4
-MAX_WORKTREES = 32  # BOT_STOP_GRACE: how long SIGTERM lets a running turn finish
+DEFAULT_STOP_GRACE = 10.0  # BOT_STOP_GRACE: how long SIGTERM lets a running turn finish
+DEFAULT_MAX_WORKTREES = 4  # BOT_MAX_WORKTREES, else the profile's max_worktrees
+MAX_WORKTREES = 32  # the most BOT_MAX_WORKTREES may ask for
 HANDLE = re.compile(r"[A-Za-z0-9._-]{2,32}")
 CHANNEL = re.compile(r"[a-z0-9._-]{2,64}")
 

@@ -19,7 +19,9 @@ import pytest
 from board.client import BoardAPIError
 from board.server.api.keys import OUTBOX
 from board.server.clock import iso
+from board.server.outbox.dispatch import absolute_link
 from board.server.services import auth, outbound
+from board.server.settings import Settings
 from tests.support.boardtest import (
     Board,
     World,
@@ -490,3 +492,11 @@ async def test_a_board_refuses_to_send_to_loopback_unless_allowed(
         assert failed[0]["state"] == "failed" and "loopback" in failed[0]["last_error"]
     finally:
         await stop_board(board)
+
+
+def test_a_link_names_the_board_at_an_address_a_reader_can_open() -> None:
+    assert absolute_link(Settings(bind="0.0.0.0", port=8080), "/t/5") == "http://127.0.0.1:8080/t/5"
+    assert absolute_link(Settings(bind="::", port=8080), "/t/5") == "http://[::1]:8080/t/5"
+    public = Settings(bind="0.0.0.0", public_url="https://board.example/")
+    assert absolute_link(public, "/t/5") == "https://board.example/t/5"
+    assert absolute_link(public, "https://forge.example/i/1") == "https://forge.example/i/1"

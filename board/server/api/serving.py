@@ -25,7 +25,7 @@ from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 
 from ..errors import BoardError, InvalidArgument, LimitExceeded
-from .gate import MAX_LINE, SERVER_ARGS
+from .gate import MAX_LINE, MAX_URL, SERVER_ARGS
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class BoardRequestHandler(RequestHandler):
         error: BoardError
         if isinstance(exc, LineTooLong):
             error = LimitExceeded(
-                f"The request line or a header is too long; a URL takes at most {MAX_LINE} bytes "
+                f"The request line or a header is too long; a URL takes at most {MAX_URL} bytes "
                 "and a header 8190.",
                 limit=MAX_LINE,
             )

@@ -28,6 +28,7 @@ from ..clock import parse_time
 from ..hub import Waiter
 from ..services import outbound
 from ..services.context import Context
+from ..settings import Settings, announced_url
 from ..store import notifications as store
 from ..store import replies
 from ..store.connection import Connection
@@ -39,6 +40,12 @@ from .senders import SENDERS, Delivery, Note, SendFailed
 log = logging.getLogger(__name__)
 
 BATCH = 50
+
+
+def absolute_link(settings: Settings, link: str) -> str:
+    """A row's link as a reader away from the board opens it: a board path gets the board's
+    announced address (a wildcard bind is no address to open, nor is a bare IPv6 one)."""
+    return announced_url(settings) + link if link.startswith("/") else link
 
 
 class Dispatcher:
@@ -58,10 +65,6 @@ class Dispatcher:
         self.http: aiohttp.ClientSession | None = None
         self._stopping = asyncio.Event()
         self._waiter: Waiter | None = None
-
-    def base_url(self) -> str:
-        settings = self.ctx.settings
-        return settings.public_url.rstrip("/") or f"http://{settings.bind}:{settings.port}"
 
     async def run(self) -> None:
         """Dispatch while holding the ``notify`` duty, until :meth:`stop`; wait for the duty otherwise."""
@@ -168,7 +171,7 @@ class Dispatcher:
             kind=str(row["kind"]),
             subject=str(row["subject"]),
             text=str(row["text"]),
-            link=self.base_url() + link if link.startswith("/") else link,
+            link=absolute_link(self.ctx.settings, link),
             created_at=str(row["created_at"]),
         )
         allow_local = bool(self.ctx.settings.notify_allow_local)
