@@ -1,0 +1,36 @@
+"""What a new person meets in their first hour on the pages: forms the browser checks before
+they are sent."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+
+from playwright.async_api import Browser
+
+from tests.support.boardtest import World
+from tests.support.browser_support import signed_in_tab
+
+TEMPLATES = resources.files("board.server.pages").joinpath("templates")
+PATTERN = re.compile(r'\bpattern="([^"]*)"')
+
+
+async def test_every_form_pattern_compiles_as_the_browser_reads_it(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """Chromium compiles a pattern attribute with the ``v`` flag, where a bare ``-`` in a class
+    is a syntax error: such a pattern is ignored and the form goes out unchecked."""
+    patterns = sorted(
+        {p for t in TEMPLATES.iterdir() if t.name.endswith(".html") for p in PATTERN.findall(t.read_text())}
+    )
+    assert patterns
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    refused = await tab.page.evaluate(
+        "ps => ps.filter(p => { try { new RegExp(p, 'v'); return false } catch { return true } })", patterns
+    )
+    assert refused == []
+    await tab.page.goto(world.board.url + "/workspaces")
+    await tab.page.fill("#new-workspace input[name=slug]", "Not A Slug!")
+    assert not await tab.page.evaluate("document.querySelector('#new-workspace').checkValidity()")
+    assert not [line for line in tab.console if "Pattern attribute" in line], tab.console
