@@ -7,7 +7,7 @@ import re
 from importlib import resources
 from pathlib import Path
 
-from playwright.async_api import Browser
+from playwright.async_api import Browser, expect
 
 from tests.support.boardtest import World
 from tests.support.browser_support import signed_in_tab
@@ -34,3 +34,14 @@ async def test_every_form_pattern_compiles_as_the_browser_reads_it(
     await tab.page.fill("#new-workspace input[name=slug]", "Not A Slug!")
     assert not await tab.page.evaluate("document.querySelector('#new-workspace').checkValidity()")
     assert not [line for line in tab.console if "Pattern attribute" in line], tab.console
+
+
+async def test_a_page_asks_the_board_for_nothing_it_lacks(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """Not even the tab's icon: a 404 on every page is a console error a person reads as a fault."""
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/workspaces")
+    await expect(tab.page.locator("#new-workspace")).to_be_visible()
+    await tab.page.wait_for_timeout(500)
+    assert [line for line in tab.console if "Failed to load resource" in line] == []
