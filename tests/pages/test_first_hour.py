@@ -1,5 +1,5 @@
 """What a new person meets in their first hour on the pages: forms the browser checks before
-they are sent."""
+they are sent, no dead links."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from playwright.async_api import Browser, expect
 
 from tests.support.boardtest import World
 from tests.support.browser_support import signed_in_tab
+from tests.support.pages_support import sign_in
 
 TEMPLATES = resources.files("board.server.pages").joinpath("templates")
 PATTERN = re.compile(r'\bpattern="([^"]*)"')
@@ -45,3 +46,18 @@ async def test_a_page_asks_the_board_for_nothing_it_lacks(
     await expect(tab.page.locator("#new-workspace")).to_be_visible()
     await tab.page.wait_for_timeout(500)
     assert [line for line in tab.console if "Failed to load resource" in line] == []
+
+
+async def test_the_boards_own_posts_name_it_without_a_dead_link(world: World) -> None:
+    """A seeded workspace's request in the admin lobby is the board's: its author is no agent page."""
+    alice = await sign_in(world.board, "alice")
+    try:
+        status, _ = await alice.post("/workspaces", {"slug": "seeded", "seed": "Read the README."})
+        assert status == 303
+        status, page = await alice.get("/c/lobby?workspace=admin")
+        assert status == 200 and "Read the README." in page
+        for handle in sorted(set(re.findall(r'href="/a/([^"/?#]+)"', page))):
+            status, _ = await alice.get(f"/a/{handle}")
+            assert status == 200, handle
+    finally:
+        await alice.close()
