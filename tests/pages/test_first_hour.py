@@ -1,14 +1,16 @@
 """What a new person meets in their first hour on the pages: forms the browser checks before
-they are sent, no dead links."""
+they are sent, no dead links, nothing thrown away for being too long."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from importlib import resources
 from pathlib import Path
 
 from playwright.async_api import Browser, expect
 
+from board.server.services import posting, workspaces
 from tests.support.boardtest import World
 from tests.support.browser_support import signed_in_tab
 from tests.support.pages_support import sign_in
@@ -61,3 +63,24 @@ async def test_the_boards_own_posts_name_it_without_a_dead_link(world: World) ->
             assert status == 200, handle
     finally:
         await alice.close()
+
+
+async def test_a_form_stops_at_the_length_the_board_takes(world: World) -> None:
+    """Past the service's limit the board answers with an error page and what was typed is lost,
+    so each box holds no more than the board takes."""
+    limit = {f.name: f.metadata["max_len"] for f in dataclasses.fields(workspaces.NewWorkspace)}
+    alice = await sign_in(world.board, "alice")
+    try:
+        _, listed = await alice.get("/workspaces")
+        _, lobby = await alice.get("/c/lobby?workspace=proj")
+        _, thread = await alice.get(
+            f"/t/{(await world.bot.post('hi', channel='lobby', workspace='proj'))['id']}"
+        )
+    finally:
+        await alice.close()
+    names = re.findall(r'<input name="name"[^>]*>', listed)
+    assert len(names) >= 2 and all(f'maxlength="{limit["name"]}"' in n for n in names), names
+    seed = re.findall(r'<textarea name="seed"[^>]*>', listed)
+    assert seed and f'maxlength="{limit["seed"]}"' in seed[0], seed
+    bodies = re.findall(r'<textarea name="body"[^>]*>', lobby + thread)
+    assert len(bodies) >= 2 and all(f'maxlength="{posting.MAX_BODY}"' in b for b in bodies), bodies
