@@ -137,13 +137,19 @@ async def _configure(options: Options, environ: Mapping[str, str]) -> tuple[Any,
     return cfg, client
 
 
+def _refused(exc: ConfigError) -> int:
+    """Say why the daemon will not run, in words, as its last line: a terminal shows it, and the
+    keeper's card and ``board doctor`` read the last line of its output, not the JSON log."""
+    print(f"bot: {exc}", flush=True, file=sys.stderr)
+    return EXIT_CONFIG
+
+
 async def run(options: Options, environ: Mapping[str, str], *, timing: Timing | None = None) -> int:
     """bot run: the daemon's whole life; returns the process exit code."""
     try:
         cfg, client = await _configure(options, environ)
     except ConfigError as exc:
-        print(f"bot: {exc}", flush=True, file=sys.stderr)
-        return EXIT_CONFIG
+        return _refused(exc)
     lock = PidLock(state_dir(environ, cfg.handle) / PID_FILE)
     try:
         lock.acquire()
@@ -186,7 +192,7 @@ async def run(options: Options, environ: Mapping[str, str], *, timing: Timing | 
         log.event("config_error", error=str(exc))
         lock.release()
         await client.close()
-        return EXIT_CONFIG
+        return _refused(exc)
     pool = None
     if cfg.pool is not None:
         pool = Pool(cfg.pool, client, log, clone_timeout=clone_timeout, environ=environ)
