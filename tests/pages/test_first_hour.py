@@ -84,3 +84,34 @@ async def test_a_form_stops_at_the_length_the_board_takes(world: World) -> None:
     assert seed and f'maxlength="{limit["seed"]}"' in seed[0], seed
     bodies = re.findall(r'<textarea name="body"[^>]*>', lobby + thread)
     assert len(bodies) >= 2 and all(f'maxlength="{posting.MAX_BODY}"' in b for b in bodies), bodies
+
+
+async def test_each_kind_of_destination_is_added_from_the_settings_form(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """The add form holds every kind's fields, and a browser sends them all (the email's
+    security choice among them): each kind is added with only its own."""
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    filled = {
+        "webhook": {"url": "https://hooks.example/board", "secret": "s" * 16},
+        "slack": {"url": "https://hooks.slack.example/T0/B0/x"},
+        "ntfy": {"url": "https://ntfy.example/board"},
+        "email": {
+            "host": "smtp.example",
+            "port": "587",
+            "from": "board@example.org",
+            "to": "alice@example.org",
+        },
+    }
+    for kind, fields in filled.items():
+        await tab.page.goto(world.board.url + "/settings")
+        form = tab.page.locator("form[action='/settings/destinations']")
+        await tab.page.get_by_text("Add a destination").click()
+        await form.locator("input[name=name]").fill(f"my {kind}")
+        await form.locator("select[name=kind]").select_option(kind)
+        for name, value in fields.items():
+            await form.locator(f"input[name={name}]").fill(value)
+        await form.locator("button[type=submit]").click()
+        await tab.page.wait_for_url("**/settings/destinations/*")
+    made = await world.human.request("GET", "/api/destinations")
+    assert sorted(d["kind"] for d in made["destinations"]) == sorted(filled)
