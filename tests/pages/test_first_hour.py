@@ -115,3 +115,27 @@ async def test_each_kind_of_destination_is_added_from_the_settings_form(
         await tab.page.wait_for_url("**/settings/destinations/*")
     made = await world.human.request("GET", "/api/destinations")
     assert sorted(d["kind"] for d in made["destinations"]) == sorted(filled)
+
+
+async def test_a_paragraph_in_a_right_to_left_script_starts_at_the_right(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """Each paragraph of a message or a document takes its direction from its own first letter,
+    so Hebrew or Arabic starts at the right with its punctuation in place, beside English."""
+    text = "שלום, מה שלומך?\n\nA line in English."
+    await world.bot.post(text, channel="lobby", workspace="proj")
+    await world.bot.put_document("rtl.md", f"# כותרת\n\n{text}\n", 0, "both directions")
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    sides = (
+        "sel => [...document.querySelectorAll(sel)].map(p => { const r = document.createRange();"
+        " r.selectNodeContents(p); const t = r.getBoundingClientRect(), b = p.getBoundingClientRect();"
+        " return t.left - b.left < b.right - t.right ? 'left' : 'right' })"
+    )
+    for path, paragraphs in (
+        ("/c/lobby?workspace=proj", "#roots .body p"),
+        ("/kb/proj/rtl.md", ".doc-body p"),
+    ):
+        await tab.page.goto(world.board.url + path)
+        await expect(tab.page.locator(paragraphs).first).to_be_visible()
+        assert await tab.page.evaluate(sides, paragraphs) == ["right", "left"], path
+    await tab.shot("rtl-document")
