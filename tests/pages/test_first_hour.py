@@ -1,5 +1,6 @@
 """What a new person meets in their first hour on the pages: forms the browser checks before
-they are sent, no dead links, nothing thrown away for being too long."""
+they are sent and the board takes as a browser sends them, no dead links, nothing thrown away
+for being too long, and right-to-left writing laid out as it reads."""
 
 from __future__ import annotations
 
