@@ -330,9 +330,9 @@ mode_upgrade() {
 mode_uninstall() {
     if [ -x "$venv/bin/board" ] && [ -f "$BOARD_DB" ]; then
         say "$("$venv/bin/board" ctl stop 2>&1 || true)"
+        say "the routines runner stopped with the board (it runs inside the board's process)"
     fi
     remove_unit board
-    say "the routines runner stopped with the board (it runs inside the board's process)"
     stop_keeper
     stop_bots
     rm -f "$BIN_DIR/board" "$BIN_DIR/bot" "$BIN_DIR/keeper"

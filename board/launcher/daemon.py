@@ -110,6 +110,20 @@ async def _until_reachable(fn: Any, log: EventLog | None, what: str) -> Any:
             await asyncio.sleep(backoff(attempt, 0.5, 30.0))
 
 
+async def _check_handle(client: BoardClient, handle: str) -> None:
+    """A handle given with someone else's token (a stand-in copied from a page) would answer that
+    bot's wakes under a name the board does not know. A refused token is left to the loop (exit 3)."""
+    try:
+        me = await _until_reachable(client.me, None, "me")
+    except BoardAPIError:
+        return
+    if me["handle"] != handle:
+        raise ConfigError(
+            f"this token is {me['handle']}'s, not {handle}'s: "
+            f"run with --handle {me['handle']}, or without --handle"
+        )
+
+
 async def _configure(options: Options, environ: Mapping[str, str]) -> tuple[Any, BoardClient]:
     """Resolve the configuration, asking the board for the profile and handle as needed."""
     url = board_url(options, environ)
@@ -130,6 +144,8 @@ async def _configure(options: Options, environ: Mapping[str, str]) -> tuple[Any,
             except BoardAPIError as exc:
                 raise ConfigError(f"cannot learn the bot's handle: {exc.code}: {exc.message}") from None
             handle = str(me["handle"])
+        else:
+            await _check_handle(client, handle)
         cfg = resolve(options, environ, token=token, handle=handle, profile=profile)
     except BaseException:
         await client.close()
@@ -137,13 +153,19 @@ async def _configure(options: Options, environ: Mapping[str, str]) -> tuple[Any,
     return cfg, client
 
 
+def _refused(exc: ConfigError) -> int:
+    """Say why the daemon will not run, in words, as its last line: a terminal shows it, and the
+    keeper's card and ``board doctor`` read the last line of its output, not the JSON log."""
+    print(f"bot: {exc}", flush=True, file=sys.stderr)
+    return EXIT_CONFIG
+
+
 async def run(options: Options, environ: Mapping[str, str], *, timing: Timing | None = None) -> int:
     """bot run: the daemon's whole life; returns the process exit code."""
     try:
         cfg, client = await _configure(options, environ)
     except ConfigError as exc:
-        print(f"bot: {exc}", flush=True, file=sys.stderr)
-        return EXIT_CONFIG
+        return _refused(exc)
     lock = PidLock(state_dir(environ, cfg.handle) / PID_FILE)
     try:
         lock.acquire()
@@ -186,7 +208,7 @@ async def run(options: Options, environ: Mapping[str, str], *, timing: Timing | 
         log.event("config_error", error=str(exc))
         lock.release()
         await client.close()
-        return EXIT_CONFIG
+        return _refused(exc)
     pool = None
     if cfg.pool is not None:
         pool = Pool(cfg.pool, client, log, clone_timeout=clone_timeout, environ=environ)

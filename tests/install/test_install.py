@@ -196,6 +196,7 @@ async def test_the_whole_life_of_an_install(tmp_path: Path, chromium: Browser) -
         gone = run(env, "uninstall", "--purge")
         run(machine(second, 1), "uninstall", "--purge")
     assert gone.returncode == 0, gone.stderr
+    assert "routines runner" not in gone.stdout, gone.stdout  # nothing was left running to stop
     assert belonging_to(home) == [] and belonging_to(second) == []
     assert left_behind(home) == [] and left_behind(second) == []
 

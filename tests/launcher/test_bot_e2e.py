@@ -434,3 +434,23 @@ async def test_a_profile_on_the_board_sets_the_harness_watch_identity_and_skills
     assert call["persona"] == "codex" and call["BOARD_WAKE_IDS"] == str(watched["id"])
     assert "You review pull requests for the proj team." in call["prompt"]  # composed by the board
     assert "review-rules" in call["prompt"] and "the diff is up" in call["prompt"]
+
+
+async def test_a_handle_that_is_not_the_tokens_is_refused_at_start(
+    tmp_path: Path, live: LiveBoard, world: World, fake: Fake
+) -> None:
+    """The invite's join line and Onboard's bot run line each hold a stand-in handle: run with
+    one that is not its token's, the daemon would answer the token's wakes under a name the
+    board does not know, prompts and logs and all. It says which handle the token is."""
+    assert world.bot.token is not None
+    bot = BotProcess(tmp_path, board_url=live.url, token=world.bot.token, handle="box3-proj", fake=fake)
+    bot.start()
+    try:
+        assert await bot.wait_exit() == 2
+    finally:
+        await bot.close()
+    assert (
+        bot.output().strip()
+        == "bot: this token is pb's, not box3-proj's: run with --handle pb, or without --handle"
+    )
+    assert not fake.calls()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from board.launcher.config import ConfigError
 from board.launcher.pool import clone, git_url, redact_url
 from board.launcher.skills import install, link, prompt_note, skills_dir
+from tests.launcher.botrun import BotProcess
 
 
 def make_skill(path: Path, name: str | None = None) -> Path:
@@ -89,3 +91,16 @@ async def test_a_clone_that_fails_leaves_nothing_behind(tmp_path: Path) -> None:
     why = await clone(f"file://{tmp_path}/missing.git", dest, timeout=30, env={"PATH": "/usr/bin:/bin"})
     assert why is not None and "exited" in why
     assert not dest.exists() and not (tmp_path / ".proj.cloning").exists()
+
+
+async def test_a_refusal_found_after_the_lock_ends_the_output_in_words(
+    tmp_path: Path, make_bot: Callable[..., BotProcess]
+) -> None:
+    """A skill folder without SKILL.md is found once the daemon holds its lock; it ends the output
+    as a refusal found before does, in words: its last line is why on /fleet and in board doctor."""
+    empty = tmp_path / "no-skill"
+    empty.mkdir()
+    bot = make_bot(args=["--skill", str(empty)]).start()
+    assert await bot.wait_exit() == 2
+    last = bot.output().strip().splitlines()[-1]
+    assert last.startswith("bot: --skill ") and last.endswith("no SKILL.md there"), last

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shlex
 import shutil
+from html import unescape
 from pathlib import Path
 
 from board.server.services import auth
 from tests.support.boardtest import World, database_env
+from tests.support.pages_support import sign_in
 from tests.support.processes import ROOT, board_env, command
 
 SHIPPED = ROOT / "docs" / "routines"
@@ -175,3 +178,28 @@ async def test_a_bot_that_cannot_run_one_routine_is_refused_naming_it_and_import
     code, out = await import_routines(world, SHIPPED, "--workspace", "proj", "--bot", "ab", "--bot", "pb")
     assert code != 0 and "--bot pb: give HANDLE once" in out
     assert (await world.human.routines())["routines"] == []
+
+
+async def test_the_line_an_empty_routines_page_shows_imports_as_it_reads(world: World) -> None:
+    """A new person copies it from /routines and fills in its names: the shipped routines are
+    proposed, the reconciler with a bot of their workspace and the daily care with an admin bot."""
+    alice = await sign_in(world.board, "alice")
+    try:
+        _, page = await alice.get("/routines")
+    finally:
+        await alice.close()
+    shown = re.search(r'id="import-line"[^>]*>([^<]*)<', page)
+    assert shown, page
+    names = {"W": "proj", "B": "pb", "ADMIN_BOT": "ab"}
+    argv = [
+        re.sub(r"\b(W|B|ADMIN_BOT)\b", lambda m: names[m.group(1)], a)
+        for a in shlex.split(unescape(shown[1]))
+    ]
+    assert argv[:3] == ["board", "routines", "import"], argv
+    code, out = await import_routines(world, ROOT / argv[3], *argv[4:])
+    assert code == 0, out
+    assert out.splitlines() == [
+        "board-daily-care: proposed version 1 (pending)",
+        "knowledge-reconciler: proposed version 1 (pending)",
+    ]
+    assert (await world.human.routine("knowledge-reconciler"))["versions"][0]["bot"] == "pb"

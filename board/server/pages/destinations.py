@@ -33,6 +33,10 @@ def _page(destination_id: int) -> str:
 
 
 async def add(call: PageCall) -> web.StreamResponse:
+    """The add form holds the fields of every kind and a browser sends them all (the email's
+    security choice with a webhook too): only the chosen kind's go on."""
+    own = {"name", "kind", *destinations.FIELDS.get(call.form.get("kind", ""), ())}
+    call.form = {name: value for name, value in call.form.items() if name in own}
     made = await destinations.create(call.ctx, call.p, call.parsed_form(destinations.DestinationInput))
     return redirect(_page(made["id"]) + "#kinds")
 

@@ -1,0 +1,142 @@
+"""What a new person meets in their first hour on the pages: forms the browser checks before
+they are sent and the board takes as a browser sends them, no dead links, nothing thrown away
+for being too long, and right-to-left writing laid out as it reads."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from importlib import resources
+from pathlib import Path
+
+from playwright.async_api import Browser, expect
+
+from board.server.services import posting, workspaces
+from tests.support.boardtest import World
+from tests.support.browser_support import signed_in_tab
+from tests.support.pages_support import sign_in
+
+TEMPLATES = resources.files("board.server.pages").joinpath("templates")
+PATTERN = re.compile(r'\bpattern="([^"]*)"')
+
+
+async def test_every_form_pattern_compiles_as_the_browser_reads_it(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """Chromium compiles a pattern attribute with the ``v`` flag, where a bare ``-`` in a class
+    is a syntax error: such a pattern is ignored and the form goes out unchecked."""
+    patterns = sorted(
+        {p for t in TEMPLATES.iterdir() if t.name.endswith(".html") for p in PATTERN.findall(t.read_text())}
+    )
+    assert patterns
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    refused = await tab.page.evaluate(
+        "ps => ps.filter(p => { try { new RegExp(p, 'v'); return false } catch { return true } })", patterns
+    )
+    assert refused == []
+    await tab.page.goto(world.board.url + "/workspaces")
+    await tab.page.fill("#new-workspace input[name=slug]", "Not A Slug!")
+    assert not await tab.page.evaluate("document.querySelector('#new-workspace').checkValidity()")
+    assert not [line for line in tab.console if "Pattern attribute" in line], tab.console
+
+
+async def test_a_page_asks_the_board_for_nothing_it_lacks(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """Not even the tab's icon: a 404 on every page is a console error a person reads as a fault."""
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/workspaces")
+    await expect(tab.page.locator("#new-workspace")).to_be_visible()
+    await tab.page.wait_for_timeout(500)
+    assert [line for line in tab.console if "Failed to load resource" in line] == []
+
+
+async def test_the_boards_own_posts_name_it_without_a_dead_link(world: World) -> None:
+    """A seeded workspace's request in the admin lobby is the board's: its author is no agent page."""
+    alice = await sign_in(world.board, "alice")
+    try:
+        status, _ = await alice.post("/workspaces", {"slug": "seeded", "seed": "Read the README."})
+        assert status == 303
+        status, page = await alice.get("/c/lobby?workspace=admin")
+        assert status == 200 and "Read the README." in page
+        for handle in sorted(set(re.findall(r'href="/a/([^"/?#]+)"', page))):
+            status, _ = await alice.get(f"/a/{handle}")
+            assert status == 200, handle
+    finally:
+        await alice.close()
+
+
+async def test_a_form_stops_at_the_length_the_board_takes(world: World) -> None:
+    """Past the service's limit the board answers with an error page and what was typed is lost,
+    so each box holds no more than the board takes."""
+    limit = {f.name: f.metadata["max_len"] for f in dataclasses.fields(workspaces.NewWorkspace)}
+    alice = await sign_in(world.board, "alice")
+    try:
+        _, listed = await alice.get("/workspaces")
+        _, lobby = await alice.get("/c/lobby?workspace=proj")
+        _, thread = await alice.get(
+            f"/t/{(await world.bot.post('hi', channel='lobby', workspace='proj'))['id']}"
+        )
+    finally:
+        await alice.close()
+    names = re.findall(r'<input name="name"[^>]*>', listed)
+    assert len(names) >= 2 and all(f'maxlength="{limit["name"]}"' in n for n in names), names
+    seed = re.findall(r'<textarea name="seed"[^>]*>', listed)
+    assert seed and f'maxlength="{limit["seed"]}"' in seed[0], seed
+    bodies = re.findall(r'<textarea name="body"[^>]*>', lobby + thread)
+    assert len(bodies) >= 2 and all(f'maxlength="{posting.MAX_BODY}"' in b for b in bodies), bodies
+
+
+async def test_each_kind_of_destination_is_added_from_the_settings_form(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """The add form holds every kind's fields, and a browser sends them all (the email's
+    security choice among them): each kind is added with only its own."""
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    filled = {
+        "webhook": {"url": "https://hooks.example/board", "secret": "s" * 16},
+        "slack": {"url": "https://hooks.slack.example/T0/B0/x"},
+        "ntfy": {"url": "https://ntfy.example/board"},
+        "email": {
+            "host": "smtp.example",
+            "port": "587",
+            "from": "board@example.org",
+            "to": "alice@example.org",
+        },
+    }
+    for kind, fields in filled.items():
+        await tab.page.goto(world.board.url + "/settings")
+        form = tab.page.locator("form[action='/settings/destinations']")
+        await tab.page.get_by_text("Add a destination").click()
+        await form.locator("input[name=name]").fill(f"my {kind}")
+        await form.locator("select[name=kind]").select_option(kind)
+        for name, value in fields.items():
+            await form.locator(f"input[name={name}]").fill(value)
+        await form.locator("button[type=submit]").click()
+        await tab.page.wait_for_url("**/settings/destinations/*")
+    made = await world.human.request("GET", "/api/destinations")
+    assert sorted(d["kind"] for d in made["destinations"]) == sorted(filled)
+
+
+async def test_a_paragraph_in_a_right_to_left_script_starts_at_the_right(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """Each paragraph of a message or a document takes its direction from its own first letter,
+    so Hebrew or Arabic starts at the right with its punctuation in place, beside English."""
+    text = "שלום, מה שלומך?\n\nA line in English."
+    await world.bot.post(text, channel="lobby", workspace="proj")
+    await world.bot.put_document("rtl.md", f"# כותרת\n\n{text}\n", 0, "both directions")
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    sides = (
+        "sel => [...document.querySelectorAll(sel)].map(p => { const r = document.createRange();"
+        " r.selectNodeContents(p); const t = r.getBoundingClientRect(), b = p.getBoundingClientRect();"
+        " return t.left - b.left < b.right - t.right ? 'left' : 'right' })"
+    )
+    for path, paragraphs in (
+        ("/c/lobby?workspace=proj", "#roots .body p"),
+        ("/kb/proj/rtl.md", ".doc-body p"),
+    ):
+        await tab.page.goto(world.board.url + path)
+        await expect(tab.page.locator(paragraphs).first).to_be_visible()
+        assert await tab.page.evaluate(sides, paragraphs) == ["right", "left"], path
+    await tab.shot("rtl-document")
