@@ -11,6 +11,8 @@ import re
 from datetime import timedelta
 from typing import Any
 
+from markupsafe import escape
+
 from board.server.clock import ManualClock, iso
 from board.server.services import fleet_history
 from tests.support.boardtest import World, db_rows
@@ -102,6 +104,39 @@ async def test_each_state_shows_in_a_word_and_a_colour(clocked_world: World, clo
     assert 'class="why">bot: repo /nowhere is not a directory</p>' in card(page, "mis1")
     shown = {h: b["shown"] for h, b in (await bots(world)).items()}
     assert shown["away1"] == "offline" and shown["new1"] == "unknown" and shown["back1"] == "backoff"
+
+
+async def test_why_a_bot_stopped_reads_whole_and_a_machine_is_named_once(clocked_world: World) -> None:
+    """The daemon's refusals, advice included, show whole; a longer line is cut at a word. A
+    machine whose host has its name is not named twice."""
+    world = clocked_world
+    await world.human.create_profile("proj-dev", "proj", "claude")
+    code = (await world.human.enroll_code("vm"))["code"]
+    enrolled = await world.board.client().enroll(code, hostname="vm")
+    keeper = world.board.client(enrolled["token"])
+    await world.human.assign_bot("vm", "proj-dev", "mis1")
+    await world.human.assign_bot("vm", "proj-dev", "mis2")
+    refusal = (
+        "bot: claude refuses --dangerously-skip-permissions as root: run the bot as another user, "
+        "or set IS_SANDBOX=1 in the profile's environment if this machine is a disposable sandbox "
+        "(a container or VM with nothing to lose)"
+    )
+    rambling = " ".join(f"word{n}" for n in range(120))  # 707 characters
+    await keeper.fleet_report(
+        {
+            "interval": 10,
+            "bots": [
+                reported("mis1", "misconfigured", error=f"started\n{refusal}"),
+                reported("mis2", "misconfigured", error=rambling),
+            ],
+        }
+    )
+    page = await fleet_page(world)
+    assert f'class="why">{escape(refusal)}</p>' in card(page, "mis1")
+    cut = re.search(r'class="why">([^<]*)</p>', card(page, "mis2"))
+    assert cut is not None and cut.group(1).endswith("…") and len(cut.group(1)) <= 400
+    assert rambling.startswith(cut.group(1).removesuffix("…") + " ")  # ends at a whole word
+    assert re.search(r"<h2>vm <span", page) and "<small>vm</small>" not in page
 
 
 async def test_an_order_is_pending_until_its_keeper_carries_it_out(
