@@ -84,7 +84,7 @@ def _status() -> dict[str, Any]:
                 if alive or bot.get("state") not in ("running", "starting")
                 else "stopped",
                 "pid": bot.get("pid") if alive else None,
-                "restarts": max(0, int(bot.get("runs", 0)) - 1),
+                "restarts": int(bot.get("restarts", 0)),
                 "last_exit_code": bot.get("last_exit_code"),
             }
         )

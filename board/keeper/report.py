@@ -82,7 +82,7 @@ def bot(sup: Supervisor, slot: Slot) -> dict[str, Any]:
     item: dict[str, Any] = {
         "handle": slot.handle,
         "state": slot.state,
-        "restarts": max(0, slot.runs - 1),
+        "restarts": slot.restarts,
         "last_exit_code": slot.last_exit_code,
         "last_wake": _last_wake(bot_dir),
         "log_tail": [line[:LINE_CAP] for line in tail(bot_dir / LOG_FILE, sup.timing.log_lines)],

@@ -55,7 +55,7 @@ class Slot:
     desired: str = "stopped"  # running | stopped | gone (no longer assigned here: stopped, then dropped)
     state: str = "stopped"
     daemon: processes.Daemon | None = None
-    runs: int = 0  # daemons started for it; all but the first are restarts
+    restarts: int = 0  # daemons it started again after one exited unasked (a human's start is none)
     crashes: list[float] = field(default_factory=list)  # when, within the crash window
     in_a_row: int = 0  # crashes since the last stable run: drives the backoff
     next_start: float = 0.0
@@ -70,7 +70,7 @@ class Slot:
             "state": self.state,
             "pid": self.daemon.pid if self.daemon else None,
             "started": self.daemon.started if self.daemon else None,
-            "runs": self.runs,
+            "restarts": self.restarts,
             "crashes": self.crashes,
             "in_a_row": self.in_a_row,
             "last_exit_code": self.last_exit_code,
@@ -138,7 +138,7 @@ class Supervisor:
                 profile=saved.get("profile", ""),
                 desired=saved.get("desired", "stopped"),
                 state=saved.get("state", "stopped"),
-                runs=int(saved.get("runs", 0)),
+                restarts=int(saved.get("restarts", 0)),
                 crashes=[float(t) for t in saved.get("crashes", [])],
                 in_a_row=int(saved.get("in_a_row", 0)),
                 last_exit_code=saved.get("last_exit_code"),
@@ -301,7 +301,6 @@ class Supervisor:
                 return
             bot_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             write_atomic(token_file, token + "\n", mode=0o600)
-        slot.runs += 1
         slot.daemon = processes.spawn(
             slot.handle,
             slot.profile,
@@ -343,6 +342,7 @@ class Supervisor:
             return
         delay = backoff(slot.in_a_row, self.timing.backoff_min, self.timing.backoff_max)
         slot.next_start = now + delay
+        slot.restarts += 1
         self.note(slot, "backoff", exit_code=code, detail=f"exited; restarting in {delay:g} s")
 
     def _last_output(self, handle: str) -> str:

@@ -65,8 +65,11 @@ async def test_enroll_run_restart_after_kill_and_stop_the_group(
     assert states[:2] == ["starting", "running"] and "backoff" in states and states[-1] == "stopped"
 
     await world.human.fleet_order("fb", "start")
-    await running(world, "fb")
+    started = await running(world, "fb")
     assert len(daemons(keeper, "fb")) == 1
+    await world.human.fleet_order("fb", "restart")
+    restarted = await running(world, "fb", other_than=started["pid"])
+    assert restarted["restarts"] == again["restarts"]  # what a human asks for is no restart of the keeper's
 
 
 async def test_a_missing_repo_is_misconfigured_and_not_restarted_until_a_human_restarts(
