@@ -104,6 +104,24 @@ def find(bot_dir: Path, pid: int | None, started: float | None) -> Daemon | None
     return None
 
 
+def profile_of(daemon: Daemon) -> str | None:
+    """The profile a running daemon was started with ("" for none), from its command line or
+    its ``BOT_PROFILE``; ``None`` when its process cannot be read."""
+    if daemon.proc is None:
+        return None
+    try:
+        argv = daemon.proc.cmdline()
+        environ = daemon.proc.environ()
+    except psutil.Error:
+        return None
+    for i, arg in enumerate(argv):
+        if arg == "--profile" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--profile="):
+            return arg.removeprefix("--profile=")
+    return environ.get("BOT_PROFILE", "")
+
+
 def _members(daemon: Daemon) -> list[psutil.Process]:
     """The daemon and everything it runs now (harnesses and their children)."""
     if daemon.proc is None:

@@ -144,12 +144,26 @@ class Supervisor:
                 last_exit_code=saved.get("last_exit_code"),
                 error=saved.get("error", ""),
             )
-            slot.daemon = processes.find(self.bot_dir(handle), saved.get("pid"), saved.get("started"))
             self.slots[handle] = slot
-            if slot.daemon is not None:
-                self.note(slot, "running", detail=f"pid {slot.daemon.pid} adopted by a new keeper")
+            daemon = processes.find(self.bot_dir(handle), saved.get("pid"), saved.get("started"))
+            if daemon is not None:
+                self._take_over(slot, daemon, "adopted by a new keeper")
             elif slot.state in ("running", "starting"):
                 self.note(slot, "stopped", detail="not running when the keeper started")
+
+    def _take_over(self, slot: Slot, daemon: processes.Daemon, how: str) -> None:
+        """Go on with a daemon found running for the slot's bot when it runs the slot's profile.
+        One started by hand, or with another profile, is stopped, and the next check starts
+        the daemon the board assigned: what the fleet page shows must be what runs."""
+        slot.daemon = daemon
+        profile = processes.profile_of(daemon)
+        if profile in (None, slot.profile):
+            self.note(slot, "running", detail=f"pid {daemon.pid} {how}")
+            return
+        runs = f"profile {profile}" if profile else "no profile"
+        why = f"pid {daemon.pid} runs with {runs}, not {slot.profile}: stopping it to run {slot.profile}"
+        self.note(slot, "starting", detail=why)
+        self._stop(slot)
 
     # -- the journal and orders ------------------------------------------------------
 
@@ -289,9 +303,8 @@ class Supervisor:
     async def _start(self, slot: Slot) -> None:
         bot_dir = self.bot_dir(slot.handle)
         running = processes.find(bot_dir, None, None)
-        if running is not None:  # a daemon for this bot already holds its lock: take it, start no twin
-            slot.daemon = running
-            self.note(slot, "running", detail=f"pid {running.pid} adopted: it was already running")
+        if running is not None:  # a daemon for this bot already holds its lock: start no twin
+            self._take_over(slot, running, "adopted: it was already running")
             return
         token_file = bot_dir / "token"
         if not token_file.exists():

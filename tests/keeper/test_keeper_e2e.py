@@ -13,12 +13,15 @@ from __future__ import annotations
 import os
 import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
 
+from board.launcher.daemon import PID_FILE, running_pid
 from tests.keeper.keeperrun import KeeperProcess, daemons, fleet_bot, group_gone, running, state
 from tests.launcher.botrun import LiveBoard
 from tests.launcher.fakeharness import Fake
@@ -139,6 +142,45 @@ async def test_restarted_keeper_adopts_its_bot(world: World, keeper: KeeperProce
     assert again["pid"] == bot["pid"]
     assert [p.pid for p in daemons(keeper, "fb")] == [bot["pid"]]
     assert again["restarts"] == bot["restarts"]
+
+
+async def test_a_daemon_run_by_hand_with_another_profile_gives_way_to_the_assigned_one(
+    world: World, live: LiveBoard, keeper: KeeperProcess, tmp_path: Path
+) -> None:
+    """A keeper adopts a running daemon only when it runs the profile the board assigned: the
+    fleet page must not show proj-dev for a daemon someone started with proj-alt."""
+    await world.human.create_profile("proj-alt", "proj", "claude", repo=str(tmp_path / "repo"))
+    await world.human.assign_bot("box1", "proj-dev", "fb")
+    bot = await running(world, "fb")
+    assert await keeper.stop() == 0
+    os.kill(bot["pid"], signal.SIGKILL)
+    await eventually(lambda: daemons(keeper, "fb") == [], "the keeper's daemon gone", 30)
+    argv = ["bot", "run", "--handle", "fb", "--profile", "proj-alt", "--board", live.url]
+    by_hand = subprocess.Popen(
+        [sys.executable, "-m", "board", *argv],
+        env=keeper.env,
+        cwd=tmp_path / "repo",
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        await eventually(
+            lambda: running_pid(keeper.bots_dir / "fb" / PID_FILE) == by_hand.pid, "the hand-run lock", 30
+        )
+        keeper.start()
+        await eventually(lambda: by_hand.poll() is not None, "the hand-run daemon stopped", 30)
+        [assigned] = await eventually(lambda: daemons(keeper, "fb"), "the assigned daemon", 30)
+        assert "proj-dev" in assigned.cmdline()
+        again = await running(world, "fb", other_than=bot["pid"])  # the last report before the keeper stopped
+        assert again["pid"] == assigned.pid
+        said = [e.get("detail", "") for e in keeper.events("state")]
+        assert any(f"pid {by_hand.pid} runs with profile proj-alt, not proj-dev" in d for d in said)
+    finally:
+        if by_hand.poll() is None:
+            by_hand.kill()
+        by_hand.wait()
 
 
 async def test_board_down_bots_keep_running_and_the_keeper_catches_up(
