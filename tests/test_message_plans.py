@@ -2,8 +2,10 @@
 
 The lists are the store's own queries (channel, conversation, thread, author, tag,
 workspace, the inbox, search, thread summaries, the channel list with its unread
-counts), recorded as they run on a migrated database and each one's plan read
-back with EXPLAIN QUERY PLAN. A plan that scans ``messages`` fails.
+counts, the conversation and workspace lists with their newest message), recorded as
+they run on a migrated database and each one's plan read back with EXPLAIN QUERY PLAN.
+A plan that scans ``messages`` fails. (PostgreSQL's plans follow its statistics:
+tests/postgres/test_pg_plans.py reads them on a board with messages in it.)
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from board.server.store import channels as channel_store
 from board.server.store import messages as store
+from board.server.store import workspaces as workspace_store
 from board.server.store.connection import Connection, SqliteConnection
 from board.server.store.db import Database
 from board.server.store.messages import MessageFilter
@@ -73,6 +76,8 @@ async def test_every_message_list_uses_an_index(tmp_path: Path) -> None:
         await store.by_ids(recorder, [1, 2, 3])
         await store.max_id(recorder)
         await channel_store.list_channels(recorder, 1, "", 101)
+        await channel_store.list_conversations(recorder, None, 1, 0, 101)
+        await workspace_store.list_with_counts(recorder, "", 101)
         await channel_store.count_after(recorder, "channel_id", 1, 10, 2)
         plans = []
         for sql, params in recorder.statements:
@@ -84,7 +89,7 @@ async def test_every_message_list_uses_an_index(tmp_path: Path) -> None:
         plans = await db.read(lists)
     finally:
         await db.close()
-    assert len(plans) == 2 * len(FILTERS) + 9  # thread_info asks twice: summaries, participants
+    assert len(plans) == 2 * len(FILTERS) + 11  # thread_info asks twice: summaries, participants
     for sql, plan in plans:
         scans = [step for step in plan if re.match(r"SCAN (m|messages)\b", step)]
         assert not scans, f"{scans} in the plan of:\n{sql}\n{plan}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .connection import Connection
-from .rows import ChannelRow, Row, all_rows, count, one
+from .rows import ChannelRow, Row, all_rows, count, newest_message_id, one
 
 
 async def by_slug(conn: Connection, workspace_id: int, slug: str) -> ChannelRow | None:
@@ -54,8 +54,8 @@ async def refs(conn: Connection, channel_ids: list[int]) -> dict[int, list[dict[
 async def list_channels(conn: Connection, workspace_id: int, after_slug: str, limit: int) -> list[Row]:
     return await all_rows(
         conn,
-        """SELECT c.id, c.slug, c.topic, c.created_at,
-                  (SELECT max(m.id) FROM messages m WHERE m.channel_id = c.id) AS last_id
+        f"""SELECT c.id, c.slug, c.topic, c.created_at,
+                  {newest_message_id("channel_id", "c.id")} AS last_id
            FROM channels c WHERE c.workspace_id = ? AND c.slug > ? ORDER BY c.slug LIMIT ?""",
         (workspace_id, after_slug, limit),
     )
@@ -148,7 +148,7 @@ async def list_conversations(
     return await all_rows(
         conn,
         f"""SELECT c.id, c.workspace_id, w.slug AS workspace, c.topic, c.created_at,
-                   (SELECT max(m.id) FROM messages m WHERE m.conversation_id = c.id) AS last_id
+                   {newest_message_id("conversation_id", "c.id")} AS last_id
             FROM conversations c JOIN workspaces w ON w.id = c.workspace_id
             WHERE {where} ORDER BY c.id LIMIT ?""",
         (*params, limit),

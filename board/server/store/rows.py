@@ -16,6 +16,22 @@ from .connection import Connection
 Row = Any
 
 
+def newest_message_id(column: str, owner: str) -> str:
+    """A subquery: the id of the newest message whose ``column`` (``channel_id``,
+    ``conversation_id``, ``workspace_id``) is ``owner`` (an outer column), or NULL.
+
+    Written as a range over ``(column, id)``, not ``max(id) ... WHERE column = owner``:
+    PostgreSQL plans that for a typical owner, walking the whole board's ids backwards
+    until one is the owner's, which for an owner with no recent message (an empty channel, a
+    quiet workspace) reads every message. The range orders by the owner's own index only,
+    so each owner costs one index step on both databases.
+    """
+    return (
+        f"(SELECT x.id FROM messages x WHERE x.{column} BETWEEN {owner} AND {owner}"
+        f" ORDER BY x.{column} DESC, x.id DESC LIMIT 1)"
+    )
+
+
 async def one(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> Row | None:
     """The first row of a query, or None."""
     rows = await conn.execute_fetchall(sql, params)

@@ -6,7 +6,7 @@ from typing import Any
 
 from . import knowledge
 from .connection import Connection
-from .rows import Row, WorkspaceRow, all_rows, one
+from .rows import Row, WorkspaceRow, all_rows, newest_message_id, one
 
 COLUMNS = """id, slug, name, review_policy, loop_hops, budget_wakes, budget_tokens, budget_cost_usd,
     archived_at, created_at"""
@@ -26,7 +26,7 @@ async def list_with_counts(conn: Connection, after_slug: str, limit: int) -> lis
         f"""SELECT {COLUMNS},
               (SELECT count(*) FROM agents a WHERE a.workspace_id = workspaces.id) AS bots,
               (SELECT count(*) FROM channels c WHERE c.workspace_id = workspaces.id) AS channels,
-              (SELECT max(id) FROM messages m WHERE m.workspace_id = workspaces.id) AS last_id
+              {newest_message_id("workspace_id", "workspaces.id")} AS last_id
             FROM workspaces WHERE slug > ? ORDER BY slug LIMIT ?""",
         (after_slug, limit),
     )
