@@ -31,12 +31,14 @@ def database_url(world: World) -> str:
     return world.board.db_path.url
 
 
-def drop_connections(url: str) -> int:
-    """End every connection the board holds, as a server restart or a network cut would."""
+def drop_connections(url: str, database: str | None = None) -> int:
+    """End every connection the board holds to ``database`` (the one ``url`` names, by
+    default), as a server restart or a network cut would."""
     with psycopg.connect(url, autocommit=True) as admin:
         rows = admin.execute(
             """SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-               WHERE datname = current_database() AND application_name = 'bot-board'"""
+               WHERE datname = coalesce(%s, current_database()) AND application_name = 'bot-board'""",
+            (database,),
         ).fetchall()
     return len(rows)
 
@@ -108,6 +110,37 @@ async def test_the_board_reconnects_after_its_connections_are_dropped(world: Wor
         await eventually(lambda: [i for i in heard if i.get("id") == mention["id"]], "the mention told")
     finally:
         await other.close()
+
+
+def allow_connections(url: str, allowed: bool) -> None:
+    """Let connections into the board's database or refuse them all, as a server that is down
+    would; refusing also ends the board's open ones."""
+    name = str(psycopg.conninfo.conninfo_to_dict(url)["dbname"])
+    with psycopg.connect(psycopg.conninfo.make_conninfo(url, dbname="postgres"), autocommit=True) as admin:
+        admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS {str(allowed).lower()}')
+    if not allowed:
+        drop_connections(psycopg.conninfo.make_conninfo(url, dbname="postgres"), name)
+
+
+@postgresql_only
+async def test_the_first_calls_after_the_database_is_back_succeed(world: World) -> None:
+    url = database_url(world)
+    await world.bot.post("before", channel="general")
+    allow_connections(url, False)
+    try:
+        for _ in range(8):  # every read connection, and the writer, fails while it is down
+            with pytest.raises(BoardAPIError) as down:
+                await world.human.messages(workspace="proj", channel="general")
+            assert down.value.code == "UNAVAILABLE" and down.value.retryable
+        with pytest.raises(BoardAPIError):
+            await world.bot.post("while down", channel="general")
+    finally:
+        allow_connections(url, True)
+    # connections known broken are replaced before use: no call fails once it is back
+    posted = await world.bot.post("after", channel="general")
+    for _ in range(8):
+        listed = await world.human.messages(workspace="proj", channel="general")
+        assert posted["id"] in [m["id"] for m in listed["messages"]]
 
 
 @pytest.mark.parametrize("bad", ["mysql://board@db/board", "sqlite:///board.db"])

@@ -335,6 +335,7 @@ class PostgresStore(Store):
         every reader's snapshot look up ``pg_subtrans``.
         """
         assert self._writer is not None
+        self._writer = await self._healthy(self._writer)  # broken while the server was away
         conn, raw = self._writer, self._writer.raw
         outcomes: list[Outcome] = []
         try:
@@ -495,8 +496,10 @@ class PostgresStore(Store):
         return await asyncio.shield(asyncio.get_running_loop().create_task(self._read(conn, fn)))
 
     async def _read(self, conn: PostgresConnection, fn: Job[T]) -> T:
-        raw = conn.raw
         try:
+            # One left broken while the server was away is replaced now, not after failing a read.
+            conn = await self._healthy(conn)
+            raw = conn.raw
             await raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
                 return await fn(conn)
