@@ -46,7 +46,7 @@ from .connection import Connection, Cursor, Statement
 from .dialects import BOARD, LOCKS, POSTGRESQL
 from .schema import migrate
 from .urls import redacted
-from .writer import Job, Outcome, Store, StoreError, Write
+from .writer import DatabaseUnreachable, Job, Outcome, Store, StoreError, Write
 
 log = logging.getLogger(__name__)
 
@@ -358,9 +358,16 @@ class PostgresStore(Store):
             if conn.in_transaction and not raw.broken:
                 with contextlib.suppress(psycopg.Error):
                     await raw.execute("ROLLBACK")
-            outcomes = [(False, exc)] * len(batch)
+            outcomes = [(False, self._unreachable(conn, exc))] * len(batch)
             self._writer = await self._healthy(conn)
         return outcomes
+
+    def _unreachable(self, conn: PostgresConnection, exc: Exception) -> Exception:
+        """``exc``, or :class:`DatabaseUnreachable` when it broke a connection the store
+        still owns: the server is gone, which callers are told as such, not as a surprise."""
+        if (conn.raw.broken or conn.raw.closed) and conn in self._all:
+            return DatabaseUnreachable(f"{self.where}: {' '.join(str(exc).split())}")
+        return exc
 
     async def _healthy(self, conn: PostgresConnection) -> PostgresConnection:
         """``conn``, or a new connection in its place when the server dropped it.
@@ -506,6 +513,8 @@ class PostgresStore(Store):
             finally:
                 with contextlib.suppress(psycopg.Error):
                     await raw.execute("ROLLBACK" if _failed(conn) else "COMMIT")
+        except psycopg.OperationalError as exc:
+            raise self._unreachable(conn, exc) from exc
         finally:
             self._pool.put_nowait(await self._healthy(conn))
 
