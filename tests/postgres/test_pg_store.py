@@ -23,6 +23,7 @@ from tests.support.boardtest import (
     postgresql_only,
     snapshot,
 )
+from tests.support.pgcluster import PgCluster
 from tests.support.processes import board_env, command
 
 
@@ -144,6 +145,16 @@ async def test_the_first_calls_after_the_database_is_back_succeed(world: World) 
     for _ in range(8):
         listed = await world.human.messages(workspace="proj", channel="general")
         assert posted["id"] in [m["id"] for m in listed["messages"]]
+
+
+async def test_a_database_not_in_utf8_is_refused_before_it_is_migrated(pg_cluster: PgCluster) -> None:
+    from board.server.store.writer import StoreError
+
+    url = pg_cluster.fresh_database(encoding="SQL_ASCII")
+    with pytest.raises(StoreError, match="encoding is SQL_ASCII; the board needs UTF8"):
+        await PostgresStore(url).open()
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone() == (0,)
 
 
 @pytest.mark.parametrize("bad", ["mysql://board@db/board", "sqlite:///board.db"])

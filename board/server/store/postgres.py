@@ -231,6 +231,20 @@ async def _connect(url: str) -> PostgresConnection:
     return PostgresConnection(raw)
 
 
+def require_utf8(raw: psycopg.BaseConnection[Any], where: str) -> None:
+    """Refuse a database in another encoding than UTF8, before anything is written to it.
+
+    ``createdb`` without ``-E`` takes the cluster's, which is SQL_ASCII under the C locale:
+    psycopg then reads text as bytes, and the board would break on its first read.
+    """
+    encoding = raw.info.parameter_status("server_encoding")
+    if encoding != "UTF8":
+        raise StoreError(
+            f"{where}: the database's encoding is {encoding}; the board needs UTF8: create it with "
+            "createdb -T template0 -E UTF8 --lc-collate=C --lc-ctype=C.UTF-8 (docs/scale.md)"
+        )
+
+
 async def _simple(raw: psycopg.AsyncConnection[Any], statements: str) -> None:
     """``statements`` (no parameters, ``;`` between them) in one round trip: a simple query,
     never prepared (a prepared statement holds one statement)."""
@@ -279,6 +293,7 @@ class PostgresStore(Store):
     async def open(self) -> None:
         try:
             self._writer = await self._connection()
+            require_utf8(self._writer.raw, self.where)
             await migrate(self._writer, POSTGRESQL, self.where)
             for _ in range(self.readers):
                 self._pool.put_nowait(await self._connection())
