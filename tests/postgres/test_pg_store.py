@@ -163,8 +163,10 @@ async def test_a_url_that_is_not_postgresql_is_refused(bad: str, tmp_path: Any) 
     from board.server.store.stores import open_store
     from board.server.store.writer import StoreError
 
-    with pytest.raises(StoreError, match="postgresql://"):
+    with pytest.raises(StoreError, match="postgresql://") as refused:
         open_store(Settings(db=str(tmp_path / "b.db"), database_url=bad))
+    # it may have come from the flag, the variable or the file: each is named
+    assert "--database-url, BOARD_DATABASE_URL or database_url in board.toml" in str(refused.value)
 
 
 async def test_an_unreachable_database_is_one_clear_error_without_its_password(tmp_path: Any) -> None:
