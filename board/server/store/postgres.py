@@ -350,11 +350,11 @@ class PostgresStore(Store):
         every reader's snapshot look up ``pg_subtrans``.
         """
         assert self._writer is not None
-        self._writer = await self._healthy(self._writer)  # broken while the server was away
-        conn, raw = self._writer, self._writer.raw
+        conn = self._writer
         outcomes: list[Outcome] = []
         try:
-            await _simple(raw, f"BEGIN; {_LOCK}; SAVEPOINT job")
+            await self._begin(conn, f"BEGIN; {_LOCK}; SAVEPOINT job")
+            raw = conn.raw
             self._fill(batch)  # what queued while the lock was awaited joins this batch
             for i, job in enumerate(batch):
                 if i:
@@ -369,39 +369,63 @@ class PostgresStore(Store):
             committed = [job for job, (ok, _) in zip(batch, outcomes, strict=True) if ok]
             await _simple(raw, "; ".join([*self._notifications(raw, committed), "COMMIT"]))
         except Exception as exc:
-            log.exception("write batch of %d failed", len(batch))
-            if conn.in_transaction and not raw.broken:
+            failure = self._unreachable(conn, exc)
+            if isinstance(failure, DatabaseUnreachable):
+                log.warning("write batch of %d failed: %s", len(batch), failure)
+            else:
+                log.exception("write batch of %d failed", len(batch))
+            if conn.in_transaction and not conn.raw.broken:
                 with contextlib.suppress(psycopg.Error):
-                    await raw.execute("ROLLBACK")
-            outcomes = [(False, self._unreachable(conn, exc))] * len(batch)
-            self._writer = await self._healthy(conn)
+                    await conn.raw.execute("ROLLBACK")
+            outcomes = [(False, failure)] * len(batch)
+            await self._revive(conn)
         return outcomes
+
+    async def _begin(self, conn: PostgresConnection, begin: str) -> None:
+        """Begin ``conn``'s transaction with ``begin``, on a new server connection when the
+        server dropped its own (restarted, or its network cut) since its last use.
+
+        Only then is it found out, before anything of the transaction ran, so beginning
+        again on a new connection changes nothing the caller could see.
+        """
+        try:
+            await _simple(conn.raw, begin)
+            return
+        except psycopg.OperationalError:
+            if not self._lost(conn):
+                raise
+        await self._revive(conn)
+        await _simple(conn.raw, begin)
+
+    def _lost(self, conn: PostgresConnection) -> bool:
+        """Whether the server dropped ``conn`` while the store still owns it."""
+        return (conn.raw.broken or conn.raw.closed) and conn in self._all
 
     def _unreachable(self, conn: PostgresConnection, exc: Exception) -> Exception:
         """``exc``, or :class:`DatabaseUnreachable` when it broke a connection the store
         still owns: the server is gone, which callers are told as such, not as a surprise."""
-        if (conn.raw.broken or conn.raw.closed) and conn in self._all:
+        if self._lost(conn):
             return DatabaseUnreachable(f"{self.where}: {' '.join(str(exc).split())}")
         return exc
 
-    async def _healthy(self, conn: PostgresConnection) -> PostgresConnection:
-        """``conn``, or a new connection in its place when the server dropped it.
+    async def _revive(self, conn: PostgresConnection) -> None:
+        """Give ``conn`` a new server connection when the server dropped its own.
 
-        A failed reconnection keeps the broken one: its next use fails at once
-        (callers get a retryable error) and tries again. A connection the store
-        no longer owns (it was closed, with a read still in flight) is not
-        replaced: nothing would ever close the new one.
+        The new one takes the old one's place in ``conn``, so the pool and the writer keep
+        the object they hold. A failed reconnection keeps the broken one: its next use
+        fails at once (callers get a retryable error) and tries again. A connection the
+        store no longer owns (it was closed, with a read still in flight) is not revived:
+        nothing would ever close the new one.
         """
-        if (not conn.raw.broken and not conn.raw.closed) or conn not in self._all:
-            return conn
+        if not self._lost(conn):
+            return
         try:
             fresh = await _connect(self.url)
         except psycopg.Error as exc:
             log.warning("cannot reconnect to %s: %s", self.where, exc)
-            return conn
+            return
         log.info("reconnected to %s", self.where)
-        self._all[self._all.index(conn)] = fresh
-        return fresh
+        conn.raw = fresh.raw
 
     def _notifications(self, raw: psycopg.AsyncConnection[Any], committed: list[Write]) -> list[str]:
         """``SELECT pg_notify(...)`` telling the other processes what ``committed`` emitted, as
@@ -519,10 +543,8 @@ class PostgresStore(Store):
 
     async def _read(self, conn: PostgresConnection, fn: Job[T]) -> T:
         try:
-            # One left broken while the server was away is replaced now, not after failing a read.
-            conn = await self._healthy(conn)
+            await self._begin(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             raw = conn.raw
-            await raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
                 return await fn(conn)
             finally:
@@ -531,7 +553,8 @@ class PostgresStore(Store):
         except psycopg.OperationalError as exc:
             raise self._unreachable(conn, exc) from exc
         finally:
-            self._pool.put_nowait(await self._healthy(conn))
+            await self._revive(conn)
+            self._pool.put_nowait(conn)
 
 
 def _has_rows(cursor: Any) -> bool:
