@@ -188,6 +188,15 @@ async def test_backups_through_the_board_are_refused_on_postgresql_and_change_no
         timeout=60,
     )
     assert done.returncode != 0 and "pg_dump" in done.stderr, done.stderr
+    (world.board.home / "old.db").write_bytes(b"")
+    restored = subprocess.run(
+        command("restore", str(world.board.home / "old.db")),
+        env=board_env(**database_env(world.board)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert restored.returncode != 0 and "restore it with pg_restore" in restored.stderr, restored.stderr
     assert not (world.board.home / "copy.db").exists() and not (world.board.home / "backups").exists()
     assert snapshot(world.board.db_path) == before  # not even an audit row
 
