@@ -307,9 +307,18 @@ mode_bot() {
     say "run a bot with: $BIN_DIR/bot run --handle ... (see bot --help)"
 }
 
+database_url() {  # the PostgreSQL database the board's settings name, if any (the environment, then the file)
+    BOARD_CONFIG="$config" "$venv/bin/python" -c \
+        'from board.server.settings import load; print(load().database_url or "")'
+}
+
 mode_upgrade() {
     [ -x "$venv/bin/board" ] || die "nothing to upgrade in $BOARD_HOME; run install.sh first"
-    if [ -f "$BOARD_DB" ]; then
+    local on_postgresql
+    on_postgresql=$(database_url)
+    if [ -n "$on_postgresql" ]; then  # the SQLite file a move left behind is not the board's
+        say "the board runs on PostgreSQL: no backup taken here; pg_dump takes one (docs/scale.md#backups)"
+    elif [ -f "$BOARD_DB" ]; then
         mkdir -p "$BOARD_STATE/backups"
         "$venv/bin/board" backup "$BOARD_STATE/backups"
     fi
@@ -317,7 +326,7 @@ mode_upgrade() {
     [ -n "$(keeper_pid)" ] && keeper_ran=1
     say "$("$venv/bin/board" ctl stop)"
     install_package upgrade
-    if [ -f "$BOARD_DB" ]; then
+    if [ -n "$on_postgresql" ] || [ -f "$BOARD_DB" ]; then
         write_settings
         start_board  # this machine hosts the board: migrations apply as it opens the database
     fi

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .processes import end_group
 from .server.settings import Settings, local_url, state_dir
+from .server.store.stores import database_label
 
 UNIT = "board"
 START_TIMEOUT = 60.0
@@ -267,13 +268,13 @@ def stop(board: Board) -> str:
 def status(board: Board) -> tuple[bool, str]:
     pid = pid_of(board)
     if pid is None:
-        return False, f"the board is not running (database {board.settings.db})"
+        return False, f"the board is not running (database {database_label(board.settings)})"
     answer = health(board.url)
     if answer is None or answer.get("pid") != pid:
         return False, f"the board process (pid {pid}) runs but does not answer on {board.url}"
     return True, (
         f"the board is running at {board.url} (pid {pid}, version {answer.get('version')}, "
-        f"database {board.settings.db}, log {board.logfile})"
+        f"database {database_label(board.settings)}, log {board.logfile})"
     )
 
 

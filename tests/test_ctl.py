@@ -129,3 +129,11 @@ def test_stop_leaves_a_board_it_did_not_start_running(home: dict[str, str], tmp_
     finally:
         other.kill()
         other.wait()
+
+
+def test_status_names_the_postgresql_database_without_its_password(home: dict[str, str]) -> None:
+    url = "postgresql://board:hunter2@db.internal/board"
+    status = ctl({**home, "BOARD_DATABASE_URL": url}, "status")
+    assert status.returncode == 3
+    assert "(database postgresql://board:***@db.internal/board)" in status.stdout + status.stderr
+    assert "hunter2" not in status.stdout + status.stderr and home["BOARD_DB"] not in status.stdout

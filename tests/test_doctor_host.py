@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -216,6 +217,9 @@ def test_a_postgresql_database_that_does_not_answer_fails(tmp_path: Path, port: 
     shown = url.replace(":secret@", ":***@")
     (skipped,) = found.lines("database integrity")
     assert skipped.startswith(f"skip  database integrity: {shown}: PostgreSQL checks its own pages")
+    # the page it names says how to run pg_amcheck
+    (page,) = re.findall(r"docs/\w+\.md", skipped)
+    assert "pg_amcheck --install-missing" in (Path(__file__).parent.parent / page).read_text()
     (line,) = found.lines("database", exact=True)
     assert line.startswith(f"FAIL  database: cannot read {shown}: ")
     assert line.endswith("— start PostgreSQL, or fix BOARD_DATABASE_URL (database_url in board.toml)")

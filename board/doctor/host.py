@@ -121,7 +121,7 @@ def _postgres(url: str) -> tuple[list[Check], bool]:
     skipped = Check(
         "database integrity",
         "skip",
-        f"{shown}: PostgreSQL checks its own pages; the board does not (pg_amcheck does, docs/postgresql.md)",
+        f"{shown}: PostgreSQL checks its own pages; the board does not (pg_amcheck does, docs/scale.md)",
     )
     try:
         with psycopg.connect(url, connect_timeout=5) as conn:

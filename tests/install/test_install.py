@@ -35,6 +35,7 @@ from tests.support.install_support import (
     run,
     signed_in_as,
 )
+from tests.support.pgcluster import PgCluster
 from tests.support.processes import ROOT, free_port, health
 
 # Two installs into fresh virtual environments, on a machine others share.
@@ -256,3 +257,24 @@ def test_a_checkout_with_an_old_build_folder_installs_only_what_it_holds(tmp_pat
     assert installed and not [p for p in installed if p.name == stale.name], installed
     assert stale.exists()  # the checkout itself is left as it was
     assert not list(scratch.iterdir())  # the copy it built from is gone
+
+
+def test_an_upgrade_of_a_board_on_postgresql_starts_it_again(tmp_path: Path, pg_cluster: PgCluster) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = machine(home, free_port(), BOARD_SOURCE=str(ROOT), BOARD_DATABASE_URL=pg_cluster.fresh_database())
+    later = {k: v for k, v in env.items() if k != "BOARD_DATABASE_URL"}  # a later shell: the file has it
+    board = str(home / ".local/bin/board")
+    try:
+        installed = run(env)
+        assert installed.returncode == 0, installed.stdout + installed.stderr
+        # the SQLite file a move onto PostgreSQL leaves behind, as it was
+        (home / ".local/state/bot-board/board.db").write_bytes(b"")
+        upgraded = run(later, "upgrade")
+        assert upgraded.returncode == 0, upgraded.stdout + upgraded.stderr
+        assert "pg_dump" in upgraded.stdout and "backed up" not in upgraded.stdout
+        status = subprocess.run([board, "ctl", "status"], env=later, capture_output=True, text=True)
+        assert status.returncode == 0 and "database postgresql://" in status.stdout, status.stdout
+    finally:
+        gone = run(later, "uninstall", "--purge")
+    assert gone.returncode == 0, gone.stderr

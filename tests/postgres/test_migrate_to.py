@@ -291,6 +291,17 @@ async def test_a_file_a_board_is_serving_is_refused(tmp_path: Path, pg_cluster: 
         await stop_board(b)
 
 
+def test_a_database_not_in_utf8_is_refused_before_anything_is_written(
+    filled: Filled, tmp_path: Path, pg_cluster: PgCluster
+) -> None:
+    url = pg_cluster.fresh_database(encoding="SQL_ASCII")  # what createdb gives under the C locale
+    refused = migrate_to(_copy_of(filled, tmp_path), url)
+    assert refused.returncode != 0 and refused.stdout == ""
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "encoding is SQL_ASCII" in refused.stderr and "-E UTF8" in refused.stderr
+    assert counts(url) == {}  # not even the schema
+
+
 def test_a_url_that_is_not_postgresql_is_refused(filled: Filled, tmp_path: Path) -> None:
     refused = migrate_to(_copy_of(filled, tmp_path), f"sqlite:///{tmp_path / 'other.db'}")
     assert refused.returncode != 0 and "postgresql://" in refused.stderr

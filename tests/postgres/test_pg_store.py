@@ -23,6 +23,7 @@ from tests.support.boardtest import (
     postgresql_only,
     snapshot,
 )
+from tests.support.pgcluster import PgCluster
 from tests.support.processes import board_env, command
 
 
@@ -31,12 +32,14 @@ def database_url(world: World) -> str:
     return world.board.db_path.url
 
 
-def drop_connections(url: str) -> int:
-    """End every connection the board holds, as a server restart or a network cut would."""
+def drop_connections(url: str, database: str | None = None) -> int:
+    """End every connection the board holds to ``database`` (the one ``url`` names, by
+    default), as a server restart or a network cut would."""
     with psycopg.connect(url, autocommit=True) as admin:
         rows = admin.execute(
             """SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-               WHERE datname = current_database() AND application_name = 'bot-board'"""
+               WHERE datname = coalesce(%s, current_database()) AND application_name = 'bot-board'""",
+            (database,),
         ).fetchall()
     return len(rows)
 
@@ -83,21 +86,12 @@ async def test_the_board_reconnects_after_its_connections_are_dropped(world: Wor
     url = database_url(world)
     await world.bot.post("before", channel="general")
     assert drop_connections(url) >= 3  # the writer, the readers and the listener
-
-    async def retried(call: Awaitable[Any]) -> Any:
-        try:
-            return await call
-        except BoardAPIError as exc:
-            assert exc.code == "UNAVAILABLE" and exc.retryable, exc  # a retry's worth of failure, no more
-            return None
-
-    posted = await eventually(
-        lambda: retried(world.bot.post("after", channel="general")), "a post accepted again", timeout=20
-    )
-    listed = await eventually(
-        lambda: retried(world.human.messages(workspace="proj", channel="general")), "a read again", timeout=20
-    )
-    assert posted["id"] in [m["id"] for m in listed["messages"]]
+    # a connection found dropped as its transaction begins, before anything ran, is replaced
+    # and the transaction begun again: no call fails
+    posted = await world.bot.post("after", channel="general")
+    for _ in range(8):
+        listed = await world.human.messages(workspace="proj", channel="general")
+        assert posted["id"] in [m["id"] for m in listed["messages"]]
     # the other processes hear of it again: the listener is back too
     other, heard = await listening(url)
     try:
@@ -110,14 +104,60 @@ async def test_the_board_reconnects_after_its_connections_are_dropped(world: Wor
         await other.close()
 
 
+def allow_connections(url: str, allowed: bool) -> None:
+    """Let connections into the board's database or refuse them all, as a server that is down
+    would; refusing also ends the board's open ones."""
+    name = str(psycopg.conninfo.conninfo_to_dict(url)["dbname"])
+    with psycopg.connect(psycopg.conninfo.make_conninfo(url, dbname="postgres"), autocommit=True) as admin:
+        admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS {str(allowed).lower()}')
+    if not allowed:
+        drop_connections(psycopg.conninfo.make_conninfo(url, dbname="postgres"), name)
+
+
+@postgresql_only
+async def test_the_first_calls_after_the_database_is_back_succeed(world: World) -> None:
+    url = database_url(world)
+    await world.bot.post("before", channel="general")
+    allow_connections(url, False)
+    try:
+        calls: list[Awaitable[Any]] = [
+            world.human.messages(workspace="proj", channel="general") for _ in range(8)
+        ]
+        for call in [*calls, world.bot.post("while down", channel="general")]:
+            # every read connection, and the writer, fails while it is down, saying so
+            with pytest.raises(BoardAPIError) as down:
+                await call
+            assert (down.value.code, down.value.retryable) == ("UNAVAILABLE", True)
+            assert down.value.message == "The database does not answer; retry in a moment."
+    finally:
+        allow_connections(url, True)
+    # no call fails once it is back
+    posted = await world.bot.post("after", channel="general")
+    for _ in range(8):
+        listed = await world.human.messages(workspace="proj", channel="general")
+        assert posted["id"] in [m["id"] for m in listed["messages"]]
+
+
+async def test_a_database_not_in_utf8_is_refused_before_it_is_migrated(pg_cluster: PgCluster) -> None:
+    from board.server.store.writer import StoreError
+
+    url = pg_cluster.fresh_database(encoding="SQL_ASCII")
+    with pytest.raises(StoreError, match="encoding is SQL_ASCII; the board needs UTF8"):
+        await PostgresStore(url).open()
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone() == (0,)
+
+
 @pytest.mark.parametrize("bad", ["mysql://board@db/board", "sqlite:///board.db"])
 async def test_a_url_that_is_not_postgresql_is_refused(bad: str, tmp_path: Any) -> None:
     from board.server.settings import Settings
     from board.server.store.stores import open_store
     from board.server.store.writer import StoreError
 
-    with pytest.raises(StoreError, match="postgresql://"):
+    with pytest.raises(StoreError, match="postgresql://") as refused:
         open_store(Settings(db=str(tmp_path / "b.db"), database_url=bad))
+    # it may have come from the flag, the variable or the file: each is named
+    assert "--database-url, BOARD_DATABASE_URL or database_url in board.toml" in str(refused.value)
 
 
 async def test_an_unreachable_database_is_one_clear_error_without_its_password(tmp_path: Any) -> None:
@@ -148,6 +188,15 @@ async def test_backups_through_the_board_are_refused_on_postgresql_and_change_no
         timeout=60,
     )
     assert done.returncode != 0 and "pg_dump" in done.stderr, done.stderr
+    (world.board.home / "old.db").write_bytes(b"")
+    restored = subprocess.run(
+        command("restore", str(world.board.home / "old.db")),
+        env=board_env(**database_env(world.board)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert restored.returncode != 0 and "restore it with pg_restore" in restored.stderr, restored.stderr
     assert not (world.board.home / "copy.db").exists() and not (world.board.home / "backups").exists()
     assert snapshot(world.board.db_path) == before  # not even an audit row
 

@@ -94,18 +94,19 @@ class PgCluster:
     def database_url(self, name: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
 
-    def fresh_database(self, like: str | None = None) -> str:
+    def fresh_database(self, like: str | None = None, encoding: str = "UTF8") -> str:
         """The URL of a new database, named uniquely in this cluster: empty, or a copy of ``like``.
 
         ``like`` is the URL of an earlier database of this cluster (say, one migrated once for
-        many tests); nothing may be connected to it while it is copied.
+        many tests); nothing may be connected to it while it is copied. ``encoding`` is for
+        an empty one: another than UTF8 is one the board refuses.
         """
         name = f"board_{os.getpid()}_{next(self._names)}"
         template = "template0" if like is None else urlsplit(like).path.lstrip("/")
         with psycopg.connect(self.url, autocommit=True) as admin:
             admin.execute(
-                sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY file_copy").format(
-                    sql.Identifier(name), sql.Identifier(template)
+                sql.SQL("CREATE DATABASE {} TEMPLATE {} ENCODING {} STRATEGY file_copy").format(
+                    sql.Identifier(name), sql.Identifier(template), sql.Literal(encoding)
                 )
             )
         return self.database_url(name)

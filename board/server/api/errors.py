@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import sys
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -16,6 +17,7 @@ from ..errors import (
     Unauthenticated,
     Unavailable,
 )
+from ..store.writer import DatabaseUnreachable
 from .routing import json_response
 
 log = logging.getLogger("board.api")
@@ -60,7 +62,15 @@ async def error_middleware(
 
 
 def unexpected(method: str, path: str) -> Unavailable:
-    """A surprise, logged with its trace under an incident id; the caller gets only the id."""
+    """A surprise, logged with its trace under an incident id; the caller gets only the id.
+
+    A database server that does not answer is no surprise: one line in the log (where the
+    store names the database), and the caller is told to retry.
+    """
+    exc = sys.exc_info()[1]
+    if isinstance(exc, DatabaseUnreachable):
+        log.warning("%s %s: the database does not answer: %s", method, path, exc)
+        return Unavailable("The database does not answer; retry in a moment.")
     incident = secrets.token_hex(6)
     log.exception("unhandled error %s on %s %s", incident, method, path)
     return Unavailable(f"Internal error {incident}; it is logged. Retry later.")

@@ -23,9 +23,10 @@ from urllib.parse import quote
 import jinja2
 from aiohttp import web
 
+from ..api.errors import unexpected
 from ..api.keys import CONTEXT
 from ..clock import Clock
-from ..errors import BoardError, Unavailable
+from ..errors import BoardError
 from ..pipeline import Answer, RequestId, perform, request_id
 from ..principal import Principal
 from ..services import actions, requests, sessions
@@ -228,9 +229,7 @@ def endpoint(route: PageRoute) -> Callable[[web.Request], Awaitable[web.StreamRe
         except web.HTTPException:
             raise
         except Exception:
-            incident = secrets.token_hex(6)
-            log.exception("unhandled error %s on %s %s", incident, request.method, request.path)
-            return _error_page(request, session, Unavailable(f"Internal error {incident}; it is logged."))
+            return _error_page(request, session, unexpected(request.method, request.path))
 
     handle.__name__ = getattr(route.handler, "__name__", "handle")
     return handle

@@ -15,8 +15,8 @@ from .context import Context
 
 #: The board copies only its own SQLite file; a PostgreSQL database has its own tools.
 POSTGRES_BACKUPS = (
-    "This board runs on PostgreSQL: back it up with pg_dump (or the server's own backups), "
-    "not through the board."
+    "This board runs on PostgreSQL: back it up with pg_dump and restore it with pg_restore "
+    "(or the server's own backups), not through the board."
 )
 
 

@@ -30,7 +30,7 @@ from psycopg import sql
 
 from .backup import owning
 from .dialects import BOARD, LOCKS
-from .postgres import PostgresStore
+from .postgres import PostgresStore, require_utf8
 from .schema import schema_version
 from .urls import is_postgres, redacted
 from .writer import StoreError
@@ -193,7 +193,8 @@ def _check_source(lite: sqlite3.Connection, db: Path) -> None:
 
 
 def _check_target(pg: psycopg.Connection[Any], target: str) -> None:
-    """Refuse a database holding data, another application's tables, or a newer schema."""
+    """Refuse a database not in UTF8, or holding data, another application's tables, or a newer schema."""
+    require_utf8(pg, target)
     tables = _pg_tables(pg)
     if "board_schema" not in tables:
         if tables:

@@ -46,7 +46,7 @@ from .connection import Connection, Cursor, Statement
 from .dialects import BOARD, LOCKS, POSTGRESQL
 from .schema import migrate
 from .urls import redacted
-from .writer import Job, Outcome, Store, StoreError, Write
+from .writer import DatabaseUnreachable, Job, Outcome, Store, StoreError, Write
 
 log = logging.getLogger(__name__)
 
@@ -231,6 +231,20 @@ async def _connect(url: str) -> PostgresConnection:
     return PostgresConnection(raw)
 
 
+def require_utf8(raw: psycopg.BaseConnection[Any], where: str) -> None:
+    """Refuse a database in another encoding than UTF8, before anything is written to it.
+
+    ``createdb`` without ``-E`` takes the cluster's, which is SQL_ASCII under the C locale:
+    psycopg then reads text as bytes, and the board would break on its first read.
+    """
+    encoding = raw.info.parameter_status("server_encoding")
+    if encoding != "UTF8":
+        raise StoreError(
+            f"{where}: the database's encoding is {encoding}; the board needs UTF8: create it with "
+            "createdb -T template0 -E UTF8 --lc-collate=C --lc-ctype=C.UTF-8 (docs/scale.md)"
+        )
+
+
 async def _simple(raw: psycopg.AsyncConnection[Any], statements: str) -> None:
     """``statements`` (no parameters, ``;`` between them) in one round trip: a simple query,
     never prepared (a prepared statement holds one statement)."""
@@ -279,6 +293,7 @@ class PostgresStore(Store):
     async def open(self) -> None:
         try:
             self._writer = await self._connection()
+            require_utf8(self._writer.raw, self.where)
             await migrate(self._writer, POSTGRESQL, self.where)
             for _ in range(self.readers):
                 self._pool.put_nowait(await self._connection())
@@ -335,10 +350,11 @@ class PostgresStore(Store):
         every reader's snapshot look up ``pg_subtrans``.
         """
         assert self._writer is not None
-        conn, raw = self._writer, self._writer.raw
+        conn = self._writer
         outcomes: list[Outcome] = []
         try:
-            await _simple(raw, f"BEGIN; {_LOCK}; SAVEPOINT job")
+            await self._begin(conn, f"BEGIN; {_LOCK}; SAVEPOINT job")
+            raw = conn.raw
             self._fill(batch)  # what queued while the lock was awaited joins this batch
             for i, job in enumerate(batch):
                 if i:
@@ -353,32 +369,63 @@ class PostgresStore(Store):
             committed = [job for job, (ok, _) in zip(batch, outcomes, strict=True) if ok]
             await _simple(raw, "; ".join([*self._notifications(raw, committed), "COMMIT"]))
         except Exception as exc:
-            log.exception("write batch of %d failed", len(batch))
-            if conn.in_transaction and not raw.broken:
+            failure = self._unreachable(conn, exc)
+            if isinstance(failure, DatabaseUnreachable):
+                log.warning("write batch of %d failed: %s", len(batch), failure)
+            else:
+                log.exception("write batch of %d failed", len(batch))
+            if conn.in_transaction and not conn.raw.broken:
                 with contextlib.suppress(psycopg.Error):
-                    await raw.execute("ROLLBACK")
-            outcomes = [(False, exc)] * len(batch)
-            self._writer = await self._healthy(conn)
+                    await conn.raw.execute("ROLLBACK")
+            outcomes = [(False, failure)] * len(batch)
+            await self._revive(conn)
         return outcomes
 
-    async def _healthy(self, conn: PostgresConnection) -> PostgresConnection:
-        """``conn``, or a new connection in its place when the server dropped it.
+    async def _begin(self, conn: PostgresConnection, begin: str) -> None:
+        """Begin ``conn``'s transaction with ``begin``, on a new server connection when the
+        server dropped its own (restarted, or its network cut) since its last use.
 
-        A failed reconnection keeps the broken one: its next use fails at once
-        (callers get a retryable error) and tries again. A connection the store
-        no longer owns (it was closed, with a read still in flight) is not
-        replaced: nothing would ever close the new one.
+        Only then is it found out, before anything of the transaction ran, so beginning
+        again on a new connection changes nothing the caller could see.
         """
-        if (not conn.raw.broken and not conn.raw.closed) or conn not in self._all:
-            return conn
+        try:
+            await _simple(conn.raw, begin)
+            return
+        except psycopg.OperationalError:
+            if not self._lost(conn):
+                raise
+        await self._revive(conn)
+        await _simple(conn.raw, begin)
+
+    def _lost(self, conn: PostgresConnection) -> bool:
+        """Whether the server dropped ``conn`` while the store still owns it."""
+        return (conn.raw.broken or conn.raw.closed) and conn in self._all
+
+    def _unreachable(self, conn: PostgresConnection, exc: Exception) -> Exception:
+        """``exc``, or :class:`DatabaseUnreachable` when it broke a connection the store
+        still owns: the server is gone, which callers are told as such, not as a surprise."""
+        if self._lost(conn):
+            return DatabaseUnreachable(f"{self.where}: {' '.join(str(exc).split())}")
+        return exc
+
+    async def _revive(self, conn: PostgresConnection) -> None:
+        """Give ``conn`` a new server connection when the server dropped its own.
+
+        The new one takes the old one's place in ``conn``, so the pool and the writer keep
+        the object they hold. A failed reconnection keeps the broken one: its next use
+        fails at once (callers get a retryable error) and tries again. A connection the
+        store no longer owns (it was closed, with a read still in flight) is not revived:
+        nothing would ever close the new one.
+        """
+        if not self._lost(conn):
+            return
         try:
             fresh = await _connect(self.url)
         except psycopg.Error as exc:
             log.warning("cannot reconnect to %s: %s", self.where, exc)
-            return conn
+            return
         log.info("reconnected to %s", self.where)
-        self._all[self._all.index(conn)] = fresh
-        return fresh
+        conn.raw = fresh.raw
 
     def _notifications(self, raw: psycopg.AsyncConnection[Any], committed: list[Write]) -> list[str]:
         """``SELECT pg_notify(...)`` telling the other processes what ``committed`` emitted, as
@@ -495,16 +542,19 @@ class PostgresStore(Store):
         return await asyncio.shield(asyncio.get_running_loop().create_task(self._read(conn, fn)))
 
     async def _read(self, conn: PostgresConnection, fn: Job[T]) -> T:
-        raw = conn.raw
         try:
-            await raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            await self._begin(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            raw = conn.raw
             try:
                 return await fn(conn)
             finally:
                 with contextlib.suppress(psycopg.Error):
                     await raw.execute("ROLLBACK" if _failed(conn) else "COMMIT")
+        except psycopg.OperationalError as exc:
+            raise self._unreachable(conn, exc) from exc
         finally:
-            self._pool.put_nowait(await self._healthy(conn))
+            await self._revive(conn)
+            self._pool.put_nowait(conn)
 
 
 def _has_rows(cursor: Any) -> bool:

@@ -30,7 +30,10 @@ def open_store(
     if settings.database_url:
         if not is_postgres(settings.database_url):
             scheme = settings.database_url.split(":")[0]
-            raise StoreError(f"BOARD_DATABASE_URL must start with postgresql://, not {scheme}:")
+            raise StoreError(
+                "the database URL (--database-url, BOARD_DATABASE_URL or database_url in board.toml) "
+                f"must start with postgresql://, not {scheme}:"
+            )
         from .postgres import PostgresStore  # psycopg is loaded only by boards that use it
 
         return PostgresStore(settings.database_url, readers=readers)

@@ -48,6 +48,10 @@ class StoreError(Exception):
     """The database cannot be used (locked by another board, too new, unreadable)."""
 
 
+class DatabaseUnreachable(StoreError):
+    """The database server does not answer (stopped, or the network cut): a retry may succeed."""
+
+
 @dataclass
 class Write:
     """One queued write: its job, the request id it runs for, its outbox, its caller's context and future."""
