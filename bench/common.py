@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from board.processes import end_group
 
 RESULTS = Path(os.environ.get("BENCH_RESULTS", Path(__file__).parent / "results"))
@@ -159,6 +161,24 @@ def postgres_cluster() -> Iterator[Any]:
 
     with running_cluster() as cluster:
         yield cluster
+
+
+def server_pid(cluster: Any) -> int:
+    """The PostgreSQL server's main process, from its data folder's ``postmaster.pid``."""
+    return int((cluster.data / "postmaster.pid").read_text().split()[0])
+
+
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """CPU seconds so far of these processes and of all their children (a server's backends)."""
+    spent: dict[int, float] = {}
+    for pid in pids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            root = psutil.Process(pid)
+            for proc in [root, *root.children(recursive=True)]:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    times = proc.cpu_times()
+                    spent[proc.pid] = times.user + times.system
+    return spent
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:

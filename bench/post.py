@@ -28,10 +28,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
-import psutil
 
 from .baseline import echo_rows
-from .common import BoardProcess, board_processes, percentiles, postgres_cluster, progress, report
+from .common import (
+    BoardProcess,
+    board_processes,
+    cpu_seconds,
+    percentiles,
+    postgres_cluster,
+    progress,
+    report,
+    server_pid,
+)
 from .fleet import make_fleet
 from .posters import drive
 
@@ -74,27 +82,9 @@ async def cross_process_wakes(boards: list[BoardProcess], n: int) -> dict[str, A
     return {"wakes": n, **percentiles(samples)}
 
 
-def cpu_seconds(pids: list[int]) -> dict[int, float]:
-    """CPU seconds so far of these processes and of all their children (a server's backends)."""
-    spent: dict[int, float] = {}
-    for pid in pids:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            root = psutil.Process(pid)
-            for proc in [root, *root.children(recursive=True)]:
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    times = proc.cpu_times()
-                    spent[proc.pid] = times.user + times.system
-    return spent
-
-
 def ms_a_post(before: dict[int, float], after: dict[int, float], posts: int) -> float:
     """Milliseconds of CPU a post between two :func:`cpu_seconds` (a process new since counts whole)."""
     return round(1000 * sum(t - before.get(pid, 0.0) for pid, t in after.items()) / max(posts, 1), 3)
-
-
-def server_pid(cluster: Any) -> int:
-    """The PostgreSQL server's main process, from its data folder's ``postmaster.pid``."""
-    return int((cluster.data / "postmaster.pid").read_text().split()[0])
 
 
 @contextlib.contextmanager

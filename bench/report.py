@@ -32,11 +32,17 @@ def latest(results: Path) -> dict[str, Record]:
     return found
 
 
+def _value(row: Record, key: str) -> Any:
+    """A row's field. A row with no ``store`` is SQLite's: scenarios name it since they also
+    run on PostgreSQL."""
+    return row.get(key, "sqlite" if key == "store" else None)
+
+
 def _row(record: Record | None, **match: Any) -> Record | None:
     """The record's row whose fields equal ``match``; the last row when ``match`` is empty."""
     if record is None:
         return None
-    rows = [r for r in record["rows"] if all(r.get(k) == v for k, v in match.items())]
+    rows = [r for r in record["rows"] if all(_value(r, k) == v for k, v in match.items())]
     return rows[-1] if rows else None
 
 
@@ -67,7 +73,7 @@ def _wake(records: dict[str, Record], mode: str) -> tuple[Any, Any, Any]:
 
 
 def _largest(records: dict[str, Record], scenario: str, keys: list[str]) -> tuple[Any, Any, Any]:
-    row = _row(records.get(scenario))
+    row = _row(records.get(scenario), store="sqlite")
     if row is None:
         return None, None, None
     record = records[scenario]
@@ -165,7 +171,10 @@ TARGETS = [
         "≤ 3 times",
         "catchup",
         lambda r: (
-            (row := _row(r.get("catchup"), messages=10_000) or _row(r.get("catchup")))
+            (
+                row := _row(r.get("catchup"), messages=10_000, store="sqlite")
+                or _row(r.get("catchup"), store="sqlite")
+            )
             and row["channel_p50_ms"],
             row and row["bytes_p50_ms"],
             row and row["vs_bytes_p50"],
@@ -289,7 +298,7 @@ CHARTS: dict[str, tuple[str, list[str], str, str | None]] = {
         "messages",
         ["inbox_p99_ms", "channel_p99_ms", "channel_compact_p99_ms", "thread_p99_ms", "search_p99_ms"],
         "p99 ms",
-        None,
+        "store",
     ),
     "knowledge": ("documents", ["get_p99_ms", "list_p99_ms", "search_p99_ms", "pack_p99_ms"], "p99 ms", None),
     "claims": ("racers", ["p50_ms", "p99_ms"], "claim latency ms", None),
@@ -313,9 +322,10 @@ def chart(record: Record, out: Path) -> Path | None:
 
     x, ys, label, group = spec
     fig, ax = plt.subplots(figsize=(6, 4))
-    groups = sorted({r[group] for r in record["rows"]}) if group else [None]
+
+    groups = sorted({_value(r, group) for r in record["rows"]}, key=str) if group else [None]
     for g in groups:
-        rows = [r for r in record["rows"] if group is None or r[group] == g]
+        rows = [r for r in record["rows"] if group is None or _value(r, group) == g]
         for y in ys:
             ax.plot([r[x] for r in rows], [r[y] for r in rows], marker="o", label=f"{g} {y}" if g else y)
     if len({r[x] for r in record["rows"]}) > 2 and min(r[x] for r in record["rows"]) > 0:

@@ -96,6 +96,17 @@ def test_post_runs_on_sqlite_and_on_postgresql_with_one_and_two_processes(tmp_pa
     assert record["cross_process_wake"]["wakes"] == 3
 
 
+def test_catchup_runs_on_postgresql_moved_over_from_the_loaded_file(tmp_path: Path) -> None:
+    if "postgresql" not in wanted_stores():
+        pytest.skip("BOARD_TEST_STORES leaves out postgresql")
+    record = run_tiny("catchup", tmp_path, "--store", "sqlite", "postgresql")
+    sqlite, postgresql = record["rows"]
+    assert (sqlite["store"], postgresql["store"]) == ("sqlite", "postgresql")
+    # The copy answers the same page: the same messages, so the same bytes.
+    assert postgresql["channel_bytes"] == sqlite["channel_bytes"] > 0
+    assert "inbox_db_cpu_ms" in postgresql and "inbox_db_cpu_ms" not in sqlite
+
+
 def test_report_names_every_target_and_marks_a_missing_run(tmp_path: Path) -> None:
     run_tiny("claims", tmp_path)
     text = report.table(report.latest(tmp_path))
