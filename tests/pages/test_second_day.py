@@ -1,0 +1,47 @@
+"""A fleet's second day on the pages: what a human watching two bots work a thread, spend and
+stop, and write the knowledge base meets, and checks against what the API says."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from playwright.async_api import Browser, expect
+
+from tests.support.boardtest import World
+from tests.support.browser_support import signed_in_tab
+
+LONG_HANDLE = "reviewer-bot-with-a-long-name-01"  # 32, the longest a handle may be
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+async def test_the_wakes_a_thread_caused_keep_their_words_whole_beside_it(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """The thread page's side column is a third of the page: its wakes table was squeezed
+    until handles and costs broke mid-word ('ad|a', '$0.12|34') on a 1280 px screen."""
+    root = (await world.human.post("@pb @pb2 the tokenizer", channel="lobby", workspace="proj"))["id"]
+    long = await world.board.bot(LONG_HANDLE, "proj")
+    for bot, cost in ((world.bot, 0.1234), (world.peer, 0.2), (long, 0.05)):
+        await bot.record_wake(
+            harness="claude", started_at=now(), outcome="ok", trigger_ids=[root], cost_usd=cost
+        )
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(f"{world.board.url}/t/{root}")
+    await expect(tab.page.locator("table.wakes tbody tr")).to_have_count(3)
+    await tab.shot("thread-wakes")
+    broken = await tab.page.evaluate(
+        """() => [...document.querySelectorAll('table.wakes :is(th, td)')].filter(cell => {
+             const r = document.createRange(); r.selectNodeContents(cell);
+             const lines = new Set([...r.getClientRects()].map(b => Math.round(b.top)));
+             return !cell.textContent.trim().includes(' ') && lines.size > 1 }).map(c => c.textContent)"""
+    )
+    assert broken == [LONG_HANDLE]  # the longest handle has to break to fit; nothing else does
+    sizes = await tab.page.evaluate(
+        "['table.wakes', '.thread-side'].map(s => document.querySelector(s))"
+        ".map((e, i) => i ? e.clientWidth : e.scrollWidth)"
+    )
+    assert sizes[0] <= sizes[1], sizes
