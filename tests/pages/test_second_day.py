@@ -45,3 +45,19 @@ async def test_the_wakes_a_thread_caused_keep_their_words_whole_beside_it(
         ".map((e, i) => i ? e.clientWidth : e.scrollWidth)"
     )
     assert sizes[0] <= sizes[1], sizes
+
+
+async def test_a_list_that_is_empty_says_so_without_a_number(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """'1. Nobody has claimed this thread.' and '1. Nothing found.' read as one claim and
+    one result: the sentence saying a list is empty is no item of it."""
+    root = (await world.human.post("unclaimed", channel="lobby", workspace="proj"))["id"]
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    for path in (f"/t/{root}", "/search?q=nowhere", "/inbox"):
+        await tab.page.goto(world.board.url + path)
+        await expect(tab.page.locator("li.empty").first).to_be_visible()
+        markers = await tab.page.evaluate(
+            "[...document.querySelectorAll('li.empty')].map(li => getComputedStyle(li).listStyleType)"
+        )
+        assert set(markers) == {"none"}, (path, markers)
