@@ -3,6 +3,8 @@ stop, and write the knowledge base meets, and checks against what the API says."
 
 from __future__ import annotations
 
+import html
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -10,6 +12,7 @@ from playwright.async_api import Browser, expect
 
 from tests.support.boardtest import World
 from tests.support.browser_support import signed_in_tab
+from tests.support.pages_support import sign_in
 
 LONG_HANDLE = "reviewer-bot-with-a-long-name-01"  # 32, the longest a handle may be
 
@@ -61,3 +64,19 @@ async def test_a_list_that_is_empty_says_so_without_a_number(
             "[...document.querySelectorAll('li.empty')].map(li => getComputedStyle(li).listStyleType)"
         )
         assert set(markers) == {"none"}, (path, markers)
+
+
+async def test_search_for_words_only_a_document_holds_leads_to_it(world: World) -> None:
+    """Search looks in messages only: words a bot wrote in the knowledge base were 'Nothing
+    found', with no hint that documents are searched on Knowledge."""
+    await world.bot.put_document("design/tokenizer.md", "# Tokenizer\n\nSplits on punctuation.\n", 0, "notes")
+    alice = await sign_in(world.board, "alice")
+    try:
+        status, page = await alice.get("/search?q=punctuation&workspace=proj")
+        assert status == 200 and "Nothing found." in page
+        links = re.findall(r'<p class="empty" id="documents">.*?<a href="([^"]+)"', page)
+        assert links, page
+        status, listed = await alice.get(html.unescape(links[0]))
+        assert status == 200 and "/kb/proj/design/tokenizer.md" in listed
+    finally:
+        await alice.close()
