@@ -3,6 +3,7 @@ form and the workspace settings carry their limits. Screenshots go to the test's
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from playwright.async_api import Browser, expect
 from board.server.clock import iso
 from tests.support.boardtest import World
 from tests.support.browser_support import signed_in_tab
+from tests.support.pages_support import sign_in
 
 
 async def test_a_human_raises_clears_and_lifts_a_bots_budget_on_its_page(
@@ -71,3 +73,20 @@ async def test_a_human_raises_clears_and_lifts_a_bots_budget_on_its_page(
     assert (await world.human.workspace("proj"))["budget_tokens"] == 200_000
     await tab.shot("budget-5-workspace-settings")
     assert tab.errors == [], tab.errors
+
+
+async def test_a_held_bots_page_says_when_the_hold_ends_in_a_sentence(world: World) -> None:
+    """The hold's time is relative ('in 45 min'): after 'until' it read 'wait in its inbox
+    until in 45 min'."""
+    await world.human.set_budget("pb", budget_wakes=1)
+    await world.bot.record_wake(harness="claude", started_at=iso(datetime.now(UTC)), outcome="ok")
+    alice = await sign_in(world.board, "alice")
+    try:
+        status, page = await alice.get("/a/pb")
+    finally:
+        await alice.close()
+    held = re.sub(r"<[^>]+>", "", re.findall(r'<p class="paused" role="status">(.*?)</p>', page)[0])
+    assert status == 200 and re.fullmatch(
+        r"Held: 1 of 1 wakes a day, set on bot\. Its wakes wait in its inbox; the hold ends in [^.]+\.",
+        held,
+    ), held
