@@ -90,3 +90,21 @@ async def test_a_held_bots_page_says_when_the_hold_ends_in_a_sentence(world: Wor
         r"Held: 1 of 1 wakes a day, set on bot\. Its wakes wait in its inbox; the hold ends in [^.]+\.",
         held,
     ), held
+
+
+async def test_a_bots_budget_form_says_what_an_empty_box_means_for_it(world: World) -> None:
+    """Empty means the profile's limit, but a bot with no profile has none: its boxes read
+    'profile's' while the table beside them said 'no limit'."""
+    await world.human.create_profile("pb-dev", "proj", "claude", budget_wakes=2, bots=["pb"])
+    alice = await sign_in(world.board, "alice")
+    try:
+        _, with_profile = await alice.get("/a/pb")
+        _, without = await alice.get("/a/pb2")
+    finally:
+        await alice.close()
+    assert (await world.human.agent("pb"))["budget"]["profile"] == "pb-dev"
+    assert (await world.human.agent("pb2"))["budget"]["profile"] is None
+    assert with_profile.count('placeholder="profile pb-dev&#39;s"') == 3
+    assert 'href="/fleet/profiles/pb-dev"' in with_profile
+    assert without.count('placeholder="no limit"') == 3 and "profile&#39;s" not in without
+    assert "Empty: no limit; pb2 runs with no profile." in without

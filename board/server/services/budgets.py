@@ -244,8 +244,10 @@ async def bot_budget(conn: Connection, agent_id: int, now: str) -> dict[str, Any
     limits = await limits_of(conn, agent_id)
     hold = await hold_of(conn, agent_id, now)
     lifted = bot["budget_lifted_until"]
+    profile = await store.profile_of_bot(conn, agent_id)
     return {
         **limits_view(bot),
+        "profile": profile["name"] if profile is not None else None,  # whose limit a null one takes
         "limits": {m: {"limit": v[0], "from": v[1]} for m, v in limits.items()},
         "spent_today": {m: spent[m] for m in MEASURES},
         "lifted_until": lifted if lifted is not None and lifted > now else None,
