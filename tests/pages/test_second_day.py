@@ -80,3 +80,37 @@ async def test_search_for_words_only_a_document_holds_leads_to_it(world: World) 
         assert status == 200 and "/kb/proj/design/tokenizer.md" in listed
     finally:
         await alice.close()
+
+
+async def test_a_threads_and_a_bots_wakes_cost_what_the_costs_page_says(world: World) -> None:
+    """A wake whose harness reported tokens and no cost is priced on Costs; the thread and the
+    bot's page showed it as '—' and left it out of their totals, so the three disagreed."""
+    root = (await world.human.post("@pb @pb2 split it", channel="lobby", workspace="proj"))["id"]
+    await world.bot.record_wake(
+        harness="claude", started_at=now(), outcome="ok", trigger_ids=[root], cost_usd=0.2
+    )
+    await world.peer.record_wake(
+        harness="codex",
+        started_at=now(),
+        outcome="ok",
+        trigger_ids=[root],
+        input_tokens=5000,
+        output_tokens=700,
+    )
+    spent = await world.human.request("GET", "/api/costs", params={"workspace": "proj"})
+    by_bot = {row["bot"]: row for row in spent["bots"]}
+    assert spent["total"]["estimate"] and by_bot["pb2"]["estimate"]
+    alice = await sign_in(world.board, "alice")
+    try:
+        _, thread = await alice.get(f"/t/{root}")
+        _, bot = await alice.get("/a/pb2")
+    finally:
+        await alice.close()
+    codex = f"${by_bot['pb2']['cost_usd']:.4f}"
+    total = f"${spent['total']['cost_usd']:.4f}"
+    wakes = thread.split('<table class="wakes">', 1)[1].split("</table>", 1)[0]
+    estimate = '</span> <span class="badge estimate"'
+    assert re.search(re.escape(codex + estimate), wakes), wakes
+    assert re.search("<tfoot>.*" + re.escape(total + estimate), wakes, re.S), wakes
+    own = bot.split("<h2>Wakes</h2>", 1)[1].split("</table>", 1)[0]
+    assert own.count(codex + estimate) == 2, own  # the wake and its total
