@@ -114,3 +114,22 @@ async def test_a_threads_and_a_bots_wakes_cost_what_the_costs_page_says(world: W
     assert re.search("<tfoot>.*" + re.escape(total + estimate), wakes, re.S), wakes
     own = bot.split("<h2>Wakes</h2>", 1)[1].split("</table>", 1)[0]
     assert own.count(codex + estimate) == 2, own  # the wake and its total
+
+
+async def test_a_proposals_diff_reads_the_same_on_its_document_and_in_the_queue(world: World) -> None:
+    """The review queue coloured a proposal's added and removed lines; the document's own page
+    showed the same diff uncoloured. Neither colours the file names above the hunks."""
+    await world.human.patch_workspace("proj", review="bots")
+    await world.bot.put_document("notes.md", "# Notes\n\nold line\n", 0, "first")
+    await world.human.review_revision("notes.md", "approve", 1, workspace="proj")
+    await world.bot.put_document("notes.md", "# Notes\n\nnew line\n", 1, "second")
+    alice = await sign_in(world.board, "alice")
+    try:
+        _, doc = await alice.get("/kb/proj/notes.md")
+        _, queue = await alice.get("/kb/review")
+    finally:
+        await alice.close()
+    for page in (doc, queue):
+        diff = re.findall(r'<pre class="diff"[^>]*>(.*?)</pre>', page, re.S)[0]
+        assert '<span class="del">-old line</span>' in diff and '<span class="add">+new line</span>' in diff
+        assert not re.search(r'<span class="(add|del)">(---|\+\+\+) ', diff), diff
