@@ -108,3 +108,23 @@ async def test_a_bots_budget_form_says_what_an_empty_box_means_for_it(world: Wor
     assert 'href="/fleet/profiles/pb-dev"' in with_profile
     assert without.count('placeholder="no limit"') == 3 and "profile&#39;s" not in without
     assert "Empty: no limit; pb2 runs with no profile." in without
+
+
+async def test_a_holds_notice_links_to_where_it_is_lifted(world: World) -> None:
+    """The notice in #lobby and the inbox ended 'raise or lift it on /a/pb' as plain text:
+    the human had to type the address of the page with the Lift button."""
+    await world.human.set_budget("pb", budget_wakes=1)
+    await world.bot.record_wake(harness="claude", started_at=iso(datetime.now(UTC)), outcome="ok")
+    assert "held" in await world.bot.wake(since=0, wait=0)
+    await world.human.patch_workspace("proj", budget_wakes=1)
+    await world.peer.record_wake(harness="claude", started_at=iso(datetime.now(UTC)), outcome="ok")
+    assert "held" in await world.peer.wake(since=0, wait=0)
+    alice = await sign_in(world.board, "alice")
+    try:
+        _, lobby = await alice.get("/c/lobby?workspace=proj")
+        _, inbox = await alice.get("/inbox")
+    finally:
+        await alice.close()
+    for page in (lobby, inbox):
+        assert 'lift it on <a href="/a/pb" rel="noopener nofollow">' in page
+        assert 'lift it on <a href="/workspaces" rel="noopener nofollow">' in page

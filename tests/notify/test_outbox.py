@@ -505,7 +505,7 @@ def test_a_link_names_the_board_at_an_address_a_reader_can_open() -> None:
 async def test_a_budget_hold_names_the_bot_and_links_to_where_it_is_lifted(
     board: Board, receiver: Receiver, mailbox: Mailbox
 ) -> None:
-    """The notice ends 'raise or lift it on /a/pb', a path no email opens: its notification
+    """The notice ends 'raise or lift it on /a/pb', no link in an email: its notification
     named no bot ('A bot is held in #lobby') and linked to the notice, not to the bot's page
     with its Lift button."""
     world = await populate(board)

@@ -153,8 +153,13 @@ async def tell(ctx: Context, agent_id: int, hold: Hold) -> None:
         assert agent is not None and agent["workspace_id"] is not None
         workspace = await workspace_store.by_id(conn, agent["workspace_id"])
         assert workspace is not None
-        who = f"@{agent['handle']}" if hold.scope == "bot" else f"the bots of {workspace['slug']}"
-        page = f"/a/{agent['handle']}" if hold.scope == "bot" else "/workspaces (or lift a bot on its page)"
+        # The page is a link where the notice is shown (it is Markdown, like every message).
+        handle = agent["handle"]
+        if hold.scope == "bot":
+            who, page = f"@{handle}", f"[/a/{handle}](/a/{handle})"
+        else:
+            who = f"the bots of {workspace['slug']}"
+            page = "[/workspaces](/workspaces) (or lift a bot on its page)"
         body = (
             f"Held: {who} reached a daily budget ({hold.which}). What would wake them waits in "
             f"their inbox until {hold.resets_at} (UTC midnight); raise or lift it on {page}."
