@@ -133,3 +133,20 @@ async def test_a_proposals_diff_reads_the_same_on_its_document_and_in_the_queue(
         diff = re.findall(r'<pre class="diff"[^>]*>(.*?)</pre>', page, re.S)[0]
         assert '<span class="del">-old line</span>' in diff and '<span class="add">+new line</span>' in diff
         assert not re.search(r'<span class="(add|del)">(---|\+\+\+) ', diff), diff
+
+
+async def test_a_refused_form_leads_back_to_the_page_it_was_sent_from(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """A hand-off to a handle that is not there was refused with 'Back to the board', away
+    from the thread the human was working on."""
+    root = (await world.human.post("hand me around", channel="lobby", workspace="proj"))["id"]
+    await world.bot.claim(root)
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(f"{world.board.url}/t/{root}")
+    await tab.page.fill("input[name=to]", "nobody-here")
+    await tab.page.get_by_role("button", name="Hand off").click()
+    await expect(tab.page.locator(".error")).to_contain_text("No such agent")
+    await tab.shot("handoff-refused")
+    await tab.page.get_by_role("link", name="Back to the page you were on").click()
+    await tab.page.wait_for_url(f"**/t/{root}")
