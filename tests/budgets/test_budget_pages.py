@@ -3,6 +3,7 @@ form and the workspace settings carry their limits. Screenshots go to the test's
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from playwright.async_api import Browser, expect
 from board.server.clock import iso
 from tests.support.boardtest import World
 from tests.support.browser_support import signed_in_tab
+from tests.support.pages_support import sign_in
 
 
 async def test_a_human_raises_clears_and_lifts_a_bots_budget_on_its_page(
@@ -71,3 +73,58 @@ async def test_a_human_raises_clears_and_lifts_a_bots_budget_on_its_page(
     assert (await world.human.workspace("proj"))["budget_tokens"] == 200_000
     await tab.shot("budget-5-workspace-settings")
     assert tab.errors == [], tab.errors
+
+
+async def test_a_held_bots_page_says_when_the_hold_ends_in_a_sentence(world: World) -> None:
+    """The hold's time is relative ('in 45 min'): after 'until' it read 'wait in its inbox
+    until in 45 min'."""
+    await world.human.set_budget("pb", budget_wakes=1)
+    await world.bot.record_wake(harness="claude", started_at=iso(datetime.now(UTC)), outcome="ok")
+    alice = await sign_in(world.board, "alice")
+    try:
+        status, page = await alice.get("/a/pb")
+    finally:
+        await alice.close()
+    held = re.sub(r"<[^>]+>", "", re.findall(r'<p class="paused" role="status">(.*?)</p>', page)[0])
+    assert status == 200 and re.fullmatch(
+        r"Held: 1 of 1 wakes a day, set on bot\. Its wakes wait in its inbox; the hold ends in [^.]+\.",
+        held,
+    ), held
+
+
+async def test_a_bots_budget_form_says_what_an_empty_box_means_for_it(world: World) -> None:
+    """Empty means the profile's limit, but a bot with no profile has none: its boxes read
+    'profile's' while the table beside them said 'no limit'."""
+    await world.human.create_profile("pb-dev", "proj", "claude", budget_wakes=2, bots=["pb"])
+    alice = await sign_in(world.board, "alice")
+    try:
+        _, with_profile = await alice.get("/a/pb")
+        _, without = await alice.get("/a/pb2")
+    finally:
+        await alice.close()
+    assert (await world.human.agent("pb"))["budget"]["profile"] == "pb-dev"
+    assert (await world.human.agent("pb2"))["budget"]["profile"] is None
+    assert with_profile.count('placeholder="profile pb-dev&#39;s"') == 3
+    assert 'href="/fleet/profiles/pb-dev"' in with_profile
+    assert without.count('placeholder="no limit"') == 3 and "profile&#39;s" not in without
+    assert "Empty: no limit; pb2 runs with no profile." in without
+
+
+async def test_a_holds_notice_links_to_where_it_is_lifted(world: World) -> None:
+    """The notice in #lobby and the inbox ended 'raise or lift it on /a/pb' as plain text:
+    the human had to type the address of the page with the Lift button."""
+    await world.human.set_budget("pb", budget_wakes=1)
+    await world.bot.record_wake(harness="claude", started_at=iso(datetime.now(UTC)), outcome="ok")
+    assert "held" in await world.bot.wake(since=0, wait=0)
+    await world.human.patch_workspace("proj", budget_wakes=1)
+    await world.peer.record_wake(harness="claude", started_at=iso(datetime.now(UTC)), outcome="ok")
+    assert "held" in await world.peer.wake(since=0, wait=0)
+    alice = await sign_in(world.board, "alice")
+    try:
+        _, lobby = await alice.get("/c/lobby?workspace=proj")
+        _, inbox = await alice.get("/inbox")
+    finally:
+        await alice.close()
+    for page in (lobby, inbox):
+        assert 'lift it on <a href="/a/pb" rel="noopener nofollow">' in page
+        assert 'lift it on <a href="/workspaces" rel="noopener nofollow">' in page

@@ -139,7 +139,10 @@ async def test_a_budget_hold_is_notified_and_a_bots_tags_cannot_pass_for_one(wor
     notes: list[dict[str, Any]] = []
     while not notes:
         notes = (await _next_inbox(resp))["notify"]
-    assert [(n["kind"], n["title"]) for n in notes] == [("held", "A bot is held in #lobby")]
+    # It names the bot and opens the page where a human lifts the hold.
+    assert [(n["kind"], n["title"], n["url"]) for n in notes] == [
+        ("held", "pb is held: a daily budget is spent", "/a/pb")
+    ]
     resp.close()
     await alice.close()
 

@@ -98,6 +98,8 @@ async def test_a_label_added_later_opens_the_thread_once(world: World) -> None:
     assert labelled.answer["status"] == "accepted"
     again = await fake.send(fake.labeled(issue, "bug"))
     assert again.answer["status"] == "ignored" and "already" in again.answer["detail"]
+    # The thread it names is linked from its log row, as an accepted delivery's is.
+    assert again.answer["thread_id"] == labelled.answer["thread_id"]
     root = await world.human.request("GET", f"/api/messages/{labelled.answer['thread_id']}")
     assert root["channel"] == "bugs" and root["mentions"] == ["pb"]
 
@@ -135,7 +137,7 @@ async def test_closing_the_issue_closes_the_claim(world: World, forge: FakeForge
     )
     assert any(m["id"] == thread["messages"][-1]["id"] for m in (await world.bot.inbox())["messages"])
     twice = await forge.send(forge.closed(issue))
-    assert twice.answer["status"] == "ignored"
+    assert twice.answer["status"] == "ignored" and twice.answer["thread_id"] == thread_id
 
 
 async def test_closing_an_unclaimed_issue_marks_its_thread_done(world: World, forge: FakeForge) -> None:

@@ -500,3 +500,22 @@ def test_a_link_names_the_board_at_an_address_a_reader_can_open() -> None:
     public = Settings(bind="0.0.0.0", public_url="https://board.example/")
     assert absolute_link(public, "/t/5") == "https://board.example/t/5"
     assert absolute_link(public, "https://forge.example/i/1") == "https://forge.example/i/1"
+
+
+async def test_a_budget_hold_names_the_bot_and_links_to_where_it_is_lifted(
+    board: Board, receiver: Receiver, mailbox: Mailbox
+) -> None:
+    """The notice ends 'raise or lift it on /a/pb', no link in an email: its notification
+    named no bot ('A bot is held in #lobby') and linked to the notice, not to the bot's page
+    with its Lift button."""
+    world = await populate(board)
+    await add_destinations(world.human, receiver, mailbox, ["held"])
+    await world.human.set_budget("pb", budget_wakes=1)
+    await world.bot.record_wake(harness="claude", started_at=iso(datetime.now(UTC)), outcome="ok")
+    assert "held" in await world.bot.wake(since=0, wait=0)
+    await settled(board, len(DESTINATIONS))
+    hook = receiver.at("/hook/a")[0].json()
+    assert hook["subject"] == "pb is held: a daily budget is spent"
+    assert hook["link"].startswith("http") and hook["link"].endswith("/a/pb")
+    mail = mailbox.mails[0]
+    assert mail["Subject"] == hook["subject"] and f"Open on the board: {hook['link']}" in mail.get_payload()

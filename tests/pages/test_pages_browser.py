@@ -238,8 +238,8 @@ async def test_approve_an_imported_routine_and_see_its_next_run(
     await expect(pending.locator(".why")).to_contain_text("Keep the knowledge base in step")
     await expect(pending.locator("tr.changed", has_text="quiet_hours")).to_contain_text("08:00-20:00")
     first_line = definition.fields["prompt"].splitlines()[0]
-    await expect(pending.locator(".diff .add").first).to_contain_text("+++ version 1")
-    await expect(pending.locator(".diff")).to_contain_text("+" + first_line)
+    await expect(pending.locator(".diff")).to_contain_text("+++ version 1")  # a file name, not an added line
+    await expect(pending.locator(".diff .add").first).to_have_text("+" + first_line)
     await expect(routine.locator(".next-run")).to_have_text("none")
     await tab.shot("20-routine-pending")
     await pending.locator("input[name=note]").first.fill("looks right")

@@ -141,10 +141,11 @@ COMPONENTS: dict[str, Schema] = {
             "resets_at": TIME,
         }
     ),
-    # A bot's own limits (null: its profile's), the limits in force, and today's spending.
+    # A bot's own limits (null: its profile's, if it has one), the limits in force, and today's spending.
     "BotBudget": obj(
         {
             **BUDGET_LIMITS,
+            "profile": nullable(STR),
             "limits": ANY_OBJECT,
             "spent_today": obj({"wakes": INT, "tokens": INT, "cost_usd": NUM}),
             "lifted_until": nullable(TIME),

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from ..errors import NotFound
 from ..principal import Principal
-from ..services import channels, claims, inbox, messages, posting, wakes, workspaces
+from ..services import channels, claims, costs, inbox, messages, posting, wakes, workspaces
 from ..services.context import Context
 from ..validation import arg
 from .routing import PageCall, PageRoute, local_path, redirect
@@ -131,8 +131,8 @@ async def thread_page(call: PageCall) -> web.StreamResponse:
         for_me=await inbox.highlighted(call.ctx, call.p, [m["id"] for m in thread["messages"]]),
         thread=thread,
         root=root,
-        wakes=woken["wakes"],
-        cost=sum(w["cost_usd"] or 0 for w in woken["wakes"]),
+        wakes=[(w, costs.of_wakes([w])) for w in woken["wakes"]],
+        cost=costs.of_wakes(woken["wakes"]),
         workspace=root["workspace"],
         place=place,
     )

@@ -40,8 +40,15 @@ async def search(call: PageCall) -> web.StreamResponse:
         return call.render("search.html", q=None, results=[], more=None, highlight=highlight)
     q = call.query(messages.SearchQuery)
     page = await messages.search(call.ctx, call.p, q)
+    # Messages only: the same words in a document are found on Knowledge, so the page says where.
+    documents = "/kb?" + urlencode({k: v for k, v in {"workspace": q.workspace, "q": q.q}.items() if v})
     return call.render(
-        "search.html", q=q, results=page["messages"], more=more_results(q, page), highlight=highlight
+        "search.html",
+        q=q,
+        results=page["messages"],
+        more=more_results(q, page),
+        highlight=highlight,
+        documents=documents,
     )
 
 
@@ -81,6 +88,6 @@ async def audit_log(call: PageCall) -> web.StreamResponse:
 
 
 ROUTES = [
-    PageRoute("GET", "/search", search, "Full-text search with highlighted snippets."),
+    PageRoute("GET", "/search", search, "Messages by full-text search; a link to the words in documents."),
     PageRoute("GET", "/audit", audit_log, "The audit log, filterable by actor, workspace, action."),
 ]

@@ -33,8 +33,8 @@ async def profile(call: PageCall) -> web.StreamResponse:
         agent=agent,
         spent=spent,
         chart=cost_chart(spent["by_day"]) if spent else None,
-        wakes=woken["wakes"],
-        cost=sum(w["cost_usd"] or 0 for w in woken["wakes"]),
+        wakes=[(w, costs.of_wakes([w])) for w in woken["wakes"]],
+        cost=costs.of_wakes(woken["wakes"]),
         posts=posts["messages"],
     )
 

@@ -18,7 +18,7 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import jinja2
 from aiohttp import web
@@ -245,8 +245,17 @@ def _page(request: web.Request, session: sessions.Session | None, answer: Answer
     return redirect(json.loads(answer.replay.text)["location"])
 
 
+def _came_from(request: web.Request) -> str | None:
+    """The board page a refused form was sent from, so the error page leads back to what the
+    human was doing rather than to the board (the browser sends it: same-origin referrers)."""
+    sent_from = urlsplit(request.headers.get("Referer", ""))
+    if request.method != "POST" or sent_from.netloc != request.host or not sent_from.path.startswith("/"):
+        return None
+    return sent_from.path + (f"?{sent_from.query}" if sent_from.query else "")
+
+
 def _error_page(request: web.Request, session: sessions.Session | None, exc: BoardError) -> web.Response:
-    response = render(request, "error.html", session, status=exc.status, error=exc)
+    response = render(request, "error.html", session, status=exc.status, error=exc, back=_came_from(request))
     retry_after = exc.details.get("retry_after")
     if retry_after is not None:
         response.headers["Retry-After"] = str(max(1, round(retry_after + 0.499)))

@@ -153,8 +153,13 @@ async def tell(ctx: Context, agent_id: int, hold: Hold) -> None:
         assert agent is not None and agent["workspace_id"] is not None
         workspace = await workspace_store.by_id(conn, agent["workspace_id"])
         assert workspace is not None
-        who = f"@{agent['handle']}" if hold.scope == "bot" else f"the bots of {workspace['slug']}"
-        page = f"/a/{agent['handle']}" if hold.scope == "bot" else "/workspaces (or lift a bot on its page)"
+        # The page is a link where the notice is shown (it is Markdown, like every message).
+        handle = agent["handle"]
+        if hold.scope == "bot":
+            who, page = f"@{handle}", f"[/a/{handle}](/a/{handle})"
+        else:
+            who = f"the bots of {workspace['slug']}"
+            page = "[/workspaces](/workspaces) (or lift a bot on its page)"
         body = (
             f"Held: {who} reached a daily budget ({hold.which}). What would wake them waits in "
             f"their inbox until {hold.resets_at} (UTC midnight); raise or lift it on {page}."
@@ -244,8 +249,10 @@ async def bot_budget(conn: Connection, agent_id: int, now: str) -> dict[str, Any
     limits = await limits_of(conn, agent_id)
     hold = await hold_of(conn, agent_id, now)
     lifted = bot["budget_lifted_until"]
+    profile = await store.profile_of_bot(conn, agent_id)
     return {
         **limits_view(bot),
+        "profile": profile["name"] if profile is not None else None,  # whose limit a null one takes
         "limits": {m: {"limit": v[0], "from": v[1]} for m, v in limits.items()},
         "spent_today": {m: spent[m] for m in MEASURES},
         "lifted_until": lifted if lifted is not None and lifted > now else None,

@@ -83,6 +83,29 @@ def _priced(row: Row) -> dict[str, Any]:
     }
 
 
+def of_wakes(wakes: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """What these wake records cost, summed as a group of :func:`costs` is, for a page that
+    lists wakes (a thread's, a bot's): so its figures are the ones Costs shows."""
+    total = _zero()
+    for wake in wakes:
+        tokens = {name: wake[name] or 0 for name in TOKENS}
+        price = price_of(wake["harness"])
+        unreported = wake["cost_usd"] is None
+        tokenless = wake["input_tokens"] is None and wake["output_tokens"] is None
+        priced = unreported and price is not None and not tokenless
+        _add(
+            total,
+            {
+                "wakes": 1,
+                **tokens,
+                "reported_usd": float(wake["cost_usd"] or 0),
+                "estimated_usd": price.estimate(*tokens.values()) if priced and price is not None else 0.0,
+                "unpriced_wakes": int(unreported and not priced),
+            },
+        )
+    return total
+
+
 def _add(total: dict[str, Any], part: dict[str, Any]) -> None:
     for name in ("wakes", *TOKENS, "reported_usd", "estimated_usd", "unpriced_wakes"):
         total[name] += part[name]

@@ -23,7 +23,7 @@ from ..store import knowledge as knowledge_store
 from ..store import routines as routine_store
 from ..store.connection import Connection
 from ..store.rows import Row
-from . import actions, fleet, inbox, messages, routines
+from . import actions, fleet, inbox, messages, outbound, routines
 from .context import Context
 from .knowledge.documents import REVIEWS
 from .live import Arrival
@@ -108,14 +108,8 @@ class Watch:
         kind = inbox.notice_kind(arrival.reason)
         if kind is None or not self.on.get(kind):
             return None
-        where = f"#{message['channel']}" if message["channel"] else "a conversation"
-        titles = {
-            "mention": f"{message['author']} mentioned you in {where}",
-            "dm": f"{message['author']} wrote to you in {where}",
-            "held": f"A bot is held in {where}",
-        }
-        url = f"/t/{message['thread_id']}#m{message['id']}"
-        return note(kind, titles[kind], message["body"][: messages.PREVIEW_CHARS], url, f"m{message['id']}")
+        title, url = outbound.message_notice(message, kind)
+        return note(kind, title, message["body"][: messages.PREVIEW_CHARS], url, f"m{message['id']}")
 
     async def _pending(self) -> set[tuple[str, int]]:
         listed = await routines.list_routines(self.ctx, self.p, routines.RoutineList())

@@ -345,8 +345,9 @@ class Outcome:
     message_id: int | None = None
 
 
-def _ignored(detail: str) -> Outcome:
-    return Outcome("ignored", detail)
+def _ignored(detail: str, thread_id: int | None = None) -> Outcome:
+    """Nothing done; ``thread_id`` is the issue's thread when the detail speaks of it (the log links it)."""
+    return Outcome("ignored", detail, thread_id)
 
 
 async def take(ctx: Context, signed: Signed) -> dict[str, Any]:
@@ -435,7 +436,7 @@ async def _act(conn: Connection, ctx: Context, signed: Signed, rows: list[Row]) 
     thread_id = await store.issue_thread(conn, signed.source_id, d.repository.lower(), d.number)
     if d.event == "issues" and d.action != "closed":
         if thread_id is not None:
-            return _ignored(f"issue #{d.number} has its thread {thread_id} already")
+            return _ignored(f"issue #{d.number} has its thread {thread_id} already", thread_id)
         return await _open_thread(conn, ctx, signed, rows)
     if thread_id is None:
         return _ignored(f"issue #{d.number} has no thread here")
@@ -526,7 +527,9 @@ async def _reply(
 ) -> Outcome:
     d = signed.delivery
     if await _own_comment(conn, signed.source_id, d.comment):
-        return _ignored(f"the board's own comment on issue #{d.number} (a reply out), not taken back in")
+        return _ignored(
+            f"the board's own comment on issue #{d.number} (a reply out), not taken back in", root["id"]
+        )
     url = forge.text(d.comment.get("html_url"), 500)
     by = forge.login(d.comment)
     text = forge.text(d.comment.get("body"), TEXT_LIMIT)
@@ -565,7 +568,7 @@ async def _close(
     closer = forge.login({"user": d.payload.get("sender")})
     why = f"the issue was closed by {closer} on {FORGE_NAMES[signed.kind]}"
     if not await claims.close_by_board(conn, ctx, board, root, workspace, why):
-        return _ignored(f"issue #{d.number}'s thread is done already")
+        return _ignored(f"issue #{d.number}'s thread is done already", root["id"])
     return Outcome("accepted", f"issue #{d.number} closed its thread", root["id"])
 
 

@@ -152,24 +152,40 @@ async def for_message(
         kind = REASON_KINDS.get(reason)
         if kind is not None:
             by_kind.setdefault(kind, []).append(agent_id)
-    where = f"#{message['channel']}" if message["channel"] else "a conversation"
-    subjects = {
-        "mention": f"{message['author']} mentioned you in {where}",
-        "dm": f"{message['author']} wrote to you in {where}",
-        "held": f"A bot is held in {where}",
-    }
     for kind, to in by_kind.items():
+        subject, link = message_notice(message, kind)
         await enqueue(
             conn,
             ctx,
             kind=kind,
             event_key=f"m{message['id']}",
             to=to,
-            subject=subjects[kind],
+            subject=subject,
             text=str(message["body"]),
-            link=f"/t/{message['thread_id']}#m{message['id']}",
+            link=link,
             actor_id=author_id,
         )
+
+
+def message_notice(message: dict[str, Any], kind: str) -> tuple[str, str]:
+    """A message's notification title and the board path it opens (out of band and in the tab).
+
+    A budget hold's opens where a human lifts it, as its text says (the bot's page, or
+    Workspaces for a workspace's limit); any other opens the message.
+    """
+    hold = (message.get("meta") or {}).get("budget") if kind == "held" else None
+    if hold is not None:
+        bot = message["meta"]["bot"]
+        if hold["scope"] == "bot":
+            return f"{bot} is held: a daily budget is spent", f"/a/{bot}"
+        return f"The bots of {message['workspace']} are held: a daily budget is spent", "/workspaces"
+    where = f"#{message['channel']}" if message["channel"] else "a conversation"
+    titles = {
+        "mention": f"{message['author']} mentioned you in {where}",
+        "dm": f"{message['author']} wrote to you in {where}",
+        "held": f"A bot is held in {where}",
+    }
+    return titles[kind], f"/t/{message['thread_id']}#m{message['id']}"
 
 
 async def everyone(conn: Connection) -> list[int]:
