@@ -115,6 +115,10 @@ async def test_control_characters_and_bad_slugs(world: World) -> None:
     await refused(post(world, channel="lobby", body="bell\x07"), "INVALID_ARGUMENT", unchanged=world.board)
     await refused(post(world, channel="Lobby!", body="x"), "INVALID_ARGUMENT", unchanged=world.board)
     await refused(post(world, channel="../etc", body="x"), "INVALID_ARGUMENT", unchanged=world.board)
+    # A new channel's slug starts with a letter or digit: /c/.. is no address a browser keeps.
+    for slug in ("..", "-rf", ".hidden"):
+        await refused(post(world, channel=slug, body="x"), "INVALID_ARGUMENT", unchanged=world.board)
+        await refused(world.bot.create_channel(slug), "INVALID_ARGUMENT", unchanged=world.board)
     await world.bot.post("tab\tand\nnewline", channel="lobby")
 
 

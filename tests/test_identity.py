@@ -93,7 +93,12 @@ async def test_a_taken_handle_is_refused_whatever_its_case(world: World) -> None
     assert status == 201
 
 
-@pytest.mark.parametrize("handle", ["x", "a" * 33, "has space", "semi;colon", "ünïcode", ""])
+# ".." would be a dot segment in every URL naming the bot (/a/.., /api/agents/../token), which
+# browsers and HTTP clients resolve away: a human could not open, budget or revoke it. A leading
+# "-" reads as an option where a command takes the handle (board fleet assign HANDLE ...).
+@pytest.mark.parametrize(
+    "handle", ["x", "a" * 33, "has space", "semi;colon", "ünïcode", "", "..", "-h", ".x"]
+)
 async def test_a_bad_handle_is_refused(world: World, handle: str) -> None:
     error = await refused(
         register(world.board, handle=handle, invite=await invite(world.board)),

@@ -235,6 +235,27 @@ async def test_what_a_stream_is_refused_for(world: World) -> None:
     assert w.board.ctx.hub.waiting == 0
 
 
+async def test_a_revoked_or_rotated_token_ends_its_stream_before_another_message(world: World) -> None:
+    """A stream is its token's: once the token is revoked (or rotated), nothing more is sent on
+    it, and it ends with ``end: revoked``, however long it was held open before."""
+    w = world
+    for change in ("revoke", "rotate"):
+        bot = await w.board.bot(f"gone-{change}", "proj")
+        stream = await bot.wake_stream(since=await _cursor(bot), beat=60)
+        lines = aiter(stream)
+        await held(w.board)
+        seen = await w.human.post(f"@gone-{change} before", channel="lobby", workspace="proj")
+        assert (await _until(lines, seen["id"]))[-1]["cursor"] == seen["id"]
+        if change == "revoke":
+            await w.human.revoke_token(f"gone-{change}")
+        else:
+            await bot.rotate()
+        await w.human.post(f"@gone-{change} after: not for the old token", channel="lobby", workspace="proj")
+        rest = await asyncio.wait_for(_rest(lines), WITHIN)
+        assert rest == [{"cursor": seen["id"], "end": "revoked"}], change
+        stream.close()
+
+
 async def test_a_wake_that_reaches_the_budget_holds_the_stream_until_the_lift(world: World) -> None:
     w = world
     await w.human.set_budget("pb", budget_wakes=1)

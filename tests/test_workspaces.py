@@ -46,7 +46,7 @@ async def test_a_taken_slug_is_a_name_conflict(world: World) -> None:
         assert slug in error.message
 
 
-@pytest.mark.parametrize("slug", ["x", "Proj", "has space", "a/b", "../up", "é-a", "a" * 65, ""])
+@pytest.mark.parametrize("slug", ["x", "Proj", "has space", "a/b", "../up", "..", "-a", "é-a", "a" * 65, ""])
 async def test_a_bad_slug_is_refused(world: World, slug: str) -> None:
     await refused(world.human.create_workspace(slug), "INVALID_ARGUMENT", unchanged=world.board)
 

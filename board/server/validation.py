@@ -336,6 +336,16 @@ def declared(cls: type) -> list[tuple[str, Any, Mapping[str, Any], bool]]:
     ]
 
 
+def check_new_name(what: str, name: str, field: str) -> None:
+    """A name the board is asked to make (a handle, a workspace's or a channel's slug) starts with
+    a letter or digit: ``..`` would be a dot segment in every URL naming it, which browsers and
+    HTTP clients resolve away (the thing could not be opened, changed or revoked there), and a
+    leading ``-`` reads as an option where a command takes the name. Names made before stay usable.
+    """
+    if not name[:1].isascii() or not name[:1].isalnum():
+        raise InvalidArgument(f"A new {what} starts with a letter or digit; got {name[:40]!r}.", field=field)
+
+
 def whole_number(name: str, text: str) -> int:
     """A positive whole number given as text (a path segment), or INVALID_ARGUMENT naming it."""
     if not text.isdigit() or len(text) > 18:

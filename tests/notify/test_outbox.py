@@ -9,6 +9,7 @@ a restart between them, and a destination that never answers; quiet hours; the r
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -490,6 +491,38 @@ async def test_a_board_refuses_to_send_to_loopback_unless_allowed(
         assert receiver.at("/hook/a") == [] and mailbox.mails == []
         failed = (await world.human.destination_log(hook["id"]))["notifications"]
         assert failed[0]["state"] == "failed" and "loopback" in failed[0]["last_error"]
+    finally:
+        await stop_board(board)
+
+
+async def test_mail_goes_only_to_an_address_it_may_reach_of_those_its_server_has(
+    tmp_path: Path, mailbox: Mailbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mail server's name with a loopback address beside an allowed one is not a way onto the
+    board's machine: smtplib would connect to the first that answers (here the loopback one), so
+    the board connects itself, to the allowed addresses only."""
+    real = socket.getaddrinfo
+
+    def resolve(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host != "mail.mixed.test":
+            return real(host, port, *args, **kwargs)
+        # Loopback first, as a resolver may order them; 192.0.2.1 (TEST-NET) is not reached.
+        return [
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, int(port)))
+            for address in ("127.0.0.1", "192.0.2.1")
+        ]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    board = await start_board(tmp_path, notify_allow_local=0)
+    try:
+        fast_retries(board, attempts=1)
+        world = await populate(board)
+        mail = await world.human.create_destination(
+            "mail", "email", **{**mailbox.settings(), "host": "mail.mixed.test"}
+        )
+        await world.human.send_test_notification(mail["id"])
+        [(_, _, state, _, error)] = await settled(board, 1)
+        assert state == "failed" and mailbox.mails == [], error
     finally:
         await stop_board(board)
 

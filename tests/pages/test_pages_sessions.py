@@ -12,6 +12,7 @@ from board.server.clock import ManualClock
 from board.server.errors import RateLimited
 from board.server.pages.routing import local_path
 from board.server.services import sessions
+from board.server.services.ratelimit import RateLimiter
 from tests.support.boardtest import Board, World, db_rows, snapshot, start_board, stop_board
 from tests.support.pages_support import browser, login_link, sign_in
 
@@ -317,3 +318,18 @@ async def test_mcp_does_not_take_the_browser_session(world: World) -> None:
         assert resp.status == 401
     assert snapshot(world.board.db_path) == before
     await alice.close()
+
+
+def test_the_sign_in_limit_remembers_a_bounded_number_of_addresses() -> None:
+    """Each address tried gets a bucket; a board reachable from many addresses (an IPv6 network)
+    must not keep one for every address that ever tried, however many there are."""
+    now = [0.0]
+    limits = sessions.SignInLimits(lambda: now[0])
+    kept = RateLimiter.MAX_KEYS
+    for i in range(3 * kept):
+        limits.check_password(f"2001:db8::{i:x}", "alice")
+        now[0] += 0.01
+    assert len(limits.addresses) <= kept
+    now[0] += 3600  # every bucket full again: as good as never tried
+    limits.check_password("10.0.0.1", "alice")
+    assert len(limits.addresses) <= kept

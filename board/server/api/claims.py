@@ -8,7 +8,7 @@ from aiohttp import web
 
 from ..services import actions, claims, wakes, wakestream
 from .responses import INT, STR, TIME, array, obj, page, ref
-from .route import Answer, Call, Route
+from .route import Answer, Call, Route, bearer_token
 
 
 async def claim(call: Call) -> tuple[int, Any]:
@@ -45,7 +45,9 @@ async def feed(call: Call) -> Any:
 
 async def stream(call: Call) -> web.StreamResponse:
     """The wake feed as newline-delimited JSON (services/wakestream.py), until either end stops."""
-    feed = await wakestream.open_stream(call.ctx, call.p, call.query)
+    # The feed is for bots, whose credential is a bearer token: the stream checks it as it goes.
+    token = bearer_token(call.request.headers) or ""
+    feed = await wakestream.open_stream(call.ctx, call.p, token, call.query)
     transport = call.request.transport
     if transport is not None:
         feed.on_overflow(transport.abort)  # a reader too far behind: drop it, unflushed bytes and all

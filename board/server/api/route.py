@@ -52,6 +52,12 @@ class Call:
         return whole_number(name, self.params[name])
 
 
+def bearer_token(headers: Mapping[str, str]) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header, if the request has one."""
+    header = headers.get("Authorization")
+    return header[7:].strip() if header and header[:7].lower() == "bearer " else None
+
+
 Handler = Callable[[Call], Awaitable[Any]]
 #: A signed route's check of its credential: the raw body and headers of the call against
 #: the secret its path names. It returns the call's body, or raises UNAUTHENTICATED.

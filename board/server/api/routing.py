@@ -23,7 +23,7 @@ from ..principal import Principal
 from ..services import auth, sessions
 from ..validation import parse_body, parse_query
 from .keys import CONTEXT
-from .route import Call, Route
+from .route import Call, Route, bearer_token
 
 CSRF_HEADER = "X-CSRF-Token"
 
@@ -107,8 +107,7 @@ async def authenticated(
             sessions.require_csrf(session, request.headers.get(CSRF_HEADER))
         principal = session.principal
     else:
-        token = header[7:].strip() if header and header[:7].lower() == "bearer " else None
-        principal = await auth.authenticate(ctx, token)
+        principal = await auth.authenticate(ctx, bearer_token(request.headers))
     if principal.is_keeper and not keeper:
         raise Forbidden("A keeper token is for the fleet calls only: its report, its bots' tokens.")
     if principal.is_runner and not runner:

@@ -7,10 +7,9 @@ but still acting there. So by default a send to a loopback, link-local, unspecif
 multicast address is refused; private networks (a LAN's ntfy or mail server) are allowed.
 ``BOARD_NOTIFY_ALLOW_LOCAL=1`` lifts the refusal (a receiver on the board's own machine).
 
-The check is made on the addresses a name resolves to, when it is sent, not on the name:
-HTTP goes through :class:`GuardedConnector`, so the address connected to is one checked
-(a name that resolves to loopback later is still refused). Mail is checked by resolving the
-server's name just before smtplib connects (smtplib resolves it again; docs/security.md).
+The check is made on the addresses a name resolves to, when it is sent, not on the name, and
+the address connected to is one checked: HTTP goes through :class:`GuardedConnector`, mail
+through :func:`connect` (smtplib would try every address of the name, loopback ones too).
 """
 
 from __future__ import annotations
@@ -60,14 +59,28 @@ def check_address(host: str) -> None:
         raise refusal(host, host, kind)
 
 
-def check_name(host: str, port: int) -> None:
-    """Refuse ``host`` when every address it resolves to is one the board does not send to."""
+def connect(host: str, port: int, timeout: float) -> socket.socket:
+    """A TCP connection to ``host`` at the first of its addresses a destination may reach that
+    answers; refused when it has none (the addresses it has beside them are never tried)."""
     check_address(host)
-    found = {str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)}
-    refused = {a: kind for a in found if (kind := why_refused(a)) is not None}
-    if refused and len(refused) == len(found):
-        address, kind = sorted(refused.items())[0]
-        raise refusal(host, address, kind)
+    found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    kept = [info for info in found if why_refused(str(info[4][0])) is None]
+    if not kept:  # getaddrinfo answers at least one address, or raises
+        address = str(found[0][4][0])
+        raise refusal(host, address, why_refused(address) or "refused")
+    failed = OSError(f"no address of {host} answered")
+    for family, kind, proto, _, sockaddr in kept:
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(sockaddr)
+            return sock
+        except BaseException as exc:
+            sock.close()
+            if not isinstance(exc, OSError):
+                raise
+            failed = exc
+    raise failed
 
 
 class GuardedConnector(aiohttp.TCPConnector):

@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import json
 import smtplib
+import socket
 import ssl
 import time
 from collections.abc import Awaitable, Callable
@@ -22,7 +23,7 @@ from typing import Any
 
 import aiohttp
 
-from .guard import check_name
+from . import guard
 
 
 class SendFailed(Exception):
@@ -145,6 +146,18 @@ async def email(d: Delivery) -> None:
         raise SendFailed(f"{type(exc).__name__}: {exc}"[:500]) from exc
 
 
+class _GuardedSMTP(smtplib.SMTP):
+    """smtplib's client connecting only to an address a destination may reach (guard.connect);
+    TLS still checks the certificate against the server's name."""
+
+    def _get_socket(self, host: str, port: int, timeout: float) -> socket.socket:
+        return guard.connect(host, port, timeout)
+
+
+class _GuardedSMTPSSL(smtplib.SMTP_SSL, _GuardedSMTP):
+    """The same for TLS from the first byte: SMTP_SSL wraps the socket :class:`_GuardedSMTP` makes."""
+
+
 def _smtp_send(d: Delivery) -> None:
     s, n = d.settings, d.note
     message = EmailMessage()
@@ -154,14 +167,13 @@ def _smtp_send(d: Delivery) -> None:
     message["Message-ID"] = f"<{n.idem_key.replace(':', '.')}@bot-board>"
     message.set_content(f"{n.text}\n\nOpen on the board: {n.link}\n")
     host, port, security = s["host"], int(s["port"]), s.get("security", "starttls")
-    if not d.allow_local:
-        check_name(host, port)
     context = ssl.create_default_context()
     smtp: smtplib.SMTP
     if security == "tls":
-        smtp = smtplib.SMTP_SSL(host, port, timeout=d.timeout, context=context)
+        tls = smtplib.SMTP_SSL if d.allow_local else _GuardedSMTPSSL
+        smtp = tls(host, port, timeout=d.timeout, context=context)
     else:
-        smtp = smtplib.SMTP(host, port, timeout=d.timeout)
+        smtp = (smtplib.SMTP if d.allow_local else _GuardedSMTP)(host, port, timeout=d.timeout)
     with smtp:
         if security == "starttls":
             smtp.starttls(context=context)

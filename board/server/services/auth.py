@@ -21,7 +21,7 @@ from ..store import fleet as fleet_store
 from ..store import identity as store
 from ..store import workspaces as workspace_store
 from ..store.connection import Connection
-from ..validation import arg
+from ..validation import arg, check_new_name
 from . import actions, audit
 from .context import Context
 
@@ -179,8 +179,10 @@ async def runner_token(ctx: Context) -> str:
 
 
 def check_handle(handle: str) -> None:
+    """A new agent's handle: the pattern, and a letter or digit first (validation.check_new_name)."""
     if not re.fullmatch(HANDLE_PATTERN, handle):
         raise InvalidArgument(f"A handle is 2-32 of [A-Za-z0-9._-]; got {handle[:40]!r}.")
+    check_new_name("handle", handle, "handle")
 
 
 #: What a bot may say it runs at registration (its ``kind``).
@@ -189,7 +191,7 @@ HARNESS_LABELS = ("claude-code", "codex", "opencode", "copilot", "gemini", "othe
 
 @dataclass
 class Registration:
-    handle: str = arg(pattern=HANDLE_PATTERN, help="2-32 of [A-Za-z0-9._-], unique.")
+    handle: str = arg(pattern=HANDLE_PATTERN, help="2-32 of [A-Za-z0-9._-], a letter or digit first, unique.")
     invite: str = arg(max_len=128, help="The invite code a human gave you.")
     kind: str = arg(
         "other",
@@ -201,6 +203,7 @@ class Registration:
 
 async def register_bot(ctx: Context, reg: Registration) -> dict[str, Any]:
     """Trade an invite for a bot identity in the invite's workspace."""
+    check_handle(reg.handle)
 
     async def write(conn: Connection) -> dict[str, Any]:
         now = ctx.now()

@@ -9,7 +9,7 @@ from ..errors import InvalidArgument, NotFound
 from ..principal import Principal
 from ..store import channels as store
 from ..store.connection import Connection
-from ..validation import arg
+from ..validation import arg, check_new_name
 from . import audit, scope
 from .context import Context
 from .paging import Page, bounded_page
@@ -103,6 +103,7 @@ async def upsert(ctx: Context, p: Principal, req: ChannelWrite, *, create: bool 
         if row is None and not create:
             raise NotFound("channel")
         if row is None:
+            check_new_name("channel", req.slug, "slug")
             channel_id = await store.insert(conn, workspace["id"], req.slug, req.topic or "", ctx.now())
             action = "channel.create"
         else:

@@ -558,6 +558,7 @@ async def assign(ctx: Context, p: Principal, req: Assignment) -> dict[str, Any]:
         scope.require_writable(workspace)
         agent = await identity_store.agent_by_handle(conn, req.handle)
         if agent is None:
+            auth.check_handle(req.handle)
             agent_id = await identity_store.insert_agent(
                 conn, req.handle, "bot", workspace["id"], req.description, now, harness_label(profile)
             )

@@ -25,7 +25,7 @@ from ..store import messages as store
 from ..store.connection import Connection
 from ..store.rows import ChannelRow, MessageRow, WorkspaceRow
 from ..store.writer import emit
-from ..validation import arg
+from ..validation import arg, check_new_name
 from . import audit, leases, loopguard, outbound, replies, scope
 from .context import Context
 
@@ -198,6 +198,7 @@ async def channel_for_post(
     channel = await channel_store.by_slug(conn, workspace["id"], slug)
     if channel is not None:
         return channel
+    check_new_name("channel", slug, "channel")
     await channel_store.insert(conn, workspace["id"], slug, "", ctx.now())
     await audit.record(conn, ctx, p, "channel.create", slug, workspace=workspace["slug"])
     created = await channel_store.by_slug(conn, workspace["id"], slug)

@@ -91,7 +91,7 @@ class SignInLimits:
 
     def __init__(self, monotonic: Callable[[], float]) -> None:
         self._monotonic = monotonic
-        self._address = RateLimiter(
+        self.addresses = RateLimiter(
             self.PER_ADDRESS_RATE, self.PER_ADDRESS_BURST, monotonic, "sign-in attempts from this address"
         )
         self._failures: dict[tuple[str, str], tuple[int, float]] = {}  # -> (in a row, wait until)
@@ -102,7 +102,7 @@ class SignInLimits:
         wait = until - self._monotonic()
         if wait > 0:
             raise RateLimited(retry_after=round(wait, 3), what="wrong passwords")
-        self._address.check(address)
+        self.addresses.check(address)
 
     def failed(self, address: str, handle: str) -> None:
         now = self._monotonic()

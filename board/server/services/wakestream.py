@@ -12,7 +12,9 @@ board writes each line as it happens. Every line is one JSON object carrying
   until the hold ends;
 - ``{"cursor", "end": why}``: the last line. ``more``: the backlog after ``since``
   held more than ``limit`` messages; ``lifted``: the hold ended; ``shutdown``: the
-  board is stopping. Reconnect with the cursor.
+  board is stopping; ``revoked``: the token the stream was opened with no longer stands
+  for the bot as it was (revoked, rotated, or the bot moved to another workspace).
+  Reconnect with the cursor (and, after ``revoked``, a token that is live).
 
 The first lines are the backlog after ``since`` (at most ``limit``, as a long-poll
 answers), then the live events. The feed's scope, filters and views are the
@@ -29,11 +31,12 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import Unauthenticated
 from ..hub import Event, Signal, Waiter
 from ..jsonvalues import Encoded, encode
 from ..principal import Principal
 from ..validation import arg
-from . import actions, budgets
+from . import actions, auth, budgets
 from .context import Context
 from .messages import event_view
 from .wakes import WakeScope, wake_scope
@@ -67,8 +70,9 @@ def message_line(item: dict[str, Any]) -> bytes:
 class WakeStream:
     """One daemon's stream: subscribed before its backlog is read, so nothing falls between."""
 
-    def __init__(self, ctx: Context, p: Principal, q: WakeStreamQuery, wake: WakeScope) -> None:
+    def __init__(self, ctx: Context, p: Principal, token: str, q: WakeStreamQuery, wake: WakeScope) -> None:
         self.ctx, self.p, self.q, self.wake = ctx, p, q, wake
+        self.token = token  # asked again before each line: a stream outlives no revocation
         self.budget_keys = (budgets.lifted_key(p.agent_id), budgets.spent_key(p.workspace_id or 0))
         # Within the bot's BOARD_MAX_WAITS: RATE_LIMITED (hub.Full) when its streams fill them.
         self.waiter: Waiter = ctx.hub.subscribe(
@@ -91,6 +95,14 @@ class WakeStream:
             return None
         key = ("wake-line", self.wake.view, *sorted(fields.items()))
         return event.view(key, lambda: message_line(event_view(event, self.wake.view, **fields)))
+
+    async def _revoked(self) -> bool:
+        """Whether the stream's token no longer stands for the bot it was opened as (revoked,
+        rotated, or the bot moved). Read from the token cache, which every such change empties."""
+        try:
+            return await auth.authenticate(self.ctx, self.token) != self.p
+        except Unauthenticated:
+            return True
 
     def _mark(self, **what: Any) -> bytes:
         return line({"cursor": self.cursor, **what})
@@ -125,6 +137,9 @@ class WakeStream:
             taken, due = await self._wait()
             if hub.closed or waiter.overflowed:
                 break
+            if await self._revoked():
+                yield self._mark(end="revoked")
+                return
             out = []
             for event in taken:
                 if isinstance(event, Signal):
@@ -157,6 +172,9 @@ class WakeStream:
             taken, due = await self._wait()
             if hub.closed:
                 return
+            if await self._revoked():
+                yield self._mark(end="revoked")
+                return
             budget_moved = any(isinstance(e, Signal) and e.key in self.budget_keys for e in taken)
             if (due or budget_moved) and await budgets.feed_hold(ctx, self.p.agent_id, 0) is None:
                 yield self._mark(end="lifted")
@@ -165,8 +183,8 @@ class WakeStream:
                 yield self._sent(self._mark(beat=True))
 
 
-async def open_stream(ctx: Context, p: Principal, q: WakeStreamQuery) -> WakeStream:
+async def open_stream(ctx: Context, p: Principal, token: str, q: WakeStreamQuery) -> WakeStream:
     """The bot's stream, in scope and within its hold of requests, before any line is sent:
-    a refusal is still an error answer."""
+    a refusal is still an error answer. ``token`` is the one ``p`` was read from."""
     actions.require(p, "wake.feed")
-    return WakeStream(ctx, p, q, await wake_scope(ctx, p, q.since, q.watch, q.goal, q.view))
+    return WakeStream(ctx, p, token, q, await wake_scope(ctx, p, q.since, q.watch, q.goal, q.view))

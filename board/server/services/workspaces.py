@@ -10,7 +10,7 @@ from ..principal import ADMIN_WORKSPACE, Principal
 from ..store import identity as identity_store
 from ..store import workspaces as store
 from ..store.connection import Connection
-from ..validation import arg
+from ..validation import arg, check_new_name
 from . import actions, audit, budgets, claims, scope
 from .context import Context
 from .paging import Page, bounded_page
@@ -80,6 +80,7 @@ class NewWorkspace:
 
 async def create(ctx: Context, p: Principal, req: NewWorkspace) -> dict[str, Any]:
     actions.require(p, "workspace.create")
+    check_new_name("workspace", req.slug, "slug")
 
     async def write(conn: Connection) -> dict[str, Any]:
         if await store.by_slug(conn, req.slug) is not None:
