@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Callable, Coroutine
 from typing import Any
 
-from board.client import BoardClient
+import pytest
+
+from board.client import BoardAPIError, BoardClient
 from tests.support.boardtest import LONG_WAIT, WOKEN_WITHIN, World, held
 
 
@@ -106,3 +109,28 @@ async def test_stale_cursor_reader_never_misses_or_repeats_under_concurrent_post
     assert len(seen) == len(set(seen)), "a message was delivered twice"
     assert seen == sorted(seen), "messages arrived out of order"
     assert set(seen) == posted, f"missed {sorted(posted - set(seen))[:5]}"
+
+
+async def test_a_wait_held_by_a_token_revoked_meanwhile_answers_unauthenticated(world: World) -> None:
+    """A long-poll is its credential's, as a wake stream is: what a post wakes it with is not
+    answered to a token revoked (or rotated) while it waited, on any feed that waits."""
+    w = world
+    feeds: dict[str, Callable[[BoardClient, int], Coroutine[Any, Any, Any]]] = {
+        "inbox": lambda bot, cursor: bot.inbox(since=cursor, wait=LONG_WAIT),
+        "wake": lambda bot, cursor: bot.wake(since=cursor, wait=LONG_WAIT),
+        "messages": lambda bot, cursor: bot.messages(channel="lobby", since=cursor, wait=LONG_WAIT),
+    }
+    for change in ("revoke", "rotate"):
+        for feed, wait in feeds.items():
+            handle = f"held-{change}-{feed}"
+            bot = await w.board.bot(handle, "proj")
+            waiting = asyncio.create_task(wait(bot, (await bot.me())["cursor"]))
+            await held(w.board)
+            if change == "revoke":
+                await w.human.revoke_token(handle)
+            else:
+                await bot.rotate()
+            await w.human.post(f"@{handle} not for the old token", channel="lobby", workspace="proj")
+            with pytest.raises(BoardAPIError) as refused:
+                await asyncio.wait_for(waiting, WOKEN_WITHIN)
+            assert (refused.value.status, refused.value.code) == (401, "UNAUTHENTICATED"), (change, feed)

@@ -166,10 +166,24 @@ def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespon
         # Without a header, only the session cookie can have named a principal.
         by_session = principal is not None and "Authorization" not in request.headers
         call = Call(request, ctx, principal, params=request.match_info, by_session=by_session)
-        return rendered(await perform(ctx, principal, route, Sent(route, call)))
+        answer = await perform(ctx, principal, route, Sent(route, call))
+        held = bool(getattr(call.query, "wait", None))  # a long-poll: its credential may have changed
+        if principal is not None and held and answer.replay is None:
+            await _still_held_by(request, route, principal)
+        return rendered(answer)
 
     handle.__name__ = getattr(route.handler, "__name__", "handle")
     return handle
+
+
+async def _still_held_by(request: web.Request, route: Route, principal: Principal) -> None:
+    """UNAUTHENTICATED when the credential a long-poll was held with no longer stands for its
+    principal: revoked, rotated, signed out, or its bot moved while it waited. What the wait
+    took in is not answered to it; the token cache, which every such change empties, makes
+    asking again cheap."""
+    again = await authenticated(request, browser=True, keeper=route.keeper, runner=route.runner)
+    if again != principal:
+        raise Unauthenticated("The credential this wait was held with changed while it waited.")
 
 
 def rendered(answer: Answer) -> web.StreamResponse:
