@@ -128,3 +128,18 @@ async def test_a_holds_notice_links_to_where_it_is_lifted(world: World) -> None:
     for page in (lobby, inbox):
         assert 'lift it on <a href="/a/pb" rel="noopener nofollow">' in page
         assert 'lift it on <a href="/workspaces" rel="noopener nofollow">' in page
+
+
+async def test_a_bots_budget_card_says_its_cost_is_what_harnesses_report(world: World) -> None:
+    """A codex wake reports tokens and no cost: the card's cost row stays $0 while the chart
+    beside it prices the tokens, so the row says it counts only what harnesses report."""
+    await world.bot.record_wake(
+        harness="codex", started_at=iso(datetime.now(UTC)), outcome="ok", input_tokens=5000, output_tokens=700
+    )
+    alice = await sign_in(world.board, "alice")
+    try:
+        _, page = await alice.get("/a/pb")
+    finally:
+        await alice.close()
+    row = re.search(r"<tr><td>Cost, USD as harnesses report it</td><td>([^<]*)</td>", page)
+    assert row is not None and row.group(1) == "$0.0000", page
