@@ -137,3 +137,37 @@ def test_restore_over_a_stopped_board_keeps_the_database_it_replaces(tmp_path: P
             conn.close()
 
     assert handles(db) == {"al"} and handles(saved) == {"al", "bo"}
+
+
+async def test_after_a_restore_new_messages_take_ids_no_reader_has_seen(tmp_path: Path) -> None:
+    """The copy put back is older than what readers saw: ids it would hand out again lie at or
+    below their cursors, and a reader past them would skip what is written next. New messages
+    take ids above everything the replaced database handed out."""
+    db = tmp_path / "board.db"
+    env = board_env()
+    (token,) = await add_humans(db, ["al"])
+
+    async def posted(body: str) -> int:
+        served = serve(db, env=env)
+        try:
+            wait_healthy(served)
+            async with BoardClient(served.url, token) as human:
+                return int((await human.post(body, channel="lobby", workspace="admin"))["id"])
+        finally:
+            kill(served.proc)
+
+    first = await posted("before the backup")
+    assert board(env, "backup", str(tmp_path / "copy.db"), "--db", str(db)).returncode == 0
+    seen = await posted("after the backup: a reader's cursor is here")
+    put_back = board(env, "restore", str(tmp_path / "copy.db"), "--db", str(db))
+    assert put_back.returncode == 0, put_back.stderr
+    served = serve(db, env=env)
+    try:
+        wait_healthy(served)
+        async with BoardClient(served.url, token) as human:
+            new = await human.post("after the restore", channel="lobby", workspace="admin")
+            read = await human.messages(workspace="admin", channel="lobby", since=seen)
+    finally:
+        kill(served.proc)
+    assert first < seen < new["id"]
+    assert [m["body"] for m in read["messages"]] == ["after the restore"]

@@ -13,7 +13,7 @@ import contextlib
 import fcntl
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from .schema import schema_version
@@ -39,14 +39,18 @@ def integrity(path: Path) -> str:
     return "; ".join(str(row[0]) for row in rows)
 
 
-def _copy(path: Path, dest: Path) -> None:
-    """Write a snapshot of the database at ``path`` to ``dest`` through a checked, synced temporary file."""
+def _copy(path: Path, dest: Path, ids_above: Mapping[str, int] | None = None) -> None:
+    """Write a snapshot of the database at ``path`` to ``dest`` through a checked, synced temporary file.
+
+    ``ids_above``: high-water marks the copy's tables hand out new ids above (:func:`_raise_marks`).
+    """
     tmp = dest.with_name(f".{dest.name}.partial")
     tmp.unlink(missing_ok=True)
     target = sqlite3.connect(tmp)
     try:
         with _read_only(path) as source:
             source.backup(target)  # all pages in one step: one read snapshot of the source
+        _raise_marks(target, ids_above or {})
         target.execute("PRAGMA journal_mode = DELETE")  # a copy is one self-contained file
     finally:
         target.close()
@@ -79,6 +83,37 @@ def backup(db: Path, dest: Path) -> Path:
     return dest
 
 
+def _marks(path: Path) -> dict[str, int]:
+    """Each AUTOINCREMENT table's high-water mark (``sqlite_sequence``): the highest id it ever
+    handed out, deleted rows included."""
+    with _read_only(path) as conn:
+        try:
+            rows = conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall()
+        except sqlite3.OperationalError:  # no AUTOINCREMENT table: nothing handed out
+            return {}
+    return {str(name): int(seq) for name, seq in rows}
+
+
+def _raise_marks(conn: sqlite3.Connection, marks: Mapping[str, int]) -> None:
+    """Raise each AUTOINCREMENT table's high-water mark in ``conn`` to at least ``marks``'s.
+
+    A restore puts back an older copy, whose marks are below ids clients have already seen:
+    a bot's ``since`` cursor, an inbox or audit cursor. New rows would take those ids again and
+    a reader past them would never see the new rows; above the replaced database's marks, they
+    cannot. Tables the copy does not have, or has without AUTOINCREMENT, are left alone.
+    """
+    for name, mark in marks.items():
+        sql = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+        ).fetchone()
+        if sql is None or "AUTOINCREMENT" not in str(sql[0]).upper():
+            continue
+        raised = conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?", (mark, name))
+        if not raised.rowcount:
+            conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", (name, mark))
+    conn.commit()
+
+
 @contextlib.contextmanager
 def owning(db: Path) -> Iterator[None]:
     """Hold the board's lock on ``db`` (the one ``board serve`` takes), or refuse: it is being served."""
@@ -101,7 +136,8 @@ def restore(source: Path, db: Path) -> Path | None:
     """Put the copy at ``source`` in place of ``db``; returns where the replaced database was saved.
 
     Refuses while a board serves ``db``, and refuses a copy that is damaged or newer
-    than this code.
+    than this code. New ids continue above those the replaced database handed out
+    (:func:`_raise_marks`), so no cursor a client holds skips what is written next.
     """
     if not source.is_file():
         raise StoreError(f"{source} is not a file")
@@ -123,5 +159,5 @@ def restore(source: Path, db: Path) -> Path | None:
             saved = backup(db, db.parent / "backups")
         for leftover in (Path(f"{db}-wal"), Path(f"{db}-shm")):
             leftover.unlink(missing_ok=True)  # the saved copy holds what they held
-        _copy(source, db)
+        _copy(source, db, ids_above=_marks(saved) if saved is not None else None)
     return saved
