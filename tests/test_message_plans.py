@@ -78,7 +78,7 @@ async def test_every_message_list_uses_an_index(tmp_path: Path) -> None:
         await channel_store.list_channels(recorder, 1, "", 101)
         await channel_store.list_conversations(recorder, None, 1, 0, 101)
         await workspace_store.list_with_counts(recorder, "", 101)
-        await channel_store.count_after(recorder, "channel_id", 1, 10, 2)
+        await channel_store.counts_after(recorder, "channel_id", {1: 10, 2: 0}, 2)
         plans = []
         for sql, params in recorder.statements:
             rows = await conn.execute_fetchall(f"EXPLAIN QUERY PLAN {sql}", params)

@@ -46,6 +46,9 @@ async def list_channels(ctx: Context, p: Principal, q: ChannelList) -> Page:
         workspace = await scope.resolve(conn, p, q.workspace)
         rows = await store.list_channels(conn, workspace["id"], q.after, q.limit + 1)
         refs = await store.refs(conn, [r["id"] for r in rows])
+        counted = q.since is not None or seen is not None
+        bases = {r["id"]: (q.since if seen is None else seen.get(r["slug"], 0)) or 0 for r in rows}
+        unread = await store.counts_after(conn, "channel_id", bases if counted else {}, p.agent_id)
         items = []
         for row in rows:
             item = {
@@ -56,9 +59,8 @@ async def list_channels(ctx: Context, p: Principal, q: ChannelList) -> Page:
                 "last_id": row["last_id"],
                 "created_at": row["created_at"],
             }
-            base = q.since if seen is None else seen.get(row["slug"], 0)
-            if base is not None and (q.since is not None or seen is not None):
-                item["unread"] = await store.count_after(conn, "channel_id", row["id"], base, p.agent_id)
+            if counted:
+                item["unread"] = unread[row["id"]]
             items.append(item)
         return items
 
@@ -177,12 +179,14 @@ async def list_conversations(ctx: Context, p: Principal, q: ConversationList) ->
             q.limit + 1,
         )
         members = await store.members(conn, [r["id"] for r in rows])
+        counted = q.since is not None or seen is not None
+        bases = {r["id"]: (q.since if seen is None else seen.get(r["id"], 0)) or 0 for r in rows}
+        unread = await store.counts_after(conn, "conversation_id", bases if counted else {}, p.agent_id)
         items = []
         for row in rows:
             item = conversation_dict(row, members.get(row["id"], [])) | {"last_id": row["last_id"]}
-            base = q.since if seen is None else seen.get(row["id"], 0)
-            if base is not None and (q.since is not None or seen is not None):
-                item["unread"] = await store.count_after(conn, "conversation_id", row["id"], base, p.agent_id)
+            if counted:
+                item["unread"] = unread[row["id"]]
             items.append(item)
         return items
 
