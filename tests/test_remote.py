@@ -11,10 +11,17 @@ from typing import Any
 
 import pytest
 
-from board.server.hub import Event, Signal
+from board.server.hub import Event, Hub, Signal
 from board.server.services.remote import take_in
 from tests.support.boardtest import World
 from tests.test_events import published
+
+
+def elsewhere(world: World) -> Hub:
+    """The board's hub as another process's: one that published none of what was written."""
+    ctx = world.board.ctx
+    ctx.hub = Hub(ctx.settings.max_waits)
+    return ctx.hub
 
 
 def counting_reads(world: World, monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -35,12 +42,12 @@ async def test_a_take_in_reads_its_messages_back_in_one_read_as_their_writer_pub
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     convo = (await world.bot.open_conversation(["alice"], topic="private"))["conversation"]
-    hub = world.board.ctx.hub
-    with published(hub) as written:
+    with published(world.board.ctx.hub) as written:
         root = await world.bot.post("@pb2 a root", channel="general")
         await world.peer.post("a reply", reply_to=root["id"])
         await world.bot.post("just us", conversation=convo["id"])
         await world.bot.post("@alice still us", conversation=convo["id"])
+    hub = elsewhere(world)
     reads = counting_reads(world, monkeypatch)
     signal = ("routines", 1)
     items: list[dict[str, Any]] = [{"t": "message", "id": e.id} for e in written]
@@ -73,7 +80,7 @@ async def test_with_nobody_waiting_for_a_message_none_is_read_and_the_head_moves
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     posted = await world.bot.post("for nobody here", channel="general")
-    hub = world.board.ctx.hub
+    hub = elsewhere(world)
     hub.last_id = posted["id"] - 1  # as a process that has not heard of it yet
     reads = counting_reads(world, monkeypatch)
     signal = ("routines", 1)
@@ -88,3 +95,26 @@ async def test_with_nobody_waiting_for_a_message_none_is_read_and_the_head_moves
         hub.unsubscribe(waiter)
     assert reads == []
     assert hub.last_id == posted["id"]
+
+
+async def test_a_gap_takes_in_once_what_committed_after_the_last_message_heard(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After its notification connection was lost, a process reads what committed since the
+    last message any notification told of; a notification that arrives for one of them too
+    publishes nothing twice, and the token cache starts again (a revocation may be lost)."""
+    heard = await world.bot.post("told before the connection went", channel="general")
+    missed = [await world.peer.post(f"committed unheard {i}", channel="general") for i in range(3)]
+    ctx = world.board.ctx
+    hub = elsewhere(world)
+    hub.passed(heard["id"])
+    generation = ctx.tokens.generation
+    waiter = hub.subscribe([("all", 0)])
+    try:
+        await take_in(ctx, [{"t": "gap", "after": heard["id"]}, {"t": "message", "id": missed[1]["id"]}])
+        await take_in(ctx, [{"t": "message", "id": missed[2]["id"]}])  # heard late: taken in already
+        taken = waiter.take()
+    finally:
+        hub.unsubscribe(waiter)
+    assert [e.id for e in taken] == [m["id"] for m in missed]
+    assert ctx.tokens.generation > generation

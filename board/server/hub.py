@@ -27,6 +27,8 @@ from typing import Any, TypeVar, cast
 from .errors import RateLimited
 
 Key = tuple[str, int]
+#: How many message ids a hub remembers publishing (:meth:`Hub.knows`).
+RECENT = 10_000
 #: The kinds of key a message's event is published under (:meth:`Event.index_keys`).
 EVENT_KEYS = frozenset({"all", "workspace", "channel", "conversation", "thread", "agent"})
 #: How soon a request refused for its owner's held streams may try again.
@@ -166,6 +168,8 @@ class Hub:
         self.published = 0
         self.waiting = 0
         self.last_id = 0  # highest message id published (or found in the store at start)
+        self._recent: deque[int] = deque(maxlen=RECENT)  # message ids published or passed, newest last
+        self._recent_ids: set[int] = set()
         self.closed = False
 
     def subscribe(
@@ -224,11 +228,24 @@ class Hub:
         """A committed message nobody here waited for, not published: the head moves past it
         all the same (a reader at the head skips its read, :func:`~.services.longpoll.poll`)."""
         self.last_id = max(self.last_id, message_id)
+        self._remember(message_id)
+
+    def knows(self, message_id: int) -> bool:
+        """Whether this message was published or passed here lately (the last :data:`RECENT`):
+        what is heard of twice, after a lost notification connection, is taken in once."""
+        return message_id in self._recent_ids
+
+    def _remember(self, message_id: int) -> None:
+        if len(self._recent) == self._recent.maxlen:
+            self._recent_ids.discard(self._recent[0])
+        self._recent.append(message_id)
+        self._recent_ids.add(message_id)
 
     def publish(self, event: Event | Signal) -> None:
         self.published += 1
         if isinstance(event, Event):
             self.last_id = max(self.last_id, event.id)
+            self._remember(event.id)
         for key in event.index_keys():
             for waiter in self._by_key.get(key, ()):
                 waiter.deliver(event)

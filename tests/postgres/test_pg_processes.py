@@ -30,6 +30,7 @@ import pytest
 
 from board.client import BoardAPIError, BoardClient
 from board.server.services.tokencache import TTL_SECONDS
+from board.server.store.postgres import LISTENER
 from tests.support.boardtest import LONG_WAIT, WOKEN_WITHIN, PgDatabase, db_rows, eventually, snapshot
 from tests.support.pgcluster import PgCluster
 from tests.support.processes import (
@@ -171,6 +172,29 @@ async def test_a_long_poll_on_b_returns_with_the_message_posted_on_a(pair: Pair)
         assert time.monotonic() - started < WOKEN_WITHIN
     assert [m["id"] for m in page["messages"]] == [posted["id"]]
     assert [m["id"] for m in mail["messages"]] == [posted["id"]]
+
+
+async def test_what_commits_while_a_process_cannot_listen_still_wakes_its_waiters(pair: Pair) -> None:
+    """B's notification connection drops (the server restarted it, the network cut it), and A
+    posts before B listens again: nothing tells B of that message. Once B listens again it
+    reads what it missed, so a long-poll held on B all along gets the message, and once."""
+    [bot_token] = await workspace_bots(pair, 1)
+    async with BoardClient(pair.a.url, pair.human) as human_a, BoardClient(pair.b.url, bot_token) as bot_b:
+        since = int((await human_a.post("before the wait", channel="work", workspace="proj"))["id"])
+        inbox = asyncio.create_task(bot_b.inbox(since=since, wait=LONG_WAIT))
+        await longpolls(pair.b.url, 1)
+        with psycopg.connect(pair.url, autocommit=True) as admin:
+            dropped = admin.execute(
+                """SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                   WHERE datname = current_database() AND application_name = %s""",
+                (LISTENER,),
+            ).fetchone()
+        assert dropped == (2,)  # A's and B's: each process listens on a connection of its own
+        posted = await human_a.post("@bot00 while nobody listens", channel="work", workspace="proj")
+        mail = await asyncio.wait_for(inbox, WOKEN_WITHIN)
+        again = await bot_b.inbox(since=since)
+    assert [m["id"] for m in mail["messages"]] == [posted["id"]]
+    assert [m["id"] for m in again["messages"]] == [posted["id"]]
 
 
 # -- 3. compare-and-set across both processes -------------------------------------------------

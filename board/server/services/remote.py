@@ -37,6 +37,8 @@ def describe(item: Any) -> dict[str, Any] | None:
 
 #: Messages read back in one transaction at most: a larger take is read in slices.
 MAX_READ = 256
+#: Ids of messages committed while not listening, read in one transaction at most.
+MISSED_READ = 1000
 
 
 async def events_of(conn: Connection, message_ids: list[int]) -> dict[int, Event]:
@@ -90,6 +92,7 @@ async def take_in(ctx: Context, items: list[dict[str, Any]]) -> None:
     read: their ids only move the hub's head on. A waiter that comes later subscribes
     before it reads, so its read finds them.
     """
+    items = await _once(ctx, items)
     message_ids = [int(item["id"]) for item in items if item.get("t") == "message"]
     wanted = bool(message_ids) and ctx.hub.awaits_messages()
     events = await _read_back(ctx, message_ids) if wanted else {}
@@ -108,6 +111,41 @@ async def take_in(ctx: Context, items: list[dict[str, Any]]) -> None:
             ctx.tokens.drop_agent(int(item["agent"]))
         else:
             log.warning("ignored a notification of unknown kind %r", kind)
+
+
+async def _once(ctx: Context, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``items`` with each ``gap`` (the store listens again after losing its connection)
+    replaced by what it may have hidden, and every message this process already published
+    or passed left out: it is heard of once more when the gap's read and a notification
+    both tell of it."""
+    out: list[dict[str, Any]] = []
+    taken: set[int] = set()
+    for item in items:
+        told = await _missed(ctx, int(item["after"])) if item.get("t") == "gap" else [item]
+        for one in told:
+            if one.get("t") == "message":
+                message_id = int(one["id"])
+                if message_id in taken or ctx.hub.knows(message_id):
+                    continue
+                taken.add(message_id)
+            out.append(one)
+    return out
+
+
+async def _missed(ctx: Context, after: int) -> list[dict[str, Any]]:
+    """What the notifications a lost connection took with it would have told: the messages
+    committed after ``after``, the last one heard of (ids commit in order), as their
+    notifications; and any token may have been revoked meanwhile, so the token cache
+    starts again."""
+    ctx.tokens.drop_all()
+    missed: list[int] = []
+    while batch := await ctx.db.read(
+        functools.partial(store.ids_after, after=missed[-1] if missed else after, limit=MISSED_READ)
+    ):
+        missed += batch
+    if missed:
+        log.warning("reading back %d messages committed while not listening", len(missed))
+    return [{"t": "message", "id": message_id} for message_id in missed]
 
 
 def connect(ctx: Context) -> None:

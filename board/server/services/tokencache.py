@@ -49,6 +49,11 @@ class TokenCache:
         if self.on_forget is not None:
             self.on_forget(agent_id)
 
+    def drop_all(self) -> None:
+        """Forget every entry: a change this cache was to be told of may have been missed."""
+        self._entries.clear()
+        self.generation += 1
+
     def drop_agent(self, agent_id: int) -> None:
         self.generation += 1
         for key in [k for k, (p, _) in self._entries.items() if p.agent_id == agent_id]:

@@ -310,6 +310,12 @@ async def by_ids(conn: Connection, message_ids: list[int]) -> list[MessageRow]:
     )
 
 
+async def ids_after(conn: Connection, after: int, limit: int) -> list[int]:
+    """The ids of the first ``limit`` messages after ``after``, in order."""
+    rows = await all_rows(conn, "SELECT id FROM messages WHERE id > ? ORDER BY id LIMIT ?", (after, limit))
+    return [int(row[0]) for row in rows]
+
+
 async def max_id(conn: Connection) -> int:
     """The highest message id handed out so far."""
     if conn.dialect == "postgresql":

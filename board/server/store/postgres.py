@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 CHANNEL = "board"
+LISTENER = "bot-board listener"  # the notification connection's name in pg_stat_activity
 _LOCK = f"SELECT pg_advisory_xact_lock({BOARD}, {LOCKS['writes']})"  # the board's write lock
 MAX_PAYLOAD = 7900  # PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more
 MAX_TAKEN = 256  # items of other processes handed on in one call, once one payload is in
@@ -251,9 +252,10 @@ async def _simple(raw: psycopg.AsyncConnection[Any], statements: str) -> None:
     await raw.execute(statements, prepare=False)
 
 
-async def _plain(url: str) -> psycopg.AsyncConnection[Any]:
-    """A connection of its own, outside any transaction (listening, locks held for a duty)."""
-    return await psycopg.AsyncConnection.connect(url, autocommit=True, application_name="bot-board")
+async def _plain(url: str, name: str = "bot-board") -> psycopg.AsyncConnection[Any]:
+    """A connection of its own, outside any transaction (listening, locks held for a duty),
+    under ``name`` in ``pg_stat_activity``."""
+    return await psycopg.AsyncConnection.connect(url, autocommit=True, application_name=name)
 
 
 def _payloads(items: list[dict[str, Any]]) -> Iterator[str]:
@@ -287,6 +289,9 @@ class PostgresStore(Store):
         self._listener: asyncio.Task[None] | None = None
         self._taker: asyncio.Task[None] | None = None
         self._arrived: asyncio.Queue[list[dict[str, Any]]] = asyncio.Queue(ARRIVED)
+        #: The highest message id any notification told of, this process's own included: they
+        #: arrive in commit order and ids commit in order, so every message up to it was told.
+        self._heard = 0
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -451,10 +456,14 @@ class PostgresStore(Store):
     # -- what the other processes committed -----------------------------------
 
     async def _listen(self, listening: asyncio.Future[None]) -> None:
-        """Queue the other processes' notifications for :meth:`_take`, reconnecting on loss."""
+        """Queue the other processes' notifications for :meth:`_take`, reconnecting on loss.
+
+        What was notified while the connection was lost never arrives: on listening again a
+        ``gap`` item is queued first, for the taker to read what it may have hidden.
+        """
         while True:
             try:
-                raw = await _plain(self.url)
+                raw = await _plain(self.url, LISTENER)
             except psycopg.Error as exc:
                 if not listening.done():
                     listening.set_exception(StoreError(f"{self.where}: cannot listen: {exc}"))
@@ -464,7 +473,11 @@ class PostgresStore(Store):
                 continue
             try:
                 await raw.execute(f"LISTEN {CHANNEL}")
-                if not listening.done():
+                if listening.done():
+                    await self._arrived.put([{"t": "gap", "after": self._heard}])
+                else:  # what committed before is read, not heard: the newest of it is the floor
+                    cur = await raw.execute("SELECT COALESCE(MAX(id), 0) FROM messages")
+                    self._heard = int((await cur.fetchone() or (0,))[0])
                     listening.set_result(None)
                 async for note in raw.notifies():
                     items = self._items(note.payload)
@@ -478,13 +491,18 @@ class PostgresStore(Store):
                     await raw.close()
 
     def _items(self, payload: str) -> list[dict[str, Any]]:
-        """What a notification tells this process: the other processes' items in it."""
+        """What a notification tells this process: the other processes' items in it. The
+        message ids of all its items (``services.remote.describe``) move :attr:`_heard` on."""
         try:
-            items = orjson.loads(payload)
-        except orjson.JSONDecodeError:
-            log.warning("ignored a notification that is not JSON: %.80r", payload)
+            items = [item for item in orjson.loads(payload) if isinstance(item, dict)]
+        except (orjson.JSONDecodeError, TypeError):
+            log.warning("ignored a notification that is not a JSON list: %.80r", payload)
             return []
-        return [item for item in items if isinstance(item, dict) and item.get("o") != self.origin]
+        told = [
+            item["id"] for item in items if item.get("t") == "message" and isinstance(item.get("id"), int)
+        ]
+        self._heard = max([self._heard, *told])
+        return [item for item in items if item.get("o") != self.origin]
 
     async def _take(self) -> None:
         """Hand :attr:`on_remote` what was heard, one payload after another, in commit order.
