@@ -1,9 +1,10 @@
 """``python -m bench report``: the latest results of each scenario as one Markdown table and charts.
 
 Reads ``bench/results/*.json`` (or ``--results``), keeps the newest record of each
-scenario, and writes ``report.md`` (every target of 80-performance.md with the
-measured figure, its baseline and ratio where it has one, and the load average of
-the run) and one PNG per scenario beside them. matplotlib is a ``bench`` extra
+scenario, and writes ``report.md`` (every target of 80-performance.md and of the scale
+work, which holds the board to ratios of baselines measured in the same run, with the
+measured figure, its baseline and ratio where it has one, and the load average of the
+run) and one PNG per scenario beside them. matplotlib is a ``bench`` extra
 (``pip install -e '.[bench]'``), not a dependency of the board.
 """
 
@@ -67,6 +68,25 @@ def _post(records: dict[str, Record], key: str) -> tuple[Any, Any, Any]:
     return row["p99_ms"], echo, round(row["p99_ms"] / max(echo, 1e-3), 2) if echo else None
 
 
+def _postgresql(records: dict[str, Record], processes: int) -> tuple[Any, Any, Any]:
+    """Posts/s at 128 posters of a PostgreSQL board of ``processes``, against SQLite's (one
+    process) or one process's (two)."""
+    record = records.get("post")
+    row = _row(record, concurrency=128, store="postgresql", processes=processes)
+    base = (
+        _row(record, concurrency=128, store="postgresql", processes=1)
+        if processes > 1
+        else _row(record, concurrency=128, store="sqlite")
+    )
+    if row is None or base is None:
+        return None, None, None
+    return (
+        row["posts_per_s"],
+        base["posts_per_s"],
+        round(row["posts_per_s"] / max(base["posts_per_s"], 1e-3), 2),
+    )
+
+
 def _wake(records: dict[str, Record], mode: str) -> tuple[Any, Any, Any]:
     row = _row(records.get("wake"), mode=mode, waiters=1000)
     return (row["p99_ms"], row.get("event_p99_ms"), row.get("vs_event_p99")) if row else (None, None, None)
@@ -114,6 +134,28 @@ TARGETS = [
         lambda v, ratio: v >= 2000 and ratio is not None and ratio >= 0.3,
     ),
     Target("post p99, 128 posters", "≤ 50 ms", "post", lambda r: _post(r, "p99"), lambda v, _: v <= 50),
+    # The scale targets: ratios to what the same run measured, since the machine is shared.
+    Target(
+        "post p99, 128 posters, vs the echo's",
+        "≤ 1.5x the echo's p99",
+        "post",
+        lambda r: _post(r, "p99"),
+        lambda _, ratio: ratio is not None and ratio <= 1.5,
+    ),
+    Target(
+        "posts/s, 128 posters, PostgreSQL (1 process) vs SQLite",
+        "≥ 0.70 times",
+        "post",
+        lambda r: _postgresql(r, processes=1),
+        lambda _, ratio: ratio >= 0.7,
+    ),
+    Target(
+        "posts/s, 128 posters, PostgreSQL 2 processes vs 1",
+        "≥ 1.0 times",
+        "post",
+        lambda r: _postgresql(r, processes=2),
+        lambda _, ratio: ratio >= 1.0,
+    ),
     Target("wake p99, one of 1,000", "≤ 20 ms", "wake", lambda r: _wake(r, "one"), lambda v, _: v <= 20),
     Target("wake p99, all 1,000", "≤ 250 ms", "wake", lambda r: _wake(r, "all"), lambda v, _: v <= 250),
     # Daemons' wake streams: held to the bare asyncio wake of the same waiters, in the same run.
