@@ -22,7 +22,7 @@ from board.client import BoardClient
 from board.server.clock import ManualClock, iso
 from board.server.services.prices import PRICES
 from tests.support.boardtest import StoreChoice, World, populate, start_board, stop_board
-from tests.support.browser_support import new_tab
+from tests.support.browser_support import new_tab, use_login_link
 from tests.support.pages_support import login_link, pages_as
 from tests.support.refusals import refused
 
@@ -222,9 +222,7 @@ async def test_the_pages_in_a_browser_desktop_and_phone(
                 seen.append(message.text)
 
         tab.page.on("console", csp_report)
-        await tab.page.goto(spent.board.url + await login_link(spent.board, "alice"))
-        await tab.page.click("#use-link")
-        await tab.page.wait_for_url("**/c/**")
+        await use_login_link(tab, spent.board.url + await login_link(spent.board, "alice"))
         if name == "phone":  # the navigation waits behind the menu button
             await tab.page.get_by_role("button", name="Menu").click()
         await tab.page.click("nav a[href='/costs']")
