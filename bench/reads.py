@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing as mp
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -28,24 +29,30 @@ def _cpu(pid: int | None) -> float:
     return sum(cpu_seconds([pid]).values()) if pid is not None else 0.0
 
 
-async def _measure(
-    url: str,
-    token: str,
-    probes: dict[str, list[Request]],
-    n: int,
-    pid: int | None,
-    interleaved: bool,
-    db_pid: int | None,
-) -> dict[str, Any]:
-    headers = {"Authorization": f"Bearer {token}"}
-    server = pid if not interleaved else None
-    database = db_pid if not interleaved else None
+@dataclass(frozen=True)
+class _Run:
+    """What one measure is asked, whole: the spawned client process is handed it as it is."""
+
+    url: str
+    token: str
+    probes: dict[str, list[Request]]
+    n: int
+    pid: int | None
+    interleaved: bool
+    db_pid: int | None
+
+
+async def _measure(run: _Run) -> dict[str, Any]:
+    probes, n, interleaved = run.probes, run.n, run.interleaved
+    headers = {"Authorization": f"Bearer {run.token}"}
+    server = run.pid if not interleaved else None
+    database = run.db_pid if not interleaved else None
     warm = max(3, n // 10)  # the first few requests warm caches and connections
     samples: dict[str, list[float]] = {name: [] for name in probes}
     cpu: dict[str, float] = {}
     db_cpu: dict[str, float] = {}
     turns = [list(probes)] * (n + warm) if interleaved else [[name] * (n + warm) for name in probes]
-    async with aiohttp.ClientSession(url, headers=headers) as http:
+    async with aiohttp.ClientSession(run.url, headers=headers) as http:
         for turn in turns:
             for name in turn:
                 at = len(samples[name])
@@ -71,16 +78,9 @@ async def _measure(
     return out
 
 
-def _child(
-    url: str,
-    token: str,
-    probes: dict[str, list[Request]],
-    n: int,
-    pid: int | None,
-    interleaved: bool,
-    db_pid: int | None,
-) -> dict[str, Any]:
-    return asyncio.run(_measure(url, token, probes, n, pid, interleaved, db_pid))
+def _child(run: _Run) -> dict[str, Any]:
+    """The client process's entry point (spawn wants a top-level function)."""
+    return asyncio.run(_measure(run))
 
 
 def measure(
@@ -96,4 +96,4 @@ def measure(
     ``interleaved``), and the database server's ``db_cpu_ms`` (its processes') given its
     pid, from a client process."""
     with mp.get_context("spawn").Pool(1) as pool:
-        return pool.apply(_child, (url, token, probes, n, pid, interleaved, db_pid))
+        return pool.apply(_child, (_Run(url, token, probes, n, pid, interleaved, db_pid),))

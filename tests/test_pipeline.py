@@ -17,8 +17,8 @@ from playwright.async_api import expect
 
 from board.client import BoardAPIError
 from tests.support.boardtest import StoreChoice, World, db_rows, snapshot, start_board, stop_board
-from tests.support.browser_support import new_tab
-from tests.support.pages_support import Browser, login_link, sign_in
+from tests.support.browser_support import signed_in_tab
+from tests.support.pages_support import Browser, sign_in
 from tests.test_mcp import TRANSPORTS, call, connect, refused
 
 FORM_REQUEST_ID = re.compile(r'name="request_id" value="([^"]+)"')
@@ -144,9 +144,7 @@ async def test_a_page_post_over_the_write_limit_is_refused_and_posts_nothing(
 async def test_the_post_form_in_a_browser_posts_once_when_sent_again(
     chromium: Chromium, world: World, tmp_path: Path
 ) -> None:
-    tab = await new_tab(chromium, tmp_path)
-    await tab.page.goto(world.board.url + await login_link(world.board, "alice"))
-    await tab.page.click("#use-link")
+    tab = await signed_in_tab(chromium, world, tmp_path)
     await tab.page.goto(world.board.url + "/c/lobby?workspace=proj")
     form = tab.page.locator(".stream form.compose")
     sent: dict[str, str | float | bool] = {

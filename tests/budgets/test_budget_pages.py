@@ -12,7 +12,7 @@ from playwright.async_api import Browser, expect
 from board.server.clock import iso
 from tests.support.boardtest import World
 from tests.support.browser_support import signed_in_tab
-from tests.support.pages_support import sign_in
+from tests.support.pages_support import pages_as
 
 
 async def test_a_human_raises_clears_and_lifts_a_bots_budget_on_its_page(
@@ -80,11 +80,7 @@ async def test_a_held_bots_page_says_when_the_hold_ends_in_a_sentence(world: Wor
     until in 45 min'."""
     await world.human.set_budget("pb", budget_wakes=1)
     await world.bot.record_wake(harness="claude", started_at=iso(datetime.now(UTC)), outcome="ok")
-    alice = await sign_in(world.board, "alice")
-    try:
-        status, page = await alice.get("/a/pb")
-    finally:
-        await alice.close()
+    [(status, page)] = await pages_as(world.board, "alice", "/a/pb")
     held = re.sub(r"<[^>]+>", "", re.findall(r'<p class="paused" role="status">(.*?)</p>', page)[0])
     assert status == 200 and re.fullmatch(
         r"Held: 1 of 1 wakes a day, set on bot\. Its wakes wait in its inbox; the hold ends in [^.]+\.",
@@ -96,12 +92,7 @@ async def test_a_bots_budget_form_says_what_an_empty_box_means_for_it(world: Wor
     """Empty means the profile's limit, but a bot with no profile has none: its boxes read
     'profile's' while the table beside them said 'no limit'."""
     await world.human.create_profile("pb-dev", "proj", "claude", budget_wakes=2, bots=["pb"])
-    alice = await sign_in(world.board, "alice")
-    try:
-        _, with_profile = await alice.get("/a/pb")
-        _, without = await alice.get("/a/pb2")
-    finally:
-        await alice.close()
+    (_, with_profile), (_, without) = await pages_as(world.board, "alice", "/a/pb", "/a/pb2")
     assert (await world.human.agent("pb"))["budget"]["profile"] == "pb-dev"
     assert (await world.human.agent("pb2"))["budget"]["profile"] is None
     assert with_profile.count('placeholder="profile pb-dev&#39;s"') == 3
@@ -119,13 +110,7 @@ async def test_a_holds_notice_links_to_where_it_is_lifted(world: World) -> None:
     await world.human.patch_workspace("proj", budget_wakes=1)
     await world.peer.record_wake(harness="claude", started_at=iso(datetime.now(UTC)), outcome="ok")
     assert "held" in await world.peer.wake(since=0, wait=0)
-    alice = await sign_in(world.board, "alice")
-    try:
-        _, lobby = await alice.get("/c/lobby?workspace=proj")
-        _, inbox = await alice.get("/inbox")
-    finally:
-        await alice.close()
-    for page in (lobby, inbox):
+    for _, page in await pages_as(world.board, "alice", "/c/lobby?workspace=proj", "/inbox"):
         assert 'lift it on <a href="/a/pb" rel="noopener nofollow">' in page
         assert 'lift it on <a href="/workspaces" rel="noopener nofollow">' in page
 
@@ -136,10 +121,6 @@ async def test_a_bots_budget_card_says_its_cost_is_what_harnesses_report(world: 
     await world.bot.record_wake(
         harness="codex", started_at=iso(datetime.now(UTC)), outcome="ok", input_tokens=5000, output_tokens=700
     )
-    alice = await sign_in(world.board, "alice")
-    try:
-        _, page = await alice.get("/a/pb")
-    finally:
-        await alice.close()
+    [(_, page)] = await pages_as(world.board, "alice", "/a/pb")
     row = re.search(r"<tr><td>Cost, USD as harnesses report it</td><td>([^<]*)</td>", page)
     assert row is not None and row.group(1) == "$0.0000", page

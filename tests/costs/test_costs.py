@@ -22,8 +22,8 @@ from board.client import BoardClient
 from board.server.clock import ManualClock, iso
 from board.server.services.prices import PRICES
 from tests.support.boardtest import StoreChoice, World, populate, start_board, stop_board
-from tests.support.browser_support import new_tab
-from tests.support.pages_support import login_link, sign_in
+from tests.support.browser_support import new_tab, use_login_link
+from tests.support.pages_support import login_link, pages_as
 from tests.support.refusals import refused
 
 
@@ -183,37 +183,30 @@ def row_cells(page: str, row_id: str) -> str:
 
 
 async def test_the_page_shows_the_same_totals_marks_estimates_and_says_utc(spent: World) -> None:
-    page_session = await sign_in(spent.board)
-    try:
-        status, page = await page_session.get("/costs?days=3")
-        assert status == 200
-        assert "Days are UTC days" in page
-        assert '<a href="/costs" class="here" aria-current="page">Costs</a>' in page
-        assert "$3.2050" in re.search(r'<p id="total-line">(.*?)</p>', page, re.S).group(1)  # type: ignore[union-attr]
-        assert "$0.4600" in row_cells(page, "bot-pb") and "1 unpriced" in row_cells(page, "bot-pb")
-        assert "$2.0250" in row_cells(page, "bot-pb2") and "estimate" in row_cells(page, "bot-pb2")
-        assert "estimate" not in row_cells(page, "bot-ob")
-        assert "$2.4850" in row_cells(page, "workspace-proj")
-        assert "$0.3000" in row_cells(page, "routine-nightly")
-        assert "$0.1600" in row_cells(page, "day-2026-11-28-pb-")
-        assert "5,000 / 300" in row_cells(page, "day-2026-11-28-pb-")
-        assert page.count('<g class="day"') == 3 and 'class="estimated"' in page
-        assert "<script>" not in page and " style=" not in page  # the CSP allows neither
+    answers = await pages_as(spent.board, "alice", "/costs?days=3", "/a/pb2", "/a/alice", "/costs?days=91")
+    assert [status for status, _ in answers] == [200, 200, 200, 422]
+    (_, page), (_, bot_page), (_, human_page), (_, refused_page) = answers
+    assert "Days are UTC days" in page
+    assert '<a href="/costs" class="here" aria-current="page">Costs</a>' in page
+    assert "$3.2050" in re.search(r'<p id="total-line">(.*?)</p>', page, re.S).group(1)  # type: ignore[union-attr]
+    assert "$0.4600" in row_cells(page, "bot-pb") and "1 unpriced" in row_cells(page, "bot-pb")
+    assert "$2.0250" in row_cells(page, "bot-pb2") and "estimate" in row_cells(page, "bot-pb2")
+    assert "estimate" not in row_cells(page, "bot-ob")
+    assert "$2.4850" in row_cells(page, "workspace-proj")
+    assert "$0.3000" in row_cells(page, "routine-nightly")
+    assert "$0.1600" in row_cells(page, "day-2026-11-28-pb-")
+    assert "5,000 / 300" in row_cells(page, "day-2026-11-28-pb-")
+    assert page.count('<g class="day"') == 3 and 'class="estimated"' in page
+    assert "<script>" not in page and " style=" not in page  # the CSP allows neither
 
-        status, bot_page = await page_session.get("/a/pb2")
-        assert status == 200
-        section = re.search(
-            r"<section class=\"card cost-total\" id=\"bot-costs\">(.*?)</section>", bot_page, re.S
-        )
-        assert section and "$2.0250" in section.group(1) and "estimate" in section.group(1)
-        assert section.group(1).count('<g class="day"') == 30
-        status, human_page = await page_session.get("/a/alice")
-        assert status == 200 and 'id="bot-costs"' not in human_page
+    section = re.search(
+        r"<section class=\"card cost-total\" id=\"bot-costs\">(.*?)</section>", bot_page, re.S
+    )
+    assert section and "$2.0250" in section.group(1) and "estimate" in section.group(1)
+    assert section.group(1).count('<g class="day"') == 30
+    assert 'id="bot-costs"' not in human_page
 
-        status, refused_page = await page_session.get("/costs?days=91")
-        assert status == 422 and "days" in refused_page
-    finally:
-        await page_session.close()
+    assert "days" in refused_page
 
 
 async def test_the_pages_in_a_browser_desktop_and_phone(
@@ -229,9 +222,7 @@ async def test_the_pages_in_a_browser_desktop_and_phone(
                 seen.append(message.text)
 
         tab.page.on("console", csp_report)
-        await tab.page.goto(spent.board.url + await login_link(spent.board, "alice"))
-        await tab.page.click("#use-link")
-        await tab.page.wait_for_url("**/c/**")
+        await use_login_link(tab, spent.board.url + await login_link(spent.board, "alice"))
         if name == "phone":  # the navigation waits behind the menu button
             await tab.page.get_by_role("button", name="Menu").click()
         await tab.page.click("nav a[href='/costs']")

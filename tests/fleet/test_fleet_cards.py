@@ -17,7 +17,7 @@ from board.server.clock import ManualClock, iso
 from board.server.services import fleet_history
 from tests.support.boardtest import World, db_rows
 from tests.support.fleettest import BADGES, Keeper, enroll_keeper
-from tests.support.pages_support import sign_in
+from tests.support.pages_support import pages_as
 
 MB = 1048576
 
@@ -27,13 +27,9 @@ def reported(handle: str, state: str, **extra: Any) -> dict[str, Any]:
 
 
 async def fleet_page(world: World) -> str:
-    alice = await sign_in(world.board, "alice")
-    try:
-        status, text = await alice.get("/fleet")
-        assert status == 200, text
-        return text
-    finally:
-        await alice.close()
+    [(status, text)] = await pages_as(world.board, "alice", "/fleet")
+    assert status == 200, text
+    return text
 
 
 def card(page: str, handle: str) -> str:

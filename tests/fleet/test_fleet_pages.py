@@ -22,7 +22,7 @@ from board.server.services import fleet
 from board.server.store.connection import Connection
 from tests.support.boardtest import World
 from tests.support.fleettest import enroll_keeper
-from tests.support.pages_support import sign_in
+from tests.support.pages_support import pages_as, sign_in
 
 
 def reported(handle: str, state: str, **extra: Any) -> dict[str, Any]:
@@ -31,17 +31,14 @@ def reported(handle: str, state: str, **extra: Any) -> dict[str, Any]:
 
 async def pages_answer(world: World, handles: list[str]) -> str:
     """/fleet and each bot's page answer 200; the fleet page's text."""
-    b = await sign_in(world.board, "alice")
-    try:
-        status, fleet = await b.get("/fleet")
-        assert status == 200, fleet
-        for handle in handles:
-            assert f'id="bot-{handle}"' in fleet
-            status, text = await b.get(f"/fleet/bots/{handle}")
-            assert status == 200, (handle, text)
-        return fleet
-    finally:
-        await b.close()
+    (status, fleet), *bots = await pages_as(
+        world.board, "alice", "/fleet", *(f"/fleet/bots/{h}" for h in handles)
+    )
+    assert status == 200, fleet
+    for handle, (status, text) in zip(handles, bots, strict=True):
+        assert f'id="bot-{handle}"' in fleet
+        assert status == 200, (handle, text)
+    return fleet
 
 
 async def test_the_fleet_pages_render_every_state_of_a_bot(clocked_world: World, clock: ManualClock) -> None:

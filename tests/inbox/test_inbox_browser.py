@@ -17,7 +17,7 @@ from playwright.async_api import Browser, BrowserContext, Page, expect
 
 from board.server.services import auth
 from tests.support.boardtest import World
-from tests.support.browser_support import Tab
+from tests.support.browser_support import Tab, use_login_link
 from tests.support.pages_support import login_link
 
 LIVE = re.compile(r"\blive\b")
@@ -67,10 +67,9 @@ async def _signed_in(chromium: Browser, world: World, out: Path, path: str) -> t
     context = await chromium.new_context(viewport={"width": 1280, "height": 800})
     await context.grant_permissions(["notifications"], origin=world.board.url)
     await context.add_init_script(RECORD_NOTIFICATIONS)
-    tab = await _tab(context, out)
-    await tab.page.goto(world.board.url + await login_link(world.board, "alice"))
-    await tab.page.click("#use-link")
-    await tab.page.wait_for_url("**/c/**")
+    tab = await use_login_link(
+        await _tab(context, out), world.board.url + await login_link(world.board, "alice")
+    )
     await tab.page.goto(world.board.url + path)
     await expect(tab.page.locator("body")).to_have_class(LIVE)
     return context, tab

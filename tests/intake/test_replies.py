@@ -21,7 +21,7 @@ import pytest
 from tests.support.boardtest import Board, World, db_rows, eventually, populate, start_board, stop_board
 from tests.support.forge import FakeForge
 from tests.support.notify_support import fast_retries
-from tests.support.pages_support import sign_in
+from tests.support.pages_support import pages_as
 
 SECRET = "s3cret-webhook-key-of-some-length"
 TOKEN = "forge-api-token-1234"
@@ -165,16 +165,13 @@ async def test_a_marked_reply_and_the_done_summary_each_become_one_comment(
     human_comment = await forge.send(forge.commented(issue, "Thanks!"))  # a person's comment still comes in
     assert human_comment.answer["status"] == "accepted"
 
-    page = await sign_in(world.board)
-    try:
-        status, html = await page.get(f"/t/{thread_id}")
-        assert status == 200 and 'id="forge-replies"' in html and html.count('data-state="sent"') == 2
-        status, intake = await page.get("/intake?source=acme")
-        assert status == 200 and intake.count('data-state="sent"') == 2 and "own comment" in intake
-        answers.keep(html)
-        answers.keep(intake)
-    finally:
-        await page.close()
+    (status, html), (intake_status, intake) = await pages_as(
+        world.board, "alice", f"/t/{thread_id}", "/intake?source=acme"
+    )
+    assert status == 200 and 'id="forge-replies"' in html and html.count('data-state="sent"') == 2
+    assert intake_status == 200 and intake.count('data-state="sent"') == 2 and "own comment" in intake
+    answers.keep(html)
+    answers.keep(intake)
     answers.keep(await world.human.request("GET", "/api/intake/sources"))
     answers.keep(await world.human.request("GET", "/api/intake/deliveries"))
     answers.check()
@@ -242,15 +239,10 @@ async def test_a_forge_that_always_fails_ends_failed_with_its_error_on_the_threa
     assert shown["comment_id"] is None and shown["sent_at"] is None
     bot_view = await world.bot.thread(thread_id)  # the bot that wrote it sees it failed too
     assert bot_view["forge_replies"][0]["state"] == "failed"
-    page = await sign_in(world.board)
-    try:
-        _, html = await page.get(f"/t/{thread_id}")
-        assert 'data-state="failed"' in html and "Failed: HTTP 500 Internal Server Error" in html
-        _, intake = await page.get("/intake")
-        assert '<tr id="reply-' in intake and "HTTP 500 Internal Server Error" in intake
-        assert TOKEN not in html and TOKEN not in intake
-    finally:
-        await page.close()
+    (_, html), (_, intake) = await pages_as(world.board, "alice", f"/t/{thread_id}", "/intake")
+    assert 'data-state="failed"' in html and "Failed: HTTP 500 Internal Server Error" in html
+    assert '<tr id="reply-' in intake and "HTTP 500 Internal Server Error" in intake
+    assert TOKEN not in html and TOKEN not in intake
 
 
 async def test_a_wrong_token_fails_without_showing_any_token(world: World, board_log: Path) -> None:

@@ -23,10 +23,9 @@ from playwright.async_api import Browser, Locator, expect
 from tests.keeper.keeperrun import KeeperProcess, daemons, fleet_bot, group_gone, running, state
 from tests.launcher.botrun import LiveBoard
 from tests.support.boardtest import World, eventually
-from tests.support.browser_support import Tab, new_tab
+from tests.support.browser_support import Tab, signed_in_tab
 from tests.support.doctor_support import doctor_async, doctor_env
 from tests.support.fleettest import BADGES, enroll_keeper
-from tests.support.pages_support import login_link
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -42,10 +41,7 @@ async def painted(badge: Locator) -> str | None:
 
 async def fleet_tab(chromium: Browser, world: World, tmp_path: Path, width: int = 1280) -> Tab:
     """A tab signed in as alice, on /fleet."""
-    tab = await new_tab(chromium, tmp_path, width)
-    await tab.page.goto(world.board.url + await login_link(world.board, "alice"))
-    await tab.page.click("#use-link")
-    await tab.page.wait_for_url("**/c/**")
+    tab = await signed_in_tab(chromium, world, tmp_path, width)
     await tab.page.goto(world.board.url + "/fleet")
     return tab
 

@@ -27,7 +27,7 @@ from tests.launcher.botrun import LiveBoard
 from tests.launcher.fakeharness import Fake
 from tests.support.boardtest import World, eventually
 from tests.support.doctor_support import doctor_async, doctor_env
-from tests.support.pages_support import sign_in
+from tests.support.pages_support import pages_as
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -89,14 +89,10 @@ async def test_a_missing_repo_is_misconfigured_and_not_restarted_until_a_human_r
     starts = [e for e in keeper.events("state") if e["bot"] == "confused" and e["state"] == "starting"]
     assert len(starts) == 1
     assert (await fleet_bot(world, "confused"))["state"] == "misconfigured"  # type: ignore[index]
-    b = await sign_in(world.board, "alice")
-    try:
-        status, page = await b.get("/fleet")
-        assert status == 200
-        row = page[page.index('id="bot-confused"') :]
-        assert f"repo {tmp_path / 'no-such-repo'} is not a directory" in row[: row.index("</article>")]
-    finally:
-        await b.close()
+    [(status, page)] = await pages_as(world.board, "alice", "/fleet")
+    assert status == 200
+    row = page[page.index('id="bot-confused"') :]
+    assert f"repo {tmp_path / 'no-such-repo'} is not a directory" in row[: row.index("</article>")]
 
     # board doctor says the same in one line naming the bot, its machine, the reason and the fix.
     env = doctor_env(tmp_path / "doctor", live.port, BOARD_DB=str(live.db_path))

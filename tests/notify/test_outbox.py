@@ -43,7 +43,7 @@ from tests.support.notify_support import (
     fast_retries,
     self_signed,
 )
-from tests.support.pages_support import sign_in
+from tests.support.pages_support import pages_as, sign_in
 
 DESTINATIONS = ("webhook", "slack", "ntfy", "email")
 
@@ -190,12 +190,10 @@ async def test_a_destination_that_always_fails_ends_failed_with_its_error_in_the
     assert len(receiver.refused) == 3 and not receiver.at("/ntfy/a")
     (other,) = (await world.human.destination_log(ids["slack"]))["notifications"]
     assert other["state"] == "sent"
-    alice = await sign_in(board)
-    status, html = await alice.get(f"/settings/destinations/{ids['ntfy']}")
+    [(status, html)] = await pages_as(board, "alice", f"/settings/destinations/{ids['ntfy']}")
     assert status == 200
     row = html[html.index(f'id="notification-{entry["id"]}"') :].split("</tr>")[0]
     assert 'class="state-failed"' in row and "HTTP 500 Internal Server Error" in row and ">3<" in row
-    await alice.close()
 
 
 async def test_the_settings_forms_add_a_destination_choose_its_kinds_and_remove_it(

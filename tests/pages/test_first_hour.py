@@ -14,7 +14,7 @@ from playwright.async_api import Browser, expect
 from board.server.services import posting, workspaces
 from tests.support.boardtest import World
 from tests.support.browser_support import signed_in_tab
-from tests.support.pages_support import sign_in
+from tests.support.pages_support import pages_as, sign_in
 
 TEMPLATES = resources.files("board.server.pages").joinpath("templates")
 PATTERN = re.compile(r'\bpattern="([^"]*)"')
@@ -70,15 +70,10 @@ async def test_a_form_stops_at_the_length_the_board_takes(world: World) -> None:
     """Past the service's limit the board answers with an error page and what was typed is lost,
     so each box holds no more than the board takes."""
     limit = {f.name: f.metadata["max_len"] for f in dataclasses.fields(workspaces.NewWorkspace)}
-    alice = await sign_in(world.board, "alice")
-    try:
-        _, listed = await alice.get("/workspaces")
-        _, lobby = await alice.get("/c/lobby?workspace=proj")
-        _, thread = await alice.get(
-            f"/t/{(await world.bot.post('hi', channel='lobby', workspace='proj'))['id']}"
-        )
-    finally:
-        await alice.close()
+    root = await world.bot.post("hi", channel="lobby", workspace="proj")
+    (_, listed), (_, lobby), (_, thread) = await pages_as(
+        world.board, "alice", "/workspaces", "/c/lobby?workspace=proj", f"/t/{root['id']}"
+    )
     names = re.findall(r'<input name="name"[^>]*>', listed)
     assert len(names) >= 2 and all(f'maxlength="{limit["name"]}"' in n for n in names), names
     seed = re.findall(r'<textarea name="seed"[^>]*>', listed)

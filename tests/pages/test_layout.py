@@ -12,7 +12,7 @@ from playwright.async_api import Browser, Page, expect
 from board.server.pages import all_pages
 from routines import importer
 from tests.support.boardtest import World, db_execute
-from tests.support.browser_support import Tab, axe_findings, new_tab, signed_in_tab
+from tests.support.browser_support import Tab, axe_findings, new_tab, signed_in_tab, use_login_link
 from tests.support.fleettest import enroll_keeper
 from tests.support.forge import FakeForge
 from tests.support.pages_support import login_link
@@ -222,9 +222,7 @@ async def test_times_are_relative_exact_on_hover_and_move_on(
     await page.clock.install(
         time=created + timedelta(seconds=2)
     )  # the page's clock, however slow the machine
-    await page.goto(world.board.url + await login_link(world.board, "alice"))
-    await page.click("#use-link")
-    await page.wait_for_url("**/c/**")
+    await use_login_link(tab, world.board.url + await login_link(world.board, "alice"))
     await page.goto(world.board.url + "/settings")
     async with page.expect_navigation():  # the page reloads to show its times in the new zone
         await page.get_by_label("Time zone").select_option("Pacific/Marquesas")

@@ -8,7 +8,7 @@ import re
 from board.launcher.harnesses import ADAPTERS
 from board.server.pages.onboard import LABELS, paragraph
 from tests.support.boardtest import World
-from tests.support.pages_support import sign_in, tab_panels
+from tests.support.pages_support import pages_as, sign_in, tab_panels
 from tests.support.refusals import refused
 
 
@@ -26,8 +26,7 @@ async def test_onboard_has_a_tab_per_harness_with_its_lines_and_says_each_paragr
     world: World,
 ) -> None:
     await world.human.create_channel("builds", workspace="proj")
-    alice = await sign_in(world.board)
-    status, page = await alice.get("/onboard?workspace=proj")
+    [(status, page)] = await pages_as(world.board, "alice", "/onboard?workspace=proj")
     assert status == 200
     tabs = re.findall(r'<button type="button" role="tab" id="tab-(\w+)" aria-controls="harness-(\w+)"', page)
     assert [t for t, _ in tabs] == list(ADAPTERS) and all(t == panel for t, panel in tabs)
@@ -51,7 +50,6 @@ async def test_onboard_has_a_tab_per_harness_with_its_lines_and_says_each_paragr
     sentences = re.findall(r"<p[^>]*>(.*?)</p>", page, re.S)
     assert len(sentences) == len(set(sentences)), [s for s in sentences if sentences.count(s) > 1]
     assert text.count("--watch</code> out") == 1 and text.count("board mcp</code> must be on") == 1
-    await alice.close()
 
 
 async def test_every_command_and_token_a_page_shows_has_its_copy_button(world: World) -> None:
@@ -133,12 +131,11 @@ async def test_the_audit_pick_lists_offer_the_values_present_and_filter_with_pag
 
 
 async def test_audit_cursors_that_cannot_be_read_are_refused_and_bots_read_no_audit(world: World) -> None:
-    alice = await sign_in(world.board)
-    for bad in ("before=0", "before=x", "since=-1", "limit=501"):
-        status, page = await alice.get(f"/audit?{bad}")
+    bads = ("before=0", "before=x", "since=-1", "limit=501")
+    answers = await pages_as(world.board, "alice", *(f"/audit?{bad}" for bad in bads))
+    for bad, (status, page) in zip(bads, answers, strict=True):
         assert status == 422, bad
         assert bad.split("=")[0] in page
-    await alice.close()
     await refused(world.human.audit(before=0), "INVALID_ARGUMENT", message="before", unchanged=world.board)
     await refused(world.bot.audit(before=10**6), "FORBIDDEN", unchanged=world.board)
     answer = await world.human.audit(before=10**6, limit=2)

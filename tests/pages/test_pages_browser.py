@@ -11,7 +11,7 @@ from playwright.async_api import Browser, expect
 from board.server.services import auth
 from routines import importer
 from tests.support.boardtest import Board, World, db_rows
-from tests.support.browser_support import new_tab, signed_in_tab
+from tests.support.browser_support import new_tab, signed_in_tab, use_login_link
 from tests.support.fleettest import enroll_keeper
 from tests.support.pages_support import login_link
 
@@ -39,16 +39,15 @@ async def test_sign_in_with_the_link_then_the_link_is_refused(
 
 async def test_a_first_visit_to_a_fresh_board(chromium: Browser, board: Board, tmp_path: Path) -> None:
     """What install.sh's link opens on a board with nothing in it yet: the steps to a fleet."""
-    tab = await new_tab(chromium, tmp_path)
-    await tab.page.goto(board.url + await login_link(board, "alice"))
-    await tab.page.click("#use-link")
-    await tab.page.wait_for_url("**/c/lobby?workspace=admin")
+    tab = await use_login_link(
+        await new_tab(chromium, tmp_path), board.url + await login_link(board, "alice")
+    )
+    await tab.page.wait_for_url("**/c/lobby?workspace=admin")  # the admin lobby, where the steps are
     await expect(tab.page.locator("#get-started")).to_contain_text("Create a workspace")
     await tab.shot("00-first-run")
-    phone = await new_tab(chromium, tmp_path, width=390)
-    await phone.page.goto(board.url + await login_link(board, "alice"))
-    await phone.page.click("#use-link")
-    await phone.page.wait_for_url("**/c/**")
+    phone = await use_login_link(
+        await new_tab(chromium, tmp_path, width=390), board.url + await login_link(board, "alice")
+    )
     await phone.shot("00-first-run-phone")
     await tab.page.goto(board.url + "/workspaces")
     await expect(tab.page.locator("#seed-who")).to_contain_text("No admin bot exists yet")

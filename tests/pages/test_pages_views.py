@@ -12,7 +12,7 @@ from board.server.clock import ManualClock
 from board.server.pages.board import STREAM_PAGE
 from board.server.services import auth
 from tests.support.boardtest import Board, World, db_rows, snapshot
-from tests.support.pages_support import sign_in, tab_panels
+from tests.support.pages_support import pages_as, sign_in, tab_panels
 
 
 async def test_a_channel_opens_on_its_latest_page_and_links_to_older(world: World) -> None:
@@ -89,13 +89,15 @@ async def test_the_audit_log_filters_by_time(world: World) -> None:
     assert until["entries"] == []
     _, since_first = await world.human.call("GET", "/api/audit", params={"from": first_at, "limit": "500"})
     assert len(since_first["entries"]) == len(entries)
-    alice = await sign_in(world.board)
-    status, page = await alice.get("/audit?action=invite.create&from=2000-01-01T00:00:00Z")
+    (status, page), (refused, _) = await pages_as(
+        world.board,
+        "alice",
+        "/audit?action=invite.create&from=2000-01-01T00:00:00Z",
+        "/audit?from=not-a-time",
+    )
     rows = page.split("<tbody>", 1)[1]  # the pick-lists above offer every action the log holds
     assert status == 200 and "invite.create" in rows and "human.create" not in rows
-    status, page = await alice.get("/audit?from=not-a-time")
-    assert status == 422
-    await alice.close()
+    assert refused == 422
 
 
 async def test_a_profile_shows_the_latest_wakes_with_their_cost(world: World) -> None:
@@ -103,8 +105,7 @@ async def test_a_profile_shows_the_latest_wakes_with_their_cost(world: World) ->
         await world.bot.record_wake(
             harness="claude", started_at=f"2026-11-30T04:{i:02d}:00Z", outcome="ok", cost_usd=0.01 * (i + 1)
         )
-    alice = await sign_in(world.board)
-    status, page = await alice.get("/a/pb")
+    [(status, page)] = await pages_as(world.board, "alice", "/a/pb")
     assert status == 200
     assert "2026-11-30T04:24:00Z" in page and "$0.2500" in page  # the newest
     assert "2026-11-30T04:04:00Z" not in page  # past the latest 20
@@ -113,7 +114,6 @@ async def test_a_profile_shows_the_latest_wakes_with_their_cost(world: World) ->
     )
     assert [w["started_at"] for w in newest["wakes"]] == ["2026-11-30T04:24:00Z", "2026-11-30T04:23:00Z"]
     assert newest["has_more"] and newest["next_before"] == newest["wakes"][-1]["id"]
-    await alice.close()
 
 
 async def test_answers_carry_the_boards_own_time(world: World) -> None:
@@ -140,8 +140,7 @@ async def test_a_new_channel_name_opens_empty_and_its_first_post_creates_it(worl
 
 
 async def test_onboard_shows_how_to_add_the_boards_mcp_server_to_each_harness(world: World) -> None:
-    alice = await sign_in(world.board)
-    status, page = await alice.get("/onboard")
+    [(status, page)] = await pages_as(world.board, "alice", "/onboard")
     assert status == 200
     board = world.board.url
     sections = tab_panels(page)
@@ -154,7 +153,6 @@ async def test_onboard_shows_how_to_add_the_boards_mcp_server_to_each_harness(wo
         config = json.loads(html.unescape(text))
         assert board in json.dumps(config), harness
     assert 'class="line mcp"' not in sections["command"] and 'class="no-mcp"' in sections["command"]
-    await alice.close()
 
 
 async def test_a_routine_decision_the_service_refuses_changes_nothing(world: World) -> None:
@@ -215,29 +213,26 @@ async def test_a_run_waiting_for_the_running_one_says_so_and_run_now_again_chang
 
 async def test_onboard_suggests_only_channels_the_workspace_has(world: World) -> None:
     await world.human.create_workspace("fresh")
-    alice = await sign_in(world.board)
-    for workspace in ("proj", "fresh"):
-        status, page = await alice.get(f"/onboard?workspace={workspace}")
+    answers = await pages_as(world.board, "alice", "/onboard?workspace=proj", "/onboard?workspace=fresh")
+    for workspace, (status, page) in zip(("proj", "fresh"), answers, strict=True):
         assert status == 200
         listed = await world.human.channels(workspace=workspace, limit=500)
         existing = {c["slug"] for c in listed["channels"]}
         watched = set(re.findall(r"--watch ([\w.-]+)", page))
         assert watched and watched <= existing, (workspace, watched, existing)
         assert f"--repo ~/src/{workspace}" in page
-    status, page = await alice.get("/onboard?workspace=fresh")
+    _, page = answers[1]
     assert set(re.findall(r"--watch ([\w.-]+)", page)) == {"lobby"}
     sections = tab_panels(page)
     command = sections["command"]
     assert "--harness command" in command and "BOT_COMMAND_TEMPLATE=" in command
     assert "posted as the bot" in command
-    await alice.close()
 
 
 async def test_workspaces_lists_the_bots_it_counts_with_their_kind(world: World) -> None:
     invite = await world.human.invite("proj")
     await world.board.client().register("cb", invite["invite"], kind="claude-code")
-    alice = await sign_in(world.board)
-    status, page = await alice.get("/workspaces")
+    [(status, page)] = await pages_as(world.board, "alice", "/workspaces")
     assert status == 200
     card = page[page.index('id="ws-proj"') :]
     card = card[: card.index("</section>")]
@@ -246,7 +241,6 @@ async def test_workspaces_lists_the_bots_it_counts_with_their_kind(world: World)
     assert sorted(members) == [("cb", "claude-code"), ("pb", "other"), ("pb2", "other")]
     other = page[page.index('id="ws-other"') :]
     assert "/a/pb" not in other[: other.index("</section>")]  # another workspace's bots stay out
-    await alice.close()
 
 
 def _seed_note(page: str) -> str:
@@ -256,18 +250,14 @@ def _seed_note(page: str) -> str:
 
 
 async def test_the_seed_field_says_which_admin_bots_act_on_it(world: World) -> None:
-    alice = await sign_in(world.board)
-    _, page = await alice.get("/workspaces")
+    [(_, page)] = await pages_as(world.board, "alice", "/workspaces")
     note = _seed_note(page)
     assert "its bots act on it: ab." in note and "nobody" not in note
-    await alice.close()
 
 
 async def test_the_seed_field_says_nobody_acts_until_an_admin_bot_exists(board: Board) -> None:
     await board.human("alice")
-    alice = await sign_in(board)
-    _, page = await alice.get("/workspaces")
+    [(_, page)] = await pages_as(board, "alice", "/workspaces")
     note = _seed_note(page)
     assert "No admin bot exists yet, so nobody will act on seed material" in note
     assert "board admin invite admin" in note
-    await alice.close()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from board.server.services.posting import MAX_BODY
 from tests.support.boardtest import World, snapshot, start_board, stop_board
-from tests.support.pages_support import sign_in
+from tests.support.pages_support import pages_as, sign_in
 from tests.support.refusals import refused
 
 MIXED = """A table, a link, code and a mention for @pb:
@@ -52,9 +52,7 @@ async def test_the_preview_is_the_body_as_the_posted_message_renders_it(world: W
     assert '<code class="language-python">print(&quot;&lt;b&gt;hi&lt;/b&gt;&quot;)' in html
     assert "@pb" in html
     posted = await world.human.post(MIXED, channel="lobby", workspace="proj")
-    alice = await sign_in(world.board)
-    status, page = await alice.get(f"/t/{posted['id']}")
-    await alice.close()
+    [(status, page)] = await pages_as(world.board, "alice", f"/t/{posted['id']}")
     assert status == 200
     body = re.search(rf'id="m{posted["id"]}".*?<div class="body">(.*?)</div>\n', page, re.S)
     assert body is not None

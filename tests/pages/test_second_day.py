@@ -12,7 +12,7 @@ from playwright.async_api import Browser, expect
 
 from tests.support.boardtest import World
 from tests.support.browser_support import signed_in_tab
-from tests.support.pages_support import sign_in
+from tests.support.pages_support import pages_as, sign_in
 
 LONG_HANDLE = "reviewer-bot-with-a-long-name-01"  # 32, the longest a handle may be
 
@@ -100,12 +100,7 @@ async def test_a_threads_and_a_bots_wakes_cost_what_the_costs_page_says(world: W
     spent = await world.human.request("GET", "/api/costs", params={"workspace": "proj"})
     by_bot = {row["bot"]: row for row in spent["bots"]}
     assert spent["total"]["estimate"] and by_bot["pb2"]["estimate"]
-    alice = await sign_in(world.board, "alice")
-    try:
-        _, thread = await alice.get(f"/t/{root}")
-        _, bot = await alice.get("/a/pb2")
-    finally:
-        await alice.close()
+    (_, thread), (_, bot) = await pages_as(world.board, "alice", f"/t/{root}", "/a/pb2")
     codex = f"${by_bot['pb2']['cost_usd']:.4f}"
     total = f"${spent['total']['cost_usd']:.4f}"
     wakes = thread.split('<table class="wakes">', 1)[1].split("</table>", 1)[0]
@@ -123,13 +118,7 @@ async def test_a_proposals_diff_reads_the_same_on_its_document_and_in_the_queue(
     await world.bot.put_document("notes.md", "# Notes\n\nold line\n", 0, "first")
     await world.human.review_revision("notes.md", "approve", 1, workspace="proj")
     await world.bot.put_document("notes.md", "# Notes\n\nnew line\n", 1, "second")
-    alice = await sign_in(world.board, "alice")
-    try:
-        _, doc = await alice.get("/kb/proj/notes.md")
-        _, queue = await alice.get("/kb/review")
-    finally:
-        await alice.close()
-    for page in (doc, queue):
+    for _, page in await pages_as(world.board, "alice", "/kb/proj/notes.md", "/kb/review"):
         diff = re.findall(r'<pre class="diff"[^>]*>(.*?)</pre>', page, re.S)[0]
         assert '<span class="del">-old line</span>' in diff and '<span class="add">+new line</span>' in diff
         assert not re.search(r'<span class="(add|del)">(---|\+\+\+) ', diff), diff

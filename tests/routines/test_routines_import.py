@@ -12,7 +12,7 @@ from pathlib import Path
 
 from board.server.services import auth
 from tests.support.boardtest import World, database_env
-from tests.support.pages_support import sign_in
+from tests.support.pages_support import pages_as
 from tests.support.processes import ROOT, board_env, command
 
 SHIPPED = ROOT / "docs" / "routines"
@@ -183,11 +183,7 @@ async def test_a_bot_that_cannot_run_one_routine_is_refused_naming_it_and_import
 async def test_the_line_an_empty_routines_page_shows_imports_as_it_reads(world: World) -> None:
     """A new person copies it from /routines and fills in its names: the shipped routines are
     proposed, the reconciler with a bot of their workspace and the daily care with an admin bot."""
-    alice = await sign_in(world.board, "alice")
-    try:
-        _, page = await alice.get("/routines")
-    finally:
-        await alice.close()
+    [(_, page)] = await pages_as(world.board, "alice", "/routines")
     shown = re.search(r'id="import-line"[^>]*>([^<]*)<', page)
     assert shown, page
     names = {"W": "proj", "B": "pb", "ADMIN_BOT": "ab"}

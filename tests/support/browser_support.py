@@ -77,7 +77,13 @@ async def signed_in_tab(
 ) -> Tab:
     """A tab signed in as alice with a one-time link, on the board page it opens."""
     tab = await new_tab(browser, out, width=width, height=height)
-    await tab.page.goto(world.board.url + await login_link(world.board, "alice"))
+    return await use_login_link(tab, world.board.url + await login_link(world.board, "alice"))
+
+
+async def use_login_link(tab: Tab, link: str) -> Tab:
+    """tab, having opened the one-time login link and used it: signed in, on the board page it
+    opens. For a tab whose context or page a test set up first (a clock, permissions, a size)."""
+    await tab.page.goto(link)
     await tab.page.click("#use-link")
     await tab.page.wait_for_url("**/c/**")
     return tab

@@ -21,7 +21,7 @@ from typing import Any
 import psutil
 from playwright.async_api import Browser
 
-from tests.support.browser_support import Tab, new_tab
+from tests.support.browser_support import Tab, new_tab, use_login_link
 from tests.support.processes import ROOT
 
 INSTALL = str(ROOT / "install.sh")
@@ -76,11 +76,7 @@ def machines(url: str, token: str, timeout: float = 60) -> dict[str, bool]:
 
 async def sign_in(browser: Browser, link: str, out: Path) -> Tab:
     """A tab that opened the login link and used it: the board's pages, signed in."""
-    tab = await new_tab(browser, out)
-    await tab.page.goto(link)
-    await tab.page.click("#use-link")
-    await tab.page.wait_for_url("**/c/**")
-    return tab
+    return await use_login_link(await new_tab(browser, out), link)
 
 
 async def signed_in_as(browser: Browser, link: str, out: Path) -> str:

@@ -76,6 +76,16 @@ async def sign_in(board: Board, handle: str = "alice") -> Browser:
     return b
 
 
+async def pages_as(board: Board, handle: str, *paths: str) -> list[tuple[int, str]]:
+    """Each path's (status, text) as handle's own signed-in session is answered, in order: a
+    test that only reads pages signs in, reads and closes the session whatever happens."""
+    b = await sign_in(board, handle)
+    try:
+        return [await b.get(path) for path in paths]
+    finally:
+        await b.close()
+
+
 def tab_panels(page: str) -> dict[str, str]:
     """Onboard's tab panels: harness name -> the panel's HTML, in page order."""
     return dict(re.findall(r'<section class="tabpanel" id="harness-(\w+)"[^>]*>(.*?)</section>', page, re.S))

@@ -10,7 +10,7 @@ import pytest
 from board.client import BoardClient
 from board.server.clock import ManualClock
 from tests.support.boardtest import World, db_execute, db_rows
-from tests.support.pages_support import sign_in
+from tests.support.pages_support import pages_as
 from tests.support.refusals import refused
 
 KEPT: dict[str, Any] = {
@@ -162,11 +162,7 @@ async def test_hostile_stored_values_render_escaped_on_the_thread_page(world: Wo
     )
     record = record_of(await w.human.thread(thread_id), "pb")
     assert record["commits"] == [{"sha": "7", "subject": ""}, {"sha": "", "subject": "<b>bold</b>"}]
-    browser = await sign_in(w.board)
-    try:
-        status, page = await browser.get(f"/t/{thread_id}")
-    finally:
-        await browser.close()
+    [(status, page)] = await pages_as(w.board, "alice", f"/t/{thread_id}")
     assert status == 200
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<b>bold</b>" not in page and "&lt;b&gt;bold&lt;/b&gt;" in page

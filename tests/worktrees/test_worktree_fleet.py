@@ -9,7 +9,7 @@ import pytest
 
 from tests.fleet.test_fleet_api import bot_report, fleet_setup
 from tests.support.boardtest import World, db_execute
-from tests.support.pages_support import sign_in
+from tests.support.pages_support import pages_as
 from tests.support.refusals import refused
 
 
@@ -104,11 +104,7 @@ async def test_hostile_stored_worktrees_do_not_break_the_fleet(world: World) -> 
     db_execute(w.board.db_path, FB1_STATUS, ('{"worktrees": {"a": 1}}',))
     assert fb1_of(await w.human.fleet())["worktrees"] == []
     db_execute(w.board.db_path, FB1_STATUS, (hostile,))
-    browser = await sign_in(w.board)
-    try:
-        status, page = await browser.get("/fleet")
-    finally:
-        await browser.close()
+    [(status, page)] = await pages_as(w.board, "alice", "/fleet")
     assert status == 200
     assert "<script>x()</script>" not in page and "&lt;script&gt;x()&lt;/script&gt;" in page
     assert page.count('class="inline worktree-action"') == 1  # thread 8, kept; 7's state is unknown
