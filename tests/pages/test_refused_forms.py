@@ -79,3 +79,27 @@ async def test_in_a_browser_the_refused_text_is_back_in_the_form(
     await expect(page.locator("#roots .msg").last).to_contain_text("line two & more.")
     await tab.shot("post-after-refusal")
     assert tab.errors == []
+
+
+def form_input(page: str, form_id: str, name: str) -> str:
+    found = re.search(rf'<form [^>]*id="{form_id}">(.*?)</form>', page, re.S)
+    assert found, f"no form {form_id}"
+    value = re.search(rf'<input name="{name}"[^>]*value="([^"]*)"', found.group(1))
+    assert value, f"no {name} in {form_id}"
+    return html.unescape(value.group(1))
+
+
+async def test_a_refused_knowledge_form_keeps_its_reason_on_the_documents_page(world: World) -> None:
+    await world.bot.put_document("notes.md", "# Notes\n\nsecret\n", 0, "start")
+    session = await sign_in(world.board)
+    try:
+        reason = 'a leaked key, "rotated" <today>'
+        form = {"workspace": "proj", "revision": "1", "reason": reason, "confirm": "yes"}
+        status, page = await session.post("/kb/proj/notes.md/redact", form)
+        assert status == 422 and 'id="redact-form"' in page and "secret" in page  # the document's page
+        assert form_input(page, "redact-form", "reason") == reason
+        assert form_input(page, "delete-form", "reason") == ""  # only the form that was sent
+        refusal = re.search(r'id="redact-form">.*?<p class="refusal"[^>]*>(.*?)</p>', page, re.S)
+        assert refusal and "Type redact" in refusal.group(1)
+    finally:
+        await session.close()
