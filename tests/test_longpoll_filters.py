@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from board.server.hub import Event
+from board.server.services.budgets import NOTICE_TAG
 from board.server.services.loopguard import HELD_TAG
+from board.server.services.wakes import QUIET_TAGS
 from board.server.store import channels as channel_store
 from board.server.store import identity as identity_store
 from board.server.store import messages as store
@@ -33,6 +35,7 @@ async def post_table(world: World) -> dict[str, Any]:
     dev = await peer.post("dev root", channel="dev", tags=["db"])
     await bot.post("pb in dev", channel="dev")
     await human.post("held look-alike", channel="dev", workspace="proj", tags=[HELD_TAG])
+    await human.post("budget notice look-alike", channel="dev", workspace="proj", tags=[NOTICE_TAG])
     convo = (await peer.open_conversation(["alice"], topic="without pb"))["conversation"]
     private = await peer.post("private to alice", conversation=convo["id"])
     await human.post("alice answers", reply_to=private["id"])
@@ -50,7 +53,7 @@ async def test_each_filter_reads_what_it_matches(world: World) -> None:
         events = [e for e in waiter.take() if isinstance(e, Event)]
     finally:
         ctx.hub.unsubscribe(waiter)
-    assert len(events) == 11, "the hub did not carry every message of the table"
+    assert len(events) == 12, "the hub did not carry every message of the table"
 
     async def ids(conn: Connection) -> dict[str, int]:
         proj = await workspace_store.by_slug(conn, "proj")
@@ -83,7 +86,7 @@ async def test_each_filter_reads_what_it_matches(world: World) -> None:
         MessageFilter(workspace_ids=[n["proj"]], not_author_id=n["pb2"]),
         MessageFilter(tag="ops"),
         MessageFilter(tag="db", roots=True),
-        MessageFilter(without_tag=HELD_TAG, channel_id=n["dev_channel"]),
+        MessageFilter(without_tags=(HELD_TAG, NOTICE_TAG), channel_id=n["dev_channel"]),
         MessageFilter(roots=True),
         MessageFilter(since=first + 3, before=first + 9),
     ]
@@ -97,7 +100,7 @@ async def test_each_filter_reads_what_it_matches(world: World) -> None:
             thread_id=thread,
             since=since,
             reader_id=n["pb"],
-            held_tag=HELD_TAG,
+            quiet_tags=QUIET_TAGS,
         )
 
     # A pending channel is one the bot watched before it existed: known by name to

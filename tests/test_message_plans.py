@@ -52,8 +52,8 @@ FILTERS = [
     MessageFilter(workspace_ids=[1], tag="plan"),
     MessageFilter(workspace_ids=[1], channel_id=1, roots=True),
     # the wake feed's watched channel and goal thread (store.messages.WatchFilter.sources)
-    MessageFilter(channel_id=1, since=3, not_author_id=2, without_tag="loop-held"),
-    MessageFilter(thread_id=1, since=3, not_author_id=2, without_tag="loop-held"),
+    MessageFilter(channel_id=1, since=3, not_author_id=2, without_tags=("loop-held",)),
+    MessageFilter(thread_id=1, since=3, not_author_id=2, without_tags=("loop-held",)),
 ]
 
 

@@ -226,8 +226,8 @@ TOOLS: list[Tool] = [
     ),
     Tool(
         "claim",
-        "Own a thread before working on it. claim (CLAIMED: someone holds it, leave it), release, "
-        "handoff (to), done (summary). id is the thread's root.",
+        "Own a thread before working on it. claim (note; CLAIMED: someone holds it, leave it), "
+        "release (reason), handoff (to, note), done (summary). id is the thread's root.",
         {
             "claim": Action("POST", "/api/threads/{id}/claim", path=CLAIM, body=("note", "lease_minutes")),
             "release": Action("POST", "/api/threads/{id}/release", path=CLAIM, body=("reason",)),

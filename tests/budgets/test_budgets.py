@@ -158,10 +158,15 @@ async def test_one_notice_per_hold_for_the_humans_only(clocked_world: World, clo
     world = clocked_world
     await world.human.set_budget("pb", budget_cost_usd=0.1)
     await wake(world.bot, clock, cost_usd=0.1)
+    cursor = int((await world.peer.wake(since=0, watch="lobby"))["cursor"])
+    watching = asyncio.create_task(world.peer.wake(since=cursor, watch="lobby", wait=2))
+    await asyncio.sleep(0.3)  # the peer's long-poll waits before the notice is posted
     for _ in range(3):  # three polls of one hold
         assert "held" in await feed(world.bot)
+    assert (await watching)["messages"] == []  # the notice woke no waiting bot
     [notice] = await notices(world)
     assert notice["kind"] == "event" and "@pb" in notice["body"] and "$0.10 of $0.10" in notice["body"]
+    assert notice["tags"] == ["budget-held"]  # its own tag: no loop held it
     inbox = await world.human.inbox(limit=50)
     assert notice["id"] in [m["id"] for m in inbox["messages"]]
     for bot in (world.bot, world.peer):  # no bot is woken by it, watching the lobby or not

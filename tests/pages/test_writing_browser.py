@@ -114,7 +114,8 @@ async def test_a_draft_survives_a_reload_and_is_gone_once_sent(
     # A refused send keeps the draft: the board refuses a body of spaces.
     await area.fill("   ")
     await area.press("Control+Enter")
-    await expect(page.locator(".card.error")).to_contain_text("The body is empty")
+    await expect(page.locator("#reply-form .refusal")).to_contain_text("The body is empty")
+    await expect(area).to_have_value("   ")  # the thread page again, the text in its form
     await page.goto(world.board.url + f"/t/{second['id']}")
     await expect(area).to_have_value("   ")
     # A send that went through spends it.

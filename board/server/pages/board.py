@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from aiohttp import web
 
@@ -12,8 +12,8 @@ from ..errors import NotFound
 from ..principal import Principal
 from ..services import channels, claims, costs, inbox, messages, posting, wakes, workspaces
 from ..services.context import Context
-from ..validation import arg
-from .routing import PageCall, PageRoute, local_path, redirect
+from ..validation import arg, parse_query
+from .routing import NOTHING_KEPT, Kept, PageCall, PageRoute, local_path, redirect
 
 SLUG = r"[a-z0-9._-]{2,64}"
 STREAM_PAGE = 30
@@ -70,8 +70,10 @@ async def _stream(call: PageCall, q: messages.MessageQuery) -> dict[str, Any]:
     }
 
 
-async def _board(call: PageCall, channel: str | None) -> web.StreamResponse:
-    q = call.query(BoardQuery)
+async def _board(
+    call: PageCall, channel: str | None, q: BoardQuery | None = None, kept: Kept = NOTHING_KEPT
+) -> web.StreamResponse:
+    q = q or call.query(BoardQuery)
     spaces = await all_workspaces(call.ctx, call.p)
     workspace = q.workspace or workspaces.first_to_show(spaces)
     sidebar = await _sidebar(call, spaces, workspace)
@@ -106,6 +108,7 @@ async def _board(call: PageCall, channel: str | None) -> web.StreamResponse:
         thread=thread,
         place=place,
         here=place(workspace, channel, conversation=q.conversation),
+        kept=kept,
         **sidebar,
         **stream,
     )
@@ -119,7 +122,7 @@ async def channel_page(call: PageCall) -> web.StreamResponse:
     return await _board(call, call.arg("slug"))
 
 
-async def thread_page(call: PageCall) -> web.StreamResponse:
+async def thread_page(call: PageCall, kept: Kept = NOTHING_KEPT) -> web.StreamResponse:
     thread_id = call.int_arg("id")
     thread = await messages.thread(call.ctx, call.p, thread_id, messages.ThreadQuery(limit=200))
     root = thread["messages"][0]
@@ -135,6 +138,7 @@ async def thread_page(call: PageCall) -> web.StreamResponse:
         cost=costs.of_wakes(woken["wakes"]),
         workspace=root["workspace"],
         place=place,
+        kept=kept,
     )
 
 
@@ -151,6 +155,12 @@ async def post_root(call: PageCall) -> web.StreamResponse:
     )
 
 
+async def post_root_again(call: PageCall, kept: Kept) -> web.StreamResponse:
+    """A refused new root: its channel or conversation again, the text typed still in the form."""
+    q = parse_query(BoardQuery, {k: call.form[k] for k in ("workspace", "conversation") if call.form.get(k)})
+    return await _board(call, call.request.match_info.get("slug"), q, kept)
+
+
 async def reply(call: PageCall) -> web.StreamResponse:
     """A reply in a thread; back to where the form was (the board's panel or the thread page)."""
     thread_id = call.int_arg("id")
@@ -158,6 +168,16 @@ async def reply(call: PageCall) -> web.StreamResponse:
     req = call.parsed_form(posting.PostMessage, reply_to=str(thread_id))
     await posting.post(call.ctx, call.p, req)
     return redirect(local_path(back, f"/t/{thread_id}"))
+
+
+async def reply_again(call: PageCall, kept: Kept) -> web.StreamResponse:
+    """A refused reply: the page it was written on again (the board's panel or the thread
+    page), the text typed still in the form."""
+    back = urlsplit(local_path(call.form.get("back"), ""))
+    if back.path == "/" or back.path.startswith("/c/"):
+        q = parse_query(BoardQuery, dict(parse_qsl(back.query)))
+        return await _board(call, back.path.removeprefix("/c/") or None, q, kept)
+    return await thread_page(call, kept)
 
 
 async def claim_action(call: PageCall) -> web.StreamResponse:
@@ -178,9 +198,9 @@ async def claim_action(call: PageCall) -> web.StreamResponse:
 ROUTES = [
     PageRoute("GET", "/", home, "The board of the default (or named) workspace."),
     PageRoute("GET", "/c/{slug}", channel_page, "A channel's stream, with a thread panel."),
-    PageRoute("POST", "/c/{slug}", post_root, "Post a new root in this channel."),
-    PageRoute("POST", "/", post_root, "Post a new root in a conversation."),
+    PageRoute("POST", "/c/{slug}", post_root, "Post a new root in this channel.", refill=post_root_again),
+    PageRoute("POST", "/", post_root, "Post a new root in a conversation.", refill=post_root_again),
     PageRoute("GET", "/t/{id}", thread_page, "A thread with its claim history and wakes."),
-    PageRoute("POST", "/t/{id}", reply, "Reply in a thread."),
+    PageRoute("POST", "/t/{id}", reply, "Reply in a thread.", refill=reply_again),
     PageRoute("POST", "/t/{id}/{action}", claim_action, "Release, finish or hand off a thread's claim."),
 ]

@@ -11,7 +11,7 @@ from ..services import workspaces
 from ..services.knowledge import documents, inputs, moderation, reads
 from ..validation import whole_number
 from .board import all_workspaces
-from .routing import PageCall, PageRoute, redirect
+from .routing import NOTHING_KEPT, Kept, PageCall, PageRoute, redirect
 
 DOC = "/kb/{slug}/{path:.+}"
 
@@ -46,7 +46,8 @@ def _doc_url(slug: str, path: str) -> str:
     return f"/kb/{slug}/{path}"
 
 
-async def document(call: PageCall) -> web.StreamResponse:
+async def document(call: PageCall, kept: Kept = NOTHING_KEPT) -> web.StreamResponse:
+    """One document's page; ``kept`` a refused form of it (its reason typed) to show again."""
     slug, path = call.arg("slug"), call.arg("path")
     query = dict(call.request.query)
     revision = whole_number("revision", query["revision"]) if query.get("revision") else None
@@ -69,7 +70,13 @@ async def document(call: PageCall) -> web.StreamResponse:
             ),
         )
     return call.render(
-        "kb_doc.html", doc=doc, history=history["revisions"], diff=diff, workspace=slug, doc_path=path
+        "kb_doc.html",
+        doc=doc,
+        history=history["revisions"],
+        diff=diff,
+        workspace=slug,
+        doc_path=path,
+        kept=kept,
     )
 
 
@@ -122,5 +129,6 @@ ROUTES = [
         "/kb/{slug}/{path:.+}/{action:review|resolve|dispute|delete|redact}",
         act,
         "Review, resolve, dispute, delete or redact.",
+        refill=document,
     ),
 ]

@@ -16,7 +16,7 @@ import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import quote, urlsplit
 
@@ -101,12 +101,36 @@ PageHandler = Callable[[PageCall], Awaitable[web.StreamResponse]]
 
 
 @dataclass(frozen=True)
+class Kept:
+    """A refused form: where it was sent, what was typed in it and why it was refused, for
+    the page it was on to show again with the text in place (a template asks by its action)."""
+
+    action: str = ""
+    fields: Mapping[str, str] = field(default_factory=dict)
+    error: BoardError | None = None
+
+    def value(self, action: str, name: str) -> str:
+        return self.fields.get(name, "") if action == self.action else ""
+
+    def refusal(self, action: str) -> BoardError | None:
+        return self.error if action == self.action else None
+
+
+NOTHING_KEPT = Kept()
+
+#: Renders the page a refused form was on again, given the form kept (a route's ``refill``).
+Refill = Callable[[PageCall, Kept], Awaitable[web.StreamResponse]]
+
+
+@dataclass(frozen=True)
 class PageRoute:
     method: str
     path: str
     handler: PageHandler
     summary: str
     public: bool = False
+    #: A form whose refusal shows its page again with what was typed; without one, the error page.
+    refill: Refill | None = None
     #: As the pipeline asks of a route: a page answers with its own response (a redirect is
     #: kept for a form sent again), holds no secret in a redirect, and answers after its write;
     #: who may do what is its services' to say (services/actions.py).
@@ -148,7 +172,7 @@ def render(
         csrf=session.csrf if session else "",
         request_id=_fresh_request_id,  # one per rendered form: sent twice, it takes effect once
         path=request.path,
-        **values,
+        **{"kept": NOTHING_KEPT, **values},
     )
     return web.Response(text=html, status=status, content_type="text/html", headers=SECURITY_HEADERS)
 
@@ -215,16 +239,21 @@ def endpoint(route: PageRoute) -> Callable[[web.Request], Awaitable[web.StreamRe
         if session is None and not route.public:
             return to_login(request)
         form: dict[str, str] = {}
+        trusted = False  # a form is shown again only once its CSRF token passed
         try:
             if request.method == "POST":
                 posted = await request.post()
                 form = {k: v for k, v in posted.items() if isinstance(v, str)}
                 if session is not None:
                     sessions.require_csrf(session, form.get("csrf"))
+                    trusted = True
             principal = session.principal if session is not None else None  # the roster shows the human here
-            answer = await perform(ctx, principal, route, Sent(PageCall(request, ctx, session, form)))
+            call = PageCall(request, ctx, session, dict(form))  # the handler's to change; ``form`` is kept
+            answer = await perform(ctx, principal, route, Sent(call))
             return _page(request, session, answer)
         except BoardError as exc:
+            if trusted and route.refill is not None:
+                return await _refilled(route.refill, PageCall(request, ctx, session, form), exc)
             return _error_page(request, session, exc)
         except web.HTTPException:
             raise
@@ -256,10 +285,27 @@ def _came_from(request: web.Request) -> str | None:
 
 def _error_page(request: web.Request, session: sessions.Session | None, exc: BoardError) -> web.Response:
     response = render(request, "error.html", session, status=exc.status, error=exc, back=_came_from(request))
+    _retry_after(response, exc)
+    return response
+
+
+async def _refilled(refill: Refill, call: PageCall, exc: BoardError) -> web.StreamResponse:
+    """The page a refused form was on, with the refusal beside the form and the text typed in
+    it, under the refusal's status; the error page when that page cannot be shown either."""
+    kept = Kept(call.request.path, _given(call.form, ()), exc)
+    try:
+        response = await refill(call, kept)
+    except BoardError:
+        return _error_page(call.request, call.session, exc)
+    response.set_status(exc.status)
+    _retry_after(response, exc)
+    return response
+
+
+def _retry_after(response: web.StreamResponse, exc: BoardError) -> None:
     retry_after = exc.details.get("retry_after")
     if retry_after is not None:
         response.headers["Retry-After"] = str(max(1, round(retry_after + 0.499)))
-    return response
 
 
 def setup(app: web.Application, routes: list[PageRoute], clock: Clock) -> None:

@@ -29,7 +29,7 @@ from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..store.writer import emit
 from ..validation import arg
-from . import actions, audit, loopguard, scope
+from . import actions, audit, scope
 from .context import Context
 from .longpoll import MAX_WAIT
 from .posting import post_event
@@ -171,7 +171,7 @@ async def tell(ctx: Context, agent_id: int, hold: Hold) -> None:
             body,
             channel="lobby",
             meta={"budget": hold.as_dict(), "bot": agent["handle"]},
-            tags=[NOTICE_TAG, loopguard.HELD_TAG],  # the notice wakes no watching bot
+            tags=[NOTICE_TAG],  # wakes no watching bot (wakes.QUIET_TAGS)
             also_for=dict.fromkeys(await loop_store.human_ids(conn), "held"),
             parse_mentions=False,
             notify=False,

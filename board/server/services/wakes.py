@@ -32,6 +32,10 @@ from .longpoll import poll
 from .messages import event_view, message_page, render, rows_to_messages
 from .paging import Page, bounded_page
 
+# The tags of messages that wake no bot watching their channel: the loop guard's held
+# message and a budget hold's notice (each read by a person, neither a task for a bot).
+QUIET_TAGS = (loopguard.HELD_TAG, budgets.NOTICE_TAG)
+
 
 @dataclass
 class WakeQuery:
@@ -154,7 +158,7 @@ async def wake_scope(
             thread_id=thread_id,
             since=since,
             reader_id=p.agent_id,
-            held_tag=loopguard.HELD_TAG,  # a held message wakes no bot
+            quiet_tags=QUIET_TAGS,
         )
         return WakeScope(keys, inbox, watched, list(watching), view)
 

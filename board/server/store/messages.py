@@ -35,7 +35,7 @@ class MessageFilter:
     author_id: int | None = None
     not_author_id: int | None = None  # a reader's own messages left out
     tag: str | None = None
-    without_tag: str | None = None
+    without_tags: tuple[str, ...] = ()  # messages carrying any of these left out
     roots: bool = False
     since: int | None = None
     before: int | None = None
@@ -67,9 +67,10 @@ class MessageFilter:
         if self.tag is not None:
             clauses.append("m.id IN (SELECT message_id FROM message_tags WHERE tag = ?)")
             params.append(self.tag)
-        if self.without_tag is not None:
-            clauses.append("m.id NOT IN (SELECT message_id FROM message_tags WHERE tag = ?)")
-            params.append(self.without_tag)
+        if self.without_tags:
+            marks = ",".join("?" * len(self.without_tags))
+            clauses.append(f"m.id NOT IN (SELECT message_id FROM message_tags WHERE tag IN ({marks}))")
+            params += self.without_tags
         if self.roots:
             clauses.append("m.reply_to IS NULL")
         if self.since is not None:
@@ -92,7 +93,7 @@ class MessageFilter:
             and (self.author_id is None or event.author_id == self.author_id)
             and (self.not_author_id is None or event.author_id != self.not_author_id)
             and (self.tag is None or self.tag in message["tags"])
-            and (self.without_tag is None or self.without_tag not in message["tags"])
+            and not any(tag in message["tags"] for tag in self.without_tags)
             and (not self.roots or message["reply_to"] is None)
             and (self.since is None or event.id > self.since)
             and (self.before is None or event.id < self.before)
@@ -244,7 +245,7 @@ def to_dict(row: Row) -> dict[str, Any]:
 @dataclass(frozen=True)
 class WatchFilter:
     """What a bot watches besides its inbox: its channels and goal thread, but not its own
-    messages nor those the loop guard holds.
+    messages nor the quiet ones (those the loop guard holds, a budget hold's notice).
 
     A watched channel not created yet is named by ``pending`` slug: :meth:`matches`
     knows it by name, :meth:`sources` by the ids of those created since.
@@ -256,7 +257,7 @@ class WatchFilter:
     thread_id: int | None
     since: int
     reader_id: int
-    held_tag: str
+    quiet_tags: tuple[str, ...]  # a message carrying one wakes no bot
 
     def sources(self, created: list[int]) -> list[MessageFilter]:
         """One filter per watched channel (with those ``created`` since) and for the goal thread."""
@@ -271,7 +272,7 @@ class WatchFilter:
             thread_id=thread_id,
             since=self.since,
             not_author_id=self.reader_id,
-            without_tag=self.held_tag,
+            without_tags=self.quiet_tags,
         )
 
     def matches(self, event: Event) -> bool:
@@ -285,7 +286,7 @@ class WatchFilter:
             watched
             and event.id > self.since
             and event.author_id != self.reader_id
-            and self.held_tag not in event.message["tags"]
+            and not any(tag in event.message["tags"] for tag in self.quiet_tags)
         )
 
 

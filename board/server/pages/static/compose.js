@@ -17,12 +17,13 @@
     return `board-draft:${path}|${data.get("workspace") || ""}|${data.get("conversation") || ""}`;
   }
 
-  // A post that went through lands on a page of the board; a refused one on the error page.
+  // A post that went through lands on a page of the board; a refused one on its form, shown
+  // again with the refusal, or on the error page.
   // Either way the page after a send is the one to say whether its draft is spent.
   function settleSending() {
     const pending = JSON.parse(sessionStorage.getItem(SENDING) || "null");
     sessionStorage.removeItem(SENDING);
-    if (!pending || document.querySelector(".card.error[data-code]")) return;
+    if (!pending || document.querySelector(".card.error[data-code], form.compose .refusal[data-code]")) return;
     if (localStorage.getItem(pending.key) === pending.text) localStorage.removeItem(pending.key);
   }
 
