@@ -80,6 +80,9 @@ BADGES: dict[str, Badge] = {
 UP = ("running", "waking", "starting", "backoff")
 #: The words of an order its keeper has not carried out yet.
 PENDING = {"start": "starting…", "stop": "stopping…", "restart": "restarting…"}
+#: A last wake that did not go well, in words (the daemon's outcome of POST /api/wakes); any
+#: other word a keeper sends shows as it is, and ``ok`` not at all.
+WAKE_OUTCOMES = {"failed": "failed", "timeout": "timed out", "error": "the harness did not start"}
 
 
 def shown_state(state: str, machine_status: str) -> str:
