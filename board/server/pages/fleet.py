@@ -7,7 +7,8 @@ renders them again when the fleet changes (every fleet write signals the hub aft
 its commit) and on a slow beat, since a machine turning stale is time passing with
 no write to wait for. Each bot's card has its state in a word and a colour, why it
 stopped, the last lines of its log and small charts of its last hours. Removing a
-machine asks first, on a page of its own naming the bots it will unassign.
+machine asks first, on a page of its own naming the bots it will unassign; a single bot is
+unassigned from its own page (its card links there).
 """
 
 from __future__ import annotations
@@ -185,6 +186,11 @@ ROUTES = [
         remove_machine,
         "Remove a machine; its bots are unassigned first.",
     ),
-    PageRoute("GET", "/fleet/bots/{handle}", bot, "One bot of the fleet: its recent wakes and log tail."),
+    PageRoute(
+        "GET",
+        "/fleet/bots/{handle}",
+        bot,
+        "One bot of the fleet: its recent wakes, its log tail, and unassigning it.",
+    ),
     PageRoute("GET", "/fleet/events", events, "The fleet's cards, live, as Server-Sent Events."),
 ]
