@@ -20,6 +20,7 @@ from aiohttp import web
 
 from ..errors import NotFound
 from ..services import fleet, fleet_history, registry, sessions, wakes
+from .people import NEWEST
 from .routing import TEMPLATES, PageCall, PageRoute, redirect
 from .sparkline import Spark, sparks
 
@@ -120,7 +121,9 @@ async def bot(call: PageCall) -> web.StreamResponse:
     found = [b for m in await _machines(call) for b in m["bots"] if b["handle"] == handle]
     if not found:
         raise NotFound("bot")
-    woken = await wakes.list_wakes(call.ctx, call.p, wakes.WakeList(bot=handle, limit=RECENT_WAKES))
+    woken = await wakes.list_wakes(
+        call.ctx, call.p, wakes.WakeList(bot=handle, before=NEWEST, limit=RECENT_WAKES)
+    )
     return call.render("fleet_bot.html", bot=found[0], wakes=woken["wakes"])
 
 
