@@ -246,3 +246,20 @@ async def test_a_bots_page_lists_its_latest_wakes_newest_first(world: World) -> 
     assert table is not None
     listed = [int(i) for i in re.findall(r'<a href="/t/(\d+)">', table.group(0))]
     assert listed == posted[::-1][: fleet_page.RECENT_WAKES]
+
+
+async def test_a_bots_page_words_its_wakes_outcomes_as_its_card_does(world: World) -> None:
+    """The card said "timed out" where the bot's page, one click on, said "timeout"."""
+    await world.human.create_profile("proj-dev", "proj", "claude")
+    await enroll_keeper(world.board, world.human, "box1")
+    await world.human.assign_bot("box1", "proj-dev", "pb")
+    for outcome in ("ok", "failed", "timeout", "error"):
+        await world.bot.record_wake(harness="claude", started_at="2026-12-01T00:00:00Z", outcome=outcome)
+    alice = await sign_in(world.board, "alice")
+    try:
+        status, text = await alice.get("/fleet/bots/pb")
+    finally:
+        await alice.close()
+    assert status == 200, text
+    rows = re.findall(r"<tr><td>.*?</td><td>.*?</td><td>([^<]*)</td>", text)
+    assert rows == ["the harness did not start", "timed out", "failed", "ok"]

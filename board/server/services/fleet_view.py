@@ -80,8 +80,8 @@ BADGES: dict[str, Badge] = {
 UP = ("running", "waking", "starting", "backoff")
 #: The words of an order its keeper has not carried out yet.
 PENDING = {"start": "starting…", "stop": "stopping…", "restart": "restarting…"}
-#: A last wake that did not go well, in words (the daemon's outcome of POST /api/wakes); any
-#: other word a keeper sends shows as it is, and ``ok`` not at all.
+#: How a wake ended, in words, on a bot's card and its page (the outcome of POST /api/wakes); any
+#: other word shows as it is (the card leaves ``ok`` out: it names only a wake that went wrong).
 WAKE_OUTCOMES = {"failed": "failed", "timeout": "timed out", "error": "the harness did not start"}
 
 
