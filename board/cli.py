@@ -727,12 +727,24 @@ def fleet() -> None:
 
 
 def _bot_line(bot: dict[str, Any]) -> str:
+    """One bot as ``/fleet`` shows it: the page's word for its state (its keeper's last word
+    beside it when the page says otherwise: an offline machine, a held bot) and an order on
+    its way."""
+    from .server.services.fleet_view import BADGES, PENDING
+
+    state = bot["state"]
+    shown = bot.get("shown") or state
+    said = BADGES[shown].word if shown in BADGES else shown
+    if shown != state:
+        said += f", its keeper last said {state}"
     pid = f" pid {bot['pid']}" if bot.get("pid") else ""
+    hold = f" ({bot['hold']})" if bot.get("hold") else ""
+    pending = f"; {PENDING.get(bot['pending'], bot['pending'])}" if bot.get("pending") else ""
     wake = bot.get("last_wake") or {}
     last = f"; last wake {wake['at']} {wake.get('outcome')}" if wake.get("at") else ""
     return (
-        f"  {bot['handle']} ({bot['workspace']}/{bot['profile']}): {bot['state']}{pid}, "
-        f"should be {bot['desired']}; restarts {bot.get('restarts', 0)}{last}"
+        f"  {bot['handle']} ({bot['workspace']}/{bot['profile']}): {said}{pid}{hold}, "
+        f"should be {bot['desired']}{pending}; restarts {bot.get('restarts', 0)}{last}"
     )
 
 

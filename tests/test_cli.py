@@ -20,6 +20,7 @@ import pytest
 from board.client import BoardAPIError, BoardClient
 from board.server.services.auth import hash_secret
 from tests.support.boardtest import World, database_env, db_rows
+from tests.support.fleettest import enroll_keeper
 from tests.support.processes import board_env, command, free_port
 
 
@@ -141,6 +142,30 @@ async def test_admin_enroll_code_prints_a_code_a_keeper_enrolls_with(world: Worl
     with pytest.raises(BoardAPIError) as err:
         await world.board.client().enroll(code)
     assert err.value.code == "UNAUTHENTICATED"
+
+
+async def test_fleet_ls_says_what_the_fleet_page_says(world: World) -> None:
+    """A bot on a machine whose keeper went quiet, and one an order is on its way to: the listing
+    printed the keeper's last word (``running``) where the page says the machine is offline, and
+    nothing of the stop the human had just asked for."""
+    await world.human.create_profile("proj-dev", "proj", "claude")
+    quiet = await enroll_keeper(world.board, world.human, "box8")
+    box1 = await enroll_keeper(world.board, world.human, "box1")
+    await world.human.assign_bot("box8", "proj-dev", "away")
+    await world.human.assign_bot("box1", "proj-dev", "s1")
+    await quiet.client.fleet_report(
+        {"interval": 0.05, "bots": [{"handle": "away", "state": "running", "pid": 7}]}
+    )
+    await box1.client.fleet_report(
+        {"interval": 3600, "bots": [{"handle": "s1", "state": "running", "pid": 8}]}
+    )
+    await world.human.fleet_order("s1", "stop")
+    await asyncio.sleep(2.5)  # box8's three intervals and the 2 s allowance: stale
+    result = await cli("fleet", "ls", **as_caller(world, world.human))
+    assert result.status == 0, result.err
+    lines = {line.split()[0]: line for line in result.out.splitlines() if line.startswith("  ")}
+    assert "away (proj/proj-dev): machine offline, its keeper last said running pid 7," in lines["away"]
+    assert "s1 (proj/proj-dev): running pid 8, should be stopped; stopping…;" in lines["s1"]
 
 
 async def test_admin_enroll_code_is_issued_only_as_a_human_and_for_a_valid_name(world: World) -> None:

@@ -285,3 +285,39 @@ async def test_the_history_is_sampled_bounded_and_charted(clocked_world: World, 
     assert cpu is not None and len(cpu.group(1).split()) == len(samples())  # a point per sample kept
     wakes = re.search(r'spark-wakes">.*?</svg>', shown, re.S)
     assert wakes is not None and wakes.group(0).count("<rect ") == 2  # two slices had wakes
+
+
+async def test_a_wake_that_went_wrong_says_so_on_the_card(clocked_world: World, clock: ManualClock) -> None:
+    """A harness that crashed or hung past its timeout: the card's last wake says how it ended,
+    not only when and how long, so it does not read like a good one."""
+    world = clocked_world
+    await world.human.create_profile("proj-dev", "proj", "claude")
+    box1 = await _fleet(world, ["ok1", "fail1", "slow1", "never1", "odd1"])
+
+    def wake(outcome: str) -> dict[str, Any]:
+        return {"at": iso(clock.now()), "duration_s": 8.0, "cost_usd": None, "outcome": outcome}
+
+    await box1.client.fleet_report(
+        {
+            "interval": 10,
+            "bots": [
+                reported("ok1", "running", last_wake=wake("ok")),
+                reported("fail1", "running", last_wake=wake("failed")),
+                reported("slow1", "running", last_wake=wake("timeout")),
+                reported("never1", "running", last_wake=wake("error")),
+                reported("odd1", "running", last_wake=wake("<b>odd</b>")),
+            ],
+        }
+    )
+    page = await fleet_page(world)
+    said = {
+        h: re.findall(r'<span class="wake-outcome">([^<]*)</span>', card(page, h))
+        for h in ("ok1", "fail1", "slow1", "never1", "odd1")
+    }
+    assert said == {
+        "ok1": [],
+        "fail1": ["failed"],
+        "slow1": ["timed out"],
+        "never1": ["the harness did not start"],
+        "odd1": ["&lt;b&gt;odd&lt;/b&gt;"],
+    }

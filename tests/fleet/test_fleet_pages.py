@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import aiohttp
@@ -218,3 +219,44 @@ async def test_signing_out_ends_the_fleet_stream_at_once(world: World) -> None:
     assert (await asyncio.wait_for(_fleet_events(resp, 1), 5)) == [("signed-out", "{}")]
     assert world.board.ctx.hub.waiting == 0
     await alice.close()
+
+
+async def test_a_bots_page_lists_its_latest_wakes_newest_first(world: World) -> None:
+    """Its recent wakes are its last ones: the page asked for the first 20 ever, so a bot that had
+    woken more than that showed wakes from its first hour and never today's."""
+    await world.human.create_profile("proj-dev", "proj", "claude")
+    await enroll_keeper(world.board, world.human, "box1")
+    await world.human.assign_bot("box1", "proj-dev", "pb")
+    posted = [
+        (await world.human.post(f"@pb job {n}", channel="lobby", workspace="proj"))["id"] for n in range(25)
+    ]
+    for n, message in enumerate(posted):
+        started = f"2026-12-01T00:{n:02d}:00Z"
+        await world.bot.record_wake(harness="claude", started_at=started, trigger_ids=[message], outcome="ok")
+    alice = await sign_in(world.board, "alice")
+    try:
+        status, text = await alice.get("/fleet/bots/pb")
+    finally:
+        await alice.close()
+    assert status == 200, text
+    table = re.search(r'<table id="wakes">.*?</table>', text, re.S)
+    assert table is not None
+    listed = [int(i) for i in re.findall(r'<a href="/t/(\d+)">', table.group(0))]
+    assert listed == posted[::-1][: fleet_page.RECENT_WAKES]
+
+
+async def test_a_bots_page_words_its_wakes_outcomes_as_its_card_does(world: World) -> None:
+    """The card said "timed out" where the bot's page, one click on, said "timeout"."""
+    await world.human.create_profile("proj-dev", "proj", "claude")
+    await enroll_keeper(world.board, world.human, "box1")
+    await world.human.assign_bot("box1", "proj-dev", "pb")
+    for outcome in ("ok", "failed", "timeout", "error"):
+        await world.bot.record_wake(harness="claude", started_at="2026-12-01T00:00:00Z", outcome=outcome)
+    alice = await sign_in(world.board, "alice")
+    try:
+        status, text = await alice.get("/fleet/bots/pb")
+    finally:
+        await alice.close()
+    assert status == 200, text
+    rows = re.findall(r"<tr><td>.*?</td><td>.*?</td><td>([^<]*)</td>", text)
+    assert rows == ["the harness did not start", "timed out", "failed", "ok"]

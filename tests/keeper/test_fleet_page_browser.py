@@ -6,8 +6,9 @@ reload, the last orders too; its Start button brings it back the same way. The
 add-a-machine form shows the installer's one line. A bot whose profile names a
 missing repo says why in one line on its card, the line ``board doctor`` prints
 too. Every state shows in a word and a colour of its own, on a desktop and on a
-phone with no sideways scroll. Removing the machine asks first, naming its bot,
-then the keeper, refused, stops the daemon.
+phone with no sideways scroll. Unassigning one bot on its page stops it alone.
+Removing the machine asks first, naming its bot, then the keeper, refused, stops
+the daemon.
 """
 
 from __future__ import annotations
@@ -188,6 +189,34 @@ async def test_each_state_in_a_word_and_a_colour_on_a_desktop_and_a_phone(
     await phone.shot("08-every-state-phone")
     await no_sideways_scroll(phone)
     assert tab.errors == [] and phone.errors == []
+
+
+async def test_unassigning_a_bot_on_its_page_stops_it_and_revokes_its_token(
+    chromium: Browser, world: World, keeper: KeeperProcess, tmp_path: Path
+) -> None:
+    """One bot taken off its machine from the pages, its machine and the other bots kept: the
+    route was there, but no page had its button (only removing the whole machine did it)."""
+    await world.human.assign_bot("box1", "proj-dev", "fb")
+    await world.human.assign_bot("box1", "proj-dev", "fc")
+    pgid = (await running(world, "fb"))["pid"]
+    await running(world, "fc")
+    token = keeper.bots_dir / "fb" / "token"
+    tab = await fleet_tab(chromium, world, tmp_path)
+    await tab.page.click("#bot-fb a.handle")
+    await expect(tab.page.locator("#unassign")).to_contain_text("its token stops working")
+    await expect(tab.page.locator("#unassign button")).to_have_text("Unassign fb from box1")
+    await tab.shot("11-unassign-asks")
+
+    await tab.page.click("#unassign button")
+    await tab.page.wait_for_url("**/fleet")
+    await expect(tab.page.locator("#bot-fb")).to_have_count(0)
+    await expect(tab.page.locator("#bot-fc")).to_have_attribute("data-state", "running")
+    await eventually(lambda: group_gone(pgid), "the keeper to stop the unassigned bot", 60)
+    await eventually(lambda: not token.exists(), "the keeper to delete its token file", 30)
+    assert await fleet_bot(world, "fb") is None and daemons(keeper, "fb") == []
+    assert len(daemons(keeper, "fc")) == 1
+    await tab.shot("12-unassigned")
+    assert tab.errors == []
 
 
 async def test_removing_a_machine_asks_unassigns_and_its_keeper_stops_the_bot(

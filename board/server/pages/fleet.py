@@ -7,7 +7,8 @@ renders them again when the fleet changes (every fleet write signals the hub aft
 its commit) and on a slow beat, since a machine turning stale is time passing with
 no write to wait for. Each bot's card has its state in a word and a colour, why it
 stopped, the last lines of its log and small charts of its last hours. Removing a
-machine asks first, on a page of its own naming the bots it will unassign.
+machine asks first, on a page of its own naming the bots it will unassign; a single bot is
+unassigned from its own page (its card links there).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from aiohttp import web
 
 from ..errors import NotFound
 from ..services import fleet, fleet_history, registry, sessions, wakes
+from .people import NEWEST
 from .routing import TEMPLATES, PageCall, PageRoute, redirect
 from .sparkline import Spark, sparks
 
@@ -119,7 +121,9 @@ async def bot(call: PageCall) -> web.StreamResponse:
     found = [b for m in await _machines(call) for b in m["bots"] if b["handle"] == handle]
     if not found:
         raise NotFound("bot")
-    woken = await wakes.list_wakes(call.ctx, call.p, wakes.WakeList(bot=handle, limit=RECENT_WAKES))
+    woken = await wakes.list_wakes(
+        call.ctx, call.p, wakes.WakeList(bot=handle, before=NEWEST, limit=RECENT_WAKES)
+    )
     return call.render("fleet_bot.html", bot=found[0], wakes=woken["wakes"])
 
 
@@ -185,6 +189,11 @@ ROUTES = [
         remove_machine,
         "Remove a machine; its bots are unassigned first.",
     ),
-    PageRoute("GET", "/fleet/bots/{handle}", bot, "One bot of the fleet: its recent wakes and log tail."),
+    PageRoute(
+        "GET",
+        "/fleet/bots/{handle}",
+        bot,
+        "One bot of the fleet: its recent wakes, its log tail, and unassigning it.",
+    ),
     PageRoute("GET", "/fleet/events", events, "The fleet's cards, live, as Server-Sent Events."),
 ]

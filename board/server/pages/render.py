@@ -14,7 +14,7 @@ from markupsafe import Markup, escape
 
 from ..clock import parse_time
 from ..markdown import markdown
-from ..services.fleet_view import BADGES, PENDING, last_line
+from ..services.fleet_view import BADGES, PENDING, WAKE_OUTCOMES, last_line
 
 
 def ago(stamp: str | None, now: datetime | None = None) -> str:
@@ -90,4 +90,5 @@ def environment() -> jinja2.Environment:
     env.globals["claim_line"] = claim_line
     env.globals["fleet_badges"] = BADGES
     env.globals["fleet_pending"] = PENDING
+    env.globals["wake_outcomes"] = WAKE_OUTCOMES
     return env

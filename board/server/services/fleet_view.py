@@ -80,6 +80,9 @@ BADGES: dict[str, Badge] = {
 UP = ("running", "waking", "starting", "backoff")
 #: The words of an order its keeper has not carried out yet.
 PENDING = {"start": "starting…", "stop": "stopping…", "restart": "restarting…"}
+#: How a wake ended, in words, on a bot's card and its page (the outcome of POST /api/wakes); any
+#: other word shows as it is (the card leaves ``ok`` out: it names only a wake that went wrong).
+WAKE_OUTCOMES = {"failed": "failed", "timeout": "timed out", "error": "the harness did not start"}
 
 
 def shown_state(state: str, machine_status: str) -> str:
