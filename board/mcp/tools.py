@@ -40,8 +40,18 @@ class Op:
     request_id: str | None = None
 
     def url_path(self) -> str:
-        """The route with its path arguments filled in, for a call over HTTP."""
-        return PLACEHOLDER.sub(lambda m: quote(self.path[m.group(1)], safe="/"), self.route)
+        """The route with its path arguments filled in, for a call over HTTP.
+
+        Each argument is quoted whole, '/' included: a '/' or '..' left bare would be read (and
+        resolved) as the URL's own, and the call would reach another route than its action's.
+        The board decodes it back, so the route parses the argument as ``/mcp`` hands it over.
+        """
+        return PLACEHOLDER.sub(lambda m: quote(self.path[m.group(1)], safe=""), self.route)
+
+    def request_path(self) -> str:
+        """The path as the board decodes it from :meth:`url_path`: what a request_id's
+        fingerprint holds, so a retry matches across ``/mcp`` and the API."""
+        return PLACEHOLDER.sub(lambda m: self.path[m.group(1)], self.route)
 
 
 PLACEHOLDER = re.compile(r"\{(\w+)(?::[^}]*)?\}")
