@@ -148,11 +148,14 @@ def _digest(fields: dict[str, Any]) -> str:
 
 
 def _next_run(routine: Any, approved: dict[str, Any] | None, now: datetime) -> str | None:
+    """When the next run starts: its time, or the end of the quiet hours it is due in (it waits)."""
     if approved is None or routine["paused"] or routine["active_since"] is None:
         return None
     parsed = schedules.parse(approved["schedule"], approved["timezone"])
     found = parsed.next_after(now, parse_time(routine["active_since"]))
-    return iso(found) if found is not None else None
+    if found is None:
+        return None
+    return iso(schedules.quiet_until(approved["quiet_hours"], parsed.zone, found))
 
 
 def _summary(
