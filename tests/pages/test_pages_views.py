@@ -184,6 +184,25 @@ async def test_a_routine_decision_the_service_refuses_changes_nothing(world: Wor
     await alice.close()
 
 
+async def test_a_rejected_version_says_so_with_its_note_until_another_is_proposed(world: World) -> None:
+    """Rejecting left a card reading only "No approved version": the decision and its reason
+    were in the routine's thread alone, so the page looked as if nothing had been proposed."""
+    fields = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "tidy up"}
+    await world.bot.propose_routine("tidy", **fields)
+    alice = await sign_in(world.board)
+    status, _ = await alice.post("/routines/tidy/versions/1/reject", {"note": "not <b>now</b>"})
+    assert status == 303
+    status, page = await alice.get("/routines")
+    [card] = re.findall(r'<section class="card routine" id="routine-tidy">(.*?)</section>', page, re.S)
+    [said] = re.findall(r'<p class="rejected">(.*?)</p>', card, re.S)
+    text = html.unescape(re.sub(r"<[^>]+>", "", said))
+    assert text.startswith("Version 1 was rejected by alice") and text.endswith(": not <b>now</b>"), text
+    await world.bot.propose_version("tidy", schedule="0 2 * * *", bot="pb", prompt="tidy up, gently")
+    status, page = await alice.get("/routines")
+    assert 'class="rejected"' not in page and 'id="pending-tidy-2"' in page, "the new proposal is the news"
+    await alice.close()
+
+
 async def test_a_run_waiting_for_the_running_one_says_so_and_run_now_again_changes_nothing(
     clocked_world: World, clock: ManualClock
 ) -> None:
