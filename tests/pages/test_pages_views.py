@@ -203,6 +203,20 @@ async def test_a_rejected_version_says_so_with_its_note_until_another_is_propose
     await alice.close()
 
 
+async def test_a_routines_time_allowed_reads_as_its_prompt_gives_it(world: World) -> None:
+    """90 s read "at most 1 min a run" while the run's prompt says "You have 90 seconds"."""
+    for name, seconds in (("quick", 90), ("hourly", 3600)):
+        fields = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "tidy up"}
+        await world.bot.propose_routine(name, **fields, max_run_seconds=seconds)
+        await world.human.approve_version(name, 1, "go")
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/routines")
+    assert status == 200
+    said = dict(re.findall(r'id="routine-(\w+)">.*?at most (.+?) a run', page, re.S))
+    assert said == {"quick": "90 s", "hourly": "60 min"}
+    await alice.close()
+
+
 async def test_a_run_waiting_for_the_running_one_says_so_and_run_now_again_changes_nothing(
     clocked_world: World, clock: ManualClock
 ) -> None:
