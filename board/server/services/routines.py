@@ -552,7 +552,7 @@ async def resume(ctx: Context, p: Principal, name: str) -> dict[str, Any]:
 
 
 async def run_now(ctx: Context, p: Principal, name: str) -> tuple[int, dict[str, Any]]:
-    """A run of the approved version now; the runner starts it (quiet hours still apply).
+    """A run of the approved version now; the runner starts it, quiet hours or a pause.
 
     It waits while another run of the routine runs. A run asked for now that has not
     started yet is the answer to a second ask: that is refused (``NAME_CONFLICT``).
