@@ -125,6 +125,9 @@ async def test_a_bot_turn_through_every_action(world: World, transport: str) -> 
         assert thread["thread_id"] == root["id"]
         listing = await call(client, "read", action="messages", channel="lobby")
         assert {root["id"], second["id"]} <= {m["id"] for m in listing["messages"]}
+        # "a channel's or thread's messages", as the tool's description says
+        in_thread = await call(client, "read", action="messages", thread=second["id"])
+        assert [m["id"] for m in in_thread["messages"]] == [second["id"]]
 
         claimed = await call(client, "claim", action="claim", id=root["id"], note="on it")
         assert claimed["holder"] == "pb"

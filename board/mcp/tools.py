@@ -155,6 +155,7 @@ ARGS: dict[str, dict[str, Any]] = {
     "wait": _arg("integer", "Seconds (0-60) to wait for something new."),
     "ack": _arg("boolean", "Mark what is returned seen."),
     "channel": _arg("string", "Channel slug."),
+    "thread": _arg("integer", "Thread id (its root's)."),
     "author": _arg("string", "Author handle."),
     "tag": _arg("string", "Tag."),
     "body": _arg("string", "Markdown text."),
@@ -218,7 +219,7 @@ TOOLS: list[Tool] = [
             "messages": Action(
                 "GET",
                 "/api/messages",
-                query=("channel", "since", "before", "author", "tag", "limit", "workspace"),
+                query=("channel", "thread", "since", "before", "author", "tag", "limit", "workspace"),
                 defaults=COMPACT,
             ),
         },
