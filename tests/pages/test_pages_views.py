@@ -217,6 +217,25 @@ async def test_a_routines_time_allowed_reads_as_its_prompt_gives_it(world: World
     await alice.close()
 
 
+async def test_a_run_due_in_quiet_hours_says_until_when_it_waits(clocked_world: World) -> None:
+    """A run the schedule made in quiet hours stays "scheduled" until they end; the runs list
+    and the page say so, where the row read only "scheduled" (the clock stands at 04:00 UTC)."""
+    world = clocked_world
+    fields = {"workspace": "proj", "schedule": "0 4 * * *", "bot": "pb", "prompt": "tidy up"}
+    await world.bot.propose_routine("tidy", **fields, quiet_hours="03:00-06:00")
+    await world.human.approve_version("tidy", 1, "go")
+    runner = world.board.client(await auth.runner_token(world.board.ctx))
+    await runner.create_run("tidy", 1, "2026-11-30T04:00:00Z")
+    [run] = (await world.human.routine_runs("tidy"))["runs"]
+    assert run["state"] == "scheduled" and run["waits_until"] == "2026-11-30T06:00:00Z"
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/routines")
+    assert status == 200
+    row = re.search(r'<tr class="run run-scheduled">.*?</tr>', page, re.S)
+    assert row is not None and "waits for the quiet hours to end" in row.group(0), page
+    await alice.close()
+
+
 async def test_a_run_waiting_for_the_running_one_says_so_and_run_now_again_changes_nothing(
     clocked_world: World, clock: ManualClock
 ) -> None:

@@ -281,6 +281,10 @@ async def list_runs(ctx: Context, p: Principal, name: str, q: RunList) -> dict[s
                 item["seen"] = await _seen(conn, routine, row)
             elif row["state"] == "scheduled" and running is not None:
                 item["waits_for"] = running["id"]  # it starts once that run has ended
+            elif row["state"] == "scheduled" and row["cause"] != "run-now":
+                ends = await _quiet_until(conn, routine, row, ctx.clock.now())
+                if ends is not None:
+                    item["waits_until"] = iso(ends)
             items.append(item)
         cursor = await store.change_cursor(conn)
         page: dict[str, Any] = {"runs": items, "has_more": len(rows) > q.limit, "cursor": cursor}
@@ -289,6 +293,16 @@ async def list_runs(ctx: Context, p: Principal, name: str, q: RunList) -> dict[s
         return page
 
     return await ctx.db.read(read)
+
+
+async def _quiet_until(conn: Connection, routine: Any, run: Any, now: datetime) -> datetime | None:
+    """When the quiet hours a scheduled run waits in end, if it waits in them now."""
+    version = await store.version(conn, routine["id"], run["version"])
+    if version is None or not version["quiet_hours"]:
+        return None
+    zone = schedules.parse(version["schedule"], version["timezone"]).zone
+    ends = schedules.quiet_until(version["quiet_hours"], zone, now)
+    return ends if ends > now else None
 
 
 async def _seen(conn: Connection, routine: Any, run: Any) -> dict[str, Any]:
