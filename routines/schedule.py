@@ -104,12 +104,28 @@ def in_quiet_hours(quiet: str | None, zone: ZoneInfo, moment: datetime) -> bool:
     """Whether ``moment`` falls in ``quiet`` ("22:00-07:00", wall time in ``zone``)."""
     if not quiet:
         return False
-    match = QUIET.fullmatch(quiet)
-    if match is None:
-        raise ValueError(f"Quiet hours are 'HH:MM-HH:MM'; got {quiet[:40]!r}.")
-    start = time(int(match[1]), int(match[2]))
-    end = time(int(match[3]), int(match[4]))
+    start, end = _quiet_bounds(quiet)
     local = moment.astimezone(zone).time()
     if start <= end:
         return start <= local < end
     return local >= start or local < end
+
+
+def quiet_until(quiet: str | None, zone: ZoneInfo, moment: datetime) -> datetime:
+    """When a run due at ``moment`` may start: the end of the quiet hours it falls in, or ``moment``."""
+    if not in_quiet_hours(quiet, zone, moment):
+        return moment
+    assert quiet is not None
+    end = _quiet_bounds(quiet)[1]
+    local = moment.astimezone(zone)
+    ends = local.replace(hour=end.hour, minute=end.minute, second=0, microsecond=0)
+    if ends <= local:
+        ends += timedelta(days=1)  # aware arithmetic keeps the wall time across a DST change
+    return ends.astimezone(UTC)
+
+
+def _quiet_bounds(quiet: str) -> tuple[time, time]:
+    match = QUIET.fullmatch(quiet)
+    if match is None:
+        raise ValueError(f"Quiet hours are 'HH:MM-HH:MM'; got {quiet[:40]!r}.")
+    return time(int(match[1]), int(match[2])), time(int(match[3]), int(match[4]))

@@ -125,6 +125,9 @@ async def test_a_bot_turn_through_every_action(world: World, transport: str) -> 
         assert thread["thread_id"] == root["id"]
         listing = await call(client, "read", action="messages", channel="lobby")
         assert {root["id"], second["id"]} <= {m["id"] for m in listing["messages"]}
+        # "a channel's or thread's messages", as the tool's description says
+        in_thread = await call(client, "read", action="messages", thread=second["id"])
+        assert [m["id"] for m in in_thread["messages"]] == [second["id"]]
 
         claimed = await call(client, "claim", action="claim", id=root["id"], note="on it")
         assert claimed["holder"] == "pb"
@@ -208,6 +211,27 @@ async def test_bad_arguments_are_tool_errors(world: World, transport: str) -> No
         # The route's own strict parsing, unchanged: an over-long body is LIMIT_EXCEEDED.
         too_long = await refused(client, "post", channel="lobby", body="x" * 16_001)
         assert too_long["code"] == "LIMIT_EXCEEDED"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_path_argument_stays_in_its_route(world: World, transport: str) -> None:
+    """An id or document path holding '/' or '..' is refused as the route's own parsing
+    refuses it, over both transports: over stdio it must not become another route's URL."""
+    root = await world.human.post("a thread", channel="lobby", workspace="proj")
+    async with connect(world.board, world.bot.token or "", transport) as client:
+        before = snapshot(world.board.db_path)
+        climbed = await refused(
+            client, "read", action="message", id=f"{root['id']}/../../threads/{root['id']}"
+        )
+        assert climbed["message"] == "'id' must be a positive whole number."
+        released = await refused(client, "claim", action="release", id=f"../messages/{root['id']}")
+        assert released["code"] == "INVALID_ARGUMENT" and "'id'" in released["message"]
+        doc = await refused(client, "knowledge", action="read", path="../../agents.md")
+        assert doc["code"] == "INVALID_ARGUMENT" and doc["details"] == {"field": "path"}
+        assert snapshot(world.board.db_path) == before, "a refused call changed nothing"
+        await world.peer.put_document("decisions/db.md", "sqlite\n", 0, "start")
+        read = await call(client, "knowledge", action="read", path="decisions/db.md")
+        assert read["body"] == "sqlite\n", "a path's own '/' still reaches the document"
 
 
 # -- scope ---------------------------------------------------------------------------------

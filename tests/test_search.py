@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from board.server.store import messages as store
-from board.server.store.search import Terms, _counts, _fold, relevance, snippet
+from board.server.store.search import SNIPPET_CHARS, Terms, _counts, _fold, relevance, snippet
 from tests.support.boardtest import World
 from tests.support.pages_support import sign_in
 
@@ -123,6 +123,22 @@ def test_a_snippet_is_the_stretch_with_the_matches_marked() -> None:
     assert snippet(Terms((("dep", True),)), "deployed") == "**deployed**"
     assert snippet(Terms((("db.py", False),)), "edit db.py now") == "edit **db.py** now"
     assert snippet(Terms((("x", False),)), "") == ""
+
+
+async def test_a_snippet_of_long_words_is_bounded_and_keeps_its_match(world: World) -> None:
+    """Sixteen words are no bound when a word is thousands of characters (a log line, a hash,
+    base64): the snippet is cut to characters too, around the match, so a search answer stays
+    small whatever was posted."""
+    long_word = "a" * 7_000
+    await world.human.post(f"{long_word} deploy {long_word}", channel="lobby", workspace="proj")
+    await world.human.post(f"see deploy {long_word} later", channel="lobby", workspace="proj")
+    found = await world.bot.search("deploy")
+    snippets = [m["snippet"] for m in found["messages"]]
+    assert len(snippets) == 2
+    for cut in snippets:
+        assert len(cut) <= SNIPPET_CHARS + 6, len(cut)  # the two marks and the ellipses
+        assert cut.startswith("…") or cut.startswith("see **deploy"), cut[:20]
+        assert "**deploy" in cut and cut.endswith("…"), cut[:20]
 
 
 async def test_the_search_page_goes_on_down_the_window_then_to_the_older_one(

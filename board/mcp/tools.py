@@ -40,8 +40,18 @@ class Op:
     request_id: str | None = None
 
     def url_path(self) -> str:
-        """The route with its path arguments filled in, for a call over HTTP."""
-        return PLACEHOLDER.sub(lambda m: quote(self.path[m.group(1)], safe="/"), self.route)
+        """The route with its path arguments filled in, for a call over HTTP.
+
+        Each argument is quoted whole, '/' included: a '/' or '..' left bare would be read (and
+        resolved) as the URL's own, and the call would reach another route than its action's.
+        The board decodes it back, so the route parses the argument as ``/mcp`` hands it over.
+        """
+        return PLACEHOLDER.sub(lambda m: quote(self.path[m.group(1)], safe=""), self.route)
+
+    def request_path(self) -> str:
+        """The path as the board decodes it from :meth:`url_path`: what a request_id's
+        fingerprint holds, so a retry matches across ``/mcp`` and the API."""
+        return PLACEHOLDER.sub(lambda m: self.path[m.group(1)], self.route)
 
 
 PLACEHOLDER = re.compile(r"\{(\w+)(?::[^}]*)?\}")
@@ -145,6 +155,7 @@ ARGS: dict[str, dict[str, Any]] = {
     "wait": _arg("integer", "Seconds (0-60) to wait for something new."),
     "ack": _arg("boolean", "Mark what is returned seen."),
     "channel": _arg("string", "Channel slug."),
+    "thread": _arg("integer", "Thread id (its root's)."),
     "author": _arg("string", "Author handle."),
     "tag": _arg("string", "Tag."),
     "body": _arg("string", "Markdown text."),
@@ -208,7 +219,7 @@ TOOLS: list[Tool] = [
             "messages": Action(
                 "GET",
                 "/api/messages",
-                query=("channel", "since", "before", "author", "tag", "limit", "workspace"),
+                query=("channel", "thread", "since", "before", "author", "tag", "limit", "workspace"),
                 defaults=COMPACT,
             ),
         },

@@ -182,6 +182,58 @@ async def test_a_routine_decision_the_service_refuses_changes_nothing(world: Wor
     await alice.close()
 
 
+async def test_a_rejected_version_says_so_with_its_note_until_another_is_proposed(world: World) -> None:
+    """Rejecting left a card reading only "No approved version": the decision and its reason
+    were in the routine's thread alone, so the page looked as if nothing had been proposed."""
+    fields = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "tidy up"}
+    await world.bot.propose_routine("tidy", **fields)
+    alice = await sign_in(world.board)
+    status, _ = await alice.post("/routines/tidy/versions/1/reject", {"note": "not <b>now</b>"})
+    assert status == 303
+    status, page = await alice.get("/routines")
+    [card] = re.findall(r'<section class="card routine" id="routine-tidy">(.*?)</section>', page, re.S)
+    [said] = re.findall(r'<p class="rejected">(.*?)</p>', card, re.S)
+    text = html.unescape(re.sub(r"<[^>]+>", "", said))
+    assert text.startswith("Version 1 was rejected by alice") and text.endswith(": not <b>now</b>"), text
+    await world.bot.propose_version("tidy", schedule="0 2 * * *", bot="pb", prompt="tidy up, gently")
+    status, page = await alice.get("/routines")
+    assert 'class="rejected"' not in page and 'id="pending-tidy-2"' in page, "the new proposal is the news"
+    await alice.close()
+
+
+async def test_a_routines_time_allowed_reads_as_its_prompt_gives_it(world: World) -> None:
+    """90 s read "at most 1 min a run" while the run's prompt says "You have 90 seconds"."""
+    for name, seconds in (("quick", 90), ("hourly", 3600)):
+        fields = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "tidy up"}
+        await world.bot.propose_routine(name, **fields, max_run_seconds=seconds)
+        await world.human.approve_version(name, 1, "go")
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/routines")
+    assert status == 200
+    said = dict(re.findall(r'id="routine-(\w+)">.*?at most (.+?) a run', page, re.S))
+    assert said == {"quick": "90 s", "hourly": "60 min"}
+    await alice.close()
+
+
+async def test_a_run_due_in_quiet_hours_says_until_when_it_waits(clocked_world: World) -> None:
+    """A run the schedule made in quiet hours stays "scheduled" until they end; the runs list
+    and the page say so, where the row read only "scheduled" (the clock stands at 04:00 UTC)."""
+    world = clocked_world
+    fields = {"workspace": "proj", "schedule": "0 4 * * *", "bot": "pb", "prompt": "tidy up"}
+    await world.bot.propose_routine("tidy", **fields, quiet_hours="03:00-06:00")
+    await world.human.approve_version("tidy", 1, "go")
+    runner = world.board.client(await auth.runner_token(world.board.ctx))
+    await runner.create_run("tidy", 1, "2026-11-30T04:00:00Z")
+    [run] = (await world.human.routine_runs("tidy"))["runs"]
+    assert run["state"] == "scheduled" and run["waits_until"] == "2026-11-30T06:00:00Z"
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/routines")
+    assert status == 200
+    row = re.search(r'<tr class="run run-scheduled">.*?</tr>', page, re.S)
+    assert row is not None and "waits for the quiet hours to end" in row.group(0), page
+    await alice.close()
+
+
 async def test_a_run_waiting_for_the_running_one_says_so_and_run_now_again_changes_nothing(
     clocked_world: World, clock: ManualClock
 ) -> None:

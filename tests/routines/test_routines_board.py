@@ -155,6 +155,29 @@ def test_quiet_hours_may_span_midnight() -> None:
     assert not schedules.in_quiet_hours(None, zone, at[1])
 
 
+async def test_the_next_run_due_in_quiet_hours_is_shown_when_it_starts(clocked_world: World) -> None:
+    """A run due in quiet hours waits until they end: the next run the page and the API give is
+    that end, not a time at which nothing will start (the clock stands at 04:00 UTC)."""
+    world = clocked_world
+    for name, schedule, quiet in (
+        ("night", "every 90s", "23:00-06:00"),  # due in 90 s, inside the quiet hours
+        ("dawn", "0 5 * * *", "05:30-06:15"),  # due at 05:00, before they begin
+        ("late", "30 5 * * *", "05:00-06:15"),  # due at 05:30, inside those of the day
+    ):
+        await world.bot.propose_routine(name, **{**FIELDS, "schedule": schedule, "quiet_hours": quiet})
+        await world.human.approve_version(name, 1, "go")
+    listed = {r["name"]: r["next_run"] for r in (await world.human.routines())["routines"]}
+    assert listed == {
+        "night": "2026-11-30T06:00:00Z",
+        "dawn": "2026-11-30T05:00:00Z",
+        "late": "2026-11-30T06:15:00Z",
+    }
+    paris = schedules.parse("0 2 * * *", "Europe/Paris").zone  # UTC+1: quiet ends 07:00, 06:00 UTC
+    assert schedules.quiet_until("22:00-07:00", paris, datetime(2026, 11, 30, 1, tzinfo=UTC)) == datetime(
+        2026, 11, 30, 6, tzinfo=UTC
+    )
+
+
 async def _runner(world: World) -> BoardClient:
     return world.board.client(await auth.runner_token(world.board.ctx))
 

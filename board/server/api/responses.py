@@ -330,7 +330,7 @@ COMPONENTS: dict[str, Schema] = {
             "outcome": STR,
             "wake_cost_usd": nullable(NUM),
         },
-        {"seen": ANY_OBJECT, "waits_for": INT},
+        {"seen": ANY_OBJECT, "waits_for": INT, "waits_until": TIME},
     ),
     "Routine": obj(
         {

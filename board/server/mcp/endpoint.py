@@ -52,7 +52,7 @@ class ToolSent(Sent):
             return self.call, None
         body = dict(op.body or {})
         parse_input(self.route, self.call, op.query, body)
-        rid = None if op.request_id is None else request_id(op.request_id, op.method, op.url_path(), body)
+        rid = None if op.request_id is None else request_id(op.request_id, op.method, op.request_path(), body)
         return self.call, rid
 
 

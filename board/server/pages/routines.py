@@ -46,17 +46,19 @@ def _words(version: dict[str, Any]) -> str:
 
 
 async def _routine_view(call: PageCall, summary: dict[str, Any]) -> dict[str, Any]:
+    """The card: its runs, its pending versions diffed, and the newest version when it was
+    rejected (the decision and its note, which otherwise only the routine's thread tells)."""
     name = summary["name"]
     runs = await routines.list_runs(call.ctx, call.p, name, routines.RunList(limit=RUNS_SHOWN))
-    view = summary | {"runs": runs["runs"], "pending_versions": []}
-    if summary["pending"]:
-        versions = (await routines.get_routine(call.ctx, call.p, name))["versions"]
-        view["pending_versions"] = [
-            v | {"schedule_words": _words(v), "diff": version_diff(v, summary["approved"])}
-            for v in versions
-            if v["state"] == "pending"
-        ]
-    return view
+    versions = (await routines.get_routine(call.ctx, call.p, name))["versions"]
+    newest = max(versions, key=lambda v: v["version"])
+    pending = [
+        v | {"schedule_words": _words(v), "diff": version_diff(v, summary["approved"])}
+        for v in versions
+        if v["state"] == "pending"
+    ]
+    rejected = newest if newest["state"] == "rejected" else None
+    return summary | {"runs": runs["runs"], "pending_versions": pending, "rejected": rejected}
 
 
 async def index(call: PageCall) -> web.StreamResponse:
@@ -94,7 +96,7 @@ async def act(call: PageCall) -> web.StreamResponse:
 
 
 ROUTES = [
-    PageRoute("GET", "/routines", index, "Routines: schedules, pending versions with their diffs, runs."),
+    PageRoute("GET", "/routines", index, "Routines: schedules, pending versions diffed, a rejection, runs."),
     PageRoute(
         "POST",
         "/routines/{name}/versions/{version}/{action:approve|reject}",

@@ -148,11 +148,14 @@ def _digest(fields: dict[str, Any]) -> str:
 
 
 def _next_run(routine: Any, approved: dict[str, Any] | None, now: datetime) -> str | None:
+    """When the next run starts: its time, or the end of the quiet hours it is due in (it waits)."""
     if approved is None or routine["paused"] or routine["active_since"] is None:
         return None
     parsed = schedules.parse(approved["schedule"], approved["timezone"])
     found = parsed.next_after(now, parse_time(routine["active_since"]))
-    return iso(found) if found is not None else None
+    if found is None:
+        return None
+    return iso(schedules.quiet_until(approved["quiet_hours"], parsed.zone, found))
 
 
 def _summary(
@@ -278,6 +281,10 @@ async def list_runs(ctx: Context, p: Principal, name: str, q: RunList) -> dict[s
                 item["seen"] = await _seen(conn, routine, row)
             elif row["state"] == "scheduled" and running is not None:
                 item["waits_for"] = running["id"]  # it starts once that run has ended
+            elif row["state"] == "scheduled" and row["cause"] != "run-now":
+                ends = await _quiet_until(conn, routine, row, ctx.clock.now())
+                if ends is not None:
+                    item["waits_until"] = iso(ends)
             items.append(item)
         cursor = await store.change_cursor(conn)
         page: dict[str, Any] = {"runs": items, "has_more": len(rows) > q.limit, "cursor": cursor}
@@ -286,6 +293,16 @@ async def list_runs(ctx: Context, p: Principal, name: str, q: RunList) -> dict[s
         return page
 
     return await ctx.db.read(read)
+
+
+async def _quiet_until(conn: Connection, routine: Any, run: Any, now: datetime) -> datetime | None:
+    """When the quiet hours a scheduled run waits in end, if it waits in them now."""
+    version = await store.version(conn, routine["id"], run["version"])
+    if version is None or not version["quiet_hours"]:
+        return None
+    zone = schedules.parse(version["schedule"], version["timezone"]).zone
+    ends = schedules.quiet_until(version["quiet_hours"], zone, now)
+    return ends if ends > now else None
 
 
 async def _seen(conn: Connection, routine: Any, run: Any) -> dict[str, Any]:
@@ -549,7 +566,7 @@ async def resume(ctx: Context, p: Principal, name: str) -> dict[str, Any]:
 
 
 async def run_now(ctx: Context, p: Principal, name: str) -> tuple[int, dict[str, Any]]:
-    """A run of the approved version now; the runner starts it (quiet hours still apply).
+    """A run of the approved version now; the runner starts it, quiet hours or a pause.
 
     It waits while another run of the routine runs. A run asked for now that has not
     started yet is the answer to a second ask: that is refused (``NAME_CONFLICT``).

@@ -189,14 +189,26 @@ def snippet(terms: Terms, text: str, words: int = 16) -> str:
                 first, best = at, held
     last = min(len(tokens), first + words) - 1
     begin, end = tokens[first][0], tokens[last][1]
+    whole = (begin, end)
+    if end - begin > SNIPPET_CHARS:  # long words: cut to characters too, a little before the first match
+        marks = [a for a, b in spans if a >= begin and b <= end]
+        begin = max(begin, min((marks[0] if marks else begin) - SNIPPET_CHARS // 4, end - SNIPPET_CHARS))
+        end = begin + SNIPPET_CHARS
     out, at = [], begin
     for a, b in spans:
-        if a < at or b > end:
+        if a < at or a >= end or b > whole[1]:
             continue
+        b = min(b, end)
         out += [text[at:a], "**", text[a:b], "**"]
         at = b
     out.append(text[at:end])
-    return ("…" if first else "") + "".join(out) + ("…" if last < len(tokens) - 1 else "")
+    before = first > 0 or begin > whole[0]
+    after = last < len(tokens) - 1 or end < whole[1]
+    return ("…" if before else "") + "".join(out) + ("…" if after else "")
+
+
+#: The most characters of text a snippet shows, however long its sixteen words are.
+SNIPPET_CHARS = 200
 
 
 _WORD = re.compile(r"[^\W_]+")
