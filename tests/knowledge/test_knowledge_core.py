@@ -8,6 +8,7 @@ from yarl import URL
 
 from board.server.errors import InvalidArgument
 from board.server.services.knowledge.text import check_path
+from board.server.store.search import SNIPPET_CHARS
 from tests.support.boardtest import INTEGRITY_ERRORS, PgDatabase, db_execute
 from tests.support.kb_support import World, db_rows, snapshot, write
 from tests.support.refusals import refused
@@ -338,3 +339,14 @@ async def test_an_archived_workspace_is_read_only(world: World) -> None:
         unchanged=world.board,
     )
     assert (await world.human.document("o.md", workspace="old"))["revision"] == 1
+
+
+async def test_a_search_snippet_of_long_words_is_bounded_and_keeps_its_match(world: World) -> None:
+    """The database's snippet is sixteen words, which a word of thousands of characters (a log
+    line, a hash) makes as long as the document: it is cut to characters around its match."""
+    long_word = "a" * 15_000
+    await world.bot.put_document("ops.md", f"# Ops\n\nrun deploy {long_word} deploy again\n", 0, "r")
+    found = await world.bot.knowledge(q="deploy")
+    [cut] = [d["snippet"] for d in found["documents"]]
+    assert len(cut) <= SNIPPET_CHARS + 6, len(cut)  # two marks and the ellipses
+    assert "**deploy**" in cut and cut.count("**") % 2 == 0, cut  # PostgreSQL's leaves the word out

@@ -211,4 +211,23 @@ def snippet(terms: Terms, text: str, words: int = 16) -> str:
 SNIPPET_CHARS = 200
 
 
+def bounded(marked: str) -> str:
+    """A snippet the database made (its matches in ``**``, at most sixteen words) cut to
+    :data:`SNIPPET_CHARS` of text as :func:`snippet` cuts: a little before the first match,
+    a mark the cut falls inside closed or opened again."""
+    if len(marked) <= SNIPPET_CHARS:
+        return marked
+    first = marked.find("**")
+    begin = max(0, min(first - SNIPPET_CHARS // 4 if first > 0 else 0, len(marked) - SNIPPET_CHARS))
+    end = begin + SNIPPET_CHARS
+    begin += marked.startswith("**", begin - 1) if begin else 0  # never half a mark
+    end -= marked.startswith("**", end - 1)
+    cut = marked[begin:end]
+    if marked.count("**", 0, begin) % 2:  # begins inside a match
+        cut = "**" + cut
+    if marked.count("**", 0, end) % 2:  # ends inside one
+        cut += "**"
+    return ("…" if begin else "") + cut + ("…" if end < len(marked) else "")
+
+
 _WORD = re.compile(r"[^\W_]+")

@@ -14,6 +14,7 @@ from ...principal import Principal
 from ...store import knowledge as store
 from ...store.connection import Connection
 from ...store.rows import Row
+from ...store.search import bounded
 from .. import scope
 from ..context import Context
 from ..messages import fts_query
@@ -55,7 +56,7 @@ async def list_documents(ctx: Context, p: Principal, slug: str | None, q: Knowle
     for row in rows:
         item = doc_item(row, now, historical=historical)
         if match is not None:
-            item["snippet"] = row["snippet"]
+            item["snippet"] = bounded(row["snippet"])
         items.append(item)
     ids = {row["path"]: row["document_id"] for row in rows}
     page = bounded_page(ctx, "documents", items, q.limit, q.max_bytes, descending=False, key="path")
