@@ -24,6 +24,8 @@ from pathlib import Path
 
 import psutil
 
+from .. import __file__ as _package_file
+from .. import __version__
 from ..launcher.daemon import PID_FILE, running_pid
 from ..processes import same_process, signal_group, start_time
 
@@ -64,6 +66,12 @@ class Daemon:
         for kid in kids:
             self.children.setdefault(kid.pid, kid)
         return self.children[kids[0].pid] if kids else None
+
+
+def installed_code() -> str:
+    """Which code a daemon started now runs: the version, and when the package was written
+    (``install.sh upgrade`` reinstalls a changed checkout under the same version)."""
+    return f"{__version__}@{os.stat(_package_file).st_mtime_ns}"
 
 
 def spawn(

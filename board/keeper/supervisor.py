@@ -62,6 +62,7 @@ class Slot:
     last_exit_code: int | None = None
     stopping: bool = False
     error: str = ""
+    code: str = ""  # processes.installed_code() when its daemon started; "" when not known
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +76,7 @@ class Slot:
             "in_a_row": self.in_a_row,
             "last_exit_code": self.last_exit_code,
             "error": self.error,
+            "code": self.code,
         }
 
 
@@ -105,6 +107,7 @@ class Supervisor:
         self._stops: dict[str, asyncio.Task[None]] = {}
         self._removals: set[asyncio.Task[None]] = set()
         self.sizes = worktrees.Sizes()  # each bot worktree's size on disk, measured at most once a minute
+        self.code = processes.installed_code()
 
     # -- persistence -----------------------------------------------------------------
 
@@ -143,6 +146,7 @@ class Supervisor:
                 in_a_row=int(saved.get("in_a_row", 0)),
                 last_exit_code=saved.get("last_exit_code"),
                 error=saved.get("error", ""),
+                code=saved.get("code", ""),
             )
             self.slots[handle] = slot
             daemon = processes.find(self.bot_dir(handle), saved.get("pid"), saved.get("started"))
@@ -278,6 +282,8 @@ class Supervisor:
                     self._stop(slot)
                 elif slot.state == "starting" and self._locked_by(slot):
                     self.note(slot, "running", detail=f"pid {slot.daemon.pid}")
+                elif slot.code not in ("", self.code) and slot.daemon.harness() is None:
+                    self._renew(slot)
                 elif time.time() - slot.daemon.started >= self.timing.stable_after:
                     slot.in_a_row = 0  # it ran long enough: the next crash starts the backoff over
                 continue
@@ -295,6 +301,15 @@ class Supervisor:
             ):
                 await self._start(slot)
 
+    def _renew(self, slot: Slot) -> None:
+        """Restart, between two turns, a daemon running the code from before an upgrade: the
+        keeper adopts its bots when it restarts, and they would run the old code to their end
+        (while the files under them are the new)."""
+        assert slot.daemon is not None
+        why = f"pid {slot.daemon.pid} runs the code installed before this one: restarting it between turns"
+        self.note(slot, "starting", detail=why)
+        self._stop(slot)
+
     def _locked_by(self, slot: Slot) -> bool:
         """Whether the daemon holds its bot's pid lock: configured, and reading the board."""
         assert slot.daemon is not None
@@ -304,6 +319,7 @@ class Supervisor:
         bot_dir = self.bot_dir(slot.handle)
         running = processes.find(bot_dir, None, None)
         if running is not None:  # a daemon for this bot already holds its lock: start no twin
+            slot.code = ""  # started by hand, with whichever code
             self._take_over(slot, running, "adopted: it was already running")
             return
         token_file = bot_dir / "token"
@@ -322,6 +338,7 @@ class Supervisor:
             cwd=self.directory / "work" / slot.handle,
             output=bot_dir / OUTPUT_FILE,
         )
+        slot.code = self.code
         self.note(slot, "starting", detail=f"pid {slot.daemon.pid}")
 
     def _crashed(self, slot: Slot, code: int | None, now: float) -> None:

@@ -10,6 +10,7 @@ the board is down, and its wake, with its cost, on the fleet report.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -21,6 +22,7 @@ from typing import Any
 import psutil
 import pytest
 
+from board.keeper.config import STATE_FILE
 from board.launcher.daemon import PID_FILE, running_pid
 from tests.keeper.keeperrun import KeeperProcess, daemons, fleet_bot, group_gone, running, state
 from tests.launcher.botrun import LiveBoard
@@ -138,6 +140,39 @@ async def test_restarted_keeper_adopts_its_bot(world: World, keeper: KeeperProce
     assert again["pid"] == bot["pid"]
     assert [p.pid for p in daemons(keeper, "fb")] == [bot["pid"]]
     assert again["restarts"] == bot["restarts"]
+
+
+async def test_a_bot_adopted_after_an_upgrade_is_restarted_once_its_turn_ends(
+    world: World, keeper: KeeperProcess, fake: Fake
+) -> None:
+    """A keeper restarted by ``install.sh upgrade`` adopts its bots, which still run the code
+    from before: each is restarted on the new code, between turns, never in one."""
+    fake.script({"do": "reply", "text": "the long answer", "delay": 4})
+    await world.human.assign_bot("box1", "proj-dev", "fb")
+    bot = await running(world, "fb")
+    posted = await world.human.post("@fb a long one", channel="lobby", workspace="proj")
+    await state(world, "fb", "waking")
+    assert await keeper.stop() == 0
+    saved = json.loads((keeper.dir / STATE_FILE).read_text())
+    saved["bots"]["fb"]["code"] = "0.0.1@1"  # what the daemon was started with: older code
+    (keeper.dir / STATE_FILE).write_text(json.dumps(saved))
+
+    keeper.start()
+    again = await running(world, "fb", other_than=bot["pid"])
+    thread = await world.human.thread(posted["id"])
+    assert [m["body"] for m in thread["messages"] if m["author"] == "fb"] == ["the long answer"]  # not cut
+    said = [e.get("detail", "") for e in keeper.events("state")]
+    assert f"pid {bot['pid']} runs the code installed before this one: restarting it between turns" in said
+    assert [p.pid for p in daemons(keeper, "fb")] == [again["pid"]]
+    assert len(fake.calls()) == 1  # the turn ran to its end once, not again on the new daemon
+
+    keeper_saved = json.loads((keeper.dir / STATE_FILE).read_text())["bots"]["fb"]["code"]
+    assert keeper_saved != "0.0.1@1"
+    assert await keeper.stop() == 0  # on the code it runs, a bot is adopted as it is
+    keeper.start()
+    await eventually(lambda: len(keeper.events("started")) == 3, "the third keeper", 30)
+    await eventually(lambda: said != [e.get("detail") for e in keeper.events("state")], "adoption", 30)
+    assert (await running(world, "fb"))["pid"] == again["pid"]
 
 
 async def test_a_daemon_run_by_hand_with_another_profile_gives_way_to_the_assigned_one(
