@@ -233,11 +233,7 @@ async def test_a_bots_page_lists_its_latest_wakes_newest_first(world: World) -> 
     for n, message in enumerate(posted):
         started = f"2026-12-01T00:{n:02d}:00Z"
         await world.bot.record_wake(harness="claude", started_at=started, trigger_ids=[message], outcome="ok")
-    alice = await sign_in(world.board, "alice")
-    try:
-        status, text = await alice.get("/fleet/bots/pb")
-    finally:
-        await alice.close()
+    [(status, text)] = await pages_as(world.board, "alice", "/fleet/bots/pb")
     assert status == 200, text
     table = re.search(r'<table id="wakes">.*?</table>', text, re.S)
     assert table is not None
@@ -252,11 +248,7 @@ async def test_a_bots_page_words_its_wakes_outcomes_as_its_card_does(world: Worl
     await world.human.assign_bot("box1", "proj-dev", "pb")
     for outcome in ("ok", "failed", "timeout", "error"):
         await world.bot.record_wake(harness="claude", started_at="2026-12-01T00:00:00Z", outcome=outcome)
-    alice = await sign_in(world.board, "alice")
-    try:
-        status, text = await alice.get("/fleet/bots/pb")
-    finally:
-        await alice.close()
+    [(status, text)] = await pages_as(world.board, "alice", "/fleet/bots/pb")
     assert status == 200, text
     rows = re.findall(r"<tr><td>.*?</td><td>.*?</td><td>([^<]*)</td>", text)
     assert rows == ["the harness did not start", "timed out", "failed", "ok"]
