@@ -148,13 +148,20 @@ def failure_text(
         what = "printed nothing for too long (BOT_SILENT_TIMEOUT) and was stopped"
     elif outcome is None:
         what = "could not be started"
+    elif outcome.exit_code is not None and outcome.exit_code < 0:
+        what = f"was {describe_exit(outcome.exit_code)} after {round(outcome.duration, 1):g} s"
     elif outcome.exit_code not in (0, None):
         what = f"failed ({describe_exit(outcome.exit_code)})"
     else:
         what = f"exited 0 but reported a failure ({result.error_kind})"
     lines = [f"My {harness} turn {what}."]
-    if result.error:
-        lines.append(f"Error: {trim(result.error, 3, 500)}")
+    error = result.error or ""
+    if outcome is not None and result.error_kind == "exit":
+        # The first line said how it ended; the error line adds only what came after that.
+        said = describe_exit(outcome.exit_code)
+        error = "" if error == said else error.removeprefix(f"{said}: ")
+    if error:
+        lines.append(f"Error: {trim(error, 3, 500)}")
     tail = outcome.stderr_tail(max_lines=12, max_chars=1500) if outcome is not None else ""
     if tail and (not result.error or tail not in result.error):
         lines.append("Last lines of stderr:\n```\n" + tail.replace("```", "'''") + "\n```")

@@ -1550,6 +1550,9 @@ def main() -> int:
     if kind == "logged_out":
         return persona.logged_out(inv, sid)
     if kind == "crash":
+        if step.get("stderr"):
+            sys.stderr.write(str(step["stderr"]) + "\n")
+            sys.stderr.flush()
         out(persona.partial(inv, sid))
         sig = signal.SIGSEGV if step.get("signal") == "SEGV" else signal.SIGKILL
         if sig == signal.SIGSEGV:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from board.launcher.harnesses import TurnRequest, get_adapter
+from board.launcher.loop import failure_text
 from board.launcher.process import (
     CappedBuffer,
     child_env,
@@ -221,6 +222,27 @@ async def test_crash_is_reported(
     result, outcome = await run_turn(claude, TurnRequest(prompt="p"), cwd=repo, env=env)
     assert outcome is not None and outcome.exit_code == code
     assert result.error_kind == "exit" and (result.error or "").startswith(f"killed by {name}")
+
+
+@pytest.mark.parametrize("harness", ["claude", "codex", "copilot"])
+async def test_a_crash_reply_says_what_happened_without_the_cut_off_output(
+    fake: Fake, repo: Path, env: dict[str, str], harness: str
+) -> None:
+    """Killed partway through a JSON record, the thread reads the signal and when, not the
+    record's first characters; a plain stderr line still shows."""
+    fake.script({"do": "crash", "signal": "KILL"})
+    result, outcome = await run_turn(get_adapter(harness), TurnRequest(prompt="p"), cwd=repo, env=env)
+    assert outcome is not None and outcome.exit_code == -9 and outcome.stdout.startswith("{")
+    text = failure_text(harness, result, outcome, 600.0, 1)
+    after = f"{round(outcome.duration, 1):g} s"
+    assert text.startswith(f"My {harness} turn was killed by SIGKILL after {after}."), text
+    assert "{" not in text and "with no output" not in text, text
+
+    fake.script({"do": "crash", "signal": "KILL", "stderr": "fatal: out of memory"})
+    result, outcome = await run_turn(get_adapter(harness), TurnRequest(prompt="p"), cwd=repo, env=env)
+    assert outcome is not None
+    text = failure_text(harness, result, outcome, 600.0, 1)
+    assert "fatal: out of memory" in text and "{" not in text, text
 
 
 async def test_failure_keeps_stderr_tail(fake: Fake, repo: Path, env: dict[str, str]) -> None:

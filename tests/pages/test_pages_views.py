@@ -234,6 +234,28 @@ async def test_a_run_due_in_quiet_hours_says_until_when_it_waits(clocked_world: 
     await alice.close()
 
 
+async def test_a_run_reads_in_words_and_links_to_its_prompt(world: World) -> None:
+    """A timed-out run reads "timed out" on its row and in "Last run", not the API's
+    ``timed_out``, and its row links to the prompt message that started it."""
+    fields = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "tidy up"}
+    await world.bot.propose_routine("tidy", **fields)
+    await world.human.approve_version("tidy", 1, "go")
+    runner = world.board.client(await auth.runner_token(world.board.ctx))
+    run = await runner.create_run("tidy", 1, "2026-11-30T02:00:00Z")
+    started = await runner.start_run("tidy", run["id"])
+    await runner.finish_run("tidy", run["id"], "timed_out", "no done in time")
+    thread_id = (await world.human.request("GET", "/api/routines/tidy"))["thread_id"]
+    alice = await sign_in(world.board)
+    status, page = await alice.get("/routines")
+    assert status == 200
+    assert "timed_out" not in page.replace('class="run run-timed_out"', "")
+    assert re.search(r"Last run: .*?\(timed out\)", page), page
+    row = re.search(r'<tr class="run run-timed_out">.*?</tr>', page, re.S)
+    assert row is not None and '<td class="run-state">timed out' in row.group(0), page
+    assert f'href="/t/{thread_id}#m{started["message_id"]}"' in row.group(0), row.group(0)
+    await alice.close()
+
+
 async def test_a_run_waiting_for_the_running_one_says_so_and_run_now_again_changes_nothing(
     clocked_world: World, clock: ManualClock
 ) -> None:

@@ -10,12 +10,42 @@ import shutil
 from html import unescape
 from pathlib import Path
 
+import pytest
+
+from board.mcp.tools import TOOLS, TOOLS_BY_NAME
 from board.server.services import auth
 from tests.support.boardtest import World, database_env
 from tests.support.pages_support import pages_as
 from tests.support.processes import ROOT, board_env, command
 
 SHIPPED = ROOT / "docs" / "routines"
+HTTP_CALL = re.compile(r"`(GET|POST|PUT|PATCH|DELETE) (/api/[^ `?]*)")
+TOOL_CALL = re.compile(r'`(\w+)\((?:action="(\w+)")?')
+
+
+def _route(path: str) -> str:
+    """A route with its placeholders blanked, so the prompt's and the tools' compare."""
+    return re.sub(r"\{[^}]*\}", "{}", path)
+
+
+TOOL_ROUTES = {(a.method, _route(a.route)): (t.name, name) for t in TOOLS for name, a in t.actions.items()}
+
+
+@pytest.mark.parametrize("name", ["knowledge-reconciler", "board-daily-care"])
+def test_a_shipped_prompt_names_each_call_over_http_and_as_its_mcp_tool(name: str) -> None:
+    """A bot run with the board's MCP tools follows the same prompt as one with curl: each
+    step's HTTP call that has a tool names it beside it, and each tool named is served."""
+    prompt = (SHIPPED / name / "prompt.md").read_text()
+    paired = 0
+    for step in re.split(r"\n\s*\n|\n(?=\s*(?:-|\d+\.) )", prompt):
+        tools = {(m[1], m[2] or m[1]) for m in TOOL_CALL.finditer(step)}
+        for tool, action in tools:
+            assert action in TOOLS_BY_NAME[tool].actions, (tool, action)
+        for method, path in HTTP_CALL.findall(step):
+            twin = TOOL_ROUTES.get((method, _route(path)))
+            assert twin is None or twin in tools, f"{method} {path} names no {twin} beside it:\n{step}"
+            paired += twin is not None
+    assert paired >= 5
 
 
 async def import_routines(world: World, folder: Path, *extra: str) -> tuple[int, str]:

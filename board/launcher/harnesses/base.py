@@ -358,9 +358,15 @@ class Adapter:
         if gone:
             kind, error = "session_gone", gone
         elif exit_code != 0:
-            detail = scan.error or trim(stderr) or trim("\n".join(non_json_lines(stdout)))
+            # A line opening a record was cut off where the CLI was killed: machine noise to a reader.
+            prose = [line for line in non_json_lines(stdout) if not line.startswith("{")]
+            detail = scan.error or trim(stderr) or trim("\n".join(prose))
             kind = "exit"
-            error = describe_exit(exit_code) + (f": {detail}" if detail else " with no output")
+            error = describe_exit(exit_code)
+            if detail:
+                error += f": {detail}"
+            elif not (stdout.strip() or stderr.strip()):
+                error += " with no output"
         elif scan.error is not None:
             kind, error = "error_result", scan.error
         elif not scan.finished:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..services.fleet_view import BADGES
+from ..services.routines import RUN_STATES
 
 Schema = dict[str, Any]
 
@@ -323,7 +324,7 @@ COMPONENTS: dict[str, Schema] = {
             "version": INT,
             "scheduled_for": TIME,
             "cause": {"enum": ["schedule", "catch-up", "run-now"]},
-            "state": {"enum": ["scheduled", "running", "done", "failed", "timed_out", "missed"]},
+            "state": {"enum": list(RUN_STATES)},
             "message_id": nullable(INT),
             "started_at": nullable(TIME),
             "ended_at": nullable(TIME),

@@ -15,6 +15,7 @@ from markupsafe import Markup, escape
 from ..clock import parse_time
 from ..markdown import markdown
 from ..services.fleet_view import BADGES, PENDING, WAKE_OUTCOMES, last_line
+from ..services.routines import RUN_STATES
 
 
 def ago(stamp: str | None, now: datetime | None = None) -> str:
@@ -91,4 +92,5 @@ def environment() -> jinja2.Environment:
     env.globals["fleet_badges"] = BADGES
     env.globals["fleet_pending"] = PENDING
     env.globals["wake_outcomes"] = WAKE_OUTCOMES
+    env.globals["run_states"] = RUN_STATES
     return env

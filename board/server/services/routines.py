@@ -126,6 +126,17 @@ def version_dict(row: Any) -> dict[str, Any]:
     }
 
 
+#: Every state a run is in, and the words a person reads for it on /routines (the API keeps the
+#: state itself).
+RUN_STATES = {
+    "scheduled": "scheduled",
+    "running": "running",
+    "done": "done",
+    "failed": "failed",
+    "timed_out": "timed out",
+    "missed": "missed",
+}
+
 RUN_FIELDS = (
     "id",
     "version",
