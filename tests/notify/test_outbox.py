@@ -196,6 +196,19 @@ async def test_a_destination_that_always_fails_ends_failed_with_its_error_in_the
     assert 'class="state-failed"' in row and "HTTP 500 Internal Server Error" in row and ">3<" in row
 
 
+async def test_each_kind_of_destinations_page_opens_with_its_settings(
+    board: Board, receiver: Receiver, mailbox: Mailbox
+) -> None:
+    """An email destination's page answered 503: its form's security choice was not given."""
+    world = await populate(board)
+    ids = await add_destinations(world.human, receiver, mailbox, ["mention"])
+    pages = await pages_as(board, "alice", *(f"/settings/destinations/{i}" for i in ids.values()))
+    for kind, (status, html) in zip(ids, pages, strict=True):
+        assert status == 200 and 'id="kinds"' in html, kind
+    _, mail = pages[list(ids).index("email")]
+    assert f"<option selected>{mailbox.security}</option>" in mail and f'value="{mailbox.port}"' in mail
+
+
 async def test_the_settings_forms_add_a_destination_choose_its_kinds_and_remove_it(
     board: Board, receiver: Receiver
 ) -> None:

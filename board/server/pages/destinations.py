@@ -54,6 +54,7 @@ async def page(call: PageCall) -> web.StreamResponse:
         log=log,
         kind_labels=KIND_LABELS,
         urgent=outbound.URGENT,
+        security=destinations.SECURITY,
     )
 
 
