@@ -563,3 +563,22 @@ async def test_a_budget_hold_names_the_bot_and_links_to_where_it_is_lifted(
     assert hook["link"].startswith("http") and hook["link"].endswith("/a/pb")
     mail = mailbox.mails[0]
     assert mail["Subject"] == hook["subject"] and f"Open on the board: {hook['link']}" in mail.get_payload()
+
+
+async def test_a_mail_says_where_its_destination_is_changed_and_that_page_opens(
+    board: Board, mailbox: Mailbox
+) -> None:
+    """A mail is read away from the board: it names the page that chooses what it is sent
+    (or pauses it), as the one way to stop it; it ended with the message's link alone."""
+    world = await populate(board)
+    made = await world.human.create_destination("mail", "email", **mailbox.settings())
+    await world.human.set_destination_kinds(made["id"], ["mention"])
+    await world.bot.post("@alice <b>bold</b> <script>x()</script>", channel="lobby", workspace="proj")
+    await settled(board, 1)
+    (mail,) = mailbox.mails
+    text = mail.get_payload()
+    assert mail.get_content_type() == "text/plain" and "<b>bold</b> <script>x()</script>" in text
+    page = f"/settings/destinations/{made['id']}"
+    assert f"Stop or change these mails: {absolute_link(board.ctx.settings, page)}" in text, text
+    [(status, html)] = await pages_as(board, "alice", page)
+    assert status == 200 and 'id="kinds"' in html

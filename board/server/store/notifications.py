@@ -198,8 +198,8 @@ async def take_due(conn: Connection, now: str, limit: int) -> list[Row]:
     """
     rows = await all_rows(
         conn,
-        """SELECT n.id, n.idem_key, n.kind, n.subject, n.text, n.link, n.attempts, n.created_at,
-                  d.kind AS destination_kind, d.settings, n.source_id, n.repository, n.issue
+        """SELECT n.id, n.idem_key, n.destination_id, n.kind, n.subject, n.text, n.link, n.attempts,
+                  n.created_at, d.kind AS destination_kind, d.settings, n.source_id, n.repository, n.issue
            FROM notifications n LEFT JOIN destinations d ON d.id = n.destination_id
            WHERE n.state = 'pending' AND n.next_at <= ?
              AND (d.active = 1 OR n.source_id IS NOT NULL AND NOT EXISTS (
