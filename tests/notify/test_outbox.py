@@ -582,3 +582,33 @@ async def test_a_mail_says_where_its_destination_is_changed_and_that_page_opens(
     assert f"Stop or change these mails: {absolute_link(board.ctx.settings, page)}" in text, text
     [(status, html)] = await pages_as(board, "alice", page)
     assert status == 200 and 'id="kinds"' in html
+
+
+async def test_a_destination_whose_server_is_down_says_so_on_settings_until_a_send_goes_through(
+    board: Board,
+) -> None:
+    """With the mail server down, Settings read 'active' and nothing else: only the
+    destination's own log said the mail was not reaching its human."""
+    mailbox = Mailbox()
+    world = await populate(board)
+    fast_retries(board, attempts=2)
+    made = await world.human.create_destination("mail", "email", **mailbox.settings())  # not started
+    await world.human.set_destination_kinds(made["id"], ["mention"])
+    await world.bot.post("@alice are you there?", channel="lobby", workspace="proj")
+    ((_, _, state, _, error),) = await settled(board, 1)
+    assert state == "failed" and "Connection refused" in error, error
+    assert (await world.human.request_object("GET", f"/api/destinations/{made['id']}"))["failing"] == error
+    [(status, html)] = await pages_as(board, "alice", "/settings")
+    row = html[html.index(f'id="destination-{made["id"]}"') :].split("</tr>")[0]
+    assert status == 200 and "failing" in row and "Connection refused" in row, row
+
+    mailbox.start()
+    try:
+        await world.human.send_test_notification(made["id"])
+        await settled(board, 2)
+        listed = (await world.human.destinations())["destinations"]
+        assert [d["failing"] for d in listed] == [None]
+        [(_, html)] = await pages_as(board, "alice", "/settings")
+        assert "failing" not in html[html.index(f'id="destination-{made["id"]}"') :].split("</tr>")[0]
+    finally:
+        mailbox.stop()
