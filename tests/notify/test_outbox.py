@@ -612,3 +612,20 @@ async def test_a_destination_whose_server_is_down_says_so_on_settings_until_a_se
         assert "failing" not in html[html.index(f'id="destination-{made["id"]}"') :].split("</tr>")[0]
     finally:
         mailbox.stop()
+
+
+async def test_a_thread_handed_to_a_human_reaches_their_destinations_as_a_mention(
+    board: Board, receiver: Receiver, mailbox: Mailbox
+) -> None:
+    """A bot that hands its thread to a human names them, yet nothing went out: the handoff
+    made the message theirs under a reason no kind of notification took."""
+    world = await populate(board)
+    await add_destinations(world.human, receiver, mailbox, ["mention"])
+    root = await world.human.post("fix the parser, @pb", channel="lobby", workspace="proj")
+    await world.bot.claim(int(root["id"]))
+    await world.bot.handoff(int(root["id"]), "alice", note="needs a decision on the format")
+    await settled(board, len(DESTINATIONS))
+    got = deliveries(receiver, mailbox)
+    assert got["email"] == got["webhook"] == ["pb handed you a thread in #lobby"], got
+    hook = receiver.at("/hook/a")[0].json()
+    assert hook["kind"] == "mention" and "needs a decision on the format" in hook["text"]
