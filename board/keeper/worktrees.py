@@ -5,12 +5,13 @@ each with its path, branch and state, ``live`` or ``kept``). The keeper reports
 them with their size on disk, measured by a bounded walk at most once a minute
 each, and carries out a human's ``remove_worktree`` order for one its bot kept.
 
-Removing is ``git -C <repo> worktree remove --force <path>`` and nothing else (the
-branch stays), and only for a path that is all of: listed in the bot's state as
-``kept`` for that thread; named ``<handle>-t<thread>`` inside a folder
-``<repo>.worktrees`` (the daemon's layout, with no link on the way); and one of
-``<repo>``'s own worktrees by ``git worktree list``. Anything else is refused
-with why, and nothing is touched.
+Removing is ``git -C <repo> worktree remove <path>`` and nothing else (the branch
+stays), and only for a path that is all of: listed in the bot's state as ``kept``
+for that thread; named ``<handle>-t<thread>`` inside a folder ``<repo>.worktrees``
+(the daemon's layout, with no link on the way); one of ``<repo>``'s own worktrees
+by ``git worktree list``; and with nothing uncommitted (the branch keeps commits,
+not changes never committed, so those are never dropped unasked). Anything else is
+refused with why, and nothing is touched.
 """
 
 from __future__ import annotations
@@ -165,7 +166,15 @@ async def remove(handle: str, thread: int, bot_dir: Path) -> tuple[bool, str]:
         return False, f"{str(repo)[:300]} is not a git checkout: {out[:200]}"
     if f"worktree {path}" not in out.splitlines():
         return False, f"{str(path)[:300]} is not a worktree of {str(repo)[:300]}"
-    code, out = await _git(repo, "worktree", "remove", "--force", str(path))
+    code, out = await _git(path, "status", "--porcelain", "--untracked-files=all")
+    if code != 0:
+        return False, f"git status failed in {str(path)[:300]}: {out[:200]}"
+    if dirty := sum(1 for line in out.splitlines() if line.strip()):
+        return False, (
+            f"{str(path)[:300]} has {dirty} uncommitted path{'' if dirty == 1 else 's'}: "
+            "commit them to its branch or remove the folder by hand"
+        )
+    code, out = await _git(repo, "worktree", "remove", str(path))
     if code != 0:
         return False, f"git worktree remove failed: {out[:300]}"
     return True, f"removed {str(path)[:300]}; its branch stays"

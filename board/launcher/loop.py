@@ -674,7 +674,9 @@ class Bot:
             lane.cwd = await self.trees.acquire(lane.thread, checkout)
         except GitError as exc:
             self.log.event("worktree_failed", thread=lane.thread, error=str(exc))
-            self.state.failures[lane.key] = self.state.failures.get(lane.key, 0) + 1
+            failures = self.state.failures[lane.key] = self.state.failures.get(lane.key, 0) + 1
+            if failures == 1:  # the thread says why its messages wait, once per run of failures
+                await self.trees.failed(lane.thread, str(exc))
             return False
         return True
 

@@ -232,6 +232,14 @@ class ThreadTrees:
         async with self.freed:
             await self.freed.wait_for(lambda: self.live() < self.most)
 
+    async def failed(self, thread: int, error: str) -> None:
+        """Record ``waiting`` with git's error: the board shows the thread's messages held, and
+        why, rather than queued with no word while the daemon tries again (a checkout gone)."""
+        detail = f"no worktree: {error}"[:500]
+        await self.record(
+            thread, {"state": "waiting", "branch": "", "base": "", "path": "", "detail": detail}
+        )
+
     async def notify(self) -> None:
         async with self.freed:
             self.freed.notify_all()

@@ -91,6 +91,22 @@ async def test_a_kept_worktree_is_removed_and_its_branch_stays(tmp_path: Path, r
     assert str(kept) not in git(repo, "worktree", "list", "--porcelain")
 
 
+async def test_a_kept_worktree_with_uncommitted_work_is_refused_and_the_work_stays(
+    tmp_path: Path, repo: Path
+) -> None:
+    """The branch keeps the commits, not what was never committed: that is the human's to save."""
+    kept = add_worktree(repo, "fb1", 5)
+    (kept / "fix.py").write_text("print('half done')\n")
+    (kept / "notes.txt").write_text("untracked\n")
+    bot_dir = tmp_path / "bots" / "fb1"
+    write_state(bot_dir, {5: {"path": str(kept), "branch": "bot/fb1/t5", "state": "kept"}})
+    ok, detail = await worktrees.remove("fb1", 5, bot_dir)
+    assert not ok and "uncommitted" in detail, detail
+    assert (kept / "fix.py").read_text() == "print('half done')\n"
+    assert (kept / "notes.txt").exists()
+    assert f"worktree {kept}" in git(repo, "worktree", "list", "--porcelain").splitlines()
+
+
 @pytest.mark.parametrize(
     ("listed_as", "why"),
     [

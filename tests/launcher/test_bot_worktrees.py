@@ -10,6 +10,7 @@ record) and the board's records (the thread's ``worktrees``).
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -326,6 +327,33 @@ async def test_start_refuses_worktrees_in_a_folder_that_is_not_a_git_checkout(
     assert await bot.wait_exit() == 2
     out = bot.output().strip()
     assert out == f"bot: repo {bot.repo.resolve()} is not a git checkout (worktrees need one)"
+
+
+async def test_a_checkout_gone_after_start_holds_the_thread_and_says_why_on_it(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    """Its message read 'queued' and the thread nothing while the daemon retried git in a
+    folder that was no more: the human had no way to learn the bot could not work there."""
+    make_repo(tmp_path / "repo")
+    fake.script({"do": "ok"})
+    bot = await make_bot(args=WT).start().started()
+    await eventually(lambda: bot.events("worktree_spare_ready"), "the spare worktree")
+    shutil.rmtree(bot.repo)
+    thread = await mention(world, "change one")
+
+    async def waiting() -> list[dict[str, Any]] | None:
+        records = await board_records(world, thread)
+        return records if [r["state"] for r in records] == ["waiting"] else None
+
+    (record,) = await eventually(waiting, "the thread's record to read waiting", timeout=10)
+    assert record["detail"].startswith("no worktree: git worktree list: fatal: cannot change to")
+    (message,) = (await world.human.thread(thread))["messages"]
+    assert [(d["state"], d["reason"]) for d in message["delivery"]] == [
+        ("held", f"worktrees: {record['detail']}")
+    ]
+    await eventually(lambda: len(bot.events("worktree_failed")) >= 2, "a second try", timeout=10)
+    assert sent(bot, thread) == ["waiting"]  # once per run of failures, not once a try
+    assert not fake.calls()
 
 
 def test_git_runs_only_in_the_checkout_or_its_worktrees_folder(tmp_path: Path) -> None:

@@ -196,6 +196,19 @@ async def test_a_destination_that_always_fails_ends_failed_with_its_error_in_the
     assert 'class="state-failed"' in row and "HTTP 500 Internal Server Error" in row and ">3<" in row
 
 
+async def test_each_kind_of_destinations_page_opens_with_its_settings(
+    board: Board, receiver: Receiver, mailbox: Mailbox
+) -> None:
+    """An email destination's page answered 503: its form's security choice was not given."""
+    world = await populate(board)
+    ids = await add_destinations(world.human, receiver, mailbox, ["mention"])
+    pages = await pages_as(board, "alice", *(f"/settings/destinations/{i}" for i in ids.values()))
+    for kind, (status, html) in zip(ids, pages, strict=True):
+        assert status == 200 and 'id="kinds"' in html, kind
+    _, mail = pages[list(ids).index("email")]
+    assert f"<option selected>{mailbox.security}</option>" in mail and f'value="{mailbox.port}"' in mail
+
+
 async def test_the_settings_forms_add_a_destination_choose_its_kinds_and_remove_it(
     board: Board, receiver: Receiver
 ) -> None:
@@ -550,3 +563,69 @@ async def test_a_budget_hold_names_the_bot_and_links_to_where_it_is_lifted(
     assert hook["link"].startswith("http") and hook["link"].endswith("/a/pb")
     mail = mailbox.mails[0]
     assert mail["Subject"] == hook["subject"] and f"Open on the board: {hook['link']}" in mail.get_payload()
+
+
+async def test_a_mail_says_where_its_destination_is_changed_and_that_page_opens(
+    board: Board, mailbox: Mailbox
+) -> None:
+    """A mail is read away from the board: it names the page that chooses what it is sent
+    (or pauses it), as the one way to stop it; it ended with the message's link alone."""
+    world = await populate(board)
+    made = await world.human.create_destination("mail", "email", **mailbox.settings())
+    await world.human.set_destination_kinds(made["id"], ["mention"])
+    await world.bot.post("@alice <b>bold</b> <script>x()</script>", channel="lobby", workspace="proj")
+    await settled(board, 1)
+    (mail,) = mailbox.mails
+    text = mail.get_payload()
+    assert mail.get_content_type() == "text/plain" and "<b>bold</b> <script>x()</script>" in text
+    page = f"/settings/destinations/{made['id']}"
+    assert f"Stop or change these mails: {absolute_link(board.ctx.settings, page)}" in text, text
+    [(status, html)] = await pages_as(board, "alice", page)
+    assert status == 200 and 'id="kinds"' in html
+
+
+async def test_a_destination_whose_server_is_down_says_so_on_settings_until_a_send_goes_through(
+    board: Board,
+) -> None:
+    """With the mail server down, Settings read 'active' and nothing else: only the
+    destination's own log said the mail was not reaching its human."""
+    mailbox = Mailbox()
+    world = await populate(board)
+    fast_retries(board, attempts=2)
+    made = await world.human.create_destination("mail", "email", **mailbox.settings())  # not started
+    await world.human.set_destination_kinds(made["id"], ["mention"])
+    await world.bot.post("@alice are you there?", channel="lobby", workspace="proj")
+    ((_, _, state, _, error),) = await settled(board, 1)
+    assert state == "failed" and "Connection refused" in error, error
+    assert (await world.human.request_object("GET", f"/api/destinations/{made['id']}"))["failing"] == error
+    [(status, html)] = await pages_as(board, "alice", "/settings")
+    row = html[html.index(f'id="destination-{made["id"]}"') :].split("</tr>")[0]
+    assert status == 200 and "failing" in row and "Connection refused" in row, row
+
+    mailbox.start()
+    try:
+        await world.human.send_test_notification(made["id"])
+        await settled(board, 2)
+        listed = (await world.human.destinations())["destinations"]
+        assert [d["failing"] for d in listed] == [None]
+        [(_, html)] = await pages_as(board, "alice", "/settings")
+        assert "failing" not in html[html.index(f'id="destination-{made["id"]}"') :].split("</tr>")[0]
+    finally:
+        mailbox.stop()
+
+
+async def test_a_thread_handed_to_a_human_reaches_their_destinations_as_a_mention(
+    board: Board, receiver: Receiver, mailbox: Mailbox
+) -> None:
+    """A bot that hands its thread to a human names them, yet nothing went out: the handoff
+    made the message theirs under a reason no kind of notification took."""
+    world = await populate(board)
+    await add_destinations(world.human, receiver, mailbox, ["mention"])
+    root = await world.human.post("fix the parser, @pb", channel="lobby", workspace="proj")
+    await world.bot.claim(int(root["id"]))
+    await world.bot.handoff(int(root["id"]), "alice", note="needs a decision on the format")
+    await settled(board, len(DESTINATIONS))
+    got = deliveries(receiver, mailbox)
+    assert got["email"] == got["webhook"] == ["pb handed you a thread in #lobby"], got
+    hook = receiver.at("/hook/a")[0].json()
+    assert hook["kind"] == "mention" and "needs a decision on the format" in hook["text"]

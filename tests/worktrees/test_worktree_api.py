@@ -169,6 +169,21 @@ async def test_hostile_stored_values_render_escaped_on_the_thread_page(world: Wo
     assert "&lt;i&gt;b&lt;/i&gt;" in page and "<img>" not in page
 
 
+async def test_the_thread_page_says_where_a_live_or_kept_worktree_is_on_the_bots_machine(
+    world: World,
+) -> None:
+    """It named the branch only: a human who would look at the work found no folder to open."""
+    w = world
+    thread_id = await a_thread(w)
+    await w.bot.set_worktree(thread_id, **KEPT)
+    [(status, page)] = await pages_as(w.board, "alice", f"/t/{thread_id}")
+    record = page[page.index('<li class="worktree" data-bot="pb"') :].split("</li>")[0]
+    assert status == 200 and '<code class="path">/srv/app.worktrees/pb-t1</code>' in record, record
+    await w.bot.set_worktree(thread_id, **{**KEPT, "state": "removed"})
+    [(_, page)] = await pages_as(w.board, "alice", f"/t/{thread_id}")
+    assert 'class="path"' not in page  # gone from disk: no folder to name
+
+
 async def test_the_client_method_is_the_route(world: World) -> None:
     """The daemon's call (board.client.set_worktree) leaves out what it does not send."""
     w = world

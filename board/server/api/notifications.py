@@ -65,6 +65,7 @@ DESTINATION = obj(
         "kinds": array(KIND),
         "settings": ANY_OBJECT,
         "secret_set": BOOL,
+        "failing": nullable(STR),
     }
 )
 QUIET = nullable(obj({"start": STR, "end": STR, "timezone": STR}))

@@ -173,6 +173,9 @@ class Dispatcher:
             text=str(row["text"]),
             link=absolute_link(self.ctx.settings, link),
             created_at=str(row["created_at"]),
+            manage=""
+            if row["destination_id"] is None
+            else absolute_link(self.ctx.settings, f"/settings/destinations/{row['destination_id']}"),
         )
         allow_local = bool(self.ctx.settings.notify_allow_local)
         delivery = Delivery(note, kind, settings, self.http, self.timeout, allow_local)

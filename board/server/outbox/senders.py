@@ -41,6 +41,9 @@ class Note:
     text: str
     link: str
     created_at: str
+    #: The absolute link of its destination's page, where a human chooses what it is sent or
+    #: pauses it ("" for a reply out to the forge, which has none).
+    manage: str = ""
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,8 @@ def _smtp_send(d: Delivery) -> None:
     message["From"] = s["from"]
     message["To"] = s["to"]
     message["Message-ID"] = f"<{n.idem_key.replace(':', '.')}@bot-board>"
-    message.set_content(f"{n.text}\n\nOpen on the board: {n.link}\n")
+    manage = f"\nStop or change these mails: {n.manage}\n" if n.manage else ""
+    message.set_content(f"{n.text}\n\nOpen on the board: {n.link}\n{manage}")
     host, port, security = s["host"], int(s["port"]), s.get("security", "starttls")
     context = ssl.create_default_context()
     smtp: smtplib.SMTP

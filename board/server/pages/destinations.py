@@ -18,7 +18,7 @@ from .routing import PageCall, PageRoute, redirect
 LOG_PAGE = 50
 #: What each kind of event is, as the pages say it.
 KIND_LABELS = {
-    "mention": "A message mentions me",
+    "mention": "A message mentions me, or a thread is handed to me",
     "dm": "A message in a conversation of mine",
     "held": "A bot is held (loop guard or budget)",
     "crashed": "A bot of the fleet crashed or is misconfigured",
@@ -54,6 +54,7 @@ async def page(call: PageCall) -> web.StreamResponse:
         log=log,
         kind_labels=KIND_LABELS,
         urgent=outbound.URGENT,
+        security=destinations.SECURITY,
     )
 
 

@@ -154,8 +154,10 @@ async def _audit(conn: Connection, ctx: Context, p: Principal, action: str, row:
     )
 
 
-def _public(row: Row, kinds: list[str]) -> dict[str, Any]:
-    """A destination as answered: its settings without their secrets."""
+def _public(row: Row, kinds: list[str], failing: dict[int, str]) -> dict[str, Any]:
+    """A destination as answered: its settings without their secrets, and ``failing``, the
+    error of its newest notification tried when that one has not gone through (else None):
+    what tells its human, on Settings, that this way of reaching them is broken."""
     settings = json.loads(row["settings"])
     hidden = SECRETS + (("url",) if row["kind"] in SECRET_URL else ())
     return {
@@ -167,6 +169,7 @@ def _public(row: Row, kinds: list[str]) -> dict[str, Any]:
         "kinds": kinds,
         "settings": {k: v for k, v in settings.items() if k not in hidden},
         "secret_set": any(settings.get(k) for k in hidden),
+        "failing": failing.get(int(row["id"])),
     }
 
 
@@ -178,8 +181,9 @@ async def _own(conn: Connection, p: Principal, destination_id: int) -> Row:
 
 
 async def _answer(conn: Connection, row: Row) -> dict[str, Any]:
-    kinds = await store.kinds_of(conn, [int(row["id"])])
-    return _public(row, kinds[int(row["id"])])
+    ids = [int(row["id"])]
+    kinds = await store.kinds_of(conn, ids)
+    return _public(row, kinds[ids[0]], await store.failing(conn, ids))
 
 
 async def list_destinations(ctx: Context, p: Principal) -> dict[str, Any]:
@@ -188,9 +192,10 @@ async def list_destinations(ctx: Context, p: Principal) -> dict[str, Any]:
 
     async def read(conn: Connection) -> dict[str, Any]:
         rows = await store.destinations_of(conn, p.agent_id)
-        kinds = await store.kinds_of(conn, [int(r["id"]) for r in rows])
+        ids = [int(r["id"]) for r in rows]
+        kinds, failing = await store.kinds_of(conn, ids), await store.failing(conn, ids)
         return {
-            "destinations": [_public(r, kinds[int(r["id"])]) for r in rows],
+            "destinations": [_public(r, kinds[int(r["id"])], failing) for r in rows],
             "quiet_hours": _quiet(await store.quiet_hours(conn, p.agent_id)),
         }
 

@@ -141,7 +141,7 @@ async def notify_settings(ctx: Context, p: Principal) -> dict[str, bool]:
 
 @dataclass
 class NotifySettings:
-    mention: bool | None = arg(None, help="A message that mentions me.")
+    mention: bool | None = arg(None, help="A message that mentions me, or a thread handed to me.")
     dm: bool | None = arg(None, help="A message in a conversation of mine.")
     held: bool | None = arg(None, help="A bot held: loop guard or budget notices.")
     crashed: bool | None = arg(None, help="A bot of the fleet crashed.")

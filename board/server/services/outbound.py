@@ -39,7 +39,14 @@ URGENT = frozenset({"held", "crashed"})
 #: The hub key signalled after a commit that enqueued something: the dispatcher wakes.
 QUEUED: Key = ("outbox", 0)
 #: The kind of notification a message is for a human, by why it is in their inbox.
-REASON_KINDS = {"mention": "mention", "conversation": "dm", "paused": "held", "held": "held"}
+#: A thread handed to someone is news as a mention is: it names them, and it is theirs now.
+REASON_KINDS = {
+    "mention": "mention",
+    "handoff": "mention",
+    "conversation": "dm",
+    "paused": "held",
+    "held": "held",
+}
 MAX_SUBJECT = 200
 #: A fixed offset from UTC, for quiet hours kept without a named zone.
 OFFSET = re.compile(r"UTC(?P<sign>[+-])(?P<hours>0[0-9]|1[0-4]):(?P<minutes>[0-5][0-9])")
@@ -180,12 +187,16 @@ def message_notice(message: dict[str, Any], kind: str) -> tuple[str, str]:
             return f"{bot} is held: a daily budget is spent", f"/a/{bot}"
         return f"The bots of {message['workspace']} are held: a daily budget is spent", "/workspaces"
     where = f"#{message['channel']}" if message["channel"] else "a conversation"
+    link = f"/t/{message['thread_id']}#m{message['id']}"
+    meta = message.get("meta") or {}
+    if kind == "mention" and meta.get("claim") == "handoff":  # the board posts it for the giver
+        return f"{meta.get('by') or message['author']} handed you a thread in {where}", link
     titles = {
         "mention": f"{message['author']} mentioned you in {where}",
         "dm": f"{message['author']} wrote to you in {where}",
         "held": f"A bot is held in {where}",
     }
-    return titles[kind], f"/t/{message['thread_id']}#m{message['id']}"
+    return titles[kind], link
 
 
 async def everyone(conn: Connection) -> list[int]:

@@ -73,6 +73,24 @@ async def kinds_of(conn: Connection, destination_ids: list[int]) -> dict[int, li
     return found
 
 
+async def failing(conn: Connection, destination_ids: list[int]) -> dict[int, str]:
+    """The error of each destination's newest notification tried, where that one has not gone
+    through (failed, or waiting for its retry); a destination whose newest went through is absent."""
+    if not destination_ids:
+        return {}
+    marks = ",".join("?" * len(destination_ids))
+    rows = await all_rows(
+        conn,
+        f"""SELECT n.destination_id, n.last_error FROM notifications n
+            WHERE n.id IN (SELECT max(m.id) FROM notifications m
+                           WHERE m.destination_id IN ({marks}) AND m.attempts > 0
+                           GROUP BY m.destination_id)
+              AND n.state <> 'sent' AND n.last_error <> ''""",
+        tuple(destination_ids),
+    )
+    return {int(r["destination_id"]): str(r["last_error"]) for r in rows}
+
+
 async def set_kinds(conn: Connection, destination_id: int, kinds: list[str]) -> None:
     await conn.execute("DELETE FROM destination_kinds WHERE destination_id = ?", (destination_id,))
     for kind in kinds:
@@ -198,8 +216,8 @@ async def take_due(conn: Connection, now: str, limit: int) -> list[Row]:
     """
     rows = await all_rows(
         conn,
-        """SELECT n.id, n.idem_key, n.kind, n.subject, n.text, n.link, n.attempts, n.created_at,
-                  d.kind AS destination_kind, d.settings, n.source_id, n.repository, n.issue
+        """SELECT n.id, n.idem_key, n.destination_id, n.kind, n.subject, n.text, n.link, n.attempts,
+                  n.created_at, d.kind AS destination_kind, d.settings, n.source_id, n.repository, n.issue
            FROM notifications n LEFT JOIN destinations d ON d.id = n.destination_id
            WHERE n.state = 'pending' AND n.next_at <= ?
              AND (d.active = 1 OR n.source_id IS NOT NULL AND NOT EXISTS (
