@@ -196,25 +196,11 @@ stop_keeper() {
 # The keeper starts each bot daemon in a session of its own and leaves it running when it
 # stops (a new keeper adopts it), so uninstall stops them itself, from their pid locks:
 # TERM each daemon's group, wait, then KILL every group it and its harnesses had.
-stop_bots() {
+stop_bots() {  # every daemon of this machine, one the keeper started a moment ago included
     [ -x "$venv/bin/python" ] || return 0
-    "$venv/bin/python" - <<'EOF' || say "could not stop the bot daemons (see above)"
-import asyncio, os
-from board.keeper.processes import _groups, _members, find, stop
-from board.launcher.config import state_root
-
-async def main() -> None:
-    root = state_root(os.environ)
-    daemons = [d for d in (find(p.parent, None, None) for p in sorted(root.glob("*/bot.pid"))) if d]
-    harnesses = sum(len(_members(d)) - 1 for d in daemons)
-    groups = sum(len(_groups(_members(d))) for d in daemons)
-    await asyncio.gather(*(stop(d, grace=10) for d in daemons))
-    pids = ", ".join(str(d.pid) for d in daemons)
-    print(f"bot-board: stopped {len(daemons)} bot daemon(s)" + (f" (pid {pids})" if pids else "")
-          + f" with {harnesses} harness process(es) in {groups} process group(s)")
-
-asyncio.run(main())
-EOF
+    "$venv/bin/python" -c 'import asyncio, os
+from board.keeper.processes import stop_all
+print("bot-board: " + asyncio.run(stop_all(os.environ)))' || say "could not stop the bot daemons (see above)"
 }
 
 # -- modes ---------------------------------------------------------------------------

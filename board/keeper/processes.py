@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -26,8 +27,10 @@ import psutil
 
 from .. import __file__ as _package_file
 from .. import __version__
+from ..launcher.config import state_root
 from ..launcher.daemon import PID_FILE, running_pid
 from ..processes import same_process, signal_group, start_time
+from .config import STATE_FILE, keeper_dir
 
 
 @dataclass
@@ -175,3 +178,31 @@ async def stop(daemon: Daemon, grace: float, poll: float = 0.05) -> int | None:
     while time.monotonic() < deadline and (not daemon.exited()[0] or any(map(_running, members))):
         await asyncio.sleep(poll)
     return daemon.exited()[1]
+
+
+def of_this_machine(environ: Mapping[str, str]) -> list[Daemon]:
+    """Every bot daemon of this machine: each the keeper recorded starting (one takes its
+    bot's lock a moment after it starts), and each holding a bot's lock (one run by hand)."""
+    root = state_root(environ)
+    try:
+        recorded = json.loads((keeper_dir(environ) / STATE_FILE).read_text()).get("bots", {})
+    except (FileNotFoundError, ValueError):
+        recorded = {}
+    found = [find(root / handle, bot.get("pid"), bot.get("started")) for handle, bot in recorded.items()]
+    found += [find(lock.parent, None, None) for lock in sorted(root.glob(f"*/{PID_FILE}"))]
+    unique = {d.pid: d for d in found if d is not None}
+    return list(unique.values())
+
+
+async def stop_all(environ: Mapping[str, str], grace: float = 10) -> str:
+    """Stop every bot daemon of this machine with its harnesses (uninstall): what was stopped."""
+    daemons = of_this_machine(environ)
+    harnesses = sum(len(_members(d)) - 1 for d in daemons)
+    groups = sum(len(_groups(_members(d))) for d in daemons)
+    await asyncio.gather(*(stop(d, grace) for d in daemons))
+    pids = ", ".join(str(d.pid) for d in daemons)
+    return (
+        f"stopped {len(daemons)} bot daemon(s)"
+        + (f" (pid {pids})" if pids else "")
+        + f" with {harnesses} harness process(es) in {groups} process group(s)"
+    )

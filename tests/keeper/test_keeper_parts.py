@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -168,3 +169,27 @@ def test_a_report_names_a_process_by_its_start_and_a_gone_one_is_no_such_process
         proc.wait()
     with pytest.raises(psutil.NoSuchProcess):
         report._measure(watched)
+
+
+async def test_uninstall_stops_a_daemon_the_keeper_started_before_it_took_its_lock(tmp_path: Path) -> None:
+    """A daemon takes its bot's lock a moment after it starts: one the keeper started just
+    before it was stopped holds none yet, and uninstall, which looked for locks alone, left it
+    running. One nobody recorded and holding no lock is no bot, and is left alone."""
+    environ = {"KEEPER_STATE_DIR": str(tmp_path / "keeper"), "BOT_STATE_DIR": str(tmp_path / "bots")}
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    starting = subprocess.Popen(sleeper, start_new_session=True)
+    stranger = subprocess.Popen(sleeper, start_new_session=True)
+    try:
+        began = start_time(starting.pid)
+        (tmp_path / "keeper").mkdir()
+        recorded = {"bots": {"fb": {"pid": starting.pid, "started": began, "state": "starting"}}}
+        (tmp_path / "keeper" / "state.json").write_text(json.dumps(recorded))
+        said = await processes.stop_all(environ, grace=5)
+        assert said == (
+            f"stopped 1 bot daemon(s) (pid {starting.pid}) with 0 harness process(es) in 1 process group(s)"
+        )
+        assert starting.wait(5) is not None and stranger.poll() is None
+    finally:
+        for proc in (starting, stranger):
+            proc.kill()
+            proc.wait()
