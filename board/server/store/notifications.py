@@ -75,16 +75,20 @@ async def kinds_of(conn: Connection, destination_ids: list[int]) -> dict[int, li
 
 async def failing(conn: Connection, destination_ids: list[int]) -> dict[int, str]:
     """The error of each destination's newest notification tried, where that one has not gone
-    through (failed, or waiting for its retry); a destination whose newest went through is absent."""
+    through (failed, or waiting for its retry); a destination whose newest went through is absent.
+
+    Each destination's newest is found walking its (destination, id) index back from its end,
+    so a destination's years of sent mail are not read for it."""
     if not destination_ids:
         return {}
     marks = ",".join("?" * len(destination_ids))
     rows = await all_rows(
         conn,
         f"""SELECT n.destination_id, n.last_error FROM notifications n
-            WHERE n.id IN (SELECT max(m.id) FROM notifications m
-                           WHERE m.destination_id IN ({marks}) AND m.attempts > 0
-                           GROUP BY m.destination_id)
+            WHERE n.id IN (SELECT (SELECT m.id FROM notifications m
+                                   WHERE m.destination_id = d.id AND m.attempts > 0
+                                   ORDER BY m.id DESC LIMIT 1)
+                           FROM destinations d WHERE d.id IN ({marks}))
               AND n.state <> 'sent' AND n.last_error <> ''""",
         tuple(destination_ids),
     )
