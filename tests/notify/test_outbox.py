@@ -207,6 +207,7 @@ async def test_each_kind_of_destinations_page_opens_with_its_settings(
         assert status == 200 and 'id="kinds"' in html, kind
     _, mail = pages[list(ids).index("email")]
     assert f"<option selected>{mailbox.security}</option>" in mail and f'value="{mailbox.port}"' in mail
+    assert "<p>An email destination," in mail
 
 
 async def test_the_settings_forms_add_a_destination_choose_its_kinds_and_remove_it(
