@@ -54,7 +54,7 @@ from ..client import BoardAPIError, BoardClient
 from ..processes import end_group, same_process, start_time
 from .config import BotConfig
 from .harnesses import Adapter, TurnRequest, TurnResult
-from .harnesses.base import describe_exit, plain, trim
+from .harnesses.base import plain, trim
 from .logs import EventLog
 from .mcp import write_files as write_mcp_files
 from .pool import Pool
@@ -137,31 +137,26 @@ def failure_text(
     harness: str,
     result: TurnResult,
     outcome: ProcessOutcome | None,
-    timeout: float,
     count: int,
     released: bool = False,
 ) -> str:
-    """The one reply a failed turn posts in its thread."""
-    if result.error_kind == "timeout":
-        what = f"timed out after {timeout:g} s and was stopped"
-    elif result.error_kind == "silent":
-        what = "printed nothing for too long (BOT_SILENT_TIMEOUT) and was stopped"
-    elif outcome is None:
+    """The one reply a failed turn posts in its thread: how the harness ended, then what it said."""
+    ended = result.exit
+    if ended is None:
         what = "could not be started"
-    elif outcome.exit_code is not None and outcome.exit_code < 0:
-        what = f"was {describe_exit(outcome.exit_code)} after {round(outcome.duration, 1):g} s"
-    elif outcome.exit_code not in (0, None):
-        what = f"failed ({describe_exit(outcome.exit_code)})"
+    elif ended.stopped:
+        # The silence limit is the less obvious of the two: name its setting.
+        setting = " (BOT_SILENT_TIMEOUT)" if result.error_kind == "silent" else ""
+        what = f"{ended.stopped}{setting} and was stopped"
+    elif ended.killed:
+        what = f"was {ended}" + (f" after {round(ended.after, 1):g} s" if ended.after is not None else "")
+    elif ended.code != 0:
+        what = f"failed ({ended})"
     else:
         what = f"exited 0 but reported a failure ({result.error_kind})"
     lines = [f"My {harness} turn {what}."]
-    error = result.error or ""
-    if outcome is not None and result.error_kind == "exit":
-        # The first line said how it ended; the error line adds only what came after that.
-        said = describe_exit(outcome.exit_code)
-        error = "" if error == said else error.removeprefix(f"{said}: ")
-    if error:
-        lines.append(f"Error: {trim(error, 3, 500)}")
+    if result.error:
+        lines.append(f"Error: {trim(result.error, 3, 500)}")
     tail = outcome.stderr_tail(max_lines=12, max_chars=1500) if outcome is not None else ""
     if tail and (not result.error or tail not in result.error):
         lines.append("Last lines of stderr:\n```\n" + tail.replace("```", "'''") + "\n```")
@@ -765,7 +760,7 @@ class Bot:
                 "reply_to": int(trigger["id"]),
                 "thread": thread,
                 "count": count,
-                "body": failure_text(self.cfg.harness, run.result, run.outcome, self.cfg.turn_timeout, count),
+                "body": failure_text(self.cfg.harness, run.result, run.outcome, count),
             }
         self.state.last_wake = {
             "at": iso(run.ended_at),
@@ -970,6 +965,7 @@ class Bot:
     def wake_fields(self, run: Run) -> dict[str, Any]:
         """The body of POST /api/wakes for a run (without trigger ids and request id)."""
         exit_code = run.outcome.exit_code if run.outcome is not None else None
+        error = run.result.error_line()
         return {
             "harness": self.cfg.harness,
             "session_id": run.result.session_id,
@@ -982,7 +978,7 @@ class Bot:
             "output_tokens": run.result.output_tokens,
             "cache_read_tokens": run.result.cache_read_tokens,
             "cache_write_tokens": run.result.cache_write_tokens,
-            "error": self.log.redact(run.result.error)[:4000] if run.result.error else None,
+            "error": self.log.redact(error)[:4000] if error else None,
         }
 
     async def record_wake(self, turn_id: str, ids: list[int], **fields: Any) -> None:

@@ -46,9 +46,9 @@ from ..processes import end_group, signal_group
 from .harnesses.base import (
     TRUNCATION_NOTE,
     Adapter,
+    Exit,
     TurnRequest,
     TurnResult,
-    describe_exit,
     trim,
 )
 
@@ -425,21 +425,21 @@ async def run_turn(
             ),
             None,
         )
-    result = adapter.parse(outcome.stdout, outcome.stderr, outcome.exit_code)
+    result = adapter.parse(outcome.stdout, outcome.stderr, outcome.exit_code, outcome.duration)
     if outcome.timed_out or outcome.went_silent:
         session_id = result.session_id
         if session_id is None and not req.session_id and adapter.assigns_session_ids:
             session_id = req.fresh_session_id
-        detail = outcome.stderr_tail(max_lines=10)
         if outcome.went_silent:
-            kind, what = "silent", f"printed nothing for {silent_timeout:g}s"
+            kind, stopped = "silent", f"printed nothing for {silent_timeout:g} s"
         else:
-            kind, what = "timeout", f"timed out after {timeout:g}s"
+            kind, stopped = "timeout", f"timed out after {timeout:g} s"
         result = replace(
             result,
             ok=False,
             session_id=session_id or req.session_id,
             error_kind=kind,
-            error=f"{what} ({describe_exit(outcome.exit_code)})" + (f": {detail}" if detail else ""),
+            error=outcome.stderr_tail(max_lines=10) or None,
+            exit=Exit(outcome.exit_code, outcome.duration, stopped),
         )
     return result, outcome

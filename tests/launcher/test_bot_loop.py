@@ -20,7 +20,7 @@ import pytest
 
 from board.client import BoardAPIError
 from board.launcher.config import BotConfig
-from board.launcher.harnesses import TurnRequest, TurnResult, get_adapter
+from board.launcher.harnesses import Exit, TurnRequest, TurnResult, get_adapter
 from board.launcher.logs import EventLog
 from board.launcher.loop import (
     Bot,
@@ -137,8 +137,11 @@ class ScriptedHarness:
         self.started = asyncio.Event()
 
     def finish(self, ok: bool = True, kind: str | None = None, session: str = "s1") -> None:
-        error = None if ok else "exit 1: boom"
-        self.results.put_nowait(TurnResult(ok, session, "done", kind, error, 0.01, 10, 5))
+        code = 0 if ok or kind == "error_result" else 1
+        error = None if ok else "boom"
+        self.results.put_nowait(
+            TurnResult(ok, session, "done", kind, error, 0.01, 10, 5, exit=Exit(code, 1.0))
+        )
 
     async def __call__(self, adapter: Any, req: TurnRequest, *, on_start: Any, **_: Any) -> Any:
         ids = [int(i) for i in _["env"]["BOARD_WAKE_IDS"].split(",")]
@@ -146,8 +149,8 @@ class ScriptedHarness:
         on_start(NO_SUCH_PID)
         self.started.set()
         result = await self.results.get()
-        code = 0 if result.ok or result.error_kind == "error_result" else 1
-        return result, ProcessOutcome(code, "", "boom\n", False, False, NO_SUCH_PID, 1.0, 2.0)
+        assert result.exit is not None
+        return result, ProcessOutcome(result.exit.code, "", "boom\n", False, False, NO_SUCH_PID, 1.0, 2.0)
 
 
 class Harnessed:
@@ -369,23 +372,24 @@ def test_backoff_doubles_and_is_capped() -> None:
 
 
 def test_a_failure_reply_says_what_happened_and_wakes_nobody() -> None:
-    result = TurnResult(False, "s", "", "timeout", "timed out after 5s (killed by SIGKILL)", None, None, None)
+    stopped = Exit(-9, 5.0, "timed out after 5 s")
+    result = TurnResult(False, "s", "", "timeout", "thinking about @alice", None, None, None, exit=stopped)
     outcome = ProcessOutcome(-9, "", "thinking about @alice\n", True, False, 1, 0.0, 5.0)
-    text = failure_text("codex", result, outcome, 5.0, 1)
-    assert text.startswith("My codex turn timed out after 5 s")
+    text = failure_text("codex", result, outcome, 1)
+    assert text.startswith("My codex turn timed out after 5 s and was stopped.\nError: thinking about")
     assert "@alice" not in text and no_mentions("@alice") in text
     assert "released" not in text
-    assert "I released my claim" in failure_text("codex", result, outcome, 5.0, 3, released=True)
+    assert "I released my claim" in failure_text("codex", result, outcome, 3, released=True)
 
 
 def test_a_silent_turn_is_reported_as_silence_and_recorded_as_a_timeout() -> None:
-    result = TurnResult(
-        False, "s", "", "silent", "printed nothing for 300s (killed by SIGTERM)", None, None, None
-    )
+    stopped = Exit(-15, 300.0, "printed nothing for 300 s")
+    result = TurnResult(False, "s", "", "silent", None, None, None, None, exit=stopped)
     outcome = ProcessOutcome(-15, "", "", False, False, 1, 0.0, 300.0, went_silent=True)
-    text = failure_text("opencode", result, outcome, 1800.0, 1)
-    assert text.startswith("My opencode turn printed nothing for too long (BOT_SILENT_TIMEOUT)")
-    assert "printed nothing for 300s" in text and "1800" not in text
+    text = failure_text("opencode", result, outcome, 1)
+    # The silence limit, not the turn's, and said once: SIGTERM is the launcher's business.
+    assert text == "My opencode turn printed nothing for 300 s (BOT_SILENT_TIMEOUT) and was stopped."
+    assert result.error_line() == "printed nothing for 300 s (killed by SIGTERM)"
     assert wake_outcome(result, outcome) == "timeout"
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from board.launcher.harnesses import FlagError, TurnRequest, get_adapter
+from board.launcher.harnesses import Exit, FlagError, TurnRequest, get_adapter
 from board.launcher.harnesses.base import TRUNCATION_NOTE
 
 SID = "5f0c1b7e-2d55-4a57-9d1c-0a4c1f3e8b21"
@@ -115,8 +115,8 @@ def test_permission_denials_are_a_failure() -> None:
 
 def test_non_zero_exit_uses_stderr() -> None:
     r = adapter.parse("", "Error: Invalid API key · Please run /login\n", 1)
-    assert r.error_kind == "exit"
-    assert r.error == "exit 1: Error: Invalid API key · Please run /login"
+    assert r.error_kind == "exit" and r.exit == Exit(1)
+    assert r.error == "Error: Invalid API key · Please run /login"
 
 
 def test_not_logged_in_says_so_though_its_subtype_says_success() -> None:
@@ -126,7 +126,7 @@ def test_not_logged_in_says_so_though_its_subtype_says_success() -> None:
     )
     r = adapter.parse(out, "", 1)
     assert r.error_kind == "exit" and r.session_id == SID
-    assert r.error == "exit 1: claude reported an error: Not logged in · Please run /login"
+    assert r.exit == Exit(1) and r.error == "claude reported an error: Not logged in · Please run /login"
     assert "success" not in (r.error or "")
 
 
@@ -159,8 +159,9 @@ def test_non_zero_exit_with_error_result_keeps_the_result_message() -> None:
 
 
 def test_killed_by_signal() -> None:
-    r = adapter.parse('{"type": "res', "", -9)
-    assert r.error_kind == "exit" and (r.error or "").startswith("killed by SIGKILL")
+    r = adapter.parse('{"type": "res', "", -9, 2.5)
+    assert r.error_kind == "exit" and r.exit == Exit(-9, 2.5) and str(r.exit) == "killed by SIGKILL"
+    assert r.error is None and r.error_line() == "killed by SIGKILL"  # not the cut-off record
 
 
 def test_new_session_id_on_resume_wins() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from board.launcher.harnesses import TurnRequest, adapter_from_env, get_adapter
+from board.launcher.harnesses import Exit, TurnRequest, adapter_from_env, get_adapter
 
 
 def test_template_drops_the_session_option_on_a_first_run() -> None:
@@ -62,7 +62,8 @@ def test_without_a_session_field_there_are_no_sessions() -> None:
 def test_non_zero_exit_is_a_failure() -> None:
     a = get_adapter("command", template=["run", "{prompt}"])
     r = a.parse("partial", "Traceback: boom\n", 3)
-    assert r.error_kind == "exit" and r.error == "exit 3: Traceback: boom"
+    assert r.error_kind == "exit" and r.exit == Exit(3) and r.error == "Traceback: boom"
+    assert r.error_line() == "exit 3: Traceback: boom"
 
 
 def test_from_env() -> None:

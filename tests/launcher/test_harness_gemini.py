@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from board.launcher.harnesses import FlagError, TurnRequest, get_adapter
+from board.launcher.harnesses import Exit, FlagError, TurnRequest, get_adapter
 
 SID = "196c7382-f24e-4945-9b99-7e511fe6bc35"
 NEW_SID = "93edc14b-cbef-4e90-b671-b9e7a4d2a5bb"
@@ -111,7 +111,7 @@ def test_session_gone(stderr: str) -> None:
 def test_untrusted_folder_exit() -> None:
     stderr = "Gemini CLI is not running in a trusted directory. To proceed, either use ...\n"
     r = adapter.parse("", stderr, 55)
-    assert r.error_kind == "exit" and (r.error or "").startswith("exit 55: Gemini CLI")
+    assert r.error_kind == "exit" and r.exit == Exit(55) and (r.error or "").startswith("Gemini CLI")
 
 
 def test_noise_lines_before_the_indented_object() -> None:
@@ -153,7 +153,7 @@ def test_not_logged_in_is_a_bare_error_object_on_stderr_with_exit_41() -> None:
     r = adapter.parse("", stderr, 41)
     assert r.error_kind == "exit" and r.session_id == SID
     assert (
-        r.error == "exit 41: gemini error: Error: Please set an Auth method in your "
+        r.error_line() == "exit 41: gemini error: Error: Please set an Auth method in your "
         "/home/u/.gemini/settings.json (code 41)"
     )
 
@@ -172,4 +172,4 @@ def test_resume_failure_exit_42_is_session_gone() -> None:
 def test_untrusted_folder_in_colour_reads_plainly() -> None:
     stderr = "\x1b[31mGemini CLI is not running in a trusted directory.\x1b[0m\n"
     r = adapter.parse("", stderr, 55)
-    assert r.error == "exit 55: Gemini CLI is not running in a trusted directory."
+    assert r.error == "Gemini CLI is not running in a trusted directory."

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from board.launcher.harnesses import TurnRequest, get_adapter
+from board.launcher.harnesses import Exit, TurnRequest, get_adapter
 from board.launcher.loop import failure_text
 from board.launcher.process import (
     CappedBuffer,
@@ -111,7 +111,8 @@ async def test_hang_is_killed_at_timeout_with_its_whole_group(
     assert outcome is not None and outcome.timed_out
     assert outcome.exit_code == -15  # SIGTERM was enough
     assert result.error_kind == "timeout" and not result.ok
-    assert "timed out after 1s" in (result.error or "")
+    assert result.exit == Exit(-15, outcome.duration, "timed out after 1 s")
+    assert result.error_line() == "timed out after 1 s (killed by SIGTERM)"
     call = fake.last_call()
     assert not alive(call["pid"])
     assert not alive(call["grandchild_pid"])
@@ -141,7 +142,8 @@ async def test_a_harness_ignoring_sigterm_gets_sigkill(
         claude, TurnRequest(prompt="p"), cwd=repo, env=env, timeout=3.0, kill_grace=0.3
     )
     assert outcome is not None and outcome.timed_out and outcome.exit_code == -9
-    assert result.error_kind == "timeout" and "killed by SIGKILL" in (result.error or "")
+    assert result.error_kind == "timeout" and result.exit is not None and result.exit.code == -9
+    assert (result.error_line() or "").startswith("timed out after 3 s (killed by SIGKILL)")
     call = fake.last_call()
     assert not alive(call["pid"]) and not alive(call["grandchild_pid"])
 
@@ -149,8 +151,8 @@ async def test_a_harness_ignoring_sigterm_gets_sigkill(
 @pytest.mark.parametrize(
     ("name", "limits", "kind", "says"),
     [
-        ("claude", {"timeout": 0.5}, "timeout", "timed out after 0.5s"),
-        ("gemini", {"timeout": 60, "silent_timeout": 2.0}, "silent", "printed nothing for 2s"),
+        ("claude", {"timeout": 0.5}, "timeout", "timed out after 0.5 s"),
+        ("gemini", {"timeout": 60, "silent_timeout": 2.0}, "silent", "printed nothing for 2 s"),
     ],
 )
 async def test_a_stopped_turn_keeps_the_pre_assigned_session(
@@ -170,7 +172,8 @@ async def test_a_stopped_turn_keeps_the_pre_assigned_session(
     result, outcome = await run_turn(get_adapter(name), req, cwd=repo, env=env, kill_grace=0.3, **limits)
     assert outcome is not None and outcome.went_silent == (kind == "silent")
     assert outcome.timed_out == (kind == "timeout")
-    assert result.error_kind == kind and says in (result.error or "") and result.session_id == sid
+    assert result.error_kind == kind and result.exit is not None and result.exit.stopped == says
+    assert result.session_id == sid
     call = fake.last_call()
     assert call["session"] == sid
     assert not alive(call["pid"]) and not alive(call["grandchild_pid"])
@@ -221,7 +224,8 @@ async def test_crash_is_reported(
     fake.script({"do": "crash", "signal": sig})
     result, outcome = await run_turn(claude, TurnRequest(prompt="p"), cwd=repo, env=env)
     assert outcome is not None and outcome.exit_code == code
-    assert result.error_kind == "exit" and (result.error or "").startswith(f"killed by {name}")
+    assert result.error_kind == "exit" and result.exit == Exit(code, outcome.duration)
+    assert (result.error_line() or "").startswith(f"killed by {name}")
 
 
 @pytest.mark.parametrize("harness", ["claude", "codex", "copilot"])
@@ -233,16 +237,39 @@ async def test_a_crash_reply_says_what_happened_without_the_cut_off_output(
     fake.script({"do": "crash", "signal": "KILL"})
     result, outcome = await run_turn(get_adapter(harness), TurnRequest(prompt="p"), cwd=repo, env=env)
     assert outcome is not None and outcome.exit_code == -9 and outcome.stdout.startswith("{")
-    text = failure_text(harness, result, outcome, 600.0, 1)
+    text = failure_text(harness, result, outcome, 1)
     after = f"{round(outcome.duration, 1):g} s"
     assert text.startswith(f"My {harness} turn was killed by SIGKILL after {after}."), text
-    assert "{" not in text and "with no output" not in text, text
+    assert "{" not in text and "printed nothing" not in text, text
 
     fake.script({"do": "crash", "signal": "KILL", "stderr": "fatal: out of memory"})
     result, outcome = await run_turn(get_adapter(harness), TurnRequest(prompt="p"), cwd=repo, env=env)
     assert outcome is not None
-    text = failure_text(harness, result, outcome, 600.0, 1)
+    text = failure_text(harness, result, outcome, 1)
     assert "fatal: out of memory" in text and "{" not in text, text
+
+
+@pytest.mark.parametrize("harness", ["claude", "codex", "opencode", "copilot", "gemini"])
+async def test_every_harness_reply_words_its_end_once(
+    fake: Fake, repo: Path, env: dict[str, str], harness: str
+) -> None:
+    """The reply's first line says how the process ended; its Error line is what the harness
+    said, never that end again (the exit reaches the reply apart from the detail)."""
+    adapter = get_adapter(harness)
+    fake.script({"do": "fail", "exit": 3, "stderr": "fatal: disk full"})
+    result, outcome = await run_turn(adapter, TurnRequest(prompt="p"), cwd=repo, env=env)
+    assert result.error_kind == "exit" and result.exit == Exit(3, outcome.duration if outcome else None)
+    text = failure_text(harness, result, outcome, 1)
+    assert text.startswith(f"My {harness} turn failed (exit 3).\nError: ") and text.count("exit 3") == 1, text
+    assert "fatal: disk full" in text
+
+    fake.script({"do": "hang", "seconds": 60})
+    result, outcome = await run_turn(
+        adapter, TurnRequest(prompt="p"), cwd=repo, env=env, timeout=1.0, kill_grace=0.3
+    )
+    text = failure_text(harness, result, outcome, 1)
+    assert text.startswith(f"My {harness} turn timed out after 1 s and was stopped."), text
+    assert text.count("timed out") == 1 and "SIG" not in text, text
 
 
 async def test_failure_keeps_stderr_tail(fake: Fake, repo: Path, env: dict[str, str]) -> None:

@@ -62,7 +62,7 @@ async def turn(
     )
     assert outcome is not None, result.error
     shown = [name, *adapter.argv(req)[1:]]
-    print(f"\n{name} {PINNED[name].version}: {shown}\n  -> {result.error_kind}: {result.error}")
+    print(f"\n{name} {PINNED[name].version}: {shown}\n  -> {result.error_kind}: {result.error_line()}")
     return result, outcome
 
 
@@ -91,8 +91,9 @@ async def test_a_first_turn_is_accepted_and_fails_readably(
     )
     assert_argv_accepted(outcome)
     kind, words = FIRST_TURN[name]
-    assert not result.ok and result.error_kind == kind, result.error
-    assert words in (result.error or "") + outcome.stdout, result.error
+    line = result.error_line()  # how it ended, then what it said
+    assert not result.ok and result.error_kind == kind, line
+    assert words in (line or "") + outcome.stdout, line
     assert "\x1b" not in (result.error or "")  # the board refuses control characters
     if name in ("claude", "gemini"):
         assert result.session_id == fresh  # they took the pre-assigned id
@@ -122,9 +123,8 @@ async def test_opencode_takes_a_prompt_with_numbers_and_resumes_its_session(
     flags = ("--model", "nope/nope")
     first, outcome = await turn("opencode", real_clis["opencode"], jail, TurnRequest(prompt=PROMPT), flags)
     assert_argv_accepted(outcome)
-    assert first.error_kind == "exit" and (first.error or "").startswith("exit 1: opencode error:"), (
-        first.error
-    )
+    assert first.error_kind == "exit" and first.exit is not None and first.exit.code == 1, first.error_line()
+    assert (first.error or "").startswith("opencode error:"), first.error
     assert first.session_id and first.session_id.startswith("ses_")
     again, outcome = await turn(
         "opencode",

@@ -1,9 +1,9 @@
 """Harness adapters: one module per CLI, one interface.
 
 ``argv(TurnRequest) -> list[str]`` builds the command line for one turn (start,
-or resume a session); ``parse(stdout, stderr, exit_code) -> TurnResult`` says
-what the turn came to. ``board.launcher.process.run_turn`` joins the two around
-a subprocess.
+or resume a session); ``parse(stdout, stderr, exit_code, after) -> TurnResult`` says
+what the turn came to: how the process ended (``Exit``) apart from what it said.
+``board.launcher.process.run_turn`` joins the two around a subprocess.
 
 Configuration comes from the environment (or a profile):
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 
-from .base import Adapter, FlagError, TurnRequest, TurnResult
+from .base import Adapter, Exit, FlagError, TurnRequest, TurnResult
 from .claude import ClaudeAdapter
 from .codex import CodexAdapter
 from .command import CommandAdapter
@@ -30,6 +30,7 @@ from .opencode import OpencodeAdapter
 __all__ = [
     "ADAPTERS",
     "Adapter",
+    "Exit",
     "FlagError",
     "TurnRequest",
     "TurnResult",

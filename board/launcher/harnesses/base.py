@@ -44,6 +44,8 @@ TEXT_CAP = 16_000
 ERROR_CAP = 2_000
 
 ERROR_KINDS = frozenset({"exit", "error_result", "timeout", "silent", "session_gone", "unparsed"})
+# The kinds whose failure is the process's end: the wake record's line starts with the Exit.
+ENDED_KINDS = frozenset({"exit", "timeout", "silent"})
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,26 @@ class TurnRequest:
 
 
 @dataclass(frozen=True)
+class Exit:
+    """How a harness process ended, kept apart from what it said (TurnResult.error), so
+    that each reader words the two once: the thread's reply, the wake record's line."""
+
+    code: int | None  # negative: killed by that signal; None: never reaped
+    after: float | None = None  # seconds from spawn to the end, when the runner measured them
+    # Why the launcher ended it ("timed out after 1800 s"); None when it ended on its own.
+    stopped: str | None = None
+
+    @property
+    def killed(self) -> bool:
+        return self.code is not None and self.code < 0
+
+    def __str__(self) -> str:
+        """'exit 1', 'killed by SIGKILL', 'timed out after 5 s (killed by SIGKILL)'."""
+        how = describe_exit(self.code)
+        return f"{self.stopped} ({how})" if self.stopped else how
+
+
+@dataclass(frozen=True)
 class TurnResult:
     """What one turn came to, as far as the harness's output tells."""
 
@@ -69,7 +91,9 @@ class TurnResult:
     text: str  # the final answer text, for logs
     # None | "exit" | "error_result" | "timeout" | "silent" | "session_gone" | "unparsed"
     error_kind: str | None
-    error: str | None  # human-readable, trimmed
+    # What went wrong in the harness's words (its error record, stderr's last lines, a parse
+    # failure) or the launcher's (it could not start); never how the process ended: that is `exit`.
+    error: str | None
     cost_usd: float | None
     input_tokens: int | None  # every input token, the cached ones included
     output_tokens: int | None
@@ -78,6 +102,15 @@ class TurnResult:
     # Of input_tokens: read back from the provider's prompt cache, and written to it.
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
+    exit: Exit | None = None  # how the process ended; None when it never started
+
+    def error_line(self) -> str | None:
+        """The failure in one line, for the wake record: how the process ended when that is
+        the failure ("exit 1", "timed out after 5 s (killed by SIGKILL)"), then what it said."""
+        if self.ok:
+            return None
+        ended = str(self.exit) if self.exit is not None and self.error_kind in ENDED_KINDS else ""
+        return ": ".join(part for part in (ended, self.error) if part) or None
 
 
 @dataclass
@@ -343,8 +376,10 @@ class Adapter:
         check_flags(req.flags, self.flag_spec, "TurnRequest.flags")
         return merge_flags(defaults, [self.flags, req.flags], self.flag_spec)
 
-    def parse(self, stdout: str, stderr: str, exit_code: int | None) -> TurnResult:
-        """Classify a finished turn; never raises on odd output."""
+    def parse(
+        self, stdout: str, stderr: str, exit_code: int | None, after: float | None = None
+    ) -> TurnResult:
+        """Classify a finished turn that ran for after seconds; never raises on odd output."""
         scan = self.scan(stdout, stderr)
         failed = exit_code != 0 or not scan.finished or scan.error is not None
         gone = None
@@ -360,13 +395,10 @@ class Adapter:
         elif exit_code != 0:
             # A line opening a record was cut off where the CLI was killed: machine noise to a reader.
             prose = [line for line in non_json_lines(stdout) if not line.startswith("{")]
-            detail = scan.error or trim(stderr) or trim("\n".join(prose))
             kind = "exit"
-            error = describe_exit(exit_code)
-            if detail:
-                error += f": {detail}"
-            elif not (stdout.strip() or stderr.strip()):
-                error += " with no output"
+            error = scan.error or trim(stderr) or trim("\n".join(prose))
+            if not (error or stdout.strip() or stderr.strip()):
+                error = "it printed nothing"
         elif scan.error is not None:
             kind, error = "error_result", scan.error
         elif not scan.finished:
@@ -389,4 +421,5 @@ class Adapter:
             premium_requests=scan.premium_requests,
             cache_read_tokens=scan.cache_read_tokens,
             cache_write_tokens=scan.cache_write_tokens,
+            exit=Exit(exit_code, after),
         )
