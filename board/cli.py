@@ -727,19 +727,16 @@ def fleet() -> None:
 
 
 def _bot_line(bot: dict[str, Any]) -> str:
-    """One bot as ``/fleet`` shows it: the page's word for its state (its keeper's last word
-    beside it when the page says otherwise: an offline machine, a held bot) and an order on
-    its way."""
-    from .server.services.fleet_view import BADGES, PENDING
-
+    """One bot as ``/fleet`` shows it, in the words the answer carries for the page: its state
+    (its keeper's last word beside it when the page says otherwise: an offline machine, a held
+    bot) and an order on its way."""
     state = bot["state"]
-    shown = bot.get("shown") or state
-    said = BADGES[shown].word if shown in BADGES else shown
-    if shown != state:
+    said = bot["shown_words"]
+    if bot["shown"] != state:
         said += f", its keeper last said {state}"
     pid = f" pid {bot['pid']}" if bot.get("pid") else ""
     hold = f" ({bot['hold']})" if bot.get("hold") else ""
-    pending = f"; {PENDING.get(bot['pending'], bot['pending'])}" if bot.get("pending") else ""
+    pending = f"; {bot['pending_words']}" if bot.get("pending_words") else ""
     wake = bot.get("last_wake") or {}
     last = f"; last wake {wake['at']} {wake.get('outcome')}" if wake.get("at") else ""
     return (

@@ -98,8 +98,11 @@ async def test_each_state_shows_in_a_word_and_a_colour(clocked_world: World, clo
     assert {h: badge(page, h) for h in expected} == expected
     assert 'class="why">ValueError: &lt;b&gt;boom&lt;/b&gt;</p>' in card(page, "crash1")  # hostile text
     assert 'class="why">bot: repo /nowhere is not a directory</p>' in card(page, "mis1")
-    shown = {h: b["shown"] for h, b in (await bots(world)).items()}
+    listed = await bots(world)
+    shown = {h: b["shown"] for h, b in listed.items()}
     assert shown["away1"] == "offline" and shown["new1"] == "unknown" and shown["back1"] == "backoff"
+    # The API carries the page's word for each, so a client says the same without a table of its own.
+    assert {h: listed[h]["shown_words"] for h in expected} == {h: word for h, (_, word) in expected.items()}
 
 
 async def test_why_a_bot_stopped_reads_whole_and_a_machine_is_named_once(clocked_world: World) -> None:
@@ -142,10 +145,14 @@ async def test_an_order_is_pending_until_its_keeper_carries_it_out(
     await world.human.create_profile("proj-dev", "proj", "claude")
     box1 = await _fleet(world, ["run1"])
     await box1.client.fleet_report({"interval": 10, "bots": [reported("run1", "running", pid=11)]})
-    assert (await bots(world))["run1"]["pending"] is None
+    assert (await bots(world))["run1"]["pending_words"] is None
 
     stopping = await world.human.fleet_order("run1", "stop")
-    assert (stopping["pending"], stopping["state"]) == ("stop", "running")
+    assert (stopping["pending"], stopping["pending_words"], stopping["state"]) == (
+        "stop",
+        "stopping…",
+        "running",
+    )
     assert badge(await fleet_page(world), "run1") == ("busy", "stopping…")
     # Acknowledged while the daemon still winds down: still on its way.
     answer = await box1.client.fleet_report(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services.fleet_view import BADGES
+from ..services.fleet_view import BADGES, PENDING
 from ..services.routines import RUN_STATES
 
 Schema = dict[str, Any]
@@ -467,7 +467,9 @@ COMPONENTS: dict[str, Schema] = {
             "desired": {"enum": ["running", "stopped"]},
             "state": STR,
             "shown": {"enum": list(BADGES)},
-            "pending": nullable({"enum": ["start", "stop", "restart"]}),
+            "shown_words": {"enum": [badge.word for badge in BADGES.values()]},
+            "pending": nullable({"enum": list(PENDING)}),
+            "pending_words": nullable({"enum": list(PENDING.values())}),
             "presence": STR,
             "claims": array(INT),
             "reported_at": nullable(TIME),

@@ -419,6 +419,7 @@ def _bot_dict(
         row["state"], _status(row["machine_reported_at"], row["machine_interval_s"], now)
     )
     shown = "held" if hold is not None and reported == "running" else reported
+    pending = fleet_view.pending(reported, row["desired"], order)
     return {
         "handle": row["handle"],
         "workspace": row["workspace"],
@@ -427,8 +428,10 @@ def _bot_dict(
         "desired": row["desired"],
         "state": row["state"],
         "shown": shown,
+        "shown_words": fleet_view.BADGES[shown].word,
         "hold": hold.which if shown == "held" and hold is not None else None,
-        "pending": fleet_view.pending(reported, row["desired"], order),
+        "pending": pending,
+        "pending_words": fleet_view.PENDING[pending] if pending else None,
         "presence": fleet_view.shown_presence(auth.presence(row["last_seen_at"], now), reported),
         "claims": claims,
         "reported_at": row["reported_at"],
