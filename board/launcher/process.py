@@ -46,6 +46,7 @@ from ..processes import end_group, signal_group
 from .harnesses.base import (
     TRUNCATION_NOTE,
     Adapter,
+    ErrorKind,
     Exit,
     TurnRequest,
     TurnResult,
@@ -430,6 +431,7 @@ async def run_turn(
         session_id = result.session_id
         if session_id is None and not req.session_id and adapter.assigns_session_ids:
             session_id = req.fresh_session_id
+        kind: ErrorKind
         if outcome.went_silent:
             kind, stopped = "silent", f"printed nothing for {silent_timeout:g} s"
         else:

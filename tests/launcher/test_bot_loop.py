@@ -21,6 +21,7 @@ import pytest
 from board.client import BoardAPIError
 from board.launcher.config import BotConfig
 from board.launcher.harnesses import Exit, TurnRequest, TurnResult, get_adapter
+from board.launcher.harnesses.base import ErrorKind
 from board.launcher.logs import EventLog
 from board.launcher.loop import (
     Bot,
@@ -136,7 +137,7 @@ class ScriptedHarness:
         self.results: asyncio.Queue[TurnResult] = asyncio.Queue()
         self.started = asyncio.Event()
 
-    def finish(self, ok: bool = True, kind: str | None = None, session: str = "s1") -> None:
+    def finish(self, ok: bool = True, kind: ErrorKind | None = None, session: str = "s1") -> None:
         code = 0 if ok or kind == "error_result" else 1
         error = None if ok else "boom"
         self.results.put_nowait(

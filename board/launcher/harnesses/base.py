@@ -29,7 +29,7 @@ import re
 import signal
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 # Written by board.launcher.process into the middle of output it had to cut.
 TRUNCATION_NOTE = "bytes dropped by the launcher"
@@ -43,7 +43,8 @@ MAX_PROMPT_BYTES = 120_000
 TEXT_CAP = 16_000
 ERROR_CAP = 2_000
 
-ERROR_KINDS = frozenset({"exit", "error_result", "timeout", "silent", "session_gone", "unparsed"})
+#: Why a turn failed, as the wake record and the loop tell failures apart.
+ErrorKind = Literal["exit", "error_result", "timeout", "silent", "session_gone", "unparsed"]
 # The kinds whose failure is the process's end: the wake record's line starts with the Exit.
 ENDED_KINDS = frozenset({"exit", "timeout", "silent"})
 
@@ -89,8 +90,7 @@ class TurnResult:
     ok: bool
     session_id: str | None
     text: str  # the final answer text, for logs
-    # None | "exit" | "error_result" | "timeout" | "silent" | "session_gone" | "unparsed"
-    error_kind: str | None
+    error_kind: ErrorKind | None
     # What went wrong in the harness's words (its error record, stderr's last lines, a parse
     # failure) or the launcher's (it could not start); never how the process ended: that is `exit`.
     error: str | None
@@ -388,7 +388,7 @@ class Adapter:
                 "\n".join([stderr, *non_json_lines(stdout), scan.error or ""]),
                 self.session_gone_markers,
             )
-        kind: str | None = None
+        kind: ErrorKind | None = None
         error: str | None = None
         if gone:
             kind, error = "session_gone", gone
