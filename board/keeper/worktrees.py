@@ -3,7 +3,8 @@
 The bot daemon keeps its worktrees in its ``state.json`` (``worktrees``: by thread,
 each with its path, branch and state, ``live`` or ``kept``). The keeper reports
 them with their size on disk, measured by a bounded walk at most once a minute
-each, and carries out a human's ``remove_worktree`` order for one its bot kept.
+each, tells the board of a kept one whose folder is gone (removed by hand), and
+carries out a human's ``remove_worktree`` order for one its bot kept.
 
 Removing is ``git -C <repo> worktree remove <path>`` and nothing else (the branch
 stays), and only for a path that is all of: listed in the bot's state as ``kept``
@@ -106,6 +107,15 @@ def report(bot_dir: Path, sizes: Sizes) -> list[dict[str, Any]]:
             }
         )
     return items
+
+
+def gone(bot_dir: Path) -> dict[int, str]:
+    """The bot's kept worktrees whose folder is gone (removed by hand), by thread: their paths."""
+    return {
+        thread: entry["path"]
+        for thread, entry in sorted(listed(bot_dir).items())[:MAX_LISTED]
+        if entry.get("state") == "kept" and not Path(entry["path"]).is_dir()
+    }
 
 
 class Refused(Exception):

@@ -200,6 +200,35 @@ async def test_a_done_thread_with_a_commit_keeps_its_branch_and_says_so_once(
     assert len(await _kept_replies(world, thread)) == 1
 
 
+async def test_a_kept_worktree_deleted_by_hand_reads_removed_on_its_thread_with_its_commits(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    make_repo(tmp_path / "repo")
+    fake.script(
+        {"do": "commit", "path": "src/fix.py", "text": "print('fixed')\n", "message": "fix it"},
+        {"do": "ok"},
+    )
+    bot = await make_bot(args=WT).start().started()
+    thread = await claimed(world, await mention(world, "fix it"))
+    await eventually(lambda: sent(bot, thread) == ["live"], "the live record")
+    await world.human.done(thread, "thanks")
+    await eventually(lambda: bot.events("worktree_kept"), "the worktree to be kept")
+    await check_records(world, bot, thread, ["live", "kept"])
+
+    shutil.rmtree(folder(bot, thread))  # the person deletes the folder by hand
+    await mention(world, "something else")  # the daemon looks again after its next turn
+
+    async def removed() -> dict[str, Any] | None:
+        [record] = await board_records(world, thread)
+        return record if record["state"] == "removed" else None
+
+    record = await eventually(removed, "the record to read removed", timeout=10)
+    assert [c["subject"] for c in record["commits"]] == ["fix it"] and record["ahead"] == 1
+    assert "removed outside the board" in record["detail"]
+    assert str(thread) not in bot.state()["worktrees"]
+    assert not bot.events("worktree_gone_failed")
+
+
 async def _kept_replies(world: World, thread: int) -> list[dict[str, Any]]:
     return [r for r in await replies(world.human, thread, "pb") if "kept my worktree" in r["body"]]
 

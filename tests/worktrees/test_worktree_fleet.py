@@ -151,3 +151,34 @@ async def test_only_a_human_orders_a_kept_worktree_removed_and_an_ok_ack_marks_t
     assert record["state"] == "removed" and record["branch"] == f"bot/fb1/t{thread_id}"
     audit = (await w.human.audit(action="fleet.remove_worktree"))["entries"]
     assert [e["details"]["thread"] for e in audit] == [thread_id, thread_id]
+
+
+def gone_path(handle: str, thread: int) -> str:
+    return f"/api/fleet/bots/{handle}/worktrees/{thread}/gone"
+
+
+async def test_a_kept_worktree_said_gone_reads_removed_with_its_commits_kept(world: World) -> None:
+    """Its daemon or its keeper says the folder is gone; nobody else may, and a live one is not."""
+    w = world
+    box1, box2 = await fleet_setup(world)
+    thread_id = int((await w.human.post("task", channel="lobby", workspace="proj"))["id"])
+    token = (await box1.client.call("POST", "/api/fleet/bots/fb1/token"))[1]["token"]
+    fb1 = w.board.client(token)
+    commits = [{"sha": "abc1234", "subject": "Fix the thing"}]
+    kept = {"branch": f"bot/fb1/t{thread_id}", "base": "main", "ahead": 1, "commits": commits}
+    await fb1.set_worktree(thread_id, state="live", **kept)
+    for caller in (w.human, w.bot):  # not the bot's nor its keeper's to say
+        await refused(caller.call("POST", gone_path("fb1", thread_id)), "FORBIDDEN", unchanged=w.board)
+    await refused(box2.client.call("POST", gone_path("fb1", thread_id)), "NOT_FOUND", unchanged=w.board)
+    await refused(box1.client.call("POST", gone_path("fb1", 999999)), "NOT_FOUND", unchanged=w.board)
+    error = await refused(fb1.worktree_gone("fb1", thread_id), "INVALID_ARGUMENT", unchanged=w.board)
+    assert "live" in error.message
+
+    await fb1.set_worktree(thread_id, state="kept", **kept)
+    record = await box1.client.worktree_gone("fb1", thread_id)
+    assert (record["state"], record["commits"], record["ahead"]) == ("removed", commits, 1)
+    assert "removed outside the board" in record["detail"]
+    [shown] = (await w.human.thread(thread_id))["worktrees"]
+    assert shown == record
+    # Said again (the daemon after its keeper): the record stays as it is.
+    assert await fb1.worktree_gone("fb1", thread_id) == record
