@@ -343,7 +343,8 @@ class ThreadTrees:
             self.log.event("worktree_removed", thread=thread, path=str(path), branch=branch)
             await self.record(thread, summary.record("removed"))
         else:
-            entry["state"] = "kept"
+            # What the keeper reports, so the fleet page warns before a Remove its keeper would refuse.
+            entry.update(state="kept", uncommitted=summary.dirty, uncommitted_paths=summary.dirty_paths)
             self.save()
             self.log.event(
                 "worktree_kept",

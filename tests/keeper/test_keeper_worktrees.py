@@ -158,6 +158,10 @@ async def test_anything_but_a_kept_worktree_in_its_folder_is_refused_and_left_al
     assert (repo / "README").exists() and (kept / "fix.py").exists()
 
 
+#: What the daemon writes of a worktree it keeps with uncommitted work (a hostile name or two among them).
+DIRTY = {"uncommitted": 8, "uncommitted_paths": ["a.py", "b" * 400, 3, "c", "d", "e", "f"]}
+
+
 def test_the_report_lists_what_is_there_with_its_size_measured_once_a_minute(
     tmp_path: Path, repo: Path
 ) -> None:
@@ -168,8 +172,8 @@ def test_the_report_lists_what_is_there_with_its_size_measured_once_a_minute(
     write_state(
         bot_dir,
         {
-            5: {"path": str(kept), "branch": "bot/fb1/t5", "state": "kept"},
-            9: {"path": str(live), "branch": "bot/fb1/t9", "state": "live"},
+            5: {"path": str(kept), "branch": "bot/fb1/t5", "state": "kept", **DIRTY},
+            9: {"path": str(live), "branch": "bot/fb1/t9", "state": "live", **DIRTY},  # not kept: not said
             4: {"path": str(gone), "branch": "bot/fb1/t4", "state": "kept"},  # a human removed it
         },
     )
@@ -178,6 +182,10 @@ def test_the_report_lists_what_is_there_with_its_size_measured_once_a_minute(
     assert [(w["thread"], w["state"], w["branch"]) for w in listed] == [
         (5, "kept", "bot/fb1/t5"),
         (9, "live", "bot/fb1/t9"),
+    ]
+    assert [(w["uncommitted"], w["uncommitted_paths"]) for w in listed] == [
+        (8, ["a.py", "b" * 300, "c", "d", "e"]),
+        (None, []),
     ]
     first = listed[0]["disk_bytes"]
     assert first is not None and first > len("print('fixed')\n" * 100)

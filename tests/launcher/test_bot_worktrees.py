@@ -182,6 +182,7 @@ async def test_a_done_thread_with_a_commit_keeps_its_branch_and_says_so_once(
     assert ahead(bot, branch) == ["fix @alice's bug"]
     assert worktrees(bot) == [str(folder(bot, thread))]
     assert bot.state()["worktrees"][str(thread)]["state"] == "kept"
+    assert bot.state()["worktrees"][str(thread)]["uncommitted"] == 0  # its keeper reports it clean
 
     said = await eventually(
         lambda: _kept_replies(world, thread), "the reply naming the kept branch", timeout=10
@@ -401,10 +402,13 @@ def test_close_keeps_a_worktree_with_uncommitted_work_and_never_deletes_an_unmer
     repo = Repo(make_repo(tmp_path / "repo"))
     path, branch, made = repo.ensure("pb", 7, "main")
     assert made and path == tmp_path / "repo.worktrees" / "pb-t7" and branch == "bot/pb/t7"
-    (path / "draft.txt").write_text("not yet committed\n")
+    for n in range(7):
+        (path / f"draft{n}.txt").write_text("not yet committed\n")
     kept = repo.close(path, branch, "main")
-    assert kept.dirty == 1 and kept.ahead == 0 and path.is_dir() and repo.has_branch(branch)
-    (path / "draft.txt").unlink()
+    assert kept.dirty == 7 and kept.ahead == 0 and path.is_dir() and repo.has_branch(branch)
+    assert kept.dirty_paths == [f"draft{n}.txt" for n in range(5)]  # the first few, for the fleet page
+    for n in range(7):
+        (path / f"draft{n}.txt").unlink()
     git(
         path,
         "-c",

@@ -39,7 +39,10 @@ def remove_path(handle: str, thread: int) -> str:
 async def test_a_report_lists_each_bots_worktrees_with_the_total_on_disk(world: World) -> None:
     w = world
     box1, _ = await fleet_setup(world)
-    sent = [worktree(5), worktree(6, "live", disk_bytes=None)]
+    sent = [
+        worktree(5, uncommitted=2, uncommitted_paths=["src/a.py", "b.txt"]),
+        worktree(6, "live", disk_bytes=None, uncommitted=None, uncommitted_paths=[]),
+    ]
     await box1.client.fleet_report({"bots": [bot_report("fb1", worktrees=sent)]})
     fb1 = fb1_of(await w.human.fleet())
     assert [{k: x[k] for k in sent[0]} for x in fb1["worktrees"]] == sent
@@ -56,8 +59,10 @@ async def test_a_report_lists_each_bots_worktrees_with_the_total_on_disk(world: 
         [worktree(5, path="x" * 1001)],
         [worktree(i + 1) for i in range(51)],
         [{"thread": 5}],  # no state
+        [worktree(5, uncommitted=-1)],
+        [worktree(5, uncommitted_paths=["a"] * 6)],
     ],
-    ids=["state", "thread", "disk", "path", "too-many", "no-state"],
+    ids=["state", "thread", "disk", "path", "too-many", "no-state", "uncommitted", "uncommitted-paths"],
 )
 async def test_a_malformed_worktree_report_is_refused(world: World, sent: list[dict[str, Any]]) -> None:
     box1, _ = await fleet_setup(world)
@@ -75,8 +80,9 @@ async def test_hostile_stored_worktrees_do_not_break_the_fleet(world: World) -> 
     await box1.client.fleet_report({"bots": [bot_report("fb1")]})
     hostile = (
         '{"worktrees": [{"thread": "5"}, {"thread": 7, "branch": "<script>x()</script>", "state": "odd",'
-        ' "age_s": "old", "disk_bytes": 1.5, "path": ["/"]}, 3, {"thread": 7, "state": "kept"},'
-        ' {"thread": 8, "state": "kept", "disk_bytes": 10}]}'
+        ' "age_s": "old", "disk_bytes": 1.5, "path": ["/"], "uncommitted": "2", "uncommitted_paths": "a"},'
+        ' 3, {"thread": 7, "state": "kept"},'
+        ' {"thread": 8, "state": "kept", "disk_bytes": 10, "uncommitted": 3, "uncommitted_paths": ["a", 1]}]}'
     )
     db_execute(w.board.db_path, FB1_STATUS, (hostile,))
     fb1 = fb1_of(await w.human.fleet())
@@ -88,6 +94,8 @@ async def test_hostile_stored_worktrees_do_not_break_the_fleet(world: World) -> 
             "state": None,
             "age_s": None,
             "disk_bytes": None,
+            "uncommitted": None,
+            "uncommitted_paths": [],
             "removing": False,
         },
         {
@@ -97,6 +105,8 @@ async def test_hostile_stored_worktrees_do_not_break_the_fleet(world: World) -> 
             "state": "kept",
             "age_s": None,
             "disk_bytes": 10,
+            "uncommitted": 3,
+            "uncommitted_paths": ["a"],
             "removing": False,
         },
     ]

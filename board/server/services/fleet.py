@@ -189,6 +189,10 @@ class WorktreeReport:
     path: str = arg("", max_len=1000)
     age_s: float = arg(0.0, min=0, help="Seconds since the worktree was made.")
     disk_bytes: int | None = arg(None, min=0, help="Its size, measured at most once a minute; null: unknown.")
+    uncommitted: int | None = arg(
+        None, min=0, help="Uncommitted paths when its daemon kept it; null: not kept, or not known."
+    )
+    uncommitted_paths: list[str] = arg([], max_items=5, max_len=1000, help="The first few of them.")
 
 
 @dataclass
