@@ -83,7 +83,7 @@ async def record(ctx: Context, p: Principal, thread_id: int, req: WorktreeRecord
     actions.require(p, "thread.worktree")
     if req.state != "waiting" and not req.branch:
         raise InvalidArgument(
-            f"'branch' is required for a {req.state} worktree; only waiting has none.", field="branch"
+            f"The branch is required for a {req.state} worktree; only waiting has none.", field="branch"
         )
     values = asdict(req)
 
