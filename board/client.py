@@ -549,6 +549,12 @@ class BoardClient:
         """A human forgets a machine: its bots unassigned, its keeper's token stopped."""
         return await self.request_object("DELETE", f"/api/fleet/machines/{quote(name, safe='')}")
 
+    async def worktree_gone(self, handle: str, thread_id: int) -> JSON:
+        """The bot's kept worktree for this thread has no folder any more (its daemon or keeper says)."""
+        return await self.request_object(
+            "POST", f"/api/fleet/bots/{quote(handle, safe='')}/worktrees/{thread_id}/gone"
+        )
+
     async def bot_token(self, handle: str) -> JSON:
         """A keeper mints the token of a bot assigned to its machine."""
         return await self.request_object("POST", f"/api/fleet/bots/{quote(handle, safe='')}/token")

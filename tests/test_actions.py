@@ -108,6 +108,10 @@ EXPECTED: dict[str, tuple[set[str], str]] = {
     "fleet.remove_worktree": ({"human"}, "Only a human may remove a bot's kept worktree."),
     "fleet.unassign": ({"human"}, "Only a human may unassign bots."),
     "fleet.remove_machine": ({"human"}, "Only a human may remove a machine."),
+    "fleet.worktree_gone": (
+        {"bot", "admin_bot", "keeper"},
+        "A worktree's folder is said gone by its bot's daemon or by its keeper.",
+    ),
     "fleet.keeper_call": ({"keeper"}, "Only a machine's keeper (a bk_ token) makes this call."),
     "audit.read": ({"human"}, "Only a human may read the audit log."),
     "backup.take": ({"human"}, "Only a human may take a backup."),
@@ -303,6 +307,7 @@ SERVICES: dict[str, Service] = {
     "fleet.remove_worktree": lambda ctx, p: fleet.remove_worktree(ctx, p, "pb", 1),
     "fleet.remove_machine": lambda ctx, p: fleet.remove_machine(ctx, p, "box1"),
     "fleet.keeper_call": lambda ctx, p: fleet.mint_bot_token(ctx, p, "pb"),
+    "fleet.worktree_gone": lambda ctx, p: fleet.worktree_gone(ctx, p, "pb", 1),
     "routine.step_run": lambda ctx, p: routines.start_run(ctx, p, "nightly", 1),
     "audit.read": lambda ctx, p: audit.entries(ctx, p, audit.AuditQuery()),
     "message.preview": lambda ctx, p: preview.preview(ctx, p, preview.PreviewRequest(body="hi")),

@@ -223,9 +223,9 @@ async def test_a_path_argument_stays_in_its_route(world: World, transport: str) 
         climbed = await refused(
             client, "read", action="message", id=f"{root['id']}/../../threads/{root['id']}"
         )
-        assert climbed["message"] == "'id' must be a positive whole number."
+        assert climbed["message"] == "The id must be a positive whole number."
         released = await refused(client, "claim", action="release", id=f"../messages/{root['id']}")
-        assert released["code"] == "INVALID_ARGUMENT" and "'id'" in released["message"]
+        assert released["code"] == "INVALID_ARGUMENT" and "The id " in released["message"]
         doc = await refused(client, "knowledge", action="read", path="../../agents.md")
         assert doc["code"] == "INVALID_ARGUMENT" and doc["details"] == {"field": "path"}
         assert snapshot(world.board.db_path) == before, "a refused call changed nothing"

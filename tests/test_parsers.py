@@ -97,6 +97,38 @@ def test_nested_bodies_name_the_failing_field() -> None:
     assert parse_body(Outer, {"items": [{"name": "abc"}]}).items[0].count == 0
 
 
+@dataclass
+class Sized:
+    ahead: int = arg(0, min=0, max=1_000_000)
+    name: str = arg("", min_len=2)
+
+
+@pytest.mark.parametrize(
+    ("cls", "data", "said", "field"),
+    [
+        (
+            PostMessage,
+            {"body": "x" * 16_053},
+            "The body is 16,053 characters; at most 16,000 are allowed.",
+            "body",
+        ),
+        (Outer, {"items": [{}] * 1234}, "The items list has 1,234 items; at most 2 are allowed.", "items"),
+        (Outer, {"items": [{"count": 1}]}, "The items[0].name is required.", "items[0].name"),
+        (PostMessage, {"body": 1}, "The body must be a string.", "body"),
+        (Sized, {"ahead": 2_000_000}, "The ahead must be at most 1,000,000.", "ahead"),
+        (Sized, {"name": "x"}, "The name must have at least 2 characters.", "name"),
+    ],
+)
+def test_refusals_read_as_sentences_naming_the_field_with_counts_grouped(
+    cls: type, data: dict[str, Any], said: str, field: str
+) -> None:
+    """A person reads the message; a program reads ``details.field``, the name as sent."""
+    with pytest.raises(BoardError) as caught:
+        parse_body(cls, data)
+    assert caught.value.message == said
+    assert caught.value.to_json()["error"]["details"]["field"] == field
+
+
 RFC3339_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 
 

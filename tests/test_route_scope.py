@@ -84,6 +84,10 @@ async def claim_by_bot(world: World, facts: dict[str, Any]) -> None:
     await world.bot.claim(facts["root"])
 
 
+async def kept_by_bot(world: World, facts: dict[str, Any]) -> None:
+    await world.bot.set_worktree(facts["root"], state="kept", branch="bot/pb/t1", base="main", ahead=1)
+
+
 async def two_for_each_bot(world: World, facts: dict[str, Any]) -> None:
     """A backlog past ``limit=1`` for every bot: its wake stream ends (``end: more``) and so answers."""
     for handle, workspace in (("pb", "proj"), ("ab", "admin"), ("ob", "other")):
@@ -272,6 +276,21 @@ CASES: dict[tuple[str, str], Case] = {
     # A human's call reaches the service: fb's keeper reported no kept worktree for the thread.
     ("POST", "/api/fleet/bots/{handle}/worktrees/{id}/remove"): Case(
         {"human": 404}, path={"handle": "fleet_bot", "id": "root"}
+    ),
+    # A kept worktree's folder gone: only the bot itself (pb's record, kept) or its keeper says so;
+    # pb is on no machine, so both keepers get NOT_FOUND.
+    ("POST", "/api/fleet/bots/{handle}/worktrees/{id}/gone"): Case(
+        {
+            "human": 403,
+            "bot": 200,
+            "admin_bot": 403,
+            "other_bot": 403,
+            "keeper": 404,
+            "other_keeper": 404,
+            "anon": 401,
+        },
+        path={"handle": "bot_handle", "id": "root"},
+        prepare=kept_by_bot,
     ),
     ("DELETE", "/api/fleet/machines/{name}"): Case(HUMAN, path={"name": "box1"}),  # with fb on it
     ("POST", "/api/fleet/bots/{handle}/token"): Case(

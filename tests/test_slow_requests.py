@@ -112,7 +112,7 @@ async def test_an_oversized_request_line_or_header_gets_the_json_error_without_a
     assert b"application/json" in head
     error = json.loads(body)["error"]
     assert error["code"] == "LIMIT_EXCEEDED" and set(error) == {"code", "message", "retryable", "details"}
-    assert f"a URL takes at most {MAX_URL} bytes" in error["message"]  # the gate's limit, not the parser's
+    assert f"a URL takes at most {MAX_URL:,} bytes" in error["message"]  # the gate's limit, not the parser's
     assert b"QQQQ" not in body
 
 

@@ -25,7 +25,7 @@ from ..client import BoardAPIError, BoardClient
 from ..launcher.daemon import AlreadyRunning, PidLock, running_pid
 from ..launcher.logs import EventLog
 from ..launcher.loop import backoff
-from . import report
+from . import report, worktrees
 from .config import LOG_FILE, PID_FILE, Enrolled, Timing, bot_environment
 from .supervisor import Supervisor
 
@@ -54,6 +54,7 @@ class Keeper:
         self.client = BoardClient(enrolled.board, enrolled.token, timeout=max(10.0, 3 * timing.interval))
         self.sup = Supervisor(directory, enrolled.board, timing, bot_environment(environ), log, self.mint)
         self.failures = 0
+        self.told_gone: set[tuple[str, int, str]] = set()  # (bot, thread, path) the board has heard of
 
     async def mint(self, handle: str) -> str | None:
         """A fresh token for one of this machine's bots, or None when the board will not give one now."""
@@ -79,7 +80,31 @@ class Keeper:
         self.failures = 0
         self.sup.reported(int(answer.get("event_seq", 0)), len(body["acks"]))
         self.sup.apply(answer)
+        await self.tell_gone()
         return True
+
+    async def tell_gone(self) -> None:
+        """Tell the board of each kept worktree whose folder is gone, once: its thread's page read
+        "kept" until the daemon looked again, which it does only at its next turn or start."""
+        seen: set[tuple[str, int, str]] = set()
+        for handle in list(self.sup.slots):
+            for thread, path in worktrees.gone(self.sup.bot_dir(handle)).items():
+                key = (handle, thread, path)
+                seen.add(key)
+                if key in self.told_gone:
+                    continue
+                try:
+                    await self.client.worktree_gone(handle, thread)
+                except BoardAPIError as exc:
+                    if exc.code not in ("NOT_FOUND", "INVALID_ARGUMENT"):
+                        continue  # asked again after the next report
+                    self.log.event(
+                        "worktree_gone_refused", bot=handle, thread=thread, error=exc.message[:200]
+                    )
+                else:
+                    self.log.event("worktree_gone", bot=handle, thread=thread, path=path[:300])
+                self.told_gone.add(key)
+        self.told_gone &= seen  # bounded: only entries the bots' state files still list
 
     def forgotten(self, why: str) -> None:
         """The board refuses this machine's token: the machine was removed, or enrolled again

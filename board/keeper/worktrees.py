@@ -3,7 +3,9 @@
 The bot daemon keeps its worktrees in its ``state.json`` (``worktrees``: by thread,
 each with its path, branch and state, ``live`` or ``kept``). The keeper reports
 them with their size on disk, measured by a bounded walk at most once a minute
-each, and carries out a human's ``remove_worktree`` order for one its bot kept.
+each (and, for a kept one, the uncommitted paths its daemon counted when keeping it),
+tells the board of a kept one whose folder is gone (removed by hand), and
+carries out a human's ``remove_worktree`` order for one its bot kept.
 
 Removing is ``git -C <repo> worktree remove <path>`` and nothing else (the branch
 stays), and only for a path that is all of: listed in the bot's state as ``kept``
@@ -30,6 +32,8 @@ MEASURE_EVERY_S = 60.0
 MAX_ENTRIES = 200_000  # files and folders one measurement walks; more: the size is unknown
 GIT_TIMEOUT_S = 60.0
 SUFFIX = ".worktrees"
+MAX_NAMED = 5  # uncommitted paths named per worktree in a report
+MAX_PATH = 300  # characters of each
 
 
 def listed(bot_dir: Path) -> dict[int, dict[str, Any]]:
@@ -103,9 +107,29 @@ def report(bot_dir: Path, sizes: Sizes) -> list[dict[str, Any]]:
                 "state": entry["state"],
                 "age_s": round(max(0.0, age), 1),
                 "disk_bytes": sizes.of(path),
+                **_uncommitted(entry),
             }
         )
     return items
+
+
+def _uncommitted(entry: dict[str, Any]) -> dict[str, Any]:
+    """The uncommitted paths the daemon counted (and named, the first few) when it kept the
+    worktree; None when it is not kept or the daemon said nothing of them."""
+    count, paths = entry.get("uncommitted"), entry.get("uncommitted_paths")
+    if entry.get("state") != "kept" or not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        return {"uncommitted": None, "uncommitted_paths": []}
+    named = [p[:MAX_PATH] for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
+    return {"uncommitted": count, "uncommitted_paths": named[:MAX_NAMED]}
+
+
+def gone(bot_dir: Path) -> dict[int, str]:
+    """The bot's kept worktrees whose folder is gone (removed by hand), by thread: their paths."""
+    return {
+        thread: entry["path"]
+        for thread, entry in sorted(listed(bot_dir).items())[:MAX_LISTED]
+        if entry.get("state") == "kept" and not Path(entry["path"]).is_dir()
+    }
 
 
 class Refused(Exception):

@@ -125,7 +125,7 @@ class ThreadTrees:
     async def adopt(self) -> list[int]:
         """After a restart: forget entries whose folder is gone, adopt this bot's worktrees
         git lists that state.json lacks; returns the live threads to check."""
-        self.forget_gone()
+        await self.forget_gone()
         for repo, base in list(self.checkouts.values()):
             await self.adopt_in(repo, base)
         self.save()
@@ -161,12 +161,21 @@ class ThreadTrees:
         if made:
             self.log.event("worktree_spare_ready", seconds=round(time.monotonic() - started, 3))
 
-    def forget_gone(self) -> None:
-        """Forget kept worktrees whose folder is gone (removed by hand, or by the fleet page)."""
+    async def forget_gone(self) -> None:
+        """Forget worktrees whose folder is gone (removed by hand, or by the fleet page); of a kept
+        one, tell the board, so its thread no longer reads kept (a record already removed stays)."""
         for key, entry in list(self.entries.items()):
             if entry.get("branch") and not Path(str(entry.get("path"))).is_dir():
                 del self.entries[key]
                 self.log.event("worktree_forgotten", thread=int(key), path=entry.get("path"))
+                if entry.get("state") == "kept":
+                    await self.gone(int(key))
+
+    async def gone(self, thread: int) -> None:
+        try:
+            await self.call("worktree_gone", lambda: self.client.worktree_gone(self.handle, thread))
+        except BoardAPIError as exc:
+            self.log.event("worktree_gone_failed", thread=thread, code=exc.code, error=exc.message)
 
     def entry(self, path: Path, branch: str, base: str) -> dict[str, Any]:
         return {
@@ -269,7 +278,7 @@ class ThreadTrees:
         if entry is None:
             return False
         entry["session"] = session
-        self.forget_gone()
+        await self.forget_gone()
         summary = await self.summary(entry)
         self.save()
         if summary is not None:
@@ -334,7 +343,8 @@ class ThreadTrees:
             self.log.event("worktree_removed", thread=thread, path=str(path), branch=branch)
             await self.record(thread, summary.record("removed"))
         else:
-            entry["state"] = "kept"
+            # What the keeper reports, so the fleet page warns before a Remove its keeper would refuse.
+            entry.update(state="kept", uncommitted=summary.dirty, uncommitted_paths=summary.dirty_paths)
             self.save()
             self.log.event(
                 "worktree_kept",

@@ -23,6 +23,7 @@ GIT_TIMEOUT = 60.0  # seconds for one git call; a worktree of a large repository
 BRANCH = re.compile(r"[A-Za-z0-9._/-]{1,200}")
 MAX_COMMITS = 50  # commits listed in a summary (the board keeps at most 50)
 MAX_DIFFSTAT = 4000  # characters of diffstat (the board's limit)
+NAMED_DIRTY = 5  # uncommitted paths named in state.json (the fleet page warns with them)
 
 
 class GitError(RuntimeError):
@@ -46,6 +47,7 @@ class Summary:
     commits: list[dict[str, str]] = field(default_factory=list)  # newest first
     diffstat: str = ""
     dirty: int = 0  # uncommitted paths (modified, added or untracked)
+    dirty_paths: list[str] = field(default_factory=list)  # the first NAMED_DIRTY of them
 
     @property
     def clean(self) -> bool:
@@ -212,11 +214,11 @@ class Repo:
             diffstat = self.git(self.path, "diff", "--stat", f"{base}...{branch}").stdout.rstrip()
             if len(diffstat) > MAX_DIFFSTAT:
                 diffstat = diffstat[: MAX_DIFFSTAT - 4].rsplit("\n", 1)[0] + "\n..."
-        dirty = 0
+        changed: list[str] = []
         if path.is_dir():
             status = self.git(path, "status", "--porcelain", "--untracked-files=normal").stdout
-            dirty = sum(1 for line in status.splitlines() if line.strip())
-        return Summary(branch, base, str(path), ahead, commits, diffstat, dirty)
+            changed = [line[3:] for line in status.splitlines() if line.strip()]  # "XY path"
+        return Summary(branch, base, str(path), ahead, commits, diffstat, len(changed), changed[:NAMED_DIRTY])
 
     def close(self, path: Path, branch: str, base: str) -> Summary:
         """Remove a clean worktree and its branch; leave one with work in it. Its summary."""

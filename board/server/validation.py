@@ -109,32 +109,54 @@ def _type_name(kind: Any) -> str:
     return names.get(kind, getattr(kind, "__name__", str(kind)))
 
 
+def the(name: str) -> str:
+    """A field as a refusal's sentence starts with it, unquoted: ``The body``, ``The commits[0].sha``
+    (the name stays as sent, and ``details.field`` has it for programs)."""
+    return f"The {name}"
+
+
+def figure(value: float) -> str:
+    """A count or bound as a person reads it: thousands separated, a whole float without its ``.0``."""
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,}"
+    return f"{int(value):,}"
+
+
+def too_large(what: str, size: int, most: int, unit: str) -> str:
+    """The refusal of a size past its limit: "The body is 16,053 characters; at most 16,000 are
+    allowed." ``what`` as the sentence starts with it (:func:`the` for a field); items are had."""
+    verb = "has" if unit == "items" else "is"
+    return f"{what} {verb} {figure(size)} {unit}; at most {figure(most)} are allowed."
+
+
 def _check_string(name: str, value: str, meta: Mapping[str, Any]) -> str:
     if has_surrogate(value):
         raise InvalidArgument(
-            f"'{name}' has a lone UTF-16 surrogate; send text that is valid Unicode.", field=name
+            f"{the(name)} has a lone UTF-16 surrogate; send text that is valid Unicode.", field=name
         )
     if not meta.get("multiline") and ("\n" in value or "\r" in value):
-        raise InvalidArgument(f"'{name}' must be one line.", field=name)
+        raise InvalidArgument(f"{the(name)} must be one line.", field=name)
     value = value.replace("\r\n", "\n")
     if _CONTROL.search(value):
-        raise InvalidArgument(f"'{name}' contains control characters; remove them.", field=name)
+        raise InvalidArgument(f"{the(name)} contains control characters; remove them.", field=name)
     if meta.get("max_len") is not None and len(value) > meta["max_len"]:
         error = LimitExceeded if meta.get("limit") else InvalidArgument
         raise error(
-            f"'{name}' is {len(value)} characters; at most {meta['max_len']} are allowed.",
+            too_large(the(name), len(value), meta["max_len"], "characters"),
             field=name,
             limit=meta["max_len"],
         )
     if meta.get("min_len") is not None and len(value) < meta["min_len"]:
-        raise InvalidArgument(f"'{name}' must have at least {meta['min_len']} characters.", field=name)
+        raise InvalidArgument(
+            f"{the(name)} must have at least {figure(meta['min_len'])} characters.", field=name
+        )
     if meta.get("pattern") is not None and not meta["pattern"].fullmatch(value):
         raise InvalidArgument(
-            f"'{name}' must match {meta['pattern'].pattern}; got {value[:80]!r}.", field=name
+            f"{the(name)} must match {meta['pattern'].pattern}; got {value[:80]!r}.", field=name
         )
     if meta.get("choices") is not None and value not in meta["choices"]:
         raise InvalidArgument(
-            f"'{name}' must be one of {', '.join(meta['choices'])}; got {value[:80]!r}.", field=name
+            f"{the(name)} must be one of {', '.join(meta['choices'])}; got {value[:80]!r}.", field=name
         )
     if meta.get("time"):
         return stored_time(name, value)
@@ -146,14 +168,14 @@ def _check(name: str, kind: Any, value: Any, meta: Mapping[str, Any]) -> Any:
     if value is None:
         if optional:
             return None
-        raise InvalidArgument(f"'{name}' may not be null.", field=name)
+        raise InvalidArgument(f"{the(name)} may not be null.", field=name)
     origin = typing.get_origin(kind)
     if origin is list:
         if not isinstance(value, list):
-            raise InvalidArgument(f"'{name}' must be {_type_name(kind)}.", field=name)
+            raise InvalidArgument(f"{the(name)} must be {_type_name(kind)}.", field=name)
         if meta.get("max_items") is not None and len(value) > meta["max_items"]:
             raise LimitExceeded(
-                f"'{name}' has {len(value)} items; at most {meta['max_items']} are allowed.",
+                too_large(f"{the(name)} list", len(value), meta["max_items"], "items"),
                 field=name,
                 limit=meta["max_items"],
             )
@@ -162,32 +184,32 @@ def _check(name: str, kind: Any, value: Any, meta: Mapping[str, Any]) -> Any:
         return [_check(f"{name}[{i}]", item_kind, item, item_meta) for i, item in enumerate(value)]
     if origin is dict or kind is dict:
         if not isinstance(value, dict):
-            raise InvalidArgument(f"'{name}' must be an object.", field=name)
+            raise InvalidArgument(f"{the(name)} must be an object.", field=name)
         return _check_json(name, value)
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         return parse_body(kind, value, prefix=f"{name}.")
     if kind is bool:
         if not isinstance(value, bool):
-            raise InvalidArgument(f"'{name}' must be true or false.", field=name)
+            raise InvalidArgument(f"{the(name)} must be true or false.", field=name)
         return value
     if kind in (int, float):
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise InvalidArgument(f"'{name}' must be a {_type_name(kind)}.", field=name)
+            raise InvalidArgument(f"{the(name)} must be a {_type_name(kind)}.", field=name)
         if kind is int and (isinstance(value, float) and not value.is_integer()):
-            raise InvalidArgument(f"'{name}' must be a whole number.", field=name)
+            raise InvalidArgument(f"{the(name)} must be a whole number.", field=name)
         if isinstance(value, float) and not math.isfinite(value):
-            raise InvalidArgument(f"'{name}' must be a finite number.", field=name)
+            raise InvalidArgument(f"{the(name)} must be a finite number.", field=name)
         value = kind(value)
         if kind is int and not INT64_MIN <= value <= INT64_MAX:
-            raise InvalidArgument(f"'{name}' is out of range.", field=name)
+            raise InvalidArgument(f"{the(name)} is out of range.", field=name)
         if meta.get("min") is not None and value < meta["min"]:
-            raise InvalidArgument(f"'{name}' must be at least {meta['min']:g}.", field=name)
+            raise InvalidArgument(f"{the(name)} must be at least {figure(meta['min'])}.", field=name)
         if meta.get("max") is not None and value > meta["max"]:
-            raise InvalidArgument(f"'{name}' must be at most {meta['max']:g}.", field=name)
+            raise InvalidArgument(f"{the(name)} must be at most {figure(meta['max'])}.", field=name)
         return value
     if kind is str:
         if not isinstance(value, str):
-            raise InvalidArgument(f"'{name}' must be a string.", field=name)
+            raise InvalidArgument(f"{the(name)} must be a string.", field=name)
         return _check_string(name, value, meta)
     if kind is Any:
         return _check_json(name, value)
@@ -198,7 +220,7 @@ def _check_json(name: str, value: Any) -> Any:
     """A free-form value (an object, or ``Any``) the board can store and send back unchanged."""
     fault = problem(value, name)
     if fault is not None:
-        raise InvalidArgument(f"'{name}' {fault}; send standard JSON.", field=name)
+        raise InvalidArgument(f"{the(name)} {fault}; send standard JSON.", field=name)
     return value
 
 
@@ -217,7 +239,7 @@ def parse_body(cls: type[T], data: Any, *, prefix: str = "") -> T:
         if name in data:
             values[f.name] = _check(prefix + name, hints[f.name], data[name], f.metadata)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise InvalidArgument(f"'{prefix}{name}' is required.", field=prefix + name)
+            raise InvalidArgument(f"{the(prefix + name)} is required.", field=prefix + name)
     return cls(**values)
 
 
@@ -233,12 +255,12 @@ def _from_text(name: str, kind: Any, text: str) -> Any:
             return True
         if text.lower() in ("0", "false", "no"):
             return False
-        raise InvalidArgument(f"'{name}' must be true or false.", field=name)
+        raise InvalidArgument(f"{the(name)} must be true or false.", field=name)
     if kind in (int, float):
         try:
             return kind(text)
         except ValueError:
-            raise InvalidArgument(f"'{name}' must be a {_type_name(kind)}.", field=name) from None
+            raise InvalidArgument(f"{the(name)} must be a {_type_name(kind)}.", field=name) from None
     if typing.get_origin(kind) is list:
         return [part for part in text.split(",") if part]
     return text
@@ -349,7 +371,7 @@ def check_new_name(what: str, name: str, field: str) -> None:
 def whole_number(name: str, text: str) -> int:
     """A positive whole number given as text (a path segment), or INVALID_ARGUMENT naming it."""
     if not text.isdigit() or len(text) > 18:
-        raise InvalidArgument(f"'{name}' must be a positive whole number.")
+        raise InvalidArgument(f"{the(name)} must be a positive whole number.")
     return int(text)
 
 
@@ -363,4 +385,4 @@ def stored_time(name: str, text: str) -> str:
     try:
         return iso(parse_time(text))
     except ValueError:
-        raise InvalidArgument(f"'{name}' must be an RFC 3339 time.", field=name) from None
+        raise InvalidArgument(f"{the(name)} must be an RFC 3339 time.", field=name) from None

@@ -1,7 +1,8 @@
 """The keeper and a bot's worktrees, on a real git repository with real worktrees.
 
 It reports each one its bot's state file lists (with its size, and never one whose
-folder is gone), and carries out a ``remove_worktree`` order only for a worktree
+folder is gone, though it tells the board once of a kept one whose folder is gone), and
+carries out a ``remove_worktree`` order only for a worktree
 listed as kept that lies in the bot's ``<repo>.worktrees`` folder as
 ``<handle>-t<thread>`` and that the repo's git knows: anything else is acked
 ``ok=false`` with why, and nothing on disk changes. The branch always stays.
@@ -10,6 +11,7 @@ listed as kept that lies in the bot's ``<repo>.worktrees`` folder as
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -18,9 +20,13 @@ from typing import Any
 import pytest
 
 from board.keeper import worktrees
-from board.keeper.config import Timing
+from board.keeper.config import Enrolled, Timing
+from board.keeper.daemon import Keeper
 from board.keeper.supervisor import Supervisor
 from board.launcher.logs import EventLog
+from tests.fleet.test_fleet_api import fleet_setup
+from tests.launcher.fakeharness import read_jsonl
+from tests.support.boardtest import World
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -152,6 +158,10 @@ async def test_anything_but_a_kept_worktree_in_its_folder_is_refused_and_left_al
     assert (repo / "README").exists() and (kept / "fix.py").exists()
 
 
+#: What the daemon writes of a worktree it keeps with uncommitted work (a hostile name or two among them).
+DIRTY = {"uncommitted": 8, "uncommitted_paths": ["a.py", "b" * 400, 3, "c", "d", "e", "f"]}
+
+
 def test_the_report_lists_what_is_there_with_its_size_measured_once_a_minute(
     tmp_path: Path, repo: Path
 ) -> None:
@@ -162,8 +172,8 @@ def test_the_report_lists_what_is_there_with_its_size_measured_once_a_minute(
     write_state(
         bot_dir,
         {
-            5: {"path": str(kept), "branch": "bot/fb1/t5", "state": "kept"},
-            9: {"path": str(live), "branch": "bot/fb1/t9", "state": "live"},
+            5: {"path": str(kept), "branch": "bot/fb1/t5", "state": "kept", **DIRTY},
+            9: {"path": str(live), "branch": "bot/fb1/t9", "state": "live", **DIRTY},  # not kept: not said
             4: {"path": str(gone), "branch": "bot/fb1/t4", "state": "kept"},  # a human removed it
         },
     )
@@ -172,6 +182,10 @@ def test_the_report_lists_what_is_there_with_its_size_measured_once_a_minute(
     assert [(w["thread"], w["state"], w["branch"]) for w in listed] == [
         (5, "kept", "bot/fb1/t5"),
         (9, "live", "bot/fb1/t9"),
+    ]
+    assert [(w["uncommitted"], w["uncommitted_paths"]) for w in listed] == [
+        (8, ["a.py", "b" * 300, "c", "d", "e"]),
+        (None, []),
     ]
     first = listed[0]["disk_bytes"]
     assert first is not None and first > len("print('fixed')\n" * 100)
@@ -229,3 +243,41 @@ async def test_the_supervisor_carries_out_the_order_and_acks_it(tmp_path: Path, 
 
 async def _no_token(handle: str) -> str | None:
     return None
+
+
+async def test_the_keeper_tells_the_board_once_of_a_kept_worktree_whose_folder_is_gone(
+    tmp_path: Path, repo: Path, world: World
+) -> None:
+    """Its thread read "kept" until the daemon's next turn; now it reads removed within a report."""
+    box1, _ = await fleet_setup(world)
+    thread = int((await world.human.post("task", channel="lobby", workspace="proj"))["id"])
+    token = (await box1.client.call("POST", "/api/fleet/bots/fb1/token"))[1]["token"]
+    await world.board.client(token).set_worktree(
+        thread, state="kept", branch=f"bot/fb1/t{thread}", base="main", ahead=1
+    )
+    kept, live = add_worktree(repo, "fb1", thread), add_worktree(repo, "fb1", thread + 1, commit=False)
+    environ = {"BOT_STATE_DIR": str(tmp_path / "bots")}
+    entries = {
+        thread: {"path": str(kept), "branch": f"bot/fb1/t{thread}", "state": "kept"},
+        thread + 1: {"path": str(live), "branch": f"bot/fb1/t{thread + 1}", "state": "live"},
+    }
+    write_state(tmp_path / "bots" / "fb1", entries)
+    enrolled = Enrolled(world.board.url, box1.machine, box1.token)
+    log = EventLog(tmp_path / "keeper.log", handle="keeper", stream=None)
+    keeper = Keeper(tmp_path / "keeper", enrolled, Timing(), environ, log)
+    (tmp_path / "keeper").mkdir()
+    keeper.sup.apply({"bots": [{"handle": "fb1", "profile": "proj-dev", "desired": "stopped"}], "orders": []})
+    try:
+        await keeper.tell_gone()  # both folders there: nothing to say
+        assert [r["state"] for r in (await world.human.thread(thread))["worktrees"]] == ["kept"]
+        shutil.rmtree(kept)
+        shutil.rmtree(live)  # a live one's daemon makes it again: not the keeper's to say
+        await keeper.tell_gone()
+        await keeper.tell_gone()  # told once
+        [record] = (await world.human.thread(thread))["worktrees"]
+        assert (record["state"], record["ahead"], record["branch"]) == ("removed", 1, f"bot/fb1/t{thread}")
+        told = [e for e in read_jsonl(tmp_path / "keeper.log") if e["event"].startswith("worktree_gone")]
+        assert [(e["event"], e["thread"]) for e in told] == [("worktree_gone", thread)]
+    finally:
+        await keeper.sup.close()
+        await keeper.client.close()

@@ -182,6 +182,7 @@ async def test_a_done_thread_with_a_commit_keeps_its_branch_and_says_so_once(
     assert ahead(bot, branch) == ["fix @alice's bug"]
     assert worktrees(bot) == [str(folder(bot, thread))]
     assert bot.state()["worktrees"][str(thread)]["state"] == "kept"
+    assert bot.state()["worktrees"][str(thread)]["uncommitted"] == 0  # its keeper reports it clean
 
     said = await eventually(
         lambda: _kept_replies(world, thread), "the reply naming the kept branch", timeout=10
@@ -198,6 +199,35 @@ async def test_a_done_thread_with_a_commit_keeps_its_branch_and_says_so_once(
     # The done event ran no turn: the follow-up is the second.
     await eventually(lambda: len(bot.events("turn_ended")) >= 2, "the turn on the follow-up")
     assert len(await _kept_replies(world, thread)) == 1
+
+
+async def test_a_kept_worktree_deleted_by_hand_reads_removed_on_its_thread_with_its_commits(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    make_repo(tmp_path / "repo")
+    fake.script(
+        {"do": "commit", "path": "src/fix.py", "text": "print('fixed')\n", "message": "fix it"},
+        {"do": "ok"},
+    )
+    bot = await make_bot(args=WT).start().started()
+    thread = await claimed(world, await mention(world, "fix it"))
+    await eventually(lambda: sent(bot, thread) == ["live"], "the live record")
+    await world.human.done(thread, "thanks")
+    await eventually(lambda: bot.events("worktree_kept"), "the worktree to be kept")
+    await check_records(world, bot, thread, ["live", "kept"])
+
+    shutil.rmtree(folder(bot, thread))  # the person deletes the folder by hand
+    await mention(world, "something else")  # the daemon looks again after its next turn
+
+    async def removed() -> dict[str, Any] | None:
+        [record] = await board_records(world, thread)
+        return record if record["state"] == "removed" else None
+
+    record = await eventually(removed, "the record to read removed", timeout=10)
+    assert [c["subject"] for c in record["commits"]] == ["fix it"] and record["ahead"] == 1
+    assert "removed outside the board" in record["detail"]
+    assert str(thread) not in bot.state()["worktrees"]
+    assert not bot.events("worktree_gone_failed")
 
 
 async def _kept_replies(world: World, thread: int) -> list[dict[str, Any]]:
@@ -372,10 +402,13 @@ def test_close_keeps_a_worktree_with_uncommitted_work_and_never_deletes_an_unmer
     repo = Repo(make_repo(tmp_path / "repo"))
     path, branch, made = repo.ensure("pb", 7, "main")
     assert made and path == tmp_path / "repo.worktrees" / "pb-t7" and branch == "bot/pb/t7"
-    (path / "draft.txt").write_text("not yet committed\n")
+    for n in range(7):
+        (path / f"draft{n}.txt").write_text("not yet committed\n")
     kept = repo.close(path, branch, "main")
-    assert kept.dirty == 1 and kept.ahead == 0 and path.is_dir() and repo.has_branch(branch)
-    (path / "draft.txt").unlink()
+    assert kept.dirty == 7 and kept.ahead == 0 and path.is_dir() and repo.has_branch(branch)
+    assert kept.dirty_paths == [f"draft{n}.txt" for n in range(5)]  # the first few, for the fleet page
+    for n in range(7):
+        (path / f"draft{n}.txt").unlink()
     git(
         path,
         "-c",

@@ -147,14 +147,14 @@ async def test_saving_the_form_writes_the_whole_profile_and_keeps_its_bots(world
 
 
 CREATE_REFUSALS = [
-    ({"name": "Bad Name"}, "INVALID_ARGUMENT", 422, "'name' must match"),
+    ({"name": "Bad Name"}, "INVALID_ARGUMENT", 422, "The name must match"),
     ({"skills": "review nope"}, "NOT_FOUND", 404, "No such skill nope"),
     ({"name": "proj-dev"}, "NAME_CONFLICT", 409, "Profile 'proj-dev' exists"),
     ({"workspace": "old"}, "FORBIDDEN", 403, "Workspace old is archived and read-only."),
     ({"workspace": "nowhere"}, "NOT_FOUND", 404, "No such workspace"),
-    ({"watch": "lobby bad/slug"}, "INVALID_ARGUMENT", 422, "'watch[1]' must match"),
-    ({"mcp": "maybe"}, "INVALID_ARGUMENT", 422, "'mcp' must be true or false."),
-    ({"rotate_after_turns": "-3"}, "INVALID_ARGUMENT", 422, "'rotate_after_turns'"),
+    ({"watch": "lobby bad/slug"}, "INVALID_ARGUMENT", 422, "The watch[1] must match"),
+    ({"mcp": "maybe"}, "INVALID_ARGUMENT", 422, "The mcp must be true or false."),
+    ({"rotate_after_turns": "-3"}, "INVALID_ARGUMENT", 422, "The rotate_after_turns "),
     ({"owner": "bob"}, "INVALID_ARGUMENT", 422, "Unknown field owner;"),  # strict, as the API
 ]
 # The refusals above that name their input: it is marked invalid.
@@ -219,9 +219,9 @@ async def test_a_save_over_a_newer_version_is_refused_then_made_knowingly(world:
 
 SAVE_REFUSALS = [
     ({"skills": "nope"}, "NOT_FOUND", 404, "No such skill nope"),
-    ({"harness": "vim"}, "INVALID_ARGUMENT", 422, "'harness' must be one of"),
+    ({"harness": "vim"}, "INVALID_ARGUMENT", 422, "The harness must be one of"),
     ({"name": "renamed"}, "INVALID_ARGUMENT", 422, "Unknown field name;"),
-    ({"base_version": "x1"}, "INVALID_ARGUMENT", 422, "'base_version' must be a whole number."),
+    ({"base_version": "x1"}, "INVALID_ARGUMENT", 422, "The base_version must be a whole number."),
 ]
 
 

@@ -39,7 +39,10 @@ def remove_path(handle: str, thread: int) -> str:
 async def test_a_report_lists_each_bots_worktrees_with_the_total_on_disk(world: World) -> None:
     w = world
     box1, _ = await fleet_setup(world)
-    sent = [worktree(5), worktree(6, "live", disk_bytes=None)]
+    sent = [
+        worktree(5, uncommitted=2, uncommitted_paths=["src/a.py", "b.txt"]),
+        worktree(6, "live", disk_bytes=None, uncommitted=None, uncommitted_paths=[]),
+    ]
     await box1.client.fleet_report({"bots": [bot_report("fb1", worktrees=sent)]})
     fb1 = fb1_of(await w.human.fleet())
     assert [{k: x[k] for k in sent[0]} for x in fb1["worktrees"]] == sent
@@ -56,8 +59,10 @@ async def test_a_report_lists_each_bots_worktrees_with_the_total_on_disk(world: 
         [worktree(5, path="x" * 1001)],
         [worktree(i + 1) for i in range(51)],
         [{"thread": 5}],  # no state
+        [worktree(5, uncommitted=-1)],
+        [worktree(5, uncommitted_paths=["a"] * 6)],
     ],
-    ids=["state", "thread", "disk", "path", "too-many", "no-state"],
+    ids=["state", "thread", "disk", "path", "too-many", "no-state", "uncommitted", "uncommitted-paths"],
 )
 async def test_a_malformed_worktree_report_is_refused(world: World, sent: list[dict[str, Any]]) -> None:
     box1, _ = await fleet_setup(world)
@@ -75,8 +80,9 @@ async def test_hostile_stored_worktrees_do_not_break_the_fleet(world: World) -> 
     await box1.client.fleet_report({"bots": [bot_report("fb1")]})
     hostile = (
         '{"worktrees": [{"thread": "5"}, {"thread": 7, "branch": "<script>x()</script>", "state": "odd",'
-        ' "age_s": "old", "disk_bytes": 1.5, "path": ["/"]}, 3, {"thread": 7, "state": "kept"},'
-        ' {"thread": 8, "state": "kept", "disk_bytes": 10}]}'
+        ' "age_s": "old", "disk_bytes": 1.5, "path": ["/"], "uncommitted": "2", "uncommitted_paths": "a"},'
+        ' 3, {"thread": 7, "state": "kept"},'
+        ' {"thread": 8, "state": "kept", "disk_bytes": 10, "uncommitted": 3, "uncommitted_paths": ["a", 1]}]}'
     )
     db_execute(w.board.db_path, FB1_STATUS, (hostile,))
     fb1 = fb1_of(await w.human.fleet())
@@ -88,6 +94,8 @@ async def test_hostile_stored_worktrees_do_not_break_the_fleet(world: World) -> 
             "state": None,
             "age_s": None,
             "disk_bytes": None,
+            "uncommitted": None,
+            "uncommitted_paths": [],
             "removing": False,
         },
         {
@@ -97,6 +105,8 @@ async def test_hostile_stored_worktrees_do_not_break_the_fleet(world: World) -> 
             "state": "kept",
             "age_s": None,
             "disk_bytes": 10,
+            "uncommitted": 3,
+            "uncommitted_paths": ["a"],
             "removing": False,
         },
     ]
@@ -151,3 +161,34 @@ async def test_only_a_human_orders_a_kept_worktree_removed_and_an_ok_ack_marks_t
     assert record["state"] == "removed" and record["branch"] == f"bot/fb1/t{thread_id}"
     audit = (await w.human.audit(action="fleet.remove_worktree"))["entries"]
     assert [e["details"]["thread"] for e in audit] == [thread_id, thread_id]
+
+
+def gone_path(handle: str, thread: int) -> str:
+    return f"/api/fleet/bots/{handle}/worktrees/{thread}/gone"
+
+
+async def test_a_kept_worktree_said_gone_reads_removed_with_its_commits_kept(world: World) -> None:
+    """Its daemon or its keeper says the folder is gone; nobody else may, and a live one is not."""
+    w = world
+    box1, box2 = await fleet_setup(world)
+    thread_id = int((await w.human.post("task", channel="lobby", workspace="proj"))["id"])
+    token = (await box1.client.call("POST", "/api/fleet/bots/fb1/token"))[1]["token"]
+    fb1 = w.board.client(token)
+    commits = [{"sha": "abc1234", "subject": "Fix the thing"}]
+    kept = {"branch": f"bot/fb1/t{thread_id}", "base": "main", "ahead": 1, "commits": commits}
+    await fb1.set_worktree(thread_id, state="live", **kept)
+    for caller in (w.human, w.bot):  # not the bot's nor its keeper's to say
+        await refused(caller.call("POST", gone_path("fb1", thread_id)), "FORBIDDEN", unchanged=w.board)
+    await refused(box2.client.call("POST", gone_path("fb1", thread_id)), "NOT_FOUND", unchanged=w.board)
+    await refused(box1.client.call("POST", gone_path("fb1", 999999)), "NOT_FOUND", unchanged=w.board)
+    error = await refused(fb1.worktree_gone("fb1", thread_id), "INVALID_ARGUMENT", unchanged=w.board)
+    assert "live" in error.message
+
+    await fb1.set_worktree(thread_id, state="kept", **kept)
+    record = await box1.client.worktree_gone("fb1", thread_id)
+    assert (record["state"], record["commits"], record["ahead"]) == ("removed", commits, 1)
+    assert "removed outside the board" in record["detail"]
+    [shown] = (await w.human.thread(thread_id))["worktrees"]
+    assert shown == record
+    # Said again (the daemon after its keeper): the record stays as it is.
+    assert await fb1.worktree_gone("fb1", thread_id) == record

@@ -50,6 +50,10 @@ async def remove_machine(call: Call) -> Any:
     return await fleet.remove_machine(call.ctx, call.p, call.arg("name"))
 
 
+async def worktree_gone(call: Call) -> Any:
+    return await fleet.worktree_gone(call.ctx, call.p, call.arg("handle"), call.int_arg("id"))
+
+
 async def bot_token(call: Call) -> tuple[int, Any]:
     return 201, await fleet.mint_bot_token(call.ctx, call.p, call.arg("handle"))
 
@@ -143,6 +147,14 @@ ROUTES = [
             )
         ),
         role=actions.only("fleet.remove_worktree"),
+    ),
+    Route(
+        "POST",
+        "/api/fleet/bots/{handle}/worktrees/{id}/gone",
+        worktree_gone,
+        "Say a kept worktree's folder is gone: its thread's record reads removed (the bot or its keeper).",
+        answer=Answer(ref("Worktree")),
+        keeper=True,
     ),
     Route(
         "DELETE",

@@ -41,6 +41,7 @@ from aiohttp import web
 
 from ..errors import LimitExceeded, Misdirected
 from ..settings import Settings
+from ..validation import too_large
 
 WILDCARDS = ("", "0.0.0.0", "::")
 MAX_URL = 8192
@@ -162,9 +163,7 @@ def gate_middleware(hosts: Hosts) -> Callable[..., Awaitable[web.StreamResponse]
                 "(BOARD_PUBLIC_URL names the one it answers to besides loopback)."
             )
         if len(request.raw_path) > MAX_URL:
-            raise LimitExceeded(
-                f"The URL is {len(request.raw_path)} bytes; at most {MAX_URL} are allowed.", limit=MAX_URL
-            )
+            raise LimitExceeded(too_large("The URL", len(request.raw_path), MAX_URL, "bytes"), limit=MAX_URL)
         return await handler(request)
 
     return gate

@@ -514,6 +514,8 @@ COMPONENTS: dict[str, Schema] = {
                         "state": nullable({"enum": ["live", "kept"]}),
                         "age_s": nullable(NUM),
                         "disk_bytes": nullable(INT),
+                        "uncommitted": nullable(INT),
+                        "uncommitted_paths": array(STR),
                     },
                     {"removing": BOOL},
                 )

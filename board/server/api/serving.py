@@ -25,6 +25,7 @@ from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 
 from ..errors import BoardError, InvalidArgument, LimitExceeded
+from ..validation import figure
 from .gate import MAX_LINE, MAX_URL, SERVER_ARGS
 
 log = logging.getLogger(__name__)
@@ -79,8 +80,8 @@ class BoardRequestHandler(RequestHandler):
         error: BoardError
         if isinstance(exc, LineTooLong):
             error = LimitExceeded(
-                f"The request line or a header is too long; a URL takes at most {MAX_URL} bytes "
-                "and a header 8190.",
+                f"The request line or a header is too long; a URL takes at most {figure(MAX_URL)} bytes "
+                "and a header 8,190.",
                 limit=MAX_LINE,
             )
         else:

@@ -43,6 +43,7 @@ BOT = Rule("bot", lambda p, facts: p.is_bot)
 KEEPER = Rule("keeper", lambda p, facts: p.is_keeper)
 RUNNER = Rule("runner", lambda p, facts: p.is_runner)
 NOT_RUNNER = Rule("anyone but the runner", lambda p, facts: not p.is_runner)
+BOT_OR_KEEPER = Rule("bot or keeper", lambda p, facts: p.is_bot or p.is_keeper)
 EVERY_WORKSPACE = Rule("human or admin bot", lambda p, facts: scope.reaches_every_workspace(p))
 HOLDER_OR_HUMAN = Rule("the claim's holder or a human", _holds_or_human)
 
@@ -133,6 +134,11 @@ ACTIONS: dict[str, Action] = {
         Action("fleet.remove_worktree", HUMAN, "Only a human may remove a bot's kept worktree."),
         Action("fleet.unassign", HUMAN, "Only a human may unassign bots."),
         Action("fleet.remove_machine", HUMAN, "Only a human may remove a machine."),
+        Action(
+            "fleet.worktree_gone",
+            BOT_OR_KEEPER,
+            "A worktree's folder is said gone by its bot's daemon or by its keeper.",
+        ),
         Action("fleet.keeper_call", KEEPER, "Only a machine's keeper (a bk_ token) makes this call."),
         # Issues in from the forge: its sources hold a webhook secret and an API token.
         Action("intake.manage", HUMAN, "Only a human manages the forge's intake: its secrets and tokens."),

@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..clock import iso, parse_time
-from ..errors import InvalidArgument, NameConflict, NotFound, Unauthenticated
+from ..errors import Forbidden, InvalidArgument, NameConflict, NotFound, Unauthenticated
 from ..hub import Key, Signal
 from ..principal import Principal
 from ..store import claims as claim_store
@@ -28,7 +28,7 @@ from ..store import worktrees as worktree_store
 from ..store.connection import Connection
 from ..store.writer import emit
 from ..validation import arg
-from . import actions, audit, auth, budgets, fleet_history, fleet_view, outbound, scope
+from . import actions, audit, auth, budgets, fleet_history, fleet_view, outbound, scope, worktrees
 from .context import Context
 from .paging import Page, bounded_page
 
@@ -189,6 +189,10 @@ class WorktreeReport:
     path: str = arg("", max_len=1000)
     age_s: float = arg(0.0, min=0, help="Seconds since the worktree was made.")
     disk_bytes: int | None = arg(None, min=0, help="Its size, measured at most once a minute; null: unknown.")
+    uncommitted: int | None = arg(
+        None, min=0, help="Uncommitted paths when its daemon kept it; null: not kept, or not known."
+    )
+    uncommitted_paths: list[str] = arg([], max_items=5, max_len=1000, help="The first few of them.")
 
 
 @dataclass
@@ -670,6 +674,44 @@ async def remove_worktree(ctx: Context, p: Principal, handle: str, thread_id: in
             "thread": thread_id,
             "order": {"id": order_id, "kind": REMOVE_WORKTREE, "target": thread_id},
         }
+
+    return await ctx.db.write(write)
+
+
+#: What a record said gone reads: its folder was removed without the board (by hand, most likely).
+GONE_DETAIL = "Its folder was removed outside the board; the branch and its commits stay."
+
+
+async def worktree_gone(ctx: Context, p: Principal, handle: str, thread_id: int) -> dict[str, Any]:
+    """A bot's kept worktree whose folder is gone: its record becomes ``removed``, the rest kept.
+
+    Said by the bot's daemon (its own) or the keeper of the machine it is assigned to,
+    whichever notices first; a record already removed stays as it is. Not audited: like
+    the record itself, it is the machine's report of what is on its disk.
+    """
+    actions.require(p, "fleet.worktree_gone")
+
+    async def write(conn: Connection) -> dict[str, Any]:
+        if p.is_keeper:
+            agent_id = scope.require_on_machine(p, await store.bot(conn, handle), "bot")["agent_id"]
+        elif handle.lower() == p.handle.lower():
+            agent_id = p.agent_id
+        else:
+            raise Forbidden(f"Only @{handle}'s daemon or its keeper may say its worktree is gone.")
+        found = await worktree_store.of_thread(conn, thread_id, agent_id)
+        if not found:
+            raise NotFound(f"worktree of {handle} for thread {thread_id}")
+        record = found[0]
+        if record["state"] in ("waiting", "live"):
+            raise InvalidArgument(
+                f"{record['bot']}'s worktree for thread {thread_id} is {record['state']}; only a kept "
+                "one is said gone here (a live one is its daemon's to make again).",
+                field="thread",
+            )
+        if record["state"] == "kept":
+            await worktree_store.set_state(conn, thread_id, record["bot"], "removed", ctx.now(), GONE_DETAIL)
+            (record,) = await worktree_store.of_thread(conn, thread_id, agent_id)
+        return worktrees.record_dict(record)
 
     return await ctx.db.write(write)
 

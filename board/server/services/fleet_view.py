@@ -40,7 +40,9 @@ WORKTREE_FIELDS: dict[str, type] = {
     "state": str,
     "age_s": float,
     "disk_bytes": int,
+    "uncommitted": int,
 }
+MAX_UNCOMMITTED_PATHS = 5
 WORKTREE_STATES = ("live", "kept")
 MAX_WORKTREES = 50
 MACHINE_FIELDS: dict[str, type] = {
@@ -167,6 +169,12 @@ def _worktrees(raw: Any) -> list[dict[str, Any]]:
             continue
         if worktree["state"] not in WORKTREE_STATES:
             worktree["state"] = None
+        paths = item.get("uncommitted_paths")
+        worktree["uncommitted_paths"] = [
+            p
+            for p in (paths if isinstance(paths, list) else [])[:MAX_UNCOMMITTED_PATHS]
+            if isinstance(p, str)
+        ]
         found.setdefault(worktree["thread"], worktree)
     return list(found.values())
 

@@ -25,7 +25,7 @@ from ..store import messages as store
 from ..store.connection import Connection
 from ..store.rows import ChannelRow, MessageRow, WorkspaceRow
 from ..store.writer import emit
-from ..validation import arg, check_new_name
+from ..validation import arg, check_new_name, the, too_large
 from . import audit, leases, loopguard, outbound, replies, scope
 from .context import Context
 
@@ -272,9 +272,7 @@ class PostMessage:
 def _check_meta(meta: dict[str, Any]) -> None:
     size = len(json.dumps(meta, separators=(",", ":")).encode())
     if size > MAX_META_BYTES:
-        raise LimitExceeded(
-            f"meta is {size} bytes of JSON; at most {MAX_META_BYTES} are allowed.", field="meta"
-        )
+        raise LimitExceeded(too_large(the("meta"), size, MAX_META_BYTES, "bytes of JSON"), field="meta")
 
 
 async def post(ctx: Context, p: Principal, req: PostMessage) -> dict[str, Any]:

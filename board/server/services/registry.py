@@ -21,7 +21,7 @@ from ..store import registry as store
 from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..store.rows import WorkspaceRow
-from ..validation import arg
+from ..validation import arg, too_large
 from . import actions, audit, budgets, scope
 from .context import Context
 from .paging import Page, bounded_page
@@ -75,7 +75,7 @@ def _check_text(text: str) -> None:
     size = len(text.encode())
     if size > MAX_SKILL_BYTES:
         raise LimitExceeded(
-            f"SKILL.md is {size} bytes; at most {MAX_SKILL_BYTES} are allowed.",
+            too_large("SKILL.md", size, MAX_SKILL_BYTES, "bytes"),
             field="text",
             limit=MAX_SKILL_BYTES,
         )

@@ -27,6 +27,7 @@ from ..store import sessions as store
 from ..store.connection import Connection
 from ..store.rows import Row
 from ..store.writer import emit
+from ..validation import figure
 from . import actions, audit
 from .auth import hash_secret, principal_from_row
 from .context import Context
@@ -175,7 +176,7 @@ def _verify(stored: str | None, password: str) -> bool:
 async def sign_in_with_password(ctx: Context, handle: str, password: str) -> NewSession:
     """A new session for a human whose password matches; one refusal for every wrong case."""
     if len(password) > MAX_PASSWORD:
-        raise InvalidArgument(f"A password is at most {MAX_PASSWORD} characters.")
+        raise InvalidArgument(f"A password is at most {figure(MAX_PASSWORD)} characters.")
 
     async def read(conn: Connection) -> tuple[Row | None, str | None]:
         row = await identity_store.agent_by_handle(conn, handle)

@@ -5,8 +5,8 @@ The bot's daemon records its worktree for a thread (``PUT /api/threads/{id}/work
 their delivery state reads ``held``), ``live``, ``kept`` (the claim ended with work
 on the branch: its commits and diffstat are kept here for the human) or
 ``removed``. The thread's answer and page show every bot's record; a keeper's ok
-answer to a ``remove_worktree`` order sets the record to ``removed``
-(:mod:`.fleet`).
+answer to a ``remove_worktree`` order sets the record to ``removed``, and so does
+the bot's daemon or keeper saying a kept one's folder is gone (:mod:`.fleet`).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ async def record(ctx: Context, p: Principal, thread_id: int, req: WorktreeRecord
     actions.require(p, "thread.worktree")
     if req.state != "waiting" and not req.branch:
         raise InvalidArgument(
-            f"'branch' is required for a {req.state} worktree; only waiting has none.", field="branch"
+            f"The branch is required for a {req.state} worktree; only waiting has none.", field="branch"
         )
     values = asdict(req)
 

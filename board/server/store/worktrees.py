@@ -67,12 +67,15 @@ async def waiting(conn: Connection, pairs: list[tuple[int, int]]) -> list[Row]:
     return [r for r in rows if (int(r["thread_id"]), int(r["agent_id"])) in wanted]
 
 
-async def set_state(conn: Connection, thread_id: int, handle: str, state: str, now: str) -> bool:
-    """Set the state of a bot's record for a thread (by the bot's handle); False if it has none."""
+async def set_state(
+    conn: Connection, thread_id: int, handle: str, state: str, now: str, detail: str | None = None
+) -> bool:
+    """Set the state (and the detail, given one) of a bot's record for a thread, by the bot's
+    handle; the rest of the record stays. False if it has none."""
     cursor = await conn.execute(
-        """UPDATE thread_worktrees SET state = ?, updated_at = ?
+        """UPDATE thread_worktrees SET state = ?, detail = COALESCE(?, detail), updated_at = ?
            WHERE thread_id = ? AND agent_id = (SELECT id FROM agents WHERE handle = ?)""",
-        (state, now, thread_id, handle),
+        (state, detail, now, thread_id, handle),
     )
     return bool(cursor.rowcount)
 

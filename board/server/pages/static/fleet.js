@@ -14,8 +14,10 @@
   machines.addEventListener("submit", (event) => {
     const removal = event.target.closest("form.worktree-action");
     if (removal) {
-      // A kept worktree's Remove: the row reads "removing…" until its keeper has done it.
+      // A kept worktree's Remove: the row reads "removing…" until its keeper has done it. One
+      // the board knows held uncommitted work asks first: its keeper would refuse it.
       event.preventDefault();
+      if (removal.dataset.warning && !window.confirm(removal.dataset.warning)) return;
       const row = removal.closest("tr.worktree");
       const state = row?.querySelector(".worktree-state");
       const button = removal.querySelector("button");

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ...clock import iso, parse_time
 from ...errors import InvalidArgument
-from ...validation import arg
+from ...validation import arg, the
 from . import text
 
 SLUG_PATTERN = r"[a-z0-9._-]{2,64}"
@@ -149,5 +149,5 @@ def normalize_time(value: str | None, name: str) -> str | None:
         return iso(parse_time(value))
     except ValueError:
         raise InvalidArgument(
-            f"'{name}' is not an RFC 3339 time (2026-12-15T00:00:00Z).", field=name
+            f"{the(name)} is not an RFC 3339 time (2026-12-15T00:00:00Z).", field=name
         ) from None

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ...errors import InvalidArgument, LimitExceeded, PatchFailed
 from ...store.search import Terms
+from ...validation import figure, the
 
 MAX_PATH = 200
 MAX_BODY_BYTES = 200_000
@@ -64,14 +65,15 @@ def check_body(body: str, field_name: str = "body") -> str:
     found = _CONTROL.search(body)
     if found:
         raise InvalidArgument(
-            f"'{field_name}' contains the control character U+{ord(found.group()):04X}; "
+            f"{the(field_name)} contains the control character U+{ord(found.group()):04X}; "
             "only tab and newline are allowed.",
             field=field_name,
         )
     size = len(body.encode("utf-8"))
     if size > MAX_BODY_BYTES:
         raise LimitExceeded(
-            f"The document would be {size} bytes of UTF-8; at most {MAX_BODY_BYTES} are allowed. "
+            f"The document would be {figure(size)} bytes of UTF-8; "
+            f"at most {figure(MAX_BODY_BYTES)} are allowed. "
             "Split it into several documents.",
             field=field_name,
             limit=MAX_BODY_BYTES,
