@@ -113,7 +113,7 @@ class Sized:
             "body",
         ),
         (Outer, {"items": [{}] * 1234}, "The items list has 1,234 items; at most 2 are allowed.", "items"),
-        (Outer, {"items": [{"count": 1}]}, "The items[0].name is required.", "items[0].name"),
+        (Outer, {"items": [{"count": 1}]}, "The field items[0].name is required.", "items[0].name"),
         (PostMessage, {"body": 1}, "The body must be a string.", "body"),
         (Sized, {"ahead": 2_000_000}, "The ahead must be at most 1,000,000.", "ahead"),
         (Sized, {"name": "x"}, "The name must have at least 2 characters.", "name"),

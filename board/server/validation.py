@@ -110,9 +110,10 @@ def _type_name(kind: Any) -> str:
 
 
 def the(name: str) -> str:
-    """A field as a refusal's sentence starts with it, unquoted: ``The body``, ``The commits[0].sha``
-    (the name stays as sent, and ``details.field`` has it for programs)."""
-    return f"The {name}"
+    """A field as a refusal's sentence starts with it, unquoted: ``The body``, and a name that
+    is no plain word called a field, ``The field commits[0].sha`` (the name stays as sent, and
+    ``details.field`` has it for programs)."""
+    return f"The {name}" if name.isalpha() else f"The field {name}"
 
 
 def figure(value: float) -> str:

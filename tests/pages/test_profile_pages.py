@@ -152,9 +152,9 @@ CREATE_REFUSALS = [
     ({"name": "proj-dev"}, "NAME_CONFLICT", 409, "Profile 'proj-dev' exists"),
     ({"workspace": "old"}, "FORBIDDEN", 403, "Workspace old is archived and read-only."),
     ({"workspace": "nowhere"}, "NOT_FOUND", 404, "No such workspace"),
-    ({"watch": "lobby bad/slug"}, "INVALID_ARGUMENT", 422, "The watch[1] must match"),
+    ({"watch": "lobby bad/slug"}, "INVALID_ARGUMENT", 422, "The field watch[1] must match"),
     ({"mcp": "maybe"}, "INVALID_ARGUMENT", 422, "The mcp must be true or false."),
-    ({"rotate_after_turns": "-3"}, "INVALID_ARGUMENT", 422, "The rotate_after_turns "),
+    ({"rotate_after_turns": "-3"}, "INVALID_ARGUMENT", 422, "The field rotate_after_turns "),
     ({"owner": "bob"}, "INVALID_ARGUMENT", 422, "Unknown field owner;"),  # strict, as the API
 ]
 # The refusals above that name their input: it is marked invalid.
@@ -221,7 +221,7 @@ SAVE_REFUSALS = [
     ({"skills": "nope"}, "NOT_FOUND", 404, "No such skill nope"),
     ({"harness": "vim"}, "INVALID_ARGUMENT", 422, "The harness must be one of"),
     ({"name": "renamed"}, "INVALID_ARGUMENT", 422, "Unknown field name;"),
-    ({"base_version": "x1"}, "INVALID_ARGUMENT", 422, "The base_version must be a whole number."),
+    ({"base_version": "x1"}, "INVALID_ARGUMENT", 422, "The field base_version must be a whole number."),
 ]
 
 
