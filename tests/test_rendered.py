@@ -3,7 +3,7 @@ read's own fields never leak into, and memory bounded by the text held."""
 
 from __future__ import annotations
 
-from board.server.services.rendered import ENTRY_CHARS, RenderedMessages
+from board.server.services.rendered import ENTRY_BYTES, RenderedMessages
 from board.server.store import messages as store
 from board.server.store.connection import Connection
 from tests.support.boardtest import World
@@ -31,8 +31,8 @@ async def test_a_page_read_again_is_the_page_read_fresh(world: World) -> None:
 async def test_the_oldest_messages_go_first_past_the_bound(world: World) -> None:
     posted = [await world.bot.post(f"message {i} " + "x" * 100, channel="general") for i in range(6)]
     ids = [m["id"] for m in posted]
-    one = ENTRY_CHARS + len(posted[0]["body"]) + len("[][]{}")
-    rendered = RenderedMessages(max_chars=3 * one)
+    one = ENTRY_BYTES + len(posted[0]["body"]) + len("[][]{}")
+    rendered = RenderedMessages(max_bytes=3 * one)
 
     async def read(conn: Connection) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
         fresh = [store.to_dict(row) for row in await store.by_ids(conn, ids)]

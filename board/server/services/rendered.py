@@ -8,7 +8,7 @@ invalidation: a read selects the page's ids in its snapshot (one value a row ins
 seventeen, whose trip out of SQLite was most of a channel read's reader time) and renders
 only the ids it has not seen. A deleted message is simply never asked for again.
 
-The memory is bounded by the stored text it holds; the oldest entries go first. A row
+The memory is bounded by about the bytes it holds; the oldest entries go first. A row
 changed by hand on disk (outside the board) shows as it was read until the process restarts
 or its entry is dropped.
 """
@@ -23,19 +23,20 @@ from ..store import messages as store
 from ..store.connection import Connection
 from ..store.rows import MessageRow
 
-#: About how many characters of stored text (bodies, tags, mentions, meta) are kept.
-MAX_CHARS = 16_000_000
-#: A message's fixed cost beside its text: the dict, its keys and small values.
-ENTRY_CHARS = 400
+#: About how many bytes the kept messages take: their stored text (body, tags, mentions, meta)
+#: and :data:`ENTRY_BYTES` each. 8 MB holds the newest few thousand messages of a busy board.
+MAX_BYTES = 8_000_000
+#: A message's cost beside its text: the dict, its keys and its small values.
+ENTRY_BYTES = 1_000
 
 
 class RenderedMessages:
     """What :func:`store.to_dict` made of each message read, oldest first; safe across reader threads."""
 
-    def __init__(self, max_chars: int = MAX_CHARS) -> None:
+    def __init__(self, max_bytes: int = MAX_BYTES) -> None:
         self._items: OrderedDict[int, tuple[dict[str, Any], int]] = OrderedDict()
-        self._chars = 0
-        self._max_chars = max_chars
+        self._bytes = 0
+        self._max_bytes = max_bytes
         self._lock = threading.Lock()  # readers run in threads of their own
 
     async def messages(self, conn: Connection, ids: list[int]) -> list[dict[str, Any]]:
@@ -50,17 +51,17 @@ class RenderedMessages:
 
     def _put(self, row: MessageRow) -> dict[str, Any]:
         message = store.to_dict(row)
-        chars = ENTRY_CHARS + sum(_length(row[c]) for c in ("body", "tags", "mentions", "meta"))
+        size = ENTRY_BYTES + sum(_length(row[c]) for c in ("body", "tags", "mentions", "meta"))
         with self._lock:
             if message["id"] not in self._items:
-                self._items[message["id"]] = (message, chars)
-                self._chars += chars
-            while self._chars > self._max_chars and self._items:
+                self._items[message["id"]] = (message, size)
+                self._bytes += size
+            while self._bytes > self._max_bytes and self._items:
                 _, (_, dropped) = self._items.popitem(last=False)
-                self._chars -= dropped
+                self._bytes -= dropped
         return message
 
 
 def _length(value: Any) -> int:
-    """A stored text's length; a damaged column may hold something else (read as empty)."""
+    """A stored text's length (near its bytes in memory); a damaged column may hold something else."""
     return len(value) if isinstance(value, str | bytes) else 0
