@@ -67,6 +67,7 @@ async def test_every_message_list_uses_an_index(tmp_path: Path) -> None:
         for flt in FILTERS:
             for descending in (True, False):
                 await store.select(recorder, flt, descending=descending, limit=51)
+                await store.select_ids(recorder, flt, descending=descending, limit=51)
         await store.inbox(recorder, store.InboxFilter(agent_id=2, since=0), 51)
         await store.unseen_count(recorder, 2)
         await store.search(
@@ -89,7 +90,7 @@ async def test_every_message_list_uses_an_index(tmp_path: Path) -> None:
         plans = await db.read(lists)
     finally:
         await db.close()
-    assert len(plans) == 2 * len(FILTERS) + 11  # thread_info asks twice: summaries, participants
+    assert len(plans) == 4 * len(FILTERS) + 11  # thread_info asks twice: summaries, participants
     for sql, plan in plans:
         scans = [step for step in plan if re.match(r"SCAN (m|messages)\b", step)]
         assert not scans, f"{scans} in the plan of:\n{sql}\n{plan}"

@@ -13,6 +13,7 @@ from .knowledge.counts import ReadCounts
 from .quietcache import QUIET, QuietCache
 from .ratelimit import RateLimiter
 from .reach import WaitMarks
+from .rendered import RenderedMessages
 from .tokencache import TokenCache
 
 
@@ -29,6 +30,7 @@ class Context:
     read_counts: ReadCounts = field(init=False)
     waits: WaitMarks = field(init=False)
     quiet: QuietCache = field(default_factory=QuietCache)
+    rendered: RenderedMessages = field(default_factory=RenderedMessages)
 
     def __post_init__(self) -> None:
         self.hub = Hub(self.settings.max_waits)

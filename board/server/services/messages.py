@@ -204,8 +204,9 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
 
     async def rows(conn: Connection, flt: MessageFilter) -> list[dict[str, Any]]:
         head["cursor"] = await store.max_id(conn)
-        found = await store.select(conn, flt, descending=descending, limit=q.limit + 1)
-        return await delivery.attach(conn, ctx, await rows_to_messages(conn, found))
+        ids = await store.select_ids(conn, flt, descending=descending, limit=q.limit + 1)
+        items = await ctx.rendered.messages(conn, ids)
+        return await delivery.attach(conn, ctx, await with_thread_state(conn, items))
 
     if not q.wait:  # the usual read: resolve and read in one snapshot, one trip to a reader
 
