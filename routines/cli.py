@@ -70,9 +70,16 @@ def run(board_url: str, token: str, check_every: float, clock_file: Path | None)
     metavar="[ROUTINE=]HANDLE",
     help="ROUTINE=HANDLE: the bot of that routine; HANDLE: of every definition naming none. Repeatable.",
 )
-@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument(
+    "folder",
+    required=False,
+    default=importer.SHIPPED,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+)
 def import_(board_url: str, token: str, workspace: str | None, bots: tuple[str, ...], folder: Path) -> None:
     """Propose each FOLDER/<name>/ (routine.toml, prompt.md); unchanged files propose nothing.
+
+    Without FOLDER, the routines shipped with the board: knowledge-reconciler and board-daily-care.
 
     The board checks every definition first: one it refuses (a bot that cannot
     run it, say) imports none of them.

@@ -1,4 +1,4 @@
-"""``board routines import DIR``: each ``<name>/routine.toml`` plus ``prompt.md`` as a proposal.
+"""``board routines import [DIR]``: each ``<name>/routine.toml`` plus ``prompt.md`` as a proposal.
 
 The board compares a proposal with the routine's latest version, so importing
 the same files again proposes nothing, and changed files propose one new
@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from board.client import BoardAPIError, BoardClient
+
+#: The routines shipped in the package, what ``board routines import`` proposes without a folder:
+#: an installed board has no checkout's ``docs/`` to name.
+SHIPPED = Path(__file__).with_name("shipped")
 
 #: The fields routine.toml may hold: the API's names (docs/routines.md).
 FIELDS = {

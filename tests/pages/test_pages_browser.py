@@ -221,7 +221,7 @@ async def test_hostile_bodies_render_inert(chromium: Browser, world: World, tmp_
 async def test_approve_an_imported_routine_and_see_its_next_run(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:
-    shipped = Path(__file__).resolve().parents[2] / "docs" / "routines" / "knowledge-reconciler"
+    shipped = importer.SHIPPED / "knowledge-reconciler"
     definition = importer.read(shipped, {"workspace": "proj", "bot": "pb"})
     assert (await importer.propose(world.bot, definition))["version"] == 1
     tab = await signed_in_tab(chromium, world, tmp_path)
