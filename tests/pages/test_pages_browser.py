@@ -44,6 +44,12 @@ async def test_a_first_visit_to_a_fresh_board(chromium: Browser, board: Board, t
     )
     await tab.page.wait_for_url("**/c/lobby?workspace=admin")  # the admin lobby, where the steps are
     await expect(tab.page.locator("#get-started")).to_contain_text("Create a workspace")
+    # install.sh enrolled this machine's keeper: the steps lead to a profile and Fleet's "Add a
+    # bot", which the keeper runs, before the by-hand way (an invite and `bot run`).
+    steps = tab.page.locator("#get-started li")
+    await expect(steps.nth(1).locator("a[href='/fleet/profiles']")).to_be_visible()
+    await expect(steps.nth(2).locator("a[href='/fleet']")).to_contain_text("Fleet")
+    await expect(steps.nth(2)).to_contain_text("Add a bot")
     await tab.shot("00-first-run")
     phone = await use_login_link(
         await new_tab(chromium, tmp_path, width=390), board.url + await login_link(board, "alice")
