@@ -88,16 +88,27 @@ def read(folder: Path, defaults: dict[str, str] | None = None) -> Definition:
     return Definition(name, workspace, {**data, "prompt": prompt})
 
 
-def definitions(root: Path, workspace: str | None = None, bots: Bots | None = None) -> list[Definition]:
-    """Every definition under ``root``, or ValueError naming each one to fix.
+def definitions(
+    root: Path, workspace: str | None = None, bots: Bots | None = None, only: tuple[str, ...] = ()
+) -> list[Definition]:
+    """Every definition under ``root`` (of the routines in ``only``, when given), or ValueError
+    naming each one to fix.
 
     ``ROUTINE=HANDLE`` wins over the file's bot (the importer named it for that
     routine); a plain ``HANDLE`` and ``workspace`` fill only what the file leaves out.
+    ``only`` lets a board with no admin bot yet take the reconciler without the daily care.
     """
     bots = bots or Bots(None, {})
     folders = sorted(p for p in root.iterdir() if (p / "routine.toml").is_file())
     if not folders:
         raise ValueError(f"{root} holds no <name>/routine.toml.")
+    missing = sorted(set(only) - {p.name for p in folders})
+    if missing:
+        names = ", ".join(p.name for p in folders)
+        raise ValueError(
+            "\n".join(f"--only {m}: {root} holds no routine {m}; it holds {names}." for m in missing)
+        )
+    folders = [p for p in folders if not only or p.name in only]
     base = {k: v for k, v in (("workspace", workspace), ("bot", bots.default)) if v is not None}
     found: list[Definition] = []
     problems: list[str] = []

@@ -238,3 +238,18 @@ async def test_the_line_an_empty_routines_page_shows_imports_as_it_reads(
         "knowledge-reconciler: proposed version 1 (pending)",
     ]
     assert (await world.human.routine("knowledge-reconciler"))["versions"][0]["bot"] == "pb"
+
+
+async def test_a_board_with_no_admin_bot_yet_imports_the_reconciler_alone(
+    world: World, tmp_path: Path
+) -> None:
+    """A new board's bots are its workspace's: --only names the routines to propose, so the
+    reconciler comes in without the admin bot the daily care needs; one not shipped is named."""
+    code, out = await import_routines(
+        world, None, "--workspace", "proj", "--bot", "pb", "--only", "knowledge-reconciler", cwd=tmp_path
+    )
+    assert code == 0, out
+    assert out.splitlines() == ["knowledge-reconciler: proposed version 1 (pending)"]
+    assert [r["name"] for r in (await world.human.routines())["routines"]] == ["knowledge-reconciler"]
+    code, out = await import_routines(world, None, "--bot", "pb", "--only", "nightly", cwd=tmp_path)
+    assert code != 0 and "--only nightly: " in out and "knowledge-reconciler" in out, out
