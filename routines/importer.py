@@ -108,7 +108,8 @@ def definitions(
         raise ValueError(
             "\n".join(f"--only {m}: {root} holds no routine {m}; it holds {names}." for m in missing)
         )
-    folders = [p for p in folders if not only or p.name in only]
+    skipped = {p.name for p in folders if only and p.name not in only}  # its --bot is no mistake
+    folders = [p for p in folders if p.name not in skipped]
     base = {k: v for k, v in (("workspace", workspace), ("bot", bots.default)) if v is not None}
     found: list[Definition] = []
     problems: list[str] = []
@@ -128,7 +129,7 @@ def definitions(
                 f"or import with --bot {read_one.name}=<handle>."
             )
         found.append(read_one)
-    held = sorted(d.name for d in found)
+    held = sorted({d.name for d in found} | skipped)
     for routine in sorted(set(bots.named) - set(held)):
         problems.append(
             f"--bot {routine}=...: {root} holds no routine {routine}; it holds {', '.join(held)}."

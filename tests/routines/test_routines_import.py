@@ -251,5 +251,9 @@ async def test_a_board_with_no_admin_bot_yet_imports_the_reconciler_alone(
     assert code == 0, out
     assert out.splitlines() == ["knowledge-reconciler: proposed version 1 (pending)"]
     assert [r["name"] for r in (await world.human.routines())["routines"]] == ["knowledge-reconciler"]
+    # The line /routines shows, with --only: the daily care's bot is named for a routine left out.
+    line = ["--workspace", "proj", "--bot", "knowledge-reconciler=pb", "--bot", "board-daily-care=ADMIN_BOT"]
+    code, out = await import_routines(world, None, *line, "--only", "knowledge-reconciler", cwd=tmp_path)
+    assert code == 0 and "knowledge-reconciler: unchanged, latest is version 1" in out, out
     code, out = await import_routines(world, None, "--bot", "pb", "--only", "nightly", cwd=tmp_path)
     assert code != 0 and "--only nightly: " in out and "knowledge-reconciler" in out, out
