@@ -152,3 +152,27 @@ async def test_the_steps_to_a_fleet_stay_until_a_bot_runs(board: Board) -> None:
         assert 'id="get-started"' not in page
     finally:
         await alice.close()
+
+
+def test_no_page_sends_a_person_to_a_file_of_the_source() -> None:
+    """An installed board has no checkout: a page that says "see docs/..." names a file its
+    reader does not have, so what they need is on the page."""
+    named = {
+        t.name: re.findall(r"\bdocs/[\w./-]+", t.read_text())
+        for t in TEMPLATES.iterdir()
+        if t.name.endswith(".html")
+    }
+    assert {name: files for name, files in named.items() if files} == {}
+
+
+async def test_a_source_tells_what_to_set_on_its_forge(world: World) -> None:
+    """What docs/intake.md says step by step, each source's card says in short for its forge."""
+    for forge in ("github", "forgejo"):
+        source = {"forge": forge, "secret": "s" * 20}
+        await world.human.request("PUT", f"/api/intake/sources/acme-{forge}", json=source)
+    [(_, page)] = await pages_as(world.board, "alice", "/intake")
+    cards = dict(
+        re.findall(r'<section class="card intake-source" id="source-([\w-]+)">(.*?)</section>', page, re.S)
+    )
+    assert "application/json" in cards["acme-github"] and "Issue comments" in cards["acme-github"]
+    assert "Issue labeled" in cards["acme-forgejo"] and "Issue comment" in cards["acme-forgejo"]
