@@ -70,15 +70,35 @@ def run(board_url: str, token: str, check_every: float, clock_file: Path | None)
     metavar="[ROUTINE=]HANDLE",
     help="ROUTINE=HANDLE: the bot of that routine; HANDLE: of every definition naming none. Repeatable.",
 )
-@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
-def import_(board_url: str, token: str, workspace: str | None, bots: tuple[str, ...], folder: Path) -> None:
+@click.option(
+    "--only",
+    multiple=True,
+    metavar="ROUTINE",
+    help="Propose this routine of the folder and not the others. Repeatable.",
+)
+@click.argument(
+    "folder",
+    required=False,
+    default=importer.SHIPPED,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+)
+def import_(
+    board_url: str,
+    token: str,
+    workspace: str | None,
+    bots: tuple[str, ...],
+    only: tuple[str, ...],
+    folder: Path,
+) -> None:
     """Propose each FOLDER/<name>/ (routine.toml, prompt.md); unchanged files propose nothing.
+
+    Without FOLDER, the routines shipped with the board: knowledge-reconciler and board-daily-care.
 
     The board checks every definition first: one it refuses (a bot that cannot
     run it, say) imports none of them.
     """
     try:
-        found = importer.definitions(folder, workspace, importer.Bots.parse(bots))
+        found = importer.definitions(folder, workspace, importer.Bots.parse(bots), only)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
 

@@ -1,4 +1,4 @@
-"""``board routines import DIR``: each ``<name>/routine.toml`` plus ``prompt.md`` as a proposal.
+"""``board routines import [DIR]``: each ``<name>/routine.toml`` plus ``prompt.md`` as a proposal.
 
 The board compares a proposal with the routine's latest version, so importing
 the same files again proposes nothing, and changed files propose one new
@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from board.client import BoardAPIError, BoardClient
+
+#: The routines shipped in the package, what ``board routines import`` proposes without a folder:
+#: an installed board has no checkout's ``docs/`` to name.
+SHIPPED = Path(__file__).with_name("shipped")
 
 #: The fields routine.toml may hold: the API's names (docs/routines.md).
 FIELDS = {
@@ -84,16 +88,28 @@ def read(folder: Path, defaults: dict[str, str] | None = None) -> Definition:
     return Definition(name, workspace, {**data, "prompt": prompt})
 
 
-def definitions(root: Path, workspace: str | None = None, bots: Bots | None = None) -> list[Definition]:
-    """Every definition under ``root``, or ValueError naming each one to fix.
+def definitions(
+    root: Path, workspace: str | None = None, bots: Bots | None = None, only: tuple[str, ...] = ()
+) -> list[Definition]:
+    """Every definition under ``root`` (of the routines in ``only``, when given), or ValueError
+    naming each one to fix.
 
     ``ROUTINE=HANDLE`` wins over the file's bot (the importer named it for that
     routine); a plain ``HANDLE`` and ``workspace`` fill only what the file leaves out.
+    ``only`` lets a board with no admin bot yet take the reconciler without the daily care.
     """
     bots = bots or Bots(None, {})
     folders = sorted(p for p in root.iterdir() if (p / "routine.toml").is_file())
     if not folders:
         raise ValueError(f"{root} holds no <name>/routine.toml.")
+    missing = sorted(set(only) - {p.name for p in folders})
+    if missing:
+        names = ", ".join(p.name for p in folders)
+        raise ValueError(
+            "\n".join(f"--only {m}: {root} holds no routine {m}; it holds {names}." for m in missing)
+        )
+    skipped = {p.name for p in folders if only and p.name not in only}  # its --bot is no mistake
+    folders = [p for p in folders if p.name not in skipped]
     base = {k: v for k, v in (("workspace", workspace), ("bot", bots.default)) if v is not None}
     found: list[Definition] = []
     problems: list[str] = []
@@ -113,7 +129,7 @@ def definitions(root: Path, workspace: str | None = None, bots: Bots | None = No
                 f"or import with --bot {read_one.name}=<handle>."
             )
         found.append(read_one)
-    held = sorted(d.name for d in found)
+    held = sorted({d.name for d in found} | skipped)
     for routine in sorted(set(bots.named) - set(held)):
         problems.append(
             f"--bot {routine}=...: {root} holds no routine {routine}; it holds {', '.join(held)}."

@@ -209,7 +209,7 @@ async def test_one_persons_first_day(tmp_path: Path, chromium: Browser) -> None:
         token_file.write_text(token + "\n")
         token_file.chmod(0o600)
         readme = (ROOT / "README.md").read_text()
-        line = next(x for x in readme.splitlines() if "board routines import docs/routines" in x)
+        line = next(x for x in readme.splitlines() if "board routines import --workspace" in x)
         imported = shell(line.replace("myproject", "shop").replace("box3-wordsnap", "jclaude"))
         assert imported.returncode == 0, imported.stdout + imported.stderr
         await page.goto(f"{url}/routines")

@@ -167,6 +167,9 @@ async def test_one_notice_per_hold_for_the_humans_only(clocked_world: World, clo
     [notice] = await notices(world)
     assert notice["kind"] == "event" and "@pb" in notice["body"] and "$0.10 of $0.10" in notice["body"]
     assert notice["tags"] == ["budget-held"]  # its own tag: no loop held it
+    # A person reads when it ends, not a machine timestamp.
+    assert f"until midnight UTC ({MIDNIGHT[:10]} 00:00 UTC)" in notice["body"]
+    assert "T00:00:00Z" not in notice["body"]
     inbox = await world.human.inbox(limit=50)
     assert notice["id"] in [m["id"] for m in inbox["messages"]]
     for bot in (world.bot, world.peer):  # no bot is woken by it, watching the lobby or not

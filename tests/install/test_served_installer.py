@@ -36,6 +36,7 @@ async def test_the_package_is_a_wheel_of_the_running_code(board: Board) -> None:
     assert {"board/cli.py", "board/server/store/migrations/0001_core.sql", f"{info}/METADATA"} <= names
     assert "board/server/docs/install.sh" in names
     assert {"routines/runner.py", "routines/schedule.py"} <= names  # the runner ships in the same wheel
+    assert "routines/shipped/knowledge-reconciler/prompt.md" in names  # what `board routines import` proposes
     assert wheel.read(f"{info}/top_level.txt").decode().split() == ["board", "routines"]
     assert not any("__pycache__" in name or name.endswith(".pyc") for name in names)
     metadata = wheel.read(f"{info}/METADATA").decode()

@@ -2,7 +2,7 @@
 
 The fake claude runs ``tests/fakes/models/knowledge_reconciler.py``, which reads
 the prompt the bot was given (the routine's thread, the cursor kept in the last
-run's outcome) and makes the calls docs/routines/knowledge-reconciler/prompt.md
+run's outcome) and makes the calls routines/shipped/knowledge-reconciler/prompt.md
 asks for.
 """
 
@@ -16,13 +16,14 @@ import pytest
 
 from board.client import BoardAPIError
 from board.server.services import auth
+from routines.importer import SHIPPED
 from tests.launcher.botrun import BotProcess, LiveBoard
 from tests.launcher.fakeharness import Fake
 from tests.support.boardtest import World, eventually
 from tests.support.routines_support import RunnerProcess, start_runner
 
 ROOT = Path(__file__).resolve().parents[2]
-PROMPT = ROOT / "docs" / "routines" / "knowledge-reconciler" / "prompt.md"
+PROMPT = SHIPPED / "knowledge-reconciler" / "prompt.md"
 MODEL = ROOT / "tests" / "fakes" / "models" / "knowledge_reconciler.py"
 
 

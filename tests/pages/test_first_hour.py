@@ -12,7 +12,7 @@ from pathlib import Path
 from playwright.async_api import Browser, expect
 
 from board.server.services import posting, workspaces
-from tests.support.boardtest import World
+from tests.support.boardtest import Board, World
 from tests.support.browser_support import signed_in_tab
 from tests.support.pages_support import pages_as, sign_in
 
@@ -135,3 +135,44 @@ async def test_a_paragraph_in_a_right_to_left_script_starts_at_the_right(
         await expect(tab.page.locator(paragraphs).first).to_be_visible()
         assert await tab.page.evaluate(sides, paragraphs) == ["right", "left"], path
     await tab.shot("rtl-document")
+
+
+async def test_the_steps_to_a_fleet_stay_until_a_bot_runs(board: Board) -> None:
+    """A workspace is the first of three steps: the welcome stays, with that step marked done,
+    until a bot has joined, so the profile and Fleet steps are still there to follow."""
+    alice = await sign_in(board, "alice")
+    try:
+        status, _ = await alice.post("/workspaces", {"slug": "shop", "name": "Shop"})
+        assert status == 303
+        _, page = await alice.get("/c/lobby?workspace=shop")
+        assert 'id="get-started"' in page and 'href="/fleet"' in page, page
+        assert re.search(r'<li class="done">[^<]*<a href="/workspaces">', page), page
+        await board.bot("sb", "shop")
+        _, page = await alice.get("/c/lobby?workspace=shop")
+        assert 'id="get-started"' not in page
+    finally:
+        await alice.close()
+
+
+def test_no_page_sends_a_person_to_a_file_of_the_source() -> None:
+    """An installed board has no checkout: a page that says "see docs/..." names a file its
+    reader does not have, so what they need is on the page."""
+    named = {
+        t.name: re.findall(r"\bdocs/[\w./-]+", t.read_text())
+        for t in TEMPLATES.iterdir()
+        if t.name.endswith(".html")
+    }
+    assert {name: files for name, files in named.items() if files} == {}
+
+
+async def test_a_source_tells_what_to_set_on_its_forge(world: World) -> None:
+    """What docs/intake.md says step by step, each source's card says in short for its forge."""
+    for forge in ("github", "forgejo"):
+        source = {"forge": forge, "secret": "s" * 20}
+        await world.human.request("PUT", f"/api/intake/sources/acme-{forge}", json=source)
+    [(_, page)] = await pages_as(world.board, "alice", "/intake")
+    cards = dict(
+        re.findall(r'<section class="card intake-source" id="source-([\w-]+)">(.*?)</section>', page, re.S)
+    )
+    assert "application/json" in cards["acme-github"] and "Issue comments" in cards["acme-github"]
+    assert "Issue labeled" in cards["acme-forgejo"] and "Issue comment" in cards["acme-forgejo"]

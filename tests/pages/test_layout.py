@@ -71,7 +71,7 @@ async def seed(world: World) -> dict[str, int]:
     )
     await long_bot.put_document("runbook/deploy.md", f"# Deploy\n\nRun `{UNBROKEN}`.\n", 0, UNBROKEN)
     await world.bot.put_document("notes/a-much-longer-document-name-than-usual.md", "# Notes\n", 0, "notes")
-    shipped = Path(__file__).resolve().parents[2] / "docs" / "routines" / "knowledge-reconciler"
+    shipped = importer.SHIPPED / "knowledge-reconciler"
     await importer.propose(world.bot, importer.read(shipped, {"workspace": "proj", "bot": "pb"}))
     await world.human.create_profile("proj-dev", "proj", "claude", repo=f"~/src/{UNBROKEN}")
     await enroll_keeper(world.board, world.human, "box1")

@@ -44,6 +44,12 @@ async def test_a_first_visit_to_a_fresh_board(chromium: Browser, board: Board, t
     )
     await tab.page.wait_for_url("**/c/lobby?workspace=admin")  # the admin lobby, where the steps are
     await expect(tab.page.locator("#get-started")).to_contain_text("Create a workspace")
+    # install.sh enrolled this machine's keeper: the steps lead to a profile and Fleet's "Add a
+    # bot", which the keeper runs, before the by-hand way (an invite and `bot run`).
+    steps = tab.page.locator("#get-started li")
+    await expect(steps.nth(1).locator("a[href='/fleet/profiles']")).to_be_visible()
+    await expect(steps.nth(2).locator("a[href='/fleet']")).to_contain_text("Fleet")
+    await expect(steps.nth(2)).to_contain_text("Add a bot")
     await tab.shot("00-first-run")
     phone = await use_login_link(
         await new_tab(chromium, tmp_path, width=390), board.url + await login_link(board, "alice")
@@ -221,7 +227,7 @@ async def test_hostile_bodies_render_inert(chromium: Browser, world: World, tmp_
 async def test_approve_an_imported_routine_and_see_its_next_run(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:
-    shipped = Path(__file__).resolve().parents[2] / "docs" / "routines" / "knowledge-reconciler"
+    shipped = importer.SHIPPED / "knowledge-reconciler"
     definition = importer.read(shipped, {"workspace": "proj", "bot": "pb"})
     assert (await importer.propose(world.bot, definition))["version"] == 1
     tab = await signed_in_tab(chromium, world, tmp_path)

@@ -335,3 +335,7 @@ async def test_the_seed_field_says_nobody_acts_until_an_admin_bot_exists(board: 
     note = _seed_note(page)
     assert "No admin bot exists yet, so nobody will act on seed material" in note
     assert "board admin invite admin" in note
+    # The way the welcome leads, too: a profile of the admin workspace, and a bot on Fleet.
+    found = re.search(r'<p id="seed-who"[^>]*>(.*?)</p>', page, re.S)
+    assert found and 'href="/fleet/profiles"' in found[1] and 'href="/fleet"' in found[1]
+    assert "on Fleet with a profile of the admin workspace" in note

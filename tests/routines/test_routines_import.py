@@ -14,11 +14,11 @@ import pytest
 
 from board.mcp.tools import TOOLS, TOOLS_BY_NAME
 from board.server.services import auth
+from routines.importer import SHIPPED
 from tests.support.boardtest import World, database_env
 from tests.support.pages_support import pages_as
 from tests.support.processes import ROOT, board_env, command
 
-SHIPPED = ROOT / "docs" / "routines"
 HTTP_CALL = re.compile(r"`(GET|POST|PUT|PATCH|DELETE) (/api/[^ `?]*)")
 TOOL_CALL = re.compile(r'`(\w+)\((?:action="(\w+)")?')
 
@@ -48,10 +48,15 @@ def test_a_shipped_prompt_names_each_call_over_http_and_as_its_mcp_tool(name: st
     assert paired >= 5
 
 
-async def import_routines(world: World, folder: Path, *extra: str) -> tuple[int, str]:
+async def import_routines(
+    world: World, folder: Path | None, *extra: str, cwd: Path | None = None
+) -> tuple[int, str]:
+    """``board routines import`` of ``folder`` (None: the shipped routines), run in ``cwd``."""
     token = await auth.human_token(world.board.ctx, "alice")
+    where = [] if folder is None else [str(folder)]
     proc = await asyncio.create_subprocess_exec(
-        *command("routines", "import", str(folder), "--board", world.board.url, *extra),
+        *command("routines", "import", *where, "--board", world.board.url, *extra),
+        cwd=cwd,
         env=board_env(BOARD_TOKEN=token),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -158,7 +163,7 @@ async def test_the_readmes_lines_import_both_shipped_routines_each_with_its_own_
     token_file.chmod(0o600)
     line = command_line.replace("board", board, 1)
     line = line.replace("myproject", "proj").replace("box3-wordsnap", "pb") + f" --board {world.board.url}"
-    out = await run_line(line.replace("docs/routines", str(SHIPPED)), world, BOARD_TOKEN_FILE=str(token_file))
+    out = await run_line(line, world, BOARD_TOKEN_FILE=str(token_file))
     assert out.splitlines() == [
         "board-daily-care: proposed version 1 (pending)",
         "knowledge-reconciler: proposed version 1 (pending)",
@@ -210,9 +215,13 @@ async def test_a_bot_that_cannot_run_one_routine_is_refused_naming_it_and_import
     assert (await world.human.routines())["routines"] == []
 
 
-async def test_the_line_an_empty_routines_page_shows_imports_as_it_reads(world: World) -> None:
+async def test_the_line_an_empty_routines_page_shows_imports_as_it_reads(
+    world: World, tmp_path: Path
+) -> None:
     """A new person copies it from /routines and fills in its names: the shipped routines are
-    proposed, the reconciler with a bot of their workspace and the daily care with an admin bot."""
+    proposed, the reconciler with a bot of their workspace and the daily care with an admin bot.
+
+    It runs where they are, outside any checkout: an installed board has no ``docs/`` to name."""
     [(_, page)] = await pages_as(world.board, "alice", "/routines")
     shown = re.search(r'id="import-line"[^>]*>([^<]*)<', page)
     assert shown, page
@@ -222,10 +231,29 @@ async def test_the_line_an_empty_routines_page_shows_imports_as_it_reads(world: 
         for a in shlex.split(unescape(shown[1]))
     ]
     assert argv[:3] == ["board", "routines", "import"], argv
-    code, out = await import_routines(world, ROOT / argv[3], *argv[4:])
+    code, out = await import_routines(world, None, *argv[3:], cwd=tmp_path)
     assert code == 0, out
     assert out.splitlines() == [
         "board-daily-care: proposed version 1 (pending)",
         "knowledge-reconciler: proposed version 1 (pending)",
     ]
     assert (await world.human.routine("knowledge-reconciler"))["versions"][0]["bot"] == "pb"
+
+
+async def test_a_board_with_no_admin_bot_yet_imports_the_reconciler_alone(
+    world: World, tmp_path: Path
+) -> None:
+    """A new board's bots are its workspace's: --only names the routines to propose, so the
+    reconciler comes in without the admin bot the daily care needs; one not shipped is named."""
+    code, out = await import_routines(
+        world, None, "--workspace", "proj", "--bot", "pb", "--only", "knowledge-reconciler", cwd=tmp_path
+    )
+    assert code == 0, out
+    assert out.splitlines() == ["knowledge-reconciler: proposed version 1 (pending)"]
+    assert [r["name"] for r in (await world.human.routines())["routines"]] == ["knowledge-reconciler"]
+    # The line /routines shows, with --only: the daily care's bot is named for a routine left out.
+    line = ["--workspace", "proj", "--bot", "knowledge-reconciler=pb", "--bot", "board-daily-care=ADMIN_BOT"]
+    code, out = await import_routines(world, None, *line, "--only", "knowledge-reconciler", cwd=tmp_path)
+    assert code == 0 and "knowledge-reconciler: unchanged, latest is version 1" in out, out
+    code, out = await import_routines(world, None, "--bot", "pb", "--only", "nightly", cwd=tmp_path)
+    assert code != 0 and "--only nightly: " in out and "knowledge-reconciler" in out, out

@@ -162,7 +162,7 @@ async def tell(ctx: Context, agent_id: int, hold: Hold) -> None:
             page = "[/workspaces](/workspaces) (or lift a bot on its page)"
         body = (
             f"Held: {who} reached a daily budget ({hold.which}). What would wake them waits in "
-            f"their inbox until {hold.resets_at} (UTC midnight); raise or lift it on {page}."
+            f"their inbox until midnight UTC ({hold.resets_at[:10]} 00:00 UTC); raise or lift it on {page}."
         )
         await post_event(
             conn,

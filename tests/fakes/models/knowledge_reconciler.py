@@ -1,4 +1,4 @@
-"""A scripted model following docs/routines/knowledge-reconciler/prompt.md, step by step.
+"""A scripted model following routines/shipped/knowledge-reconciler/prompt.md, step by step.
 
 The fake harness's ``act`` step runs this with the prompt on stdin. Like a model
 with a shell, it learns the thread and the cursor from the prompt, and makes the
