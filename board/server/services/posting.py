@@ -307,10 +307,10 @@ async def post(ctx: Context, p: Principal, req: PostMessage) -> dict[str, Any]:
             conversation = await scope.require_conversation(conn, p, req.conversation)
             workspace = await scope.resolve(conn, p, conversation["workspace"])
             conversation_id = conversation["id"]
-        else:
-            workspace = await scope.resolve(conn, p, req.workspace)
+        else:  # a new root in a channel: the one statement reads the workspace and the channel
+            workspace, channel = await scope.resolve_with_channel(conn, p, req.workspace, req.channel or "")
         scope.require_writable(workspace)
-        if req.channel is not None and parent is None:
+        if channel is None and req.channel is not None and parent is None:
             channel = await channel_for_post(conn, ctx, p, workspace, req.channel)
         event = await append(
             conn,

@@ -31,7 +31,7 @@ from ..store import identity as identity_store
 from ..store import messages as message_store
 from ..store import workspaces as store
 from ..store.connection import Connection
-from ..store.rows import AgentRow, MessageRow, WorkspaceRow
+from ..store.rows import AgentRow, ChannelRow, MessageRow, WorkspaceRow
 
 # -- workspaces --------------------------------------------------------------------
 
@@ -42,6 +42,24 @@ async def resolve(conn: Connection, p: Principal, slug: str | None) -> Workspace
     The runner names none: it acts only in the workspace of the run it steps
     (:func:`run_workspace`), never in one it asks for.
     """
+    row = await store.by_slug(conn, _acting_in(p, slug))
+    if row is None:
+        raise NotFound("workspace")
+    return row
+
+
+async def resolve_with_channel(
+    conn: Connection, p: Principal, slug: str | None, channel: str
+) -> tuple[WorkspaceRow, ChannelRow | None]:
+    """:func:`resolve`'s workspace with its channel ``channel`` (None until made), in one read."""
+    row, found = await store.by_slug_with_channel(conn, _acting_in(p, slug), channel)
+    if row is None:
+        raise NotFound("workspace")
+    return row, found
+
+
+def _acting_in(p: Principal, slug: str | None) -> str:
+    """The slug of the workspace ``p`` acts in when it names ``slug`` (or none)."""
     if p.is_runner:
         raise Forbidden("A runner token acts only in the workspace of the run it steps.")
     if p.is_bot and not p.is_admin_bot:
@@ -53,10 +71,7 @@ async def resolve(conn: Connection, p: Principal, slug: str | None) -> Workspace
             slug = ADMIN_WORKSPACE
         else:
             raise InvalidArgument("Name the workspace: workspace=<slug>.")
-    row = await store.by_slug(conn, slug or "")
-    if row is None:
-        raise NotFound("workspace")
-    return row
+    return slug or ""
 
 
 async def resolve_optional(

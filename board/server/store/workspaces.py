@@ -2,18 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from . import knowledge
 from .connection import Connection
-from .rows import Row, WorkspaceRow, all_rows, newest_message_id, one
+from .rows import ChannelRow, Row, WorkspaceRow, all_rows, newest_message_id, one
 
 COLUMNS = """id, slug, name, review_policy, loop_hops, budget_wakes, budget_tokens, budget_cost_usd,
     archived_at, created_at"""
+_NAMES = tuple(name.strip() for name in COLUMNS.split(","))
+_CHANNEL = ("id", "workspace_id", "slug", "topic", "created_at")  # ``channels.by_slug``'s columns
 
 
 async def by_slug(conn: Connection, slug: str) -> WorkspaceRow | None:
     return await one(conn, f"SELECT {COLUMNS} FROM workspaces WHERE slug = ?", (slug,))
+
+
+async def by_slug_with_channel(
+    conn: Connection, slug: str, channel: str
+) -> tuple[WorkspaceRow | None, ChannelRow | None]:
+    """The workspace ``slug`` and its channel ``channel`` (None until made) in one statement: a
+    post's two lookups, one round trip on PostgreSQL where each statement is one."""
+    row = await one(
+        conn,
+        f"""SELECT {", ".join("w." + name for name in _NAMES)}, {", ".join("c." + name for name in _CHANNEL)}
+            FROM workspaces w LEFT JOIN channels c ON c.workspace_id = w.id AND c.slug = ?
+            WHERE w.slug = ?""",
+        (channel, slug),
+    )
+    if row is None:
+        return None, None
+    values = tuple(row)
+    workspace = cast(WorkspaceRow, dict(zip(_NAMES, values[: len(_NAMES)], strict=True)))
+    found = values[len(_NAMES) :]
+    return workspace, None if found[0] is None else cast(ChannelRow, dict(zip(_CHANNEL, found, strict=True)))
 
 
 async def by_id(conn: Connection, workspace_id: int) -> WorkspaceRow | None:
