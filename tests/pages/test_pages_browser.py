@@ -48,6 +48,7 @@ async def test_a_first_visit_to_a_fresh_board(chromium: Browser, board: Board, t
     # The steps lead to a profile and Fleet's "Add a bot", which a keeper runs, before the by-hand
     # way (an invite and `bot run`). A bare `board serve` enrolled no keeper: the step says how to.
     steps = tab.page.locator("#get-started li")
+    await expect(steps.nth(0)).to_contain_text("once an admin bot runs, it writes")  # none runs yet
     await expect(steps.nth(1).locator("a[href='/fleet/profiles']")).to_be_visible()
     await expect(steps.nth(2).locator("a[href='/fleet']")).to_contain_text("Fleet")
     await expect(steps.nth(2)).to_contain_text("Add a bot")
