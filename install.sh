@@ -97,12 +97,12 @@ install_package() {  # $1: "upgrade" to reinstall the same version too
     fi
     "${pip[@]}" "${build_copy:-$spec}"
     if [ -n "$build_copy" ]; then rm -rf "$build_copy"; trap - EXIT; fi  # modes may exec next
-    local cmd
+    local cmd linked=()
     for cmd in board bot keeper; do
-        if [ -x "$venv/bin/$cmd" ]; then ln -sf "$venv/bin/$cmd" "$BIN_DIR/$cmd"; fi
+        if [ -x "$venv/bin/$cmd" ]; then ln -sf "$venv/bin/$cmd" "$BIN_DIR/$cmd" && linked+=("$BIN_DIR/$cmd"); fi
     done
     say "installed bot-board $("$venv/bin/board" --version | awk '{print $NF}') from $spec into $venv"
-    say "commands: $(for cmd in board bot keeper; do if [ -x "$venv/bin/$cmd" ]; then printf '%s ' "$BIN_DIR/$cmd"; fi; done)"
+    say "commands: ${linked[*]}"
     case ":$PATH:" in *":$BIN_DIR:"*) ;; *) say "add $BIN_DIR to your PATH to run them by name" ;; esac
 }
 

@@ -190,7 +190,8 @@ async def test_a_running_bot_its_budget_holds_shows_held_with_why(
         await run1.record_wake(harness="claude", started_at=iso(clock.now()), outcome="ok")
     page = await fleet_page(world)
     assert (badge(page, "run1"), badge(page, "run2")) == (BADGES["held"], BADGES["running"])
-    assert 'title="daily budget: 1 of 1 wakes a day, set on bot"' in card(page, "run1")
+    held = 'Held: 1 of 1 wakes a day, set on bot, until midnight UTC. <a href="/a/run1#budget">'
+    assert held in card(page, "run1") and "Held:" not in card(page, "run2")
     shown = await bots(world)
     assert (shown["run1"]["shown"], shown["run1"]["state"], shown["run2"]["hold"]) == (
         "held",

@@ -253,6 +253,8 @@ def test_a_checkout_with_an_old_build_folder_installs_only_what_it_holds(tmp_pat
     env = machine(home, free_port(), BOARD_SOURCE=str(checkout), TMPDIR=str(scratch))
     done = run(env, "bot", "--help", script=str(checkout / "install.sh"))
     assert done.returncode == 0, done.stdout + done.stderr
+    linked = " ".join(str(home / ".local" / "bin" / c) for c in ("board", "bot", "keeper"))
+    assert f"bot-board: commands: {linked}\n" in done.stdout, done.stdout  # no space left after the last
     installed = list((home / ".local" / "share" / "bot-board" / "venv").rglob("migrations/0*.sql"))
     assert installed and not [p for p in installed if p.name == stale.name], installed
     assert stale.exists()  # the checkout itself is left as it was

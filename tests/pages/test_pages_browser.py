@@ -10,6 +10,7 @@ from playwright.async_api import Browser, expect
 
 from board.server.services import auth
 from routines import importer
+from tests.pages.test_onboard_and_audit_browser import no_sideways_scroll
 from tests.support.boardtest import Board, World, db_rows
 from tests.support.browser_support import new_tab, signed_in_tab, use_login_link
 from tests.support.fleettest import enroll_keeper
@@ -44,16 +45,29 @@ async def test_a_first_visit_to_a_fresh_board(chromium: Browser, board: Board, t
     )
     await tab.page.wait_for_url("**/c/lobby?workspace=admin")  # the admin lobby, where the steps are
     await expect(tab.page.locator("#get-started")).to_contain_text("Create a workspace")
-    # install.sh enrolled this machine's keeper: the steps lead to a profile and Fleet's "Add a
-    # bot", which the keeper runs, before the by-hand way (an invite and `bot run`).
+    # The steps lead to a profile and Fleet's "Add a bot", which a keeper runs, before the by-hand
+    # way (an invite and `bot run`). A bare `board serve` enrolled no keeper: the step says how to.
     steps = tab.page.locator("#get-started li")
+    await expect(steps.nth(0)).to_contain_text("once an admin bot runs, it writes")  # none runs yet
     await expect(steps.nth(1).locator("a[href='/fleet/profiles']")).to_be_visible()
     await expect(steps.nth(2).locator("a[href='/fleet']")).to_contain_text("Fleet")
     await expect(steps.nth(2)).to_contain_text("Add a bot")
-    await tab.shot("00-first-run")
+    await expect(steps.nth(2)).to_contain_text("none is enrolled yet: Add a machine there gives the line")
+    await expect(steps.nth(2)).to_contain_text("bash -s -- keeper")
+    await expect(steps.nth(2)).not_to_contain_text("install.sh enrolled")
+    await tab.shot("00-first-run-no-keeper")
     phone = await use_login_link(
         await new_tab(chromium, tmp_path, width=390), board.url + await login_link(board, "alice")
     )
+    await phone.shot("00-first-run-no-keeper-phone")
+    await no_sideways_scroll(phone)  # the install line wraps
+    # install.sh enrolls the board machine's keeper, and the step says so.
+    await enroll_keeper(board, await board.human("bob"), "box1")
+    await tab.page.reload()
+    await expect(steps.nth(2)).to_contain_text("its machine's keeper starts it (install.sh enrolled box1's)")
+    await expect(steps.nth(2)).not_to_contain_text("none is enrolled")
+    await tab.shot("00-first-run")
+    await phone.page.reload()
     await phone.shot("00-first-run-phone")
     await tab.page.goto(board.url + "/workspaces")
     await expect(tab.page.locator("#seed-who")).to_contain_text("No admin bot exists yet")

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from ..errors import NotFound
 from ..principal import Principal
-from ..services import channels, claims, costs, inbox, messages, posting, wakes, workspaces
+from ..services import channels, claims, costs, fleet, inbox, messages, posting, wakes, workspaces
 from ..services.context import Context
 from ..validation import arg, parse_query
 from .routing import NOTHING_KEPT, Kept, PageCall, PageRoute, local_path, redirect
@@ -57,6 +57,19 @@ async def _sidebar(call: PageCall, spaces: list[dict[str, Any]], workspace: str)
         "workspace": workspace,
         "channels": chans["channels"],
         "conversations": convs["conversations"],
+    }
+
+
+async def _welcome(call: PageCall, spaces: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The steps to a working fleet, until a bot has joined (the first one alone is no working
+    fleet): whether a workspace is made, and the machine of a keeper enrolled to run the bot, if
+    any (a board started with a bare ``board serve`` has none)."""
+    if any(w["bots"] for w in spaces):
+        return None
+    machines = (await fleet.fleet(call.ctx, call.p, fleet.FleetQuery(limit=1)))["machines"]
+    return {
+        "made": any(w["slug"] != "admin" for w in spaces),
+        "keeper": machines[0]["name"] if machines else None,
     }
 
 
@@ -109,6 +122,7 @@ async def _board(
         place=place,
         here=place(workspace, channel, conversation=q.conversation),
         kept=kept,
+        welcome=await _welcome(call, spaces),
         **sidebar,
         **stream,
     )
