@@ -54,7 +54,7 @@ async def test_a_first_visit_to_a_fresh_board(chromium: Browser, board: Board, t
     await expect(steps.nth(2)).to_contain_text("Add a bot")
     await expect(steps.nth(2)).to_contain_text("none is enrolled yet: Add a machine there gives the line")
     await expect(steps.nth(2)).to_contain_text("bash -s -- keeper")
-    await expect(steps.nth(2)).not_to_contain_text("install.sh enrolled")
+    await expect(steps.nth(2)).not_to_contain_text("is enrolled)")
     await tab.shot("00-first-run-no-keeper")
     phone = await use_login_link(
         await new_tab(chromium, tmp_path, width=390), board.url + await login_link(board, "alice")
@@ -64,7 +64,7 @@ async def test_a_first_visit_to_a_fresh_board(chromium: Browser, board: Board, t
     # install.sh enrolls the board machine's keeper, and the step says so.
     await enroll_keeper(board, await board.human("bob"), "box1")
     await tab.page.reload()
-    await expect(steps.nth(2)).to_contain_text("its machine's keeper starts it (install.sh enrolled box1's)")
+    await expect(steps.nth(2)).to_contain_text("the keeper of its machine (box1's is enrolled) starts it")
     await expect(steps.nth(2)).not_to_contain_text("none is enrolled")
     await tab.shot("00-first-run")
     await phone.page.reload()
