@@ -164,20 +164,27 @@ async def test_a_done_thread_without_changes_leaves_no_worktree_and_no_branch(
     assert not [r for r in await replies(world.human, thread, "pb") if "worktree" in r["body"]]
 
 
-async def test_a_done_thread_with_a_commit_keeps_its_branch_and_says_so_once(
-    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
-) -> None:
+async def _kept_with_a_commit(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess], message: str
+) -> tuple[BotProcess, int]:
+    """A bot whose turn commits ``message`` in its thread's worktree, kept once the thread is done."""
     make_repo(tmp_path / "repo")
     fake.script(
-        {"do": "commit", "path": "src/fix.py", "text": "print('fixed')\n", "message": "fix @alice's bug"},
+        {"do": "commit", "path": "src/fix.py", "text": "print('fixed')\n", "message": message},
         {"do": "ok"},
     )
     bot = await make_bot(args=WT).start().started()
     thread = await claimed(world, await mention(world, "fix it"))
     await eventually(lambda: sent(bot, thread) == ["live"], "the live record")
-
     await world.human.done(thread, "thanks")
     await eventually(lambda: bot.events("worktree_kept"), "the worktree to be kept")
+    return bot, thread
+
+
+async def test_a_done_thread_with_a_commit_keeps_its_branch_and_says_so_once(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    bot, thread = await _kept_with_a_commit(tmp_path, world, fake, make_bot, "fix @alice's bug")
     branch = f"bot/pb/t{thread}"
     assert ahead(bot, branch) == ["fix @alice's bug"]
     assert worktrees(bot) == [str(folder(bot, thread))]
@@ -204,16 +211,7 @@ async def test_a_done_thread_with_a_commit_keeps_its_branch_and_says_so_once(
 async def test_a_kept_worktree_deleted_by_hand_reads_removed_on_its_thread_with_its_commits(
     tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
 ) -> None:
-    make_repo(tmp_path / "repo")
-    fake.script(
-        {"do": "commit", "path": "src/fix.py", "text": "print('fixed')\n", "message": "fix it"},
-        {"do": "ok"},
-    )
-    bot = await make_bot(args=WT).start().started()
-    thread = await claimed(world, await mention(world, "fix it"))
-    await eventually(lambda: sent(bot, thread) == ["live"], "the live record")
-    await world.human.done(thread, "thanks")
-    await eventually(lambda: bot.events("worktree_kept"), "the worktree to be kept")
+    bot, thread = await _kept_with_a_commit(tmp_path, world, fake, make_bot, "fix it")
     await check_records(world, bot, thread, ["live", "kept"])
 
     shutil.rmtree(folder(bot, thread))  # the person deletes the folder by hand
