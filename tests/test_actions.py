@@ -39,7 +39,7 @@ from board.server.services import (
 )
 from board.server.services.context import Context
 from tests.support.boardtest import Board, Where, World, db_rows, snapshot
-from tests.support.fleettest import enroll_keeper
+from tests.support.fleettest import keeper_with_bots
 
 SERVER = Path(__file__).resolve().parent.parent / "board" / "server"
 
@@ -253,9 +253,7 @@ def _path(template: str) -> str:
 async def test_a_route_of_one_role_refuses_every_other_caller_and_changes_nothing(world: World) -> None:
     """Over HTTP each caller outside the route's role is FORBIDDEN with the action's refusal."""
     board = world.board
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    keeper = await enroll_keeper(board, world.human, "box1")
-    await world.human.assign_bot("box1", "proj-dev", "fb")
+    keeper = await keeper_with_bots(world, "box1", "fb")
     runner = board.client(await auth.runner_token(board.ctx))
     callers: dict[str, BoardClient] = {
         "human": world.human,

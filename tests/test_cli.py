@@ -20,7 +20,7 @@ import pytest
 from board.client import BoardAPIError, BoardClient
 from board.server.services.auth import hash_secret
 from tests.support.boardtest import World, database_env, db_rows
-from tests.support.fleettest import enroll_keeper
+from tests.support.fleettest import keeper_with_bots
 from tests.support.processes import board_env, command, free_port
 
 
@@ -148,11 +148,8 @@ async def test_fleet_ls_says_what_the_fleet_page_says(world: World) -> None:
     """A bot on a machine whose keeper went quiet, and one an order is on its way to: the listing
     printed the keeper's last word (``running``) where the page says the machine is offline, and
     nothing of the stop the human had just asked for."""
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    quiet = await enroll_keeper(world.board, world.human, "box8")
-    box1 = await enroll_keeper(world.board, world.human, "box1")
-    await world.human.assign_bot("box8", "proj-dev", "away")
-    await world.human.assign_bot("box1", "proj-dev", "s1")
+    quiet = await keeper_with_bots(world, "box8", "away")
+    box1 = await keeper_with_bots(world, "box1", "s1")
     await quiet.client.fleet_report(
         {"interval": 0.05, "bots": [{"handle": "away", "state": "running", "pid": 7}]}
     )

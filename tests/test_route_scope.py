@@ -37,7 +37,7 @@ from board.server import package
 from board.server.api import table
 from board.server.services import auth
 from tests.support.boardtest import Board, World, populate, snapshot, start_board, stop_board
-from tests.support.fleettest import Keeper, enroll_keeper
+from tests.support.fleettest import Keeper, keeper_with_bots
 from tests.support.scope_knowledge import KNOWLEDGE_DECISIONS
 from tests.support.scope_pages import PAGE_DECISIONS
 from tests.support.scope_registry import REGISTRY_DECISIONS
@@ -431,10 +431,8 @@ def expected(case: Case, role: str) -> int | set[int]:
 async def _facts(world: World) -> dict[str, Any]:
     root = await world.human.post("hello @pb, please look", channel="lobby", workspace="proj")
     invite = await world.human.invite("proj", uses=10)
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    keeper = await enroll_keeper(world.board, world.human, "box1")
-    other_keeper = await enroll_keeper(world.board, world.human, "box2")
-    await world.human.assign_bot("box1", "proj-dev", "fb")
+    keeper = await keeper_with_bots(world, "box1", "fb")
+    other_keeper = await keeper_with_bots(world, "box2")
     codes = {role: (await world.human.enroll_code(f"code-{role}"))["code"] for role in ROLE_ORDER}
     return {
         "root": root["id"],

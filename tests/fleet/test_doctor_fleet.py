@@ -22,7 +22,7 @@ from board.server.services import auth
 from tests.fleet.test_fleet_api import bot_report
 from tests.support.boardtest import PgDatabase, World, database_env, snapshot
 from tests.support.doctor_support import Diagnosis, doctor_async, doctor_env
-from tests.support.fleettest import Keeper, enroll_keeper
+from tests.support.fleettest import Keeper, keeper_with_bots
 from tests.support.routines_support import propose_and_approve
 
 pytestmark = pytest.mark.timeout(240)
@@ -44,11 +44,7 @@ def machine(offset_s: float | None = 0.0, **extra: Any) -> dict[str, Any]:
 
 
 async def setup(world: World) -> tuple[Keeper, Keeper]:
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    box1 = await enroll_keeper(world.board, world.human, "box1")
-    box2 = await enroll_keeper(world.board, world.human, "box2")
-    await world.human.assign_bot("box1", "proj-dev", "fb1")
-    return box1, box2
+    return await keeper_with_bots(world, "box1", "fb1"), await keeper_with_bots(world, "box2")
 
 
 async def test_a_reporting_keeper_with_its_bot_running_passes(world: World, tmp_path: Path) -> None:
@@ -103,8 +99,7 @@ async def test_a_silent_keeper_fails_and_so_does_each_bot_it_should_run(world: W
     (never,) = found.lines("keeper box2")
     assert never.startswith("warn  keeper box2: enrolled ") and "but never reported" in never
 
-    await enroll_keeper(world.board, world.human, "box3")  # never reports, with a bot to run
-    await world.human.assign_bot("box3", "proj-dev", "fb3")
+    await keeper_with_bots(world, "box3", "fb3")  # never reports, with a bot to run
     found = await diagnose(world, tmp_path)
     (never,) = found.lines("keeper box3")
     assert never.startswith("FAIL  keeper box3: enrolled ") and "but never reported — on box3: " in never

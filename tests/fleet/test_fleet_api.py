@@ -15,17 +15,14 @@ from board.cli import main
 from board.client import BoardClient
 from board.server.clock import ManualClock
 from tests.support.boardtest import World
-from tests.support.fleettest import Keeper, enroll_keeper
+from tests.support.fleettest import Keeper, enroll_keeper, keeper_with_bots
 from tests.support.refusals import refused
 
 
 async def fleet_setup(world: World) -> tuple[Keeper, Keeper]:
-    await world.human.create_profile("proj-dev", "proj", "claude")
+    box1 = await keeper_with_bots(world, "box1", "fb1")
     await world.human.create_profile("other-dev", "other", "codex")
-    box1 = await enroll_keeper(world.board, world.human, "box1")
-    box2 = await enroll_keeper(world.board, world.human, "box2")
-    await world.human.assign_bot("box1", "proj-dev", "fb1")
-    await world.human.assign_bot("box2", "other-dev", "fb2")
+    box2 = await keeper_with_bots(world, "box2", "fb2", profile="other-dev")
     return box1, box2
 
 

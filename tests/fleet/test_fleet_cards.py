@@ -16,7 +16,7 @@ from markupsafe import escape
 from board.server.clock import ManualClock, iso
 from board.server.services import fleet_history
 from tests.support.boardtest import World, db_rows
-from tests.support.fleettest import BADGES, Keeper, enroll_keeper
+from tests.support.fleettest import BADGES, keeper_with_bots
 from tests.support.pages_support import pages_as
 
 MB = 1048576
@@ -49,20 +49,14 @@ async def bots(world: World) -> dict[str, dict[str, Any]]:
     return {b["handle"]: b for m in (await world.human.fleet())["machines"] for b in m["bots"]}
 
 
-async def _fleet(world: World, handles: list[str], machine: str = "box1") -> Keeper:
-    keeper = await enroll_keeper(world.board, world.human, machine)
-    for handle in handles:
-        await world.human.assign_bot(machine, "proj-dev", handle)
-    return keeper
-
-
 async def test_each_state_shows_in_a_word_and_a_colour(clocked_world: World, clock: ManualClock) -> None:
     world = clocked_world
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    away = await _fleet(world, ["away1"], "box2")
+    away = await keeper_with_bots(world, "box2", "away1")
     await away.client.fleet_report({"interval": 10, "bots": [reported("away1", "running", pid=7)]})
     clock.advance(40)  # box2 stops reporting: offline from now on
-    box1 = await _fleet(world, ["run1", "wake1", "start1", "back1", "stop1", "crash1", "mis1", "new1"])
+    box1 = await keeper_with_bots(
+        world, "box1", "run1", "wake1", "start1", "back1", "stop1", "crash1", "mis1", "new1"
+    )
     await box1.client.fleet_report(
         {
             "interval": 10,
@@ -142,8 +136,7 @@ async def test_an_order_is_pending_until_its_keeper_carries_it_out(
     clocked_world: World, clock: ManualClock
 ) -> None:
     world = clocked_world
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    box1 = await _fleet(world, ["run1"])
+    box1 = await keeper_with_bots(world, "box1", "run1")
     await box1.client.fleet_report({"interval": 10, "bots": [reported("run1", "running", pid=11)]})
     assert (await bots(world))["run1"]["pending_words"] is None
 
@@ -179,8 +172,7 @@ async def test_a_running_bot_its_budget_holds_shows_held_with_why(
     clocked_world: World, clock: ManualClock
 ) -> None:
     world = clocked_world
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    box1 = await _fleet(world, ["run1", "run2"])
+    box1 = await keeper_with_bots(world, "box1", "run1", "run2")
     running = [reported("run1", "running", pid=11), reported("run2", "running", pid=12)]
     await box1.client.fleet_report({"interval": 10, "bots": running})
     token = (await box1.client.bot_token("run1"))["token"]
@@ -213,8 +205,7 @@ async def test_a_running_bot_its_budget_holds_shows_held_with_why(
 
 async def test_presence_agrees_with_the_state(clocked_world: World) -> None:
     world = clocked_world
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    box1 = await _fleet(world, ["run1", "stop1"])
+    box1 = await keeper_with_bots(world, "box1", "run1", "stop1")
     for handle in ("run1", "stop1"):  # both called the board a moment ago
         token = (await box1.client.bot_token(handle))["token"]
         await world.board.client(token).me()
@@ -232,8 +223,7 @@ async def test_presence_agrees_with_the_state(clocked_world: World) -> None:
 
 async def test_the_card_shows_the_last_lines_of_the_log_as_text(clocked_world: World) -> None:
     world = clocked_world
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    box1 = await _fleet(world, ["run1"])
+    box1 = await keeper_with_bots(world, "box1", "run1")
     lines = [f"line {n}" for n in range(1, 9)] + ['<script>alert("x")</script>']
     await box1.client.fleet_report({"interval": 10, "bots": [reported("run1", "running", log_tail=lines)]})
     tail = re.search(
@@ -251,8 +241,7 @@ async def test_the_card_shows_the_last_lines_of_the_log_as_text(clocked_world: W
 
 async def test_the_history_is_sampled_bounded_and_charted(clocked_world: World, clock: ManualClock) -> None:
     world = clocked_world
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    box1 = await _fleet(world, ["run1"])
+    box1 = await keeper_with_bots(world, "box1", "run1")
 
     async def report(cpu: float, rss: int) -> None:
         bot = reported("run1", "running", pid=11, cpu_percent=cpu, rss=rss)
@@ -299,8 +288,7 @@ async def test_a_wake_that_went_wrong_says_so_on_the_card(clocked_world: World, 
     """A harness that crashed or hung past its timeout: the card's last wake says how it ended,
     not only when and how long, so it does not read like a good one."""
     world = clocked_world
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    box1 = await _fleet(world, ["ok1", "fail1", "slow1", "never1", "odd1"])
+    box1 = await keeper_with_bots(world, "box1", "ok1", "fail1", "slow1", "never1", "odd1")
 
     def wake(outcome: str) -> dict[str, Any]:
         return {"at": iso(clock.now()), "duration_s": 8.0, "cost_usd": None, "outcome": outcome}

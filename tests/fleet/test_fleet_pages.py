@@ -22,7 +22,7 @@ from board.server.pages import fleet as fleet_page
 from board.server.services import fleet
 from board.server.store.connection import Connection
 from tests.support.boardtest import World
-from tests.support.fleettest import enroll_keeper
+from tests.support.fleettest import keeper_with_bots
 from tests.support.pages_support import pages_as, sign_in
 
 
@@ -44,14 +44,9 @@ async def pages_answer(world: World, handles: list[str]) -> str:
 
 async def test_the_fleet_pages_render_every_state_of_a_bot(clocked_world: World, clock: ManualClock) -> None:
     world = clocked_world
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    box1 = await enroll_keeper(world.board, world.human, "box1")
-    box2 = await enroll_keeper(world.board, world.human, "box2")
-    await enroll_keeper(world.board, world.human, "box3")
-    for machine, handle in [("box1", "run1"), ("box1", "crash1"), ("box1", "stop1"), ("box1", "mis1")]:
-        await world.human.assign_bot(machine, "proj-dev", handle)
-    await world.human.assign_bot("box2", "proj-dev", "away1")
-    await world.human.assign_bot("box3", "proj-dev", "fresh1")
+    box1 = await keeper_with_bots(world, "box1", "run1", "crash1", "stop1", "mis1")
+    box2 = await keeper_with_bots(world, "box2", "away1")
+    await keeper_with_bots(world, "box3", "fresh1")
     await box2.client.fleet_report({"interval": 10, "bots": [reported("away1", "running", pid=77)]})
     clock.advance(40)  # box2 is offline from now on
     await box1.client.fleet_report(
@@ -80,9 +75,7 @@ async def test_the_fleet_pages_render_every_state_of_a_bot(clocked_world: World,
 
 
 async def test_odd_values_in_a_stored_report_show_as_unknown(world: World) -> None:
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    await enroll_keeper(world.board, world.human, "box1")
-    await world.human.assign_bot("box1", "proj-dev", "odd1")
+    await keeper_with_bots(world, "box1", "odd1")
     odd_bot = {
         "pid": 12,
         "rss": "lots",
@@ -171,8 +164,7 @@ async def test_the_live_cards_wait_for_a_change_not_a_clock(
         return await hold(waiter, timeout)
 
     monkeypatch.setattr(Waiter, "wait", wait)
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    box1 = await enroll_keeper(world.board, world.human, "box1")
+    box1 = await keeper_with_bots(world, "box1")
     alice = await sign_in(world.board)
     resp = await alice.http.get(alice.url + "/fleet/events")
     [(event, _)] = await asyncio.wait_for(_fleet_events(resp, 1), 10)
@@ -224,9 +216,7 @@ async def test_signing_out_ends_the_fleet_stream_at_once(world: World) -> None:
 async def test_a_bots_page_lists_its_latest_wakes_newest_first(world: World) -> None:
     """Its recent wakes are its last ones: the page asked for the first 20 ever, so a bot that had
     woken more than that showed wakes from its first hour and never today's."""
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    await enroll_keeper(world.board, world.human, "box1")
-    await world.human.assign_bot("box1", "proj-dev", "pb")
+    await keeper_with_bots(world, "box1", "pb")
     posted = [
         (await world.human.post(f"@pb job {n}", channel="lobby", workspace="proj"))["id"] for n in range(25)
     ]
@@ -243,9 +233,7 @@ async def test_a_bots_page_lists_its_latest_wakes_newest_first(world: World) -> 
 
 async def test_a_bots_page_words_its_wakes_outcomes_as_its_card_does(world: World) -> None:
     """The card said "timed out" where the bot's page, one click on, said "timeout"."""
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    await enroll_keeper(world.board, world.human, "box1")
-    await world.human.assign_bot("box1", "proj-dev", "pb")
+    await keeper_with_bots(world, "box1", "pb")
     for outcome in ("ok", "failed", "timeout", "error"):
         await world.bot.record_wake(harness="claude", started_at="2026-12-01T00:00:00Z", outcome=outcome)
     [(status, text)] = await pages_as(world.board, "alice", "/fleet/bots/pb")

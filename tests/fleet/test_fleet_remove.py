@@ -9,22 +9,14 @@ machine coming back. The page asks first, naming the bots it will unassign.
 from __future__ import annotations
 
 from tests.support.boardtest import World, db_rows, snapshot
-from tests.support.fleettest import enroll_keeper
+from tests.support.fleettest import enroll_keeper, keeper_with_bots
 from tests.support.pages_support import sign_in
 from tests.support.refusals import refused
 
 
-async def _two_bots_on_box1(world: World) -> None:
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    await world.human.assign_bot("box1", "proj-dev", "rb1")
-    await world.human.assign_bot("box1", "proj-dev", "rb2")
-
-
 async def test_removing_a_machine_unassigns_its_bots_and_stops_its_keeper(world: World) -> None:
-    box1 = await enroll_keeper(world.board, world.human, "box1")
-    box2 = await enroll_keeper(world.board, world.human, "box2")
-    await _two_bots_on_box1(world)
-    await world.human.assign_bot("box2", "proj-dev", "stays")
+    box1 = await keeper_with_bots(world, "box1", "rb1", "rb2")
+    box2 = await keeper_with_bots(world, "box2", "stays")
     await box1.client.fleet_report(
         {"interval": 10, "bots": [{"handle": "rb1", "state": "running", "pid": 9}]}
     )
@@ -60,8 +52,7 @@ async def test_removing_a_machine_unassigns_its_bots_and_stops_its_keeper(world:
 
 
 async def test_only_a_human_removes_a_machine_and_an_unknown_one_is_not_found(world: World) -> None:
-    box1 = await enroll_keeper(world.board, world.human, "box1")
-    await _two_bots_on_box1(world)
+    box1 = await keeper_with_bots(world, "box1", "rb1", "rb2")
     for caller in (world.bot, world.admin_bot):
         await refused(
             caller.remove_machine("box1"),
@@ -79,8 +70,7 @@ async def test_only_a_human_removes_a_machine_and_an_unknown_one_is_not_found(wo
 
 
 async def test_the_page_asks_first_naming_the_bots_then_removes(world: World) -> None:
-    await enroll_keeper(world.board, world.human, "box1")
-    await _two_bots_on_box1(world)
+    await keeper_with_bots(world, "box1", "rb1", "rb2")
     alice = await sign_in(world.board, "alice")
     try:
         status, fleet = await alice.get("/fleet")
@@ -103,7 +93,6 @@ async def test_the_page_asks_first_naming_the_bots_then_removes(world: World) ->
 
 
 async def test_a_removed_machine_cannot_be_steered_through_its_old_bots(world: World) -> None:
-    await enroll_keeper(world.board, world.human, "box1")
-    await _two_bots_on_box1(world)
+    await keeper_with_bots(world, "box1", "rb1", "rb2")
     await world.human.remove_machine("box1")
     await refused(world.human.fleet_order("rb1", "start"), "NOT_FOUND", unchanged=world.board)

@@ -12,7 +12,7 @@ import aiohttp
 
 from board.server.clock import iso
 from tests.support.boardtest import World
-from tests.support.fleettest import enroll_keeper
+from tests.support.fleettest import keeper_with_bots
 from tests.support.pages_support import Browser, sign_in
 
 HOPS = 4
@@ -165,9 +165,7 @@ async def test_a_held_loop_a_routine_to_approve_and_a_crash_are_notified(world: 
     told = await _next_inbox(resp)
     assert [(n["kind"], n["url"]) for n in told["notify"]] == [("routine", "/routines#pending-tidy-1")]
 
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    box = await enroll_keeper(world.board, world.human, "box1")
-    await world.human.assign_bot("box1", "proj-dev", "fb1")
+    box = await keeper_with_bots(world, "box1", "fb1")
     report = {"handle": "fb1", "state": "running", "pid": 4242, "restarts": 0}
     await box.client.fleet_report({"bots": [report]})
     await box.client.fleet_report({"bots": [report | {"state": "crashed"}]})

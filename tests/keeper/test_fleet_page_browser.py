@@ -26,7 +26,7 @@ from tests.launcher.botrun import LiveBoard
 from tests.support.boardtest import World, eventually
 from tests.support.browser_support import Tab, signed_in_tab
 from tests.support.doctor_support import doctor_async, doctor_env
-from tests.support.fleettest import BADGES, enroll_keeper
+from tests.support.fleettest import BADGES, keeper_with_bots
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -139,9 +139,7 @@ async def test_each_state_in_a_word_and_a_colour_on_a_desktop_and_a_phone(
 ) -> None:
     await world.human.assign_bot("box1", "proj-dev", "fb")
     await running(world, "fb")
-    box9 = await enroll_keeper(world.board, world.human, "box9")
-    for handle in ("w1", "b1", "s1", "c1", "m1", "p1"):
-        await world.human.assign_bot("box9", "proj-dev", handle)
+    box9 = await keeper_with_bots(world, "box9", "w1", "b1", "s1", "c1", "m1", "p1")
     stop = (await world.human.fleet_order("s1", "stop"))["order"]["id"]
     lines = [f"step {n}: reading the board" for n in range(8)] + ["<b>not bold</b>"]
     await box9.client.fleet_report(
@@ -158,8 +156,7 @@ async def test_each_state_in_a_word_and_a_colour_on_a_desktop_and_a_phone(
             ],
         }
     )
-    box8 = await enroll_keeper(world.board, world.human, "box8")
-    await world.human.assign_bot("box8", "proj-dev", "away")
+    box8 = await keeper_with_bots(world, "box8", "away")
     await box8.client.fleet_report(
         {"interval": 0.05, "bots": [{"handle": "away", "state": "running", "pid": 7}]}
     )

@@ -34,7 +34,7 @@ from tests.support.boardtest import (
     start_board,
     stop_board,
 )
-from tests.support.fleettest import enroll_keeper
+from tests.support.fleettest import keeper_with_bots
 from tests.support.notify_support import (
     SECRET,
     Mailbox,
@@ -102,9 +102,7 @@ async def _each_event(world: World) -> None:
     await bot.record_wake(harness="claude", started_at=iso(datetime.now(UTC)), outcome="ok")
     await bot.wake(since=0, wait=0)
     # crashed: a keeper reports its bot crashed.
-    await human.create_profile("proj-dev", "proj", "claude")
-    keeper = await enroll_keeper(board, human, "box1")
-    await human.assign_bot("box1", "proj-dev", "fb")
+    keeper = await keeper_with_bots(world, "box1", "fb")
     report = {"interval": 5, "bots": [{"handle": "fb", "state": "crashed", "error": "exit 1: boom"}]}
     await keeper.client.call("POST", "/api/fleet/report", json=report)
     await keeper.client.call("POST", "/api/fleet/report", json=report)  # still crashed: told once

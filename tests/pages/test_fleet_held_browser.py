@@ -12,15 +12,13 @@ from board.server.clock import iso
 from tests.pages.test_onboard_and_audit_browser import no_sideways_scroll
 from tests.support.boardtest import World
 from tests.support.browser_support import axe_findings, signed_in_tab
-from tests.support.fleettest import enroll_keeper
+from tests.support.fleettest import keeper_with_bots
 
 
 async def test_a_held_bot_says_why_on_its_card_and_links_to_its_lift(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    box1 = await enroll_keeper(world.board, world.human, "box1")
-    await world.human.assign_bot("box1", "proj-dev", "fb")
+    box1 = await keeper_with_bots(world, "box1", "fb")
     await box1.client.fleet_report({"bots": [{"handle": "fb", "state": "running", "pid": 11}]})
     token = (await box1.client.bot_token("fb"))["token"]
     async with world.board.client(token) as fb:

@@ -11,7 +11,7 @@ from playwright.async_api import Browser, expect
 
 from tests.support.boardtest import World
 from tests.support.browser_support import axe_findings, signed_in_tab
-from tests.support.fleettest import enroll_keeper
+from tests.support.fleettest import keeper_with_bots
 
 
 def kept(thread: int, **uncommitted: Any) -> dict[str, Any]:
@@ -30,9 +30,7 @@ def kept(thread: int, **uncommitted: Any) -> dict[str, Any]:
 async def test_remove_warns_of_the_uncommitted_paths_the_board_knows_before_the_order_goes(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:
-    await world.human.create_profile("proj-dev", "proj", "claude")
-    box1 = await enroll_keeper(world.board, world.human, "box1")
-    await world.human.assign_bot("box1", "proj-dev", "fb")
+    box1 = await keeper_with_bots(world, "box1", "fb")
     dirty, clean, unknown = [
         int((await world.human.post(f"task {n}", channel="lobby", workspace="proj"))["id"]) for n in range(3)
     ]

@@ -13,7 +13,7 @@ from board.server.pages import all_pages
 from routines import importer
 from tests.support.boardtest import World, db_execute
 from tests.support.browser_support import Tab, axe_findings, new_tab, signed_in_tab, use_login_link
-from tests.support.fleettest import enroll_keeper
+from tests.support.fleettest import keeper_with_bots
 from tests.support.forge import FakeForge
 from tests.support.pages_support import login_link
 
@@ -74,8 +74,7 @@ async def seed(world: World) -> dict[str, int]:
     shipped = importer.SHIPPED / "knowledge-reconciler"
     await importer.propose(world.bot, importer.read(shipped, {"workspace": "proj", "bot": "pb"}))
     await world.human.create_profile("proj-dev", "proj", "claude", repo=f"~/src/{UNBROKEN}")
-    await enroll_keeper(world.board, world.human, "box1")
-    await world.human.assign_bot("box1", "proj-dev", "fb1")
+    await keeper_with_bots(world, "box1", "fb1")
     repo = "acme/" + "deadbeef" * 12  # a repository name with nowhere to wrap
     mappings = [
         {"repository": repo, "workspace": "proj", "channel": "issues", "label": "bug", "bot": LONG_HANDLE}
