@@ -175,3 +175,10 @@ async def test_no_credential_and_bad_credential(world: World) -> None:
     status, body = await raw(world, "GET", "/api/me", token="bb_not-a-token")
     assert status == 401
     assert_error_shape(body, "UNAUTHENTICATED")
+
+
+async def test_a_refusal_reads_as_a_sentence_for_a_one_letter_field_and_a_bound_of_one(world: World) -> None:
+    """A letter is no word to start a sentence with ("The q must ..."), and one is no plural."""
+    error = await refused(world.human.search(""), "INVALID_ARGUMENT", unchanged=world.board)
+    assert error.message == "The field q must have at least 1 character."
+    assert error.details["field"] == "q"

@@ -34,6 +34,7 @@ GIT_TIMEOUT_S = 60.0
 SUFFIX = ".worktrees"
 MAX_NAMED = 5  # uncommitted paths named per worktree in a report
 MAX_PATH = 300  # characters of each
+MAX_COUNT = 2**63 - 1  # the board's largest whole number: a count past it refuses the whole report
 
 
 def listed(bot_dir: Path) -> dict[int, dict[str, Any]]:
@@ -115,11 +116,14 @@ def report(bot_dir: Path, sizes: Sizes) -> list[dict[str, Any]]:
 
 def _uncommitted(entry: dict[str, Any]) -> dict[str, Any]:
     """The uncommitted paths the daemon counted (and named, the first few) when it kept the
-    worktree; None when it is not kept or the daemon said nothing of them."""
+    worktree; None when it is not kept or the daemon said nothing of them. A name that is no
+    one line of printable text is left out (git quotes such names; the board refuses them)."""
     count, paths = entry.get("uncommitted"), entry.get("uncommitted_paths")
-    if entry.get("state") != "kept" or not isinstance(count, int) or isinstance(count, bool) or count < 0:
+    kept = entry.get("state") == "kept"
+    if not kept or not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= MAX_COUNT:
         return {"uncommitted": None, "uncommitted_paths": []}
-    named = [p[:MAX_PATH] for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
+    given = paths if isinstance(paths, list) else []
+    named = [p[:MAX_PATH] for p in given if isinstance(p, str) and p.isprintable()]
     return {"uncommitted": count, "uncommitted_paths": named[:MAX_NAMED]}
 
 

@@ -111,9 +111,9 @@ def _type_name(kind: Any) -> str:
 
 def the(name: str) -> str:
     """A field as a refusal's sentence starts with it, unquoted: ``The body``, and a name that
-    is no plain word called a field, ``The field commits[0].sha`` (the name stays as sent, and
-    ``details.field`` has it for programs)."""
-    return f"The {name}" if name.isalpha() else f"The field {name}"
+    is no plain word (a letter is none) called a field, ``The field commits[0].sha``, ``The
+    field q`` (the name stays as sent, and ``details.field`` has it for programs)."""
+    return f"The {name}" if name.isalpha() and len(name) > 1 else f"The field {name}"
 
 
 def figure(value: float) -> str:
@@ -148,8 +148,10 @@ def _check_string(name: str, value: str, meta: Mapping[str, Any]) -> str:
             limit=meta["max_len"],
         )
     if meta.get("min_len") is not None and len(value) < meta["min_len"]:
+        least = meta["min_len"]
         raise InvalidArgument(
-            f"{the(name)} must have at least {figure(meta['min_len'])} characters.", field=name
+            f"{the(name)} must have at least {figure(least)} character{'' if least == 1 else 's'}.",
+            field=name,
         )
     if meta.get("pattern") is not None and not meta["pattern"].fullmatch(value):
         raise InvalidArgument(

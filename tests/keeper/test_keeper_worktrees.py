@@ -27,6 +27,8 @@ from board.launcher.logs import EventLog
 from tests.fleet.test_fleet_api import fleet_setup
 from tests.launcher.fakeharness import read_jsonl
 from tests.support.boardtest import World
+from tests.support.fleettest import Keeper as FleetKeeper
+from tests.worktrees.test_worktree_fleet import fb1_of
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -245,6 +247,17 @@ async def _no_token(handle: str) -> str | None:
     return None
 
 
+def fb1s_keeper(tmp_path: Path, world: World, box: FleetKeeper) -> Keeper:
+    """The keeper of ``box`` (a real one, not started) with fb1 stopped on it, its bots' state
+    under ``tmp_path/bots`` and its log in ``tmp_path/keeper.log``."""
+    enrolled = Enrolled(world.board.url, box.machine, box.token)
+    log = EventLog(tmp_path / "keeper.log", handle="keeper", stream=None)
+    keeper = Keeper(tmp_path / "keeper", enrolled, Timing(), {"BOT_STATE_DIR": str(tmp_path / "bots")}, log)
+    (tmp_path / "keeper").mkdir()
+    keeper.sup.apply({"bots": [{"handle": "fb1", "profile": "proj-dev", "desired": "stopped"}], "orders": []})
+    return keeper
+
+
 async def test_the_keeper_tells_the_board_once_of_a_kept_worktree_whose_folder_is_gone(
     tmp_path: Path, repo: Path, world: World
 ) -> None:
@@ -256,17 +269,12 @@ async def test_the_keeper_tells_the_board_once_of_a_kept_worktree_whose_folder_i
         thread, state="kept", branch=f"bot/fb1/t{thread}", base="main", ahead=1
     )
     kept, live = add_worktree(repo, "fb1", thread), add_worktree(repo, "fb1", thread + 1, commit=False)
-    environ = {"BOT_STATE_DIR": str(tmp_path / "bots")}
     entries = {
         thread: {"path": str(kept), "branch": f"bot/fb1/t{thread}", "state": "kept"},
         thread + 1: {"path": str(live), "branch": f"bot/fb1/t{thread + 1}", "state": "live"},
     }
     write_state(tmp_path / "bots" / "fb1", entries)
-    enrolled = Enrolled(world.board.url, box1.machine, box1.token)
-    log = EventLog(tmp_path / "keeper.log", handle="keeper", stream=None)
-    keeper = Keeper(tmp_path / "keeper", enrolled, Timing(), environ, log)
-    (tmp_path / "keeper").mkdir()
-    keeper.sup.apply({"bots": [{"handle": "fb1", "profile": "proj-dev", "desired": "stopped"}], "orders": []})
+    keeper = fb1s_keeper(tmp_path, world, box1)
     try:
         await keeper.tell_gone()  # both folders there: nothing to say
         assert [r["state"] for r in (await world.human.thread(thread))["worktrees"]] == ["kept"]
@@ -278,6 +286,38 @@ async def test_the_keeper_tells_the_board_once_of_a_kept_worktree_whose_folder_i
         assert (record["state"], record["ahead"], record["branch"]) == ("removed", 1, f"bot/fb1/t{thread}")
         told = [e for e in read_jsonl(tmp_path / "keeper.log") if e["event"].startswith("worktree_gone")]
         assert [(e["event"], e["thread"]) for e in told] == [("worktree_gone", thread)]
+    finally:
+        await keeper.sup.close()
+        await keeper.client.close()
+
+
+async def test_a_damaged_uncommitted_count_or_name_leaves_the_keepers_report_taken(
+    tmp_path: Path, repo: Path, world: World
+) -> None:
+    """The board refuses a report with a count past a whole number's range or a name that is no
+    one line of text: such a value in a bot's state file is left out, never the machine's report."""
+    box1, _ = await fleet_setup(world)
+    kept, other = add_worktree(repo, "fb1", 5), add_worktree(repo, "fb1", 6)
+    names = ["a.py", "two\nlines", "bell\x07", "\ud800", "b.py"]
+    write_state(
+        tmp_path / "bots" / "fb1",
+        {
+            5: {
+                "path": str(kept),
+                "branch": "bot/fb1/t5",
+                "state": "kept",
+                "uncommitted": 9,
+                "uncommitted_paths": names,
+            },
+            6: {"path": str(other), "branch": "bot/fb1/t6", "state": "kept", "uncommitted": 2**63},
+        },
+    )
+    keeper = fb1s_keeper(tmp_path, world, box1)
+    try:
+        assert await keeper.report_once()
+        shown = {w["thread"]: w for w in fb1_of(await world.human.fleet())["worktrees"]}
+        assert (shown[5]["uncommitted"], shown[5]["uncommitted_paths"]) == (9, ["a.py", "b.py"])
+        assert (shown[6]["uncommitted"], shown[6]["uncommitted_paths"]) == (None, [])
     finally:
         await keeper.sup.close()
         await keeper.client.close()

@@ -8,13 +8,16 @@ invalidation: a read selects the page's ids in its snapshot (one value a row ins
 seventeen, whose trip out of SQLite was most of a channel read's reader time) and renders
 only the ids it has not seen. A deleted message is simply never asked for again.
 
-The memory is bounded by about the bytes it holds; the oldest entries go first. A row
+The memory is bounded by the bytes its messages take as Python objects, the oldest
+dropped first: not by their text's length, which a body past U+FFFF (4 bytes a character)
+or a meta of many tiny values (``{}`` is 3 characters of JSON and 64 bytes) outgrows. A row
 changed by hand on disk (outside the board) shows as it was read until the process restarts
 or its entry is dropped.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -23,11 +26,18 @@ from ..store import messages as store
 from ..store.connection import Connection
 from ..store.rows import MessageRow
 
-#: About how many bytes the kept messages take: their stored text (body, tags, mentions, meta)
-#: and :data:`ENTRY_BYTES` each. 8 MB holds the newest few thousand messages of a busy board.
+#: How many bytes the kept messages take (:func:`footprint`). 8 MB holds the newest few thousand
+#: messages of a busy board.
 MAX_BYTES = 8_000_000
-#: A message's cost beside its text: the dict, its keys and its small values.
-ENTRY_BYTES = 1_000
+#: A message's dict with its keys and short values (ids, names, its time), beside the rest.
+ENTRY_BYTES = 800
+#: A JSON column up to this long is walked to every value read from it; a longer one (a large
+#: meta: rare, and walking its values costs several times their parse) is counted at
+#: :data:`JSON_BYTES` a character.
+WALKED = 512
+#: The most a character of JSON takes once read: ``[[[]]]`` is a list in a list, 88 bytes for 2.
+JSON_BYTES = 48
+_CONTAINERS = (dict, list)  # what json.loads makes that holds other values
 
 
 class RenderedMessages:
@@ -51,7 +61,7 @@ class RenderedMessages:
 
     def _put(self, row: MessageRow) -> dict[str, Any]:
         message = store.to_dict(row)
-        size = ENTRY_BYTES + sum(_length(row[c]) for c in ("body", "tags", "mentions", "meta"))
+        size = footprint(row, message)
         with self._lock:
             if message["id"] not in self._items:
                 self._items[message["id"]] = (message, size)
@@ -62,6 +72,28 @@ class RenderedMessages:
         return message
 
 
-def _length(value: Any) -> int:
-    """A stored text's length (near its bytes in memory); a damaged column may hold something else."""
-    return len(value) if isinstance(value, str | bytes) else 0
+def footprint(row: MessageRow, message: dict[str, Any]) -> int:
+    """The bytes ``message`` (``row`` rendered) takes: :data:`ENTRY_BYTES`, its body, and what
+    was read from its JSON columns, walked, or at :data:`JSON_BYTES` a character when long."""
+    size = ENTRY_BYTES + sys.getsizeof(message["body"])
+    for text, value in (
+        (row["tags"], message["tags"]),
+        (row["mentions"], message["mentions"]),
+        (row["meta"], message["meta"]),
+    ):
+        long = isinstance(text, str | bytes) and len(text) > WALKED
+        size += JSON_BYTES * len(text) if long else _walked(value)
+    return size
+
+
+def _walked(value: Any) -> int:
+    """The bytes of ``value`` (as ``json.loads`` made it) and of every value in it; a shared one
+    (a small int, None) counts each time. Plain loops: it runs for every message rendered."""
+    size = sys.getsizeof(value)
+    if type(value) is dict:
+        for key, item in value.items():
+            size += sys.getsizeof(key) + (_walked(item) if type(item) in _CONTAINERS else sys.getsizeof(item))
+    elif type(value) is list:
+        for item in value:
+            size += _walked(item) if type(item) in _CONTAINERS else sys.getsizeof(item)
+    return size
