@@ -177,8 +177,16 @@ async def test_no_credential_and_bad_credential(world: World) -> None:
     assert_error_shape(body, "UNAUTHENTICATED")
 
 
-async def test_a_refusal_reads_as_a_sentence_for_a_one_letter_field_and_a_bound_of_one(world: World) -> None:
-    """A letter is no word to start a sentence with ("The q must ..."), and one is no plural."""
+async def test_a_refusal_names_a_query_parameter_so_and_a_bound_of_one_is_no_plural(world: World) -> None:
+    """A query's names are mostly no nouns ("The since must ...", "The q must ..."): a refusal
+    calls each a parameter; a body's field still reads "The body"."""
     error = await refused(world.human.search(""), "INVALID_ARGUMENT", unchanged=world.board)
-    assert error.message == "The field q must have at least 1 character."
+    assert error.message == "The parameter q must have at least 1 character."
     assert error.details["field"] == "q"
+    status, body = await raw(world, "GET", "/api/threads/1?since=-1", token=world.bot.token)
+    assert status == 422 and body["error"]["details"]["field"] == "since"
+    assert body["error"]["message"] == "The parameter since must be at least 0."
+    status, body = await raw(
+        world, "POST", "/api/messages", data=b'{"channel": "lobby", "body": 1}', token=world.bot.token
+    )
+    assert status == 422 and body["error"]["message"] == "The body must be a string."

@@ -16,6 +16,7 @@ import re
 import types
 import typing
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any, TypeVar, Union
 
 from .clock import iso, parse_time
@@ -109,10 +110,18 @@ def _type_name(kind: Any) -> str:
     return names.get(kind, getattr(kind, "__name__", str(kind)))
 
 
+#: Set while a query string is read: its names are parameters (``since``, ``before``, ``all``),
+#: mostly no nouns, so a refusal calls each one so rather than reading "The since must ...".
+_QUERY: ContextVar[bool] = ContextVar("query", default=False)
+
+
 def the(name: str) -> str:
     """A field as a refusal's sentence starts with it, unquoted: ``The body``, and a name that
     is no plain word (a letter is none) called a field, ``The field commits[0].sha``, ``The
-    field q`` (the name stays as sent, and ``details.field`` has it for programs)."""
+    field q``; in a query string, ``The parameter since`` (the name stays as sent, and
+    ``details.field`` has it for programs)."""
+    if _QUERY.get():
+        return f"The parameter {name}"
     return f"The {name}" if name.isalpha() and len(name) > 1 else f"The field {name}"
 
 
@@ -274,14 +283,18 @@ def parse_query(cls: type[T], query: Mapping[str, str]) -> T:
     hints = _hints(cls)
     known = _wire_fields(cls)
     data: dict[str, Any] = {}
-    for name in query:
-        if name not in known:
-            raise InvalidArgument(
-                f"Unknown parameter {_shown(name)}; known parameters: {', '.join(sorted(known))}.",
-                field=_shown(name),
-            )
-        data[name] = _from_text(name, hints[known[name].name], query[name])
-    return parse_body(cls, data)
+    reading = _QUERY.set(True)
+    try:
+        for name in query:
+            if name not in known:
+                raise InvalidArgument(
+                    f"Unknown parameter {_shown(name)}; known parameters: {', '.join(sorted(known))}.",
+                    field=_shown(name),
+                )
+            data[name] = _from_text(name, hints[known[name].name], query[name])
+        return parse_body(cls, data)
+    finally:
+        _QUERY.reset(reading)
 
 
 def _item_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
