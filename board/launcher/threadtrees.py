@@ -163,13 +163,14 @@ class ThreadTrees:
 
     async def forget_gone(self) -> None:
         """Forget worktrees whose folder is gone (removed by hand, or by the fleet page); of a kept
-        one, tell the board, so its thread no longer reads kept (a record already removed stays)."""
+        one, tell the board first, so its thread no longer reads kept (a record already removed
+        stays): a daemon stopped while the board is away still has the entry, and tells it next time."""
         for key, entry in list(self.entries.items()):
             if entry.get("branch") and not Path(str(entry.get("path"))).is_dir():
-                del self.entries[key]
-                self.log.event("worktree_forgotten", thread=int(key), path=entry.get("path"))
                 if entry.get("state") == "kept":
                     await self.gone(int(key))
+                del self.entries[key]
+                self.log.event("worktree_forgotten", thread=int(key), path=entry.get("path"))
 
     async def gone(self, thread: int) -> None:
         try:
