@@ -221,9 +221,20 @@ async def test_a_thread_the_bot_was_only_mentioned_in_closes_its_worktree_when_d
     await eventually(lambda: sent(bot, thread) == ["live"], "the live record")
     assert not await replies(world.human, thread, "pb")
 
+    async def reaches_pb() -> bool:
+        """Whether the thread's newest message, a claim event, is in pb's wake feed."""
+        last = (await world.human.thread(thread))["messages"][-1]
+        assert last["kind"] == "event", last
+        fed = await world.bot.wake(since=last["id"] - 1, wait=0)
+        return last["id"] in [m["id"] for m in fed["messages"]]
+
+    await world.human.claim(thread)  # a claim ends nothing: it is not pb's news (it would cost a wake)
+    assert not await reaches_pb()
     await world.human.done(thread, "the issue was closed")
+    assert await reaches_pb()
     await eventually(lambda: bot.events("worktree_kept"), "the worktree to be kept", timeout=10)
     await check_records(world, bot, thread, ["live", "kept"])
+    assert len(bot.events("turn_ended")) == 1
 
 
 async def test_a_kept_worktree_deleted_by_hand_reads_removed_on_its_thread_with_its_commits(

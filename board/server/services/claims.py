@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...client import CLAIM_ENDS
 from ..errors import Claimed, InvalidArgument
 from ..hub import Event
 from ..principal import Principal
@@ -100,15 +101,16 @@ async def _transition(
     """Write the new state, its history row, its audit row and the thread's event message (answered).
 
     A holder whose claim someone else ends or moves (a human, the sweep, a claimer
-    after the lease ran out) finds the event in its inbox, so it stops working; so does a
-    bot with a live worktree for the thread that never posted in it (only mentioned), whose
-    daemon closes the worktree on the event (docs/bots.md, Worktrees).
+    after the lease ran out) finds the event in its inbox, so it stops working. An event that
+    ends a claim also reaches each bot with a live worktree for the thread, one only mentioned
+    in it too: its daemon closes the worktree on it, and runs no turn (docs/bots.md, Worktrees).
     """
     now = ctx.now()
-    also_for = {
-        **dict.fromkeys(await worktree_store.live_on_thread(conn, root["id"]), "thread"),
-        **(also_for or {}),
-    }
+    if action in CLAIM_ENDS:
+        also_for = {
+            **dict.fromkeys(await worktree_store.live_on_thread(conn, root["id"]), "thread"),
+            **(also_for or {}),
+        }
     before = await store.get(conn, root["id"])
     if (
         before is not None
