@@ -15,6 +15,9 @@ from urllib.parse import quote
 import aiohttp
 
 JSON = dict[str, Any]
+#: The claim events (``meta.claim``) after which a thread's claim has ended: a bot's daemon closes
+#: the thread's worktree on one, and the board sends one to each bot with a live worktree there.
+CLAIM_ENDS = frozenset({"done", "release", "expire", "handoff"})
 
 
 class BoardAPIError(Exception):

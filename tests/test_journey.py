@@ -175,14 +175,14 @@ async def test_one_persons_first_day(tmp_path: Path, chromium: Browser) -> None:
             await page.goto(f"{url}/t/{thread}")
             history = await page.locator("#claim-history").inner_text()
             wakes = await page.locator("table.wakes").inner_text() if "done" in history else ""
-            return (history, wakes) if "jopen\topencode" in wakes else None
+            return (history, wakes) if re.search(r"^jopen\s+opencode\s", wakes, re.M) else None
 
         history, wakes = await until(both_woken, "the handoff's claims and both wakes on the thread page")
         assert re.search(r"claim → jclaude by jclaude .*: looking", history), history
         assert re.search(r"handoff → jopen by jclaude .*: jopen knows this part", history), history
         assert re.search(r"done → jopen by jopen .*: finished by jopen", history), history
         # Each wake shows the cost its record holds (the fakes price their usage); the total adds them.
-        row = r"^(jclaude|jopen)\t(?:claude|opencode)\tok\t.*\t\$(\d+\.\d{4})$"
+        row = r"^(jclaude|jopen)\s+(?:claude|opencode)\s+ok\t.*\t\$(\d+\.\d{4})$"  # harness under the handle
         shown = dict(re.findall(row, wakes, re.M))
         recorded = 0.0
         for handle in ("jclaude", "jopen"):

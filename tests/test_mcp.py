@@ -206,8 +206,18 @@ async def test_a_knowledge_conflict_is_a_tool_error_with_the_apis_advice(
 async def test_bad_arguments_are_tool_errors(world: World, transport: str) -> None:
     async with connect(world.board, world.bot.token or "", transport) as client:
         assert (await refused(client, "claim", action="steal", id=1))["code"] == "INVALID_ARGUMENT"
-        assert (await refused(client, "claim", action="claim"))["code"] == "INVALID_ARGUMENT"
-        assert (await refused(client, "post", body="x", secret=1))["code"] == "INVALID_ARGUMENT"
+        missing = await refused(client, "claim", action="claim")
+        assert (
+            missing["code"] == "INVALID_ARGUMENT" and missing["message"] == "claim (action claim) needs id."
+        )
+        # The argument a harness guesses from the API's path names the ones the action takes.
+        guessed = await refused(client, "claim", action="claim", thread_id=1)
+        taken = "claim (action claim) does not take thread_id; it takes id, note, lease_minutes."
+        assert guessed["message"] == taken
+        extra = await refused(client, "post", body="x", secret=1)
+        assert extra["code"] == "INVALID_ARGUMENT" and extra["message"].startswith(
+            "post does not take secret;"
+        )
         # The route's own strict parsing, unchanged: an over-long body is LIMIT_EXCEEDED.
         too_long = await refused(client, "post", channel="lobby", body="x" * 16_001)
         assert too_long["code"] == "LIMIT_EXCEEDED"

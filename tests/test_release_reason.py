@@ -32,5 +32,6 @@ def test_the_mcp_claim_tool_names_each_actions_fields_and_refuses_note_on_releas
     [tool] = [t for t in TOOLS if t.name == "claim"]
     assert "release (reason)" in tool.description and "handoff (to, note)" in tool.description
     assert tool.op({"action": "release", "id": 1, "reason": "why"}).body == {"reason": "why"}
-    with pytest.raises(BoardAPIError, match="release does not take note; it takes id, reason"):
+    refused = r"claim \(action release\) does not take note; it takes id, reason"
+    with pytest.raises(BoardAPIError, match=refused):
         tool.op({"action": "release", "id": 1, "note": "why"})

@@ -42,6 +42,23 @@ OUTPUT_FILE = "daemon.out"  # the daemon's own stdout and stderr (what it says b
 TokenSource = Callable[[str], Awaitable[str | None]]
 
 
+def last_output(path: Path, limit: int = 1000) -> str:
+    """The whole lines in the last ``limit`` bytes of a daemon's output: why it exited, shown on
+    its fleet page. The file holds its earlier runs too, so the cut falls inside one of their
+    lines; that part line is dropped, unless it is all there is."""
+    try:
+        with path.open("rb") as f:
+            start = max(0, path.stat().st_size - limit)
+            f.seek(start)
+            data = f.read(limit)
+    except OSError:
+        return ""
+    text = data.decode(errors="replace")
+    if start and "\n" in text.rstrip("\n"):
+        text = text.split("\n", 1)[1]
+    return text.strip()
+
+
 def iso(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
@@ -347,7 +364,7 @@ class Supervisor:
         if code == EXIT_AUTH:  # the board refused its token: mint a new one at the next start
             with contextlib.suppress(FileNotFoundError):
                 (self.bot_dir(slot.handle) / "token").unlink()
-        slot.error = self._last_output(slot.handle)
+        slot.error = last_output(self.bot_dir(slot.handle) / OUTPUT_FILE)
         if slot.desired != "running":
             self.note(slot, "stopped", exit_code=code, detail="exited")
             return
@@ -374,15 +391,6 @@ class Supervisor:
         slot.next_start = now + delay
         slot.restarts += 1
         self.note(slot, "backoff", exit_code=code, detail=f"exited; restarting in {delay:g} s")
-
-    def _last_output(self, handle: str) -> str:
-        path = self.bot_dir(handle) / OUTPUT_FILE
-        try:
-            with path.open("rb") as f:
-                f.seek(max(0, path.stat().st_size - 1000))
-                return f.read().decode(errors="replace").strip()[-1000:]
-        except OSError:
-            return ""
 
     def _stop(self, slot: Slot, then: Callable[[], None] | None = None) -> None:
         """Stop the daemon in the background; ``then`` runs once it is gone."""

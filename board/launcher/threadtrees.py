@@ -19,14 +19,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ..client import BoardAPIError, BoardClient
+from ..client import CLAIM_ENDS, BoardAPIError, BoardClient
 from .logs import EventLog
 from .state import BotState
 from .worktrees import GitError, Repo, Summary
 
 T = TypeVar("T")
 
-ENDS = frozenset({"done", "release", "expire", "handoff"})  # claim events after which a thread is closed
 OWN_FOLDER = re.compile(r"(?P<handle>.+)-t(?P<thread>[0-9]+)")
 
 
@@ -313,7 +312,9 @@ class ThreadTrees:
     def ends_claim(self, message: Mapping[str, Any]) -> int | None:
         """The thread whose claim a claim event ends (done, released, expired, handed off away)."""
         meta = message.get("meta")
-        if message.get("kind") != "event" or not isinstance(meta, dict) or meta.get("claim") not in ENDS:
+        if message.get("kind") != "event" or not isinstance(meta, dict):
+            return None
+        if meta.get("claim") not in CLAIM_ENDS:
             return None
         if message.get("for_me") and message.get("reason") == "handoff":
             return None  # handed to this bot: the thread is its to work on

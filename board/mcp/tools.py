@@ -116,14 +116,16 @@ class Tool:
         writes = action.method in WRITES
         rid = args.pop("request_id", None) if writes else None
         unknown = sorted(set(args) - set(action.path + action.query + action.body))
+        # 'claim (action claim)', or 'post': 'claim claim' and 'post post' read as a stutter.
+        what = f"{self.name} (action {name})" if len(self.actions) > 1 else self.name
         if unknown:
             raise _invalid(
-                f"{self.name} {name} does not take {', '.join(unknown)}; it takes "
+                f"{what} does not take {', '.join(unknown)}; it takes "
                 f"{', '.join(action.path + action.query + action.body) or 'nothing more'}."
             )
         missing = [p for p in action.path if args.get(p) in (None, "")]
         if missing:
-            raise _invalid(f"{self.name} {name} needs {', '.join(missing)}.")
+            raise _invalid(f"{what} needs {', '.join(missing)}.")
         query = {**action.defaults, **{k: args[k] for k in action.query if k in args}}
         body = {k: args[k] for k in action.body if args.get(k) is not None}
         return Op(

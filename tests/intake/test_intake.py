@@ -104,6 +104,28 @@ async def test_a_label_added_later_opens_the_thread_once(world: World) -> None:
     assert root["channel"] == "bugs" and root["mentions"] == ["pb"]
 
 
+async def test_a_label_added_to_an_issue_with_its_thread_mentions_the_labels_bot_once(
+    world: World, forge: FakeForge
+) -> None:
+    """The documented set-up (a row for the repository, a row for label bug naming pb): an issue
+    opened unlabelled has its thread, so the bug label a maintainer adds next, as issues are
+    triaged, was ignored ('has its thread already') and pb never heard of the bug."""
+    issue = forge.issue(6)
+    opened = await forge.send(forge.opened(issue))
+    thread_id = opened.answer["thread_id"]
+    assert (await world.bot.inbox())["messages"] == []
+    labelled = await forge.send(forge.labeled(issue, "bug"))
+    assert labelled.answer["status"] == "accepted" and labelled.answer["thread_id"] == thread_id
+    reply = await world.human.request("GET", f"/api/messages/{labelled.answer['message_id']}")
+    assert reply["reply_to"] == thread_id and reply["mentions"] == ["pb"]
+    assert "labelled bug by maintainer" in reply["body"], reply["body"]
+    assert [m["id"] for m in (await world.bot.inbox())["messages"]] == [reply["id"]]
+    # pb is on the thread now: the label again (removed and added back) mentions nobody twice.
+    again = await forge.send(forge.labeled(issue | {"labels": []}, "bug"))
+    assert again.answer["status"] == "ignored" and again.answer["thread_id"] == thread_id
+    assert "@pb" in again.answer["detail"]
+
+
 async def test_a_comment_becomes_a_reply_in_the_issues_thread(world: World, forge: FakeForge) -> None:
     issue = forge.issue(4, labels=("bug",))
     opened = await forge.send(forge.opened(issue))

@@ -10,10 +10,10 @@ import pytest
 from playwright.async_api import Browser, expect
 
 from board.client import BoardAPIError
-from tests.support.boardtest import World, snapshot
+from tests.support.boardtest import World, populate, snapshot, start_board, stop_board
 from tests.support.browser_support import signed_in_tab
 from tests.support.forge import FakeForge
-from tests.support.pages_support import sign_in
+from tests.support.pages_support import pages_as, sign_in
 
 SECRET = "a-webhook-secret-typed-on-a-page"
 
@@ -96,3 +96,25 @@ async def test_the_page_forms_refuse_a_bot_and_a_wrong_confirmation(world: World
         await world.bot.request("PUT", "/api/intake/sources/acme", json={"forge": "github"})
     assert refused.value.code == "FORBIDDEN"
     assert snapshot(world.board.db_path) == before
+
+
+async def test_a_payload_url_on_the_boards_own_machine_says_a_forge_cannot_reach_it(
+    world: World, tmp_path: Path
+) -> None:
+    """A board installed with its defaults shows http://127.0.0.1:8080/api/intake/<name>: a person
+    pasted it into GitHub, whose deliveries then failed to connect with no word from the board."""
+    source = {"forge": "github", "secret": SECRET, "mappings": []}
+    await world.human.request("PUT", "/api/intake/sources/acme", json=source)
+    [(status, page)] = await pages_as(world.board, "alice", "/intake")
+    assert status == 200 and f"{world.board.url}/api/intake/acme" in page
+    assert 'class="note-warn loopback"' in page and "BOARD_PUBLIC_URL" in page
+
+    # Plain HTTP: the test signs in over it (an https board sets its cookie Secure).
+    public = await start_board(tmp_path / "public", public_url="http://board.example")
+    try:
+        await (await populate(public)).human.request("PUT", "/api/intake/sources/acme", json=source)
+        [(status, page)] = await pages_as(public, "alice", "/intake")
+        assert status == 200 and "http://board.example/api/intake/acme" in page
+        assert "loopback" not in page
+    finally:
+        await stop_board(public)

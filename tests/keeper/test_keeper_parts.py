@@ -17,7 +17,7 @@ import pytest
 
 from board.keeper import processes, report
 from board.keeper.config import Timing, bot_environment
-from board.keeper.supervisor import iso
+from board.keeper.supervisor import iso, last_output
 from board.launcher.config import ConfigError
 from board.launcher.logs import tail
 from board.processes import start_time
@@ -60,6 +60,24 @@ def test_a_log_tail_is_read_from_the_end_and_across_rotation(tmp_path: Path) -> 
     log.write_text("new 0\n")
     assert tail(log, 3) == ["old 3", "old 4", "new 0"]
     assert tail(tmp_path / "absent.log", 3) == []
+
+
+def test_why_a_daemon_exited_is_its_last_whole_lines(tmp_path: Path) -> None:
+    """The output file keeps every run: its last 1,000 bytes began inside an earlier run's log
+    line, and a misconfigured bot's fleet page opened on '", "code": "UNAVAILABLE", ...'."""
+    out = tmp_path / "daemon.out"
+    earlier = "".join(
+        json.dumps({"event": "board_retry", "attempt": i, "pad": "x" * 60}) + "\n" for i in range(40)
+    )
+    out.write_text(earlier + "bot: repo /srv/app is not a directory\n")
+    shown = last_output(out)
+    assert shown.startswith('{"event": "board_retry"') and shown.endswith(
+        "bot: repo /srv/app is not a directory"
+    )
+    assert len(shown.encode()) <= 1000
+    out.write_text("y" * 3000 + "\n")  # one line longer than the limit: its end, rather than nothing
+    assert last_output(out) == "y" * 999
+    assert last_output(tmp_path / "absent") == ""
 
 
 def _sleeper(tmp_path: Path) -> subprocess.Popen[bytes]:

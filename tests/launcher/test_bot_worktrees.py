@@ -208,6 +208,35 @@ async def test_a_done_thread_with_a_commit_keeps_its_branch_and_says_so_once(
     assert len(await _kept_replies(world, thread)) == 1
 
 
+async def test_a_thread_the_bot_was_only_mentioned_in_closes_its_worktree_when_done(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    """A bot mentioned in a thread (an issue from the forge) that committed without posting in
+    it never heard of the thread's done: the event reached the holder and those who posted, so
+    the worktree stayed live for good and took one of the bot's max_worktrees."""
+    make_repo(tmp_path / "repo")
+    fake.script({"do": "commit", "path": "fix.txt", "text": "fixed\n", "message": "fix it"}, {"do": "ok"})
+    bot = await make_bot(args=WT).start().started()
+    thread = await mention(world, "fix it")
+    await eventually(lambda: sent(bot, thread) == ["live"], "the live record")
+    assert not await replies(world.human, thread, "pb")
+
+    async def reaches_pb() -> bool:
+        """Whether the thread's newest message, a claim event, is in pb's wake feed."""
+        last = (await world.human.thread(thread))["messages"][-1]
+        assert last["kind"] == "event", last
+        fed = await world.bot.wake(since=last["id"] - 1, wait=0)
+        return last["id"] in [m["id"] for m in fed["messages"]]
+
+    await world.human.claim(thread)  # a claim ends nothing: it is not pb's news (it would cost a wake)
+    assert not await reaches_pb()
+    await world.human.done(thread, "the issue was closed")
+    assert await reaches_pb()
+    await eventually(lambda: bot.events("worktree_kept"), "the worktree to be kept", timeout=10)
+    await check_records(world, bot, thread, ["live", "kept"])
+    assert len(bot.events("turn_ended")) == 1
+
+
 async def test_a_kept_worktree_deleted_by_hand_reads_removed_on_its_thread_with_its_commits(
     tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
 ) -> None:

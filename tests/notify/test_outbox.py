@@ -12,6 +12,7 @@ import asyncio
 import socket
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
@@ -581,6 +582,18 @@ async def test_a_mail_says_where_its_destination_is_changed_and_that_page_opens(
     assert f"Stop or change these mails: {absolute_link(board.ctx.settings, page)}" in text, text
     [(status, html)] = await pages_as(board, "alice", page)
     assert status == 200 and 'id="kinds"' in html
+
+
+async def test_a_mail_is_dated_as_rfc_5322_requires(board: Board, mailbox: Mailbox) -> None:
+    """A mail went out with no Date: a mail client filed it by its arrival, or in 1970, and
+    a strict server may refuse it (Date is one of the two fields RFC 5322 requires)."""
+    world = await populate(board)
+    made = await world.human.create_destination("mail", "email", **mailbox.settings())
+    await world.human.set_destination_kinds(made["id"], ["mention"])
+    await world.bot.post("@alice when was this?", channel="lobby", workspace="proj")
+    await settled(board, 1)
+    (mail,) = mailbox.mails
+    assert abs((parsedate_to_datetime(mail["Date"]) - datetime.now(UTC)).total_seconds()) < 60, mail["Date"]
 
 
 async def test_a_destination_whose_server_is_down_says_so_on_settings_until_a_send_goes_through(

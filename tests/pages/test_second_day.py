@@ -7,6 +7,7 @@ import html
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from playwright.async_api import Browser, expect
 
@@ -21,33 +22,53 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-async def test_the_wakes_a_thread_caused_keep_their_words_whole_beside_it(
-    chromium: Browser, world: World, tmp_path: Path
-) -> None:
-    """The thread page's side column is a third of the page: its wakes table was squeezed
-    until handles and costs broke mid-word ('ad|a', '$0.12|34') on a 1280 px screen."""
+BROKEN_WORDS = """() => [...document.querySelectorAll(
+    'table.wakes :is(th, td:not(:first-child), td:first-child > *)')].filter(cell => {
+      const r = document.createRange(); r.selectNodeContents(cell);
+      const lines = new Set([...r.getClientRects()].map(b => Math.round(b.top)));
+      return !cell.textContent.trim().includes(' ') && lines.size > 1 }).map(c => c.textContent)"""
+
+
+async def wakes_shown(
+    chromium: Browser, world: World, tmp_path: Path, bots: list[Any], name: str
+) -> list[str]:
+    """A thread woken once for each bot, on a 1280 px screen: the words of its wakes table
+    that break across lines; and the table fits its side column."""
     root = (await world.human.post("@pb @pb2 the tokenizer", channel="lobby", workspace="proj"))["id"]
-    long = await world.board.bot(LONG_HANDLE, "proj")
-    for bot, cost in ((world.bot, 0.1234), (world.peer, 0.2), (long, 0.05)):
+    for n, bot in enumerate(bots):
         await bot.record_wake(
-            harness="claude", started_at=now(), outcome="ok", trigger_ids=[root], cost_usd=cost
+            harness="claude", started_at=now(), outcome="ok", trigger_ids=[root], cost_usd=0.1234 + n
         )
     tab = await signed_in_tab(chromium, world, tmp_path)
     await tab.page.goto(f"{world.board.url}/t/{root}")
-    await expect(tab.page.locator("table.wakes tbody tr")).to_have_count(3)
-    await tab.shot("thread-wakes")
-    broken = await tab.page.evaluate(
-        """() => [...document.querySelectorAll('table.wakes :is(th, td)')].filter(cell => {
-             const r = document.createRange(); r.selectNodeContents(cell);
-             const lines = new Set([...r.getClientRects()].map(b => Math.round(b.top)));
-             return !cell.textContent.trim().includes(' ') && lines.size > 1 }).map(c => c.textContent)"""
-    )
-    assert broken == [LONG_HANDLE]  # the longest handle has to break to fit; nothing else does
+    await expect(tab.page.locator("table.wakes tbody tr")).to_have_count(len(bots))
+    await tab.shot(name)
     sizes = await tab.page.evaluate(
         "['table.wakes', '.thread-side'].map(s => document.querySelector(s))"
         ".map((e, i) => i ? e.clientWidth : e.scrollWidth)"
     )
     assert sizes[0] <= sizes[1], sizes
+    broken: list[str] = await tab.page.evaluate(BROKEN_WORDS)
+    return broken
+
+
+async def test_the_wakes_a_thread_caused_keep_their_words_whole_beside_it(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """The thread page's side column is a third of the page: its wakes table was squeezed
+    until handles and costs broke mid-word ('ad|a', '$0.12|34') on a 1280 px screen."""
+    long = await world.board.bot(LONG_HANDLE, "proj")
+    broken = await wakes_shown(chromium, world, tmp_path, [world.bot, world.peer, long], "thread-wakes")
+    assert broken == [LONG_HANDLE]  # the longest handle has to break to fit; nothing else does
+
+
+async def test_a_five_letter_handle_stays_whole_among_the_wakes(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """Without a long handle beside it, the table gave its handle column what was left of five
+    columns in a third of the page: 'fixer' read 'fixe|r'."""
+    fixer = await world.board.bot("fixer", "proj")
+    assert await wakes_shown(chromium, world, tmp_path, [fixer, fixer], "thread-wakes-short") == []
 
 
 async def test_a_list_that_is_empty_says_so_without_a_number(

@@ -19,6 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from email.message import EmailMessage
+from email.utils import formatdate
 from typing import Any
 
 import aiohttp
@@ -167,6 +168,7 @@ def _smtp_send(d: Delivery) -> None:
     message["Subject"] = _header(n.subject)
     message["From"] = s["from"]
     message["To"] = s["to"]
+    message["Date"] = formatdate(usegmt=True)  # required by RFC 5322; a client files the mail by it
     message["Message-ID"] = f"<{n.idem_key.replace(':', '.')}@bot-board>"
     manage = f"\nStop or change these mails: {n.manage}\n" if n.manage else ""
     message.set_content(f"{n.text}\n\nOpen on the board: {n.link}\n{manage}")

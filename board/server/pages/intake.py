@@ -8,7 +8,9 @@ why it was ignored, and the replies posted back to the forge with how each went.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -35,7 +37,26 @@ async def index(call: PageCall) -> web.StreamResponse:
     )
     out = await intake.list_replies(call.ctx, call.p, q.source, LOG_PAGE)
     board = call.request.app[HOSTS].board_url(call.request)
-    return call.render("intake.html", q=q, sources=sources["sources"], log=log, replies=out, board=board)
+    return call.render(
+        "intake.html",
+        q=q,
+        sources=sources["sources"],
+        log=log,
+        replies=out,
+        board=board,
+        loopback=on_loopback(board),
+    )
+
+
+def on_loopback(url: str) -> bool:
+    """Whether a URL names this machine itself, an address no forge elsewhere can reach."""
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass

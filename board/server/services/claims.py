@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...client import CLAIM_ENDS
 from ..errors import Claimed, InvalidArgument
 from ..hub import Event
 from ..principal import Principal
@@ -21,6 +22,7 @@ from ..store import claims as store
 from ..store import identity as identity_store
 from ..store import messages as message_store
 from ..store import workspaces as workspace_store
+from ..store import worktrees as worktree_store
 from ..store.connection import Connection
 from ..store.rows import AgentRow, ClaimRow, MessageRow, WorkspaceRow
 from ..validation import arg
@@ -99,9 +101,16 @@ async def _transition(
     """Write the new state, its history row, its audit row and the thread's event message (answered).
 
     A holder whose claim someone else ends or moves (a human, the sweep, a claimer
-    after the lease ran out) finds the event in its inbox, so it stops working.
+    after the lease ran out) finds the event in its inbox, so it stops working. An event that
+    ends a claim also reaches each bot with a live worktree for the thread, one only mentioned
+    in it too: its daemon closes the worktree on it, and runs no turn (docs/bots.md, Worktrees).
     """
     now = ctx.now()
+    if action in CLAIM_ENDS:
+        also_for = {
+            **dict.fromkeys(await worktree_store.live_on_thread(conn, root["id"]), "thread"),
+            **(also_for or {}),
+        }
     before = await store.get(conn, root["id"])
     if (
         before is not None

@@ -434,9 +434,9 @@ async def _act(conn: Connection, ctx: Context, signed: Signed, rows: list[Row]) 
         raise InvalidArgument("The delivery names no issue number.")
     _check_fresh(ctx, d)
     thread_id = await store.issue_thread(conn, signed.source_id, d.repository.lower(), d.number)
-    if d.event == "issues" and d.action != "closed":
-        if thread_id is not None:
-            return _ignored(f"issue #{d.number} has its thread {thread_id} already", thread_id)
+    if d.event == "issues" and d.action == "opened" and thread_id is not None:
+        return _ignored(f"issue #{d.number} has its thread {thread_id} already", thread_id)
+    if d.event == "issues" and d.action != "closed" and thread_id is None:
         return await _open_thread(conn, ctx, signed, rows)
     if thread_id is None:
         return _ignored(f"issue #{d.number} has no thread here")
@@ -449,6 +449,8 @@ async def _act(conn: Connection, ctx: Context, signed: Signed, rows: list[Row]) 
         return _ignored(f"workspace {workspace['slug']} is archived")
     if d.event == "issue_comment":
         return await _reply(conn, ctx, signed, root, workspace)
+    if d.action != "closed":
+        return await _labelled(conn, ctx, signed, rows, root, workspace)
     return await _close(conn, ctx, signed, root, workspace)
 
 
@@ -547,6 +549,41 @@ async def _reply(
         mention=[],
     )
     return Outcome("accepted", f"a comment on issue #{d.number}", root["id"], int(event.message["id"]))
+
+
+async def _labelled(
+    conn: Connection, ctx: Context, signed: Signed, rows: list[Row], root: MessageRow, workspace: WorkspaceRow
+) -> Outcome:
+    """A mapped label added to an issue that has its thread: a reply there mentions the label's
+    bot, once. Issues are labelled after they are opened, as a maintainer triages them; with a
+    row for the whole repository the thread is made first, and the label's bot never heard."""
+    d = signed.delivery
+    row = _mapping_for(d, rows)
+    already = f"issue #{d.number} has its thread {root['id']} already"
+    if row is None or not row["bot"] or row["workspace_id"] != root["workspace_id"]:
+        return _ignored(already, root["id"])
+    board = await board_principal(conn)
+    found = await scope.mentionable(conn, [row["bot"]], workspace["id"], None)
+    if not found or await message_store.on_thread(conn, root["id"], next(iter(found))):
+        return _ignored(f"{already}, with @{row['bot']} on it", root["id"])
+    url = forge.text(d.issue.get("html_url"), 500)
+    by = forge.login({"user": d.payload.get("sender")})
+    event = await append(
+        conn,
+        ctx,
+        workspace=workspace,
+        author=board,
+        body=f"[{d.repository}#{d.number}]({url}) labelled {_inline(row['label'])} by {by} on "
+        f"{FORGE_NAMES[signed.kind]}: @{row['bot']}",
+        kind="channel",
+        parent=root,
+        tags=[INTAKE_TAG],
+        meta=_meta(signed, url, by),
+        mention=[row["bot"]],
+    )
+    return Outcome(
+        "accepted", f"issue #{d.number} labelled {row['label']}", root["id"], int(event.message["id"])
+    )
 
 
 async def _own_comment(conn: Connection, source_id: int, comment: dict[str, Any]) -> bool:

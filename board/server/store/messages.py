@@ -402,6 +402,19 @@ async def thread_participant_ids(conn: Connection, thread_id: int) -> list[int]:
     )
 
 
+async def on_thread(conn: Connection, thread_id: int, agent_id: int) -> bool:
+    """Whether the agent posted in the thread or was mentioned in it."""
+    row = await one(
+        conn,
+        """SELECT 1 FROM thread_participants WHERE thread_id = ? AND agent_id = ?
+           UNION ALL
+           SELECT 1 FROM inbox i JOIN messages m ON m.id = i.message_id
+           WHERE m.thread_id = ? AND i.agent_id = ? AND i.reason = 'mention'""",
+        (thread_id, agent_id, thread_id, agent_id),
+    )
+    return row is not None
+
+
 async def add_to_inboxes(conn: Connection, message_id: int, reasons: dict[int, str]) -> None:
     await conn.executemany(
         "INSERT INTO inbox (agent_id, message_id, reason) VALUES (?,?,?) ON CONFLICT DO NOTHING",

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from .connection import Connection
-from .rows import Row, all_rows
+from .rows import Row, all_rows, first_column
 
 COLUMNS = """w.thread_id, w.agent_id, a.handle AS bot, w.state, w.branch, w.base, w.path, w.ahead,
     w.commits, w.diffstat, w.detail, w.updated_at"""
@@ -47,6 +47,13 @@ async def of_thread(conn: Connection, thread_id: int, agent_id: int | None = Non
         f"""SELECT {COLUMNS} FROM thread_worktrees w JOIN agents a ON a.id = w.agent_id
             WHERE w.thread_id = ?{one_bot} ORDER BY w.updated_at DESC, a.handle""",
         (thread_id,) if agent_id is None else (thread_id, agent_id),
+    )
+
+
+async def live_on_thread(conn: Connection, thread_id: int) -> list[int]:
+    """The bots with a live worktree for the thread."""
+    return await first_column(
+        conn, "SELECT agent_id FROM thread_worktrees WHERE thread_id = ? AND state = 'live'", (thread_id,)
     )
 
 
