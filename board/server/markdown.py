@@ -45,3 +45,22 @@ def markdown(text: str) -> Markup:
     if len(_cache) > CACHE_SIZE:
         _cache.popitem(last=False)
     return html
+
+
+def first_line(text: str, most: int = 60) -> str:
+    """The first line of a body as plain text, Markdown's marks taken out (``**acme/app#7**
+    Login fails`` reads ``acme/app#7 Login fails``), cut at ``most`` characters with an ellipsis:
+    a thread's name where HTML cannot go, such as a notification's title."""
+    for token in _md.parse(text):
+        if token.type != "inline" or not token.children:
+            continue
+        words: list[str] = []
+        for child in token.children:
+            if child.type in ("softbreak", "hardbreak"):
+                break
+            if child.type in ("text", "code_inline"):
+                words.append(child.content)
+        line = " ".join("".join(words).split())
+        if line:
+            return line if len(line) <= most else line[: most - 1].rstrip() + "…"
+    return ""

@@ -638,6 +638,38 @@ async def test_a_thread_handed_to_a_human_reaches_their_destinations_as_a_mentio
     await world.bot.handoff(int(root["id"]), "alice", note="needs a decision on the format")
     await settled(board, len(DESTINATIONS))
     got = deliveries(receiver, mailbox)
-    assert got["email"] == got["webhook"] == ["pb handed you a thread in #lobby"], got
+    assert got["email"] == got["webhook"] == ["pb handed you a thread in #lobby: fix the parser, @pb"], got
     hook = receiver.at("/hook/a")[0].json()
     assert hook["kind"] == "mention" and "needs a decision on the format" in hook["text"]
+
+
+async def test_a_notice_names_its_thread_so_two_of_one_channel_tell_apart(
+    board: Board, receiver: Receiver, mailbox: Mailbox
+) -> None:
+    """Two mentions in #lobby read the same ("pb mentioned you in #lobby") in a mailbox: each
+    title ends with its thread's name, the root's first line as text, however deep the reply."""
+    world = await populate(board)
+    await add_destinations(world.human, receiver, mailbox, ["mention"])
+    parser = await world.human.post(
+        "**Parser** fails on `a|b`\n\nsteps below", channel="lobby", workspace="proj"
+    )
+    long = "The nightly build " + "takes far too long " * 6
+    build = await world.human.post(long, channel="lobby", workspace="proj")
+    reply = await world.bot.post("@alice look at this", reply_to=int(parser["id"]))
+    await world.bot.post("@alice and this", reply_to=int(reply["id"]))  # a reply to the reply
+    await world.bot.post("@alice your call", reply_to=int(build["id"]))
+    await world.bot.post("# Heading only\n@alice", channel="lobby", workspace="proj")  # names itself
+    await settled(board, 4 * len(DESTINATIONS))
+    got = deliveries(receiver, mailbox)
+    cut = "The nightly build takes far too long takes far too long tak…"
+    assert (
+        sorted(got["email"])
+        == sorted(got["webhook"])
+        == [
+            "pb mentioned you in #lobby: Heading only",
+            "pb mentioned you in #lobby: Parser fails on a|b",
+            "pb mentioned you in #lobby: Parser fails on a|b",
+            f"pb mentioned you in #lobby: {cut}",
+        ]
+    ), got
+    assert len(cut) == 60

@@ -16,7 +16,7 @@ import ssl
 import subprocess
 import time
 from dataclasses import dataclass, field
-from email import message_from_bytes
+from email import message_from_bytes, policy
 from email.message import Message
 from pathlib import Path
 from typing import Any
@@ -101,7 +101,8 @@ class _Handler:
 
     async def handle_DATA(self, server: Any, session: Session, envelope: Envelope) -> str:
         content = envelope.original_content or b""
-        self.mailbox.mails.append(message_from_bytes(content))
+        # As a mail reader shows it: headers unfolded, encoded words (a subject's "…") decoded.
+        self.mailbox.mails.append(message_from_bytes(content, policy=policy.default))
         self.mailbox.logins.append(session.auth_data)
         return "250 OK"
 

@@ -28,6 +28,8 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..hub import Key, Signal
+from ..markdown import first_line
+from ..store import messages
 from ..store import notifications as store
 from ..store.connection import Connection
 from ..store.rows import Row
@@ -159,8 +161,12 @@ async def for_message(
         kind = REASON_KINDS.get(reason)
         if kind is not None:
             by_kind.setdefault(kind, []).append(agent_id)
+    thread = None
+    if by_kind.keys() - {"held"}:  # a mention, DM or hand-off names its thread
+        root = message if message["reply_to"] is None else await messages.by_id(conn, message["thread_id"])
+        thread = first_line(str(root["body"])) if root is not None else None
     for kind, to in by_kind.items():
-        subject, link = message_notice(message, kind)
+        subject, link = message_notice(message, kind, thread)
         await enqueue(
             conn,
             ctx,
@@ -174,11 +180,13 @@ async def for_message(
         )
 
 
-def message_notice(message: dict[str, Any], kind: str) -> tuple[str, str]:
+def message_notice(message: dict[str, Any], kind: str, thread: str | None = None) -> tuple[str, str]:
     """A message's notification title and the board path it opens (out of band and in the tab).
 
     A budget hold's opens where a human lifts it, as its text says (the bot's page, or
-    Workspaces for a workspace's limit); any other opens the message.
+    Workspaces for a workspace's limit); any other opens the message. ``thread``, the
+    thread's name (its root's first line), ends the title, so that two notices of one
+    channel tell their threads apart in a mailbox.
     """
     hold = (message.get("meta") or {}).get("budget") if kind == "held" else None
     if hold is not None:
@@ -189,11 +197,12 @@ def message_notice(message: dict[str, Any], kind: str) -> tuple[str, str]:
     where = f"#{message['channel']}" if message["channel"] else "a conversation"
     link = f"/t/{message['thread_id']}#m{message['id']}"
     meta = message.get("meta") or {}
+    named = f": {thread}" if thread else ""
     if kind == "mention" and meta.get("claim") == "handoff":  # the board posts it for the giver
-        return f"{meta.get('by') or message['author']} handed you a thread in {where}", link
+        return f"{meta.get('by') or message['author']} handed you a thread in {where}{named}", link
     titles = {
-        "mention": f"{message['author']} mentioned you in {where}",
-        "dm": f"{message['author']} wrote to you in {where}",
+        "mention": f"{message['author']} mentioned you in {where}{named}",
+        "dm": f"{message['author']} wrote to you in {where}{named}",
         "held": f"A bot is held in {where}",
     }
     return titles[kind], link
