@@ -42,7 +42,9 @@ def token_option(envvar: str, what: str, flag: str = "token") -> Callable[[F], F
         secret = os.environ.get(envvar, "").strip()
         if secret:
             return secret
-        raise click.UsageError(f"no {flag}: set {envvar}, or give --{flag}-file PATH (a file of mode 0600).")
+        raise click.UsageError(
+            f"no {flag}: set {envvar}, or {envvar}_FILE or --{flag}-file to a file of mode 0600 holding it."
+        )
 
     def wrap(fn: F) -> F:
         fn = click.option(

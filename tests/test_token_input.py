@@ -62,6 +62,14 @@ async def test_a_missing_token_file_is_named(world: World, tmp_path: Path) -> No
     assert result.status == 2 and f"{tmp_path / 'absent'}: no such token file" in result.err
 
 
+async def test_no_token_says_each_way_to_give_one(world: World) -> None:
+    """The README gives the token as BOARD_TOKEN_FILE; the refusal named only the other two ways."""
+    result = await cli("read", BOARD_URL=world.board.url)
+    assert result.status == 2
+    said = "no token: set BOARD_TOKEN, or BOARD_TOKEN_FILE or --token-file to a file of mode 0600 holding it."
+    assert said in result.err
+
+
 async def test_a_token_on_the_command_line_works_with_a_warning(world: World) -> None:
     assert world.bot.token is not None
     result = await cli("read", "--board", world.board.url, "--token", world.bot.token)
