@@ -111,6 +111,8 @@ async def test_hostile_stored_worktrees_do_not_break_the_fleet(world: World) -> 
         },
     ]
     assert fb1["worktrees_disk_bytes"] == 10
+    [(_, page)] = await pages_as(w.board, "alice", "/fleet")
+    assert "worktrees 2 · 10 bytes on disk" in page and "0 KB" not in page  # small is not empty
     db_execute(w.board.db_path, FB1_STATUS, ('{"worktrees": {"a": 1}}',))
     assert fb1_of(await w.human.fleet())["worktrees"] == []
     db_execute(w.board.db_path, FB1_STATUS, (hostile,))
