@@ -253,7 +253,8 @@ async def test_a_kept_worktree_deleted_by_hand_reads_removed_on_its_thread_with_
     record = await eventually(removed, "the record to read removed", timeout=10)
     assert [c["subject"] for c in record["commits"]] == ["fix it"] and record["ahead"] == 1
     assert "removed outside the board" in record["detail"]
-    assert str(thread) not in bot.state()["worktrees"]
+    # The daemon tells the board before it forgets the entry and writes its state file.
+    await eventually(lambda: str(thread) not in bot.state()["worktrees"], "the entry forgotten")
     assert not bot.events("worktree_gone_failed")
 
 
@@ -638,7 +639,13 @@ async def test_pool_mode_gives_two_threads_of_one_project_channel_two_worktrees_
     assert not [c for c in fake.calls() if c.get("step") and c["cwd"] == str(checkout)]
     turns = [e for e in bot.events() if e["event"] in ("turn_started", "turn_ended")]
     assert [e["event"] for e in turns] == ["turn_started", "turn_started", "turn_ended", "turn_ended"]
-    state = bot.state()
+
+    # The state file is written after the turn's last record is sent: wait for both sessions in it.
+    def both_saved() -> dict[str, Any] | None:
+        found = bot.state()
+        return found if len(found.get("sessions", {})) == 2 else None
+
+    state = await eventually(both_saved, "both sessions saved")
     assert set(state["sessions"]) == {f"t{a}", f"t{b}"}
     assert state["sessions"][f"t{a}"] != state["sessions"][f"t{b}"]
     assert {k: (e["path"], e["state"], e["base"]) for k, e in state["worktrees"].items()} == {
