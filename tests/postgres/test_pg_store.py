@@ -11,6 +11,8 @@ import psycopg
 import pytest
 
 from board.client import BoardAPIError
+from board.server.api.keys import CONTEXT
+from board.server.outbox.dispatch import Dispatcher
 from board.server.store.postgres import PostgresStore
 from tests.support.boardtest import (
     LONG_WAIT,
@@ -225,3 +227,28 @@ async def test_a_read_after_close_opens_no_connection_that_nothing_would_close(w
     with pytest.raises(psycopg.Error):
         await store.read(one)
     assert board_connections(url) == before
+
+
+@postgresql_only
+async def test_a_process_waiting_for_a_duty_keeps_waiting_through_a_database_outage(world: World) -> None:
+    """A second process asks for the ``notify`` duty every so often; asked while the server is
+    down, the answer is "not yours", not an error that would end its dispatcher for good."""
+    url = database_url(world)
+    ctx = world.board.app[CONTEXT]
+    waiting = Dispatcher(ctx)
+    waiting.duty_retry = 0.05
+    allow_connections(url, False)  # ends the board's own connections too, its duty's among them
+    try:
+        async with ctx.db.duty("routines") as mine:
+            assert mine is False
+        task = asyncio.create_task(waiting.run())
+        await asyncio.sleep(0.5)
+        assert not task.done(), task
+    finally:
+        allow_connections(url, True)
+    try:
+        # the holder's lock went with its connection: the one still waiting takes over
+        await eventually(lambda: waiting.dispatching, "the waiting dispatcher takes the duty")
+    finally:
+        waiting.stop()
+        await asyncio.wait_for(task, 10)

@@ -555,15 +555,23 @@ class PostgresStore(Store):
         """Yes for one process at a time: a session advisory lock, held while inside.
 
         The lock lives on a connection of its own, so a process that dies mid-duty
-        lets it go with its connection.
+        lets it go with its connection. Asked while the server does not answer, the
+        answer is no: the callers ask again later, where an error would end their loop.
         """
-        raw = await _plain(self.url)
+        raw: psycopg.AsyncConnection[Any] | None = None
         try:
-            cur = await raw.execute("SELECT pg_try_advisory_lock(%s, %s)", (BOARD, LOCKS[name]))
-            row = await cur.fetchone()
-            yield bool(row and row[0])
+            mine = False
+            try:
+                raw = await _plain(self.url)
+                cur = await raw.execute("SELECT pg_try_advisory_lock(%s, %s)", (BOARD, LOCKS[name]))
+                row = await cur.fetchone()
+                mine = bool(row and row[0])
+            except psycopg.OperationalError as exc:
+                log.warning("could not ask for the %s duty: %s", name, " ".join(str(exc).split()))
+            yield mine
         finally:
-            await raw.close()
+            if raw is not None:
+                await raw.close()
 
     # -- reads -----------------------------------------------------------------
 
