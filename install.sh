@@ -259,7 +259,11 @@ mode_install() {
         fi
         start_keeper
     fi
-    say "database $BOARD_DB, backups with: board backup DEST"
+    if [ -n "$(database_url)" ]; then
+        say "database $(database_label), backups with pg_dump (docs/scale.md#backups)"
+    else
+        say "database $BOARD_DB, backups with: board backup DEST"
+    fi
     say "sign in with this one-time link: $link"
 }
 
@@ -298,6 +302,16 @@ database_url() {  # the PostgreSQL database the board's settings name, if any (t
         'from board.server.settings import load; print(load().database_url or "")'
 }
 
+database_label() {  # where the board's data is, as it may be shown (no password)
+    BOARD_CONFIG="$config" "$venv/bin/python" -c \
+        'from board.server.settings import load; from board.server.store.stores import database_label
+print(database_label(load()))'
+}
+
+hosts_board() {  # whether this machine runs the board: its SQLite file, or a PostgreSQL database set
+    [ -f "$BOARD_DB" ] || [ -n "$(database_url)" ]
+}
+
 mode_upgrade() {
     [ -x "$venv/bin/board" ] || die "nothing to upgrade in $BOARD_HOME; run install.sh first"
     local on_postgresql
@@ -323,7 +337,7 @@ mode_upgrade() {
 }
 
 mode_uninstall() {
-    if [ -x "$venv/bin/board" ] && [ -f "$BOARD_DB" ]; then
+    if [ -x "$venv/bin/board" ] && hosts_board; then
         say "$("$venv/bin/board" ctl stop 2>&1 || true)"
         say "the routines runner stopped with the board (it runs inside the board's process)"
     fi

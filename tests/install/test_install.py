@@ -280,3 +280,26 @@ def test_an_upgrade_of_a_board_on_postgresql_starts_it_again(tmp_path: Path, pg_
     finally:
         gone = run(later, "uninstall", "--purge")
     assert gone.returncode == 0, gone.stderr
+
+
+def test_a_board_installed_on_postgresql_says_so_and_uninstall_stops_it(
+    tmp_path: Path, pg_cluster: PgCluster
+) -> None:
+    """No SQLite file is made on PostgreSQL: what the installer says and what uninstall stops
+    follow the database the settings name, not the file."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = machine(home, free_port(), BOARD_SOURCE=str(ROOT), BOARD_DATABASE_URL=pg_cluster.fresh_database())
+    later = {k: v for k, v in env.items() if k != "BOARD_DATABASE_URL"}
+    try:
+        installed = run(env)
+        assert installed.returncode == 0, installed.stdout + installed.stderr
+        assert not (home / ".local/state/bot-board/board.db").exists()
+        assert "board backup" not in installed.stdout and "board.db" not in installed.stdout, installed.stdout
+        assert "bot-board: database postgresql://" in installed.stdout, installed.stdout
+        assert "pg_dump" in installed.stdout, installed.stdout
+    finally:
+        gone = run(later, "uninstall", "--purge")
+    assert gone.returncode == 0, gone.stderr
+    assert "stopped the board" in gone.stdout, gone.stdout
+    assert belonging_to(home) == [] and left_behind(home) == []
