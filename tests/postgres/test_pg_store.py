@@ -11,8 +11,9 @@ import psycopg
 import pytest
 
 from board.client import BoardAPIError
-from board.server.api.keys import CONTEXT
+from board.server.api.keys import CONTEXT, OUTBOX
 from board.server.outbox.dispatch import Dispatcher
+from board.server.store.dialects import BOARD, LOCKS
 from board.server.store.postgres import PostgresStore
 from tests.support.boardtest import (
     LONG_WAIT,
@@ -252,3 +253,37 @@ async def test_a_process_waiting_for_a_duty_keeps_waiting_through_a_database_out
     finally:
         waiting.stop()
         await asyncio.wait_for(task, 10)
+
+
+@postgresql_only
+async def test_a_duty_whose_lock_went_with_its_connection_ends_and_is_asked_for_again(world: World) -> None:
+    """A server restart ends the connection holding a duty's lock, and with it the lock, which
+    another process may then take: the holder stops the duty's work, or two would do it."""
+    url = database_url(world)
+    ctx = world.board.app[CONTEXT]
+
+    async def hold() -> str:
+        async with ctx.db.duty("routines") as mine:
+            assert mine
+            drop_connections(url)
+            await asyncio.sleep(LONG_WAIT)
+            return "kept on working without the lock"
+        return "stopped"
+
+    assert await asyncio.wait_for(hold(), WOKEN_WITHIN) == "stopped"
+    async with ctx.db.duty("routines") as mine:
+        assert mine  # nobody else took it meanwhile: asked again, it is this process's
+    # the board's dispatcher lost its lock too, and takes it again
+    await eventually(lambda: LOCKS["notify"] in held_duties(url), "the dispatcher holds its duty again")
+    await eventually(lambda: world.board.app[OUTBOX].dispatching, "the dispatcher sends again")
+
+
+def held_duties(url: str) -> set[int]:
+    """The duties whose advisory locks a board process holds on the database at ``url``."""
+    with psycopg.connect(url, autocommit=True) as admin:
+        rows = admin.execute(
+            """SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = %s
+               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())""",
+            (BOARD,),
+        ).fetchall()
+    return {int(r[0]) for r in rows}

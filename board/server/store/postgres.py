@@ -557,8 +557,12 @@ class PostgresStore(Store):
         The lock lives on a connection of its own, so a process that dies mid-duty
         lets it go with its connection. Asked while the server does not answer, the
         answer is no: the callers ask again later, where an error would end their loop.
+        The lock also goes when the server drops that connection (a restart, a network
+        cut), and another process may take it: the work inside is then cancelled, and
+        the block ends as if it had returned, for the caller to ask again.
         """
         raw: psycopg.AsyncConnection[Any] | None = None
+        watch: asyncio.Task[None] | None = None
         try:
             mine = False
             try:
@@ -568,8 +572,19 @@ class PostgresStore(Store):
                 mine = bool(row and row[0])
             except psycopg.OperationalError as exc:
                 log.warning("could not ask for the %s duty: %s", name, " ".join(str(exc).split()))
-            yield mine
+            holder = asyncio.current_task()
+            if raw is not None and mine and holder is not None:
+                watch = asyncio.get_running_loop().create_task(_cancel_when_lost(raw, name, holder))
+            try:
+                yield mine
+            except asyncio.CancelledError:
+                if watch is None or not watch.done() or holder is None or holder.uncancel():
+                    raise  # cancelled from elsewhere, or besides the lost lock
         finally:
+            if watch is not None:
+                watch.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watch
             if raw is not None:
                 await raw.close()
 
@@ -608,6 +623,17 @@ def _has_rows(cursor: Any) -> bool:
 
 def _failed(conn: PostgresConnection) -> bool:
     return conn.raw.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+
+
+async def _cancel_when_lost(raw: psycopg.AsyncConnection[Any], name: str, holder: asyncio.Task[Any]) -> None:
+    """Wait on a duty's lock connection, which hears nothing, until the server drops it; then
+    cancel ``holder``, the task doing the duty, whose lock went with the connection."""
+    try:
+        async for _ in raw.notifies():
+            pass
+    except psycopg.Error as exc:
+        log.warning("lost the %s duty with its connection (%s)", name, " ".join(str(exc).split()))
+    holder.cancel()
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:
