@@ -337,6 +337,8 @@ mode_upgrade() {
 }
 
 mode_uninstall() {
+    local elsewhere=""  # the PostgreSQL database the board ran on: no file here, so kept either way
+    if [ -x "$venv/bin/python" ] && [ -n "$(database_url)" ]; then elsewhere=$(database_label); fi
     if [ -x "$venv/bin/board" ] && hosts_board; then
         say "$("$venv/bin/board" ctl stop 2>&1 || true)"
         say "the routines runner stopped with the board (it runs inside the board's process)"
@@ -355,6 +357,9 @@ mode_uninstall() {
         say "removed the data in $BOARD_STATE and the settings $config"
     else
         say "kept the data in $BOARD_STATE and the settings $config (uninstall --purge removes them)"
+    fi
+    if [ -n "$elsewhere" ]; then
+        say "the board's messages, knowledge and fleet stay in the PostgreSQL database $elsewhere; drop it (dropdb) to remove them"
     fi
 }
 

@@ -302,4 +302,7 @@ def test_a_board_installed_on_postgresql_says_so_and_uninstall_stops_it(
         gone = run(later, "uninstall", "--purge")
     assert gone.returncode == 0, gone.stderr
     assert "stopped the board" in gone.stdout, gone.stdout
+    # --purge removes what is in HOME; the database is the operator's, and the last line says so
+    assert "stay in the PostgreSQL database postgresql://" in gone.stdout.splitlines()[-1], gone.stdout
+    assert "dropdb" in gone.stdout, gone.stdout
     assert belonging_to(home) == [] and left_behind(home) == []
