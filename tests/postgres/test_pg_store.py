@@ -287,3 +287,23 @@ def held_duties(url: str) -> set[int]:
             (BOARD,),
         ).fetchall()
     return {int(r[0]) for r in rows}
+
+
+async def test_a_role_that_cannot_create_in_the_database_is_told_to_own_it(pg_cluster: PgCluster) -> None:
+    """PostgreSQL 15 gives no one but the owner CREATE in a new database's public schema: a
+    database made without ``-O`` stops the first migration, and the error says what to run."""
+    from board.server.store.writer import StoreError
+
+    url = pg_cluster.fresh_database()
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("CREATE ROLE board_not_owner LOGIN")
+    try:
+        with pytest.raises(StoreError) as refused:
+            await PostgresStore(psycopg.conninfo.make_conninfo(url, user="board_not_owner")).open()
+        message = str(refused.value)
+        assert "permission denied" in message and "board_not_owner" in message, message
+        assert "ALTER DATABASE" in message and "OWNER TO board_not_owner" in message, message
+    finally:
+        pg_cluster.drop_database(url)
+        with psycopg.connect(pg_cluster.url, autocommit=True) as admin:
+            admin.execute("DROP ROLE board_not_owner")

@@ -263,6 +263,16 @@ def require_utf8(raw: psycopg.BaseConnection[Any], where: str) -> None:
         )
 
 
+def _own_it(raw: psycopg.AsyncConnection[Any]) -> str:
+    """What to run when the board's role may not create in its database: PostgreSQL 15 and later
+    give CREATE in a new database's public schema to its owner alone (docs/scale.md)."""
+    role, database = raw.info.user, raw.info.dbname
+    return (
+        f'The role {role} must own the database: as a superuser, ALTER DATABASE "{database}" '
+        f"OWNER TO {role} (or create it with createdb -O {role}, docs/scale.md)"
+    )
+
+
 async def _simple(raw: psycopg.AsyncConnection[Any], statements: str) -> None:
     """``statements`` (no parameters, ``;`` between them) in one round trip: a simple query,
     never prepared (a prepared statement holds one statement)."""
@@ -316,7 +326,12 @@ class PostgresStore(Store):
         try:
             self._writer = await self._connection()
             require_utf8(self._writer.raw, self.where)
-            await migrate(self._writer, POSTGRESQL, self.where)
+            try:
+                await migrate(self._writer, POSTGRESQL, self.where)
+            except StoreError as exc:
+                if isinstance(exc.__cause__, psycopg.errors.InsufficientPrivilege):
+                    raise StoreError(f"{self.where}: {exc}\n{_own_it(self._writer.raw)}") from exc
+                raise
             for _ in range(self.readers):
                 self._pool.put_nowait(await self._connection())
             listening = asyncio.get_running_loop().create_future()
