@@ -297,14 +297,20 @@ mode_bot() {
     say "run a bot with: $BIN_DIR/bot run --handle ... (see bot --help)"
 }
 
+settings_python() {  # python -c CODE with the board's settings file named, when there is one
+    if [ -f "$config" ]; then
+        BOARD_CONFIG="$config" "$venv/bin/python" -c "$1"
+    else  # a keeper's machine has none: the settings are then the defaults and the environment
+        env -u BOARD_CONFIG "$venv/bin/python" -c "$1"
+    fi
+}
+
 database_url() {  # the PostgreSQL database the board's settings name, if any (the environment, then the file)
-    BOARD_CONFIG="$config" "$venv/bin/python" -c \
-        'from board.server.settings import load; print(load().database_url or "")'
+    settings_python 'from board.server.settings import load; print(load().database_url or "")'
 }
 
 database_label() {  # where the board's data is, as it may be shown (no password)
-    BOARD_CONFIG="$config" "$venv/bin/python" -c \
-        'from board.server.settings import load; from board.server.store.stores import database_label
+    settings_python 'from board.server.settings import load; from board.server.store.stores import database_label
 print(database_label(load()))'
 }
 
