@@ -259,7 +259,11 @@ mode_install() {
         fi
         start_keeper
     fi
-    say "database $BOARD_DB, backups with: board backup DEST"
+    if [ -n "$(database_url)" ]; then
+        say "database $(database_label), backups with pg_dump (docs/scale.md#backups)"
+    else
+        say "database $BOARD_DB, backups with: board backup DEST"
+    fi
     say "sign in with this one-time link: $link"
 }
 
@@ -293,9 +297,25 @@ mode_bot() {
     say "run a bot with: $BIN_DIR/bot run --handle ... (see bot --help)"
 }
 
+settings_python() {  # python -c CODE with the board's settings file named, when there is one
+    if [ -f "$config" ]; then
+        BOARD_CONFIG="$config" "$venv/bin/python" -c "$1"
+    else  # a keeper's machine has none: the settings are then the defaults and the environment
+        env -u BOARD_CONFIG "$venv/bin/python" -c "$1"
+    fi
+}
+
 database_url() {  # the PostgreSQL database the board's settings name, if any (the environment, then the file)
-    BOARD_CONFIG="$config" "$venv/bin/python" -c \
-        'from board.server.settings import load; print(load().database_url or "")'
+    settings_python 'from board.server.settings import load; print(load().database_url or "")'
+}
+
+database_label() {  # where the board's data is, as it may be shown (no password)
+    settings_python 'from board.server.settings import load; from board.server.store.stores import database_label
+print(database_label(load()))'
+}
+
+hosts_board() {  # whether this machine runs the board: its SQLite file, or a PostgreSQL database set
+    [ -f "$BOARD_DB" ] || [ -n "$(database_url)" ]
 }
 
 mode_upgrade() {
@@ -323,7 +343,9 @@ mode_upgrade() {
 }
 
 mode_uninstall() {
-    if [ -x "$venv/bin/board" ] && [ -f "$BOARD_DB" ]; then
+    local elsewhere=""  # the PostgreSQL database the board ran on: no file here, so kept either way
+    if [ -x "$venv/bin/python" ] && [ -n "$(database_url)" ]; then elsewhere=$(database_label); fi
+    if [ -x "$venv/bin/board" ] && hosts_board; then
         say "$("$venv/bin/board" ctl stop 2>&1 || true)"
         say "the routines runner stopped with the board (it runs inside the board's process)"
     fi
@@ -341,6 +363,9 @@ mode_uninstall() {
         say "removed the data in $BOARD_STATE and the settings $config"
     else
         say "kept the data in $BOARD_STATE and the settings $config (uninstall --purge removes them)"
+    fi
+    if [ -n "$elsewhere" ]; then
+        say "the board's messages, knowledge and fleet stay in the PostgreSQL database $elsewhere; drop it (dropdb) to remove them"
     fi
 }
 

@@ -300,7 +300,12 @@ def migrate_to(db: str | None, url: str) -> None:
             f"the copy is committed but reads back different: {'; '.join(report.mismatches[:3])}. "
             "Keep running on SQLite; drop the PostgreSQL database and migrate again."
         )
-    click.echo("to run on it: board serve --database-url URL (or BOARD_DATABASE_URL=URL)")
+    # The settings file, not a shell's BOARD_DATABASE_URL: the board's unit, `board ctl` and every
+    # later command read it, where a variable set in one shell would start the board on SQLite again.
+    click.echo(
+        f"to run on it, with the board stopped: {sys.executable} -m board.server.settings "
+        "--set database_url=URL, then board ctl start (docs/scale.md, Moving a SQLite board over)"
+    )
 
 
 @main.group()

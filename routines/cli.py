@@ -143,8 +143,8 @@ def in_process(
             async with duty(app) as mine:
                 if mine:
                     await Runner(board).run()
-                    return
-            await asyncio.sleep(DUTY_RETRY)
+            if not mine:  # a duty ends only with its lock lost: ask again at once
+                await asyncio.sleep(DUTY_RETRY)
 
     async def runner(app: web.Application) -> AsyncIterator[None]:
         board = BoardClient(url, await issue_token(app), timeout=120)

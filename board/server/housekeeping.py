@@ -27,9 +27,9 @@ async def _sweep_forever(app: web.Application) -> None:
             async with ctx.db.duty("sweep") as mine:  # one board process at a time sweeps
                 if not mine:
                     continue
-                report = await sweep(ctx)
-            if report.nudged or report.released or report.flagged:
-                log.info("sweep: %s", report.as_dict())
+                report = await sweep(ctx)  # cancelled, and the block left, if the duty's lock is lost
+                if report.nudged or report.released or report.flagged:
+                    log.info("sweep: %s", report.as_dict())
         except Exception:
             log.exception("sweep failed; trying again next time")
 

@@ -195,8 +195,10 @@ async def test_the_whole_life_of_an_install(tmp_path: Path, chromium: Browser) -
             pass
     finally:
         gone = run(env, "uninstall", "--purge")
-        run(machine(second, 1), "uninstall", "--purge")
+        keeper_gone = run(machine(second, 1), "uninstall", "--purge")
     assert gone.returncode == 0, gone.stderr
+    # a keeper's machine has no board settings: nothing to stop, and nothing to complain of
+    assert keeper_gone.returncode == 0 and keeper_gone.stderr == "", keeper_gone.stderr
     assert "routines runner" not in gone.stdout, gone.stdout  # nothing was left running to stop
     assert belonging_to(home) == [] and belonging_to(second) == []
     assert left_behind(home) == [] and left_behind(second) == []
@@ -280,3 +282,29 @@ def test_an_upgrade_of_a_board_on_postgresql_starts_it_again(tmp_path: Path, pg_
     finally:
         gone = run(later, "uninstall", "--purge")
     assert gone.returncode == 0, gone.stderr
+
+
+def test_a_board_installed_on_postgresql_says_so_and_uninstall_stops_it(
+    tmp_path: Path, pg_cluster: PgCluster
+) -> None:
+    """No SQLite file is made on PostgreSQL: what the installer says and what uninstall stops
+    follow the database the settings name, not the file."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = machine(home, free_port(), BOARD_SOURCE=str(ROOT), BOARD_DATABASE_URL=pg_cluster.fresh_database())
+    later = {k: v for k, v in env.items() if k != "BOARD_DATABASE_URL"}
+    try:
+        installed = run(env)
+        assert installed.returncode == 0, installed.stdout + installed.stderr
+        assert not (home / ".local/state/bot-board/board.db").exists()
+        assert "board backup" not in installed.stdout and "board.db" not in installed.stdout, installed.stdout
+        assert "bot-board: database postgresql://" in installed.stdout, installed.stdout
+        assert "pg_dump" in installed.stdout, installed.stdout
+    finally:
+        gone = run(later, "uninstall", "--purge")
+    assert gone.returncode == 0, gone.stderr
+    assert "stopped the board" in gone.stdout, gone.stdout
+    # --purge removes what is in HOME; the database is the operator's, and the last line says so
+    assert "stay in the PostgreSQL database postgresql://" in gone.stdout.splitlines()[-1], gone.stdout
+    assert "dropdb" in gone.stdout, gone.stdout
+    assert belonging_to(home) == [] and left_behind(home) == []

@@ -13,6 +13,7 @@ import asyncio
 import shutil
 import sqlite3
 import subprocess
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -206,6 +207,10 @@ async def test_a_moved_board_holds_every_row_and_goes_on_past_its_last_ids(
     assert moved.returncode == 0, moved.stderr
     table_lines = {line.split()[0]: line for line in moved.stdout.splitlines()[1:-2]}
     assert "ok: the count, and" in table_lines["messages"] and "MISMATCH" not in moved.stdout
+    # what to do next puts the URL where the board's unit and `board ctl` read it, not in a shell
+    advice = moved.stdout.splitlines()[-1]
+    assert f"{sys.executable} -m board.server.settings --set database_url=URL" in advice, advice
+    assert "BOARD_DATABASE_URL" not in advice, advice
     before, after = rows(db, url)
     assert max(a[0] for a in before["agents"]) < filled.facts["gone_agent"]  # its id is SQLite's alone
     assert set(table_lines) == set(before) | {"kb_search"}

@@ -11,6 +11,9 @@ import psycopg
 import pytest
 
 from board.client import BoardAPIError
+from board.server.api.keys import CONTEXT, OUTBOX
+from board.server.outbox.dispatch import Dispatcher
+from board.server.store.dialects import BOARD, LOCKS
 from board.server.store.postgres import PostgresStore
 from tests.support.boardtest import (
     LONG_WAIT,
@@ -225,3 +228,82 @@ async def test_a_read_after_close_opens_no_connection_that_nothing_would_close(w
     with pytest.raises(psycopg.Error):
         await store.read(one)
     assert board_connections(url) == before
+
+
+@postgresql_only
+async def test_a_process_waiting_for_a_duty_keeps_waiting_through_a_database_outage(world: World) -> None:
+    """A second process asks for the ``notify`` duty every so often; asked while the server is
+    down, the answer is "not yours", not an error that would end its dispatcher for good."""
+    url = database_url(world)
+    ctx = world.board.app[CONTEXT]
+    waiting = Dispatcher(ctx)
+    waiting.duty_retry = 0.05
+    allow_connections(url, False)  # ends the board's own connections too, its duty's among them
+    try:
+        async with ctx.db.duty("routines") as mine:
+            assert mine is False
+        task = asyncio.create_task(waiting.run())
+        await asyncio.sleep(0.5)
+        assert not task.done(), task
+    finally:
+        allow_connections(url, True)
+    try:
+        # the holder's lock went with its connection: the one still waiting takes over
+        await eventually(lambda: waiting.dispatching, "the waiting dispatcher takes the duty")
+    finally:
+        waiting.stop()
+        await asyncio.wait_for(task, 10)
+
+
+@postgresql_only
+async def test_a_duty_whose_lock_went_with_its_connection_ends_and_is_asked_for_again(world: World) -> None:
+    """A server restart ends the connection holding a duty's lock, and with it the lock, which
+    another process may then take: the holder stops the duty's work, or two would do it."""
+    url = database_url(world)
+    ctx = world.board.app[CONTEXT]
+
+    async def hold() -> str:
+        async with ctx.db.duty("routines") as mine:
+            assert mine
+            drop_connections(url)
+            await asyncio.sleep(LONG_WAIT)
+            return "kept on working without the lock"
+        return "stopped"
+
+    assert await asyncio.wait_for(hold(), WOKEN_WITHIN) == "stopped"
+    async with ctx.db.duty("routines") as mine:
+        assert mine  # nobody else took it meanwhile: asked again, it is this process's
+    # the board's dispatcher lost its lock too, and takes it again
+    await eventually(lambda: LOCKS["notify"] in held_duties(url), "the dispatcher holds its duty again")
+    await eventually(lambda: world.board.app[OUTBOX].dispatching, "the dispatcher sends again")
+
+
+def held_duties(url: str) -> set[int]:
+    """The duties whose advisory locks a board process holds on the database at ``url``."""
+    with psycopg.connect(url, autocommit=True) as admin:
+        rows = admin.execute(
+            """SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = %s
+               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())""",
+            (BOARD,),
+        ).fetchall()
+    return {int(r[0]) for r in rows}
+
+
+async def test_a_role_that_cannot_create_in_the_database_is_told_to_own_it(pg_cluster: PgCluster) -> None:
+    """PostgreSQL 15 gives no one but the owner CREATE in a new database's public schema: a
+    database made without ``-O`` stops the first migration, and the error says what to run."""
+    from board.server.store.writer import StoreError
+
+    url = pg_cluster.fresh_database()
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("CREATE ROLE board_not_owner LOGIN")
+    try:
+        with pytest.raises(StoreError) as refused:
+            await PostgresStore(psycopg.conninfo.make_conninfo(url, user="board_not_owner")).open()
+        message = str(refused.value)
+        assert "permission denied" in message and "board_not_owner" in message, message
+        assert "ALTER DATABASE" in message and "OWNER TO board_not_owner" in message, message
+    finally:
+        pg_cluster.drop_database(url)
+        with psycopg.connect(pg_cluster.url, autocommit=True) as admin:
+            admin.execute("DROP ROLE board_not_owner")

@@ -75,7 +75,8 @@ class Dispatcher:
                 async with self.ctx.db.duty("notify") as mine:
                     if mine:
                         await self._dispatch_while_running()
-                        return
+                if mine:  # ended by a stop, or by its lock lost with its connection: ask again now
+                    continue
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), self.duty_retry)
         finally:

@@ -263,6 +263,16 @@ def require_utf8(raw: psycopg.BaseConnection[Any], where: str) -> None:
         )
 
 
+def _own_it(raw: psycopg.AsyncConnection[Any]) -> str:
+    """What to run when the board's role may not create in its database: PostgreSQL 15 and later
+    give CREATE in a new database's public schema to its owner alone (docs/scale.md)."""
+    role, database = raw.info.user, raw.info.dbname
+    return (
+        f'The role {role} must own the database: as a superuser, ALTER DATABASE "{database}" '
+        f"OWNER TO {role} (or create it with createdb -O {role}, docs/scale.md)"
+    )
+
+
 async def _simple(raw: psycopg.AsyncConnection[Any], statements: str) -> None:
     """``statements`` (no parameters, ``;`` between them) in one round trip: a simple query,
     never prepared (a prepared statement holds one statement)."""
@@ -316,7 +326,12 @@ class PostgresStore(Store):
         try:
             self._writer = await self._connection()
             require_utf8(self._writer.raw, self.where)
-            await migrate(self._writer, POSTGRESQL, self.where)
+            try:
+                await migrate(self._writer, POSTGRESQL, self.where)
+            except StoreError as exc:
+                if isinstance(exc.__cause__, psycopg.errors.InsufficientPrivilege):
+                    raise StoreError(f"{self.where}: {exc}\n{_own_it(self._writer.raw)}") from exc
+                raise
             for _ in range(self.readers):
                 self._pool.put_nowait(await self._connection())
             listening = asyncio.get_running_loop().create_future()
@@ -555,15 +570,38 @@ class PostgresStore(Store):
         """Yes for one process at a time: a session advisory lock, held while inside.
 
         The lock lives on a connection of its own, so a process that dies mid-duty
-        lets it go with its connection.
+        lets it go with its connection. Asked while the server does not answer, the
+        answer is no: the callers ask again later, where an error would end their loop.
+        The lock also goes when the server drops that connection (a restart, a network
+        cut), and another process may take it: the work inside is then cancelled, and
+        the block ends as if it had returned, for the caller to ask again.
         """
-        raw = await _plain(self.url)
+        raw: psycopg.AsyncConnection[Any] | None = None
+        watch: asyncio.Task[None] | None = None
         try:
-            cur = await raw.execute("SELECT pg_try_advisory_lock(%s, %s)", (BOARD, LOCKS[name]))
-            row = await cur.fetchone()
-            yield bool(row and row[0])
+            mine = False
+            try:
+                raw = await _plain(self.url)
+                cur = await raw.execute("SELECT pg_try_advisory_lock(%s, %s)", (BOARD, LOCKS[name]))
+                row = await cur.fetchone()
+                mine = bool(row and row[0])
+            except psycopg.OperationalError as exc:
+                log.warning("could not ask for the %s duty: %s", name, " ".join(str(exc).split()))
+            holder = asyncio.current_task()
+            if raw is not None and mine and holder is not None:
+                watch = asyncio.get_running_loop().create_task(_cancel_when_lost(raw, name, holder))
+            try:
+                yield mine
+            except asyncio.CancelledError:
+                if watch is None or not watch.done() or holder is None or holder.uncancel():
+                    raise  # cancelled from elsewhere, or besides the lost lock
         finally:
-            await raw.close()
+            if watch is not None:
+                watch.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watch
+            if raw is not None:
+                await raw.close()
 
     # -- reads -----------------------------------------------------------------
 
@@ -600,6 +638,17 @@ def _has_rows(cursor: Any) -> bool:
 
 def _failed(conn: PostgresConnection) -> bool:
     return conn.raw.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+
+
+async def _cancel_when_lost(raw: psycopg.AsyncConnection[Any], name: str, holder: asyncio.Task[Any]) -> None:
+    """Wait on a duty's lock connection, which hears nothing, until the server drops it; then
+    cancel ``holder``, the task doing the duty, whose lock went with the connection."""
+    try:
+        async for _ in raw.notifies():
+            pass
+    except psycopg.Error as exc:
+        log.warning("lost the %s duty with its connection (%s)", name, " ".join(str(exc).split()))
+    holder.cancel()
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:
