@@ -21,6 +21,7 @@ from board.keeper.supervisor import iso, last_output
 from board.launcher.config import ConfigError
 from board.launcher.logs import tail
 from board.processes import start_time
+from tests.support.processes import ended
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -122,8 +123,7 @@ async def test_stop_kills_the_whole_group_and_the_harness_group(tmp_path: Path) 
     assert os.getpgid(child) != os.getpgid(proc.pid)
     code = await processes.stop(daemon, grace=0.3)
     assert code == -signal.SIGKILL
-    assert not psutil.pid_exists(proc.pid) or psutil.Process(proc.pid).status() == psutil.STATUS_ZOMBIE
-    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+    assert ended(proc.pid) and ended(child)
 
 
 def _keeper(

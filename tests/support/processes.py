@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from board.client import BoardClient
 from tests.support.boardtest import eventually
 
@@ -180,3 +182,12 @@ def fuzzed_board(db: Path) -> Iterator[tuple[Served, str, dict[str, str]]]:
     finally:
         kill(served.proc)
     assert "unhandled error" not in served.output()
+
+
+def ended(pid: int) -> bool:
+    """Whether ``pid`` has stopped running: gone, or a zombie its parent (often init, for an
+    orphan) has not reaped yet, which ``psutil.pid_exists`` still counts."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
