@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from board.server.clock import iso
 from board.server.markdown import markdown
 from board.server.pages.lookup import highlight
 from board.server.pages.render import claim_line, relative, when
@@ -39,6 +40,8 @@ def test_claim_lines() -> None:
     assert claim_line(
         {"state": "claimed", "holder": "box3", "claimed_at": "2000-01-01T00:00:00Z"}
     ).startswith("claimed by box3 for ")
+    just = {"state": "claimed", "holder": "fb", "claimed_at": iso(datetime.now(UTC))}
+    assert claim_line(just) == "claimed by fb just now"  # not "for 0 s", right after a hand-off
 
 
 def test_times_in_words_past_and_future() -> None:

@@ -74,7 +74,10 @@ def claim_line(claim: dict[str, Any] | None) -> str:
     if claim["state"] == "done":
         return "done"
     since = claim.get("claimed_at") or claim.get("updated_at")
-    return f"claimed by {claim.get('holder')} for {ago(since)}"
+    held = ago(since)
+    if held.endswith(" s") and int(held[:-2]) < 10:  # "for 0 s" right after a claim or hand-off
+        return f"claimed by {claim.get('holder')} just now"
+    return f"claimed by {claim.get('holder')} for {held}"
 
 
 def environment() -> jinja2.Environment:

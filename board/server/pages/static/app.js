@@ -210,7 +210,7 @@
     if (!state) return; // a nudge changes no holder
     // A claim names its claimer in meta.by; a handoff mentions whom it went to.
     const holder = m.meta.claim === "handoff" ? (m.mentions || [])[0] : m.meta.by || m.author;
-    const text = state === "claimed" ? `claimed by ${holder || "someone"} for 0 s` : state;
+    const text = state === "claimed" ? `claimed by ${holder || "someone"} just now` : state;
     document.querySelectorAll(`[data-claim-for="${m.meta.thread_id}"]`).forEach((badge) => {
       badge.textContent = text;
       badge.className = "claim claim-" + state;
