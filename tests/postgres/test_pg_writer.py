@@ -8,6 +8,7 @@ neighbours in the batch commit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -65,12 +66,17 @@ async def test_failing_jobs_in_a_batch_are_undone_and_their_neighbours_commit(st
     async def raises_before_writing(conn: Connection) -> None:
         raise Refused("before any statement")
 
+    async def writes_nothing(conn: Connection) -> None:
+        return None
+
     jobs = [
         channel("w-first"),
         refused_by_the_server,
         channel("w-second"),
+        raises_before_writing,  # right after a job that wrote: its savepoint is that job's
         raises_after_writing,
         raises_before_writing,
+        writes_nothing,
         channel("w-third"),
     ]
     # Queued in one turn of the loop: the writer takes them as one batch.
@@ -78,13 +84,32 @@ async def test_failing_jobs_in_a_batch_are_undone_and_their_neighbours_commit(st
 
     assert store.stats.largest_batch == len(jobs)
     assert isinstance(results[1], psycopg.IntegrityError)
-    assert isinstance(results[3], Refused) and isinstance(results[4], Refused)
-    committed = [r for i, r in enumerate(results) if i in (0, 2, 5) and isinstance(r, int)]
+    assert all(isinstance(results[i], Refused) for i in (3, 4, 5)) and results[6] is None
+    committed = [r for i, r in enumerate(results) if i in (0, 2, 7) and isinstance(r, int)]
     assert len(committed) == 3 and committed == sorted(committed)
     assert await slugs(store) == ["w-first", "w-second", "w-third"]
     # The writer goes on: the next batch commits.
     assert isinstance(await store.write(channel("w-fourth")), int)
     assert await slugs(store) == ["w-first", "w-second", "w-third", "w-fourth"]
+
+
+async def test_a_job_leaving_its_transaction_failed_fails_the_batch(store: PostgresStore) -> None:
+    """A job that swallows the server's refusal returns, its transaction aborted: the framing
+    before the next job (its savepoint released, the next one's taken) is refused, and no job
+    of the batch is told it committed (none did)."""
+
+    async def swallows_a_refusal(conn: Connection) -> None:
+        with contextlib.suppress(psycopg.IntegrityError):
+            await channel("w-first")(conn)
+
+    jobs = [channel("w-first"), swallows_a_refusal, channel("w-after")]
+    results = await asyncio.gather(*(store.write(job) for job in jobs), return_exceptions=True)
+
+    assert store.stats.largest_batch == len(jobs)
+    assert all(isinstance(r, psycopg.errors.InFailedSqlTransaction) for r in results)
+    assert await slugs(store) == []
+    assert isinstance(await store.write(channel("w-next")), int)
+    assert await slugs(store) == ["w-next"]
 
 
 async def test_writes_queued_while_the_lock_is_awaited_join_the_waiting_batch(store: PostgresStore) -> None:
