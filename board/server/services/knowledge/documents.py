@@ -158,9 +158,11 @@ async def append(
             "overrides": overrides,
         },
     )
-    if inserted is None:  # another board process wrote this number first
-        current = await store.document_by_id(conn, document_id)
-        raise conflict(doc_path, change.base_revision, current["latest_revision"] if current else latest)
+    if inserted is None:
+        # Another writer took this number first, so the document is at least at it. Nothing more
+        # is read: on PostgreSQL the refused insert aborted the transaction until the job's
+        # savepoint is rolled back to, and any statement now would fail instead of the conflict.
+        raise conflict(doc_path, change.base_revision, revision)
     await store.set_head(conn, document_id, {"latest_revision": revision})
     head = await refresh_head(conn, document_id, p.handle, now)
     if change.kind == "tombstone":
