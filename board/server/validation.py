@@ -278,12 +278,13 @@ def _from_text(name: str, kind: Any, text: str) -> Any:
     return text
 
 
-def parse_query(cls: type[T], query: Mapping[str, str]) -> T:
-    """Build ``cls`` from query-string parameters (each given at most once)."""
+def parse_query(cls: type[T], query: Mapping[str, str], *, form: bool = False) -> T:
+    """Build ``cls`` from query-string parameters (each given at most once). A posted ``form``
+    is text too, read the same way, but its names are a body's fields, and refusals call them so."""
     hints = _hints(cls)
     known = _wire_fields(cls)
     data: dict[str, Any] = {}
-    reading = _QUERY.set(True)
+    reading = _QUERY.set(not form)
     try:
         for name in query:
             if name not in known:

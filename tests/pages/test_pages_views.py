@@ -339,3 +339,13 @@ async def test_the_seed_field_says_nobody_acts_until_an_admin_bot_exists(board: 
     found = re.search(r'<p id="seed-who"[^>]*>(.*?)</p>', page, re.S)
     assert found and 'href="/fleet/profiles"' in found[1] and 'href="/fleet"' in found[1]
     assert "on Fleet with a profile of the admin workspace" in note
+
+
+async def test_a_forms_refusal_calls_its_fields_as_a_bodys_do(world: World) -> None:
+    """A form's fields are a body's, not a query string's: "The body ...", not "The parameter body"."""
+    root = await world.bot.post("a thread", channel="lobby")
+    alice = await sign_in(world.board)
+    status, page = await alice.post(f"/t/{root['id']}", {"body": "x" * 16_001})
+    assert status == 413
+    assert "The body is 16,001 characters" in html.unescape(page)
+    await alice.close()

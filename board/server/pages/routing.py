@@ -78,7 +78,7 @@ class PageCall:
 
     def parsed_form(self, cls: type[T], **fixed: str) -> T:
         """The form (without its CSRF field) parsed into a service's input type."""
-        return parse_query(cls, {**_given(self.form, ()), **fixed})
+        return parse_query(cls, {**_given(self.form, ()), **fixed}, form=True)
 
     def render(self, template: str, status: int = 200, **values: Any) -> web.Response:
         return render(self.request, template, self.session, status=status, **values)
