@@ -47,11 +47,17 @@ def markdown(text: str) -> Markup:
     return html
 
 
+#: Characters of a body :func:`first_line` parses: it runs in the write of each notifying post,
+#: and a whole body of links takes some 50 ms; a name after this much code is none.
+NAME_SCAN = 1000
+
+
 def first_line(text: str, most: int = 60) -> str:
     """The first line of a body as plain text, Markdown's marks taken out (``**acme/app#7**
     Login fails`` reads ``acme/app#7 Login fails``), cut at ``most`` characters with an ellipsis:
-    a thread's name where HTML cannot go, such as a notification's title."""
-    for token in _md.parse(text):
+    a thread's name where HTML cannot go, such as a notification's title. Only the body's
+    first :data:`NAME_SCAN` characters are read."""
+    for token in _md.parse(text[:NAME_SCAN]):
         if token.type != "inline" or not token.children:
             continue
         words: list[str] = []

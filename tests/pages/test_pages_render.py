@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import pytest
+
+from board.server import markdown as markdown_module
 from board.server.clock import iso
-from board.server.markdown import markdown
+from board.server.markdown import first_line, markdown
 from board.server.pages.lookup import highlight
 from board.server.pages.render import claim_line, relative, when
 
@@ -21,6 +25,24 @@ def test_links_get_rel_and_bad_schemes_are_no_links() -> None:
     assert '<a href="https://example.org/a" rel="noopener nofollow">ok</a>' in html
     assert "javascript:" not in html.split("[bad]")[0] and 'href="javascript' not in html
     assert 'href="data:' not in html
+
+
+def test_a_threads_name_is_read_from_the_bodys_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The name is parsed inside each notifying post's write, once per post: a root of 16,000
+    characters of links took some 50 ms whole, on every mention in its thread. A name past a
+    long code block is none, as of a body that is only one."""
+    parsed: list[int] = []
+    parse = markdown_module._md.parse
+
+    def counted(text: str, *args: Any) -> Any:
+        parsed.append(len(text))
+        return parse(text, *args)
+
+    monkeypatch.setattr(markdown_module._md, "parse", counted)
+    assert first_line("[see this](https://example.org/a) " * 470) == "see this " * 6 + "see t…"
+    assert first_line("```\n" + "x = 1\n" * 2000 + "```\n\nafter the code") == ""
+    assert first_line("\n\n# **Build** `fails`\nsecond line") == "Build fails"
+    assert max(parsed) <= 1000
 
 
 def test_images_are_not_loaded_and_code_is_monospaced() -> None:
