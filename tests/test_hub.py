@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
+
 from board.server.hub import EVENT_KEYS, Event, Hub, Signal
 
 
@@ -44,3 +48,22 @@ def test_a_message_is_published_only_under_keys_that_tell_a_wait_for_messages() 
         other = hub.subscribe([key])
         assert hub.awaits_messages(), key
         hub.unsubscribe(other)
+
+
+@pytest.mark.parametrize("ticks", range(5))
+async def test_a_cancel_that_comes_with_a_wake_is_not_swallowed(ticks: int) -> None:
+    """A PostgreSQL duty's holder is cancelled when its lock goes (store/postgres.py): the
+    outbox dispatcher waits here, and a wake landing with the cancel ended the wait as woken
+    (asyncio.wait_for, Python 3.11), so it went on dispatching without the lock, beside the
+    process that took it."""
+    waiter = Hub().subscribe([("workspace", 1)], request=False)
+    task = asyncio.create_task(waiter.wait(60))
+    await asyncio.sleep(0)
+    waiter.wake()
+    for _ in range(ticks):  # the cancel a few steps after the wake, however the wait is made
+        await asyncio.sleep(0)
+    if task.done():
+        return
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task

@@ -144,10 +144,12 @@ class Waiter:
         self._ready.set()
 
     async def wait(self, timeout: float) -> bool:
-        """Wait until at least one event is buffered; False on timeout."""
+        """Wait until at least one event is buffered; False on timeout. A cancel that comes with
+        a wake is a cancel (``asyncio.wait_for`` of Python 3.11 would answer the wake instead)."""
         if not self._ready.is_set():
             try:
-                await asyncio.wait_for(self._ready.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._ready.wait()
             except TimeoutError:
                 return False
         return True
