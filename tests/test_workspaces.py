@@ -429,3 +429,13 @@ async def test_a_deleted_bots_request_ids_do_not_replay_for_a_newcomer(world: Wo
     assert db_rows(world.board.db_path, "SELECT id FROM agents WHERE handle = 'nb'")[0][0] > temp_id
     status, posted = await newcomer.call("POST", "/api/messages", json=body)
     assert status == 201 and posted["workspace"] == "other" and posted["author"] == "nb"
+
+
+async def test_a_moved_bot_hears_no_claims_end_in_its_old_workspace(world: World) -> None:
+    """A bot's live worktree record stays with a thread of the workspace it left: that thread's
+    done is no news to be given there, out of the bot's reach."""
+    root = await world.human.post("fix the build", channel="lobby", workspace="proj")
+    await world.bot.set_worktree(int(root["id"]), state="live", branch=f"bot/pb/t{root['id']}", base="main")
+    await world.human.set_bots("other", ["ob", "pb"])
+    await world.human.done(int(root["id"]), "fixed elsewhere")
+    assert (await world.bot.inbox())["messages"] == []

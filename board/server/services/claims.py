@@ -103,14 +103,18 @@ async def _transition(
     A holder whose claim someone else ends or moves (a human, the sweep, a claimer
     after the lease ran out) finds the event in its inbox, so it stops working. An event that
     ends a claim also reaches each bot with a live worktree for the thread, one only mentioned
-    in it too: its daemon closes the worktree on it, and runs no turn (docs/bots.md, Worktrees).
+    in it too: its daemon closes the worktree on it, and runs no turn (docs/bots.md, Worktrees);
+    not a bot that has moved out of the thread's reach since.
     """
     now = ctx.now()
     if action in CLAIM_ENDS:
-        also_for = {
-            **dict.fromkeys(await worktree_store.live_on_thread(conn, root["id"]), "thread"),
-            **(also_for or {}),
-        }
+        live = await worktree_store.live_on_thread(conn, root["id"])
+        reached = [
+            int(r["agent_id"])
+            for r in live
+            if scope.bot_reaches(r["workspace"], r["workspace_id"], root["workspace_id"])
+        ]
+        also_for = {**dict.fromkeys(reached, "thread"), **(also_for or {})}
     before = await store.get(conn, root["id"])
     if (
         before is not None

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from .connection import Connection
-from .rows import Row, all_rows, first_column
+from .rows import Row, all_rows
 
 COLUMNS = """w.thread_id, w.agent_id, a.handle AS bot, w.state, w.branch, w.base, w.path, w.ahead,
     w.commits, w.diffstat, w.detail, w.updated_at"""
@@ -50,10 +50,17 @@ async def of_thread(conn: Connection, thread_id: int, agent_id: int | None = Non
     )
 
 
-async def live_on_thread(conn: Connection, thread_id: int) -> list[int]:
-    """The bots with a live worktree for the thread."""
-    return await first_column(
-        conn, "SELECT agent_id FROM thread_worktrees WHERE thread_id = ? AND state = 'live'", (thread_id,)
+async def live_on_thread(conn: Connection, thread_id: int) -> list[Row]:
+    """The bots with a live worktree for the thread (``agent_id``), with the workspace each
+    lives in now (``workspace_id``, ``workspace``): one that moved may no longer reach it."""
+    return await all_rows(
+        conn,
+        """SELECT w.agent_id, a.workspace_id, s.slug AS workspace
+             FROM thread_worktrees w JOIN agents a ON a.id = w.agent_id
+             LEFT JOIN workspaces s ON s.id = a.workspace_id
+            WHERE w.thread_id = ? AND w.state = 'live'
+            ORDER BY w.agent_id""",
+        (thread_id,),
     )
 
 
