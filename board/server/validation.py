@@ -9,13 +9,14 @@ declaration into the OpenAPI schema, so the contract and the check cannot drift.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any, TypeVar, Union
 
@@ -113,6 +114,17 @@ def _type_name(kind: Any) -> str:
 #: Set while a query string is read: its names are parameters (``since``, ``before``, ``all``),
 #: mostly no nouns, so a refusal calls each one so rather than reading "The since must ...".
 _QUERY: ContextVar[bool] = ContextVar("query", default=False)
+
+
+@contextlib.contextmanager
+def query_names(query: bool = True) -> Iterator[None]:
+    """Refusals inside call the names they check parameters (``query``), as a query string's
+    are: :func:`parse_query`, and a service that checks a parameter's value further."""
+    reading = _QUERY.set(query)
+    try:
+        yield
+    finally:
+        _QUERY.reset(reading)
 
 
 def the(name: str) -> str:
@@ -284,8 +296,7 @@ def parse_query(cls: type[T], query: Mapping[str, str], *, form: bool = False) -
     hints = _hints(cls)
     known = _wire_fields(cls)
     data: dict[str, Any] = {}
-    reading = _QUERY.set(not form)
-    try:
+    with query_names(not form):
         for name in query:
             if name not in known:
                 raise InvalidArgument(
@@ -294,8 +305,6 @@ def parse_query(cls: type[T], query: Mapping[str, str], *, form: bool = False) -
                 )
             data[name] = _from_text(name, hints[known[name].name], query[name])
         return parse_body(cls, data)
-    finally:
-        _QUERY.reset(reading)
 
 
 def _item_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
