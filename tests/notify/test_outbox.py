@@ -673,3 +673,31 @@ async def test_a_notice_names_its_thread_so_two_of_one_channel_tell_apart(
         ]
     ), got
     assert len(cut) == 60
+
+
+async def test_a_read_failing_between_passes_does_not_end_the_dispatcher(
+    board: Board, receiver: Receiver, mailbox: Mailbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database may fail a read while this process holds the duty (a reader's connection
+    lost and not yet made again, the lock's still there): the read of when the next row is due
+    was outside the pass's guard, and the dispatcher ended for good, sending nothing more."""
+    from board.server.store.writer import DatabaseUnreachable
+
+    world = await populate(board)
+    await add_destinations(world.human, receiver, mailbox, ["mention"])
+    dispatcher = board.app[OUTBOX]
+    idle_for = dispatcher._idle_for
+    failed: list[str] = []
+
+    async def fails_once() -> float:
+        if not failed:
+            failed.append("once")
+            raise DatabaseUnreachable("the server does not answer")
+        return await idle_for()
+
+    monkeypatch.setattr(dispatcher, "_idle_for", fails_once)
+    await world.bot.post("@alice first", channel="lobby", workspace="proj")
+    await eventually(lambda: failed, "the read to fail")
+    await world.bot.post("@alice second", channel="lobby", workspace="proj")
+    found = await settled(board, 2 * len(DESTINATIONS))
+    assert {r[2] for r in found} == {"sent"} and dispatcher.dispatching

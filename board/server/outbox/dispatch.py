@@ -94,19 +94,26 @@ class Dispatcher:
             self._waiter.wake()
 
     async def _dispatch_while_running(self) -> None:
-        released = await self.ctx.db.write(store.release_sending)
-        if released:
-            log.info("outbox: %d notifications left mid-send are pending again", released)
+        """Passes until :meth:`stop`. A pass that fails (the database too: the duty's lock may
+        outlive the other connections) is tried again at the next wake or poll, not ended on."""
         self._waiter = waiter = self.ctx.hub.subscribe([outbound.QUEUED], request=False)
+        left_mid_send = True  # by the last holder: pending again before this one takes any row
         try:
             while not self._stopping.is_set():
+                idle = self.poll
                 try:
+                    if left_mid_send:
+                        released = await self.ctx.db.write(store.release_sending)
+                        left_mid_send = False
+                        if released:
+                            log.info("outbox: %d notifications left mid-send are pending again", released)
                     await self.send_due()
+                    idle = await self._idle_for()
                 except Exception:
                     log.exception("outbox: a pass failed; trying again")
                 if self._stopping.is_set():
                     return
-                await waiter.wait(await self._idle_for())
+                await waiter.wait(idle)
                 if waiter.take() and not self._stopping.is_set():
                     # Woken by a commit: let its answer go out, and what follows it gather.
                     await asyncio.sleep(self.gather)
