@@ -278,6 +278,26 @@ async def test_a_duty_whose_lock_went_with_its_connection_ends_and_is_asked_for_
     await eventually(lambda: world.board.app[OUTBOX].dispatching, "the dispatcher sends again")
 
 
+@postgresql_only
+async def test_a_stop_as_a_duty_ends_is_not_lost(world: World) -> None:
+    """The block ends by waiting for its lock connection's watcher to end: a cancel of the
+    holder that came then (the board stopping) was taken for the watcher's, and swallowed,
+    so the board's sweep went on to its next round instead of stopping."""
+    ctx = world.board.app[CONTEXT]
+
+    async def hold() -> str:
+        async with ctx.db.duty("routines") as mine:
+            assert mine
+            asyncio.get_running_loop().call_soon(holder.cancel)  # lands as the block ends
+        await asyncio.sleep(LONG_WAIT)
+        return "went on after the stop"
+
+    holder = asyncio.create_task(hold())
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(holder, WOKEN_WITHIN)
+    assert LOCKS["routines"] not in held_duties(database_url(world))  # the lock went with it
+
+
 def held_duties(url: str) -> set[int]:
     """The duties whose advisory locks a board process holds on the database at ``url``."""
     with psycopg.connect(url, autocommit=True) as admin:

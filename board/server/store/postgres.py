@@ -596,12 +596,13 @@ class PostgresStore(Store):
                 if watch is None or not watch.done() or holder is None or holder.uncancel():
                     raise  # cancelled from elsewhere, or besides the lost lock
         finally:
-            if watch is not None:
-                watch.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watch
-            if raw is not None:
-                await raw.close()
+            try:
+                if watch is not None:
+                    watch.cancel()
+                    await asyncio.wait([watch])  # its end; a cancel of this task meanwhile is this task's
+            finally:
+                if raw is not None:
+                    await raw.close()
 
     # -- reads -----------------------------------------------------------------
 
