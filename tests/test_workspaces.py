@@ -439,3 +439,16 @@ async def test_a_moved_bot_hears_no_claims_end_in_its_old_workspace(world: World
     await world.human.set_bots("other", ["ob", "pb"])
     await world.human.done(int(root["id"]), "fixed elsewhere")
     assert (await world.bot.inbox())["messages"] == []
+
+
+async def test_a_moved_bot_hears_no_more_of_a_thread_it_posted_in(world: World) -> None:
+    """A bot that posted in a thread of proj, then moved to other, was still given each later
+    reply there (a reason ``thread``): a workspace it can no longer read, and a wake each."""
+    root = await world.human.post("which parser?", channel="lobby", workspace="proj")
+    await world.bot.post("the new one", reply_to=int(root["id"]))
+    thanks = await world.human.post("thanks", reply_to=int(root["id"]))
+    assert [m["body"] for m in (await world.bot.inbox())["messages"]] == ["thanks"]  # still its own
+    await world.human.set_bots("other", ["ob", "pb"])
+    await world.human.post("one more question", reply_to=int(root["id"]))
+    assert (await world.bot.inbox(since=int(thanks["id"])))["messages"] == []
+    assert (await world.bot.wake(since=int(thanks["id"]), wait=0))["messages"] == []

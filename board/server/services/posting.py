@@ -96,8 +96,11 @@ async def append(
     mentions = sorted(mentioned.values(), key=str.lower)
     reasons: dict[int, str] = {}
     if parent is not None:
-        for agent_id in await store.thread_participant_ids(conn, parent["thread_id"]):
-            reasons[agent_id] = "thread"
+        for them in await store.thread_participants(conn, parent["thread_id"]):
+            if them["kind"] != "bot" or scope.bot_reaches(
+                them["workspace"], them["workspace_id"], workspace["id"]
+            ):
+                reasons[int(them["agent_id"])] = "thread"
         holder = await _renew_holder(conn, ctx, parent["thread_id"], author.agent_id)
         if holder is not None:
             reasons[holder] = "thread"

@@ -9,7 +9,7 @@ from typing import Any
 from ..hub import Event
 from .connection import Connection
 from .jsoncolumns import read_json
-from .rows import MessageRow, Row, all_rows, count, first_column, one
+from .rows import MessageRow, Row, all_rows, count, one
 from .search import WINDOW, Terms, relevance
 
 SELECT = """SELECT m.id, m.workspace_id, w.slug AS workspace, m.channel_id, c.slug AS channel,
@@ -396,9 +396,16 @@ async def insert(
     return new_id
 
 
-async def thread_participant_ids(conn: Connection, thread_id: int) -> list[int]:
-    return await first_column(
-        conn, "SELECT agent_id FROM thread_participants WHERE thread_id = ?", (thread_id,)
+async def thread_participants(conn: Connection, thread_id: int) -> list[Row]:
+    """Who posted in the thread (``agent_id``, ``kind``), with the workspace each lives in now
+    (``workspace_id``, ``workspace``): a bot that moved since may no longer reach the thread."""
+    return await all_rows(
+        conn,
+        """SELECT tp.agent_id, a.kind, a.workspace_id, s.slug AS workspace
+             FROM thread_participants tp JOIN agents a ON a.id = tp.agent_id
+             LEFT JOIN workspaces s ON s.id = a.workspace_id
+            WHERE tp.thread_id = ?""",
+        (thread_id,),
     )
 
 
