@@ -13,6 +13,7 @@ import pytest
 from board.client import BoardAPIError
 from board.server.api.keys import CONTEXT, OUTBOX
 from board.server.outbox.dispatch import Dispatcher
+from board.server.store import postgres
 from board.server.store.dialects import BOARD, LOCKS
 from board.server.store.postgres import PostgresStore
 from tests.support.boardtest import (
@@ -327,3 +328,23 @@ async def test_a_role_that_cannot_create_in_the_database_is_told_to_own_it(pg_cl
         pg_cluster.drop_database(url)
         with psycopg.connect(pg_cluster.url, autocommit=True) as admin:
             admin.execute("DROP ROLE board_not_owner")
+
+
+async def test_the_connections_that_only_wait_keep_alive_and_a_url_setting_wins(
+    pg_cluster: PgCluster,
+) -> None:
+    """The listener's and a duty's connections hear nothing for hours: TCP keepalives find one a
+    network cut silenced in about a minute (the system's default is two hours)."""
+    url = pg_cluster.fresh_database()
+    own = url + ("&" if "?" in url else "?") + "keepalives_idle=7"
+    for given, idle in ((url, "30"), (own, "7")):
+        raw = await postgres._plain(given)
+        try:
+            said = raw.info.get_parameters()
+            assert (said["keepalives_idle"], said["keepalives_interval"], said["keepalives_count"]) == (
+                idle,
+                "10",
+                "3",
+            )
+        finally:
+            await raw.close()

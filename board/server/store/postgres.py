@@ -279,10 +279,23 @@ async def _simple(raw: psycopg.AsyncConnection[Any], statements: str) -> None:
     await raw.execute(statements, prepare=False)
 
 
+#: TCP keepalives for the connections that only wait (the listener, a duty's lock): one silent
+#: through a network cut is found out in about a minute, not the system's default two hours.
+#: A URL's own settings win; a Unix socket has none.
+_KEEPALIVES = {
+    "keepalives": "1",
+    "keepalives_idle": "30",
+    "keepalives_interval": "10",
+    "keepalives_count": "3",
+}
+
+
 async def _plain(url: str, name: str = "bot-board") -> psycopg.AsyncConnection[Any]:
     """A connection of its own, outside any transaction (listening, locks held for a duty),
     under ``name`` in ``pg_stat_activity``."""
-    return await psycopg.AsyncConnection.connect(url, autocommit=True, application_name=name)
+    given = psycopg.conninfo.conninfo_to_dict(url)
+    conninfo = psycopg.conninfo.make_conninfo(url, **{k: v for k, v in _KEEPALIVES.items() if k not in given})
+    return await psycopg.AsyncConnection.connect(conninfo, autocommit=True, application_name=name)
 
 
 def _payloads(items: list[dict[str, Any]]) -> Iterator[str]:
