@@ -12,6 +12,7 @@ import asyncio
 import socket
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from email.message import Message
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
@@ -565,17 +566,23 @@ async def test_a_budget_hold_names_the_bot_and_links_to_where_it_is_lifted(
     assert mail["Subject"] == hook["subject"] and f"Open on the board: {hook['link']}" in mail.get_payload()
 
 
+async def one_mail(board: Board, mailbox: Mailbox, body: str) -> tuple[dict[str, Any], Message]:
+    """alice's mail destination, taking mentions, and the one mail pb's post of ``body`` sends."""
+    world = await populate(board)
+    made = await world.human.create_destination("mail", "email", **mailbox.settings())
+    await world.human.set_destination_kinds(made["id"], ["mention"])
+    await world.bot.post(body, channel="lobby", workspace="proj")
+    await settled(board, 1)
+    (mail,) = mailbox.mails
+    return made, mail
+
+
 async def test_a_mail_says_where_its_destination_is_changed_and_that_page_opens(
     board: Board, mailbox: Mailbox
 ) -> None:
     """A mail is read away from the board: it names the page that chooses what it is sent
     (or pauses it), as the one way to stop it; it ended with the message's link alone."""
-    world = await populate(board)
-    made = await world.human.create_destination("mail", "email", **mailbox.settings())
-    await world.human.set_destination_kinds(made["id"], ["mention"])
-    await world.bot.post("@alice <b>bold</b> <script>x()</script>", channel="lobby", workspace="proj")
-    await settled(board, 1)
-    (mail,) = mailbox.mails
+    made, mail = await one_mail(board, mailbox, "@alice <b>bold</b> <script>x()</script>")
     text = mail.get_payload()
     assert mail.get_content_type() == "text/plain" and "<b>bold</b> <script>x()</script>" in text
     page = f"/settings/destinations/{made['id']}"
@@ -587,12 +594,7 @@ async def test_a_mail_says_where_its_destination_is_changed_and_that_page_opens(
 async def test_a_mail_is_dated_as_rfc_5322_requires(board: Board, mailbox: Mailbox) -> None:
     """A mail went out with no Date: a mail client filed it by its arrival, or in 1970, and
     a strict server may refuse it (Date is one of the two fields RFC 5322 requires)."""
-    world = await populate(board)
-    made = await world.human.create_destination("mail", "email", **mailbox.settings())
-    await world.human.set_destination_kinds(made["id"], ["mention"])
-    await world.bot.post("@alice when was this?", channel="lobby", workspace="proj")
-    await settled(board, 1)
-    (mail,) = mailbox.mails
+    _, mail = await one_mail(board, mailbox, "@alice when was this?")
     assert abs((parsedate_to_datetime(mail["Date"]) - datetime.now(UTC)).total_seconds()) < 60, mail["Date"]
 
 
