@@ -24,11 +24,14 @@ SECRET = "s3cret-webhook-key-of-some-length"
 FORGES = ("github", "forgejo")
 
 
-async def add_source(world: World, kind: str, name: str = "acme", api_url: str = "") -> dict[str, Any]:
-    """A source mapping acme/app to proj's #issues, with label ``bug`` mentioning pb."""
+async def add_source(
+    world: World, kind: str, name: str = "acme", api_url: str = "", more: tuple[dict[str, str], ...] = ()
+) -> dict[str, Any]:
+    """A source mapping acme/app to proj's #issues, with label ``bug`` mentioning pb (and ``more``)."""
     mappings = [
         {"repository": "acme/app", "workspace": "proj", "channel": "issues"},
         {"repository": "acme/app", "workspace": "proj", "channel": "issues", "label": "bug", "bot": "pb"},
+        *more,
     ]
     body = {"forge": kind, "secret": SECRET, "api_url": api_url, "api_token": "forge-api-token-1234"}
     answer: dict[str, Any] = await world.human.request(
@@ -124,6 +127,25 @@ async def test_a_label_added_to_an_issue_with_its_thread_mentions_the_labels_bot
     again = await forge.send(forge.labeled(issue | {"labels": []}, "bug"))
     assert again.answer["status"] == "ignored" and again.answer["thread_id"] == thread_id
     assert "@pb" in again.answer["detail"]
+
+
+async def test_a_label_added_beside_a_mapped_one_mentions_its_own_bot(world: World, forge: FakeForge) -> None:
+    """Forgejo sends the labels as they now are: adding ``perf`` to an issue already labelled
+    ``bug`` (whose pb is on the thread) found ``bug`` first and mentioned nobody."""
+    perf = {"repository": "acme/app", "workspace": "proj", "channel": "issues", "label": "perf", "bot": "pb2"}
+    await add_source(world, forge.kind, more=(perf,))
+    issue = forge.issue(7, labels=("bug",))
+    opened = await forge.send(forge.opened(issue))
+    thread_id = opened.answer["thread_id"]
+    labelled = await forge.send(forge.labeled(issue, "perf"))
+    assert labelled.answer["status"] == "accepted", labelled.answer
+    reply = await world.human.request("GET", f"/api/messages/{labelled.answer['message_id']}")
+    assert reply["reply_to"] == thread_id and reply["mentions"] == ["pb2"]
+    assert "labelled perf by maintainer" in reply["body"] and reply["body"].endswith("@pb2")
+    assert [m["id"] for m in (await world.peer.inbox())["messages"]] == [reply["id"]]
+    assert [m["id"] for m in (await world.bot.inbox())["messages"]] == [thread_id]  # pb heard once
+    again = await forge.send(forge.labeled(issue | {"labels": [{"name": "bug"}]}, "perf"))
+    assert again.answer["status"] == "ignored" and "@pb2" in again.answer["detail"]
 
 
 async def test_a_comment_becomes_a_reply_in_the_issues_thread(world: World, forge: FakeForge) -> None:

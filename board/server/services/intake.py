@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -460,15 +461,22 @@ def _mapping_for(d: forge.Delivery, rows: list[Row]) -> Row | None:
 
     A ``labeled`` delivery opens a thread only for a mapped label (the one added, on GitHub).
     """
-    labels = set(d.labels)
-    if d.action == "labeled" and d.added_label is not None:
-        labels = {d.added_label}
-    for row in rows:
-        if row["label"] and row["label"] in labels:
-            return row
+    labelled = _labelled_rows(d, rows)
+    if labelled:
+        return labelled[0]
     if d.action in ("labeled", "label_updated"):
         return None
     return next((row for row in rows if not row["label"]), None)
+
+
+def _labelled_rows(d: forge.Delivery, rows: list[Row]) -> list[Row]:
+    """The mappings of the delivery's labels, in the labels' order: on GitHub's ``labeled``
+    the one label added; otherwise every label the issue has now (Forgejo's
+    ``label_updated`` names no label added, only the labels as they are)."""
+    labels = set(d.labels)
+    if d.action == "labeled" and d.added_label is not None:
+        labels = {d.added_label}
+    return [row for row in rows if row["label"] and row["label"] in labels]
 
 
 def _meta(signed: Signed, url: str, by: str) -> dict[str, Any]:
@@ -556,16 +564,29 @@ async def _labelled(
 ) -> Outcome:
     """A mapped label added to an issue that has its thread: a reply there mentions the label's
     bot, once. Issues are labelled after they are opened, as a maintainer triages them; with a
-    row for the whole repository the thread is made first, and the label's bot never heard."""
+    row for the whole repository the thread is made first, and the label's bot never heard.
+
+    Where the forge names no label added (Forgejo), every mapped label's bot not on the thread
+    yet is mentioned: the one added may sort after one whose bot heard already."""
     d = signed.delivery
-    row = _mapping_for(d, rows)
     already = f"issue #{d.number} has its thread {root['id']} already"
-    if row is None or not row["bot"] or row["workspace_id"] != root["workspace_id"]:
+    wanted: dict[str, Row] = {}  # each bot by its first mapped label
+    for row in _labelled_rows(d, rows):
+        if row["bot"] and row["workspace_id"] == root["workspace_id"]:
+            wanted.setdefault(row["bot"], row)
+    if not wanted:
         return _ignored(already, root["id"])
+    found = await scope.mentionable(conn, list(wanted), workspace["id"], None)
+    heard = {
+        handle
+        for agent_id, handle in found.items()
+        if await message_store.on_thread(conn, root["id"], agent_id)
+    }
+    new = [row for handle, row in wanted.items() if handle in found.values() and handle not in heard]
+    if not new:
+        return _ignored(f"{already}, with {_handles(wanted)} on it", root["id"])
+    labels = ", ".join(_inline(row["label"]) for row in new)
     board = await board_principal(conn)
-    found = await scope.mentionable(conn, [row["bot"]], workspace["id"], None)
-    if not found or await message_store.on_thread(conn, root["id"], next(iter(found))):
-        return _ignored(f"{already}, with @{row['bot']} on it", root["id"])
     url = forge.text(d.issue.get("html_url"), 500)
     by = forge.login({"user": d.payload.get("sender")})
     event = await append(
@@ -573,17 +594,24 @@ async def _labelled(
         ctx,
         workspace=workspace,
         author=board,
-        body=f"[{d.repository}#{d.number}]({url}) labelled {_inline(row['label'])} by {by} on "
-        f"{FORGE_NAMES[signed.kind]}: @{row['bot']}",
+        body=f"[{d.repository}#{d.number}]({url}) labelled {labels} by {by} on "
+        f"{FORGE_NAMES[signed.kind]}: {_handles(row['bot'] for row in new)}",
         kind="channel",
         parent=root,
         tags=[INTAKE_TAG],
         meta=_meta(signed, url, by),
-        mention=[row["bot"]],
+        mention=[row["bot"] for row in new],
     )
     return Outcome(
-        "accepted", f"issue #{d.number} labelled {row['label']}", root["id"], int(event.message["id"])
+        "accepted",
+        f"issue #{d.number} labelled {', '.join(row['label'] for row in new)}",
+        root["id"],
+        int(event.message["id"]),
     )
+
+
+def _handles(handles: Iterable[str]) -> str:
+    return " ".join(f"@{handle}" for handle in handles)
 
 
 async def _own_comment(conn: Connection, source_id: int, comment: dict[str, Any]) -> bool:
