@@ -2,7 +2,8 @@
 
 One method per API route. Errors come back as :class:`BoardAPIError` carrying the
 board's error code, so callers branch on ``exc.code == "CLAIMED"`` rather than on
-status numbers. Daemons import this module and nothing else from the board.
+status numbers. Daemons import this module, and :mod:`board.wire` for the values its answers
+carry, and nothing else from the board.
 """
 
 from __future__ import annotations
@@ -15,9 +16,6 @@ from urllib.parse import quote
 import aiohttp
 
 JSON = dict[str, Any]
-#: The claim events (``meta.claim``) after which a thread's claim has ended: a bot's daemon closes
-#: the thread's worktree on one, and the board sends one to each bot with a live worktree there.
-CLAIM_ENDS = frozenset({"done", "release", "expire", "handoff"})
 
 
 class BoardAPIError(Exception):

@@ -19,7 +19,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ..client import CLAIM_ENDS, BoardAPIError, BoardClient
+from ..client import BoardAPIError, BoardClient
+from ..wire import CLAIM_ENDS
 from .logs import EventLog
 from .state import BotState
 from .worktrees import GitError, Repo, Summary

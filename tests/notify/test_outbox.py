@@ -677,6 +677,25 @@ async def test_a_notice_names_its_thread_so_two_of_one_channel_tell_apart(
     assert len(cut) == 60
 
 
+async def test_a_post_among_bots_reads_no_thread_name(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bots hear of nothing out of band: a bot's mention of a bot, and the reply mentioning it
+    back, read no thread root (nor parse one) to name a notice no one gets; a bot's mention
+    of a human still names its thread."""
+    named: list[int] = []
+    thread_name = outbound.thread_name
+
+    async def counted(conn: Any, message: dict[str, Any]) -> str | None:
+        named.append(int(message["id"]))
+        return await thread_name(conn, message)
+
+    monkeypatch.setattr(outbound, "thread_name", counted)
+    root = await world.bot.post("@pb2 the parser fails", channel="lobby", workspace="proj")
+    await world.peer.post("@pb on it", reply_to=int(root["id"]))
+    assert named == []
+    to_human = await world.bot.post("@alice your call", reply_to=int(root["id"]))
+    assert named == [int(to_human["id"])]
+
+
 async def test_a_read_failing_between_passes_does_not_end_the_dispatcher(
     board: Board, receiver: Receiver, mailbox: Mailbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...client import CLAIM_ENDS
+from ...wire import CLAIM_ENDS
 from ..errors import Claimed, InvalidArgument
 from ..hub import Event
 from ..principal import Principal

@@ -22,6 +22,7 @@ do not hold them. Every other kind found in quiet hours waits until the window e
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
@@ -153,18 +154,26 @@ def wake() -> None:
 
 
 async def for_message(
-    conn: Connection, ctx: Context, message: dict[str, Any], reasons: dict[int, str], author_id: int
+    conn: Connection,
+    ctx: Context,
+    message: dict[str, Any],
+    reasons: dict[int, str],
+    author_id: int,
+    bots: Collection[int] = (),
 ) -> None:
-    """A posted message's notifications: mentions, DMs and the board's held notices."""
+    """A posted message's notifications: mentions, DMs and the board's held notices.
+
+    ``bots`` are those of ``reasons`` known to be bots (a bot's post has asked): they hear of
+    nothing out of band, so a post among bots names no thread and enqueues nothing.
+    """
     by_kind: dict[str, list[int]] = {}
     for agent_id, reason in reasons.items():
         kind = REASON_KINDS.get(reason)
-        if kind is not None:
+        if kind is not None and agent_id not in bots:
             by_kind.setdefault(kind, []).append(agent_id)
     thread = None
     if by_kind.keys() - {"held"}:  # a mention, DM or hand-off names its thread
-        root = message if message["reply_to"] is None else await messages.by_id(conn, message["thread_id"])
-        thread = first_line(str(root["body"])) if root is not None else None
+        thread = await thread_name(conn, message)
     for kind, to in by_kind.items():
         subject, link = message_notice(message, kind, thread)
         await enqueue(
@@ -178,6 +187,12 @@ async def for_message(
             link=link,
             actor_id=author_id,
         )
+
+
+async def thread_name(conn: Connection, message: dict[str, Any]) -> str | None:
+    """The name of ``message``'s thread: its root's first line (a reply reads the root)."""
+    root = message if message["reply_to"] is None else await messages.by_id(conn, message["thread_id"])
+    return first_line(str(root["body"])) if root is not None else None
 
 
 def message_notice(message: dict[str, Any], kind: str, thread: str | None = None) -> tuple[str, str]:

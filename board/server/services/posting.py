@@ -115,6 +115,7 @@ async def append(
         reasons = {agent_id: why for agent_id, why in reasons.items() if agent_id in (also_for or {})}
     tags = list(tags or [])
     verdict = loopguard.Verdict()
+    bots: list[int] = []  # those of reasons that are bots, asked only for a bot's post
     if author.is_bot:
         kinds = await loop_store.kinds(conn, list(reasons))
         bots = [agent_id for agent_id, kind in kinds.items() if kind == "bot"]
@@ -167,7 +168,7 @@ async def append(
     )
     emit(event)
     if reasons:
-        await outbound.for_message(conn, ctx, message, reasons, author.agent_id)
+        await outbound.for_message(conn, ctx, message, reasons, author.agent_id, frozenset(bots))
     if author.is_bot and not verdict.held:
         await replies.for_message(conn, ctx, message)
     if verdict.notice is not None:
