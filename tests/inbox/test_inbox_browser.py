@@ -94,7 +94,7 @@ async def test_a_mention_notifies_a_hidden_tab_and_reading_it_clears_every_tab(
     raised = await board.page.evaluate("window.raised")
     assert raised == [
         {
-            "title": "pb mentioned you in #lobby",
+            "title": "pb mentioned you in #lobby: @alice the release needs your go-ahead",
             "body": "@alice the release needs your go-ahead",
             "tag": f"m{posted['id']}",
         }

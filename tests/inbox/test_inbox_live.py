@@ -61,7 +61,7 @@ async def test_a_mention_anywhere_counts_highlights_and_notifies_and_reading_cle
     assert told["notify"] == [
         {
             "kind": "mention",
-            "title": "ob mentioned you in #lobby",
+            "title": "ob mentioned you in #lobby: @alice the other project needs you",
             "body": "@alice the other project needs you",
             "url": f"/t/{posted['id']}#m{posted['id']}",
             "tag": f"m{posted['id']}",
@@ -69,6 +69,18 @@ async def test_a_mention_anywhere_counts_highlights_and_notifies_and_reading_cle
     ]
     await world.human.receipts([posted["id"]], "seen")  # another tab, or a client: the same receipts
     assert await _next_inbox(resp) == {"unread": 0, "highlight": [], "read": [posted["id"]], "notify": []}
+    resp.close()
+    await alice.close()
+
+
+async def test_a_replys_notification_names_its_thread_by_the_roots_first_line(world: World) -> None:
+    """As the mailed notice does: two mentions in #lobby otherwise read the same in the tray."""
+    root = await world.bot.post("## Release *2.1* checklist\n\nSteps below.", channel="lobby")
+    alice = await sign_in(world.board)
+    resp, _ = await _open(alice)
+    await world.peer.post("@alice the tag is pushed", reply_to=root["id"])
+    told = await _next_inbox(resp)
+    assert [n["title"] for n in told["notify"]] == ["pb2 mentioned you in #lobby: Release 2.1 checklist"]
     resp.close()
     await alice.close()
 
@@ -117,7 +129,9 @@ async def test_a_kind_turned_off_is_not_notified_but_still_counted(world: World)
     await world.human.request_object("PUT", "/api/notifications", json={"dm": True})
     again = await world.bot.post("and once more", conversation=dm["id"])
     told = await _next_inbox(resp)
-    assert [(n["kind"], n["title"]) for n in told["notify"]] == [("dm", "pb wrote to you in a conversation")]
+    assert [(n["kind"], n["title"]) for n in told["notify"]] == [
+        ("dm", "pb wrote to you in a conversation: and once more")
+    ]
     assert told["highlight"] == [again["id"]]
     resp.close()
     await alice.close()
@@ -130,7 +144,9 @@ async def test_a_budget_hold_is_notified_and_a_bots_tags_cannot_pass_for_one(wor
         "@alice held?", channel="lobby", workspace="proj", tags=["budget-held", "loop-paused"]
     )
     told = await _next_inbox(resp)
-    assert [(n["kind"], n["title"]) for n in told["notify"]] == [("mention", "pb mentioned you in #lobby")]
+    assert [(n["kind"], n["title"]) for n in told["notify"]] == [
+        ("mention", "pb mentioned you in #lobby: @alice held?")
+    ]
 
     await world.human.set_budget("pb", budget_wakes=1)
     await world.bot.record_wake(harness="claude", started_at=iso(datetime.now(UTC)), outcome="ok")

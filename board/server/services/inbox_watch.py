@@ -1,14 +1,14 @@
 """What a human's open tab is told of its inbox: the unread count, which messages on the page
 became read, which arrivals to highlight, and what to raise a browser notification for.
 
-One :class:`Watch` per live stream. It reads nothing per message: an arrival's kind comes
-from the hub's event (its inbox reason and tags). It reads the unread count when the inbox
-changed (an arrival, a receipt), the page's highlighted ids still unread when receipts
-changed, the pending routine versions and the runs failed since the tab opened when the
-routines changed, the crashed or misconfigured bots when the fleet
-changed, and the proposals made since the
-tab opened when one was made (``knowledge.documents.REVIEWS``), each only while its kind of
-notification is on. A human is not told of a proposal of their own.
+One :class:`Watch` per live stream. It reads nothing per message: an arrival's kind comes from
+the hub's event (its inbox reason and tags); only a notification raised for a reply reads its
+thread's root, to name the thread in its title as the mailed one does. It reads the unread
+count when the inbox changed (an arrival, a receipt), the page's highlighted ids still unread
+when receipts changed, the pending routine versions and the runs failed since the tab opened
+when the routines changed, the crashed or misconfigured bots when the fleet changed, and the
+proposals made since the tab opened when one was made (``knowledge.documents.REVIEWS``), each
+only while its kind of notification is on. A human is not told of a proposal of their own.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Watch:
         """The frame for what a batch brought, or None when it changes nothing the tab shows."""
         if inbox.settings_changed(self.p.agent_id) in signals:
             await self._read_settings()
-        notes = [n for a in arrivals if (n := self._note(a)) is not None]
+        notes = [n for a in arrivals if (n := await self._note(a)) is not None]
         fresh = [a.event.id for a in arrivals if a.reason in inbox.HIGHLIGHTED]
         self.tracked = list(dict.fromkeys([*self.tracked, *fresh]))[-TRACKED:]
         if routines.CHANGES in signals and self.on.get("routine"):
@@ -103,12 +103,17 @@ class Watch:
         if self.on["review"]:
             self.reviews = {int(r["id"]) for r in await self._proposals()}
 
-    def _note(self, arrival: Arrival) -> dict[str, Any] | None:
+    async def _note(self, arrival: Arrival) -> dict[str, Any] | None:
         message = arrival.event.message
         kind = inbox.notice_kind(arrival.reason)
         if kind is None or not self.on.get(kind):
             return None
-        title, url = outbound.message_notice(message, kind)
+        thread = (
+            None
+            if kind == "held"
+            else await self.ctx.db.read(lambda conn: outbound.thread_name(conn, message))
+        )
+        title, url = outbound.message_notice(message, kind, thread)
         return note(kind, title, message["body"][: messages.PREVIEW_CHARS], url, f"m{message['id']}")
 
     async def _pending(self) -> set[tuple[str, int]]:
