@@ -189,6 +189,10 @@ async def test_a_refusal_names_a_query_parameter_so_and_a_bound_of_one_is_no_plu
     status, body = await raw(world, "GET", "/api/knowledge?as_of=yesterday", token=world.bot.token)
     assert status == 422 and body["error"]["details"]["field"] == "as_of"
     assert body["error"]["message"].startswith("The parameter as_of is not an RFC 3339 time")
+    # A time a service checks after the parse is a parameter too: not "The from must be ...".
+    status, body = await raw(world, "GET", "/api/audit?from=yesterday", token=world.human.token)
+    assert status == 422 and body["error"]["details"]["field"] == "from"
+    assert body["error"]["message"] == "The parameter from must be an RFC 3339 time."
     status, body = await raw(
         world, "POST", "/api/messages", data=b'{"channel": "lobby", "body": 1}', token=world.bot.token
     )

@@ -9,15 +9,13 @@ declaration into the OpenAPI schema, so the contract and the check cannot drift.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import math
 import re
 import types
 import typing
-from collections.abc import Iterator, Mapping
-from contextvars import ContextVar
+from collections.abc import Mapping
 from typing import Any, TypeVar, Union
 
 from .clock import iso, parse_time
@@ -111,28 +109,13 @@ def _type_name(kind: Any) -> str:
     return names.get(kind, getattr(kind, "__name__", str(kind)))
 
 
-#: Set while a query string is read: its names are parameters (``since``, ``before``, ``all``),
-#: mostly no nouns, so a refusal calls each one so rather than reading "The since must ...".
-_QUERY: ContextVar[bool] = ContextVar("query", default=False)
-
-
-@contextlib.contextmanager
-def query_names(query: bool = True) -> Iterator[None]:
-    """Refusals inside call the names they check parameters (``query``), as a query string's
-    are: :func:`parse_query`, and a service that checks a parameter's value further."""
-    reading = _QUERY.set(query)
-    try:
-        yield
-    finally:
-        _QUERY.reset(reading)
-
-
-def the(name: str) -> str:
+def the(name: str, *, query: bool = False) -> str:
     """A field as a refusal's sentence starts with it, unquoted: ``The body``, and a name that
     is no plain word (a letter is none) called a field, ``The field commits[0].sha``, ``The
-    field q``; in a query string, ``The parameter since`` (the name stays as sent, and
-    ``details.field`` has it for programs)."""
-    if _QUERY.get():
+    field q``. A ``query`` string's names are parameters (``since``, ``before``, ``all``),
+    mostly no nouns: ``The parameter since`` (the name stays as sent, and ``details.field``
+    has it for programs)."""
+    if query:
         return f"The parameter {name}"
     return f"The {name}" if name.isalpha() and len(name) > 1 else f"The field {name}"
 
@@ -151,105 +134,114 @@ def too_large(what: str, size: int, most: int, unit: str) -> str:
     return f"{what} {verb} {figure(size)} {unit}; at most {figure(most)} are allowed."
 
 
-def _check_string(name: str, value: str, meta: Mapping[str, Any]) -> str:
+def _check_string(name: str, value: str, meta: Mapping[str, Any], query: bool) -> str:
     if has_surrogate(value):
         raise InvalidArgument(
-            f"{the(name)} has a lone UTF-16 surrogate; send text that is valid Unicode.", field=name
+            f"{the(name, query=query)} has a lone UTF-16 surrogate; send text that is valid Unicode.",
+            field=name,
         )
     if not meta.get("multiline") and ("\n" in value or "\r" in value):
-        raise InvalidArgument(f"{the(name)} must be one line.", field=name)
+        raise InvalidArgument(f"{the(name, query=query)} must be one line.", field=name)
     value = value.replace("\r\n", "\n")
     if _CONTROL.search(value):
-        raise InvalidArgument(f"{the(name)} contains control characters; remove them.", field=name)
+        raise InvalidArgument(
+            f"{the(name, query=query)} contains control characters; remove them.", field=name
+        )
     if meta.get("max_len") is not None and len(value) > meta["max_len"]:
         error = LimitExceeded if meta.get("limit") else InvalidArgument
         raise error(
-            too_large(the(name), len(value), meta["max_len"], "characters"),
+            too_large(the(name, query=query), len(value), meta["max_len"], "characters"),
             field=name,
             limit=meta["max_len"],
         )
     if meta.get("min_len") is not None and len(value) < meta["min_len"]:
         least = meta["min_len"]
+        characters = "character" if least == 1 else "characters"
         raise InvalidArgument(
-            f"{the(name)} must have at least {figure(least)} character{'' if least == 1 else 's'}.",
-            field=name,
+            f"{the(name, query=query)} must have at least {figure(least)} {characters}.", field=name
         )
     if meta.get("pattern") is not None and not meta["pattern"].fullmatch(value):
         raise InvalidArgument(
-            f"{the(name)} must match {meta['pattern'].pattern}; got {value[:80]!r}.", field=name
+            f"{the(name, query=query)} must match {meta['pattern'].pattern}; got {value[:80]!r}.", field=name
         )
     if meta.get("choices") is not None and value not in meta["choices"]:
         raise InvalidArgument(
-            f"{the(name)} must be one of {', '.join(meta['choices'])}; got {value[:80]!r}.", field=name
+            f"{the(name, query=query)} must be one of {', '.join(meta['choices'])}; got {value[:80]!r}.",
+            field=name,
         )
     if meta.get("time"):
-        return stored_time(name, value)
+        return stored_time(name, value, query=query)
     return value
 
 
-def _check(name: str, kind: Any, value: Any, meta: Mapping[str, Any]) -> Any:
+def _check(name: str, kind: Any, value: Any, meta: Mapping[str, Any], query: bool) -> Any:
     kind, optional = _unwrap_optional(kind)
     if value is None:
         if optional:
             return None
-        raise InvalidArgument(f"{the(name)} may not be null.", field=name)
+        raise InvalidArgument(f"{the(name, query=query)} may not be null.", field=name)
     origin = typing.get_origin(kind)
     if origin is list:
         if not isinstance(value, list):
-            raise InvalidArgument(f"{the(name)} must be {_type_name(kind)}.", field=name)
+            raise InvalidArgument(f"{the(name, query=query)} must be {_type_name(kind)}.", field=name)
         if meta.get("max_items") is not None and len(value) > meta["max_items"]:
             raise LimitExceeded(
-                too_large(f"{the(name)} list", len(value), meta["max_items"], "items"),
+                too_large(f"{the(name, query=query)} list", len(value), meta["max_items"], "items"),
                 field=name,
                 limit=meta["max_items"],
             )
         (item_kind,) = typing.get_args(kind)
         item_meta = _item_meta(meta)
-        return [_check(f"{name}[{i}]", item_kind, item, item_meta) for i, item in enumerate(value)]
+        return [_check(f"{name}[{i}]", item_kind, item, item_meta, query) for i, item in enumerate(value)]
     if origin is dict or kind is dict:
         if not isinstance(value, dict):
-            raise InvalidArgument(f"{the(name)} must be an object.", field=name)
-        return _check_json(name, value)
+            raise InvalidArgument(f"{the(name, query=query)} must be an object.", field=name)
+        return _check_json(name, value, query)
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-        return parse_body(kind, value, prefix=f"{name}.")
+        return parse_body(kind, value, prefix=f"{name}.", query=query)
     if kind is bool:
         if not isinstance(value, bool):
-            raise InvalidArgument(f"{the(name)} must be true or false.", field=name)
+            raise InvalidArgument(f"{the(name, query=query)} must be true or false.", field=name)
         return value
     if kind in (int, float):
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise InvalidArgument(f"{the(name)} must be a {_type_name(kind)}.", field=name)
+            raise InvalidArgument(f"{the(name, query=query)} must be a {_type_name(kind)}.", field=name)
         if kind is int and (isinstance(value, float) and not value.is_integer()):
-            raise InvalidArgument(f"{the(name)} must be a whole number.", field=name)
+            raise InvalidArgument(f"{the(name, query=query)} must be a whole number.", field=name)
         if isinstance(value, float) and not math.isfinite(value):
-            raise InvalidArgument(f"{the(name)} must be a finite number.", field=name)
+            raise InvalidArgument(f"{the(name, query=query)} must be a finite number.", field=name)
         value = kind(value)
         if kind is int and not INT64_MIN <= value <= INT64_MAX:
-            raise InvalidArgument(f"{the(name)} is out of range.", field=name)
+            raise InvalidArgument(f"{the(name, query=query)} is out of range.", field=name)
         if meta.get("min") is not None and value < meta["min"]:
-            raise InvalidArgument(f"{the(name)} must be at least {figure(meta['min'])}.", field=name)
+            raise InvalidArgument(
+                f"{the(name, query=query)} must be at least {figure(meta['min'])}.", field=name
+            )
         if meta.get("max") is not None and value > meta["max"]:
-            raise InvalidArgument(f"{the(name)} must be at most {figure(meta['max'])}.", field=name)
+            raise InvalidArgument(
+                f"{the(name, query=query)} must be at most {figure(meta['max'])}.", field=name
+            )
         return value
     if kind is str:
         if not isinstance(value, str):
-            raise InvalidArgument(f"{the(name)} must be a string.", field=name)
-        return _check_string(name, value, meta)
+            raise InvalidArgument(f"{the(name, query=query)} must be a string.", field=name)
+        return _check_string(name, value, meta, query)
     if kind is Any:
-        return _check_json(name, value)
+        return _check_json(name, value, query)
     raise TypeError(f"unsupported field type {kind!r} for {name}")
 
 
-def _check_json(name: str, value: Any) -> Any:
+def _check_json(name: str, value: Any, query: bool) -> Any:
     """A free-form value (an object, or ``Any``) the board can store and send back unchanged."""
     fault = problem(value, name)
     if fault is not None:
-        raise InvalidArgument(f"{the(name)} {fault}; send standard JSON.", field=name)
+        raise InvalidArgument(f"{the(name, query=query)} {fault}; send standard JSON.", field=name)
     return value
 
 
-def parse_body(cls: type[T], data: Any, *, prefix: str = "") -> T:
-    """Build ``cls`` from a decoded JSON object, strictly."""
+def parse_body(cls: type[T], data: Any, *, prefix: str = "", query: bool = False) -> T:
+    """Build ``cls`` from a decoded JSON object, strictly; ``query``: a query string's (refusals
+    call its names parameters, :func:`the`)."""
     if not isinstance(data, dict):
         raise InvalidArgument(f"Expected a JSON object{' for ' + prefix[:-1] if prefix else ''}.")
     hints = _hints(cls)
@@ -261,9 +253,9 @@ def parse_body(cls: type[T], data: Any, *, prefix: str = "") -> T:
     values = {}
     for name, f in fields.items():
         if name in data:
-            values[f.name] = _check(prefix + name, hints[f.name], data[name], f.metadata)
+            values[f.name] = _check(prefix + name, hints[f.name], data[name], f.metadata, query)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise InvalidArgument(f"{the(prefix + name)} is required.", field=prefix + name)
+            raise InvalidArgument(f"{the(prefix + name, query=query)} is required.", field=prefix + name)
     return cls(**values)
 
 
@@ -272,19 +264,21 @@ def _shown(name: str) -> str:
     return "".join("\ufffd" if has_surrogate(c) else c for c in name[:80])
 
 
-def _from_text(name: str, kind: Any, text: str) -> Any:
+def _from_text(name: str, kind: Any, text: str, query: bool) -> Any:
     kind, _ = _unwrap_optional(kind)
     if kind is bool:
         if text.lower() in ("1", "true", "yes"):
             return True
         if text.lower() in ("0", "false", "no"):
             return False
-        raise InvalidArgument(f"{the(name)} must be true or false.", field=name)
+        raise InvalidArgument(f"{the(name, query=query)} must be true or false.", field=name)
     if kind in (int, float):
         try:
             return kind(text)
         except ValueError:
-            raise InvalidArgument(f"{the(name)} must be a {_type_name(kind)}.", field=name) from None
+            raise InvalidArgument(
+                f"{the(name, query=query)} must be a {_type_name(kind)}.", field=name
+            ) from None
     if typing.get_origin(kind) is list:
         return [part for part in text.split(",") if part]
     return text
@@ -296,15 +290,14 @@ def parse_query(cls: type[T], query: Mapping[str, str], *, form: bool = False) -
     hints = _hints(cls)
     known = _wire_fields(cls)
     data: dict[str, Any] = {}
-    with query_names(not form):
-        for name in query:
-            if name not in known:
-                raise InvalidArgument(
-                    f"Unknown parameter {_shown(name)}; known parameters: {', '.join(sorted(known))}.",
-                    field=_shown(name),
-                )
-            data[name] = _from_text(name, hints[known[name].name], query[name])
-        return parse_body(cls, data)
+    for name in query:
+        if name not in known:
+            raise InvalidArgument(
+                f"Unknown parameter {_shown(name)}; known parameters: {', '.join(sorted(known))}.",
+                field=_shown(name),
+            )
+        data[name] = _from_text(name, hints[known[name].name], query[name], not form)
+    return parse_body(cls, data, query=not form)
 
 
 def _item_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -394,21 +387,22 @@ def check_new_name(what: str, name: str, field: str) -> None:
         raise InvalidArgument(f"A new {what} starts with a letter or digit; got {name[:40]!r}.", field=field)
 
 
-def whole_number(name: str, text: str) -> int:
-    """A positive whole number given as text (a path segment), or INVALID_ARGUMENT naming it."""
+def whole_number(name: str, text: str, *, query: bool = False) -> int:
+    """A positive whole number given as text (a path segment, a page's parameter), or INVALID_ARGUMENT
+    naming it."""
     if not text.isdigit() or len(text) > 18:
-        raise InvalidArgument(f"{the(name)} must be a positive whole number.")
+        raise InvalidArgument(f"{the(name, query=query)} must be a positive whole number.")
     return int(text)
 
 
-def rfc3339(name: str, text: str | None) -> str | None:
+def rfc3339(name: str, text: str | None, *, query: bool = False) -> str | None:
     """A time a caller gave, as stored (RFC 3339 UTC, seconds), or INVALID_ARGUMENT naming it."""
-    return None if text is None else stored_time(name, text)
+    return None if text is None else stored_time(name, text, query=query)
 
 
-def stored_time(name: str, text: str) -> str:
+def stored_time(name: str, text: str, *, query: bool = False) -> str:
     """:func:`rfc3339` for a time that is there."""
     try:
         return iso(parse_time(text))
     except ValueError:
-        raise InvalidArgument(f"{the(name)} must be an RFC 3339 time.", field=name) from None
+        raise InvalidArgument(f"{the(name, query=query)} must be an RFC 3339 time.", field=name) from None

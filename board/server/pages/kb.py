@@ -50,7 +50,7 @@ async def document(call: PageCall, kept: Kept = NOTHING_KEPT) -> web.StreamRespo
     """One document's page; ``kept`` a refused form of it (its reason typed) to show again."""
     slug, path = call.arg("slug"), call.arg("path")
     query = dict(call.request.query)
-    revision = whole_number("revision", query["revision"]) if query.get("revision") else None
+    revision = whole_number("revision", query["revision"], query=True) if query.get("revision") else None
     view = inputs.DocumentQuery(workspace=slug, revision=revision)
     doc = await reads.get_document(call.ctx, call.p, slug, path, view)
     history = await reads.history(
@@ -65,8 +65,8 @@ async def document(call: PageCall, kept: Kept = NOTHING_KEPT) -> web.StreamRespo
             path,
             inputs.DiffQuery(
                 workspace=slug,
-                from_=whole_number("from", query["from"]) if query.get("from") else None,
-                to=whole_number("to", query["to"]) if query.get("to") else None,
+                from_=whole_number("from", query["from"], query=True) if query.get("from") else None,
+                to=whole_number("to", query["to"], query=True) if query.get("to") else None,
             ),
         )
     return call.render(

@@ -68,7 +68,7 @@ class AuditQuery:
 
 async def entries(ctx: Context, p: Principal, q: AuditQuery) -> Page:
     actions.require(p, "audit.read")
-    at_from, at_until = rfc3339("from", q.at_from), rfc3339("until", q.until)
+    at_from, at_until = rfc3339("from", q.at_from, query=True), rfc3339("until", q.until, query=True)
     rows = await ctx.db.read(
         lambda conn: store.select(
             conn,

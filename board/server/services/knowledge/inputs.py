@@ -141,13 +141,14 @@ class ReviewQueueQuery:
     max_bytes: int | None = arg(None, min=1)
 
 
-def normalize_time(value: str | None, name: str) -> str | None:
-    """A named time as stored (RFC 3339, UTC), or INVALID_ARGUMENT naming the field."""
+def normalize_time(value: str | None, name: str, *, query: bool = False) -> str | None:
+    """A named time as stored (RFC 3339, UTC), or INVALID_ARGUMENT naming the field (the
+    parameter, of a ``query`` string)."""
     if value is None:
         return None
     try:
         return iso(parse_time(value))
     except ValueError:
         raise InvalidArgument(
-            f"{the(name)} is not an RFC 3339 time (2026-12-15T00:00:00Z).", field=name
+            f"{the(name, query=query)} is not an RFC 3339 time (2026-12-15T00:00:00Z).", field=name
         ) from None

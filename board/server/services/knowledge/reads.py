@@ -15,7 +15,6 @@ from ...store import knowledge as store
 from ...store.connection import Connection
 from ...store.rows import Row
 from ...store.search import bounded
-from ...validation import query_names
 from .. import scope
 from ..context import Context
 from ..messages import fts_query
@@ -28,8 +27,7 @@ from .render import accepted_at, dispute_dict, doc_item, proposal_dict, revision
 
 def _times(as_of: str | None, valid_at: str | None) -> tuple[str | None, str | None]:
     """The query's times as stored (its parameters, so refusals call them so)."""
-    with query_names():
-        return normalize_time(as_of, "as_of"), normalize_time(valid_at, "valid_at")
+    return normalize_time(as_of, "as_of", query=True), normalize_time(valid_at, "valid_at", query=True)
 
 
 async def list_documents(ctx: Context, p: Principal, slug: str | None, q: KnowledgeList) -> Page:
