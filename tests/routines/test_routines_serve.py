@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import pytest
 
 from board.client import BoardClient
 from routines.runner import Runner
 from tests.support.processes import add_human, kill, serve, wait_healthy
+from tests.support.routines_support import StuckBoard
 
 
 async def test_serve_with_routines_runs_what_a_human_runs_now(tmp_path: Path) -> None:
@@ -40,27 +41,6 @@ async def test_serve_with_routines_runs_what_a_human_runs_now(tmp_path: Path) ->
             assert any(e["target"] == "board" for e in audited["entries"])  # the runner's token
     finally:
         kill(served.proc)
-
-
-class StuckBoard:
-    """A board whose answer to a check's read never comes: the check stays under way."""
-
-    def __init__(self) -> None:
-        self.reads = 0
-        self.under_way = asyncio.Event()
-        self.ended = False
-
-    async def routines(self, since: int | None = None, wait: int | None = None) -> dict[str, Any]:
-        self.reads += 1
-        if wait is not None:  # the runner's long poll: nothing changes
-            await asyncio.sleep(3600)
-        elif self.reads > 1:  # a check APScheduler fired
-            self.under_way.set()
-            try:
-                await asyncio.sleep(3600)
-            finally:
-                self.ended = True
-        return {"cursor": 1, "routines": []}
 
 
 async def test_a_runner_stopped_with_its_duty_lost_ends_its_checks_under_way_first(
