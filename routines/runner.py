@@ -118,8 +118,8 @@ class Runner:
                     log.warning("routines: %d check(s) still under way as the runner stops", len(left))
 
     async def _fired(self) -> None:
-        """A pass APScheduler fired, in a task of its own: :meth:`run` ends it with the runner
-        (APScheduler's cancel would neither wait for it nor go unreported as a failure)."""
+        """A pass APScheduler fired, in a task of its own, which :meth:`run` ends with the runner:
+        APScheduler's shutdown cancels it without waiting, and reports the cancel as a failure."""
         task = asyncio.current_task()
         assert task is not None
         self._passes.add(task)
