@@ -45,6 +45,8 @@ log = logging.getLogger("routines")
 LOST_RACE = ("NAME_CONFLICT", "VERSION_CONFLICT")
 LONG_POLL_SECONDS = 50
 RETRY_SECONDS = 2.0
+#: Seconds a stopping runner waits for its cancelled passes to end (each ends at its next await).
+STOP_SECONDS = 10.0
 
 
 def parse_time(text: str) -> datetime:
@@ -84,11 +86,18 @@ class Runner:
         self._lock = asyncio.Lock()
         self._jobs: dict[str, tuple[Any, ...]] = {}  # routine -> what its job was made from
         self._started = False  # the first pass after start makes catch-up runs
+        self._passes: set[asyncio.Task[Any]] = set()  # the passes APScheduler fired, under way
 
     async def run(self) -> None:
-        """Until cancelled: follow the board's changes and fire the checks."""
+        """Until cancelled: follow the board's changes and fire the checks.
+
+        Cancelled (the board stopping, or its duty lost to another process), it returns once
+        the passes under way have ended too, not beside the next holder's runner. A pass
+        stopped between two board calls leaves the board whole: each call is one write, and a
+        run it left running is followed by whichever runner checks next.
+        """
         self.scheduler.add_job(
-            self.check_all,
+            self._fired,
             IntervalTrigger(seconds=self.check_every, timezone=UTC),
             id="check",
             coalesce=True,
@@ -99,7 +108,27 @@ class Runner:
         try:
             await self._follow_changes()
         finally:
-            self.scheduler.shutdown(wait=False)
+            self.scheduler.shutdown(wait=False)  # fires nothing more
+            passes = list(self._passes)
+            for task in passes:
+                task.cancel()
+            if passes:
+                _, left = await asyncio.wait(passes, timeout=STOP_SECONDS)
+                if left:
+                    log.warning("routines: %d check(s) still under way as the runner stops", len(left))
+
+    async def _fired(self) -> None:
+        """A pass APScheduler fired, in a task of its own, which :meth:`run` ends with the runner:
+        APScheduler's shutdown cancels it without waiting, and reports the cancel as a failure."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._passes.add(task)
+        try:
+            await self.check_all()
+        except asyncio.CancelledError:
+            log.info("routines: a check stopped with the runner")
+        finally:
+            self._passes.discard(task)
 
     async def _follow_changes(self) -> None:
         cursor: int | None = None
@@ -138,7 +167,7 @@ class Runner:
             _, text, zone, grace, active_since = made_of
             trigger = schedules.parse(text, zone).trigger(parse_time(active_since))
             self.scheduler.add_job(
-                self.check_all,
+                self._fired,
                 trigger,
                 id=f"routine:{name}",
                 replace_existing=True,

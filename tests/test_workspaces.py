@@ -452,3 +452,19 @@ async def test_a_moved_bot_hears_no_more_of_a_thread_it_posted_in(world: World) 
     await world.human.post("one more question", reply_to=int(root["id"]))
     assert (await world.bot.inbox(since=int(thanks["id"])))["messages"] == []
     assert (await world.bot.wake(since=int(thanks["id"]), wait=0))["messages"] == []
+
+
+async def test_a_moved_bots_inbox_lists_nothing_of_the_workspace_it_left(world: World) -> None:
+    """What had reached a bot's inbox in proj was still listed, counted and given to its wake
+    feed after its move to other: messages of a workspace it can no longer read."""
+    before = await world.human.post("@pb have a look", channel="lobby", workspace="proj")
+    assert [m["id"] for m in (await world.bot.inbox())["messages"]] == [before["id"]]
+    await world.human.set_bots("other", ["ob", "pb"])
+    after = await world.human.post("@pb and here", channel="lobby", workspace="other")
+    assert [m["id"] for m in (await world.bot.inbox())["messages"]] == [after["id"]]
+    assert [m["id"] for m in (await world.bot.wake(wait=0))["messages"]] == [after["id"]]
+    assert (await world.bot.me())["inbox"] == 1
+    page = await world.bot.inbox_threads()
+    assert [g["thread_id"] for g in page["groups"]] == [after["id"]] and page["unread"] == 1
+    await refused(world.bot.receipts([int(before["id"])]), "NOT_FOUND")
+    assert (await world.bot.inbox_mark("done", all=True))["marked"] == 1

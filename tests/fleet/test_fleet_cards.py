@@ -239,6 +239,38 @@ async def test_the_card_shows_the_last_lines_of_the_log_as_text(clocked_world: W
     ]
 
 
+async def test_the_cards_log_reads_its_json_lines_out_and_escapes_each_part(clocked_world: World) -> None:
+    """The daemon logs a JSON object a line, which the card showed raw: now its time, level,
+    event and the other fields, each escaped and cut short; any other line stays as it is."""
+    world = clocked_world
+    box1 = await keeper_with_bots(world, "box1", "run1")
+    lines = [
+        '{"at": "2026-12-05T11:54:20.123Z", "bot": "run1", "event": "turn_ended",'
+        ' "outcome": "ok", "ids": [1, 2]}',
+        '{"at": "<i>soon</i>", "level": "<b>error</b>", "event": "<script>x()</script>", "bot": "run2",'
+        ' "why": "a \\"quoted\\" <img src=x>", "long": "' + "y" * 1800 + '"}',
+        "Traceback: <b>not JSON</b>",
+        "[1, 2]",
+    ]
+    await box1.client.fleet_report({"interval": 10, "bots": [reported("run1", "running", log_tail=lines)]})
+    tail = re.search(
+        r'<div class="log-tail"[^>]*><pre>(.*?)</pre>', card(await fleet_page(world), "run1"), re.S
+    )
+    assert tail is not None
+    first, hostile, plain, array = tail.group(1).splitlines()
+    assert re.sub(r"<[^>]+>", "", first) == "11:54:20 turn_ended outcome=ok ids=[1,2]"  # its own bot left out
+    assert (
+        "<script>" not in hostile and "<img" not in hostile and "<b>" not in hostile and "<i>" not in hostile
+    )
+    text = re.sub(r"<[^>]+>", "", hostile)
+    assert text.startswith(
+        "&lt;i&gt;soon&lt;/i&gt; &lt;b&gt;error&lt;/b&gt; &lt;script&gt;x()&lt;/script&gt; bot=run2 "
+        "why=&#34;a \\&#34;quoted\\&#34; &lt;img src=x&gt;&#34; long=yyy"
+    ), text
+    assert text.endswith("y…") and len(text) < 600, text  # each value cut short
+    assert (plain, array) == ("Traceback: &lt;b&gt;not JSON&lt;/b&gt;", "[1, 2]")
+
+
 async def test_the_history_is_sampled_bounded_and_charted(clocked_world: World, clock: ManualClock) -> None:
     world = clocked_world
     box1 = await keeper_with_bots(world, "box1", "run1")

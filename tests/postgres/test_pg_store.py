@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import subprocess
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
 
-from board.client import BoardAPIError
+from board.client import BoardAPIError, BoardClient
 from board.server.api.keys import CONTEXT, OUTBOX
 from board.server.outbox.dispatch import Dispatcher
 from board.server.store import postgres
 from board.server.store.dialects import BOARD, LOCKS
 from board.server.store.postgres import PostgresStore
+from routines.runner import Runner
 from tests.support.boardtest import (
     LONG_WAIT,
     WOKEN_WITHIN,
@@ -29,6 +31,7 @@ from tests.support.boardtest import (
 )
 from tests.support.pgcluster import PgCluster
 from tests.support.processes import board_env, command
+from tests.support.routines_support import StuckBoard
 
 
 def database_url(world: World) -> str:
@@ -277,6 +280,29 @@ async def test_a_duty_whose_lock_went_with_its_connection_ends_and_is_asked_for_
     # the board's dispatcher lost its lock too, and takes it again
     await eventually(lambda: LOCKS["notify"] in held_duties(url), "the dispatcher holds its duty again")
     await eventually(lambda: world.board.app[OUTBOX].dispatching, "the dispatcher sends again")
+
+
+@postgresql_only
+async def test_a_runner_whose_duty_is_lost_ends_its_checks_under_way_with_it(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The routines runner under its duty, a check APScheduler fired waiting on the board, when
+    the server drops the lock's connection: the check ends with the runner, before the block
+    does and the process asks again, not beside the runner of whichever process took it."""
+    board = StuckBoard()
+    ctx = world.board.app[CONTEXT]
+
+    async def hold() -> str:
+        async with ctx.db.duty("routines") as mine:
+            assert mine
+            await Runner(cast(BoardClient, board), check_every=0.05).run()
+        return "ended" if board.ended else "a check still under way"
+
+    holder = asyncio.create_task(hold())
+    await asyncio.wait_for(board.under_way.wait(), WOKEN_WITHIN)
+    drop_connections(database_url(world))
+    assert await asyncio.wait_for(holder, WOKEN_WITHIN) == "ended"
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text  # no job "failed"
 
 
 @postgresql_only

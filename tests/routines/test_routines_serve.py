@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
+from typing import cast
+
+import pytest
 
 from board.client import BoardClient
+from routines.runner import Runner
 from tests.support.processes import add_human, kill, serve, wait_healthy
+from tests.support.routines_support import StuckBoard
 
 
 async def test_serve_with_routines_runs_what_a_human_runs_now(tmp_path: Path) -> None:
@@ -35,3 +41,19 @@ async def test_serve_with_routines_runs_what_a_human_runs_now(tmp_path: Path) ->
             assert any(e["target"] == "board" for e in audited["entries"])  # the runner's token
     finally:
         kill(served.proc)
+
+
+async def test_a_runner_stopped_with_its_duty_lost_ends_its_checks_under_way_first(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The duty's holder is cancelled when its lock goes: a check APScheduler fired was left
+    running after the runner stopped, beside the runner of the process that took the duty,
+    and its cancel was reported as the job's failure."""
+    board = StuckBoard()
+    runner = asyncio.create_task(Runner(cast(BoardClient, board), check_every=0.05).run())
+    await asyncio.wait_for(board.under_way.wait(), 10)
+    runner.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await runner
+    assert board.ended, "the check went on after its runner stopped"
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text

@@ -113,3 +113,26 @@ async def propose_and_approve(
         name, workspace="proj", schedule=schedule, bot="pb", prompt=f"Do {name}.", **fields
     )
     return await human.approve_version(name, 1, "approved for the test")
+
+
+class StuckBoard:
+    """A board whose answer to a check's read never comes: the check stays under way, and once
+    cancelled takes a moment to hang up, as a client closing its connection may."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+        self.under_way = asyncio.Event()
+        self.ended = False
+
+    async def routines(self, since: int | None = None, wait: int | None = None) -> dict[str, Any]:
+        self.reads += 1
+        if wait is not None:  # the runner's long poll: nothing changes
+            await asyncio.sleep(3600)
+        elif self.reads > 1:  # a check APScheduler fired
+            self.under_way.set()
+            try:
+                await asyncio.sleep(3600)
+            finally:
+                await asyncio.sleep(0.2)
+                self.ended = True
+        return {"cursor": 1, "routines": []}

@@ -5,6 +5,8 @@ Bodies are hostile input; :mod:`..markdown` says how they are made safe.
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -80,6 +82,78 @@ def claim_line(claim: dict[str, Any] | None) -> str:
     return f"claimed by {claim.get('holder')} for {held}"
 
 
+#: A log line's parts as shown: the time's text, a level and a message, each field's key and value.
+LOG_WORD = 80
+LOG_VALUE = 300
+#: A line's own level, lower-cased, to the tone it is shown in (any other level shows untoned).
+LOG_TONES = {
+    "debug": "off",
+    "info": "off",
+    "warning": "warn",
+    "warn": "warn",
+    "error": "bad",
+    "critical": "bad",
+}
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One JSON line of a daemon's log, as a person reads it: when, how bad, what, and the rest."""
+
+    at: str  # HH:MM:SS (UTC) when the time parses, else the text given
+    stamp: str  # the whole time, for its tooltip
+    level: str
+    tone: str
+    message: str
+    fields: list[tuple[str, str]]
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _shown(value: Any) -> str:
+    """A field's value in a line: a word as it is, anything else as compact JSON."""
+    if isinstance(value, str) and value and not any(c.isspace() or c in '"=' for c in value):
+        return _cut(value, LOG_VALUE)
+    try:
+        return _cut(json.dumps(value, ensure_ascii=False, separators=(",", ":")), LOG_VALUE)
+    except RecursionError:  # parsed a frame or two shallower than this
+        return "…"
+
+
+def log_entry(line: str, handle: str) -> LogEntry | None:
+    """A daemon's log line (``board/launcher/logs.py`` writes a JSON object a line) made readable;
+    None for any other line, shown as it is. Every part is the keeper's text: the template escapes
+    it, and each is cut short here (the line itself is bounded by the report's own cap). The
+    ``bot`` field is left out when it names ``handle``, the bot whose log this is."""
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):  # nested past the parser's depth: not ours either
+        return None
+    if not isinstance(record, dict):
+        return None
+    given = record.pop("at", None) or record.pop("time", None)
+    stamp = given if isinstance(given, str) else "" if given is None else _shown(given)
+    try:
+        at = f"{parse_time(stamp):%H:%M:%S}"
+    except ValueError:
+        at = _cut(stamp, LOG_WORD)
+    level = record.pop("level", "")
+    level = level if isinstance(level, str) else _shown(level)
+    message = next((record.pop(k) for k in ("event", "message", "msg") if k in record), "")
+    if record.get("bot") == handle:
+        del record["bot"]
+    return LogEntry(
+        at=at,
+        stamp=_cut(stamp, LOG_WORD),
+        level=_cut(level, LOG_WORD),
+        tone=LOG_TONES.get(level.lower(), ""),
+        message=_cut(message if isinstance(message, str) else _shown(message), LOG_VALUE),
+        fields=[(_cut(str(key), LOG_WORD), _shown(value)) for key, value in record.items()],
+    )
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("board.server.pages", "templates"),
@@ -91,6 +165,7 @@ def environment() -> jinja2.Environment:
     env.filters["markdown"] = markdown
     env.filters["when"] = when
     env.filters["last_line"] = last_line
+    env.filters["log_entry"] = log_entry
     env.globals["claim_line"] = claim_line
     env.globals["fleet_badges"] = BADGES
     env.globals["fleet_pending"] = PENDING

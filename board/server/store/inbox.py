@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..principal import ADMIN_WORKSPACE
 from .connection import Connection
 from .rows import Row, all_rows, count
 
@@ -17,6 +18,12 @@ _UNSEEN = """NOT EXISTS (SELECT 1 FROM receipts r WHERE r.agent_id = i.agent_id
     AND r.message_id = i.message_id AND r.state = 'seen')"""
 _WRITABLE = """EXISTS (SELECT 1 FROM messages wm JOIN workspaces ww ON ww.id = wm.workspace_id
     WHERE wm.id = i.message_id AND ww.archived_at IS NULL)"""
+#: An inbox row (``i``) whose message its agent reaches now: a bot moved to another workspace keeps
+#: the rows of what reached it there, but reads them no more (services/scope.py ``bot_reaches``).
+REACHED = f"""EXISTS (SELECT 1 FROM agents ra JOIN messages rm ON rm.id = i.message_id
+    LEFT JOIN workspaces rw ON rw.id = ra.workspace_id
+    WHERE ra.id = i.agent_id AND (ra.kind <> 'bot' OR ra.workspace_id = rm.workspace_id
+    OR rw.slug = '{ADMIN_WORKSPACE}'))"""
 
 
 async def groups(conn: Connection, agent_id: int, before: int | None, limit: int) -> list[Row]:
@@ -30,7 +37,7 @@ async def groups(conn: Connection, agent_id: int, before: int | None, limit: int
                    sum(CASE WHEN {_UNSEEN} THEN 1 ELSE 0 END) AS unread,
                    max(i.message_id) AS latest
             FROM inbox i JOIN messages m ON m.id = i.message_id
-            WHERE i.agent_id = ? AND {_NOT_DONE} AND {_WRITABLE}
+            WHERE i.agent_id = ? AND {_NOT_DONE} AND {_WRITABLE} AND {REACHED}
             GROUP BY m.thread_id HAVING max(i.message_id) < ?
             ORDER BY latest DESC LIMIT ?""",
         (agent_id, before if before is not None else 2**62, limit),
@@ -40,7 +47,9 @@ async def groups(conn: Connection, agent_id: int, before: int | None, limit: int
 async def unread_count(conn: Connection, agent_id: int) -> int:
     """Messages in the inbox not yet seen (done ones are seen), outside archived workspaces."""
     return await count(
-        conn, f"SELECT count(*) FROM inbox i WHERE i.agent_id = ? AND {_UNSEEN} AND {_WRITABLE}", (agent_id,)
+        conn,
+        f"SELECT count(*) FROM inbox i WHERE i.agent_id = ? AND {_UNSEEN} AND {_WRITABLE} AND {REACHED}",
+        (agent_id,),
     )
 
 
@@ -52,7 +61,7 @@ async def unread_among(conn: Connection, agent_id: int, ids: list[int]) -> dict[
     rows = await all_rows(
         conn,
         f"""SELECT i.message_id, i.reason FROM inbox i
-            WHERE i.agent_id = ? AND i.message_id IN ({marks}) AND {_UNSEEN}""",
+            WHERE i.agent_id = ? AND i.message_id IN ({marks}) AND {_UNSEEN} AND {REACHED}""",
         (agent_id, *ids),
     )
     return {int(r["message_id"]): str(r["reason"]) for r in rows}
@@ -63,7 +72,7 @@ async def in_thread(conn: Connection, agent_id: int, thread_id: int) -> int:
     return await count(
         conn,
         f"""SELECT count(*) FROM inbox i JOIN messages m ON m.id = i.message_id
-            WHERE i.agent_id = ? AND m.thread_id = ? AND {_NOT_DONE}""",
+            WHERE i.agent_id = ? AND m.thread_id = ? AND {_NOT_DONE} AND {REACHED}""",
         (agent_id, thread_id),
     )
 
@@ -80,7 +89,7 @@ async def mark(conn: Connection, agent_id: int, thread_id: int | None, state: st
     for kind in ("seen", "done") if state == "done" else ("seen",):
         cursor = await conn.execute(
             f"""INSERT INTO receipts (message_id, agent_id, state, at)
-                SELECT i.message_id, i.agent_id, ?, ? FROM inbox i WHERE {where} AND {_WRITABLE}
+                SELECT i.message_id, i.agent_id, ?, ? FROM inbox i WHERE {where} AND {_WRITABLE} AND {REACHED}
                 ON CONFLICT DO NOTHING""",
             (kind, now, *params),
         )

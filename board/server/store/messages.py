@@ -8,6 +8,7 @@ from typing import Any
 
 from ..hub import Event
 from .connection import Connection
+from .inbox import REACHED
 from .jsoncolumns import read_json
 from .rows import MessageRow, Row, all_rows, count, one
 from .search import WINDOW, Terms, relevance
@@ -108,7 +109,7 @@ class InboxFilter:
     since: int
 
     def where(self) -> tuple[str, list[Any]]:
-        return "i.agent_id = ? AND i.message_id > ?", [self.agent_id, self.since]
+        return f"i.agent_id = ? AND i.message_id > ? AND {REACHED}", [self.agent_id, self.since]
 
     def matches(self, event: Event) -> bool:
         """Whether the published message landed in this inbox after the cursor."""
@@ -462,7 +463,7 @@ async def inbox(conn: Connection, flt: InboxFilter, limit: int) -> list[MessageR
 async def unseen_count(conn: Connection, agent_id: int) -> int:
     return await count(
         conn,
-        """SELECT count(*) FROM inbox i WHERE i.agent_id = ? AND NOT EXISTS
+        f"""SELECT count(*) FROM inbox i WHERE i.agent_id = ? AND {REACHED} AND NOT EXISTS
            (SELECT 1 FROM receipts r WHERE r.agent_id = i.agent_id AND r.message_id = i.message_id)""",
         (agent_id,),
     )
@@ -475,7 +476,7 @@ async def addressed(conn: Connection, agent_id: int, message_ids: list[int]) -> 
     marks = ",".join("?" * len(message_ids))
     rows = await all_rows(
         conn,
-        f"SELECT message_id FROM inbox WHERE agent_id = ? AND message_id IN ({marks})",
+        f"SELECT message_id FROM inbox i WHERE agent_id = ? AND message_id IN ({marks}) AND {REACHED}",
         (agent_id, *message_ids),
     )
     return {row[0] for row in rows}
