@@ -176,3 +176,38 @@ async def test_a_source_tells_what_to_set_on_its_forge(world: World) -> None:
     )
     assert "application/json" in cards["acme-github"] and "Issue comments" in cards["acme-github"]
     assert "Issue labeled" in cards["acme-forgejo"] and "Issue comment" in cards["acme-forgejo"]
+
+
+def quotes(depth: int) -> str:
+    """A quote nested ``depth`` deep, one line at each level, and a paragraph after it."""
+    return "".join("> " * level + f"level {level}\n" for level in range(1, depth + 1)) + "\nthe end"
+
+
+async def test_deeply_nested_quotes_and_lists_are_read_whole_and_fit(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """Markdown stops at 20 levels and dropped the rest of the body unseen; at 19 levels the
+    browser's own indents (80 px a quote) stacked the words a letter a line and pushed the
+    page sideways. The deepest quote that renders keeps its words on a line, on a phone too, and
+    a deeper one is shown whole as its text."""
+    lists = "".join("  " * level + f"- item {level}\n" for level in range(9))
+    root = await world.bot.post(quotes(19), channel="lobby", workspace="proj")
+    listed = await world.bot.post(lists, reply_to=root["id"])
+    deeper = await world.peer.post(quotes(30), reply_to=root["id"])
+    for width, height, path in (
+        (390, 844, f"/t/{root['id']}"),
+        (1280, 800, f"/c/lobby?workspace=proj&thread={root['id']}"),
+    ):
+        tab = await signed_in_tab(chromium, world, tmp_path, width=width, height=height)
+        page = tab.page
+        await page.goto(world.board.url + path)
+        body = page.locator(f"#m{deeper['id']} .body").last
+        await expect(body).to_contain_text("> > level 30")
+        await expect(body).to_contain_text("the end")
+        assert await page.evaluate("document.documentElement.scrollWidth") <= width
+        for message, words in ((root, "level 19"), (listed, "item 8")):
+            line = page.locator(f"#m{message['id']} .body").last.get_by_text(words, exact=True)
+            box = await line.bounding_box()
+            assert box is not None and box["height"] < 30, (width, words, box)  # one line
+        await tab.shot(f"nested-{width}")
+        await page.context.close()
