@@ -155,6 +155,33 @@ async def test_approve_a_proposal_from_the_review_queue(
     assert doc["status"] == "settled" and doc["review"]["by"] == "alice"
 
 
+async def test_approve_a_new_documents_first_revision_on_its_own_page(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """A document with no accepted revision yet showed "proposed" and no way to accept it: the
+    buttons were only for a proposal over an accepted revision, so its reader had to find the queue."""
+    await world.human.call("PATCH", "/api/workspaces/proj", json={"review": "bots"})
+    await world.bot.put_document("runbook/deploy.md", "# Deploy\n\nRun make deploy.\n", 0, "how we deploy")
+    tab = await signed_in_tab(chromium, world, tmp_path, width=390, height=844)
+    await tab.page.goto(world.board.url + "/kb/proj/runbook/deploy.md")
+    await expect(tab.page.locator("#doc-status")).to_have_text("proposed")
+    proposal = tab.page.locator("#proposal")
+    await expect(proposal).to_contain_text("nothing of this document is accepted yet")
+    await tab.shot("08-new-document-proposed")
+    await proposal.get_by_role("button", name="Approve").click()
+    await expect(tab.page.locator("#doc-status")).to_have_text("settled")
+    await expect(tab.page.locator("#proposal")).to_have_count(0)
+    doc = await world.bot.document("runbook/deploy.md")
+    assert doc["status"] == "settled" and doc["review"]["by"] == "alice"
+    # A second proposal over the accepted revision is offered with its diff, as before.
+    await world.bot.put_document("runbook/deploy.md", "# Deploy\n\nRun make ship.\n", 1, "renamed")
+    await tab.page.reload()
+    await expect(tab.page.locator("#proposal")).to_contain_text("Proposal: revision 2 by pb")
+    await tab.page.locator("#proposal").get_by_role("button", name="Reject").click()
+    await expect(tab.page.locator("#proposal")).to_have_count(0)
+    assert tab.errors == []
+
+
 async def test_redact_a_revision_and_see_the_stub(chromium: Browser, world: World, tmp_path: Path) -> None:
     await world.bot.put_document("notes.md", "# Notes\n\nthe password is hunter2\n", 0, "oops")
     await world.bot.put_document("notes.md", "# Notes\n\nno secrets here\n", 1, "fixed")
