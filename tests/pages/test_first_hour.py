@@ -211,3 +211,22 @@ async def test_deeply_nested_quotes_and_lists_are_read_whole_and_fit(
             assert box is not None and box["height"] < 30, (width, words, box)  # one line
         await tab.shot(f"nested-{width}")
         await page.context.close()
+
+
+async def test_a_channels_topic_is_shown_under_its_name(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """A channel's topic says what it is for, and may name the repo its bots clone: the page
+    showed it nowhere. The longest one, in a right-to-left script, fits a phone as text."""
+    topic = ("מאגר הקוד: git@example.org:acme/app.git <script>alert(1)</script> ✅ " * 8)[:500]
+    await world.human.patch_channel("lobby", workspace="proj", topic=topic)
+    await world.human.create_channel("quiet", workspace="proj")
+    tab = await signed_in_tab(chromium, world, tmp_path, width=390, height=844)
+    page = tab.page
+    await page.goto(world.board.url + "/c/lobby?workspace=proj")
+    await expect(page.locator("#topic")).to_have_text(topic)
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+    await tab.shot("channel-topic-phone")
+    await page.goto(world.board.url + "/c/quiet?workspace=proj")
+    await expect(page.locator("#topic")).to_have_count(0)
+    assert tab.errors == []

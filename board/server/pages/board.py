@@ -60,6 +60,14 @@ async def _sidebar(call: PageCall, spaces: list[dict[str, Any]], workspace: str)
     }
 
 
+def _topic(sidebar: dict[str, Any], channel: str | None, conversation: int | None) -> str:
+    """What the place shown is about, under its name: a channel's topic may also name the repo
+    its bots clone (docs/bots.md), so a person sees what the bots go by."""
+    if channel:
+        return next((c["topic"] for c in sidebar["channels"] if c["slug"] == channel), "")
+    return next((c["topic"] for c in sidebar["conversations"] if c["id"] == conversation), "")
+
+
 async def _welcome(call: PageCall, spaces: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The steps to a working fleet, until a bot has joined (the first one alone is no working
     fleet): whether a workspace is made, and the machine of a keeper enrolled to run the bot, if
@@ -119,6 +127,7 @@ async def _board(
         channel=channel,
         conversation=q.conversation,
         thread=thread,
+        topic=_topic(sidebar, channel, q.conversation),
         place=place,
         here=place(workspace, channel, conversation=q.conversation),
         kept=kept,
