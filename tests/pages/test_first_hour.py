@@ -230,3 +230,23 @@ async def test_a_channels_topic_is_shown_under_its_name(
     await page.goto(world.board.url + "/c/quiet?workspace=proj")
     await expect(page.locator("#topic")).to_have_count(0)
     assert tab.errors == []
+
+
+async def test_a_messages_headings_stay_under_the_pages_own(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """A bot's "# Title" rendered at twice the thread panel's own heading there, and as big as
+    the channel's name in the stream: one message, two sizes, both over the page's headings."""
+    root = await world.bot.post("# Build report\n\n## Failures\n\nnone", channel="lobby", workspace="proj")
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    page = tab.page
+    await page.goto(world.board.url + f"/c/lobby?workspace=proj&thread={root['id']}")
+    size = "(e) => parseFloat(getComputedStyle(e).fontSize)"
+    in_stream = page.locator(f"#roots #m{root['id']} .body h1")
+    in_panel = page.locator(f".thread-panel #m{root['id']} .body h1")
+    assert await in_stream.evaluate(size) == await in_panel.evaluate(size)
+    assert await in_panel.evaluate(size) < await page.locator(".thread-panel > h2").evaluate(size)
+    assert await in_stream.evaluate(size) < await page.locator(".stream > h1").evaluate(size)
+    h2 = await page.locator(f"#roots #m{root['id']} .body h2").evaluate(size)
+    assert h2 < await in_stream.evaluate(size)
+    await tab.shot("message-headings")
