@@ -250,3 +250,41 @@ async def test_a_messages_headings_stay_under_the_pages_own(
     h2 = await page.locator(f"#roots #m{root['id']} .body h2").evaluate(size)
     assert h2 < await in_stream.evaluate(size)
     await tab.shot("message-headings")
+
+
+async def test_every_reply_of_a_long_thread_is_reached_from_its_pages(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """A thread is shown a page at a time, cut by the list's byte cap (a dozen long replies): the
+    thread page's "Later replies" link ignored its place and showed the first page again, and
+    the board's thread panel had no link at all, so the later replies could not be read."""
+    root = await world.bot.post("a long review", channel="lobby", workspace="proj")
+    replies = [
+        (await world.bot.post(f"part {n} " + "word " * 600, reply_to=root["id"]))["id"] for n in range(24)
+    ]
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    page = tab.page
+    await page.goto(world.board.url + f"/c/lobby?workspace=proj&thread={root['id']}")
+    await expect(page.locator(".thread-panel #later-replies")).to_be_visible()
+    await page.goto(world.board.url + f"/t/{root['id']}")
+    first = await page.locator("#thread-messages article.msg").count()
+    assert first < 1 + len(replies)
+    # A reply posted now comes after the unread ones: it is not placed under the first page.
+    count = page.locator(f"#m{root['id']} [data-replies-for]")
+    replied = int(await count.inner_text())
+    late = await world.peer.post("a late reply", reply_to=root["id"])
+    await expect(count).to_have_text(str(replied + 1))  # the live event has come
+    await expect(page.locator(f"#m{late['id']}")).to_have_count(0)
+    seen: list[str] = []
+    for _ in range(len(replies)):
+        ids = await page.locator("#thread-messages article.msg").evaluate_all("ns => ns.map(n => n.id)")
+        assert ids[0] == f"m{root['id']}"  # the root heads each page
+        seen += ids[1:]
+        if not await page.locator("#later-replies").count():
+            break
+        await page.locator("#later-replies").click()
+        await page.wait_for_url(f"**/t/{root['id']}?since=*")
+    numbers = [int(n[1:]) for n in seen]  # the loop guard's event among them, in its place
+    assert numbers == sorted(set(numbers)) and {*replies, late["id"]} <= set(numbers), numbers
+    await tab.shot("long-thread-last-page")
+    assert tab.errors == []
