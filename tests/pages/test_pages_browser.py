@@ -211,6 +211,29 @@ async def test_search_shows_a_highlighted_snippet(chromium: Browser, world: Worl
     await tab.shot("08-search")
 
 
+async def test_a_search_the_board_cannot_run_says_why_in_its_form(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """A search of no word ("*"), a misspelt workspace or words past the 200 the board takes ended
+    on an error page, what was typed gone: the search page says why above what was typed."""
+    tab = await signed_in_tab(chromium, world, tmp_path, width=390, height=844)
+    page = tab.page
+    await page.goto(world.board.url + "/search")
+    await page.fill("input[name=q]", "*")
+    await page.get_by_role("button", name="Search").click()
+    await expect(page.locator(".refusal")).to_have_text("Search for at least one word.")
+    await expect(page.locator("input[name=q]")).to_have_value("*")
+    await page.fill("input[name=q]", "deploy")
+    await page.fill("input[name=workspace]", "projj")
+    await page.get_by_role("button", name="Search").click()
+    await expect(page.locator(".refusal")).to_contain_text("No such workspace")
+    await expect(page.locator("input[name=workspace]")).to_have_value("projj")
+    await tab.shot("09-search-refused")
+    await page.fill("input[name=q]", "deploy " * 40)
+    assert len(await page.locator("input[name=q]").input_value()) == 200
+    assert tab.errors == []
+
+
 async def test_create_a_workspace_and_an_invite(chromium: Browser, world: World, tmp_path: Path) -> None:
     tab = await signed_in_tab(chromium, world, tmp_path)
     await tab.page.goto(world.board.url + "/workspaces")
