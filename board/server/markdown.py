@@ -7,6 +7,9 @@ URLs, images are not rendered (nothing loads from elsewhere), and every link
 gets ``rel="noopener nofollow"``. The pages render bodies with it and the
 composer's preview (``services/preview.py``) asks the board for the same, so
 what a preview shows is what the posted message will be.
+
+markdown-it stops at 20 levels of quotes and lists and drops whatever is deeper, unseen, to the
+body's end: such a body is shown whole as its plain text instead (:func:`_too_deep`).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 _md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
 _md.enable("table").enable("strikethrough").disable("image")
@@ -40,11 +43,23 @@ def markdown(text: str) -> Markup:
     if hit is not None:
         _cache.move_to_end(text)
         return hit
-    html = Markup(_md.render(text))
+    env: EnvType = {}
+    tokens = _md.parse(text, env)
+    if _too_deep(tokens):
+        html = Markup('<pre class="plain">') + escape(text) + Markup("</pre>")
+    else:
+        html = Markup(_md.renderer.render(tokens, _md.options, env))
     _cache[text] = html
     if len(_cache) > CACHE_SIZE:
         _cache.popitem(last=False)
     return html
+
+
+def _too_deep(tokens: list[Token]) -> bool:
+    """Whether the parse reached the nesting limit: a quote or list item opened at its last
+    level is parsed no further, and nothing after it in the body is either."""
+    deepest = _md.options.maxNesting - 1
+    return any(t.level >= deepest and t.type in ("blockquote_open", "list_item_open") for t in tokens)
 
 
 #: Characters of a body :func:`first_line` parses: it runs in the write of each notifying post,

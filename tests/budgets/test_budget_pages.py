@@ -124,3 +124,27 @@ async def test_a_bots_budget_card_says_its_cost_is_what_harnesses_report(world: 
     [(_, page)] = await pages_as(world.board, "alice", "/a/pb")
     row = re.search(r"<tr><td>Cost, USD as harnesses report it</td><td>([^<]*)</td>", page)
     assert row is not None and row.group(1) == "$0.0000", page
+
+
+async def test_a_lift_is_offered_where_a_limit_is_and_urged_only_on_a_hold(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """A bot with no limit anywhere was offered "Lift for the rest of today" as the page's main
+    button, lifting nothing; a bot under its limit was urged to it as much as a held one."""
+    tab = await signed_in_tab(chromium, world, tmp_path, width=390, height=844)
+    page = tab.page
+    await page.goto(world.board.url + "/a/pb")
+    lift = page.locator("#budget").get_by_role("button", name="Lift for the rest of today")
+    await expect(page.locator("#budget-form")).to_be_visible()
+    await expect(lift).to_have_count(0)
+    await tab.shot("budget-no-limit")
+    await world.human.create_profile("pb-dev", "proj", "claude", budget_wakes=1, bots=["pb"])
+    await page.reload()
+    await expect(lift).to_be_visible()
+    await expect(lift).not_to_have_class(re.compile(r"\bprimary\b"))
+    await world.bot.record_wake(harness="claude", started_at=iso(datetime.now(UTC)), outcome="ok")
+    await page.reload()
+    await expect(page.locator("#budget")).to_contain_text("Held: 1 of 1 wakes a day")
+    await expect(lift).to_have_class(re.compile(r"\bprimary\b"))
+    await tab.shot("budget-held-phone")
+    assert tab.errors == []

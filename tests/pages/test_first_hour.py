@@ -176,3 +176,115 @@ async def test_a_source_tells_what_to_set_on_its_forge(world: World) -> None:
     )
     assert "application/json" in cards["acme-github"] and "Issue comments" in cards["acme-github"]
     assert "Issue labeled" in cards["acme-forgejo"] and "Issue comment" in cards["acme-forgejo"]
+
+
+def quotes(depth: int) -> str:
+    """A quote nested ``depth`` deep, one line at each level, and a paragraph after it."""
+    return "".join("> " * level + f"level {level}\n" for level in range(1, depth + 1)) + "\nthe end"
+
+
+async def test_deeply_nested_quotes_and_lists_are_read_whole_and_fit(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """Markdown stops at 20 levels and dropped the rest of the body unseen; at 19 levels the
+    browser's own indents (80 px a quote) stacked the words a letter a line and pushed the
+    page sideways. The deepest quote that renders keeps its words on a line, on a phone too, and
+    a deeper one is shown whole as its text."""
+    lists = "".join("  " * level + f"- item {level}\n" for level in range(9))
+    root = await world.bot.post(quotes(19), channel="lobby", workspace="proj")
+    listed = await world.bot.post(lists, reply_to=root["id"])
+    deeper = await world.peer.post(quotes(30), reply_to=root["id"])
+    for width, height, path in (
+        (390, 844, f"/t/{root['id']}"),
+        (1280, 800, f"/c/lobby?workspace=proj&thread={root['id']}"),
+    ):
+        tab = await signed_in_tab(chromium, world, tmp_path, width=width, height=height)
+        page = tab.page
+        await page.goto(world.board.url + path)
+        body = page.locator(f"#m{deeper['id']} .body").last
+        await expect(body).to_contain_text("> > level 30")
+        await expect(body).to_contain_text("the end")
+        assert await page.evaluate("document.documentElement.scrollWidth") <= width
+        for message, words in ((root, "level 19"), (listed, "item 8")):
+            line = page.locator(f"#m{message['id']} .body").last.get_by_text(words, exact=True)
+            box = await line.bounding_box()
+            assert box is not None and box["height"] < 30, (width, words, box)  # one line
+        await tab.shot(f"nested-{width}")
+        await page.context.close()
+
+
+async def test_a_channels_topic_is_shown_under_its_name(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """A channel's topic says what it is for, and may name the repo its bots clone: the page
+    showed it nowhere. The longest one, in a right-to-left script, fits a phone as text."""
+    topic = ("מאגר הקוד: git@example.org:acme/app.git <script>alert(1)</script> ✅ " * 8)[:500]
+    await world.human.patch_channel("lobby", workspace="proj", topic=topic)
+    await world.human.create_channel("quiet", workspace="proj")
+    tab = await signed_in_tab(chromium, world, tmp_path, width=390, height=844)
+    page = tab.page
+    await page.goto(world.board.url + "/c/lobby?workspace=proj")
+    await expect(page.locator("#topic")).to_have_text(topic)
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+    await tab.shot("channel-topic-phone")
+    await page.goto(world.board.url + "/c/quiet?workspace=proj")
+    await expect(page.locator("#topic")).to_have_count(0)
+    assert tab.errors == []
+
+
+async def test_a_messages_headings_stay_under_the_pages_own(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """A bot's "# Title" rendered at twice the thread panel's own heading there, and as big as
+    the channel's name in the stream: one message, two sizes, both over the page's headings."""
+    root = await world.bot.post("# Build report\n\n## Failures\n\nnone", channel="lobby", workspace="proj")
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    page = tab.page
+    await page.goto(world.board.url + f"/c/lobby?workspace=proj&thread={root['id']}")
+    size = "(e) => parseFloat(getComputedStyle(e).fontSize)"
+    in_stream = page.locator(f"#roots #m{root['id']} .body h1")
+    in_panel = page.locator(f".thread-panel #m{root['id']} .body h1")
+    assert await in_stream.evaluate(size) == await in_panel.evaluate(size)
+    assert await in_panel.evaluate(size) < await page.locator(".thread-panel > h2").evaluate(size)
+    assert await in_stream.evaluate(size) < await page.locator(".stream > h1").evaluate(size)
+    h2 = await page.locator(f"#roots #m{root['id']} .body h2").evaluate(size)
+    assert h2 < await in_stream.evaluate(size)
+    await tab.shot("message-headings")
+
+
+async def test_every_reply_of_a_long_thread_is_reached_from_its_pages(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """A thread is shown a page at a time, cut by the list's byte cap (a dozen long replies): the
+    thread page's "Later replies" link ignored its place and showed the first page again, and
+    the board's thread panel had no link at all, so the later replies could not be read."""
+    root = await world.bot.post("a long review", channel="lobby", workspace="proj")
+    replies = [
+        (await world.bot.post(f"part {n} " + "word " * 600, reply_to=root["id"]))["id"] for n in range(24)
+    ]
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    page = tab.page
+    await page.goto(world.board.url + f"/c/lobby?workspace=proj&thread={root['id']}")
+    await expect(page.locator(".thread-panel #later-replies")).to_be_visible()
+    await page.goto(world.board.url + f"/t/{root['id']}")
+    first = await page.locator("#thread-messages article.msg").count()
+    assert first < 1 + len(replies)
+    # A reply posted now comes after the unread ones: it is not placed under the first page.
+    count = page.locator(f"#m{root['id']} [data-replies-for]")
+    replied = int(await count.inner_text())
+    late = await world.peer.post("a late reply", reply_to=root["id"])
+    await expect(count).to_have_text(str(replied + 1))  # the live event has come
+    await expect(page.locator(f"#m{late['id']}")).to_have_count(0)
+    seen: list[str] = []
+    for _ in range(len(replies)):
+        ids = await page.locator("#thread-messages article.msg").evaluate_all("ns => ns.map(n => n.id)")
+        assert ids[0] == f"m{root['id']}"  # the root heads each page
+        seen += ids[1:]
+        if not await page.locator("#later-replies").count():
+            break
+        await page.locator("#later-replies").click()
+        await page.wait_for_url(f"**/t/{root['id']}?since=*")
+    numbers = [int(n[1:]) for n in seen]  # the loop guard's event among them, in its place
+    assert numbers == sorted(set(numbers)) and {*replies, late["id"]} <= set(numbers), numbers
+    await tab.shot("long-thread-last-page")
+    assert tab.errors == []

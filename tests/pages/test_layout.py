@@ -58,11 +58,16 @@ def test_every_page_is_listed() -> None:
 
 
 async def seed(world: World) -> dict[str, int]:
-    """Rows in every table a page shows, with a long handle and long unbroken strings among them."""
+    """Rows in every table a page shows, with a long handle and long unbroken strings among them
+    (in a channel's topic and in quotes nested five deep too)."""
     long_bot = await world.board.bot(LONG_HANDLE, "proj")
     await world.human.call("PATCH", "/api/workspaces/proj", json={"review": "bots"})
     root = await world.human.post(f"please deploy @pb: see {UNBROKEN}", channel="lobby", workspace="proj")
-    await long_bot.post(f"Deploy log at `{UNBROKEN}`\n\n```\n{UNBROKEN}\n```", reply_to=root["id"])
+    await world.human.patch_channel("lobby", workspace="proj", topic=f"Deploys of {UNBROKEN}")
+    quoted = "".join("> " * n + f"{UNBROKEN}\n" for n in range(1, 6)) + "\n- a\n  - b\n    - c"
+    await long_bot.post(
+        f"Deploy log at `{UNBROKEN}`\n\n```\n{UNBROKEN}\n```\n\n{quoted}", reply_to=root["id"]
+    )
     await world.bot.post(f"@alice the deploy needs you: {UNBROKEN}", channel="lobby", workspace="proj")
     await world.bot.claim(root["id"], note=f"on it {UNBROKEN}")
     started = (datetime.now(UTC) - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -155,6 +155,33 @@ async def test_approve_a_proposal_from_the_review_queue(
     assert doc["status"] == "settled" and doc["review"]["by"] == "alice"
 
 
+async def test_approve_a_new_documents_first_revision_on_its_own_page(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """A document with no accepted revision yet showed "proposed" and no way to accept it: the
+    buttons were only for a proposal over an accepted revision, so its reader had to find the queue."""
+    await world.human.call("PATCH", "/api/workspaces/proj", json={"review": "bots"})
+    await world.bot.put_document("runbook/deploy.md", "# Deploy\n\nRun make deploy.\n", 0, "how we deploy")
+    tab = await signed_in_tab(chromium, world, tmp_path, width=390, height=844)
+    await tab.page.goto(world.board.url + "/kb/proj/runbook/deploy.md")
+    await expect(tab.page.locator("#doc-status")).to_have_text("proposed")
+    proposal = tab.page.locator("#proposal")
+    await expect(proposal).to_contain_text("nothing of this document is accepted yet")
+    await tab.shot("08-new-document-proposed")
+    await proposal.get_by_role("button", name="Approve").click()
+    await expect(tab.page.locator("#doc-status")).to_have_text("settled")
+    await expect(tab.page.locator("#proposal")).to_have_count(0)
+    doc = await world.bot.document("runbook/deploy.md")
+    assert doc["status"] == "settled" and doc["review"]["by"] == "alice"
+    # A second proposal over the accepted revision is offered with its diff, as before.
+    await world.bot.put_document("runbook/deploy.md", "# Deploy\n\nRun make ship.\n", 1, "renamed")
+    await tab.page.reload()
+    await expect(tab.page.locator("#proposal")).to_contain_text("Proposal: revision 2 by pb")
+    await tab.page.locator("#proposal").get_by_role("button", name="Reject").click()
+    await expect(tab.page.locator("#proposal")).to_have_count(0)
+    assert tab.errors == []
+
+
 async def test_redact_a_revision_and_see_the_stub(chromium: Browser, world: World, tmp_path: Path) -> None:
     await world.bot.put_document("notes.md", "# Notes\n\nthe password is hunter2\n", 0, "oops")
     await world.bot.put_document("notes.md", "# Notes\n\nno secrets here\n", 1, "fixed")
@@ -182,6 +209,29 @@ async def test_search_shows_a_highlighted_snippet(chromium: Browser, world: Worl
     await tab.page.get_by_role("button", name="Search").click()
     await expect(tab.page.locator(".snippet mark")).to_have_text("migration")
     await tab.shot("08-search")
+
+
+async def test_a_search_the_board_cannot_run_says_why_in_its_form(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """A search of no word ("*"), a misspelt workspace or words past the 200 the board takes ended
+    on an error page, what was typed gone: the search page says why above what was typed."""
+    tab = await signed_in_tab(chromium, world, tmp_path, width=390, height=844)
+    page = tab.page
+    await page.goto(world.board.url + "/search")
+    await page.fill("input[name=q]", "*")
+    await page.get_by_role("button", name="Search").click()
+    await expect(page.locator(".refusal")).to_have_text("Search for at least one word.")
+    await expect(page.locator("input[name=q]")).to_have_value("*")
+    await page.fill("input[name=q]", "deploy")
+    await page.fill("input[name=workspace]", "projj")
+    await page.get_by_role("button", name="Search").click()
+    await expect(page.locator(".refusal")).to_contain_text("No such workspace")
+    await expect(page.locator("input[name=workspace]")).to_have_value("projj")
+    await tab.shot("09-search-refused")
+    await page.fill("input[name=q]", "deploy " * 40)
+    assert len(await page.locator("input[name=q]").input_value()) == 200
+    assert tab.errors == []
 
 
 async def test_create_a_workspace_and_an_invite(chromium: Browser, world: World, tmp_path: Path) -> None:

@@ -27,6 +27,11 @@ class BoardQuery:
     before: int | None = arg(None, min=1, help="Roots older than this id (the older page).")
 
 
+@dataclass
+class ThreadPageQuery:
+    since: int = arg(0, min=0, help="Replies after this id (the later page; the root stays first).")
+
+
 async def all_workspaces(ctx: Context, p: Principal) -> list[dict[str, Any]]:
     """Every workspace for the switcher, paged through the service."""
     found: list[dict[str, Any]] = []
@@ -58,6 +63,14 @@ async def _sidebar(call: PageCall, spaces: list[dict[str, Any]], workspace: str)
         "channels": chans["channels"],
         "conversations": convs["conversations"],
     }
+
+
+def _topic(sidebar: dict[str, Any], channel: str | None, conversation: int | None) -> str:
+    """What the place shown is about, under its name: a channel's topic may also name the repo
+    its bots clone (docs/bots.md), so a person sees what the bots go by."""
+    if channel:
+        return next((c["topic"] for c in sidebar["channels"] if c["slug"] == channel), "")
+    return next((c["topic"] for c in sidebar["conversations"] if c["id"] == conversation), "")
 
 
 async def _welcome(call: PageCall, spaces: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -119,6 +132,7 @@ async def _board(
         channel=channel,
         conversation=q.conversation,
         thread=thread,
+        topic=_topic(sidebar, channel, q.conversation),
         place=place,
         here=place(workspace, channel, conversation=q.conversation),
         kept=kept,
@@ -138,7 +152,12 @@ async def channel_page(call: PageCall) -> web.StreamResponse:
 
 async def thread_page(call: PageCall, kept: Kept = NOTHING_KEPT) -> web.StreamResponse:
     thread_id = call.int_arg("id")
-    thread = await messages.thread(call.ctx, call.p, thread_id, messages.ThreadQuery(limit=200))
+    since = call.query(ThreadPageQuery).since
+    thread = await messages.thread(call.ctx, call.p, thread_id, messages.ThreadQuery(since=since, limit=200))
+    if since:
+        # A later page is headed by the root as the first is: the claim and the place come from it.
+        head = await messages.thread(call.ctx, call.p, thread_id, messages.ThreadQuery(limit=1))
+        thread["messages"] = [head["messages"][0], *thread["messages"]]
     root = thread["messages"][0]
     woken = await wakes.list_wakes(
         call.ctx, call.p, wakes.WakeList(thread=thread_id, workspace=root["workspace"], limit=100)

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 from markupsafe import Markup, escape
 
+from ..errors import InvalidArgument, NotFound
 from ..services import audit, messages
 from .people import NEWEST
 from .routing import PageCall, PageRoute
@@ -36,15 +37,30 @@ def more_results(q: messages.SearchQuery, page: dict[str, Any]) -> str | None:
 
 
 async def search(call: PageCall) -> web.StreamResponse:
-    if not call.request.query.get("q"):
-        return call.render("search.html", q=None, results=[], more=None, highlight=highlight)
-    q = call.query(messages.SearchQuery)
-    page = await messages.search(call.ctx, call.p, q)
+    typed = call.request.query
+    if not typed.get("q"):
+        return call.render("search.html", q=None, typed=typed, results=[], more=None, highlight=highlight)
+    try:
+        q = call.query(messages.SearchQuery)
+        page = await messages.search(call.ctx, call.p, q)
+    except (InvalidArgument, NotFound) as refused:
+        # Words the search cannot take ("*", a workspace misspelt) are said in its form, typed
+        # as they were, to be mended there: an error page in its place lost them.
+        return call.render(
+            "search.html",
+            status=refused.status,
+            q=None,
+            typed=typed,
+            refusal=refused,
+            results=[],
+            highlight=highlight,
+        )
     # Messages only: the same words in a document are found on Knowledge, so the page says where.
     documents = "/kb?" + urlencode({k: v for k, v in {"workspace": q.workspace, "q": q.q}.items() if v})
     return call.render(
         "search.html",
         q=q,
+        typed=typed,
         results=page["messages"],
         more=more_results(q, page),
         highlight=highlight,

@@ -144,7 +144,8 @@
     if (document.getElementById("m" + m.id)) return;
     const thread = body.dataset.thread;
     const threadBox = document.getElementById("thread-messages");
-    if (thread && threadBox && String(m.thread_id) === thread) place(data.html, threadBox);
+    // A thread shown in part has later replies before this one: the "Later replies" link leads on.
+    if (thread && threadBox && !("partial" in threadBox.dataset) && String(m.thread_id) === thread) place(data.html, threadBox);
     if (m.reply_to !== null) {
       if (m.kind !== "event") {
         document.querySelectorAll(`[data-replies-for="${m.thread_id}"]`).forEach((count) => {
