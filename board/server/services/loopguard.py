@@ -2,9 +2,11 @@
 
 Every wake costs money, and two bots that mention each other answer each other
 for ever. A *hop* is a bot-authored message that follows another with no human
-message between. At the workspace's ``loop_hops`` hops the message is *held*: it
-is written and shown as usual, but it wakes no bot (neither those it is for nor
-those watching its channel); humans still get it. Two runs are counted:
+message between; an event the board writes for a bot's act (a claim, a handoff,
+a release, done) is that bot's too. At the workspace's ``loop_hops`` hops the
+message is *held*: it is written and shown as usual, but it wakes no bot (neither
+those it is for nor those watching its channel); humans still get it. Two runs
+are counted:
 
 - in a thread, the bot messages at its tail since its last human message;
 - between one pair of bots, across threads, within :data:`PAIR_WINDOW_S`: the
@@ -65,12 +67,18 @@ async def screen(
     author: Principal,
     thread_id: int | None,
     bot_recipients: list[int],
+    *,
+    event: bool = False,
 ) -> Verdict:
-    """The verdict on a message ``author`` is about to post (in ``thread_id``, None for a root)."""
+    """The verdict on a message ``author`` is about to post (in ``thread_id``, None for a root).
+
+    ``event``: the board writes it for ``author`` (a claim, a handoff...); the thread's
+    run counts messages, so only the pair's sees it.
+    """
     hops = int(workspace["loop_hops"])
     if not author.is_bot or hops == 0:
         return Verdict()
-    if thread_id is not None:
+    if thread_id is not None and not event:
         run = 1 + tail_run(await store.thread_tail_kinds(conn, thread_id, hops))
         if run >= hops:
             notice = None
@@ -82,7 +90,18 @@ async def screen(
             return Verdict(held=True, notice=notice)
     if not bot_recipients:  # no pair to screen: the author's inbox is not read
         return Verdict()
-    since = ctx.ago(PAIR_WINDOW_S)
+    return await _pairs(conn, workspace, author, bot_recipients, hops, ctx.ago(PAIR_WINDOW_S))
+
+
+async def _pairs(
+    conn: Connection,
+    workspace: WorkspaceRow,
+    author: Principal,
+    bot_recipients: list[int],
+    hops: int,
+    since: str,
+) -> Verdict:
+    """The verdict of the run between the author and each bot the message is for."""
     mine = await store.recent_inbox(conn, author.agent_id)
     for other in bot_recipients:
         theirs = await store.recent_inbox(conn, other)
@@ -91,7 +110,13 @@ async def screen(
         tag = f"loop-pair:{low}-{high}"
         if await store.noticed_since(conn, workspace["id"], tag, human, since):
             return Verdict(held=True)  # paused already: what it holds is not in their inboxes to count
-        turns = _pair_turns(author.agent_id, other, mine, theirs, human, since)
+        exchanged = sorted(
+            (int(r["id"]), int(r["author_id"]))
+            for rows, sender in ((mine, other), (theirs, author.agent_id))
+            for r in rows
+            if int(r["author_id"]) == sender and int(r["id"]) > human and r["created_at"] >= since
+        )
+        turns = _turns([sender for _, sender in exchanged] + [author.agent_id])
         if turns >= hops:
             names = " and ".join("@" + name for name in await store.handles(conn, [author.agent_id, other]))
             notice = (
@@ -103,15 +128,6 @@ async def screen(
     return Verdict()
 
 
-def _pair_turns(
-    author_id: int, other_id: int, mine: list[Any], theirs: list[Any], human: int, since: str
-) -> int:
-    """Turns between two bots since a human last wrote to either, this message included."""
-    exchanged = sorted(
-        (int(r["id"]), int(r["author_id"]))
-        for rows, sender in ((mine, other_id), (theirs, author_id))
-        for r in rows
-        if int(r["author_id"]) == sender and int(r["id"]) > human and r["created_at"] >= since
-    )
-    senders = [sender for _, sender in exchanged] + [author_id]
+def _turns(senders: list[int]) -> int:
+    """How many turns these senders took, oldest first: a burst by one counts once."""
     return 1 + sum(1 for before, after in itertools.pairwise(senders) if before != after)
