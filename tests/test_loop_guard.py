@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from board.client import BoardAPIError, BoardClient
+from board.server.clock import ManualClock
+from board.server.sweep import sweep
 from tests.support.boardtest import World, snapshot
 from tests.support.pages_support import sign_in
 
@@ -118,6 +120,29 @@ async def test_bots_handing_a_thread_back_and_forth_are_paused_as_a_pair(guarded
     await w.human.post("@pb2 you finish it", reply_to=root["id"])
     await w.bot.handoff(root["id"], "pb2", note="as asked")
     assert (await _acts(w.human, root["id"], "handoff"))[-1]["id"] in await _for_me(w.peer)
+
+
+async def test_a_paused_pair_stays_paused_while_the_human_is_away(
+    clocked_world: World, clock: ManualClock
+) -> None:
+    """The sweep's nudge wakes the holder every half hour; its handoff starts no new run."""
+    w = clocked_world
+    await w.human.patch_workspace("proj", loop_hops=HOPS)
+    root = await w.human.post("@pb take this one", channel="lobby", workspace="proj")
+    await w.bot.claim(root["id"])
+    for turn in range(HOPS):
+        giver, to = (w.bot, "pb2") if turn % 2 == 0 else (w.peer, "pb")
+        await giver.handoff(root["id"], to)  # the last one is held: pb holds the thread, unwoken
+    for stall in range(3):
+        clock.advance(31 * 60)
+        assert (await sweep(w.board.ctx)).nudged == [root["id"]]
+        nudge = (await _acts(w.human, root["id"], "nudge"))[-1]
+        holder, other, to = (w.bot, w.peer, "pb2") if stall % 2 == 0 else (w.peer, w.bot, "pb")
+        assert nudge["id"] in await _for_me(holder)  # the board's reminder always wakes
+        await holder.handoff(root["id"], to, note="not mine")
+        assert (await _acts(w.human, root["id"], "handoff"))[-1]["id"] not in await _for_me(other)
+    notices = [m for m in await _notices(w.human, root["id"]) if "loop-pair" in " ".join(m["tags"])]
+    assert len(notices) == 1
 
 
 async def test_mentions_in_claim_notes_are_their_bots_turns(guarded: World) -> None:

@@ -10,7 +10,8 @@ are counted:
 
 - in a thread, the bot messages at its tail since its last human message;
 - between one pair of bots, across threads, within :data:`PAIR_WINDOW_S`: the
-  turns taken (a burst one way counts once), since a human last wrote to either.
+  turns taken (a burst one way counts once), since a human last wrote to either;
+  once paused, the pair stays paused until a human writes to either.
 
 The state is read from the messages themselves, so it needs no table and cannot
 drift: a human message in the thread (or to either bot) ends the run. The board
@@ -105,11 +106,14 @@ async def _pairs(
     mine = await store.recent_inbox(conn, author.agent_id)
     for other in bot_recipients:
         theirs = await store.recent_inbox(conn, other)
-        human = max((int(r["id"]) for r in (*mine, *theirs) if r["kind"] == "human"), default=0)
+        human = max(_last_human(mine), _last_human(theirs))
         low, high = sorted((author.agent_id, other))
         tag = f"loop-pair:{low}-{high}"
-        if await store.noticed_since(conn, workspace["id"], tag, human, since):
-            return Verdict(held=True)  # paused already: what it holds is not in their inboxes to count
+        if await store.noticed_since(conn, workspace["id"], tag, human):
+            # Paused already, until a human writes to either: what it holds is not in their
+            # inboxes to count, and the board's own reminders (a stalled claim's nudge) would
+            # otherwise start a new run every time the window passed.
+            return Verdict(held=True)
         exchanged = sorted(
             (int(r["id"]), int(r["author_id"]))
             for rows, sender in ((mine, other), (theirs, author.agent_id))
@@ -126,6 +130,15 @@ async def _pairs(
             )
             return Verdict(held=True, notice=notice, notice_tag=tag)
     return Verdict()
+
+
+def _last_human(rows: list[Any]) -> int:
+    """The id a human last wrote to this inbox at, or a lower bound of it: when the scan is full
+    and holds none, the human's message is older than all of it, and only what follows counts."""
+    human = max((int(r["id"]) for r in rows if r["kind"] == "human"), default=0)
+    if human == 0 and len(rows) >= store.PAIR_SCAN:
+        return min(int(r["id"]) for r in rows)
+    return human
 
 
 def _turns(senders: list[int]) -> int:

@@ -35,13 +35,13 @@ async def recent_inbox(conn: Connection, agent_id: int) -> list[Row]:
     )
 
 
-async def noticed_since(conn: Connection, workspace_id: int, tag: str, after_id: int, since: str) -> bool:
-    """Whether the board posted a notice with this tag in the workspace after a message and a time."""
+async def noticed_since(conn: Connection, workspace_id: int, tag: str, after_id: int) -> bool:
+    """Whether the board posted a notice with this tag in the workspace after a message."""
     row = await one(
         conn,
         """SELECT 1 FROM message_tags t JOIN messages m ON m.id = t.message_id
-           WHERE t.tag = ? AND t.message_id > ? AND m.workspace_id = ? AND m.created_at >= ? LIMIT 1""",
-        (tag, after_id, workspace_id, since),
+           WHERE t.tag = ? AND t.message_id > ? AND m.workspace_id = ? LIMIT 1""",
+        (tag, after_id, workspace_id),
     )
     return row is not None
 
