@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from board.client import BoardAPIError, BoardClient
+from board.server.clock import ManualClock
+from board.server.sweep import sweep
 from tests.support.boardtest import World, snapshot
 from tests.support.pages_support import sign_in
 
@@ -91,6 +93,69 @@ async def test_a_pair_cannot_escape_by_opening_new_threads(guarded: World) -> No
     await w.human.post("@pb2 stop and tell me what you two found", channel="lobby", workspace="proj")
     after = await w.bot.post("@pb2 here is what we found", channel="lobby", workspace="proj")
     assert after["id"] in await _for_me(w.peer)
+
+
+async def _acts(client: BoardClient, thread_id: int, action: str) -> list[dict[str, Any]]:
+    """The board's events in the thread that record this claim action, oldest first."""
+    thread = await client.thread(thread_id)
+    return [m for m in thread["messages"] if m["kind"] == "event" and m["meta"].get("claim") == action]
+
+
+async def test_bots_handing_a_thread_back_and_forth_are_paused_as_a_pair(guarded: World) -> None:
+    w = guarded
+    root = await w.human.post("@pb take this one", channel="lobby", workspace="proj")
+    await w.bot.claim(root["id"])
+    for turn in range(HOPS + 2):
+        giver, to = (w.bot, "pb2") if turn % 2 == 0 else (w.peer, "pb")
+        await giver.handoff(root["id"], to)
+    handoffs = await _acts(w.human, root["id"], "handoff")
+    woken = await _for_me(w.bot) | await _for_me(w.peer)
+    # Each handoff is its giver's turn: the events alone made every wake, and no bot message.
+    assert {m["id"] for m in handoffs[: HOPS - 1]} <= woken
+    assert not {m["id"] for m in handoffs[HOPS - 1 :]} & woken
+    assert all("loop-held" in m["tags"] for m in handoffs[HOPS - 1 :])
+    notices = [m for m in await _notices(w.human, root["id"]) if "loop-pair" in " ".join(m["tags"])]
+    assert len(notices) == 1 and f"have taken {HOPS} turns" in notices[0]["body"]
+
+    await w.human.post("@pb2 you finish it", reply_to=root["id"])
+    await w.bot.handoff(root["id"], "pb2", note="as asked")
+    assert (await _acts(w.human, root["id"], "handoff"))[-1]["id"] in await _for_me(w.peer)
+
+
+async def test_a_paused_pair_stays_paused_while_the_human_is_away(
+    clocked_world: World, clock: ManualClock
+) -> None:
+    """The sweep's nudge wakes the holder every half hour; its handoff starts no new run."""
+    w = clocked_world
+    await w.human.patch_workspace("proj", loop_hops=HOPS)
+    root = await w.human.post("@pb take this one", channel="lobby", workspace="proj")
+    await w.bot.claim(root["id"])
+    for turn in range(HOPS):
+        giver, to = (w.bot, "pb2") if turn % 2 == 0 else (w.peer, "pb")
+        await giver.handoff(root["id"], to)  # the last one is held: pb holds the thread, unwoken
+    for stall in range(3):
+        clock.advance(31 * 60)
+        assert (await sweep(w.board.ctx)).nudged == [root["id"]]
+        nudge = (await _acts(w.human, root["id"], "nudge"))[-1]
+        holder, other, to = (w.bot, w.peer, "pb2") if stall % 2 == 0 else (w.peer, w.bot, "pb")
+        assert nudge["id"] in await _for_me(holder)  # the board's reminder always wakes
+        await holder.handoff(root["id"], to, note="not mine")
+        assert (await _acts(w.human, root["id"], "handoff"))[-1]["id"] not in await _for_me(other)
+    notices = [m for m in await _notices(w.human, root["id"]) if "loop-pair" in " ".join(m["tags"])]
+    assert len(notices) == 1
+
+
+async def test_mentions_in_claim_notes_are_their_bots_turns(guarded: World) -> None:
+    w = guarded
+    root = await w.human.post("@pb have a look", channel="lobby", workspace="proj")
+    for turn in range(HOPS + 1):
+        bot, other = (w.bot, "pb2") if turn % 2 == 0 else (w.peer, "pb")
+        await bot.claim(root["id"], note=f"@{other} look at this")
+        await bot.release(root["id"], reason=f"@{other} your turn")
+    claims = await _acts(w.human, root["id"], "claim")
+    woken = await _for_me(w.bot) | await _for_me(w.peer)
+    assert {m["id"] for m in claims[: HOPS - 1]} <= woken  # a claim and its release: one turn
+    assert not {m["id"] for m in claims[HOPS - 1 :]} & woken
 
 
 async def test_a_held_message_wakes_no_bot_watching_its_channel(guarded: World) -> None:

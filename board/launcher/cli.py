@@ -162,6 +162,7 @@ def _status(path: Path) -> dict[str, Any]:
         "cursor": state.cursor,
         "last_wake": state.last_wake,
         "failures": sum(state.failures.values()),
+        "held": state.held,
         "sessions": state.sessions,
         "in_flight": sorted({i for turn in state.inflight.values() for i in turn.get("ids", [])}),
         "worktrees": _worktrees(state.worktrees, time.time()),
@@ -200,7 +201,7 @@ def _age(seconds: float) -> str:
 @click.argument("handle", required=False)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per bot.")
 def status(handle: str | None, as_json: bool) -> None:
-    """Show each bot's daemon (or HANDLE's): running, cursor, last wake, worktrees."""
+    """Show each bot's daemon (or HANDLE's): running, cursor, last wake, budget hold, worktrees."""
     dirs = _bot_dirs(handle)
     if not dirs and not as_json:
         click.echo(f"no bots in {state_root(os.environ)}")
@@ -217,9 +218,11 @@ def status(handle: str | None, as_json: bool) -> None:
         last = "never"
         if wake:
             last = f"{wake['at']} {wake['outcome']} (ids {','.join(map(str, wake['trigger_ids']))})"
+        held = info["held"]
+        hold = f"; held: {held.get('which')}, until {held.get('resets_at')}" if held else ""
         click.echo(
             f"{info['handle']}: {running}; cursor {info['cursor']}; last wake {last}; "
-            f"failures in a row {info['failures']}"
+            f"failures in a row {info['failures']}{hold}"
         )
         for tree in info["worktrees"]:
             gone = " (folder gone)" if tree["gone"] else ""

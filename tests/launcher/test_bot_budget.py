@@ -1,14 +1,16 @@
 """A real ``bot run`` daemon at its daily budget, with the strict fake harness.
 
 The bot may wake once a day. Its second mention is held: the daemon logs the hold
-once, starts no harness (the fake records every run), the human's inbox has the
-board's one notice, and the message waits. A human's lift runs it, exactly once.
+once, starts no harness (the fake records every run), ``bot status`` says so, the
+human's inbox has the board's one notice, and the message waits. A human's lift runs it, exactly once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 
 import aiohttp
@@ -28,6 +30,12 @@ async def feed_requests(live: LiveBoard) -> int:
     feed = r'board_requests_total\{method="GET",route="/api/wake(?:/stream)?",status="\d+"\} (\d+)'
     lines = re.findall(feed, text)
     return sum(int(n) for n in lines)
+
+
+def _status(bot: BotProcess) -> str:
+    """``bot status`` for this bot, as its owner runs it on the machine."""
+    argv = [sys.executable, "-m", "board", "bot", "status", bot.handle]
+    return subprocess.run(argv, env=bot.env, capture_output=True, text=True, timeout=30, check=True).stdout
 
 
 async def test_a_bot_at_its_budget_is_held_and_a_lift_runs_the_held_wake_once(
@@ -58,6 +66,7 @@ async def test_a_bot_at_its_budget_is_held_and_a_lift_runs_the_held_wake_once(
     [event] = bot.events("held")  # logged once
     assert (event["reason"], event["measure"], event["limit"], event["spent"]) == ("budget", "wakes", 1, 1)
     assert bot.state()["held"]["measure"] == "wakes"
+    assert "; held: 1 of 1 wakes a day, set on bot, until " in _status(bot)  # what the owner sees there
     inbox = await world.human.inbox(limit=50)
     [notice] = [m for m in inbox["messages"] if "budget-held" in m["tags"]]
     assert "@pb" in notice["body"] and "1 of 1 wakes a day, set on bot" in notice["body"]
@@ -71,3 +80,4 @@ async def test_a_bot_at_its_budget_is_held_and_a_lift_runs_the_held_wake_once(
     await asyncio.sleep(3)  # nothing more: the held wake ran once
     assert len(fake.calls()) == 2 and len(await wakes(world.human, "pb")) == 2
     assert len(bot.events("hold_ended")) == 1 and bot.state()["held"] is None
+    assert "held" not in _status(bot)

@@ -3,6 +3,9 @@
 Without the loop guard they relay for ever (43 turns in 16 s, seen on a fresh
 install). With it, the board stops waking them after ``loop_hops`` turns, and
 a human's message starts exactly one more run of at most ``loop_hops`` turns.
+The same holds when they pass the work on without a reply: by handoffs, or by
+mentions in claim notes (before the guard counted the board's events for a
+bot's acts, 169 and 190 turns in 60 s, and counting).
 """
 
 from __future__ import annotations
@@ -10,8 +13,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from tests.launcher.botrun import BotProcess, LiveBoard, wakes
-from tests.launcher.fakeharness import Fake
+from tests.launcher.fakeharness import FAKES_BIN, Fake
 from tests.support.boardtest import World, eventually
 
 HOPS = 6
@@ -69,6 +74,41 @@ async def test_two_bots_that_mention_each_other_stop_at_loop_hops(
         await world.human.post("@pb2 one more round, please", reply_to=root["id"])
         assert await _settled(world, 2 * HOPS) - HOPS in (HOPS, HOPS + 1)
         assert (await world.human.thread(root["id"]))["paused"] is True
+    finally:
+        for bot in bots:
+            await bot.close()
+
+
+RELAY = FAKES_BIN.parent / "models" / "relay.py"
+
+
+@pytest.mark.parametrize("mode", ["handoff", "note"])
+async def test_two_bots_passing_work_on_without_replies_stop_at_loop_hops(
+    tmp_path: Path, live: LiveBoard, world: World, mode: str
+) -> None:
+    await world.human.patch_workspace("proj", loop_hops=HOPS)
+    bots, fakes = [], []
+    for handle, client, other in (("pb", world.bot, "pb2"), ("pb2", world.peer, "pb")):
+        fake = Fake(tmp_path / f"fake-{handle}")
+        fake.script({"do": "act", "program": str(RELAY)})
+        assert client.token is not None
+        env = {"RELAY_MODE": mode, "RELAY_TO": other}
+        bots.append(
+            BotProcess(
+                tmp_path / handle, board_url=live.url, token=client.token, handle=handle, fake=fake, env=env
+            ).start()
+        )
+        fakes.append(fake)
+    try:
+        for bot in bots:
+            await bot.started()
+        await world.human.post("@pb take this and pass it on", channel="lobby", workspace="proj")
+        # A turn's two events (a claim, its release) may wake the other bot twice when the
+        # second comes during the turn the first started: twice loop_hops is the bound.
+        turns = await _settled(world, HOPS)
+        assert turns <= 2 * HOPS
+        # What the board counts is what was paid for: one wake record per harness run.
+        assert turns == sum(len(fake.calls()) for fake in fakes)
     finally:
         for bot in bots:
             await bot.close()

@@ -2,13 +2,16 @@
 
 Every wake costs money, and two bots that mention each other answer each other
 for ever. A *hop* is a bot-authored message that follows another with no human
-message between. At the workspace's ``loop_hops`` hops the message is *held*: it
-is written and shown as usual, but it wakes no bot (neither those it is for nor
-those watching its channel); humans still get it. Two runs are counted:
+message between; an event the board writes for a bot's act (a claim, a handoff,
+a release, done) is that bot's too. At the workspace's ``loop_hops`` hops the
+message is *held*: it is written and shown as usual, but it wakes no bot (neither
+those it is for nor those watching its channel); humans still get it. Two runs
+are counted:
 
 - in a thread, the bot messages at its tail since its last human message;
 - between one pair of bots, across threads, within :data:`PAIR_WINDOW_S`: the
-  turns taken (a burst one way counts once), since a human last wrote to either.
+  turns taken (a burst one way counts once), since a human last wrote to either;
+  once paused, the pair stays paused until a human writes to either.
 
 The state is read from the messages themselves, so it needs no table and cannot
 drift: a human message in the thread (or to either bot) ends the run. The board
@@ -65,12 +68,18 @@ async def screen(
     author: Principal,
     thread_id: int | None,
     bot_recipients: list[int],
+    *,
+    event: bool = False,
 ) -> Verdict:
-    """The verdict on a message ``author`` is about to post (in ``thread_id``, None for a root)."""
+    """The verdict on a message ``author`` is about to post (in ``thread_id``, None for a root).
+
+    ``event``: the board writes it for ``author`` (a claim, a handoff...); the thread's
+    run counts messages, so only the pair's sees it.
+    """
     hops = int(workspace["loop_hops"])
     if not author.is_bot or hops == 0:
         return Verdict()
-    if thread_id is not None:
+    if thread_id is not None and not event:
         run = 1 + tail_run(await store.thread_tail_kinds(conn, thread_id, hops))
         if run >= hops:
             notice = None
@@ -82,16 +91,36 @@ async def screen(
             return Verdict(held=True, notice=notice)
     if not bot_recipients:  # no pair to screen: the author's inbox is not read
         return Verdict()
-    since = ctx.ago(PAIR_WINDOW_S)
+    return await _pairs(conn, workspace, author, bot_recipients, hops, ctx.ago(PAIR_WINDOW_S))
+
+
+async def _pairs(
+    conn: Connection,
+    workspace: WorkspaceRow,
+    author: Principal,
+    bot_recipients: list[int],
+    hops: int,
+    since: str,
+) -> Verdict:
+    """The verdict of the run between the author and each bot the message is for."""
     mine = await store.recent_inbox(conn, author.agent_id)
     for other in bot_recipients:
         theirs = await store.recent_inbox(conn, other)
-        human = max((int(r["id"]) for r in (*mine, *theirs) if r["kind"] == "human"), default=0)
+        human = max(_last_human(mine), _last_human(theirs))
         low, high = sorted((author.agent_id, other))
         tag = f"loop-pair:{low}-{high}"
-        if await store.noticed_since(conn, workspace["id"], tag, human, since):
-            return Verdict(held=True)  # paused already: what it holds is not in their inboxes to count
-        turns = _pair_turns(author.agent_id, other, mine, theirs, human, since)
+        if await store.noticed_since(conn, workspace["id"], tag, human):
+            # Paused already, until a human writes to either: what it holds is not in their
+            # inboxes to count, and the board's own reminders (a stalled claim's nudge) would
+            # otherwise start a new run every time the window passed.
+            return Verdict(held=True)
+        exchanged = sorted(
+            (int(r["id"]), int(r["author_id"]))
+            for rows, sender in ((mine, other), (theirs, author.agent_id))
+            for r in rows
+            if int(r["author_id"]) == sender and int(r["id"]) > human and r["created_at"] >= since
+        )
+        turns = _turns([sender for _, sender in exchanged] + [author.agent_id])
         if turns >= hops:
             names = " and ".join("@" + name for name in await store.handles(conn, [author.agent_id, other]))
             notice = (
@@ -103,15 +132,15 @@ async def screen(
     return Verdict()
 
 
-def _pair_turns(
-    author_id: int, other_id: int, mine: list[Any], theirs: list[Any], human: int, since: str
-) -> int:
-    """Turns between two bots since a human last wrote to either, this message included."""
-    exchanged = sorted(
-        (int(r["id"]), int(r["author_id"]))
-        for rows, sender in ((mine, other_id), (theirs, author_id))
-        for r in rows
-        if int(r["author_id"]) == sender and int(r["id"]) > human and r["created_at"] >= since
-    )
-    senders = [sender for _, sender in exchanged] + [author_id]
+def _last_human(rows: list[Any]) -> int:
+    """The id a human last wrote to this inbox at, or a lower bound of it: when the scan is full
+    and holds none, the human's message is older than all of it, and only what follows counts."""
+    human = max((int(r["id"]) for r in rows if r["kind"] == "human"), default=0)
+    if human == 0 and len(rows) >= store.PAIR_SCAN:
+        return min(int(r["id"]) for r in rows)
+    return human
+
+
+def _turns(senders: list[int]) -> int:
+    """How many turns these senders took, oldest first: a burst by one counts once."""
     return 1 + sum(1 for before, after in itertools.pairwise(senders) if before != after)

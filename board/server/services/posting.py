@@ -64,7 +64,7 @@ async def append(
     tags: list[str] | None = None,
     meta: dict[str, Any] | None = None,
     also_for: dict[int, str] | None = None,
-    actor_id: int | None = None,
+    actor: Principal | None = None,
     parse_mentions: bool = True,
     notify: bool = True,
     mention: list[str] | None = None,
@@ -72,13 +72,14 @@ async def append(
     """Write one message and its fan-out; its event is published once the write commits.
 
     ``channel`` is the channel row of a new root; a reply takes its place from
-    ``parent``. ``actor_id`` is who caused an event message: like the author, it
-    does not find its own doing in its inbox. ``parse_mentions=False`` is for a
-    body that quotes text addressed to nobody: an ``@handle`` in it mentions no
-    one. The message is rendered from what was written, as the read path would
-    render it, without reading it back. ``notify=False`` is for a record kept in a
-    thread for whoever reads it (a routine's bookkeeping): it lands in no inbox
-    but those of ``also_for``. A bot's message may be held by the loop guard
+    ``parent``. ``actor`` is who caused an event message: like the author, it
+    does not find its own doing in its inbox, and the loop guard screens the
+    event as its. ``parse_mentions=False`` is for a body that quotes text
+    addressed to nobody: an ``@handle`` in it mentions no one. The message is
+    rendered from what was written, as the read path would render it, without
+    reading it back. ``notify=False`` is for a record kept in a thread for
+    whoever reads it (a routine's bookkeeping): it lands in no inbox but those
+    of ``also_for``. A bot's message may be held by the loop guard
     (``services/loopguard.py``): it is tagged so and lands in no bot's inbox.
     ``mention`` names who the message mentions instead of its body's ``@handles``: a body
     carrying text from outside the board (a forge's issue) mentions only whom the board names.
@@ -109,18 +110,25 @@ async def append(
     reasons.update(also_for or {})
     reasons = await scope.within_audience(conn, reasons, audience)
     reasons.pop(author.agent_id, None)
-    if actor_id is not None:
-        reasons.pop(actor_id, None)
+    if actor is not None:
+        reasons.pop(actor.agent_id, None)
     if not notify:
         reasons = {agent_id: why for agent_id, why in reasons.items() if agent_id in (also_for or {})}
     tags = list(tags or [])
     verdict = loopguard.Verdict()
-    bots: list[int] = []  # those of reasons that are bots, asked only for a bot's post
-    if author.is_bot:
+    bots: list[int] = []  # those of reasons that are bots, asked only for a bot's post or act
+    acting = actor or author
+    if acting.is_bot:
         kinds = await loop_store.kinds(conn, list(reasons))
         bots = [agent_id for agent_id, kind in kinds.items() if kind == "bot"]
         verdict = await loopguard.screen(
-            conn, ctx, workspace, author, parent["thread_id"] if parent is not None else None, bots
+            conn,
+            ctx,
+            workspace,
+            acting,
+            parent["thread_id"] if parent is not None else None,
+            bots,
+            event=kind == "event",
         )
         if verdict.held:
             tags.append(loopguard.HELD_TAG)
@@ -142,6 +150,7 @@ async def append(
         channel_id=channel_id,
         conversation_id=conversation_id,
         author_id=author.agent_id,
+        actor_id=actor.agent_id if actor is not None else None,
     )
     if reasons:
         await store.add_to_inboxes(conn, message_id, reasons)
@@ -253,7 +262,7 @@ async def post_event(
         meta=meta,
         tags=tags,
         also_for=also_for,
-        actor_id=author.agent_id if author is not None else None,
+        actor=author,
         parse_mentions=parse_mentions,
         notify=notify,
     )

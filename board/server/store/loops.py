@@ -23,24 +23,25 @@ async def thread_tail_kinds(conn: Connection, thread_id: int, limit: int) -> lis
 async def recent_inbox(conn: Connection, agent_id: int) -> list[Row]:
     """One agent's newest inbox rows, newest first: message id, time, author and author kind.
 
+    An event's author is the agent who caused it (its ``actor_id``), the board for its own.
     Bounded by count, not time, so the read walks the inbox key backwards and stops.
     """
     return await all_rows(
         conn,
-        """SELECT m.id, m.created_at, m.author_id, a.kind FROM inbox i
-           JOIN messages m ON m.id = i.message_id JOIN agents a ON a.id = m.author_id
+        """SELECT m.id, m.created_at, a.id AS author_id, a.kind FROM inbox i
+           JOIN messages m ON m.id = i.message_id JOIN agents a ON a.id = COALESCE(m.actor_id, m.author_id)
            WHERE i.agent_id = ? ORDER BY i.message_id DESC LIMIT ?""",
         (agent_id, PAIR_SCAN),
     )
 
 
-async def noticed_since(conn: Connection, workspace_id: int, tag: str, after_id: int, since: str) -> bool:
-    """Whether the board posted a notice with this tag in the workspace after a message and a time."""
+async def noticed_since(conn: Connection, workspace_id: int, tag: str, after_id: int) -> bool:
+    """Whether the board posted a notice with this tag in the workspace after a message."""
     row = await one(
         conn,
         """SELECT 1 FROM message_tags t JOIN messages m ON m.id = t.message_id
-           WHERE t.tag = ? AND t.message_id > ? AND m.workspace_id = ? AND m.created_at >= ? LIMIT 1""",
-        (tag, after_id, workspace_id, since),
+           WHERE t.tag = ? AND t.message_id > ? AND m.workspace_id = ? LIMIT 1""",
+        (tag, after_id, workspace_id),
     )
     return row is not None
 

@@ -364,22 +364,26 @@ async def insert(
     channel_id: int | None,
     conversation_id: int | None,
     author_id: int,
+    actor_id: int | None = None,
 ) -> int:
     """Append a message; a root (no ``thread_id``) becomes its own thread.
+
+    ``actor_id`` is who caused an event message (the board writes it for them).
 
     The thread bookkeeping (a root's own thread id, the reply summary, who took
     part) is done by triggers inside the database: one statement instead of four.
     """
     new_id = await conn.insert(
-        """INSERT INTO messages (workspace_id, channel_id, conversation_id, kind, author_id, body,
-               reply_to, thread_id, tags, mentions, meta, created_at)
-           VALUES (?,?,?,?,?,?,?,?,?,?,?,?)""",
+        """INSERT INTO messages (workspace_id, channel_id, conversation_id, kind, author_id, actor_id,
+               body, reply_to, thread_id, tags, mentions, meta, created_at)
+           VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)""",
         (
             workspace_id,
             channel_id,
             conversation_id,
             draft.kind,
             author_id,
+            actor_id,
             draft.body,
             draft.reply_to,
             draft.thread_id or 0,

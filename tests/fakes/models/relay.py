@@ -1,0 +1,48 @@
+"""A scripted careless bot for the loop guard's tests: every wake, it passes the work on.
+
+The fake harness's ``act`` step runs this with the prompt on stdin and the bot's run
+environment. ``RELAY_MODE`` says how it passes the work to ``RELAY_TO`` (another bot),
+each a way two bots can wake each other without posting a message:
+
+- ``handoff``: claims the thread it was woken in and hands it to RELAY_TO;
+- ``note``: claims it with a note mentioning RELAY_TO, then releases it with another.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import urllib.request
+from typing import Any
+
+
+def call(method: str, path: str, body: Any = None) -> Any:
+    request = urllib.request.Request(
+        os.environ["BOARD_URL"].rstrip("/") + path,
+        data=None if body is None else json.dumps(body).encode(),
+        method=method,
+        headers={"Authorization": f"Bearer {os.environ['BOARD_TOKEN']}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=20) as response:
+        return json.loads(response.read())
+
+
+def main() -> None:
+    sys.stdin.read()
+    mode, to = os.environ["RELAY_MODE"], os.environ["RELAY_TO"]
+    woken_by = int(os.environ["BOARD_WAKE_IDS"].split(",")[-1])
+    thread = call("GET", f"/api/messages/{woken_by}")["thread_id"]
+    if mode == "handoff":
+        call("POST", f"/api/threads/{thread}/claim", {})
+        call("POST", f"/api/threads/{thread}/handoff", {"to": to, "note": "yours"})
+    else:
+        call("POST", f"/api/threads/{thread}/claim", {"note": f"@{to} have a look"})
+        call("POST", f"/api/threads/{thread}/release", {"reason": f"@{to} your turn"})
+    print(f"passed {mode} to {to}")
+
+
+if __name__ == "__main__":
+    main()
