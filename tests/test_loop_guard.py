@@ -167,6 +167,64 @@ async def test_a_held_message_wakes_no_bot_watching_its_channel(guarded: World) 
     assert sent[0]["id"] in watched and sent[-1]["id"] not in watched
 
 
+async def _watched(bot: BoardClient, channel: str) -> set[int]:
+    """The ids of the messages this bot's feed watching ``channel`` would wake it for (as its
+    daemon asks, which tells the board that it watches the channel)."""
+    feed = await bot.wake(watch=channel, limit=500)
+    return {m["id"] for m in feed["messages"]}
+
+
+async def test_two_bots_watching_a_channel_and_answering_there_are_paused(guarded: World) -> None:
+    """Their posts mention nobody, so no inbox held the run: each woke the other through the
+    watch alone, as fast as their turns took."""
+    w = guarded
+    await w.human.post("ops is open", channel="ops", workspace="proj")
+    await _watched(w.bot, "ops")
+    await _watched(w.peer, "ops")
+    sent = []
+    for turn in range(HOPS + 2):
+        speaker = w.bot if turn % 2 == 0 else w.peer
+        sent.append(await speaker.post(f"status {turn}: all green", channel="ops", workspace="proj"))
+    held = [m for m in sent if "loop-held" in m["tags"]]
+    assert [m["id"] for m in held] == [m["id"] for m in sent[HOPS - 1 :]]
+    woke = await _watched(w.bot, "ops") | await _watched(w.peer, "ops")
+    assert not {m["id"] for m in held} & woke and {sent[0]["id"], sent[1]["id"]} <= woke
+    notices = await _notices(w.human, sent[HOPS - 1]["id"])
+    assert len(notices) == 1 and "@pb2 and @pb both watch this channel" in notices[0]["body"]
+
+    await w.human.post("thanks, carry on", channel="ops", workspace="proj")  # a human resumes them
+    after = await w.bot.post("status: still green", channel="ops", workspace="proj")
+    assert "loop-held" not in after["tags"] and after["id"] in await _watched(w.peer, "ops")
+
+
+async def test_bots_posting_where_only_one_watches_are_not_paused(guarded: World) -> None:
+    """A reporter that watches nothing wakes the watcher every time; the watcher's answers wake
+    nobody back, so no run is counted, however long it goes on."""
+    w = guarded
+    await w.human.post("builds is open", channel="builds", workspace="proj")
+    await _watched(w.peer, "builds")
+    await _watched(w.bot, "")  # pb's daemon watches nothing (it watched nothing before either)
+    sent = []
+    for turn in range(HOPS * 2):
+        speaker = w.bot if turn % 2 == 0 else w.peer
+        sent.append(await speaker.post(f"build {turn} done", channel="builds", workspace="proj"))
+    assert not any("loop-held" in m["tags"] for m in sent)
+    assert {m["id"] for m in sent[::2]} <= await _watched(w.peer, "builds")
+
+
+async def test_a_daemon_that_stops_watching_is_no_longer_counted(guarded: World) -> None:
+    w = guarded
+    await w.human.post("ops is open", channel="ops", workspace="proj")
+    await _watched(w.bot, "ops")
+    await _watched(w.peer, "ops")
+    await w.peer.wake(limit=1)  # pb2's daemon restarted without --watch
+    sent = []
+    for turn in range(HOPS * 2):
+        speaker = w.bot if turn % 2 == 0 else w.peer
+        sent.append(await speaker.post(f"status {turn}", channel="ops", workspace="proj"))
+    assert not any("loop-held" in m["tags"] for m in sent)
+
+
 async def test_humans_are_never_held_and_zero_turns_the_guard_off(guarded: World) -> None:
     w = guarded
     root = await w.human.post("@pb start", channel="lobby", workspace="proj")

@@ -11,7 +11,12 @@ are counted:
 - in a thread, the bot messages at its tail since its last human message;
 - between one pair of bots, across threads, within :data:`PAIR_WINDOW_S`: the
   turns taken (a burst one way counts once), since a human last wrote to either;
-  once paused, the pair stays paused until a human writes to either.
+  once paused, the pair stays paused until a human writes to either;
+- between two bots whose daemons both watch a channel (every post there wakes
+  each), within :data:`PAIR_WINDOW_S`: their turns in the channel since a human
+  last posted there; once paused, until a human posts there. Their posts mention
+  nobody, so no inbox holds this run: the board knows who watches what from each
+  daemon's wake feed (``store/watches.py``).
 
 The state is read from the messages themselves, so it needs no table and cannot
 drift: a human message in the thread (or to either bot) ends the run. The board
@@ -26,6 +31,7 @@ from typing import Any
 
 from ..principal import Principal
 from ..store import loops as store
+from ..store import watches as watch_store
 from ..store.connection import Connection
 from ..store.rows import WorkspaceRow
 
@@ -70,11 +76,13 @@ async def screen(
     bot_recipients: list[int],
     *,
     event: bool = False,
+    channel_id: int | None = None,
 ) -> Verdict:
-    """The verdict on a message ``author`` is about to post (in ``thread_id``, None for a root).
+    """The verdict on a message ``author`` is about to post (in ``thread_id``, None for a root;
+    in ``channel_id``, None in a conversation).
 
     ``event``: the board writes it for ``author`` (a claim, a handoff...); the thread's
-    run counts messages, so only the pair's sees it.
+    run counts messages, so only the pair's and the channel's see it.
     """
     hops = int(workspace["loop_hops"])
     if not author.is_bot or hops == 0:
@@ -89,9 +97,14 @@ async def screen(
                     "Bot messages here wake no bot until a human writes in this thread."
                 )
             return Verdict(held=True, notice=notice)
+    since = ctx.ago(PAIR_WINDOW_S)
+    if channel_id is not None:
+        verdict = await _watchers(conn, workspace, author, channel_id, hops, since)
+        if verdict.held:
+            return verdict
     if not bot_recipients:  # no pair to screen: the author's inbox is not read
         return Verdict()
-    return await _pairs(conn, workspace, author, bot_recipients, hops, ctx.ago(PAIR_WINDOW_S))
+    return await _pairs(conn, workspace, author, bot_recipients, hops, since)
 
 
 async def _pairs(
@@ -127,6 +140,38 @@ async def _pairs(
                 f"Paused: {names} have taken {turns} turns answering each other within "
                 f"{PAIR_WINDOW_S // 60} min with no human. Their messages wake no bot "
                 "until a human writes to one of them."
+            )
+            return Verdict(held=True, notice=notice, notice_tag=tag)
+    return Verdict()
+
+
+async def _watchers(
+    conn: Connection, workspace: WorkspaceRow, author: Principal, channel_id: int, hops: int, since: str
+) -> Verdict:
+    """The verdict of the run between the author and each other bot watching the channel, when
+    the author watches it too: each one's post there wakes the other."""
+    watching = await watch_store.watching(conn, channel_id)
+    if author.agent_id not in watching or len(watching) < 2:
+        return Verdict()
+    tail = await store.channel_tail(conn, channel_id)
+    human = _last_human(tail)
+    for other in sorted(watching - {author.agent_id}):
+        low, high = sorted((author.agent_id, other))
+        tag = f"loop-watch:{channel_id}:{low}-{high}"
+        if await store.noticed_since(conn, workspace["id"], tag, human):
+            return Verdict(held=True)  # paused already, until a human posts in the channel
+        senders = [
+            int(r["author_id"])
+            for r in reversed(tail)
+            if int(r["author_id"]) in (low, high) and int(r["id"]) > human and r["created_at"] >= since
+        ]
+        turns = _turns([*senders, author.agent_id])
+        if turns >= hops:
+            names = " and ".join("@" + name for name in await store.handles(conn, [author.agent_id, other]))
+            notice = (
+                f"Paused: {names} both watch this channel and have taken {turns} turns posting in it "
+                f"within {PAIR_WINDOW_S // 60} min with no human. Their messages wake no bot until a "
+                "human posts in this channel."
             )
             return Verdict(held=True, notice=notice, notice_tag=tag)
     return Verdict()

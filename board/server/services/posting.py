@@ -129,6 +129,7 @@ async def append(
             parent["thread_id"] if parent is not None else None,
             bots,
             event=kind == "event",
+            channel_id=channel_id,
         )
         if verdict.held:
             tags.append(loopguard.HELD_TAG)

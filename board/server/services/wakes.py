@@ -21,6 +21,7 @@ from ..store import claims as claim_store
 from ..store import delivery as delivery_store
 from ..store import identity as identity_store
 from ..store import messages as store
+from ..store import watches as watch_store
 from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..store.jsoncolumns import read_json
@@ -132,11 +133,12 @@ async def wake_scope(
     """The bot's feed after ``since``: its inbox, and the channels and goal thread it watches
     (those given, else its profile's)."""
 
-    async def resolve(conn: Connection) -> WakeScope:
+    async def resolve(conn: Connection) -> tuple[WakeScope, bool]:
         workspace = await scope.resolve(conn, p, None)
         profile_watch, profile_goal = await registry.wake_defaults(conn, p)
         watching = watch or profile_watch
         channel_ids, pending = await _watched_channels(conn, workspace["id"], watching)
+        moved = p.is_bot and await watch_store.of_agent(conn, p.agent_id) != set(channel_ids)
         thread_id = None
         if goal is not None:
             root = await scope.visible_message(conn, p, goal, "thread")
@@ -160,9 +162,13 @@ async def wake_scope(
             reader_id=p.agent_id,
             quiet_tags=QUIET_TAGS,
         )
-        return WakeScope(keys, inbox, watched, list(watching), view)
+        return WakeScope(keys, inbox, watched, list(watching), view), moved
 
-    return await ctx.db.read(resolve)
+    wake, moved = await ctx.db.read(resolve)
+    if moved:  # the loop guard's record of who watches what (services/loopguard.py)
+        watched = set(wake.watch.channel_ids)
+        await ctx.db.write(lambda conn: watch_store.replace(conn, p.agent_id, watched))
+    return wake
 
 
 async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:

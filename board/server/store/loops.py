@@ -1,4 +1,5 @@
-"""What the loop guard reads: runs of bot messages in a thread and between two bots."""
+"""What the loop guard reads: runs of bot messages in a thread, between two bots, and in a
+channel two bots watch."""
 
 from __future__ import annotations
 
@@ -32,6 +33,17 @@ async def recent_inbox(conn: Connection, agent_id: int) -> list[Row]:
            JOIN messages m ON m.id = i.message_id JOIN agents a ON a.id = COALESCE(m.actor_id, m.author_id)
            WHERE i.agent_id = ? ORDER BY i.message_id DESC LIMIT ?""",
         (agent_id, PAIR_SCAN),
+    )
+
+
+async def channel_tail(conn: Connection, channel_id: int) -> list[Row]:
+    """A channel's newest messages, newest first, as :func:`recent_inbox` reads an inbox's."""
+    return await all_rows(
+        conn,
+        """SELECT m.id, m.created_at, a.id AS author_id, a.kind FROM messages m
+           JOIN agents a ON a.id = COALESCE(m.actor_id, m.author_id)
+           WHERE m.channel_id = ? ORDER BY m.id DESC LIMIT ?""",
+        (channel_id, PAIR_SCAN),
     )
 
 
