@@ -109,13 +109,27 @@ class Runner:
             await self._follow_changes()
         finally:
             self.scheduler.shutdown(wait=False)  # fires nothing more
-            passes = list(self._passes)
-            for task in passes:
-                task.cancel()
-            if passes:
-                _, left = await asyncio.wait(passes, timeout=STOP_SECONDS)
-                if left:
-                    log.warning("routines: %d check(s) still under way as the runner stops", len(left))
+            await self._end_passes()
+
+    async def _end_passes(self) -> None:
+        """Cancel the passes under way and wait for them to end, for :data:`STOP_SECONDS` at
+        most, through any further cancel of this task: the duty lost and the board stopping
+        each cancel it, and the second must not leave a pass running. A cancel meanwhile is
+        raised once they have ended."""
+        left = set(self._passes)
+        for task in left:
+            task.cancel()
+        loop = asyncio.get_running_loop()
+        deadline, cancelled = loop.time() + STOP_SECONDS, False
+        while left and (remaining := deadline - loop.time()) > 0:
+            try:
+                _, left = await asyncio.wait(left, timeout=remaining)
+            except asyncio.CancelledError:
+                cancelled = True
+        if left:
+            log.warning("routines: %d check(s) still under way as the runner stops", len(left))
+        if cancelled:
+            raise asyncio.CancelledError
 
     async def _fired(self) -> None:
         """A pass APScheduler fired, in a task of its own, which :meth:`run` ends with the runner:

@@ -197,3 +197,13 @@ async def test_a_refusal_names_a_query_parameter_so_and_a_bound_of_one_is_no_plu
         world, "POST", "/api/messages", data=b'{"channel": "lobby", "body": 1}', token=world.bot.token
     )
     assert status == 422 and body["error"]["message"] == "The body must be a string."
+
+
+async def test_a_time_past_the_calendars_ends_is_refused_not_failed(world: World) -> None:
+    """An offset may carry a time of year 1 or 9999 past the calendar's end once in UTC: it is
+    no time the board can store, refused as any other, not an internal error."""
+    for given in ("0001-01-01T00:00:00%2B01:00", "9999-12-31T23:59:59-01:00"):
+        status, body = await raw(world, "GET", f"/api/audit?from={given}", token=world.human.token)
+        assert status == 422 and body["error"]["message"] == "The parameter from must be an RFC 3339 time."
+        status, body = await raw(world, "GET", f"/api/knowledge?as_of={given}", token=world.bot.token)
+        assert status == 422 and body["error"]["details"]["field"] == "as_of", body

@@ -287,3 +287,22 @@ async def test_claims_already_nudged_do_not_crowd_out_new_stalls(
     clock.advance(10 * MINUTE)
     assert (await sweep(ctx)).nudged == [later]
     assert (await sweep(ctx)).nudged == []
+
+
+async def test_mail_a_moved_bot_can_no_longer_read_is_neither_flagged_nor_listed(
+    clocked_world: World, clock: ManualClock
+) -> None:
+    """A bot moved to another workspace reads its old inbox no more, nor can mark it seen: a
+    flag on that mail stood in the list for good, before newer ones, and more were flagged."""
+    w = clocked_world
+    await w.peer.me()
+    clock.advance(25 * 3600)  # pb2 has been away for a day
+    flagged = await w.human.post("@pb2 please review the release notes", channel="lobby", workspace="proj")
+    clock.advance(31 * MINUTE)
+    assert (await sweep(w.board.ctx)).flagged == 1
+    await w.human.post("@pb2 and the changelog", channel="lobby", workspace="proj")
+    assert [u["message_id"] for u in (await w.human.claims(stalled=True))["unseen"]] == [flagged["id"]]
+    await w.human.set_bots("other", ["ob", "pb2"])
+    clock.advance(31 * MINUTE)
+    assert (await sweep(w.board.ctx)).flagged == 0
+    assert (await w.human.claims(stalled=True))["unseen"] == []

@@ -468,3 +468,19 @@ async def test_a_moved_bots_inbox_lists_nothing_of_the_workspace_it_left(world: 
     assert [g["thread_id"] for g in page["groups"]] == [after["id"]] and page["unread"] == 1
     await refused(world.bot.receipts([int(before["id"])]), "NOT_FOUND")
     assert (await world.bot.inbox_mark("done", all=True))["marked"] == 1
+
+
+async def test_an_admin_bots_inbox_lists_what_reached_it_in_every_workspace(world: World) -> None:
+    """An admin bot reads every workspace: its inbox keeps what reached it in each (the check
+    that hides a moved bot's old workspace reads its home's slug for that)."""
+    handle = (await world.admin_bot.me())["handle"]
+    here = await world.human.post(f"@{handle} have a look", channel="lobby", workspace="proj")
+    there = await world.human.post(f"@{handle} and here", channel="lobby", workspace="other")
+    ids = [here["id"], there["id"]]
+    assert [m["id"] for m in (await world.admin_bot.inbox())["messages"]] == ids
+    assert [m["id"] for m in (await world.admin_bot.wake(wait=0))["messages"]] == ids
+    assert (await world.admin_bot.me())["inbox"] == 2
+    page = await world.admin_bot.inbox_threads()
+    assert sorted(g["thread_id"] for g in page["groups"]) == ids and page["unread"] == 2
+    await world.admin_bot.receipts([int(here["id"])])
+    assert (await world.admin_bot.inbox_mark("done", all=True))["marked"] == 2

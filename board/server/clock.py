@@ -43,8 +43,14 @@ def iso(moment: datetime) -> str:
 
 
 def parse_time(text: str) -> datetime:
-    """Parse an RFC 3339 time (``Z`` or an offset); naive times are taken as UTC."""
+    """Parse an RFC 3339 time (``Z`` or an offset); naive times are taken as UTC.
+
+    ValueError for any text that is no such time, one whose offset takes it past year 1 or
+    9999 in UTC too: callers refuse or skip it as any other, rather than fail."""
     value = datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{text[:40]!r} is out of range in UTC") from None

@@ -9,8 +9,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
+import pytest
 
+from board.server.api.keys import CONTEXT
 from board.server.clock import iso
+from board.server.hub import Event
+from board.server.principal import Principal
+from board.server.services.inbox_watch import Watch
+from board.server.services.live import Arrival
+from board.server.store import identity as identity_store
 from tests.support.boardtest import World
 from tests.support.fleettest import keeper_with_bots
 from tests.support.pages_support import Browser, sign_in
@@ -221,3 +228,40 @@ async def test_a_stream_naming_bad_ids_is_refused_and_holds_nothing(world: World
         resp.close()
     assert world.board.ctx.hub.waiting == 0
     await alice.close()
+
+
+async def test_a_batchs_replies_read_their_threads_roots_at_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tab named each notified reply's thread with a read of its own, on every open tab: a
+    batch of replies reads their roots in one."""
+    ctx = world.board.app[CONTEXT]
+    me = await ctx.db.read(lambda conn: identity_store.agent_by_handle(conn, "alice"))
+    assert me is not None
+    first = await world.bot.post("First thread", channel="lobby")
+    second = await world.bot.post("## Second *thread*", channel="lobby")
+    replies = [
+        await world.peer.post(f"@alice look {i}", reply_to=int(root["id"]))
+        for i, root in enumerate([first, second, first])
+    ]
+    watch = Watch(ctx, Principal(int(me["id"]), "alice", "human"), [])
+    watch.on = {"mention": True}
+    reads: list[object] = []
+    read = ctx.db.read
+
+    async def counted(fn: Any) -> Any:
+        reads.append(fn)
+        return await read(fn)
+
+    monkeypatch.setattr(ctx.db, "read", counted)
+    events = [Event(r, 0, None, None, int(r["thread_id"])) for r in [first, *replies]]
+    frame = await watch.update([Arrival(e, "mention") for e in events], set())
+    assert frame is not None
+    assert [n["title"] for n in frame["notify"]] == [
+        "pb mentioned you in #lobby: First thread",
+        *(
+            f"pb2 mentioned you in #lobby: {name}"
+            for name in ("First thread", "Second thread", "First thread")
+        ),
+    ]
+    assert len(reads) == 2  # the roots, and the unread count

@@ -682,13 +682,13 @@ async def test_a_post_among_bots_reads_no_thread_name(world: World, monkeypatch:
     back, read no thread root (nor parse one) to name a notice no one gets; a bot's mention
     of a human still names its thread."""
     named: list[int] = []
-    thread_name = outbound.thread_name
+    thread_names = outbound.thread_names
 
-    async def counted(conn: Any, message: dict[str, Any]) -> str | None:
-        named.append(int(message["id"]))
-        return await thread_name(conn, message)
+    def counted(posted: list[dict[str, Any]], roots: list[Any]) -> dict[int, str]:
+        named.extend(int(message["id"]) for message in posted)
+        return thread_names(posted, roots)
 
-    monkeypatch.setattr(outbound, "thread_name", counted)
+    monkeypatch.setattr(outbound, "thread_names", counted)
     root = await world.bot.post("@pb2 the parser fails", channel="lobby", workspace="proj")
     await world.peer.post("@pb on it", reply_to=int(root["id"]))
     assert named == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,7 +12,7 @@ from board.server import markdown as markdown_module
 from board.server.clock import iso
 from board.server.markdown import first_line, markdown
 from board.server.pages.lookup import highlight
-from board.server.pages.render import claim_line, relative, when
+from board.server.pages.render import claim_line, log_entry, relative, when
 
 
 def test_raw_html_is_text() -> None:
@@ -94,3 +95,25 @@ def test_a_time_is_one_element_with_the_exact_time_and_no_markup_from_its_fallba
     assert html.endswith(" ago</time>")
     assert str(when(None, "<never>")) == "&lt;never&gt;"
     assert str(when("")) == ""
+
+
+def test_a_log_line_shows_on_one_line_in_its_own_order_whatever_it_holds() -> None:
+    """A log's values are its keeper's text: a line break in the event, a level or a key made a
+    second line that read as the daemon's own, a bidirectional override reordered what follows,
+    and a time past the calendar's end (in UTC) failed the whole page."""
+    line = json.dumps(
+        {
+            "at": "0001-01-01T00:00:00+01:00",
+            "level": "info\n12:00:00 error",
+            "event": "ok\r\n12:00:01 fake_event",
+            "a\nb": "c",
+            "word": "abc\u202edef",
+            "spaced": "x \u2028y",
+        }
+    )
+    entry = log_entry(line, "pb")
+    assert entry is not None and entry.at == "0001-01-01T00:00:00+01:00"
+    parts = [entry.at, entry.stamp, entry.level, entry.message, *(k + v for k, v in entry.fields)]
+    assert all(part.isprintable() for part in parts), parts
+    assert entry.message == "ok\\r\\n12:00:01 fake_event" and entry.level == "info\\n12:00:00 error"
+    assert dict(entry.fields) == {"a\\nb": "c", "word": '"abc\\u202edef"', "spaced": '"x \\u2028y"'}

@@ -57,3 +57,17 @@ async def test_a_runner_stopped_with_its_duty_lost_ends_its_checks_under_way_fir
         await runner
     assert board.ended, "the check went on after its runner stopped"
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
+async def test_a_runner_cancelled_again_while_it_stops_still_ends_its_checks_first() -> None:
+    """The duty lost and the board stopping may each cancel the runner: the second cancel,
+    while it waited for its checks to end, returned at once and left one under way."""
+    board = StuckBoard()
+    runner = asyncio.create_task(Runner(cast(BoardClient, board), check_every=0.05).run())
+    await asyncio.wait_for(board.under_way.wait(), 10)
+    runner.cancel()
+    await asyncio.sleep(0.05)  # the runner waits for the check to hang up
+    runner.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await runner
+    assert board.ended, "the check went on after its runner stopped"

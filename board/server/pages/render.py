@@ -109,12 +109,18 @@ class LogEntry:
 
 
 def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``text`` within ``limit`` characters, each that is not printable as its JSON escape: a
+    line break, a control or a bidirectional override in a value would start a line that reads
+    as the daemon's own, or reorder the ones after it."""
+    shown = text[:limit]
+    if not shown.isprintable():
+        shown = "".join(c if c.isprintable() else json.dumps(c)[1:-1] for c in shown)
+    return shown if len(shown) <= limit and len(text) <= limit else shown[: limit - 1] + "…"
 
 
 def _shown(value: Any) -> str:
     """A field's value in a line: a word as it is, anything else as compact JSON."""
-    if isinstance(value, str) and value and not any(c.isspace() or c in '"=' for c in value):
+    if isinstance(value, str) and value and value.isprintable() and not any(c in ' "=' for c in value):
         return _cut(value, LOG_VALUE)
     try:
         return _cut(json.dumps(value, ensure_ascii=False, separators=(",", ":")), LOG_VALUE)

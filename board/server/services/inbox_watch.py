@@ -2,13 +2,14 @@
 became read, which arrivals to highlight, and what to raise a browser notification for.
 
 One :class:`Watch` per live stream. It reads nothing per message: an arrival's kind comes from
-the hub's event (its inbox reason and tags); only a notification raised for a reply reads its
-thread's root, to name the thread in its title as the mailed one does. It reads the unread
-count when the inbox changed (an arrival, a receipt), the page's highlighted ids still unread
-when receipts changed, the pending routine versions and the runs failed since the tab opened
-when the routines changed, the crashed or misconfigured bots when the fleet changed, and the
-proposals made since the tab opened when one was made (``knowledge.documents.REVIEWS``), each
-only while its kind of notification is on. A human is not told of a proposal of their own.
+the hub's event (its inbox reason and tags); only the notifications raised for replies read
+their threads' roots, in one read a batch, to name each thread in its title as the mailed one
+does. It reads the unread count when the inbox changed (an arrival, a receipt), the page's
+highlighted ids still unread when receipts changed, the pending routine versions and the runs
+failed since the tab opened when the routines changed, the crashed or misconfigured bots when
+the fleet changed, and the proposals made since the tab opened when one was made
+(``knowledge.documents.REVIEWS``), each only while its kind of notification is on. A human is
+not told of a proposal of their own.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..principal import Principal
 from ..store import fleet as fleet_store
 from ..store import inbox as store
 from ..store import knowledge as knowledge_store
+from ..store import messages as message_store
 from ..store import routines as routine_store
 from ..store.connection import Connection
 from ..store.rows import Row
@@ -60,7 +62,7 @@ class Watch:
         """The frame for what a batch brought, or None when it changes nothing the tab shows."""
         if inbox.settings_changed(self.p.agent_id) in signals:
             await self._read_settings()
-        notes = [n for a in arrivals if (n := await self._note(a)) is not None]
+        notes = await self._notes(arrivals)
         fresh = [a.event.id for a in arrivals if a.reason in inbox.HIGHLIGHTED]
         self.tracked = list(dict.fromkeys([*self.tracked, *fresh]))[-TRACKED:]
         if routines.CHANGES in signals and self.on.get("routine"):
@@ -103,18 +105,24 @@ class Watch:
         if self.on["review"]:
             self.reviews = {int(r["id"]) for r in await self._proposals()}
 
-    async def _note(self, arrival: Arrival) -> dict[str, Any] | None:
-        message = arrival.event.message
-        kind = inbox.notice_kind(arrival.reason)
-        if kind is None or not self.on.get(kind):
-            return None
-        thread = (
-            None
-            if kind == "held"
-            else await self.ctx.db.read(lambda conn: outbound.thread_name(conn, message))
-        )
-        title, url = outbound.message_notice(message, kind, thread)
-        return note(kind, title, message["body"][: messages.PREVIEW_CHARS], url, f"m{message['id']}")
+    async def _notes(self, arrivals: list[Arrival]) -> list[dict[str, Any]]:
+        """The notifications of a batch's arrivals whose kinds are on; a mention's or a DM's
+        names its thread, the threads' roots read in one go for the whole batch."""
+        told = [
+            (arrival.event.message, kind)
+            for arrival in arrivals
+            if (kind := inbox.notice_kind(arrival.reason)) is not None and self.on.get(kind)
+        ]
+        named = [message for message, kind in told if kind != "held"]
+        wanted = outbound.replied_roots(named)
+        roots = await self.ctx.db.read(lambda conn: message_store.by_ids(conn, wanted)) if wanted else []
+        threads = outbound.thread_names(named, roots)
+        notes = []
+        for message, kind in told:
+            title, url = outbound.message_notice(message, kind, threads.get(message["thread_id"]))
+            preview = message["body"][: messages.PREVIEW_CHARS]
+            notes.append(note(kind, title, preview, url, f"m{message['id']}"))
+        return notes
 
     async def _pending(self) -> set[tuple[str, int]]:
         listed = await routines.list_routines(self.ctx, self.p, routines.RoutineList())

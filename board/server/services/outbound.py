@@ -173,7 +173,8 @@ async def for_message(
             by_kind.setdefault(kind, []).append(agent_id)
     thread = None
     if by_kind.keys() - {"held"}:  # a mention, DM or hand-off names its thread
-        thread = await thread_name(conn, message)
+        roots = await messages.by_ids(conn, replied_roots([message]))
+        thread = thread_names([message], roots).get(message["thread_id"])
     for kind, to in by_kind.items():
         subject, link = message_notice(message, kind, thread)
         await enqueue(
@@ -189,10 +190,17 @@ async def for_message(
         )
 
 
-async def thread_name(conn: Connection, message: dict[str, Any]) -> str | None:
-    """The name of ``message``'s thread: its root's first line (a reply reads the root)."""
-    root = message if message["reply_to"] is None else await messages.by_id(conn, message["thread_id"])
-    return first_line(str(root["body"])) if root is not None else None
+def replied_roots(posted: Collection[dict[str, Any]]) -> list[int]:
+    """The ids of the roots :func:`thread_names` needs read: those of the replies among ``posted``."""
+    return sorted({int(m["thread_id"]) for m in posted if m["reply_to"] is not None})
+
+
+def thread_names(posted: Collection[dict[str, Any]], roots: list[Row]) -> dict[int, str]:
+    """The names of these messages' threads by thread id: each root's first line. ``roots`` are
+    the replies' (:func:`replied_roots`), read by the caller in one query however many replies
+    there are (a tab's batch of arrivals); a root of ``posted`` is its own."""
+    found = [m for m in posted if m["reply_to"] is None] + list(roots)
+    return {int(root["id"]): first_line(str(root["body"])) for root in found}
 
 
 def message_notice(message: dict[str, Any], kind: str, thread: str | None = None) -> tuple[str, str]:

@@ -648,7 +648,7 @@ async def create_run(ctx: Context, p: Principal, name: str, req: RunRequest) -> 
     actions.require(p, "routine.step_run")
     try:
         scheduled_for = iso(parse_time(req.scheduled_for))
-    except (ValueError, OverflowError):
+    except ValueError:
         raise InvalidArgument("scheduled_for is an RFC 3339 time.", field="scheduled_for") from None
 
     async def write(conn: Connection) -> tuple[int, dict[str, Any]]:

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from .connection import Connection
+from .inbox import REACHED
 from .rows import ClaimRow, Row, all_rows, one
 
 COLUMNS = """c.thread_id, c.workspace_id, w.slug AS workspace, c.state, c.holder_id,
@@ -223,13 +224,14 @@ async def mark_nudged(conn: Connection, thread_id: int, now: str) -> None:
 
 
 async def flag_unseen(conn: Connection, away_before: str, created_before: str, now: str, limit: int) -> int:
-    """Flag messages addressed to away bots and still unseen; returns how many were new."""
+    """Flag messages addressed to away bots and still unseen, that they can still read (a
+    moved bot's old inbox it cannot mark seen); returns how many were new."""
     cur = await conn.execute(
-        """INSERT INTO unseen_flags (message_id, agent_id, flagged_at)
+        f"""INSERT INTO unseen_flags (message_id, agent_id, flagged_at)
            SELECT i.message_id, i.agent_id, ? FROM inbox i
            JOIN agents a ON a.id = i.agent_id JOIN messages m ON m.id = i.message_id
            WHERE a.kind = 'bot' AND (a.last_seen_at IS NULL OR a.last_seen_at < ?)
-             AND m.created_at < ?
+             AND m.created_at < ? AND {REACHED}
              AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.agent_id = i.agent_id
                              AND r.message_id = i.message_id AND r.state = 'seen')
              AND NOT EXISTS (SELECT 1 FROM unseen_flags f WHERE f.agent_id = i.agent_id
@@ -244,7 +246,8 @@ async def flag_unseen(conn: Connection, away_before: str, created_before: str, n
 async def unseen(
     conn: Connection, workspace_ids: list[int] | None, viewer_id: int | None, limit: int
 ) -> list[Row]:
-    """Flagged unseen mail; a conversation's only for its members (``viewer_id``; None: a human)."""
+    """Flagged unseen mail its bot still reads (not a moved bot's, flagged before its move); a
+    conversation's only for its members (``viewer_id``; None: a human)."""
     where = ""
     params: list[Any] = []
     if workspace_ids is not None:
@@ -258,7 +261,8 @@ async def unseen(
         conn,
         f"""SELECT f.message_id, a.handle, f.flagged_at, m.thread_id FROM unseen_flags f
             JOIN agents a ON a.id = f.agent_id JOIN messages m ON m.id = f.message_id
-            WHERE NOT EXISTS (SELECT 1 FROM receipts r WHERE r.agent_id = f.agent_id
+            JOIN inbox i ON i.agent_id = f.agent_id AND i.message_id = f.message_id
+            WHERE {REACHED} AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.agent_id = f.agent_id
                               AND r.message_id = f.message_id AND r.state = 'seen') {where}
             ORDER BY f.message_id LIMIT ?""",
         (*params, limit),
