@@ -5,7 +5,9 @@ install). With it, the board stops waking them after ``loop_hops`` turns, and
 a human's message starts exactly one more run of at most ``loop_hops`` turns.
 The same holds when they pass the work on without a reply: by handoffs, or by
 mentions in claim notes (before the guard counted the board's events for a
-bot's acts, 169 and 190 turns in 60 s, and counting).
+bot's acts, 169 and 190 turns in 60 s, and counting); and when both watch a
+channel and post there, mentioning no one (278 turns in 60 s before the board
+knew who watches what).
 """
 
 from __future__ import annotations
@@ -82,12 +84,14 @@ async def test_two_bots_that_mention_each_other_stop_at_loop_hops(
 RELAY = FAKES_BIN.parent / "models" / "relay.py"
 
 
-@pytest.mark.parametrize("mode", ["handoff", "note"])
+@pytest.mark.parametrize("mode", ["handoff", "note", "status"])
 async def test_two_bots_passing_work_on_without_replies_stop_at_loop_hops(
     tmp_path: Path, live: LiveBoard, world: World, mode: str
 ) -> None:
     await world.human.patch_workspace("proj", loop_hops=HOPS)
     bots, fakes = [], []
+    # Watching bots wake on every post in #ops, at once (no jitter); the others on mentions.
+    args = ["--watch", "ops", "--jitter", "0"] if mode == "status" else []
     for handle, client, other in (("pb", world.bot, "pb2"), ("pb2", world.peer, "pb")):
         fake = Fake(tmp_path / f"fake-{handle}")
         fake.script({"do": "act", "program": str(RELAY)})
@@ -95,14 +99,21 @@ async def test_two_bots_passing_work_on_without_replies_stop_at_loop_hops(
         env = {"RELAY_MODE": mode, "RELAY_TO": other}
         bots.append(
             BotProcess(
-                tmp_path / handle, board_url=live.url, token=client.token, handle=handle, fake=fake, env=env
+                tmp_path / handle,
+                board_url=live.url,
+                token=client.token,
+                handle=handle,
+                fake=fake,
+                args=args,
+                env=env,
             ).start()
         )
         fakes.append(fake)
     try:
         for bot in bots:
             await bot.started()
-        await world.human.post("@pb take this and pass it on", channel="lobby", workspace="proj")
+        start = "the morning status, please" if mode == "status" else "@pb take this and pass it on"
+        await world.human.post(start, channel="ops" if mode == "status" else "lobby", workspace="proj")
         # A turn's two events (a claim, its release) may wake the other bot twice when the
         # second comes during the turn the first started: twice loop_hops is the bound.
         turns = await _settled(world, HOPS)

@@ -133,12 +133,13 @@ async def wake_scope(
     """The bot's feed after ``since``: its inbox, and the channels and goal thread it watches
     (those given, else its profile's)."""
 
-    async def resolve(conn: Connection) -> tuple[WakeScope, bool]:
+    async def resolve(conn: Connection) -> tuple[WakeScope, set[watch_store.Watch] | None]:
         workspace = await scope.resolve(conn, p, None)
         profile_watch, profile_goal = await registry.wake_defaults(conn, p)
         watching = watch or profile_watch
         channel_ids, pending = await _watched_channels(conn, workspace["id"], watching)
-        moved = p.is_bot and await watch_store.of_agent(conn, p.agent_id) != set(channel_ids)
+        watches = {(int(workspace["id"]), slug) for slug in watching}
+        moved = p.is_bot and await watch_store.of_agent(conn, p.agent_id) != watches
         thread_id = None
         if goal is not None:
             root = await scope.visible_message(conn, p, goal, "thread")
@@ -162,12 +163,11 @@ async def wake_scope(
             reader_id=p.agent_id,
             quiet_tags=QUIET_TAGS,
         )
-        return WakeScope(keys, inbox, watched, list(watching), view), moved
+        return WakeScope(keys, inbox, watched, list(watching), view), watches if moved else None
 
     wake, moved = await ctx.db.read(resolve)
-    if moved:  # the loop guard's record of who watches what (services/loopguard.py)
-        watched = set(wake.watch.channel_ids)
-        await ctx.db.write(lambda conn: watch_store.replace(conn, p.agent_id, watched))
+    if moved is not None:  # the loop guard's record of who watches what (services/loopguard.py)
+        await ctx.db.write(lambda conn: watch_store.replace(conn, p.agent_id, moved))
     return wake
 
 
