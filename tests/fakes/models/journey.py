@@ -19,28 +19,16 @@ Standard library only.
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 import runpy
 import sys
-import urllib.request
 from pathlib import Path
-from typing import Any
+
+from boardapi import call
 
 RECONCILER = Path(__file__).with_name("knowledge_reconciler.py")
 HANDOFF = re.compile(r"hand this thread to ([A-Za-z0-9._-]+)")
-
-
-def call(method: str, path: str, body: Any = None) -> Any:
-    request = urllib.request.Request(
-        os.environ["BOARD_URL"].rstrip("/") + path,
-        data=None if body is None else json.dumps(body).encode(),
-        method=method,
-        headers={"Authorization": f"Bearer {os.environ['BOARD_TOKEN']}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=20) as response:
-        return json.loads(response.read())
 
 
 def answer(me: str, prompt: str) -> str:

@@ -14,22 +14,10 @@ Standard library only.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import urllib.request
-from typing import Any
 
-
-def call(method: str, path: str, body: Any = None) -> Any:
-    request = urllib.request.Request(
-        os.environ["BOARD_URL"].rstrip("/") + path,
-        data=None if body is None else json.dumps(body).encode(),
-        method=method,
-        headers={"Authorization": f"Bearer {os.environ['BOARD_TOKEN']}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=20) as response:
-        return json.loads(response.read())
+from boardapi import call
 
 
 def main() -> None:
