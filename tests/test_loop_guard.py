@@ -169,8 +169,8 @@ async def test_a_held_message_wakes_no_bot_watching_its_channel(guarded: World) 
 
 async def _watched(bot: BoardClient, channel: str) -> set[int]:
     """The ids of the messages this bot's feed watching ``channel`` would wake it for (as its
-    daemon asks, which tells the board that it watches the channel)."""
-    feed = await bot.wake(watch=channel, limit=500)
+    daemon's long-poll asks, which tells the board that it watches the channel)."""
+    feed = await bot.wake(watch=channel, limit=500, wait=1)
     return {m["id"] for m in feed["messages"]}
 
 
@@ -212,12 +212,27 @@ async def test_bots_posting_where_only_one_watches_are_not_paused(guarded: World
     assert {m["id"] for m in sent[::2]} <= await _watched(w.peer, "builds")
 
 
+async def test_a_bots_own_look_at_its_feed_does_not_hide_what_its_daemon_watches(guarded: World) -> None:
+    """A harness reads the wake feed mid-turn (the MCP tool ``catch_up``) without the daemon's
+    ``--watch``: that is no daemon watching less, and the pair is still counted."""
+    w = guarded
+    await w.human.post("ops is open", channel="ops", workspace="proj")
+    await _watched(w.bot, "ops")
+    await _watched(w.peer, "ops")
+    sent = []
+    for turn in range(HOPS + 1):
+        speaker = w.bot if turn % 2 == 0 else w.peer
+        await speaker.wake(limit=20)  # the turn's catch_up: no watch, no wait
+        sent.append(await speaker.post(f"status {turn}", channel="ops", workspace="proj"))
+    assert [m["id"] for m in sent if "loop-held" in m["tags"]] == [m["id"] for m in sent[HOPS - 1 :]]
+
+
 async def test_a_daemon_that_stops_watching_is_no_longer_counted(guarded: World) -> None:
     w = guarded
     await w.human.post("ops is open", channel="ops", workspace="proj")
     await _watched(w.bot, "ops")
     await _watched(w.peer, "ops")
-    await w.peer.wake(limit=1)  # pb2's daemon restarted without --watch
+    await w.peer.wake(limit=1, wait=1)  # pb2's daemon restarted without --watch
     sent = []
     for turn in range(HOPS * 2):
         speaker = w.bot if turn % 2 == 0 else w.peer

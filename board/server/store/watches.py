@@ -1,8 +1,9 @@
-"""Which channels each bot's daemon watches, as its last wake feed or stream asked.
+"""Which channels each bot's daemon watches, as its last wake stream or long-poll asked.
 
-The board learns it from the feed's request; the loop guard reads it to see two bots that
-watch one channel answering each other there (services/loopguard.py). Channels are named
-by workspace and slug, as the daemon names them, whether or not their first post made them yet.
+The board learns it from the daemon's request (services/wakes.py ``wake_scope``); the loop
+guard reads it to see two bots that watch one channel answering each other there
+(services/loopguard.py). Channels are named by workspace and slug, as the daemon names them,
+whether or not their first post made them yet.
 """
 
 from __future__ import annotations
