@@ -240,6 +240,27 @@ async def test_a_daemon_that_stops_watching_is_no_longer_counted(guarded: World)
     assert not any("loop-held" in m["tags"] for m in sent)
 
 
+async def test_a_bot_whose_daemon_stopped_waiting_is_no_longer_counted(
+    clocked_world: World, clock: ManualClock
+) -> None:
+    """pb2's daemon was stopped and its record lingers; pb2 still posts reports in #ops (a script
+    with its token). Nothing wakes it, so pb's answers start no run, and its reports must go on
+    waking pb."""
+    w = clocked_world
+    await w.human.patch_workspace("proj", loop_hops=HOPS)
+    await w.human.post("ops is open", channel="ops", workspace="proj")
+    await _watched(w.bot, "ops")
+    await _watched(w.peer, "ops")
+    clock.advance(w.board.ctx.settings.unreachable_after + 1)  # pb2's daemon is gone; pb's polls on
+    await _watched(w.bot, "ops")
+    sent = []
+    for turn in range(HOPS * 2):
+        speaker = w.peer if turn % 2 == 0 else w.bot
+        sent.append(await speaker.post(f"report {turn}", channel="ops", workspace="proj"))
+    assert not any("loop-held" in m["tags"] for m in sent)
+    assert {m["id"] for m in sent[::2]} <= await _watched(w.bot, "ops")
+
+
 async def test_humans_are_never_held_and_zero_turns_the_guard_off(guarded: World) -> None:
     w = guarded
     root = await w.human.post("@pb start", channel="lobby", workspace="proj")
