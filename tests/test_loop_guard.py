@@ -212,6 +212,19 @@ async def test_bots_posting_where_only_one_watches_are_not_paused(guarded: World
     assert {m["id"] for m in sent[::2]} <= await _watched(w.peer, "builds")
 
 
+async def test_one_watching_bot_posting_many_times_is_one_turn(guarded: World) -> None:
+    """Both watch #ops, but only pb posts (a burst of reports): pb2 is woken each time and no
+    run is counted, in the channel nor in a thread there."""
+    w = guarded
+    root = await w.human.post("ops is open", channel="ops", workspace="proj")
+    await _watched(w.bot, "ops")
+    await _watched(w.peer, "ops")
+    sent = [await w.bot.post(f"report {n}", channel="ops", workspace="proj") for n in range(HOPS)]
+    sent.append(await w.bot.post("and in the thread", reply_to=root["id"]))
+    assert not any("loop-held" in m["tags"] for m in sent)
+    assert {m["id"] for m in sent} <= await _watched(w.peer, "ops")
+
+
 async def test_a_bots_own_look_at_its_feed_does_not_hide_what_its_daemon_watches(guarded: World) -> None:
     """A harness reads the wake feed mid-turn (the MCP tool ``catch_up``) without the daemon's
     ``--watch``: that is no daemon watching less, and the pair is still counted."""
