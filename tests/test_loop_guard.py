@@ -169,8 +169,8 @@ async def test_a_held_message_wakes_no_bot_watching_its_channel(guarded: World) 
 
 async def _watched(bot: BoardClient, channel: str) -> set[int]:
     """The ids of the messages this bot's feed watching ``channel`` would wake it for (as its
-    daemon asks, which tells the board that it watches the channel)."""
-    feed = await bot.wake(watch=channel, limit=500)
+    daemon's long-poll asks, which tells the board that it watches the channel)."""
+    feed = await bot.wake(watch=channel, limit=500, wait=1)
     return {m["id"] for m in feed["messages"]}
 
 
@@ -212,17 +212,66 @@ async def test_bots_posting_where_only_one_watches_are_not_paused(guarded: World
     assert {m["id"] for m in sent[::2]} <= await _watched(w.peer, "builds")
 
 
+async def test_one_watching_bot_posting_many_times_is_one_turn(guarded: World) -> None:
+    """Both watch #ops, but only pb posts (a burst of reports): pb2 is woken each time and no
+    run is counted, in the channel nor in a thread there."""
+    w = guarded
+    root = await w.human.post("ops is open", channel="ops", workspace="proj")
+    await _watched(w.bot, "ops")
+    await _watched(w.peer, "ops")
+    sent = [await w.bot.post(f"report {n}", channel="ops", workspace="proj") for n in range(HOPS)]
+    sent.append(await w.bot.post("and in the thread", reply_to=root["id"]))
+    assert not any("loop-held" in m["tags"] for m in sent)
+    assert {m["id"] for m in sent} <= await _watched(w.peer, "ops")
+
+
+async def test_a_bots_own_look_at_its_feed_does_not_hide_what_its_daemon_watches(guarded: World) -> None:
+    """A harness reads the wake feed mid-turn (the MCP tool ``catch_up``) without the daemon's
+    ``--watch``: that is no daemon watching less, and the pair is still counted."""
+    w = guarded
+    await w.human.post("ops is open", channel="ops", workspace="proj")
+    await _watched(w.bot, "ops")
+    await _watched(w.peer, "ops")
+    sent = []
+    for turn in range(HOPS + 1):
+        speaker = w.bot if turn % 2 == 0 else w.peer
+        await speaker.wake(limit=20)  # the turn's catch_up: no watch, no wait
+        sent.append(await speaker.post(f"status {turn}", channel="ops", workspace="proj"))
+    assert [m["id"] for m in sent if "loop-held" in m["tags"]] == [m["id"] for m in sent[HOPS - 1 :]]
+
+
 async def test_a_daemon_that_stops_watching_is_no_longer_counted(guarded: World) -> None:
     w = guarded
     await w.human.post("ops is open", channel="ops", workspace="proj")
     await _watched(w.bot, "ops")
     await _watched(w.peer, "ops")
-    await w.peer.wake(limit=1)  # pb2's daemon restarted without --watch
+    await w.peer.wake(limit=1, wait=1)  # pb2's daemon restarted without --watch
     sent = []
     for turn in range(HOPS * 2):
         speaker = w.bot if turn % 2 == 0 else w.peer
         sent.append(await speaker.post(f"status {turn}", channel="ops", workspace="proj"))
     assert not any("loop-held" in m["tags"] for m in sent)
+
+
+async def test_a_bot_whose_daemon_stopped_waiting_is_no_longer_counted(
+    clocked_world: World, clock: ManualClock
+) -> None:
+    """pb2's daemon was stopped and its record lingers; pb2 still posts reports in #ops (a script
+    with its token). Nothing wakes it, so pb's answers start no run, and its reports must go on
+    waking pb."""
+    w = clocked_world
+    await w.human.patch_workspace("proj", loop_hops=HOPS)
+    await w.human.post("ops is open", channel="ops", workspace="proj")
+    await _watched(w.bot, "ops")
+    await _watched(w.peer, "ops")
+    clock.advance(w.board.ctx.settings.unreachable_after + 1)  # pb2's daemon is gone; pb's polls on
+    await _watched(w.bot, "ops")
+    sent = []
+    for turn in range(HOPS * 2):
+        speaker = w.peer if turn % 2 == 0 else w.bot
+        sent.append(await speaker.post(f"report {turn}", channel="ops", workspace="proj"))
+    assert not any("loop-held" in m["tags"] for m in sent)
+    assert {m["id"] for m in sent[::2]} <= await _watched(w.bot, "ops")
 
 
 async def test_humans_are_never_held_and_zero_turns_the_guard_off(guarded: World) -> None:

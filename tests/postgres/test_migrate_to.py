@@ -65,6 +65,8 @@ async def _fill(b: Board) -> tuple[dict[str, str], dict[str, int]]:
         harness="claude", started_at="2026-11-30T04:00:00Z", outcome="ok", trigger_ids=[root["id"]]
     )
     await propose_and_approve(w.bot, w.human, "nightly-check", "0 3 * * *")
+    # pb's daemon watches #lobby and #ops, which no post has made yet (the loop guard's record)
+    await w.bot.wake(watch="lobby,ops", wait=1, limit=1)
 
     # Last, a workspace with the newest bot and message, deleted: their ids must never come back.
     await w.human.create_workspace("gone", "Short-lived")
@@ -215,6 +217,7 @@ async def test_a_moved_board_holds_every_row_and_goes_on_past_its_last_ids(
     assert max(a[0] for a in before["agents"]) < filled.facts["gone_agent"]  # its id is SQLite's alone
     assert set(table_lines) == set(before) | {"kb_search"}
     assert before == after and len(before["kb_revisions"]) == 3 and before["audit"]
+    assert len(before["bot_watches"]) == 2
     with psycopg.connect(url) as pg:
         indexed = pg.execute("SELECT d.path FROM kb_search s JOIN kb_documents d ON d.id = s.document_id")
         assert indexed.fetchall() == [(DOC,)]

@@ -5,7 +5,7 @@ for ever. A *hop* is a bot-authored message that follows another with no human
 message between; an event the board writes for a bot's act (a claim, a handoff,
 a release, done) is that bot's too. At the workspace's ``loop_hops`` hops the
 message is *held*: it is written and shown as usual, but it wakes no bot (neither
-those it is for nor those watching its channel); humans still get it. Two runs
+those it is for nor those watching its channel); humans still get it. Three runs
 are counted:
 
 - in a thread, the bot messages at its tail since its last human message;
@@ -15,12 +15,13 @@ are counted:
 - between two bots whose daemons both watch a channel (every post there wakes
   each), within :data:`PAIR_WINDOW_S`: their turns in the channel since a human
   last posted there; once paused, until a human posts there. Their posts mention
-  nobody, so no inbox holds this run: the board knows who watches what from each
-  daemon's wake feed (``store/watches.py``).
+  nobody, so no inbox holds this run: the board records what each daemon's wake
+  stream or long-poll watches (``store/watches.py``), and counts a bot only while a
+  daemon waits for it (``last_wait_at``, as delivery's ``unreachable``).
 
-The state is read from the messages themselves, so it needs no table and cannot
-drift: a human message in the thread (or to either bot) ends the run. The board
-posts one notice per pause, in the thread, into the humans' inboxes only.
+The runs are read from the messages themselves, so they cannot drift: a human
+message in the thread (or to either bot, or in the watched channel) ends the run.
+The board posts one notice per pause, in the thread, into the humans' inboxes only.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ async def screen(
             return Verdict(held=True, notice=notice)
     since = ctx.ago(PAIR_WINDOW_S)
     if channel_id is not None:
-        verdict = await _watchers(conn, workspace, author, channel_id, hops, since)
+        waited = ctx.ago(ctx.settings.unreachable_after)
+        verdict = await _watchers(conn, workspace, author, channel_id, hops, since, waited)
         if verdict.held:
             return verdict
     if not bot_recipients:  # no pair to screen: the author's inbox is not read
@@ -146,11 +148,18 @@ async def _pairs(
 
 
 async def _watchers(
-    conn: Connection, workspace: WorkspaceRow, author: Principal, channel_id: int, hops: int, since: str
+    conn: Connection,
+    workspace: WorkspaceRow,
+    author: Principal,
+    channel_id: int,
+    hops: int,
+    since: str,
+    waited: str,
 ) -> Verdict:
     """The verdict of the run between the author and each other bot watching the channel, when
-    the author watches it too: each one's post there wakes the other."""
-    watching = await watch_store.watching(conn, channel_id)
+    the author watches it too: each one's post there wakes the other. Only bots a daemon waited
+    for since ``waited`` (not ``unreachable``) are watching."""
+    watching = await watch_store.watching(conn, channel_id, waited)
     if author.agent_id not in watching or len(watching) < 2:
         return Verdict()
     tail = await store.channel_tail(conn, channel_id)

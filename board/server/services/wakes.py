@@ -128,10 +128,15 @@ async def _watched_channels(
 
 
 async def wake_scope(
-    ctx: Context, p: Principal, since: int, watch: list[str], goal: int | None, view: str
+    ctx: Context, p: Principal, since: int, watch: list[str], goal: int | None, view: str, *, daemon: bool
 ) -> WakeScope:
     """The bot's feed after ``since``: its inbox, and the channels and goal thread it watches
-    (those given, else its profile's)."""
+    (those given, else its profile's).
+
+    ``daemon``: the call is its daemon's (the stream, or a feed that waits), so what it watches
+    is recorded for the loop guard. A harness's look mid-turn (the MCP ``catch_up``) names no
+    watch and would otherwise erase the daemon's ``--watch`` until its stream reconnects.
+    """
 
     async def resolve(conn: Connection) -> tuple[WakeScope, set[watch_store.Watch] | None]:
         workspace = await scope.resolve(conn, p, None)
@@ -139,7 +144,7 @@ async def wake_scope(
         watching = watch or profile_watch
         channel_ids, pending = await _watched_channels(conn, workspace["id"], watching)
         watches = {(int(workspace["id"]), slug) for slug in watching}
-        moved = p.is_bot and await watch_store.of_agent(conn, p.agent_id) != watches
+        moved = daemon and p.is_bot and await watch_store.of_agent(conn, p.agent_id) != watches
         thread_id = None
         if goal is not None:
             root = await scope.visible_message(conn, p, goal, "thread")
@@ -175,7 +180,7 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
     actions.require(p, "wake.feed")
     if (hold := await budgets.feed_hold(ctx, p.agent_id, q.wait)) is not None:
         return held_page(ctx, q, hold)
-    wake = await wake_scope(ctx, p, q.since, q.watch, q.goal, q.view)
+    wake = await wake_scope(ctx, p, q.since, q.watch, q.goal, q.view, daemon=q.wait > 0)
     if q.wait:  # a daemon waits for this bot: its messages are not unreachable
         await ctx.waits.touch(p)
     head = {"cursor": q.since}

@@ -187,4 +187,6 @@ async def open_stream(ctx: Context, p: Principal, token: str, q: WakeStreamQuery
     """The bot's stream, in scope and within its hold of requests, before any line is sent:
     a refusal is still an error answer. ``token`` is the one ``p`` was read from."""
     actions.require(p, "wake.feed")
-    return WakeStream(ctx, p, token, q, await wake_scope(ctx, p, q.since, q.watch, q.goal, q.view))
+    return WakeStream(
+        ctx, p, token, q, await wake_scope(ctx, p, q.since, q.watch, q.goal, q.view, daemon=True)
+    )

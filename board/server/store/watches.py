@@ -1,8 +1,9 @@
-"""Which channels each bot's daemon watches, as its last wake feed or stream asked.
+"""Which channels each bot's daemon watches, as its last wake stream or long-poll asked.
 
-The board learns it from the feed's request; the loop guard reads it to see two bots that
-watch one channel answering each other there (services/loopguard.py). Channels are named
-by workspace and slug, as the daemon names them, whether or not their first post made them yet.
+The board learns it from the daemon's request (services/wakes.py ``wake_scope``); the loop
+guard reads it to see two bots that watch one channel answering each other there
+(services/loopguard.py). Channels are named by workspace and slug, as the daemon names them,
+whether or not their first post made them yet.
 """
 
 from __future__ import annotations
@@ -29,13 +30,15 @@ async def replace(conn: Connection, agent_id: int, watches: set[Watch]) -> None:
     )
 
 
-async def watching(conn: Connection, channel_id: int) -> set[int]:
-    """The bots whose daemons watch this channel."""
+async def watching(conn: Connection, channel_id: int, waited_since: str) -> set[int]:
+    """The bots whose daemons watch this channel and have waited on their feed since then: a
+    stopped daemon's record stays, but nothing wakes its bot any more."""
     rows = await all_rows(
         conn,
         """SELECT w.agent_id FROM channels c
            JOIN bot_watches w ON w.workspace_id = c.workspace_id AND w.channel = c.slug
-           WHERE c.id = ?""",
-        (channel_id,),
+           JOIN agents a ON a.id = w.agent_id
+           WHERE c.id = ? AND a.last_wait_at >= ?""",
+        (channel_id, waited_since),
     )
     return {int(r["agent_id"]) for r in rows}
