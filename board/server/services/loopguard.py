@@ -135,15 +135,11 @@ async def _pairs(
             for r in rows
             if int(r["author_id"]) == sender and int(r["id"]) > human and r["created_at"] >= since
         )
-        turns = _turns([sender for _, sender in exchanged] + [author.agent_id])
-        if turns >= hops:
-            names = " and ".join("@" + name for name in await store.handles(conn, [author.agent_id, other]))
-            notice = (
-                f"Paused: {names} have taken {turns} turns answering each other within "
-                f"{PAIR_WINDOW_S // 60} min with no human. Their messages wake no bot "
-                "until a human writes to one of them."
-            )
-            return Verdict(held=True, notice=notice, notice_tag=tag)
+        senders = [sender for _, sender in exchanged]
+        ran = "have taken {turns} turns answering each other"
+        paused = await _paused(conn, author, other, senders, hops, tag, ran, "writes to one of them")
+        if paused is not None:
+            return paused
     return Verdict()
 
 
@@ -174,16 +170,35 @@ async def _watchers(
             for r in reversed(tail)
             if int(r["author_id"]) in (low, high) and int(r["id"]) > human and r["created_at"] >= since
         ]
-        turns = _turns([*senders, author.agent_id])
-        if turns >= hops:
-            names = " and ".join("@" + name for name in await store.handles(conn, [author.agent_id, other]))
-            notice = (
-                f"Paused: {names} both watch this channel and have taken {turns} turns posting in it "
-                f"within {PAIR_WINDOW_S // 60} min with no human. Their messages wake no bot until a "
-                "human posts in this channel."
-            )
-            return Verdict(held=True, notice=notice, notice_tag=tag)
+        ran = "both watch this channel and have taken {turns} turns posting in it"
+        paused = await _paused(conn, author, other, senders, hops, tag, ran, "posts in this channel")
+        if paused is not None:
+            return paused
     return Verdict()
+
+
+async def _paused(
+    conn: Connection,
+    author: Principal,
+    other: int,
+    senders: list[int],
+    hops: int,
+    tag: str,
+    ran: str,
+    until: str,
+) -> Verdict | None:
+    """The pause a run of ``senders`` (oldest first), and now the author, reaches at ``hops``
+    turns, with its notice: the two bots, how they ``ran`` (a template of their ``turns``), and
+    what a human does to resume them (``until``)."""
+    turns = _turns([*senders, author.agent_id])
+    if turns < hops:
+        return None
+    names = " and ".join("@" + name for name in await store.handles(conn, [author.agent_id, other]))
+    notice = (
+        f"Paused: {names} {ran.format(turns=turns)} within {PAIR_WINDOW_S // 60} min with no human. "
+        f"Their messages wake no bot until a human {until}."
+    )
+    return Verdict(held=True, notice=notice, notice_tag=tag)
 
 
 def _last_human(rows: list[Any]) -> int:
