@@ -174,6 +174,16 @@ async def _watched(bot: BoardClient, channel: str) -> set[int]:
     return {m["id"] for m in feed["messages"]}
 
 
+async def _take_turns(
+    first: BoardClient, second: BoardClient, channel: str, turns: int
+) -> list[dict[str, Any]]:
+    """``first`` and ``second`` post in turn in ``channel``, new threads that mention no one."""
+    return [
+        await (first if turn % 2 == 0 else second).post(f"status {turn}", channel=channel, workspace="proj")
+        for turn in range(turns)
+    ]
+
+
 async def test_two_bots_watching_a_channel_and_answering_there_are_paused(guarded: World) -> None:
     """Their posts mention nobody, so no inbox held the run: each woke the other through the
     watch alone, as fast as their turns took."""
@@ -181,10 +191,7 @@ async def test_two_bots_watching_a_channel_and_answering_there_are_paused(guarde
     await w.human.post("ops is open", channel="ops", workspace="proj")
     await _watched(w.bot, "ops")
     await _watched(w.peer, "ops")
-    sent = []
-    for turn in range(HOPS + 2):
-        speaker = w.bot if turn % 2 == 0 else w.peer
-        sent.append(await speaker.post(f"status {turn}: all green", channel="ops", workspace="proj"))
+    sent = await _take_turns(w.bot, w.peer, "ops", HOPS + 2)
     held = [m for m in sent if "loop-held" in m["tags"]]
     assert [m["id"] for m in held] == [m["id"] for m in sent[HOPS - 1 :]]
     woke = await _watched(w.bot, "ops") | await _watched(w.peer, "ops")
@@ -204,10 +211,7 @@ async def test_bots_posting_where_only_one_watches_are_not_paused(guarded: World
     await w.human.post("builds is open", channel="builds", workspace="proj")
     await _watched(w.peer, "builds")
     await _watched(w.bot, "")  # pb's daemon watches nothing (it watched nothing before either)
-    sent = []
-    for turn in range(HOPS * 2):
-        speaker = w.bot if turn % 2 == 0 else w.peer
-        sent.append(await speaker.post(f"build {turn} done", channel="builds", workspace="proj"))
+    sent = await _take_turns(w.bot, w.peer, "builds", HOPS * 2)
     assert not any("loop-held" in m["tags"] for m in sent)
     assert {m["id"] for m in sent[::2]} <= await _watched(w.peer, "builds")
 
@@ -246,10 +250,7 @@ async def test_a_daemon_that_stops_watching_is_no_longer_counted(guarded: World)
     await _watched(w.bot, "ops")
     await _watched(w.peer, "ops")
     await w.peer.wake(limit=1, wait=1)  # pb2's daemon restarted without --watch
-    sent = []
-    for turn in range(HOPS * 2):
-        speaker = w.bot if turn % 2 == 0 else w.peer
-        sent.append(await speaker.post(f"status {turn}", channel="ops", workspace="proj"))
+    sent = await _take_turns(w.bot, w.peer, "ops", HOPS * 2)
     assert not any("loop-held" in m["tags"] for m in sent)
 
 
@@ -266,10 +267,7 @@ async def test_a_bot_whose_daemon_stopped_waiting_is_no_longer_counted(
     await _watched(w.peer, "ops")
     clock.advance(w.board.ctx.settings.unreachable_after + 1)  # pb2's daemon is gone; pb's polls on
     await _watched(w.bot, "ops")
-    sent = []
-    for turn in range(HOPS * 2):
-        speaker = w.peer if turn % 2 == 0 else w.bot
-        sent.append(await speaker.post(f"report {turn}", channel="ops", workspace="proj"))
+    sent = await _take_turns(w.peer, w.bot, "ops", HOPS * 2)
     assert not any("loop-held" in m["tags"] for m in sent)
     assert {m["id"] for m in sent[::2]} <= await _watched(w.bot, "ops")
 
