@@ -204,6 +204,18 @@ async def test_two_bots_watching_a_channel_and_answering_there_are_paused(guarde
     assert "loop-held" not in after["tags"] and after["id"] in await _watched(w.peer, "ops")
 
 
+async def test_bots_whose_daemons_start_watching_after_they_posted_are_paused(guarded: World) -> None:
+    """Each bot's token was already known (and kept for a while) from its posts before its
+    daemon said what it watches: the new watch counts from the next post on."""
+    w = guarded
+    before = await _take_turns(w.bot, w.peer, "ops", 2)
+    await _watched(w.bot, "ops")
+    await _watched(w.peer, "ops")
+    sent = await _take_turns(w.bot, w.peer, "ops", HOPS + 1)
+    assert not any("loop-held" in m["tags"] for m in before)
+    assert [m["id"] for m in sent if "loop-held" in m["tags"]] == [m["id"] for m in sent[HOPS - 3 :]]
+
+
 async def test_bots_posting_where_only_one_watches_are_not_paused(guarded: World) -> None:
     """A reporter that watches nothing wakes the watcher every time; the watcher's answers wake
     nobody back, so no run is counted, however long it goes on."""

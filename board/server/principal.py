@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 ADMIN_WORKSPACE = "admin"
 
@@ -24,6 +24,10 @@ class Principal:
     kind: str  # "human" | "bot" | "system" | "keeper"
     workspace_id: int | None = None
     workspace: str | None = None
+    #: The channels (workspace id, slug) a bot's daemon watches, read with its token; None
+    #: where the caller was not found by token (the loop guard then asks the database). Not
+    #: part of who the caller is: a principal whose watches changed is the same caller.
+    watches: frozenset[tuple[int, str]] | None = field(default=None, compare=False)
 
     @property
     def is_human(self) -> bool:

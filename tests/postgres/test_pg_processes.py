@@ -6,7 +6,8 @@ both, a long-poll on one woken by a post on the other, compare-and-set writers
 on both, a ``since`` reader paging while both post, and while one process holds an id it has
 not committed and the other writes after it (the interleaving that breaks a naive id
 cursor; it fails with the write lock taken out), a token revoked on one and
-refused on the other, the sweep shared between them, and one request id sent
+refused on the other, a daemon's watches recorded on one screened on the other,
+the sweep shared between them, and one request id sent
 to both at once. Skipped when BOARD_TEST_STORES leaves out postgresql (the
 ``pg_cluster`` fixture).
 """
@@ -374,6 +375,30 @@ async def test_a_token_revoked_through_a_is_refused_on_b_within_seconds(pair: Pa
             await bot_b.post("after the revoke", channel="work")
         assert post.value.code == "UNAUTHENTICATED"
         assert snapshot(pair.where) == before
+
+
+async def test_watches_recorded_through_a_reach_the_loop_guard_on_b(pair: Pair) -> None:
+    """Both bots' tokens are cached on B from their posts there; then their daemons say on A
+    that they watch #ops. B is told to forget the cached principals, so the two bots answering
+    each other in #ops through B are paused, not let run on for the cache's life."""
+    hops = 4
+    tokens = await workspace_bots(pair, 2)
+    async with aiohttp.ClientSession() as session:
+        human = BoardClient(pair.a.url, pair.human, session=session)
+        await human.patch_workspace("proj", loop_hops=hops)
+        await human.post("ops is open", channel="ops", workspace="proj")
+        on_a = [BoardClient(pair.a.url, t, session=session) for t in tokens]
+        on_b = [BoardClient(pair.b.url, t, session=session) for t in tokens]
+        for bot in on_b:
+            await bot.post("before the daemons", channel="ops", workspace="proj")
+        for bot in on_a:  # each daemon's wait, watching #ops
+            await bot.wake(watch="ops", limit=1, wait=1)
+        sent = [
+            await on_b[turn % 2].post(f"status {turn}", channel="ops", workspace="proj")
+            for turn in range(2 * hops)
+        ]
+    held = [turn for turn, m in enumerate(sent) if "loop-held" in m["tags"]]
+    assert TTL_SECONDS > 5 and held and held[0] <= hops, held
 
 
 # -- 6. the sweep releases a stalled claim once ---------------------------------------------

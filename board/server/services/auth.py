@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -19,6 +19,7 @@ from ..errors import Forbidden, InvalidArgument, NameConflict, NotFound, Unauthe
 from ..principal import Principal
 from ..store import fleet as fleet_store
 from ..store import identity as store
+from ..store import watches as watch_store
 from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..validation import arg, check_new_name
@@ -101,12 +102,25 @@ async def authenticate(ctx: Context, token: str | None) -> Principal:
             machine = await ctx.db.read(lambda conn: fleet_store.machine_by_token(conn, token_hash))
             principal = keeper_principal(machine) if machine is not None else None
         else:
-            row = await ctx.db.read(lambda conn: store.principal_by_token(conn, token_hash))
-            principal = principal_from_row(row) if row is not None else None
+            principal = await ctx.db.read(lambda conn: _by_token(conn, token_hash))
         if principal is None:
             raise Unauthenticated("Unknown or revoked token.")
         ctx.tokens.put(token_hash, principal, generation)
     return principal
+
+
+async def _by_token(conn: Connection, token_hash: str) -> Principal | None:
+    """The principal of a token, a bot's with the channels its daemon watches: cached with
+    the token, they spare the loop guard a read on each of its posts (services/loopguard.py).
+    Recording new watches forgets the bot's cached tokens (services/wakes.py)."""
+    row = await store.principal_by_token(conn, token_hash)
+    if row is None:
+        return None
+    principal = principal_from_row(row)
+    if not principal.is_bot:
+        return principal
+    watches = await watch_store.of_agent(conn, principal.agent_id)
+    return replace(principal, watches=frozenset(watches))
 
 
 # -- issuing credentials -----------------------------------------------------------

@@ -77,10 +77,10 @@ async def screen(
     bot_recipients: list[int],
     *,
     event: bool = False,
-    channel_id: int | None = None,
+    channel: tuple[int, str] | None = None,
 ) -> Verdict:
     """The verdict on a message ``author`` is about to post (in ``thread_id``, None for a root;
-    in ``channel_id``, None in a conversation).
+    in ``channel``, its id and slug, None in a conversation).
 
     ``event``: the board writes it for ``author`` (a claim, a handoff...); the thread's
     run counts messages, so only the pair's and the channel's see it.
@@ -99,9 +99,9 @@ async def screen(
                 )
             return Verdict(held=True, notice=notice)
     since = ctx.ago(PAIR_WINDOW_S)
-    if channel_id is not None:
+    if channel is not None and _may_watch(author, (int(workspace["id"]), channel[1])):
         waited = ctx.ago(ctx.settings.unreachable_after)
-        verdict = await _watchers(conn, workspace, author, channel_id, hops, since, waited)
+        verdict = await _watchers(conn, workspace, author, channel[0], hops, since, waited)
         if verdict.held:
             return verdict
     if not bot_recipients:  # no pair to screen: the author's inbox is not read
@@ -141,6 +141,12 @@ async def _pairs(
         if paused is not None:
             return paused
     return Verdict()
+
+
+def _may_watch(author: Principal, channel: watch_store.Watch) -> bool:
+    """Whether ``author``'s daemon may watch ``channel``: no when the watches read with its
+    token leave it out, which spares a bot's every post elsewhere the watchers' read."""
+    return author.watches is None or channel in author.watches
 
 
 async def _watchers(

@@ -129,7 +129,7 @@ async def append(
             parent["thread_id"] if parent is not None else None,
             bots,
             event=kind == "event",
-            channel_id=channel_id,
+            channel=(channel_id, channel_slug) if channel_id is not None and channel_slug else None,
         )
         if verdict.held:
             tags.append(loopguard.HELD_TAG)
