@@ -45,6 +45,30 @@ def test_serve_answers_healthz_on_loopback(tmp_path: Path) -> None:
         kill(served.proc)
 
 
+async def test_the_startup_heap_is_kept_out_of_the_collector(tmp_path: Path) -> None:
+    """What the board built to start is frozen (api/serving.py), so a full collection walks
+    only what came after: /metrics counts the objects kept out, and the collections run."""
+    served = serve(tmp_path / "board.db")
+    try:
+        wait_healthy(served)
+        async with aiohttp.ClientSession() as http:
+
+            async def gauges() -> dict[str, float]:
+                async with http.get(f"http://127.0.0.1:{served.port}/metrics") as resp:
+                    text = await resp.text()
+                return {
+                    name: float(value)
+                    for name, _, value in (line.rpartition(" ") for line in text.splitlines())
+                    if name.startswith(("board_heap_", "board_gc_"))
+                }
+
+            first = await gauges()
+            assert first["board_heap_frozen_objects"] > 10_000, first  # modules, templates, the app
+            assert set(first) >= {f'board_gc_collections_total{{generation="{g}"}}' for g in range(3)}
+    finally:
+        kill(served.proc)
+
+
 def test_a_second_board_on_the_same_database_refuses_and_the_first_keeps_serving(tmp_path: Path) -> None:
     db = tmp_path / "board.db"
     first = serve(db)

@@ -1,7 +1,8 @@
-"""Request counts and latencies per route, plus the writer's and the hub's gauges."""
+"""Request counts and latencies per route, plus the writer's, the hub's and the collector's gauges."""
 
 from __future__ import annotations
 
+import gc
 from collections import defaultdict
 
 from ..services.context import Context
@@ -14,6 +15,8 @@ class Metrics:
         self.counts: dict[tuple[str, str, int], int] = defaultdict(int)
         self.latency: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0] * len(BUCKETS))
         self.latency_sum: dict[tuple[str, str], float] = defaultdict(float)
+        #: Objects the board froze once started, out of the collector's walks (api/serving.py).
+        self.frozen_objects = 0
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         self.counts[(method, route, status)] += 1
@@ -51,5 +54,12 @@ class Metrics:
             f"board_writer_writes_total {stats.writes}",
             "# TYPE board_writer_largest_batch gauge",
             f"board_writer_largest_batch {stats.largest_batch}",
+            "# TYPE board_heap_frozen_objects gauge",
+            f"board_heap_frozen_objects {self.frozen_objects}",
+            "# TYPE board_gc_collections_total counter",
+            *(
+                f'board_gc_collections_total{{generation="{generation}"}} {counts["collections"]}'
+                for generation, counts in enumerate(gc.get_stats())
+            ),
         ]
         return "\n".join(lines) + "\n"
