@@ -51,20 +51,16 @@ async def test_the_startup_heap_is_kept_out_of_the_collector(tmp_path: Path) -> 
     served = serve(tmp_path / "board.db")
     try:
         wait_healthy(served)
-        async with aiohttp.ClientSession() as http:
-
-            async def gauges() -> dict[str, float]:
-                async with http.get(f"http://127.0.0.1:{served.port}/metrics") as resp:
-                    text = await resp.text()
-                return {
-                    name: float(value)
-                    for name, _, value in (line.rpartition(" ") for line in text.splitlines())
-                    if name.startswith(("board_heap_", "board_gc_"))
-                }
-
-            first = await gauges()
-            assert first["board_heap_frozen_objects"] > 10_000, first  # modules, templates, the app
-            assert set(first) >= {f'board_gc_collections_total{{generation="{g}"}}' for g in range(3)}
+        metrics = f"http://127.0.0.1:{served.port}/metrics"
+        async with aiohttp.ClientSession() as http, http.get(metrics) as resp:
+            text = await resp.text()
+        gauges = {
+            name: float(value)
+            for name, _, value in (line.rpartition(" ") for line in text.splitlines())
+            if name.startswith(("board_heap_", "board_gc_"))
+        }
+        assert gauges["board_heap_frozen_objects"] > 10_000, gauges  # modules, templates, the app
+        assert set(gauges) >= {f'board_gc_collections_total{{generation="{g}"}}' for g in range(3)}
     finally:
         kill(served.proc)
 
