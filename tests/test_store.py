@@ -15,7 +15,7 @@ import pytest
 
 from board.server.store import schema
 from board.server.store.connection import Connection, JobSuspended
-from board.server.store.db import Database
+from board.server.store.db import FOLD_AFTER, Database
 from board.server.store.dialects import SQLITE
 from board.server.store.schema import Migration, migrations, schema_version
 from board.server.store.writer import StoreError, emit
@@ -175,6 +175,24 @@ async def test_concurrent_writes_commit_in_groups(db: Database) -> None:
     assert db.stats.batches - batches < 200
     assert db.stats.largest_batch > 1
     assert await scalar(db, "SELECT count(*) FROM t") == 200
+
+
+async def test_an_idle_writer_has_the_log_folded_before_a_commit_must(db: Database, tmp_path: Path) -> None:
+    """Once :data:`FOLD_AFTER` batches are in the write-ahead log and the writer is idle, a
+    connection of its own folds the log into the file (db.py), so the next commit starts it
+    over: it never grows to the 1,000 pages at which SQLite folds it inside a commit."""
+    wal = tmp_path / "store.db-wal"
+    written, sizes = 0, []
+    for i in range(30 * FOLD_AFTER):
+        value = f"{i:05d}" + "x" * 6000  # some pages each, in the table and in its index
+        await db.write(insert(value))
+        written += 2 * len(value)
+        await eventually(lambda: db.stats.folds == db.stats.batches // FOLD_AFTER, "an idle writer's fold")
+        sizes.append(wal.stat().st_size)  # the file keeps its length when the log starts over
+
+    assert db.stats.folds >= 30
+    assert written > 1000 * 4096  # more than SQLite lets the log hold before folding it itself
+    assert max(sizes) == sizes[FOLD_AFTER]  # never more room than the first fold's batches took
 
 
 async def test_a_failing_write_does_not_undo_its_neighbours(db: Database) -> None:

@@ -54,6 +54,8 @@ class Metrics:
             f"board_writer_writes_total {stats.writes}",
             "# TYPE board_writer_largest_batch gauge",
             f"board_writer_largest_batch {stats.largest_batch}",
+            "# TYPE board_writer_folds_total counter",
+            f"board_writer_folds_total {stats.folds}",
             "# TYPE board_heap_frozen_objects gauge",
             f"board_heap_frozen_objects {self.frozen_objects}",
             "# TYPE board_gc_collections_total counter",

@@ -486,6 +486,9 @@ class PostgresStore(Store):
             for payload in _payloads([{"o": self.origin, **item} for item in items])
         ]
 
+    def _caught_up(self) -> None:
+        """Nothing to do: PostgreSQL checkpoints in a process of its own."""
+
     def announce(self, item: dict[str, Any]) -> None:
         """Send ``item`` to the other processes now, through the writer (in commit order)."""
 

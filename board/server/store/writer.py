@@ -80,6 +80,7 @@ class WriterStats:
     batches: int = 0
     writes: int = 0
     largest_batch: int = 0
+    folds: int = 0  # the log folded into the database while the writer was idle (SQLite)
 
 
 class Store(ABC):
@@ -130,6 +131,10 @@ class Store(ABC):
     def announce(self, item: dict[str, Any]) -> None:
         """Tell the board's other processes about ``item`` at once."""
 
+    @abstractmethod
+    def _caught_up(self) -> None:
+        """The writer committed its last batch and has no write waiting: a moment for upkeep."""
+
     # -- writes ----------------------------------------------------------------
 
     @property
@@ -175,6 +180,8 @@ class Store(ABC):
                     _fail(job, "the database closed during this write; it may not have been committed")
                 raise
             self._settle(batch, outcomes)
+            if self._queue.empty():
+                self._caught_up()
 
     def _fill(self, batch: list[Write]) -> None:
         """Add the writes queued by now to ``batch``, up to ``MAX_BATCH`` in all."""
@@ -232,6 +239,9 @@ class ForRequest(Store):
         raise StoreError("a call's view of the store does not close it")
 
     async def _commit(self, batch: list[Write]) -> list[Outcome]:
+        raise StoreError("a call's view of the store has no writer of its own")
+
+    def _caught_up(self) -> None:
         raise StoreError("a call's view of the store has no writer of its own")
 
     async def scrub(self) -> None:
