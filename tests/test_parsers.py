@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -134,6 +134,21 @@ RFC3339_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}
 
 @given(st.datetimes(timezones=st.just(UTC)))
 def test_times_are_rfc3339_with_four_digit_years_and_read_back(moment: datetime) -> None:
+    text = iso(moment)
+    assert RFC3339_UTC.fullmatch(text), text
+    assert parse_time(text) == moment.replace(microsecond=0)
+
+
+@given(
+    st.datetimes(min_value=datetime(2, 1, 1), max_value=datetime(9998, 12, 31)),
+    st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1).map(
+        lambda minutes: timedelta(minutes=minutes)
+    ),
+)
+def test_a_time_in_another_zone_is_written_as_the_same_moment_in_utc(
+    naive: datetime, offset: timedelta
+) -> None:
+    moment = naive.replace(tzinfo=timezone(offset))
     text = iso(moment)
     assert RFC3339_UTC.fullmatch(text), text
     assert parse_time(text) == moment.replace(microsecond=0)
