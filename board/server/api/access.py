@@ -17,8 +17,8 @@ access = logging.getLogger("board.access")
 
 #: Request ids name a request in the logs and guard nothing, so they come from a plain
 #: generator: ``secrets`` reads the kernel's, and that call lets go of the interpreter's
-#: lock, which the event loop then waits to take back from the database threads (up to a
-#: switch interval, 5 ms) on every request (bench/README.md).
+#: lock, which the event loop then waits to take back from the database threads, on every
+#: request (bench/README.md).
 _ids = random.Random()
 
 CLIENT_GONE = 499
