@@ -30,6 +30,7 @@ SCENARIOS = {
     "economy": "bench.economy",
     "worktrees": "bench.worktrees",
     "notify": "bench.notify",
+    "driver": "bench.driver",
 }
 # `post` and `wake` drive the bare handler in their own run, so `all` leaves `baseline` out.
 ALL = [
