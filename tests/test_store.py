@@ -195,6 +195,31 @@ async def test_an_idle_writer_has_the_log_folded_before_a_commit_must(db: Databa
     assert max(sizes) == sizes[FOLD_AFTER]  # never more room than the first fold's batches took
 
 
+async def test_a_fold_that_fails_is_logged_and_writes_go_on(
+    db: Database, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The fold is upkeep: when its connection cannot fold (here it is closed under it), the
+    board says so in its log, counts no fold, tries again at the next idle moment, and every
+    write still commits (SQLite's own fold inside a commit still bounds the log)."""
+    caplog.set_level(logging.WARNING, logger="board.server.store.db")
+    folder = db._folder
+    assert folder is not None and folder.conn is not None
+    await folder.call(folder.conn.raw.close)  # on the connection's own thread
+
+    def failures() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if "folding the write-ahead log failed" in r.getMessage()]
+
+    for i in range(2 * FOLD_AFTER):
+        assert isinstance(await db.write(insert(f"v{i:03d}")), int)
+        if db.stats.batches % FOLD_AFTER == 0:
+            await eventually(lambda: len(failures()) == db.stats.batches // FOLD_AFTER, "the fold's failure")
+
+    assert db.stats.folds == 0
+    assert len(failures()) == 2  # once each time FOLD_AFTER more batches were in the log
+    assert "closed database" in failures()[0].getMessage()
+    assert await db.read(_values) == sorted(f"v{i:03d}" for i in range(2 * FOLD_AFTER))
+
+
 async def test_a_failing_write_does_not_undo_its_neighbours(db: Database) -> None:
     await db.write(insert("taken"))
     # A job runs in the writer's thread: it holds the writer by blocking that thread.
