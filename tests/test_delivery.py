@@ -4,6 +4,7 @@ the loop guard's and a budget's holds, unreachable by the setting, and who sees 
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
@@ -99,6 +100,22 @@ async def test_unreachable_after_the_setting_and_queued_again_once_a_daemon_wait
     await w.bot.me()
     await w.bot.wake(since=10**9)  # no wait: not a daemon holding the feed
     assert (await state_of(w.human, posted["id"]))["pb"][0] == "unreachable"
+
+
+async def test_a_wake_stream_too_busy_to_beat_keeps_its_bot_reachable(
+    clocked_world: World, clock: ManualClock
+) -> None:
+    """A daemon's stream whose channel sends it a line more often than its heartbeat never
+    beats; its bot is still waited for, past the setting, on every line it is sent."""
+    w = clocked_world
+    async with await w.bot.wake_stream(since=(await w.bot.me())["cursor"], watch=["ops"], beat=60) as stream:
+        lines = aiter(stream)
+        for n in range(3):  # each past the setting, each a line the stream sends at once
+            clock.advance(w.board.ctx.settings.unreachable_after + 1)
+            posted = await w.peer.post(f"@pb step {n}", channel="ops")
+            line = await asyncio.wait_for(anext(lines), 10)
+            assert line["message"]["id"] == posted["id"]
+            assert await state_of(w.human, posted["id"]) == {"pb": ("queued", None)}
 
 
 async def test_a_failed_wake_is_failed_with_its_reason_until_a_later_wake_goes_well(world: World) -> None:

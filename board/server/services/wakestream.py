@@ -140,6 +140,10 @@ class WakeStream:
             if await self._revoked():
                 yield self._mark(end="revoked")
                 return
+            # On every pass, not only a beat's: a stream busy enough never to beat still has its
+            # daemon waiting (touch writes at most every 30 s), or the bot would turn unreachable
+            # and the loop guard stop counting it among the channel's watchers.
+            await ctx.waits.touch(self.p)
             out = []
             for event in taken:
                 if isinstance(event, Signal):
@@ -153,7 +157,6 @@ class WakeStream:
             if out:
                 yield self._sent(b"".join(out))
             elif due and hold is None:
-                await ctx.waits.touch(self.p)
                 hold = await budgets.feed_hold(ctx, self.p.agent_id, 0)  # a midnight, a lift's end
                 if hold is None:
                     yield self._sent(self._mark(beat=True))
