@@ -42,7 +42,7 @@ async def test_a_take_in_reads_its_messages_back_in_one_read_as_their_writer_pub
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     convo = (await world.bot.open_conversation(["alice"], topic="private"))["conversation"]
-    with published(world.board.ctx.hub) as written:
+    async with published(world.board.ctx) as written:
         root = await world.bot.post("@pb2 a root", channel="general")
         await world.peer.post("a reply", reply_to=root["id"])
         await world.bot.post("just us", conversation=convo["id"])

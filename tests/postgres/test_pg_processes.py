@@ -5,7 +5,8 @@ of the migrated database, then drives them over HTTP: a claim race split across
 both, a long-poll on one woken by a post on the other, compare-and-set writers
 on both, a ``since`` reader paging while both post, and while one process holds an id it has
 not committed and the other writes after it (the interleaving that breaks a naive id
-cursor; it fails with the write lock taken out), a token revoked on one and
+cursor; it fails with the write lock taken out), a stream on one getting the other's
+earlier message before its own later one, a token revoked on one and
 refused on the other, a daemon's watches recorded on one screened on the other,
 the sweep shared between them, and one request id sent
 to both at once. Skipped when BOARD_TEST_STORES leaves out postgresql (the
@@ -196,6 +197,39 @@ async def test_what_commits_while_a_process_cannot_listen_still_wakes_its_waiter
         again = await bot_b.inbox(since=since)
     assert [m["id"] for m in mail["messages"]] == [posted["id"]]
     assert [m["id"] for m in again["messages"]] == [posted["id"]]
+
+
+async def test_a_stream_on_a_gets_b_s_earlier_message_before_a_s_own_later_one(pair: Pair) -> None:
+    """B commits a message, then A commits one, while neither hears the other (their
+    notification connections dropped): A learns of B's only when it listens again and reads
+    it back. A's own must not reach A's streams first: a daemon's cursor would pass B's id,
+    and B's message, published after, would be skipped by the stream and by every reconnect."""
+    [bot_token] = await workspace_bots(pair, 1)
+    async with (
+        BoardClient(pair.a.url, pair.human) as human_a,
+        BoardClient(pair.b.url, pair.human) as human_b,
+        BoardClient(pair.a.url, bot_token) as bot_a,
+    ):
+        await human_a.post("opens the channel", channel="work", workspace="proj")
+        since = int((await bot_a.me())["cursor"])
+        async with await bot_a.wake_stream(since=since, beat=5) as stream:
+            await longpolls(pair.a.url, 1)
+            with psycopg.connect(pair.url, autocommit=True) as admin:
+                admin.execute(
+                    """SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                       WHERE datname = current_database() AND application_name = %s""",
+                    (LISTENER,),
+                )
+            earlier = await human_b.post("@bot00 first, on B", channel="work", workspace="proj")
+            later = await human_a.post("@bot00 then, on A", channel="work", workspace="proj")
+            got: list[int] = []
+            with contextlib.suppress(TimeoutError):  # the message lines so far, if not both
+                async with asyncio.timeout(WOKEN_WITHIN):
+                    async for line in stream:
+                        got += [line["message"]["id"]] if "message" in line else []
+                        if len(got) == 2:
+                            break
+    assert got == [earlier["id"], later["id"]]
 
 
 # -- 3. compare-and-set across both processes -------------------------------------------------

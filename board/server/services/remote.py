@@ -1,11 +1,12 @@
 """What board processes sharing one database tell each other: ids, never bodies.
 
-A committed write's events reach the hub of the process that wrote it directly
-(``store.writer``). The store carries what :func:`describe` makes of each one to
-the other processes (PostgreSQL's ``NOTIFY``, in commit order), where
-:func:`take_in` reads back by id the messages of all that arrived together, in one
-read, and publishes them to that process's hub in commit order, so a long-poll,
-stream or MCP session held anywhere wakes alike. Dropping a cached token travels
+The store carries what :func:`describe` makes of each committed event to every
+process (PostgreSQL's ``NOTIFY``, in commit order), where :func:`take_in` reads back
+by id the messages of all that arrived together, in one read, and publishes them to
+that process's hub in commit order, so a long-poll, stream or MCP session held
+anywhere wakes alike. The writing process's own events come in their place among
+them, as they were emitted (``"local"``, store/postgres.py); a store only one process
+serves publishes them at the commit (``store.writer``). Dropping a cached token travels
 the same way, so a revoked token stops working on every process, not only the one
 that revoked it.
 """
@@ -87,7 +88,8 @@ async def take_in(ctx: Context, items: list[dict[str, Any]]) -> None:
     """Publish here what other processes committed, given in their commit order.
 
     The messages among ``items`` are read back together, then every item is published
-    in the order it came, so the hub sees ids in commit order as the writer's own did.
+    in the order it came, this process's own (``"local"``) among them, so the hub sees ids
+    in commit order.
     When nobody here waits for a message (no long-poll, stream or page held), none is
     read: their ids only move the hub's head on. A waiter that comes later subscribes
     before it reads, so its read finds them.
@@ -107,6 +109,9 @@ async def take_in(ctx: Context, items: list[dict[str, Any]]) -> None:
         elif kind == "signal":
             where, number = item["key"]
             ctx.publish(Signal((str(where), int(number)), int(item["id"])))
+        elif kind == "local":  # this process's own, where its notification came (store.postgres)
+            for own in item["items"]:
+                ctx.publish(own)
         elif kind == "forget":
             ctx.tokens.drop_agent(int(item["agent"]))
         else:

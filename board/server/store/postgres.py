@@ -18,7 +18,11 @@ free, the database gives across processes:
   it emitted (never bodies: a payload is at most 8,000 bytes); PostgreSQL delivers
   notifications in commit order once the transaction commits. Every other process
   listens and hands what arrived together to :attr:`PostgresStore.on_remote`, which
-  reads its messages back by id in one read and publishes them to its own hub.
+  reads its messages back by id in one read and publishes them to its own hub. A
+  process hears its own notifications too, and publishes what a batch of its own
+  emitted only where its notification comes among the others' (:class:`_Held`): had it
+  published at its commit, an earlier commit of another process still being read back
+  would reach its hub after a later id, and a reader at the later id would never get it.
 - **Duties.** The sweep and the routines runner run where :meth:`PostgresStore.duty`
   holds a session advisory lock: one process at a time, taken over when it dies.
 """
@@ -26,12 +30,14 @@ free, the database gives across processes:
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import logging
 import os
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 import orjson
@@ -58,6 +64,9 @@ _LOCK = f"SELECT pg_advisory_xact_lock({BOARD}, {LOCKS['writes']})"  # the board
 MAX_PAYLOAD = 7900  # PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more
 MAX_TAKEN = 256  # items of other processes handed on in one call, once one payload is in
 ARRIVED = 64  # payloads heard and not yet handed on; the listener waits when there are more
+#: Batches of this process's own held for their notification at most; past it the oldest is
+#: published at once (its order among the other processes' commits no longer kept).
+MAX_HELD = 1024
 
 
 @functools.lru_cache(maxsize=4096)
@@ -313,6 +322,15 @@ def _payloads(items: list[dict[str, Any]]) -> Iterator[str]:
         yield "[" + b",".join(chunk).decode() + "]"
 
 
+@dataclass
+class _Held:
+    """What one batch of this process emitted, held until its own notification is heard."""
+
+    seq: int  # the batch's number in its notifications (``"s"``)
+    items: list[Any]  # its committed jobs' outbox items, in commit order
+    committed: asyncio.Future[bool]  # whether the commit returned
+
+
 class PostgresStore(Store):
     """The board's data in a PostgreSQL database that several board processes may share."""
 
@@ -332,6 +350,9 @@ class PostgresStore(Store):
         #: The highest message id any notification told of, this process's own included: they
         #: arrive in commit order and ids commit in order, so every message up to it was told.
         self._heard = 0
+        self._held: collections.deque[_Held] = collections.deque()  # oldest first
+        self._seq = 0  # the last batch number given
+        self._told = 0  # the last own batch published where its notification came
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -371,6 +392,7 @@ class PostgresStore(Store):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self._listener = self._taker = None
+        self._held.clear()
         for conn in self._all:
             with contextlib.suppress(psycopg.Error):
                 await conn.raw.close()
@@ -417,7 +439,15 @@ class PostgresStore(Store):
                 else:
                     outcomes.append((True, result))
             committed = [job for job, (ok, _) in zip(batch, outcomes, strict=True) if ok]
-            await _simple(raw, "; ".join([*self._notifications(raw, committed), "COMMIT"]))
+            notifications, held = self._hold(raw, committed)
+            try:
+                await _simple(raw, "; ".join([*notifications, "COMMIT"]))
+            except BaseException:
+                if held is not None:
+                    held.committed.set_result(False)
+                raise
+            if held is not None:
+                held.committed.set_result(True)
         except Exception as exc:
             failure = self._unreachable(conn, exc)
             if isinstance(failure, DatabaseUnreachable):
@@ -477,14 +507,40 @@ class PostgresStore(Store):
         log.info("reconnected to %s", self.where)
         conn.raw = fresh.raw
 
-    def _notifications(self, raw: psycopg.AsyncConnection[Any], committed: list[Write]) -> list[str]:
-        """``SELECT pg_notify(...)`` telling the other processes what ``committed`` emitted, as
-        statements to send with the commit (PostgreSQL delivers them once it commits)."""
-        items = [d for job in committed for item in job.outbox if (d := self.describe(item)) is not None]
-        return [
+    def _hold(
+        self, raw: psycopg.AsyncConnection[Any], committed: list[Write]
+    ) -> tuple[list[str], _Held | None]:
+        """``SELECT pg_notify(...)`` telling every process what ``committed`` emitted, as
+        statements to send with the commit (PostgreSQL delivers them once it commits), and
+        what they emitted taken out of their outboxes and held, for :meth:`_own` to publish
+        where this process hears its notification. Nothing to tell: nothing held, the writer
+        publishes the outboxes after the commit as on SQLite."""
+        told = [d for job in committed for item in job.outbox if (d := self.describe(item)) is not None]
+        if not told:
+            return [], None
+        self._seq += 1
+        held = _Held(self._seq, [], asyncio.get_running_loop().create_future())
+        for job in committed:
+            held.items += job.outbox
+            job.outbox = []
+        if len(self._held) >= MAX_HELD:
+            log.warning("%d batches wait for their own notification; publishing the oldest", MAX_HELD)
+            self._publish_held(self._held.popleft())
+        self._held.append(held)
+        statements = [
             sql.SQL("SELECT pg_notify({}, {})").format(CHANNEL, payload).as_string(raw)
-            for payload in _payloads([{"o": self.origin, **item} for item in items])
+            for payload in _payloads([{"o": self.origin, "s": held.seq, **item} for item in told])
         ]
+        return statements, held
+
+    async def published(self) -> None:
+        """Wait for this process's own batches held for their notification (:meth:`_own`)."""
+        while self._held:
+            await asyncio.sleep(0.005)
+
+    def _publish_held(self, held: _Held) -> None:
+        if held.committed.done() and held.committed.result():
+            self._publish_all(held.items)
 
     def _caught_up(self) -> None:
         """Nothing to do: PostgreSQL checkpoints in a process of its own."""
@@ -522,7 +578,7 @@ class PostgresStore(Store):
             try:
                 await raw.execute(f"LISTEN {CHANNEL}")
                 if listening.done():
-                    await self._arrived.put([{"t": "gap", "after": self._heard}])
+                    await self._arrived.put([{"t": "gap", "after": self._heard, "held": self._seq}])
                 else:  # what committed before is read, not heard: the newest of it is the floor
                     cur = await raw.execute("SELECT COALESCE(MAX(id), 0) FROM messages")
                     self._heard = int((await cur.fetchone() or (0,))[0])
@@ -539,7 +595,7 @@ class PostgresStore(Store):
                     await raw.close()
 
     def _items(self, payload: str) -> list[dict[str, Any]]:
-        """What a notification tells this process: the other processes' items in it. The
+        """What a notification tells this process (its own items too, for :meth:`_own`). The
         message ids of all its items (``services.remote.describe``) move :attr:`_heard` on."""
         try:
             items = [item for item in orjson.loads(payload) if isinstance(item, dict)]
@@ -550,7 +606,7 @@ class PostgresStore(Store):
             item["id"] for item in items if item.get("t") == "message" and isinstance(item.get("id"), int)
         ]
         self._heard = max([self._heard, *told])
-        return [item for item in items if item.get("o") != self.origin]
+        return items
 
     async def _take(self) -> None:
         """Hand :attr:`on_remote` what was heard, one payload after another, in commit order.
@@ -563,12 +619,57 @@ class PostgresStore(Store):
             items = await self._arrived.get()
             while len(items) < MAX_TAKEN and not self._arrived.empty():
                 items += self._arrived.get_nowait()
+            items = await self._own(items)
             if self.on_remote is None:
                 continue
             try:
                 await self.on_remote(items)
             except Exception:
                 log.exception("could not take in %d items of other processes", len(items))
+
+    async def _own(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``items`` with this process's own in their place: a held batch whose notification
+        this is becomes ``{"t": "local", "items": [...]}``, published there. Held batches
+        before it whose notification never came (a commit that failed) go with it.
+
+        A notification of a batch no longer held (its commit failed as far as this process
+        could tell, or it was published past :data:`MAX_HELD`) stays as the other processes'
+        do, to be read back. At a ``gap``, the batches committed while this process could not
+        hear itself are let go: their messages are among the gap's read (ids above the last
+        one heard), and their other items follow it.
+        """
+        out: list[dict[str, Any]] = []
+        for item in items:
+            if item.get("t") == "gap":
+                out.append(item)
+                rest = [
+                    one
+                    for held in await self._let_go(int(item.get("held", 0)))
+                    for one in held.items
+                    if (told := self.describe(one)) is None or told.get("t") != "message"
+                ]
+                if rest:
+                    out.append({"t": "local", "items": rest})
+            elif item.get("o") != self.origin:
+                out.append(item)
+            elif isinstance(seq := item.get("s"), int) and seq > self._told:  # no "s": an announcement
+                released = await self._let_go(seq)
+                if released:
+                    out.append({"t": "local", "items": [one for held in released for one in held.items]})
+                if released and released[-1].seq == seq:
+                    self._told = seq
+                else:  # not held any more: read back as the other processes' are
+                    out.append(item)
+        return out
+
+    async def _let_go(self, seq: int) -> list[_Held]:
+        """The held batches up to ``seq`` whose commit returned, taken out of :attr:`_held`."""
+        released = []
+        while self._held and self._held[0].seq <= seq:
+            held = self._held.popleft()
+            if await held.committed:
+                released.append(held)
+        return released
 
     async def scrub(self) -> None:
         """Vacuum the tables whose rows redaction rewrites: the dead row versions holding

@@ -11,7 +11,8 @@ store records in the job's own savepoint, together with its effect (see
 :mod:`.requests`). A write hands what must be
 announced once it is durable to :func:`emit`: the job's outbox, which the writer
 passes to ``publish`` after the commit, in commit order, and drops with the job
-when it fails. Reads run on their own connections and never wait for the writer.
+when it fails (a store several processes share publishes it where its commit comes
+among theirs: store/postgres.py). Reads run on their own connections and never wait for the writer.
 """
 
 from __future__ import annotations
@@ -135,6 +136,11 @@ class Store(ABC):
     def _caught_up(self) -> None:
         """The writer committed its last batch and has no write waiting: a moment for upkeep."""
 
+    async def published(self) -> None:
+        """Return once what every write committed so far emitted has reached :attr:`publish`
+        here: at once where the writer publishes at each commit."""
+        return None
+
     # -- writes ----------------------------------------------------------------
 
     @property
@@ -193,19 +199,26 @@ class Store(ABC):
         self.stats.batches += 1
         self.stats.writes += len(batch)
         self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
+        self._publish_all(
+            [item for job, (ok, _) in zip(batch, outcomes, strict=True) if ok for item in job.outbox]
+        )
         for job, (ok, value) in zip(batch, outcomes, strict=True):
-            if ok and self.publish is not None:
-                for item in job.outbox:
-                    try:
-                        self.publish(item)
-                    except Exception:
-                        log.exception("publishing a committed event failed")
             if job.future.done():
                 continue
             if ok:
                 job.future.set_result(value)
             else:
                 job.future.set_exception(value)
+
+    def _publish_all(self, items: list[Any]) -> None:
+        """Hand committed ``items`` to :attr:`publish`, in order; one that fails stops no other."""
+        if self.publish is None:
+            return
+        for item in items:
+            try:
+                self.publish(item)
+            except Exception:
+                log.exception("publishing a committed event failed")
 
 
 class ForRequest(Store):
@@ -243,6 +256,9 @@ class ForRequest(Store):
 
     def _caught_up(self) -> None:
         raise StoreError("a call's view of the store has no writer of its own")
+
+    async def published(self) -> None:
+        await self._store.published()
 
     async def scrub(self) -> None:
         await self._store.scrub()
