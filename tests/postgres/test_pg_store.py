@@ -356,21 +356,32 @@ async def test_a_role_that_cannot_create_in_the_database_is_told_to_own_it(pg_cl
             admin.execute("DROP ROLE board_not_owner")
 
 
-async def test_the_connections_that_only_wait_keep_alive_and_a_url_setting_wins(
+async def test_every_connection_finds_a_silent_server_out_and_a_url_setting_wins(
     pg_cluster: PgCluster,
 ) -> None:
-    """The listener's and a duty's connections hear nothing for hours: TCP keepalives find one a
-    network cut silenced in about a minute (the system's default is two hours)."""
+    """A network cut answers nothing: TCP keepalives find out a connection that only waits (the
+    listener's, a duty's) in about a minute, the system's default being two hours; one awaiting
+    an answer gives up after 30 s of data unacknowledged, where TCP would try for some fifteen
+    minutes, and connecting after 10 s. The writer's and the readers' transactions are ended by
+    the server after a minute idle: a process frozen mid-batch lets go of the write lock."""
     url = pg_cluster.fresh_database()
     own = url + ("&" if "?" in url else "?") + "keepalives_idle=7"
     for given, idle in ((url, "30"), (own, "7")):
-        raw = await postgres._plain(given)
+        plain = await postgres._plain(given)
+        board = (await postgres._connect(given)).raw
         try:
-            said = raw.info.get_parameters()
-            assert (said["keepalives_idle"], said["keepalives_interval"], said["keepalives_count"]) == (
-                idle,
-                "10",
-                "3",
-            )
+            for raw in (plain, board):
+                said = raw.info.get_parameters()
+                assert [said[k] for k in ("keepalives_idle", "keepalives_interval", "keepalives_count")] == [
+                    idle,
+                    "10",
+                    "3",
+                ]
+                assert (said["tcp_user_timeout"], said["connect_timeout"]) == ("30000", "10")
+            shown = await (await board.execute("SHOW idle_in_transaction_session_timeout")).fetchone()
+            assert shown is not None and shown[0] == "1min"
+            shown = await (await plain.execute("SHOW idle_in_transaction_session_timeout")).fetchone()
+            assert shown is not None and shown[0] == "0"  # a duty's lock is held outside any transaction
         finally:
-            await raw.close()
+            await plain.close()
+            await board.close()

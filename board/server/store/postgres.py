@@ -247,8 +247,11 @@ class PostgresConnection(Connection):
 
 
 async def _connect(url: str) -> PostgresConnection:
+    """A connection for the writer or a reader, bounded as :func:`_bounded` says, and whose
+    transaction the server ends when it sits idle for :data:`IDLE_IN_TRANSACTION`: a board
+    process frozen or cut off mid-batch would otherwise hold every process's write lock."""
     raw = await psycopg.AsyncConnection.connect(
-        url,
+        _bounded(url, options=f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION}"),
         autocommit=True,  # transactions are begun and ended by the statements below, as on SQLite
         cursor_factory=psycopg.AsyncRawCursor,
         row_factory=_rows,
@@ -288,23 +291,36 @@ async def _simple(raw: psycopg.AsyncConnection[Any], statements: str) -> None:
     await raw.execute(statements, prepare=False)
 
 
-#: TCP keepalives for the connections that only wait (the listener, a duty's lock): one silent
-#: through a network cut is found out in about a minute, not the system's default two hours.
-#: A URL's own settings win; a Unix socket has none.
-_KEEPALIVES = {
+#: How every connection finds out that the server went silent (a network cut, a host frozen):
+#: TCP keepalives for those that only wait (the listener, a duty's lock), in about a minute
+#: rather than the system's two hours; a limit on data sent and not acknowledged for one
+#: awaiting an answer, which TCP would otherwise send again for some fifteen minutes; and a
+#: limit on connecting. A call then gets 503 within about half a minute instead of hanging.
+#: A URL's own settings win; a Unix socket has no TCP to time.
+_LINK = {
     "keepalives": "1",
     "keepalives_idle": "30",
     "keepalives_interval": "10",
     "keepalives_count": "3",
+    "tcp_user_timeout": "30000",  # ms
+    "connect_timeout": "10",  # s
 }
+#: How long the server lets a writer's or reader's transaction sit idle before it ends it (ms).
+#: A batch never waits on anything but its own statements.
+IDLE_IN_TRANSACTION = 60_000
+
+
+def _bounded(url: str, **more: str) -> str:
+    """``url`` with :data:`_LINK` (and ``more``) where it names none of its own."""
+    given = psycopg.conninfo.conninfo_to_dict(url)
+    wanted = {**_LINK, **more}
+    return psycopg.conninfo.make_conninfo(url, **{k: v for k, v in wanted.items() if k not in given})
 
 
 async def _plain(url: str, name: str = "bot-board") -> psycopg.AsyncConnection[Any]:
     """A connection of its own, outside any transaction (listening, locks held for a duty),
     under ``name`` in ``pg_stat_activity``."""
-    given = psycopg.conninfo.conninfo_to_dict(url)
-    conninfo = psycopg.conninfo.make_conninfo(url, **{k: v for k, v in _KEEPALIVES.items() if k not in given})
-    return await psycopg.AsyncConnection.connect(conninfo, autocommit=True, application_name=name)
+    return await psycopg.AsyncConnection.connect(_bounded(url), autocommit=True, application_name=name)
 
 
 def _payloads(items: list[dict[str, Any]]) -> Iterator[str]:
