@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+import sqlite3
 
 import pytest
 from hypothesis import given, settings
@@ -123,6 +124,30 @@ def test_a_snippet_is_the_stretch_with_the_matches_marked() -> None:
     assert snippet(Terms((("dep", True),)), "deployed") == "**deployed**"
     assert snippet(Terms((("db.py", False),)), "edit db.py now") == "edit **db.py** now"
     assert snippet(Terms((("x", False),)), "") == ""
+
+
+@pytest.mark.parametrize(
+    ("word", "body"),
+    [
+        ("e\u0301te\u0301", "un été chaud"),  # the accents typed apart, as combining marks
+        ("été", "un e\u0301te\u0301 chaud"),
+        ("हिन्दी", "हिन्दी भाषा"),  # vowel signs and a virama: marks within the word
+    ],
+)
+def test_a_word_with_combining_marks_is_counted_where_the_index_matched_it(word: str, body: str) -> None:
+    terms = Terms(((word, False),))
+    with sqlite3.connect(":memory:") as db:  # the index's own reading (unicode61, as messages_fts)
+        db.execute("CREATE VIRTUAL TABLE f USING fts5(body, tokenize = 'unicode61')")
+        db.execute("INSERT INTO f (body) VALUES (?)", (body,))
+        assert db.execute("SELECT count(*) FROM f WHERE f MATCH ?", (terms.fts5(),)).fetchone() == (1,)
+    assert _counts(terms, [_fold(body)[0]]) == [[1]]
+    assert relevance(terms, [body, "nothing here"])[0] > 0
+
+
+def test_a_snippet_marks_a_word_with_the_marks_typed_after_its_letters() -> None:
+    assert snippet(Terms((("cafe", False),)), "le cafe\u0301 noir") == "le **cafe\u0301** noir"
+    assert snippet(Terms((("cafe", False),)), "cafe\u0301") == "**cafe\u0301**"
+    assert snippet(Terms((("fi", True),)), "a ﬁle") == "a **ﬁle**"  # one character folded into two
 
 
 async def test_a_snippet_of_long_words_is_bounded_and_keeps_its_match(world: World) -> None:

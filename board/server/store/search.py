@@ -137,11 +137,8 @@ def _phrase(word: str, prefix: bool, lowered: bool = False) -> re.Pattern[str]:
     The first part comes first and what stands before it is looked at after, so the scan
     skips to the part's letters instead of trying the look-behind at every character; the
     gaps between parts never take a NUL (``_counts`` joins texts with one)."""
-    parts = [
-        re.escape(_fold(part)[0].lower() if lowered else _fold(part)[0])
-        for part in re.split(r"[\W_]+", word)
-        if part
-    ]
+    folded = _fold(word)[0]  # then split: a combining mark typed apart is no word break
+    parts = [re.escape(part.lower() if lowered else part) for part in re.split(r"[\W_]+", folded) if part]
     if not parts:
         return _NEVER
     tail = r"[^\W_]*" if prefix else r"(?![^\W_])"
@@ -172,9 +169,9 @@ def snippet(terms: Terms, text: str, words: int = 16) -> str:
     lowered = origin is None and terms.ascii()
     scanned = (folded.lower() if lowered else folded).replace(_JOIN, " ")  # as _counts reads it
     spans = sorted(found.span() for pattern in terms.patterns(lowered) for found in pattern.finditer(scanned))
-    if origin is not None:
-        spans = [(origin[a], origin[b - 1] + 1) for a, b in spans if b > a]
-    tokens = [found.span() for found in _WORD.finditer(text)]
+    if origin is not None:  # a match ends where the next folded character begins: with its marks
+        spans = [(origin[a], _after(origin, b, len(text))) for a, b in spans if b > a]
+    tokens = [(a, _with_marks(text, b)) for a, b in (found.span() for found in _WORD.finditer(text))]
     if not tokens:
         return text
     first = 0
@@ -205,6 +202,19 @@ def snippet(terms: Terms, text: str, words: int = 16) -> str:
     before = first > 0 or begin > whole[0]
     after = last < len(tokens) - 1 or end < whole[1]
     return ("…" if before else "") + "".join(out) + ("…" if after else "")
+
+
+def _with_marks(text: str, end: int) -> int:
+    """``end`` moved past the combining marks that follow it: they belong to the word before."""
+    while end < len(text) and unicodedata.combining(text[end]):
+        end += 1
+    return end
+
+
+def _after(origin: list[int], end: int, length: int) -> int:
+    """Where in a text of ``length`` a folded match ending at ``end`` ends: past the combining
+    marks the fold took off its last letter, never inside a character it split in several."""
+    return length if end == len(origin) else max(origin[end - 1] + 1, origin[end])
 
 
 #: The most characters of text a snippet shows, however long its sixteen words are.
