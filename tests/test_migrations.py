@@ -354,9 +354,9 @@ async def test_a_board_at_the_hand_kept_schema_runs_only_what_came_after(
     rows = rows_of(today)
 
     async with running(today) as store:
-        staging, _ = await store.read(
-            lambda conn: messages.search(conn, STAGING, messages.MessageFilter(), 9, 0)
-        )
+        staging = (
+            await store.read(lambda conn: messages.search(conn, STAGING, messages.MessageFilter(), 9, 0))
+        ).rows
     # Only what the one source added since the hand-kept runner: nothing it had is run again.
     assert applied(caplog) == [f"applying migration {m.name}" for m in migrations() if m.number > last_legacy]
     assert version_of(today) == schema_version()

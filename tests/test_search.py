@@ -59,6 +59,23 @@ async def test_pages_of_one_window_do_not_overlap(world: World, window_of_five: 
     assert len(ids) == len(set(ids)) == window_of_five
 
 
+async def test_a_match_posted_between_pages_moves_no_page_of_the_window(world: World) -> None:
+    """The next page is read before the window's newest match as the first page found it: a
+    match posted meanwhile neither shows twice nor pushes one off the window's pages."""
+    posted = [await world.bot.post("deploy " * (n % 3 + 1) + f"step {n}", channel="lobby") for n in range(6)]
+    first = await world.bot.search("deploy", limit=3)
+    assert first["has_more"] is True and first["next_offset"] == 3
+    assert first["next_before"] == posted[-1]["id"] + 1
+    newer = await world.bot.post("deploy deploy deploy deploy, posted between the pages", channel="lobby")
+    second = await world.bot.search(
+        "deploy", limit=3, offset=first["next_offset"], before=first["next_before"]
+    )
+    ids = [m["id"] for page in (first, second) for m in page["messages"]]
+    assert sorted(ids) == [m["id"] for m in posted]  # each once, the newer one in none of them
+    assert second["has_more"] is False and "next_before" not in second
+    assert newer["id"] in [m["id"] for m in (await world.bot.search("deploy"))["messages"]]  # a new search
+
+
 async def test_the_workspace_column_is_not_searched_as_words(world: World) -> None:
     """The index holds each message's workspace as a word of its own column: a search for
     that word finds only bodies that say it."""

@@ -27,12 +27,9 @@ def highlight(snippet: str) -> Markup:
 def more_results(q: messages.SearchQuery, page: dict[str, Any]) -> str | None:
     """The same search's next page: further down this window, or the next, older window."""
     kept = {"q": q.q, "workspace": q.workspace, "channel": q.channel, "author": q.author, "limit": q.limit}
-    if "next_offset" in page:
-        cursor = {"before": q.before, "offset": page["next_offset"]}
-    elif "next_before" in page:
-        cursor = {"before": page["next_before"]}
-    else:
+    if not page.get("has_more"):
         return None
+    cursor = {"before": page.get("next_before"), "offset": page.get("next_offset")}
     return "/search?" + urlencode({k: v for k, v in {**kept, **cursor}.items() if v})
 
 

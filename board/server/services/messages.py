@@ -383,7 +383,7 @@ def fts_query(text: str) -> Terms:
 async def search(ctx: Context, p: Principal, q: SearchQuery) -> Page:
     match = fts_query(q.q)
 
-    async def read(conn: Connection) -> tuple[list[dict[str, Any]], int | None]:
+    async def read(conn: Connection) -> tuple[list[dict[str, Any]], store.Found]:
         workspace = await scope.resolve_optional(conn, p, q.workspace)
         flt = MessageFilter(
             workspace_ids=scope.workspace_ids(p, workspace),
@@ -395,19 +395,23 @@ async def search(ctx: Context, p: Principal, q: SearchQuery) -> Page:
         if q.author is not None:
             author = await identity_store.agent_by_handle(conn, q.author)
             flt.author_id = author["id"] if author is not None else -1
-        rows, older = await store.search(conn, match, flt, q.limit + 1, q.offset)
-        items = await rows_to_messages(conn, rows)
+        found = await store.search(conn, match, flt, q.limit + 1, q.offset)
+        items = await rows_to_messages(conn, found.rows)
         for item in items:
             item["snippet"] = snippet(match, item["body"])
-        return items, older
+        return items, found
 
-    items, older = await ctx.db.read(read)
+    items, found = await ctx.db.read(read)
     page = message_page(ctx, items, q, descending=True)
     page.pop("next_before", None)
     if page["has_more"]:
+        # Further down this window, which stays where it is: a match posted meanwhile would
+        # enter it, move every rank on by one and show a message twice.
         page["next_offset"] = q.offset + len(page["messages"])
-    elif older is not None:
+        if found.newest is not None:
+            page["next_before"] = found.newest + 1
+    elif found.older is not None:
         # This window is read to its end; older matches are the next window's.
         page["has_more"] = True
-        page["next_before"] = older
+        page["next_before"] = found.older
     return page

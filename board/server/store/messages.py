@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..hub import Event
 from .connection import Connection
@@ -521,25 +521,31 @@ async def receipts_for(conn: Connection, message_id: int) -> list[Row]:
     )
 
 
-async def search(
-    conn: Connection, match: Terms, flt: MessageFilter, limit: int, offset: int
-) -> tuple[list[MessageRow], int | None]:
+class Found(NamedTuple):
+    """A page of a search's window, and where the window lies."""
+
+    rows: list[MessageRow]
+    older: int | None  # the window's oldest id when it is full: the next window is before it
+    newest: int | None  # the window's newest id: a page further down it reads before newest + 1
+
+
+async def search(conn: Connection, match: Terms, flt: MessageFilter, limit: int, offset: int) -> Found:
     """The window's matches (store/search.py) ranked by relevance, then newest first,
-    ``limit`` from ``offset``; and the window's oldest id when it is full, where the next
-    window starts (``before``)."""
+    ``limit`` from ``offset``."""
     if flt.workspace_ids == []:
-        return [], None
+        return Found([], None, None)
     window = await _window(conn, match, flt)
     scores = relevance(match, [row[1] for row in window])
     ranked = sorted((-score, -row[0]) for score, row in zip(scores, window, strict=True))
     older = window[-1][0] if len(window) == WINDOW else None
+    newest = window[0][0] if window else None
     ids = [-negated for _, negated in ranked[offset : offset + limit]]
     if not ids:
-        return [], older
+        return Found([], older, newest)
     marks = ",".join("?" * len(ids))
     rows = await all_rows(conn, f"{SELECT} FROM {FROM} WHERE m.id IN ({marks})", tuple(ids))
     by_id = {row["id"]: row for row in rows}
-    return [by_id[i] for i in ids if i in by_id], older
+    return Found([by_id[i] for i in ids if i in by_id], older, newest)
 
 
 async def _window(conn: Connection, match: Terms, flt: MessageFilter) -> list[Row]:
