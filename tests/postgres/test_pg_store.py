@@ -6,6 +6,7 @@ import asyncio
 import logging
 import subprocess
 from collections.abc import Awaitable
+from pathlib import Path
 from typing import Any, cast
 
 import psycopg
@@ -14,6 +15,7 @@ import pytest
 from board.client import BoardAPIError, BoardClient
 from board.server.api.keys import CONTEXT, OUTBOX
 from board.server.outbox.dispatch import Dispatcher
+from board.server.services import remote
 from board.server.store import postgres
 from board.server.store.dialects import BOARD, LOCKS
 from board.server.store.postgres import PostgresStore
@@ -26,8 +28,11 @@ from tests.support.boardtest import (
     database_env,
     db_rows,
     eventually,
+    held,
     postgresql_only,
     snapshot,
+    start_board,
+    stop_board,
 )
 from tests.support.pgcluster import PgCluster
 from tests.support.processes import board_env, command
@@ -74,6 +79,37 @@ async def test_a_post_is_told_to_the_other_processes_by_id(world: World) -> None
         assert all(len(repr(item)) < 200 for item in heard)  # ids, never the 9,000-character body
     finally:
         await other.close()
+
+
+@postgresql_only
+async def test_a_take_whose_read_fails_is_read_again_and_wakes_its_waiter(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B reads back what A committed, and that read fails (the database did not answer it):
+    B reads those messages again a moment later, so a long-poll held on B still gets the
+    mention. Skipped, it was lost to every waiter whose cursor a later message moved past."""
+    b = await start_board(tmp_path / "b", database_url=database_url(world))
+    failed: list[list[int]] = []
+
+    async def fails_once(conn: Any, message_ids: list[int]) -> Any:
+        if not failed:
+            failed.append(message_ids)
+            raise psycopg.OperationalError("the database did not answer")
+        return await real(conn, message_ids=message_ids)
+
+    real = remote.events_of
+    try:
+        bot_on_b = b.client(world.bot.token)
+        since = int((await bot_on_b.me())["cursor"])
+        inbox = asyncio.create_task(bot_on_b.inbox(since=since, wait=LONG_WAIT))
+        await held(b)
+        monkeypatch.setattr(remote, "events_of", fails_once)
+        posted = await world.peer.post("@pb while B cannot read", channel="general")
+        mail = await asyncio.wait_for(inbox, WOKEN_WITHIN)
+    finally:
+        await stop_board(b)
+    assert failed == [[posted["id"]]]
+    assert [m["id"] for m in mail["messages"]] == [posted["id"]]
 
 
 @postgresql_only

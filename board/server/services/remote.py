@@ -71,16 +71,14 @@ async def events_of(conn: Connection, message_ids: list[int]) -> dict[int, Event
 async def _read_back(ctx: Context, message_ids: list[int]) -> dict[int, Event]:
     """The events of ``message_ids``, one read transaction per :data:`MAX_READ` of them.
 
-    A failed read is logged and its messages skipped: the items around them are still
-    taken in (a signal, a token to forget).
+    A failed read fails the take before anything of it is published: the store reads its
+    messages again, as a gap, once the database answers (store/postgres.py). Skipped, they
+    would be lost to every stream here whose cursor a later message moves past them.
     """
     events: dict[int, Event] = {}
     for at in range(0, len(message_ids), MAX_READ):
         part = message_ids[at : at + MAX_READ]
-        try:
-            events |= await ctx.db.read(functools.partial(events_of, message_ids=part))
-        except Exception:
-            log.exception("could not read back %d messages another process committed", len(part))
+        events |= await ctx.db.read(functools.partial(events_of, message_ids=part))
     return events
 
 
@@ -111,7 +109,8 @@ async def take_in(ctx: Context, items: list[dict[str, Any]]) -> None:
             ctx.publish(Signal((str(where), int(number)), int(item["id"])))
         elif kind == "local":  # this process's own, where its notification came (store.postgres)
             for own in item["items"]:
-                ctx.publish(own)
+                if not (isinstance(own, Event) and ctx.hub.knows(own.id)):  # a gap's read had it
+                    ctx.publish(own)
         elif kind == "forget":
             ctx.tokens.drop_agent(int(item["agent"]))
         else:
@@ -141,8 +140,9 @@ async def _missed(ctx: Context, after: int) -> list[dict[str, Any]]:
     """What the notifications a lost connection took with it would have told: the messages
     committed after ``after``, the last one heard of (ids commit in order), as their
     notifications; and any token may have been revoked meanwhile, so the token cache
-    starts again."""
+    starts again, and so do the quiet hours kept in memory (a change told meanwhile is lost)."""
     ctx.tokens.drop_all()
+    ctx.quiet.drop()
     missed: list[int] = []
     while batch := await ctx.db.read(
         functools.partial(store.ids_after, after=missed[-1] if missed else after, limit=MISSED_READ)

@@ -63,6 +63,7 @@ LISTENER = "bot-board listener"  # the notification connection's name in pg_stat
 _LOCK = f"SELECT pg_advisory_xact_lock({BOARD}, {LOCKS['writes']})"  # the board's write lock
 MAX_PAYLOAD = 7900  # PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more
 MAX_TAKEN = 256  # items of other processes handed on in one call, once one payload is in
+RETAKE_AFTER = 1.0  # seconds before a take whose read failed is read again
 ARRIVED = 64  # payloads heard and not yet handed on; the listener waits when there are more
 #: Batches of this process's own held for their notification at most; past it the oldest is
 #: published at once (its order among the other processes' commits no longer kept).
@@ -631,8 +632,9 @@ class PostgresStore(Store):
         :data:`MAX_TAKEN` items): a busy writer elsewhere costs a read per call here, not
         a read per message.
         """
+        again: list[dict[str, Any]] = []
         while True:
-            items = await self._arrived.get()
+            items, again = again or await self._arrived.get(), []
             while len(items) < MAX_TAKEN and not self._arrived.empty():
                 items += self._arrived.get_nowait()
             items = await self._own(items)
@@ -641,7 +643,23 @@ class PostgresStore(Store):
             try:
                 await self.on_remote(items)
             except Exception:
-                log.exception("could not take in %d items of other processes", len(items))
+                log.exception("could not take in %d items of other processes; reading them again", len(items))
+                again = self._again(items)
+                if again:
+                    await asyncio.sleep(RETAKE_AFTER)
+
+    def _again(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A take that failed (the database did not answer its read), as a gap to read again:
+        the messages after the one before its first, as after a lost notification connection.
+        Nothing of it was published (a take reads before it publishes); what else it told (a
+        signal) is lost as a gap's is."""
+        told = [self.describe(one) for item in items if item.get("t") == "local" for one in item["items"]]
+        firsts = [
+            *(int(item["after"]) for item in items if item.get("t") == "gap"),
+            *(int(item["id"]) - 1 for item in items if item.get("t") == "message"),
+            *(int(one["id"]) - 1 for one in told if one is not None and one.get("t") == "message"),
+        ]
+        return [{"t": "gap", "after": min(firsts)}] if firsts else []
 
     async def _own(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``items`` with this process's own in their place: a held batch whose notification
