@@ -5,14 +5,18 @@ from __future__ import annotations
 import html
 import re
 import sqlite3
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from playwright.async_api import Browser as Chromium
+from playwright.async_api import expect
 
 from board.server.store import messages as store
 from board.server.store.search import SNIPPET_CHARS, Terms, _counts, _fold, relevance, snippet
 from tests.support.boardtest import World
+from tests.support.browser_support import signed_in_tab
 from tests.support.pages_support import sign_in
 
 
@@ -165,6 +169,29 @@ def test_a_snippet_marks_a_word_with_the_marks_typed_after_its_letters() -> None
     assert snippet(Terms((("cafe", False),)), "le cafe\u0301 noir") == "le **cafe\u0301** noir"
     assert snippet(Terms((("cafe", False),)), "cafe\u0301") == "**cafe\u0301**"
     assert snippet(Terms((("fi", True),)), "a ﬁle") == "a **ﬁle**"  # one character folded into two
+
+
+def test_a_snippet_escapes_the_text_s_own_asterisks_and_backslashes() -> None:
+    """A snippet is Markdown: only its marks read as ``**``, whatever the text holds."""
+    deploy = Terms((("deploy", False),))
+    assert snippet(deploy, "compute 2 ** 8 then deploy") == r"compute 2 \*\* 8 then **deploy**"
+    assert snippet(deploy, r"in C:\ci\ run deploy") == r"in C:\\ci\\ run **deploy**"
+    assert snippet(deploy, "**deploy** now") == r"**deploy**\*\* now"  # the stretch begins at a word
+
+
+async def test_the_search_page_marks_only_the_hits_of_a_body_with_its_own_asterisks(
+    chromium: Chromium, world: World, tmp_path: Path
+) -> None:
+    await world.bot.post("compute 2 ** 8, then **really** deploy from C:\\ci\\", channel="lobby")
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    await tab.page.goto(world.board.url + "/search?q=deploy&workspace=proj")
+    snippet_shown = tab.page.locator("p.snippet")
+    await expect(snippet_shown).to_have_text(
+        "compute 2 ** 8, then **really** deploy from C:\\ci"
+    )  # to a word
+    await expect(snippet_shown.locator("mark")).to_have_text(["deploy"])
+    await tab.shot("search-a-body-with-its-own-asterisks")
+    assert tab.errors == []
 
 
 async def test_a_snippet_of_long_words_is_bounded_and_keeps_its_match(world: World) -> None:

@@ -54,6 +54,9 @@ def test_images_are_not_loaded_and_code_is_monospaced() -> None:
 
 def test_snippets_mark_hits_and_escape_the_rest() -> None:
     assert str(highlight("a **deploy** <b>x</b>")) == "a <mark>deploy</mark> &lt;b&gt;x&lt;/b&gt;"
+    # Markdown escapes are the text's own characters, never marks
+    assert str(highlight(r"2 \*\* 8 \\ **deploy** \*x")) == r"2 ** 8 \ <mark>deploy</mark> *x"
+    assert str(highlight("**cut off")) == "<mark>cut off</mark>"  # a mark never left open
 
 
 def test_claim_lines() -> None:

@@ -16,12 +16,24 @@ from .people import NEWEST
 from .routing import PageCall, PageRoute
 
 AUDIT_PAGE = 50  # rows of the audit page
-HIT = re.compile(r"\*\*(.+?)\*\*")
+#: A snippet's pieces: an escaped character (``\\*``, ``\\\\``), a mark (``**``), or text.
+PIECE = re.compile(r"\\([\\*])|(\*\*)|([^\\*]+|[\\*])")
 
 
 def highlight(snippet: str) -> Markup:
-    """A search snippet with its hits (``**word**``) marked, everything else escaped."""
-    return Markup(HIT.sub(lambda m: f"<mark>{m.group(1)}</mark>", str(escape(snippet))))
+    """A search snippet (Markdown: hits in ``**``, the text's own ``*`` and ``\\`` escaped)
+    with its hits marked, everything else escaped as HTML."""
+    out, marked = [], False
+    for found in PIECE.finditer(snippet):
+        literal, mark, text = found.groups()
+        if mark:
+            out.append(Markup("</mark>" if marked else "<mark>"))
+            marked = not marked
+        else:
+            out.append(escape(literal or text))
+    if marked:
+        out.append(Markup("</mark>"))
+    return Markup("").join(out)
 
 
 def more_results(q: messages.SearchQuery, page: dict[str, Any]) -> str | None:

@@ -164,7 +164,8 @@ def _fold(text: str) -> tuple[str, list[int]]:
 def snippet(terms: Terms, text: str, words: int = 16) -> str:
     """The stretch of ``text`` of at most ``words`` words that holds most of the search's
     matches, each match in ``**``, with ``…`` where the text goes on (as FTS5's
-    ``snippet()`` has it, for every store alike)."""
+    ``snippet()`` has it, for every store alike): Markdown, the text's own ``*`` and ``\\``
+    escaped (``\\*``, ``\\\\``)."""
     folded, origin = (text, None) if text.isascii() else _fold(text)
     lowered = origin is None and terms.ascii()
     scanned = (folded.lower() if lowered else folded).replace(_JOIN, " ")  # as _counts reads it
@@ -196,12 +197,18 @@ def snippet(terms: Terms, text: str, words: int = 16) -> str:
         if a < at or a >= end or b > whole[1]:
             continue
         b = min(b, end)
-        out += [text[at:a], "**", text[a:b], "**"]
+        out += [_escaped(text[at:a]), "**", _escaped(text[a:b]), "**"]
         at = b
-    out.append(text[at:end])
+    out.append(_escaped(text[at:end]))
     before = first > 0 or begin > whole[0]
     after = last < len(tokens) - 1 or end < whole[1]
     return ("…" if before else "") + "".join(out) + ("…" if after else "")
+
+
+def _escaped(text: str) -> str:
+    """``text`` with its own ``\\`` and ``*`` escaped as Markdown escapes them, so that only a
+    snippet's marks read as ``**`` (a body's own ``**bold**`` or ``2 ** 8`` would pass for one)."""
+    return text.replace("\\", "\\\\").replace("*", "\\*") if "*" in text or "\\" in text else text
 
 
 def _with_marks(text: str, end: int) -> int:
