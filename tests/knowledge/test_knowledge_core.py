@@ -341,6 +341,17 @@ async def test_an_archived_workspace_is_read_only(world: World) -> None:
     assert (await world.human.document("o.md", workspace="old"))["revision"] == 1
 
 
+async def test_a_search_snippet_marks_only_the_hits_of_a_body_with_its_own_asterisks(world: World) -> None:
+    """A snippet is Markdown whichever database made it: the document's own ``*`` and ``\\``
+    are escaped, so its ``**bold**`` never reads as a hit."""
+    await world.bot.put_document("calc.md", "**Note**: 2 ** 8 in C:\\tmp, then frobnicate it\n", 0, "r")
+    found = await world.bot.knowledge(q="frobnicate")
+    [cut] = [d["snippet"] for d in found["documents"]]
+    assert "**frobnicate**" in cut, cut
+    assert cut.replace("**frobnicate**", "").count("**") == 0, cut  # no other mark
+    assert "Note\\*\\*" in cut and "2 \\*\\* 8" in cut and "C:\\\\tmp" in cut, cut
+
+
 async def test_a_search_snippet_of_long_words_is_bounded_and_keeps_its_match(world: World) -> None:
     """The database's snippet is sixteen words, which a word of thousands of characters (a log
     line, a hash) makes as long as the document: it is cut to characters around its match."""

@@ -288,12 +288,14 @@ def _matching(conn: Connection, match: Terms) -> tuple[str, str, str, str]:
 
 
 def _snippet(conn: Connection) -> str:
+    """The database's snippet of a document's body, its matches between ``search.START`` and
+    ``search.STOP`` (``search.bounded`` makes it Markdown)."""
     if conn.dialect == "postgresql":
         return (
-            "ts_headline('simple', r.body, q.query, "
-            "'StartSel=**, StopSel=**, MaxFragments=1, MaxWords=16, MinWords=4') AS snippet"
+            "ts_headline('simple', r.body, q.query, 'StartSel=' || chr(2) || ', StopSel=' || chr(3) || "
+            "', MaxFragments=1, MaxWords=16, MinWords=4') AS snippet"
         )
-    return "snippet(kb_fts, 2, '**', '**', '…', 16) AS snippet"
+    return "snippet(kb_fts, 2, char(2), char(3), '…', 16) AS snippet"
 
 
 async def search(

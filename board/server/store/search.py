@@ -228,23 +228,34 @@ def _after(origin: list[int], end: int, length: int) -> int:
 SNIPPET_CHARS = 200
 
 
+#: How the database marks a match in a snippet it makes (:func:`bounded` writes them as ``**``):
+#: control characters, which validation keeps out of every text, so none is the text's own.
+START, STOP = "\x02", "\x03"
+_MARKS = re.compile("([\x02\x03])")
+
+
 def bounded(marked: str) -> str:
-    """A snippet the database made (its matches in ``**``, at most sixteen words) cut to
-    :data:`SNIPPET_CHARS` of text as :func:`snippet` cuts: a little before the first match,
-    a mark the cut falls inside closed or opened again."""
-    if len(marked) <= SNIPPET_CHARS:
-        return marked
-    first = marked.find("**")
-    begin = max(0, min(first - SNIPPET_CHARS // 4 if first > 0 else 0, len(marked) - SNIPPET_CHARS))
-    end = begin + SNIPPET_CHARS
-    begin += marked.startswith("**", begin - 1) if begin else 0  # never half a mark
-    end -= marked.startswith("**", end - 1)
-    cut = marked[begin:end]
-    if marked.count("**", 0, begin) % 2:  # begins inside a match
-        cut = "**" + cut
-    if marked.count("**", 0, end) % 2:  # ends inside one
-        cut += "**"
-    return ("…" if begin else "") + cut + ("…" if end < len(marked) else "")
+    """A snippet the database made (its matches between :data:`START` and :data:`STOP`, at
+    most sixteen words) as :func:`snippet` writes one: cut to :data:`SNIPPET_CHARS` of text a
+    little before the first match, a match the cut falls inside closed or opened again, the
+    text's own ``*`` and ``\\`` escaped and each match in ``**``."""
+    begin, end = 0, len(marked)
+    if len(marked) > SNIPPET_CHARS:
+        first = marked.find(START)
+        begin = max(0, min(first - SNIPPET_CHARS // 4 if first > 0 else 0, len(marked) - SNIPPET_CHARS))
+        end = begin + SNIPPET_CHARS
+    inside = marked.count(START, 0, begin) > marked.count(STOP, 0, begin)  # begins inside a match
+    out = ["**"] if inside else []
+    for piece in _MARKS.split(marked[begin:end]):
+        if piece in (START, STOP):
+            if inside != (piece == START):  # a stray mark of the text's own is dropped
+                out.append("**")
+                inside = not inside
+        else:
+            out.append(_escaped(piece))
+    if inside:  # ends inside one
+        out.append("**")
+    return ("…" if begin else "") + "".join(out) + ("…" if end < len(marked) else "")
 
 
 _WORD = re.compile(r"[^\W_]+")
