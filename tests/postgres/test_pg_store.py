@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import subprocess
 from collections.abc import Awaitable
@@ -109,6 +110,22 @@ async def test_a_take_whose_read_fails_is_read_again_and_wakes_its_waiter(
     finally:
         await stop_board(b)
     assert failed == [[posted["id"]]]
+    assert [m["id"] for m in mail["messages"]] == [posted["id"]]
+
+
+@postgresql_only
+async def test_a_notification_no_board_wrote_stops_no_wake(world: World) -> None:
+    """Anyone who may connect can notify the board's channel: what no board process wrote (an
+    id that is not a number, a kind only a process makes for itself) is logged and dropped, and
+    the process goes on taking in, its own posts too."""
+    with psycopg.connect(database_url(world), autocommit=True) as admin:
+        stray = [{"o": "x", "t": "message", "id": "abc"}, {"o": "x", "t": "local", "items": [1]}]
+        admin.execute("SELECT pg_notify('board', %s)", (json.dumps(stray),))
+    since = int((await world.bot.me())["cursor"])
+    inbox = asyncio.create_task(world.bot.inbox(since=since, wait=LONG_WAIT))
+    await held(world.board)
+    posted = await world.peer.post("@pb after the stray notification", channel="general")
+    mail = await asyncio.wait_for(inbox, WOKEN_WITHIN)
     assert [m["id"] for m in mail["messages"]] == [posted["id"]]
 
 

@@ -63,7 +63,8 @@ LISTENER = "bot-board listener"  # the notification connection's name in pg_stat
 _LOCK = f"SELECT pg_advisory_xact_lock({BOARD}, {LOCKS['writes']})"  # the board's write lock
 MAX_PAYLOAD = 7900  # PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more
 MAX_TAKEN = 256  # items of other processes handed on in one call, once one payload is in
-RETAKE_AFTER = 1.0  # seconds before a take whose read failed is read again
+RETAKE_AFTER = 1.0  # seconds before a take whose read failed is read again, doubled each time
+RETAKE_AT_MOST = 30.0  # ... up to this
 ARRIVED = 64  # payloads heard and not yet handed on; the listener waits when there are more
 #: Batches of this process's own held for their notification at most; past it the oldest is
 #: published at once (its order among the other processes' commits no longer kept).
@@ -623,7 +624,7 @@ class PostgresStore(Store):
             item["id"] for item in items if item.get("t") == "message" and isinstance(item.get("id"), int)
         ]
         self._heard = max([self._heard, *told])
-        return items
+        return [item for item in items if item.get("t") != "local"]  # only :meth:`_own` makes those
 
     async def _take(self) -> None:
         """Hand :attr:`on_remote` what was heard, one payload after another, in commit order.
@@ -633,6 +634,7 @@ class PostgresStore(Store):
         a read per message.
         """
         again: list[dict[str, Any]] = []
+        pause = RETAKE_AFTER
         while True:
             items, again = again or await self._arrived.get(), []
             while len(items) < MAX_TAKEN and not self._arrived.empty():
@@ -642,22 +644,28 @@ class PostgresStore(Store):
                 continue
             try:
                 await self.on_remote(items)
+                pause = RETAKE_AFTER
             except Exception:
                 log.exception("could not take in %d items of other processes; reading them again", len(items))
                 again = self._again(items)
                 if again:
-                    await asyncio.sleep(RETAKE_AFTER)
+                    await asyncio.sleep(pause)
+                    pause = min(2 * pause, RETAKE_AT_MOST)  # a database down for long, or a bug
 
     def _again(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """A take that failed (the database did not answer its read), as a gap to read again:
         the messages after the one before its first, as after a lost notification connection.
         Nothing of it was published (a take reads before it publishes); what else it told (a
         signal) is lost as a gap's is."""
-        told = [self.describe(one) for item in items if item.get("t") == "local" for one in item["items"]]
-        firsts = [
-            *(int(item["after"]) for item in items if item.get("t") == "gap"),
-            *(int(item["id"]) - 1 for item in items if item.get("t") == "message"),
-            *(int(one["id"]) - 1 for one in told if one is not None and one.get("t") == "message"),
+        told = list(items)
+        for item in items:
+            if item.get("t") == "local":
+                told += [d for one in item["items"] if (d := self.describe(one)) is not None]
+        firsts = [  # an id not a number (a notification never written by a board) is no first
+            where if item["t"] == "gap" else where - 1
+            for item in told
+            if item.get("t") in ("gap", "message")
+            and isinstance(where := item.get("after" if item["t"] == "gap" else "id"), int)
         ]
         return [{"t": "gap", "after": min(firsts)}] if firsts else []
 
