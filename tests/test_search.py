@@ -14,7 +14,17 @@ from playwright.async_api import Browser as Chromium
 from playwright.async_api import expect
 
 from board.server.store import messages as store
-from board.server.store.search import SNIPPET_CHARS, Terms, _counts, _fold, relevance, snippet
+from board.server.store.search import (
+    SNIPPET_CHARS,
+    START,
+    STOP,
+    Terms,
+    _counts,
+    _fold,
+    bounded,
+    relevance,
+    snippet,
+)
 from tests.support.boardtest import World
 from tests.support.browser_support import signed_in_tab
 from tests.support.pages_support import sign_in
@@ -177,6 +187,17 @@ def test_a_snippet_escapes_the_text_s_own_asterisks_and_backslashes() -> None:
     assert snippet(deploy, "compute 2 ** 8 then deploy") == r"compute 2 \*\* 8 then **deploy**"
     assert snippet(deploy, r"in C:\ci\ run deploy") == r"in C:\\ci\\ run **deploy**"
     assert snippet(deploy, "**deploy** now") == r"**deploy**\*\* now"  # the stretch begins at a word
+
+
+def test_a_database_s_snippet_is_cut_to_whole_marks() -> None:
+    """``bounded`` writes the database's marks (control characters) as ``**``: a cut inside a
+    match closes or opens it, a cut right after a mark leaves no empty match, a stray mark
+    (the text's own) is dropped, and the text's ``*`` is escaped."""
+    long = "y " * 40 + START + "one" + STOP + "z" * 144 + START + "two" + STOP + " tail" * 50
+    cut = bounded(long)
+    assert cut.startswith("…") and cut.endswith("z…") and "**one**" in cut and "****" not in cut
+    assert bounded("a " + START + "hit" + STOP + " 2*3") == r"a **hit** 2\*3"
+    assert bounded(STOP + "x " + START + START + "y" + STOP) == "x **y**"
 
 
 async def test_the_search_page_marks_only_the_hits_of_a_body_with_its_own_asterisks(

@@ -119,7 +119,11 @@ async def test_a_notification_no_board_wrote_stops_no_wake(world: World) -> None
     id that is not a number, a kind only a process makes for itself) is logged and dropped, and
     the process goes on taking in, its own posts too."""
     with psycopg.connect(database_url(world), autocommit=True) as admin:
-        stray = [{"o": "x", "t": "message", "id": "abc"}, {"o": "x", "t": "local", "items": [1]}]
+        stray = [
+            {"o": "x", "t": "message", "id": "abc"},
+            {"o": "x", "t": "local", "items": [1]},
+            {"o": "x", "t": "gap", "held": "x"},
+        ]
         admin.execute("SELECT pg_notify('board', %s)", (json.dumps(stray),))
     since = int((await world.bot.me())["cursor"])
     inbox = asyncio.create_task(world.bot.inbox(since=since, wait=LONG_WAIT))

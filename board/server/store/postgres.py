@@ -65,6 +65,7 @@ MAX_PAYLOAD = 7900  # PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more
 MAX_TAKEN = 256  # items of other processes handed on in one call, once one payload is in
 RETAKE_AFTER = 1.0  # seconds before a take whose read failed is read again, doubled each time
 RETAKE_AT_MOST = 30.0  # ... up to this
+RETAKES = 8  # tries of one take (about two minutes), after which it is given up
 ARRIVED = 64  # payloads heard and not yet handed on; the listener waits when there are more
 #: Batches of this process's own held for their notification at most; past it the oldest is
 #: published at once (its order among the other processes' commits no longer kept).
@@ -371,6 +372,7 @@ class PostgresStore(Store):
         self._held: collections.deque[_Held] = collections.deque()  # oldest first
         self._seq = 0  # the last batch number given
         self._told = 0  # the last own batch published where its notification came
+        self._taking = False  # the taker is handing items on
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -536,8 +538,13 @@ class PostgresStore(Store):
         told = [d for job in committed for item in job.outbox if (d := self.describe(item)) is not None]
         if not told:
             return [], None
-        self._seq += 1
-        held = _Held(self._seq, [], asyncio.get_running_loop().create_future())
+        seq = self._seq + 1
+        statements = [
+            sql.SQL("SELECT pg_notify({}, {})").format(CHANNEL, payload).as_string(raw)
+            for payload in _payloads([{"o": self.origin, "s": seq, **item} for item in told])
+        ]
+        self._seq = seq
+        held = _Held(seq, [], asyncio.get_running_loop().create_future())
         for job in committed:
             held.items += job.outbox
             job.outbox = []
@@ -545,15 +552,12 @@ class PostgresStore(Store):
             log.warning("%d batches wait for their own notification; publishing the oldest", MAX_HELD)
             self._publish_held(self._held.popleft())
         self._held.append(held)
-        statements = [
-            sql.SQL("SELECT pg_notify({}, {})").format(CHANNEL, payload).as_string(raw)
-            for payload in _payloads([{"o": self.origin, "s": held.seq, **item} for item in told])
-        ]
         return statements, held
 
     async def published(self) -> None:
-        """Wait for this process's own batches held for their notification (:meth:`_own`)."""
-        while self._held:
+        """Wait for this process's own batches held for their notification (:meth:`_own`),
+        and for the take that publishes the last of them."""
+        while self._held or self._taking:
             await asyncio.sleep(0.005)
 
     def _publish_held(self, held: _Held) -> None:
@@ -624,7 +628,7 @@ class PostgresStore(Store):
             item["id"] for item in items if item.get("t") == "message" and isinstance(item.get("id"), int)
         ]
         self._heard = max([self._heard, *told])
-        return [item for item in items if item.get("t") != "local"]  # only :meth:`_own` makes those
+        return [item for item in items if item.get("t") not in ("local", "gap")]  # this process's own kinds
 
     async def _take(self) -> None:
         """Hand :attr:`on_remote` what was heard, one payload after another, in commit order.
@@ -634,23 +638,29 @@ class PostgresStore(Store):
         a read per message.
         """
         again: list[dict[str, Any]] = []
-        pause = RETAKE_AFTER
+        tries = 0
         while True:
             items, again = again or await self._arrived.get(), []
+            self._taking = True
             while len(items) < MAX_TAKEN and not self._arrived.empty():
                 items += self._arrived.get_nowait()
-            items = await self._own(items)
-            if self.on_remote is None:
-                continue
             try:
-                await self.on_remote(items)
-                pause = RETAKE_AFTER
+                items = await self._own(items)
+                if self.on_remote is not None:
+                    await self.on_remote(items)
+                tries = 0
             except Exception:
+                tries += 1
+                if tries > RETAKES:  # a database down for minutes, or a row no read gets through
+                    log.exception("gave up taking in %d items of other processes", len(items))
+                    tries = 0
+                    continue
                 log.exception("could not take in %d items of other processes; reading them again", len(items))
                 again = self._again(items)
                 if again:
-                    await asyncio.sleep(pause)
-                    pause = min(2 * pause, RETAKE_AT_MOST)  # a database down for long, or a bug
+                    await asyncio.sleep(min(RETAKE_AFTER * 2 ** (tries - 1), RETAKE_AT_MOST))
+            finally:
+                self._taking = False
 
     def _again(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """A take that failed (the database did not answer its read), as a gap to read again:
@@ -684,14 +694,16 @@ class PostgresStore(Store):
         for item in items:
             if item.get("t") == "gap":
                 out.append(item)
+                held_up_to = int(item.get("held", 0))
                 rest = [
                     one
-                    for held in await self._let_go(int(item.get("held", 0)))
+                    for held in await self._let_go(held_up_to)
                     for one in held.items
                     if (told := self.describe(one)) is None or told.get("t") != "message"
                 ]
                 if rest:
                     out.append({"t": "local", "items": rest})
+                self._told = max(self._told, held_up_to)  # their notifications, heard late, told
             elif item.get("o") != self.origin:
                 out.append(item)
             elif isinstance(seq := item.get("s"), int) and seq > self._told:  # no "s": an announcement

@@ -246,15 +246,15 @@ def bounded(marked: str) -> str:
         end = begin + SNIPPET_CHARS
     inside = marked.count(START, 0, begin) > marked.count(STOP, 0, begin)  # begins inside a match
     out = ["**"] if inside else []
-    for piece in _MARKS.split(marked[begin:end]):
-        if piece in (START, STOP):
-            if inside != (piece == START):  # a stray mark of the text's own is dropped
+    for piece in [*_MARKS.split(marked[begin:end]), STOP]:  # ends inside one: closed
+        if piece not in (START, STOP):
+            out += [_escaped(piece)] if piece else []
+        elif inside != (piece == START):  # a stray mark of the text's own is dropped
+            inside = not inside
+            if not inside and out[-1] == "**":  # a match the cut left empty is no match
+                out.pop()
+            else:
                 out.append("**")
-                inside = not inside
-        else:
-            out.append(_escaped(piece))
-    if inside:  # ends inside one
-        out.append("**")
     return ("…" if begin else "") + "".join(out) + ("…" if end < len(marked) else "")
 
 
