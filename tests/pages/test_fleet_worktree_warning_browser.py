@@ -9,7 +9,7 @@ from typing import Any
 
 from playwright.async_api import Browser, expect
 
-from tests.support.boardtest import World
+from tests.support.boardtest import World, eventually
 from tests.support.browser_support import axe_findings, signed_in_tab
 from tests.support.fleettest import keeper_with_bots
 
@@ -72,6 +72,10 @@ async def test_remove_warns_of_the_uncommitted_paths_the_board_knows_before_the_
     await row.locator("button").click()
     await expect(row).to_have_attribute("data-removing", "true")
     assert await tab.page.evaluate("window.asked") == tab.dialogs[0]
-    orders = (await world.human.fleet())["orders"]
-    assert sorted(o["target"] for o in orders) == sorted((dirty, clean, unknown))
+
+    async def sent() -> list[int] | None:  # the row reads "removing…" before its order is posted
+        targets = sorted(o["target"] for o in (await world.human.fleet())["orders"])
+        return targets if len(targets) == 3 else None
+
+    assert await eventually(sent, "the three orders") == sorted((dirty, clean, unknown))
     assert tab.errors == []
