@@ -26,6 +26,7 @@ async def published(ctx: Context) -> AsyncIterator[list[Event]]:
     """The events published while the block runs, in publishing order (on PostgreSQL, where
     the process hears its own notification: ``Store.published`` waits for that)."""
     hub = ctx.hub
+    await ctx.db.published()  # what was committed before the block is not the block's
     waiter = hub.subscribe([("all", 0)])
     seen: list[Event] = []
     try:
