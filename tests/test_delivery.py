@@ -231,7 +231,7 @@ async def test_a_delivery_change_reaches_the_pages_of_its_workspace_only(world: 
         await w.bot.record_wake(
             harness="claude", started_at="2026-12-01T00:00:00Z", outcome="ok", trigger_ids=[posted["id"]]
         )
-        assert await here.waiter.wait(5)
+        await ctx.db.published()  # both signals, on PostgreSQL heard with their notification
         assert deliveries(here) == [posted["id"], posted["id"]]
         assert deliveries(elsewhere) == []
         # A human's receipts are not a bot taking the message: no signal.

@@ -66,6 +66,7 @@ async def test_a_message_published_while_a_stream_opens_is_told(world: World) ->
     """A stream with no cursor starts where the hub stood when it subscribed: a post between that
     and the stream's first read (its inbox count) is not taken for history."""
     alice = await auth.human_principal(world.board.ctx, "alice")
+    await world.board.ctx.db.published()  # what was written before is history
     feed = await live.open_feed(world.board.ctx, alice, "proj", None)
     try:
         posted = await world.bot.post("while the tab opens", channel="lobby")
