@@ -442,3 +442,29 @@ async def test_every_connection_finds_a_silent_server_out_and_a_url_setting_wins
         finally:
             await plain.close()
             await board.close()
+
+
+async def test_a_url_s_own_server_options_keep_the_idle_limit_and_may_set_it(
+    pg_cluster: PgCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The idle-in-transaction limit travels in the connection's ``options``: a URL (or
+    ``PGOPTIONS``) giving options of its own keeps them and the limit, and one that sets the
+    limit itself has its value."""
+    url = pg_cluster.fresh_database()
+
+    async def shown(given: str) -> list[str]:
+        board = (await postgres._connect(given)).raw
+        try:
+            names = ("idle_in_transaction_session_timeout", "statement_timeout")
+            rows = [await (await board.execute(f"SHOW {name}")).fetchone() for name in names]
+            return [str(row[0]) if row else "" for row in rows]
+        finally:
+            await board.close()
+
+    own = psycopg.conninfo.make_conninfo(url, options="-c statement_timeout=4000")
+    assert await shown(own) == ["1min", "4s"]
+    mine = psycopg.conninfo.make_conninfo(url, options="-c idle_in_transaction_session_timeout=5000")
+    assert await shown(mine) == ["5s", "0"]
+    monkeypatch.setenv("PGOPTIONS", "-c statement_timeout=3000")
+    assert await shown(url) == ["1min", "3s"]
+    assert await shown(own) == ["1min", "4s"]  # libpq reads PGOPTIONS only where a URL sets none

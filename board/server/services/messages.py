@@ -360,8 +360,12 @@ class SearchQuery:
     workspace: str | None = arg(None, pattern=SLUG_PATTERN)
     channel: str | None = arg(None, pattern=SLUG_PATTERN)
     author: str | None = arg(None, max_len=32)
-    before: int | None = arg(None, min=1)
-    offset: int = arg(0, min=0, max=10_000, help="Ranked results to skip (from next_offset).")
+    before: int | None = arg(
+        None, min=1, help="Rank only matches older than this id (next_before: the next page or window)."
+    )
+    offset: int = arg(
+        0, min=0, max=10_000, help="Ranked results to skip (next_offset, sent with next_before as before)."
+    )
     limit: int = arg(20, min=1, max=500)
     max_bytes: int | None = arg(None, min=1)
     view: str = arg("full", choices=("full", "compact"))

@@ -313,11 +313,16 @@ _LINK = {
 IDLE_IN_TRANSACTION = 60_000
 
 
-def _bounded(url: str, **more: str) -> str:
-    """``url`` with :data:`_LINK` (and ``more``) where it names none of its own."""
+def _bounded(url: str, options: str = "") -> str:
+    """``url`` with :data:`_LINK` where it names none of its own, and the server settings
+    ``options`` before its own (the URL's, else ``PGOPTIONS``, which libpq reads only where a
+    URL sets none): the server takes a setting's last value, so the user's still win."""
     given = psycopg.conninfo.conninfo_to_dict(url)
-    wanted = {**_LINK, **more}
-    return psycopg.conninfo.make_conninfo(url, **{k: v for k, v in wanted.items() if k not in given})
+    wanted = {k: v for k, v in _LINK.items() if k not in given}
+    theirs = given.get("options", os.environ.get("PGOPTIONS", ""))
+    if options:
+        wanted["options"] = f"{options} {theirs}".strip()
+    return psycopg.conninfo.make_conninfo(url, **wanted)
 
 
 async def _plain(url: str, name: str = "bot-board") -> psycopg.AsyncConnection[Any]:
