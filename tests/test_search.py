@@ -115,24 +115,41 @@ def test_relevance_weighs_repeats_rare_words_and_length() -> None:
 
 
 # Pieces that case (the long s, the Kelvin sign, a capital I with a dot), folding, word splits
-# and the joined scan can each get wrong.
+# and the joined scan can each get wrong; and ASCII alone, scanned in lower case (words in a
+# row, prefixes, digits, the ends of a text).
 _PIECES = ["de", "ploy", "DÉ", "db", "py", "café", "ﬁ", "ß", "\u017f", "\u212a", "\u0130", "½"]
 _PIECES += ["_", " ", ".", "-", "\n", "\x01"]
 _WORDS = ["deploy", "dep", "db.py", "DB py", "café", "de_ploy", "fi", "ss", "k", "s", "i", "1/2", "é"]
+_ASCII_PIECES = ["de", "ploy", "DE", "db", "py", "2", "_", " ", "  ", ".", "-", "\n", "\x00", "\x01"]
+_ASCII_WORDS = ["deploy", "dep", "de", "DE", "db.py", "-db-", "de_ploy", "2", "d", "_", "ploy2"]
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    st.lists(st.tuples(st.sampled_from(_WORDS), st.booleans()), min_size=1, max_size=3),
-    st.lists(st.lists(st.sampled_from(_PIECES), max_size=20).map("".join), min_size=1, max_size=8),
-)
-def test_the_window_is_counted_as_each_body_alone(words: list[tuple[str, bool]], bodies: list[str]) -> None:
+@given(st.data())
+@pytest.mark.parametrize("pieces, words_of", [(_PIECES, _WORDS), (_ASCII_PIECES, _ASCII_WORDS)])
+def test_the_window_is_counted_as_each_body_alone(
+    pieces: list[str], words_of: list[str], data: st.DataObject
+) -> None:
     """The window's bodies are scanned joined, in lower case when they are ASCII: each body
     still counts what its own scan by each word's pattern finds."""
+    words = data.draw(st.lists(st.tuples(st.sampled_from(words_of), st.booleans()), min_size=1, max_size=3))
+    bodies = data.draw(
+        st.lists(st.lists(st.sampled_from(pieces), max_size=20).map("".join), min_size=1, max_size=8)
+    )
     terms = Terms(tuple(words))
-    texts = [_fold(body)[0] for body in bodies]
+    texts = [_fold(body)[0].replace("\x00", " ").replace("\x01", " ") for body in bodies]
     alone = [[len(pattern.findall(text)) for text in texts] for pattern in terms.patterns()]
-    assert _counts(terms, texts) == alone
+    assert _counts(terms, [_fold(body)[0] for body in bodies]) == alone
+
+
+def test_ascii_words_in_a_row_at_the_ends_and_as_prefixes_are_each_counted() -> None:
+    bodies = ["de de", "de_de.DE", "dede de2 2de", "de", "deploy de-ploy", "", "x\x00de de"]
+    assert _counts(Terms((("de", False),)), bodies) == [[2, 3, 0, 1, 1, 0, 2]]
+    assert _counts(Terms((("DE", True),)), bodies) == [[2, 3, 2, 1, 2, 0, 2]]
+    assert _counts(Terms((("2", False), ("-de-", False))), bodies) == [
+        [0, 0, 0, 0, 0, 0, 0],
+        [2, 3, 0, 1, 1, 0, 2],
+    ]
 
 
 def test_a_control_character_in_a_body_splits_words_as_a_space_does() -> None:
