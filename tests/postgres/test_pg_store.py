@@ -123,6 +123,9 @@ async def test_a_notification_no_board_wrote_stops_no_wake(world: World) -> None
             {"o": "x", "t": "message", "id": "abc"},
             {"o": "x", "t": "local", "items": [1]},
             {"o": "x", "t": "gap", "held": "x"},
+            {"o": "x", "t": "signal", "key": "abc", "id": 1},
+            {"o": "x", "t": "signal", "key": ["routines", 0]},
+            {"o": "x", "t": "forget", "agent": "pb"},
         ]
         admin.execute("SELECT pg_notify('board', %s)", (json.dumps(stray),))
     since = int((await world.bot.me())["cursor"])

@@ -105,14 +105,22 @@ async def take_in(ctx: Context, items: list[dict[str, Any]]) -> None:
             elif not wanted:
                 ctx.hub.passed(int(item["id"]))
         elif kind == "signal":
-            where, number = item["key"]
-            ctx.publish(Signal((str(where), int(number)), int(item["id"])))
+            try:
+                where, number = item["key"]
+                signal = Signal((str(where), int(number)), int(item["id"]))
+            except (KeyError, TypeError, ValueError):  # not a board's: stops nothing taken with it
+                log.warning("ignored a signal no board wrote: %.80r", item)
+                continue
+            ctx.publish(signal)
         elif kind == "local":  # this process's own, where its notification came (store.postgres)
             for own in item["items"]:
                 if not (isinstance(own, Event) and ctx.hub.knows(own.id)):  # a gap's read had it
                     ctx.publish(own)
         elif kind == "forget":
-            ctx.tokens.drop_agent(int(item["agent"]))
+            if isinstance(agent := item.get("agent"), int):
+                ctx.tokens.drop_agent(agent)
+            else:
+                log.warning("ignored a forget no board wrote: %.80r", item)
         else:
             log.warning("ignored a notification of unknown kind %r", kind)
 

@@ -468,8 +468,10 @@ class PostgresStore(Store):
             try:
                 await _simple(raw, "; ".join([*notifications, "COMMIT"]))
             except BaseException:
-                if held is not None:
+                if held is not None:  # if the server committed it, its notification is read back
                     held.committed.set_result(False)
+                    with contextlib.suppress(ValueError):  # unless a take let it go meanwhile
+                        self._held.remove(held)
                 raise
             if held is not None:
                 held.committed.set_result(True)
@@ -614,8 +616,9 @@ class PostgresStore(Store):
                     items = self._items(note.payload)
                     if items:
                         await self._arrived.put(items)
-            except psycopg.Error as exc:
-                log.warning("lost the notification connection (%s); reconnecting", exc)
+            except Exception as exc:  # not the server's doing: the same, with where it came from
+                unexpected = not isinstance(exc, psycopg.Error)
+                log.warning("lost the notification connection (%s); reconnecting", exc, exc_info=unexpected)
                 await asyncio.sleep(1)
             finally:
                 with contextlib.suppress(psycopg.Error):
@@ -633,7 +636,12 @@ class PostgresStore(Store):
             item["id"] for item in items if item.get("t") == "message" and isinstance(item.get("id"), int)
         ]
         self._heard = max([self._heard, *told])
-        return [item for item in items if item.get("t") not in ("local", "gap")]  # this process's own kinds
+        return [
+            item
+            for item in items
+            if item.get("t") not in ("local", "gap")  # this process's own kinds
+            and (item.get("t") != "message" or isinstance(item.get("id"), int))  # no read finds it
+        ]
 
     async def _take(self) -> None:
         """Hand :attr:`on_remote` what was heard, one payload after another, in commit order.
@@ -656,22 +664,25 @@ class PostgresStore(Store):
                 tries = 0
             except Exception:
                 tries += 1
+                again = self._again(items)
                 if tries > RETAKES:  # a database down for minutes, or a row no read gets through
                     log.exception("gave up taking in %d items of other processes", len(items))
-                    tries = 0
+                    await self._give_up(again[1:])
+                    again, tries = [], 0
                     continue
                 log.exception("could not take in %d items of other processes; reading them again", len(items))
-                again = self._again(items)
                 if again:
                     await asyncio.sleep(min(RETAKE_AFTER * 2 ** (tries - 1), RETAKE_AT_MOST))
+                else:
+                    tries = 0
             finally:
                 self._taking = False
 
     def _again(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """A take that failed (the database did not answer its read), as a gap to read again:
-        the messages after the one before its first, as after a lost notification connection.
-        Nothing of it was published (a take reads before it publishes); what else it told (a
-        signal) is lost as a gap's is."""
+        """A take that failed (the database did not answer its read), to take again: a gap,
+        the messages after the one before its first, as after a lost notification connection,
+        then all it told besides messages (this process's own batches, signals), in its
+        order. Nothing of it was published: a take reads before it publishes."""
         told = list(items)
         for item in items:
             if item.get("t") == "local":
@@ -682,7 +693,20 @@ class PostgresStore(Store):
             if item.get("t") in ("gap", "message")
             and isinstance(where := item.get("after" if item["t"] == "gap" else "id"), int)
         ]
-        return [{"t": "gap", "after": min(firsts)}] if firsts else []
+        if not firsts:
+            return []
+        rest = [item for item in items if item.get("t") not in ("gap", "message")]
+        return [{"t": "gap", "after": min(firsts)}, *rest]
+
+    async def _give_up(self, told: list[dict[str, Any]]) -> None:
+        """Publish what a take given up told besides messages (which need the read that keeps
+        failing): this process's own events and signals, and the others' signals."""
+        if not told or self.on_remote is None:
+            return
+        try:
+            await self.on_remote(told)
+        except Exception:
+            log.exception("could not publish what %d items given up told besides messages", len(told))
 
     async def _own(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``items`` with this process's own in their place: a held batch whose notification
