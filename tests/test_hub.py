@@ -50,6 +50,21 @@ def test_a_message_is_published_only_under_keys_that_tell_a_wait_for_messages() 
         hub.unsubscribe(other)
 
 
+def test_a_hub_behind_sends_its_message_waiters_to_the_database_and_no_one_else() -> None:
+    """More was missed than a read back holds: every waiter for messages drops what it had
+    and takes nothing more (it reads the database from its cursor); a waiter for a signal
+    alone goes on as before."""
+    hub = Hub()
+    stream = hub.subscribe([("agent", 3)], pinned=True, bound=10)
+    routines = hub.subscribe([("routines", 1)])
+    hub.publish(_event(10, recipients={3: "mention"}))
+    hub.fell_behind()
+    hub.publish(_event(12, recipients={3: "mention"}))
+    hub.publish(signal := Signal(("routines", 1), 2))
+    assert (stream.behind, stream.events) == (True, [])
+    assert (routines.behind, routines.take()) == (False, [signal])
+
+
 @pytest.mark.parametrize("ticks", range(5))
 async def test_a_cancel_that_comes_with_a_wake_is_not_swallowed(ticks: int) -> None:
     """A PostgreSQL duty's holder is cancelled when its lock goes (store/postgres.py): the

@@ -110,6 +110,9 @@ class Waiter:
     bound: int | None = None
     cut: Callable[[], None] | None = None
     overflowed: bool = False
+    #: Messages committed for it will not be published here (too many missed at once,
+    #: services/remote.py): it reads them from the database instead, and is given nothing more.
+    behind: bool = False
     events: list[Event | Signal] = field(default_factory=list)
     _last: Event | Signal | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -121,7 +124,7 @@ class Waiter:
         before the next begins, so the last event delivered is all a waiter keeps to
         drop the repeats: a stream held for days holds no record of what it saw.
         """
-        if event is self._last or self.overflowed:
+        if event is self._last or self.overflowed or self.behind:
             return
         self._last = event
         if self.bound is not None and len(self.events) >= self.bound:
@@ -242,6 +245,16 @@ class Hub:
             self._recent_ids.discard(self._recent[0])
         self._recent.append(message_id)
         self._recent_ids.add(message_id)
+
+    def fell_behind(self) -> None:
+        """Messages were committed that this hub will not publish (more than a read back holds):
+        every waiter for messages is woken :attr:`~Waiter.behind`, to read them from the
+        database, where each holder's cursor finds them in order."""
+        held = {w for (kind, _), waiters in self._by_key.items() if kind in EVENT_KEYS for w in waiters}
+        for waiter in held:
+            waiter.behind = True
+            waiter.events = []
+            waiter.wake()
 
     def publish(self, event: Event | Signal) -> None:
         self.published += 1

@@ -114,6 +114,58 @@ async def test_a_take_whose_read_fails_is_read_again_and_wakes_its_waiter(
 
 
 @postgresql_only
+async def test_a_gap_too_large_to_read_back_sends_every_waiter_to_the_database(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B misses more messages than it reads back at once (its listener down while A wrote on):
+    it reads none back, and every waiter for messages reads them from the database from its own
+    cursor instead: a long-poll answers them, a wake stream ends with ``more`` at its cursor
+    and, opened again there, sends them. Memory holds their ids, not their events."""
+    monkeypatch.setattr(remote, "READ_BACK_AT_MOST", 1)
+    b = await start_board(tmp_path / "b", database_url=database_url(world))
+    read_back: list[int] = []
+
+    async def counted(conn: Any, message_ids: list[int]) -> Any:
+        read_back.extend(message_ids)
+        return await real(conn, message_ids=message_ids)
+
+    real = remote.events_of
+    monkeypatch.setattr(remote, "events_of", counted)
+    try:
+        bot_on_b = b.client(world.bot.token)
+        since = int((await bot_on_b.me())["cursor"])
+        async with await bot_on_b.wake_stream(since=since, beat=5) as stream:
+            inbox = asyncio.create_task(bot_on_b.inbox(since=since, wait=LONG_WAIT))
+            await held(b, 2)
+            with psycopg.connect(database_url(world), autocommit=True) as admin:
+                admin.execute(
+                    """SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                       WHERE datname = current_database() AND application_name = %s""",
+                    (postgres.LISTENER,),
+                )
+            posted = [
+                (await world.peer.post(f"@pb {n} while B cannot hear", channel="general"))["id"]
+                for n in (1, 2)
+            ]
+            mail = await asyncio.wait_for(inbox, WOKEN_WITHIN)
+            async with asyncio.timeout(WOKEN_WITHIN):
+                lines = [line async for line in stream]
+        async with await bot_on_b.wake_stream(since=lines[-1]["cursor"], beat=5) as again:
+            backlog: list[int] = []
+            async with asyncio.timeout(WOKEN_WITHIN):
+                async for line in again:
+                    backlog += [line["message"]["id"]] if "message" in line else []
+                    if len(backlog) == len(posted):
+                        break
+    finally:
+        await stop_board(b)
+    assert [m["id"] for m in mail["messages"]] == posted
+    assert lines == [{"cursor": since, "end": "more"}]
+    assert backlog == posted
+    assert not set(posted) & set(read_back)
+
+
+@postgresql_only
 async def test_a_notification_no_board_wrote_stops_no_wake(world: World) -> None:
     """Anyone who may connect can notify the board's channel: what no board process wrote (an
     id that is not a number, a kind only a process makes for itself) is logged and dropped, and

@@ -95,6 +95,8 @@ class Feed:
                 return
             if self.waiter.released:
                 raise Released()
+            if self.waiter.behind:
+                raise TooFarBehind()
             if not woke:
                 yield []
                 continue

@@ -48,6 +48,8 @@ async def poll(
         deadline = loop.time() + min(wait, MAX_WAIT, ctx.settings.max_wait)
         while (remaining := deadline - loop.time()) > 0:
             woken = await waiter.wait(remaining)
+            if waiter.behind:  # what was missed is in the database, after the caller's cursor
+                return await fetch()
             found = [
                 item
                 for event in waiter.take()

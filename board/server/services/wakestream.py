@@ -11,7 +11,8 @@ board writes each line as it happens. Every line is one JSON object carrying
 - ``{"cursor", "held": {...}}``: a daily budget holds the bot; no message follows
   until the hold ends;
 - ``{"cursor", "end": why}``: the last line. ``more``: the backlog after ``since``
-  held more than ``limit`` messages; ``lifted``: the hold ended; ``shutdown``: the
+  held more than ``limit`` messages, or this process missed more messages than it
+  reads back at once (:meth:`~..hub.Hub.fell_behind`); ``lifted``: the hold ended; ``shutdown``: the
   board is stopping; ``revoked``: the token the stream was opened with no longer stands
   for the bot as it was (revoked, rotated, or the bot moved to another workspace).
   Reconnect with the cursor (and, after ``revoked``, a token that is live).
@@ -137,6 +138,9 @@ class WakeStream:
             taken, due = await self._wait()
             if hub.closed or waiter.overflowed:
                 break
+            if waiter.behind:  # the reader reads what was missed from the database
+                yield self._mark(end="more")
+                return
             if await self._revoked():
                 yield self._mark(end="revoked")
                 return
