@@ -52,17 +52,31 @@ def test_a_message_is_published_only_under_keys_that_tell_a_wait_for_messages() 
 
 def test_a_hub_behind_sends_its_message_waiters_to_the_database_and_no_one_else() -> None:
     """More was missed than a read back holds: every waiter for messages drops what it had
-    and takes nothing more (it reads the database from its cursor); a waiter for a signal
-    alone goes on as before."""
+    and takes no message more (it reads the database from its cursor), signals still; a
+    waiter for a signal alone goes on as before. The head moves past what was missed."""
     hub = Hub()
-    stream = hub.subscribe([("agent", 3)], pinned=True, bound=10)
+    stream = hub.subscribe([("agent", 3), ("budget", 1)], pinned=True, bound=10)
     routines = hub.subscribe([("routines", 1)])
     hub.publish(_event(10, recipients={3: "mention"}))
-    hub.fell_behind()
+    hub.fell_behind(11)
     hub.publish(_event(12, recipients={3: "mention"}))
+    hub.publish(lifted := Signal(("budget", 1), 0))
     hub.publish(signal := Signal(("routines", 1), 2))
-    assert (stream.behind, stream.events) == (True, [])
+    assert (stream.behind, stream.take()) == (True, [lifted])
     assert (routines.behind, routines.take()) == (False, [signal])
+    assert hub.last_id == 12 and hub.at_head(12)
+
+
+def test_a_read_back_given_up_leaves_no_reader_at_the_head_until_a_later_message() -> None:
+    """What a read back given up missed is committed but not known here: no reader may skip
+    its read as at the head, until a message committed after them is heard of."""
+    hub = Hub()
+    hub.passed(5)
+    assert hub.at_head(5)
+    hub.fell_behind(None)
+    assert not hub.at_head(5) and not hub.at_head(9)
+    hub.passed(9)
+    assert hub.at_head(9) and not hub.at_head(8)
 
 
 @pytest.mark.parametrize("ticks", range(5))

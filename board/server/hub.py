@@ -110,8 +110,9 @@ class Waiter:
     bound: int | None = None
     cut: Callable[[], None] | None = None
     overflowed: bool = False
-    #: Messages committed for it will not be published here (too many missed at once,
-    #: services/remote.py): it reads them from the database instead, and is given nothing more.
+    #: Messages committed for it will not be published here (too many missed at once, or a
+    #: read back given up: services/remote.py): it reads them from the database instead, and
+    #: is given no message more (signals still, as a held stream's budget's).
     behind: bool = False
     events: list[Event | Signal] = field(default_factory=list)
     _last: Event | Signal | None = None
@@ -124,7 +125,7 @@ class Waiter:
         before the next begins, so the last event delivered is all a waiter keeps to
         drop the repeats: a stream held for days holds no record of what it saw.
         """
-        if event is self._last or self.overflowed or self.behind:
+        if event is self._last or self.overflowed or (self.behind and isinstance(event, Event)):
             return
         self._last = event
         if self.bound is not None and len(self.events) >= self.bound:
@@ -173,6 +174,9 @@ class Hub:
         self.published = 0
         self.waiting = 0
         self.last_id = 0  # highest message id published (or found in the store at start)
+        #: Messages may be committed past :attr:`last_id` that will never be published here (a
+        #: read back given up), until a later one is: no reader is at the head (:meth:`at_head`).
+        self.unsure = False
         self._recent: deque[int] = deque(maxlen=RECENT)  # message ids published or passed, newest last
         self._recent_ids: set[int] = set()
         self.closed = False
@@ -232,7 +236,7 @@ class Hub:
     def passed(self, message_id: int) -> None:
         """A committed message nobody here waited for, not published: the head moves past it
         all the same (a reader at the head skips its read, :func:`~.services.longpoll.poll`)."""
-        self.last_id = max(self.last_id, message_id)
+        self.last_id, self.unsure = max(self.last_id, message_id), False  # ids commit in order
         self._remember(message_id)
 
     def knows(self, message_id: int) -> bool:
@@ -246,10 +250,19 @@ class Hub:
         self._recent.append(message_id)
         self._recent_ids.add(message_id)
 
-    def fell_behind(self) -> None:
-        """Messages were committed that this hub will not publish (more than a read back holds):
-        every waiter for messages is woken :attr:`~Waiter.behind`, to read them from the
-        database, where each holder's cursor finds them in order."""
+    def at_head(self, since: int) -> bool:
+        """Whether a reader at ``since`` has read every message committed: it may wait without
+        reading (:func:`~.services.longpoll.poll`)."""
+        return not self.unsure and since >= self.last_id
+
+    def fell_behind(self, upto: int | None) -> None:
+        """Messages were committed that this hub will not publish, up to ``upto`` (``None``: not
+        known, a read back given up): every waiter for messages is woken :attr:`~Waiter.behind`,
+        to read them from the database, where each holder's cursor finds them in order."""
+        if upto is None:
+            self.unsure = True
+        else:
+            self.last_id = max(self.last_id, upto)
         held = {w for (kind, _), waiters in self._by_key.items() if kind in EVENT_KEYS for w in waiters}
         for waiter in held:
             waiter.behind = True
@@ -259,7 +272,7 @@ class Hub:
     def publish(self, event: Event | Signal) -> None:
         self.published += 1
         if isinstance(event, Event):
-            self.last_id = max(self.last_id, event.id)
+            self.last_id, self.unsure = max(self.last_id, event.id), False  # ids commit in order
             self._remember(event.id)
         for key in event.index_keys():
             for waiter in self._by_key.get(key, ()):

@@ -114,6 +114,34 @@ async def test_a_take_whose_read_fails_is_read_again_and_wakes_its_waiter(
 
 
 @postgresql_only
+async def test_a_read_back_given_up_sends_every_waiter_to_the_database(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B cannot read back A's message and gives the take up: the message, committed, must not
+    be skipped for it. The long-poll held on B reads it from the database, and so does one
+    begun after, rather than wait as if at the head (B's hub never published it)."""
+    monkeypatch.setattr(postgres, "RETAKES", 0)
+    b = await start_board(tmp_path / "b", database_url=database_url(world))
+
+    async def fails(conn: Any, message_ids: list[int]) -> Any:
+        raise psycopg.OperationalError("the database did not answer")
+
+    try:
+        bot_on_b = b.client(world.bot.token)
+        since = int((await bot_on_b.me())["cursor"])
+        inbox = asyncio.create_task(bot_on_b.inbox(since=since, wait=LONG_WAIT))
+        await held(b)
+        monkeypatch.setattr(remote, "events_of", fails)
+        posted = await world.peer.post("@pb while B cannot read", channel="general")
+        mail = await asyncio.wait_for(inbox, WOKEN_WITHIN)
+        later = await asyncio.wait_for(bot_on_b.inbox(since=since, wait=LONG_WAIT), WOKEN_WITHIN)
+    finally:
+        await stop_board(b)
+    assert [m["id"] for m in mail["messages"]] == [posted["id"]]
+    assert [m["id"] for m in later["messages"]] == [posted["id"]]
+
+
+@postgresql_only
 async def test_a_gap_too_large_to_read_back_sends_every_waiter_to_the_database(
     world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -124,6 +152,13 @@ async def test_a_gap_too_large_to_read_back_sends_every_waiter_to_the_database(
     monkeypatch.setattr(remote, "READ_BACK_AT_MOST", 1)
     b = await start_board(tmp_path / "b", database_url=database_url(world))
     read_back: list[int] = []
+    heard_again = asyncio.Event()  # both posts commit before a listener is back
+    plain = postgres._plain
+
+    async def listener_gated(url: str, name: str = "bot-board") -> Any:
+        if name == postgres.LISTENER:
+            await heard_again.wait()
+        return await plain(url, name)
 
     async def counted(conn: Any, message_ids: list[int]) -> Any:
         read_back.extend(message_ids)
@@ -131,6 +166,7 @@ async def test_a_gap_too_large_to_read_back_sends_every_waiter_to_the_database(
 
     real = remote.events_of
     monkeypatch.setattr(remote, "events_of", counted)
+    monkeypatch.setattr(postgres, "_plain", listener_gated)
     try:
         bot_on_b = b.client(world.bot.token)
         since = int((await bot_on_b.me())["cursor"])
@@ -147,6 +183,7 @@ async def test_a_gap_too_large_to_read_back_sends_every_waiter_to_the_database(
                 (await world.peer.post(f"@pb {n} while B cannot hear", channel="general"))["id"]
                 for n in (1, 2)
             ]
+            heard_again.set()
             mail = await asyncio.wait_for(inbox, WOKEN_WITHIN)
             async with asyncio.timeout(WOKEN_WITHIN):
                 lines = [line async for line in stream]

@@ -70,14 +70,14 @@ async def test_a_failed_take_keeps_this_process_s_own_signal_for_the_next(
 async def test_a_take_given_up_still_publishes_what_it_told_besides_messages(
     database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A read that never gets through is given up after its tries; this process's own signal
-    taken in with it is still published, with nothing that needs the read."""
+    """A read that never gets through is given up after its tries: every waiter is sent to read
+    the database (``behind``), and this process's own signal taken in with it is published."""
     monkeypatch.setattr(postgres, "RETAKE_AFTER", 0.01)
     monkeypatch.setattr(postgres, "RETAKES", 2)
     signal = {"t": "signal", "key": ["routines", 0], "id": 8}
     taken = await failing_takes(database, failures=3, own=signal)
-    assert kinds(taken) == [["message"], ["gap", "local"], ["gap", "local"], ["local"]]
-    assert taken[-1] == [{"t": "local", "items": [signal]}]
+    assert kinds(taken) == [["message"], ["gap", "local"], ["gap", "local"], ["behind", "local"]]
+    assert taken[-1] == [{"t": "behind"}, {"t": "local", "items": [signal]}]
 
 
 async def failing_takes(url: str, failures: int, own: dict[str, Any]) -> Taken:

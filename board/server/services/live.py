@@ -80,7 +80,7 @@ class Feed:
         """
         ctx, hub = self.ctx, self.ctx.hub
         last = self.since if self.since is not None else self.opened_at
-        if self.since is not None and self.since < hub.last_id:
+        if self.since is not None and not hub.at_head(self.since):
             missed = await messages.list_messages(
                 ctx, self.p, messages.MessageQuery(workspace=self.workspace, since=self.since, limit=CATCH_UP)
             )

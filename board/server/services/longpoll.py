@@ -40,7 +40,7 @@ async def poll(
         return await fetch()
     waiter = ctx.hub.subscribe(keys, owner)
     try:
-        at_head = since is not None and since >= ctx.hub.last_id
+        at_head = since is not None and ctx.hub.at_head(since)
         items = [] if at_head else await fetch()
         if items:
             return items

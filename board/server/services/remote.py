@@ -101,7 +101,7 @@ async def take_in(ctx: Context, items: list[dict[str, Any]]) -> None:
     wanted = bool(message_ids) and ctx.hub.awaits_messages()
     if wanted and len(message_ids) > READ_BACK_AT_MOST:
         log.warning("%d messages to read back: every waiter reads them from the database", len(message_ids))
-        ctx.hub.fell_behind()
+        ctx.hub.fell_behind(max(message_ids))
         wanted = False
     events = await _read_back(ctx, message_ids) if wanted else {}
     for item in items:
@@ -124,6 +124,8 @@ async def take_in(ctx: Context, items: list[dict[str, Any]]) -> None:
             for own in item["items"]:
                 if not (isinstance(own, Event) and ctx.hub.knows(own.id)):  # a gap's read had it
                     ctx.publish(own)
+        elif kind == "behind":  # a read back given up (store/postgres.py)
+            ctx.hub.fell_behind(None)
         elif kind == "forget":
             if isinstance(agent := item.get("agent"), int):
                 ctx.tokens.drop_agent(agent)

@@ -126,7 +126,7 @@ class WakeStream:
         hold = await budgets.feed_hold(ctx, self.p.agent_id, 0)
         if hold is None:
             await ctx.waits.touch(self.p)  # a daemon waits for this bot: its messages are reachable
-            if self.cursor < hub.last_id:
+            if not hub.at_head(self.cursor):
                 _, items = await self.wake.fetch(ctx, self.q.limit)
                 if items:
                     self.cursor = items[: self.q.limit][-1]["id"]

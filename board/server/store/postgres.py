@@ -639,7 +639,7 @@ class PostgresStore(Store):
         return [
             item
             for item in items
-            if item.get("t") not in ("local", "gap")  # this process's own kinds
+            if item.get("t") not in ("local", "gap", "behind")  # this process's own kinds
             and (item.get("t") != "message" or isinstance(item.get("id"), int))  # no read finds it
         ]
 
@@ -699,12 +699,13 @@ class PostgresStore(Store):
         return [{"t": "gap", "after": min(firsts)}, *rest]
 
     async def _give_up(self, told: list[dict[str, Any]]) -> None:
-        """Publish what a take given up told besides messages (which need the read that keeps
-        failing): this process's own events and signals, and the others' signals."""
-        if not told or self.on_remote is None:
+        """A take given up: every waiter reads the messages it could not from the database
+        (``behind``), and what it told besides them is published (this process's own events
+        and signals, the others' signals): none of that needs the read that keeps failing."""
+        if self.on_remote is None:
             return
         try:
-            await self.on_remote(told)
+            await self.on_remote([{"t": "behind"}, *told])
         except Exception:
             log.exception("could not publish what %d items given up told besides messages", len(told))
 
