@@ -247,6 +247,9 @@
   forMe.forEach((id) => highlight(id, true));
   let inboxFrames = 0;
   function onInbox(data) {
+    // Every stream's first frame is the inbox as it stood when the stream began to follow it:
+    // from here on, what the page shows is kept up to date.
+    body.classList.add("live");
     const count = document.getElementById("nav-unread");
     if (count) { count.textContent = String(data.unread); count.hidden = !data.unread; }
     document.title = (data.unread ? `(${data.unread}) ` : "") + baseTitle;
@@ -312,6 +315,5 @@
     note.textContent = "Live updates paused: too many tabs are open. Reload to resume.";
     document.querySelector("main")?.prepend(note);
   });
-  source.addEventListener("open", () => body.classList.add("live"));
   window.boardCsrf = csrf;
 })();
