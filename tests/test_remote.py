@@ -99,6 +99,33 @@ async def test_with_nobody_waiting_for_a_message_none_is_read_and_the_head_moves
     assert hub.last_id == posted["id"]
 
 
+async def test_a_signal_or_forget_no_board_wrote_is_dropped_alone(world: World) -> None:
+    """Anyone who may connect can notify the board's channel: a signal or forget whose key or
+    id is not a board's is logged and dropped, and what came with it is still published."""
+    posted = await world.bot.post("@pb beside the stray items", channel="general")
+    hub = await elsewhere(world)
+    generation = world.board.ctx.tokens.generation
+    signal = ("routines", 1)
+    waiter = hub.subscribe([("all", 0), signal])
+    try:
+        await take_in(
+            world.board.ctx,
+            [
+                {"t": "signal", "key": "abc", "id": 1},
+                {"t": "signal", "key": list(signal)},
+                {"t": "forget", "agent": "pb"},
+                {"t": "message", "id": posted["id"]},
+                {"t": "signal", "key": list(signal), "id": 4},
+            ],
+        )
+        taken = waiter.take()
+    finally:
+        hub.unsubscribe(waiter)
+    assert [e.id for e in taken if isinstance(e, Event)] == [posted["id"]]
+    assert [e for e in taken if isinstance(e, Signal)] == [Signal(signal, 4)]
+    assert world.board.ctx.tokens.generation == generation  # no cache dropped for the stray forget
+
+
 async def test_a_gap_takes_in_once_what_committed_after_the_last_message_heard(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:

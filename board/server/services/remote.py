@@ -91,7 +91,8 @@ async def take_in(ctx: Context, items: list[dict[str, Any]]) -> None:
 
     The messages among ``items`` are read back together, then every item is published
     in the order it came, this process's own (``"local"``) among them, so the hub sees ids
-    in commit order.
+    in commit order. Past :data:`READ_BACK_AT_MOST` messages, or at a ``"behind"`` (a read
+    the store gave up), the hub's waiters read from the database instead.
     When nobody here waits for a message (no long-poll, stream or page held), none is
     read: their ids only move the hub's head on. A waiter that comes later subscribes
     before it reads, so its read finds them.
