@@ -280,9 +280,11 @@ def restore(db: str | None, source: Path) -> None:
     from .server.store import backup as store
 
     target = Path(_sqlite_settings(db).db)
-    saved = _store_do(lambda: store.restore(source, target))
-    if saved is not None:
-        click.echo(f"saved the database it replaced to {saved}")
+    replaced = _store_do(lambda: store.restore(source, target))
+    if replaced is not None and replaced.damage is not None:
+        click.echo(f"moved the damaged database it replaced ({replaced.damage}) to {replaced.path}")
+    elif replaced is not None:
+        click.echo(f"saved the database it replaced to {replaced.path}")
     click.echo(f"restored {source} to {target}; start the board to use it")
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from board.client import BoardAPIError, BoardClient
+from tests.support.damage import mangle_schema, overwrite_index
 from tests.support.load import LOAD_ENV, add_humans, humans, integrity, load, missing
 from tests.support.processes import board_env, command, kill, serve, wait_healthy
 
@@ -171,3 +172,42 @@ async def test_after_a_restore_new_messages_take_ids_no_reader_has_seen(tmp_path
         kill(served.proc)
     assert first < seen < new["id"]
     assert [m["body"] for m in read["messages"]] == ["after the restore"]
+
+
+@pytest.mark.parametrize("damage", ["index", "schema"])
+def test_a_damaged_database_is_refused_as_a_copy_and_set_aside_by_a_restore(
+    tmp_path: Path, damage: str
+) -> None:
+    """What ``board doctor`` sends a person to do about a damaged database works: the backup
+    goes back, the damaged files are kept as they were, and new ids stay above every old one."""
+    db = tmp_path / "board.db"
+    env = board_env()
+    humans(db, ["al"])
+    assert board(env, "backup", str(tmp_path / "copy.db"), "--db", str(db)).returncode == 0
+    humans(db, ["bo", "cy"])
+    with sqlite3.connect(db) as conn:
+        (mark,) = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'agents'").fetchone()
+    damaged = {"index": overwrite_index, "schema": mangle_schema}[damage]
+    damaged(db)
+    before = db.read_bytes()
+
+    for args in (("backup", str(tmp_path / "again.db")), ("restore", str(db))):
+        refused = board(env, *args, "--db", str(db) if args[0] == "backup" else str(tmp_path / "x.db"))
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr
+        assert "integrity check" in refused.stderr
+    assert not (tmp_path / "again.db").exists() and not (tmp_path / "x.db").exists()
+
+    put_back = board(env, "restore", str(tmp_path / "copy.db"), "--db", str(db))
+    assert put_back.returncode == 0, put_back.stderr
+    (kept,) = (tmp_path / "backups").glob("*-damaged.db")
+    assert put_back.stdout.startswith("moved the damaged database it replaced (")
+    assert f") to {kept}\n" in put_back.stdout
+    assert kept.read_bytes() == before
+    assert integrity(db) == [("ok",)]
+    with sqlite3.connect(db) as conn:
+        handles = {row[0] for row in conn.execute("SELECT handle FROM agents WHERE kind = 'human'")}
+        (raised,) = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'agents'").fetchone()
+    assert handles == {"al"}
+    # A damaged index leaves the marks readable; a schema that does not parse hides them,
+    # and new ids start far above the copy's instead.
+    assert raised == mark if damage == "index" else raised > mark + 10**8

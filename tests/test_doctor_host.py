@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import re
 import shutil
 import sqlite3
@@ -26,6 +25,7 @@ import pytest
 
 from board import __version__, ctl
 from board.server.store.schema import schema_version
+from tests.support.damage import mangle_schema, overwrite_pages
 from tests.support.doctor_support import Diagnosis, default_db, doctor, doctor_env
 from tests.support.processes import Served, board_env, command, free_port, kill, serve, wait_healthy
 
@@ -169,22 +169,27 @@ def test_a_corrupted_database_fails_integrity_and_names_the_restore(
 ) -> None:
     good = tmp_path / "good.db"
     make_db(good, env)
-    bad = tmp_path / "bad.db"
-    shutil.copy(good, bad)
-    size = bad.stat().st_size
-    assert size > 8 * 4096
-    with bad.open("r+b") as f:  # pages in the middle of the file: tables and indexes the board uses
-        for page in range(2, size // 4096, 3):
-            f.seek(page * 4096 + 100)
-            f.write(os.urandom(600))
-    found = doctor(env, "--db", str(bad))
-    assert found.code == 1
-    (line,) = found.lines("database integrity")
-    assert line.startswith(f"FAIL  database integrity: {bad}: ")
-    assert line.endswith(
+    restore = (
         "— stop the board (board ctl stop), put your latest backup back (board restore BACKUP, "
         f"from {tmp_path}/backups), then board ctl start"
     )
+    bad = tmp_path / "bad.db"
+    shutil.copy(good, bad)
+    overwrite_pages(bad)
+    found = doctor(env, "--db", str(bad))
+    assert found.code == 1
+    (line,) = found.lines("database integrity")
+    assert line.startswith(f"FAIL  database integrity: {bad}: ") and line.endswith(restore)
+    assert found.status("fleet") == ["skip"]
+
+    shutil.copy(good, bad)
+    mangle_schema(bad)  # SQLite's own message then holds bytes that are not UTF-8
+    found = doctor(env, "--db", str(bad))
+    assert found.code == 1
+    assert found.lines("database integrity") == [
+        f"FAIL  database integrity: {bad}: malformed database schema (\ufffdA\ufffd) - incomplete input "
+        + restore
+    ]
     assert found.status("fleet") == ["skip"]
 
     not_a_db = tmp_path / "notes.db"

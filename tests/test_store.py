@@ -20,6 +20,7 @@ from board.server.store.dialects import SQLITE
 from board.server.store.schema import Migration, migrations, schema_version
 from board.server.store.writer import StoreError, emit
 from tests.support.boardtest import eventually
+from tests.support.damage import mangle_schema
 
 
 def file_digest(path: Path) -> str:
@@ -437,4 +438,20 @@ async def test_a_file_that_is_not_a_database_is_refused_clearly(tmp_path: Path) 
     with pytest.raises(StoreError) as refused:
         await Database(path).open()
     assert str(path) in str(refused.value)
+    assert file_digest(path) == before
+
+
+async def test_a_database_whose_schema_is_damaged_is_refused_clearly(tmp_path: Path) -> None:
+    """SQLite quotes the damaged schema's bytes in its error: the refusal still says it."""
+    path = tmp_path / "board.db"
+    db = Database(path)
+    await db.open()
+    await db.close()
+    mangle_schema(path)
+    before = file_digest(path)
+    with pytest.raises(StoreError) as refused:
+        await Database(path).open()
+    assert str(refused.value) == (
+        f"{path}: cannot open the database: malformed database schema (\ufffdA\ufffd) - incomplete input."
+    )
     assert file_digest(path) == before

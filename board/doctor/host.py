@@ -11,7 +11,6 @@ not answer, needs a human.
 from __future__ import annotations
 
 import shutil
-import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from ..launcher.config import state_root
 from ..launcher.daemon import PID_FILE as BOT_PID
 from ..launcher.daemon import running_pid
 from ..server.settings import Settings, config_path, local_url, state_dir
+from ..server.store.backup import UNREADABLE, integrity, stored_version
 from ..server.store.schema import schema_version
 from ..server.store.urls import redacted
 from .check import Check
@@ -92,26 +92,17 @@ def _sqlite(settings: Settings) -> tuple[list[Check], bool]:
                 "start the board, which creates it, or point BOARD_DB (db in board.toml) at yours",
             )
         ], False
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
-        try:
-            problems = [str(row[0]) for row in conn.execute("PRAGMA integrity_check(5)")]
-            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        return [
-            Check("database integrity", "fail", f"{path}: {exc}", restore_fix(settings)),
-            Check("database schema", "skip", "the database does not read"),
-        ], False
-    if problems != ["ok"]:
-        integrity = Check(
-            "database integrity", "fail", f"{path}: {'; '.join(problems)}", restore_fix(settings)
-        )
+    verdict = integrity(path, most=5)
+    if verdict != "ok":
+        found = Check("database integrity", "fail", f"{path}: {verdict}", restore_fix(settings))
     else:
-        integrity = Check("database integrity", "ok", f"{path}: integrity_check ok")
+        found = Check("database integrity", "ok", f"{path}: integrity_check ok")
+    try:
+        version = stored_version(path)
+    except UNREADABLE:
+        return [found, Check("database schema", "skip", "the database does not read")], False
     schema = _schema(version, str(path))
-    return [integrity, schema], integrity.status == "ok" and schema.status == "ok"
+    return [found, schema], found.status == "ok" and schema.status == "ok"
 
 
 def _postgres(url: str) -> tuple[list[Check], bool]:

@@ -14,29 +14,62 @@ import fcntl
 import os
 import sqlite3
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .schema import schema_version
 from .writer import StoreError
 
+#: What reading a damaged file raises: SQLite's errors, and Python's strict decoding of a
+#: message that quotes the damaged bytes (``malformed database schema (...)``).
+UNREADABLE = (sqlite3.Error, UnicodeDecodeError)
+
+
+class Damaged(StoreError):
+    """A copy failed its integrity check; ``verdict`` is what the check said."""
+
+    def __init__(self, verdict: str, dest: Path) -> None:
+        super().__init__(f"the copy failed its integrity check ({verdict}); nothing was written to {dest}")
+        self.verdict = verdict
+
+
+#: How far above the copy's own marks new ids start when the database a restore replaces is too
+#: damaged to say its marks: past any cursor a reader could hold beyond the copy's last id.
+UNREAD_MARKS_MARGIN = 1_000_000_000
+
 
 @contextlib.contextmanager
 def _read_only(path: Path) -> Iterator[sqlite3.Connection]:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+    conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
     try:
         yield conn
     finally:
         conn.close()
 
 
-def integrity(path: Path) -> str:
-    """``PRAGMA integrity_check`` of a database file: ``ok`` or what is wrong."""
-    with _read_only(path) as conn:
-        try:
-            rows = conn.execute("PRAGMA integrity_check").fetchall()
-        except sqlite3.DatabaseError as exc:
-            return str(exc)
+def said(exc: Exception) -> str:
+    """What SQLite said in one of :data:`UNREADABLE`, however damaged its bytes."""
+    if isinstance(exc, UnicodeDecodeError):
+        return bytes(exc.object).decode("utf-8", "replace")
+    return str(exc)
+
+
+def integrity(path: Path, most: int = 100) -> str:
+    """``PRAGMA integrity_check`` of a database file: ``ok`` or what is wrong (``most`` problems)."""
+    try:
+        with _read_only(path) as conn:
+            rows = conn.execute(f"PRAGMA integrity_check({int(most)})").fetchall()
+    except UNREADABLE as exc:
+        return said(exc)
     return "; ".join(str(row[0]) for row in rows)
+
+
+def stored_version(path: Path) -> int:
+    """The schema version a database file says it holds (``PRAGMA user_version``)."""
+    with _read_only(path) as conn:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
 def _copy(path: Path, dest: Path, ids_above: Mapping[str, int] | None = None) -> None:
@@ -46,18 +79,18 @@ def _copy(path: Path, dest: Path, ids_above: Mapping[str, int] | None = None) ->
     """
     tmp = dest.with_name(f".{dest.name}.partial")
     tmp.unlink(missing_ok=True)
-    target = sqlite3.connect(tmp)
     try:
-        with _read_only(path) as source:
+        with contextlib.closing(sqlite3.connect(tmp)) as target, _read_only(path) as source:
             source.backup(target)  # all pages in one step: one read snapshot of the source
-        _raise_marks(target, ids_above or {})
-        target.execute("PRAGMA journal_mode = DELETE")  # a copy is one self-contained file
-    finally:
-        target.close()
-    verdict = integrity(tmp)
+            _raise_marks(target, ids_above or {})
+            target.execute("PRAGMA journal_mode = DELETE")  # a copy is one self-contained file
+    except UNREADABLE as exc:  # a damaged source's pages, copied as they are
+        verdict = said(exc)
+    else:
+        verdict = integrity(tmp)
     if verdict != "ok":
         tmp.unlink(missing_ok=True)
-        raise StoreError(f"the copy failed its integrity check ({verdict}); nothing was written to {dest}")
+        raise Damaged(verdict, dest)
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
     tmp.replace(dest)
@@ -68,14 +101,16 @@ def _copy(path: Path, dest: Path, ids_above: Mapping[str, int] | None = None) ->
         os.close(dirfd)
 
 
+def _dated(folder: Path, tag: str = "") -> Path:
+    return folder / f"board-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}{tag}.db"
+
+
 def backup(db: Path, dest: Path) -> Path:
     """Copy the database at ``db`` to ``dest`` (a new file, or a folder to put a dated file in)."""
     if not db.exists():
         raise StoreError(f"{db} does not exist; there is nothing to back up")
     if dest.is_dir():
-        from datetime import UTC, datetime
-
-        dest = dest / f"board-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}.db"
+        dest = _dated(dest)
     if dest.exists():
         raise StoreError(f"{dest} already exists; name a new file or a folder")
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -91,7 +126,7 @@ def _marks(path: Path) -> dict[str, int]:
             rows = conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall()
         except sqlite3.OperationalError:  # no AUTOINCREMENT table: nothing handed out
             return {}
-    return {str(name): int(seq) for name, seq in rows}
+    return {str(name): seq for name, seq in rows if isinstance(seq, int)}
 
 
 def _raise_marks(conn: sqlite3.Connection, marks: Mapping[str, int]) -> None:
@@ -132,8 +167,41 @@ def owning(db: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def restore(source: Path, db: Path) -> Path | None:
-    """Put the copy at ``source`` in place of ``db``; returns where the replaced database was saved.
+@dataclass(frozen=True)
+class Replaced:
+    """The database a restore replaced: where it was saved, and, if it was damaged, how."""
+
+    path: Path
+    damage: str | None = None
+
+
+def _set_aside(db: Path, source: Path) -> tuple[Replaced, dict[str, int]]:
+    """Save the database a restore replaces into ``backups/``; and the marks new ids go above.
+
+    A whole database is copied through the checked path. A damaged one (the case ``board
+    doctor`` sends people here for) cannot be: its files are moved there as they are, WAL
+    too, for whoever wants to dig in them. When even its marks do not read, new ids start
+    :data:`UNREAD_MARKS_MARGIN` above the copy's.
+    """
+    folder = db.parent / "backups"
+    folder.mkdir(exist_ok=True)
+    try:
+        saved = backup(db, folder)
+    except Damaged as exc:
+        try:
+            marks = _marks(db)
+        except UNREADABLE:
+            marks = {name: seq + UNREAD_MARKS_MARGIN for name, seq in _marks(source).items()}
+        kept = _dated(folder, "-damaged")
+        for suffix in ("", "-wal", "-shm"):
+            if Path(f"{db}{suffix}").exists():
+                os.replace(f"{db}{suffix}", f"{kept}{suffix}")
+        return Replaced(kept, exc.verdict), marks
+    return Replaced(saved), _marks(saved)
+
+
+def restore(source: Path, db: Path) -> Replaced | None:
+    """Put the copy at ``source`` in place of ``db``; returns where the replaced database went.
 
     Refuses while a board serves ``db``, and refuses a copy that is damaged or newer
     than this code. New ids continue above those the replaced database handed out
@@ -144,8 +212,7 @@ def restore(source: Path, db: Path) -> Path | None:
     verdict = integrity(source)
     if verdict != "ok":
         raise StoreError(f"{source} failed its integrity check ({verdict}); not restoring it")
-    with _read_only(source) as conn:
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    version = stored_version(source)
     if version > schema_version():
         raise StoreError(
             f"{source} has schema version {version}, newer than this board understands "
@@ -153,11 +220,8 @@ def restore(source: Path, db: Path) -> Path | None:
         )
     db.parent.mkdir(parents=True, exist_ok=True)
     with owning(db):
-        saved = None
-        if db.exists():
-            (db.parent / "backups").mkdir(exist_ok=True)
-            saved = backup(db, db.parent / "backups")
+        replaced, marks = _set_aside(db, source) if db.exists() else (None, None)
         for leftover in (Path(f"{db}-wal"), Path(f"{db}-shm")):
-            leftover.unlink(missing_ok=True)  # the saved copy holds what they held
-        _copy(source, db, ids_above=_marks(saved) if saved is not None else None)
-    return saved
+            leftover.unlink(missing_ok=True)  # what they held is in what was set aside
+        _copy(source, db, ids_above=marks)
+    return replaced

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from . import requests
+from .backup import UNREADABLE, said
 from .connection import Owned, SqliteConnection, drive
 from .dialects import SQLITE
 from .jsoncolumns import readable_json
@@ -181,8 +182,8 @@ class Database(Store):
 
     async def _failed(self, exc: BaseException) -> NoReturn:
         await self.close()
-        if isinstance(exc, sqlite3.Error):  # not a database, unreadable, locked too long
-            raise StoreError(f"{self.path}: cannot open the database: {exc}.") from exc
+        if isinstance(exc, UNREADABLE):  # not a database, damaged, locked too long
+            raise StoreError(f"{self.path}: cannot open the database: {said(exc)}.") from exc
         raise exc
 
     def _prepare(self) -> None:
