@@ -78,7 +78,7 @@ async def test_a_take_in_reads_its_messages_back_in_one_read_as_their_writer_pub
         assert list(after.index_keys()) == list(before.index_keys())
 
 
-async def test_with_nobody_waiting_for_a_message_none_is_read_and_the_head_moves_on(
+async def test_with_nobody_waiting_for_a_message_none_is_read_back_and_the_head_moves_on(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     posted = await world.bot.post("for nobody here", channel="general")
@@ -95,7 +95,7 @@ async def test_with_nobody_waiting_for_a_message_none_is_read_and_the_head_moves
         assert waiter.take() == [Signal(signal, 3)]
     finally:
         hub.unsubscribe(waiter)
-    assert reads == []
+    assert reads == [1]  # the newest id, which bounds what a notification may pass
     assert hub.last_id == posted["id"]
 
 
@@ -124,6 +124,29 @@ async def test_a_signal_or_forget_no_board_wrote_is_dropped_alone(world: World) 
     assert [e.id for e in taken if isinstance(e, Event)] == [posted["id"]]
     assert [e for e in taken if isinstance(e, Signal)] == [Signal(signal, 4)]
     assert world.board.ctx.tokens.generation == generation  # no cache dropped for the stray forget
+
+
+async def test_a_message_id_no_board_committed_moves_no_head_and_hides_no_message(world: World) -> None:
+    """Anyone who may connect can notify the board's channel: an id above every committed one
+    moves neither the hub's head (a list's ``cursor``: a client would wait past every real
+    id) nor a gap's start, and is not taken for the message that will have it."""
+    heard, unheard = [await world.bot.post(f"@pb message {i}", channel="general") for i in range(2)]
+    ctx = world.board.ctx
+    hub = await elsewhere(world)
+    hub.passed(heard["id"])
+    coming, stray = unheard["id"] + 1, 10**15
+    await take_in(ctx, [{"t": "message", "id": coming}, {"t": "message", "id": stray}])  # nobody waits
+    assert hub.last_id == heard["id"] and not hub.knows(coming) and not hub.knows(stray)
+    waiter = hub.subscribe([("all", 0)])
+    try:
+        await take_in(ctx, [{"t": "message", "id": stray}])
+        assert waiter.take() == [] and hub.last_id == heard["id"]
+        # The listener's own mark went past the unheard message with the stray id it heard.
+        await take_in(ctx, [{"t": "gap", "after": stray}])
+        assert [e.id for e in waiter.take()] == [unheard["id"]]
+    finally:
+        hub.unsubscribe(waiter)
+    assert hub.last_id == unheard["id"]
 
 
 async def test_a_gap_takes_in_once_what_committed_after_the_last_message_heard(

@@ -94,25 +94,30 @@ async def take_in(ctx: Context, items: list[dict[str, Any]]) -> None:
     in commit order. Past :data:`READ_BACK_AT_MOST` messages, or at a ``"behind"`` (a read
     the store gave up), the hub's waiters read from the database instead.
     When nobody here waits for a message (no long-poll, stream or page held), none is
-    read: their ids only move the hub's head on. A waiter that comes later subscribes
-    before it reads, so its read finds them.
+    read back: their ids only move the hub's head on (one read of the newest id bounds
+    them). A waiter that comes later subscribes before it reads, so its read finds them.
+
+    Anyone who may connect to the database may notify: an id no read finds (one above
+    the newest committed, when none is read) is dropped, so it can neither move the hub's
+    head past real messages nor be remembered in place of the message that takes it.
     """
     items = await _once(ctx, items)
     message_ids = [int(item["id"]) for item in items if item.get("t") == "message"]
     wanted = bool(message_ids) and ctx.hub.awaits_messages()
     if wanted and len(message_ids) > READ_BACK_AT_MOST:
         log.warning("%d messages to read back: every waiter reads them from the database", len(message_ids))
-        ctx.hub.fell_behind(max(message_ids))
+        ctx.hub.fell_behind(await _newest(ctx, message_ids))
         wanted = False
     events = await _read_back(ctx, message_ids) if wanted else {}
+    newest = await _newest(ctx, message_ids) if message_ids and not wanted else 0
     for item in items:
         kind = item.get("t")
         if kind == "message":
-            event = events.get(int(item["id"]))
-            if event is not None:
+            message_id = int(item["id"])
+            if (event := events.get(message_id)) is not None:
                 ctx.hub.publish(event)
-            elif not wanted:
-                ctx.hub.passed(int(item["id"]))
+            elif not wanted and message_id <= newest:
+                ctx.hub.passed(message_id)
         elif kind == "signal":
             try:
                 where, number = item["key"]
@@ -136,6 +141,12 @@ async def take_in(ctx: Context, items: list[dict[str, Any]]) -> None:
             log.warning("ignored a notification of unknown kind %r", kind)
 
 
+async def _newest(ctx: Context, message_ids: list[int]) -> int:
+    """The highest of ``message_ids`` committed: ids commit in order, so none above the newest
+    committed message is a board's (yet), and none at or below it is to come."""
+    return min(max(message_ids), await ctx.db.read(store.max_id))
+
+
 async def _once(ctx: Context, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``items`` with each ``gap`` (the store listens again after losing its connection)
     replaced by what it may have hidden, and every message this process already published
@@ -144,7 +155,10 @@ async def _once(ctx: Context, items: list[dict[str, Any]]) -> list[dict[str, Any
     out: list[dict[str, Any]] = []
     taken: set[int] = set()
     for item in items:
-        told = await _missed(ctx, int(item["after"])) if item.get("t") == "gap" else [item]
+        if item.get("t") == "gap":  # from the hub's head if lower: a stray id moved the store's
+            told = await _missed(ctx, min(int(item["after"]), ctx.hub.last_id))
+        else:
+            told = [item]
         for one in told:
             if one.get("t") == "message":
                 message_id = int(one["id"])

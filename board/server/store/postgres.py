@@ -373,6 +373,8 @@ class PostgresStore(Store):
         self._arrived: asyncio.Queue[list[dict[str, Any]]] = asyncio.Queue(ARRIVED)
         #: The highest message id any notification told of, this process's own included: they
         #: arrive in commit order and ids commit in order, so every message up to it was told.
+        #: (A stray notification may move it past them: a gap reads from the hub's head when
+        #: that is lower, services.remote.)
         self._heard = 0
         self._held: collections.deque[_Held] = collections.deque()  # oldest first
         self._seq = 0  # the last batch number given
