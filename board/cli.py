@@ -282,7 +282,7 @@ def restore(db: str | None, source: Path) -> None:
     target = Path(_sqlite_settings(db).db)
     replaced = _store_do(lambda: store.restore(source, target))
     if replaced is not None and replaced.damage is not None:
-        click.echo(f"moved the damaged database it replaced ({replaced.damage}) to {replaced.path}")
+        click.echo(f"kept the damaged database it replaced ({replaced.damage}) as it was in {replaced.path}")
     elif replaced is not None:
         click.echo(f"saved the database it replaced to {replaced.path}")
     click.echo(f"restored {source} to {target}; start the board to use it")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import resource
 import sqlite3
 import subprocess
 import time
@@ -190,6 +191,8 @@ def test_a_damaged_database_is_refused_as_a_copy_and_set_aside_by_a_restore(
     damaged = {"index": overwrite_index, "schema": mangle_schema}[damage]
     damaged(db)
     before = db.read_bytes()
+    wal = Path(f"{db}-wal")
+    wal.write_bytes(b"frames no checkpoint took in " * 50)  # SQLite reads past a WAL it cannot use
 
     for args in (("backup", str(tmp_path / "again.db")), ("restore", str(db))):
         refused = board(env, *args, "--db", str(db) if args[0] == "backup" else str(tmp_path / "x.db"))
@@ -200,9 +203,11 @@ def test_a_damaged_database_is_refused_as_a_copy_and_set_aside_by_a_restore(
     put_back = board(env, "restore", str(tmp_path / "copy.db"), "--db", str(db))
     assert put_back.returncode == 0, put_back.stderr
     (kept,) = (tmp_path / "backups").glob("*-damaged.db")
-    assert put_back.stdout.startswith("moved the damaged database it replaced (")
-    assert f") to {kept}\n" in put_back.stdout
+    assert put_back.stdout.startswith("kept the damaged database it replaced (")
+    assert f") as it was in {kept}\n" in put_back.stdout
     assert kept.read_bytes() == before
+    assert Path(f"{kept}-wal").read_bytes() == b"frames no checkpoint took in " * 50
+    assert not wal.exists()  # played back into the copy put in its place, it would damage it
     assert integrity(db) == [("ok",)]
     with sqlite3.connect(db) as conn:
         handles = {row[0] for row in conn.execute("SELECT handle FROM agents WHERE kind = 'human'")}
@@ -211,3 +216,33 @@ def test_a_damaged_database_is_refused_as_a_copy_and_set_aside_by_a_restore(
     # A damaged index leaves the marks readable; a schema that does not parse hides them,
     # and new ids start far above the copy's instead.
     assert raised == mark if damage == "index" else raised > mark + 10**8
+
+
+def test_a_restore_that_cannot_save_what_it_replaces_changes_nothing(tmp_path: Path) -> None:
+    """A full disk (here, a limit on the size of a file the restore may write) stops the
+    restore before it replaces anything: the database is neither lost nor called damaged."""
+    db = tmp_path / "board.db"
+    env = board_env()
+    humans(db, ["al"])
+    assert board(env, "backup", str(tmp_path / "copy.db"), "--db", str(db)).returncode == 0
+    humans(db, ["bo"])
+    before = db.read_bytes()
+    limit = db.stat().st_size // 2
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    full = subprocess.run(
+        command("restore", str(tmp_path / "copy.db"), "--db", str(db)),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=small_files,
+    )
+    assert full.returncode == 1 and "Traceback" not in full.stderr, full.stderr
+    assert full.stderr.startswith(f"Error: could not write {tmp_path}/backups/board-")
+    assert "damaged" not in full.stderr and "integrity" not in full.stderr
+    assert db.read_bytes() == before
+    assert [p.name for p in (tmp_path / "backups").iterdir()] == []
+    assert not list(tmp_path.glob(".*"))  # no partial copy left behind

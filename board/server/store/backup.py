@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import sqlite3
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -33,6 +34,9 @@ class Damaged(StoreError):
         super().__init__(f"the copy failed its integrity check ({verdict}); nothing was written to {dest}")
         self.verdict = verdict
 
+
+#: The files SQLite keeps beside a database: its WAL and shared memory, or its rollback journal.
+SIDE_FILES = ("-wal", "-shm", "-journal")
 
 #: How far above the copy's own marks new ids start when the database a restore replaces is too
 #: damaged to say its marks: past any cursor a reader could hold beyond the copy's last id.
@@ -76,25 +80,38 @@ def _copy(path: Path, dest: Path, ids_above: Mapping[str, int] | None = None) ->
     """Write a snapshot of the database at ``path`` to ``dest`` through a checked, synced temporary file.
 
     ``ids_above``: high-water marks the copy's tables hand out new ids above (:func:`_raise_marks`).
+    Raises :class:`Damaged` when the database is, and a plain :class:`StoreError` when the copy
+    could not be written (a full disk, a read-only folder): then nothing was written.
     """
     tmp = dest.with_name(f".{dest.name}.partial")
-    tmp.unlink(missing_ok=True)
     try:
-        with contextlib.closing(sqlite3.connect(tmp)) as target, _read_only(path) as source:
-            source.backup(target)  # all pages in one step: one read snapshot of the source
-            _raise_marks(target, ids_above or {})
-            target.execute("PRAGMA journal_mode = DELETE")  # a copy is one self-contained file
-    except UNREADABLE as exc:  # a damaged source's pages, copied as they are
-        verdict = said(exc)
-    else:
-        verdict = integrity(tmp)
-    if verdict != "ok":
         tmp.unlink(missing_ok=True)
-        raise Damaged(verdict, dest)
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    tmp.replace(dest)
-    dirfd = os.open(dest.parent, os.O_RDONLY)
+        try:
+            with contextlib.closing(sqlite3.connect(tmp)) as target, _read_only(path) as source:
+                source.backup(target)  # all pages in one step: one read snapshot of the source
+                _raise_marks(target, ids_above or {})
+                target.execute("PRAGMA journal_mode = DELETE")  # a copy is one self-contained file
+        except UNREADABLE as exc:  # the source's damage, or the copy's own write failing
+            verdict = integrity(path)
+            if verdict == "ok":
+                raise StoreError(f"could not write {dest}: {said(exc)}") from None
+            raise Damaged(verdict, dest) from None
+        verdict = integrity(tmp)
+        if verdict != "ok":  # damaged pages the source's reads did not touch, copied as they were
+            raise Damaged(verdict, dest)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        tmp.replace(dest)
+        _sync_folder(dest.parent)
+    except OSError as exc:
+        raise StoreError(f"could not write {dest}: {exc}") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+def _sync_folder(folder: Path) -> None:
+    dirfd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dirfd)
     finally:
@@ -109,6 +126,8 @@ def backup(db: Path, dest: Path) -> Path:
     """Copy the database at ``db`` to ``dest`` (a new file, or a folder to put a dated file in)."""
     if not db.exists():
         raise StoreError(f"{db} does not exist; there is nothing to back up")
+    if not db.is_file():
+        raise StoreError(f"{db} is not a file")
     if dest.is_dir():
         dest = _dated(dest)
     if dest.exists():
@@ -124,8 +143,10 @@ def _marks(path: Path) -> dict[str, int]:
     with _read_only(path) as conn:
         try:
             rows = conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall()
-        except sqlite3.OperationalError:  # no AUTOINCREMENT table: nothing handed out
-            return {}
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            return {}  # no AUTOINCREMENT table: nothing handed out
     return {str(name): seq for name, seq in rows if isinstance(seq, int)}
 
 
@@ -179,25 +200,38 @@ def _set_aside(db: Path, source: Path) -> tuple[Replaced, dict[str, int]]:
     """Save the database a restore replaces into ``backups/``; and the marks new ids go above.
 
     A whole database is copied through the checked path. A damaged one (the case ``board
-    doctor`` sends people here for) cannot be: its files are moved there as they are, WAL
-    too, for whoever wants to dig in them. When even its marks do not read, new ids start
-    :data:`UNREAD_MARKS_MARGIN` above the copy's.
+    doctor`` sends people here for) cannot be: its files are copied there as they are, WAL
+    and rollback journal too, for whoever wants to dig in them. When even its marks do not
+    read, new ids start :data:`UNREAD_MARKS_MARGIN` above the copy's.
     """
     folder = db.parent / "backups"
-    folder.mkdir(exist_ok=True)
     try:
+        folder.mkdir(exist_ok=True)
         saved = backup(db, folder)
     except Damaged as exc:
-        try:
-            marks = _marks(db)
-        except UNREADABLE:
-            marks = {name: seq + UNREAD_MARKS_MARGIN for name, seq in _marks(source).items()}
-        kept = _dated(folder, "-damaged")
-        for suffix in ("", "-wal", "-shm"):
+        damage = exc.verdict
+    except OSError as exc:
+        raise StoreError(f"could not save the database it replaces in {folder}: {exc}") from exc
+    else:
+        return Replaced(saved), _marks(saved)
+    try:
+        marks = _marks(db)
+    except UNREADABLE:
+        marks = {name: seq + UNREAD_MARKS_MARGIN for name, seq in _marks(source).items()}
+    kept = _dated(folder, "-damaged")
+    try:
+        for suffix in ("", *SIDE_FILES):
             if Path(f"{db}{suffix}").exists():
-                os.replace(f"{db}{suffix}", f"{kept}{suffix}")
-        return Replaced(kept, exc.verdict), marks
-    return Replaced(saved), _marks(saved)
+                shutil.copyfile(f"{db}{suffix}", f"{kept}{suffix}")
+                with open(f"{kept}{suffix}", "rb") as fh:
+                    os.fsync(fh.fileno())
+        _sync_folder(folder)
+    except OSError as exc:
+        for suffix in ("", *SIDE_FILES):
+            with contextlib.suppress(OSError):
+                Path(f"{kept}{suffix}").unlink(missing_ok=True)
+        raise StoreError(f"could not keep the damaged database it replaces in {folder}: {exc}") from exc
+    return Replaced(kept, damage), marks
 
 
 def restore(source: Path, db: Path) -> Replaced | None:
@@ -206,9 +240,14 @@ def restore(source: Path, db: Path) -> Replaced | None:
     Refuses while a board serves ``db``, and refuses a copy that is damaged or newer
     than this code. New ids continue above those the replaced database handed out
     (:func:`_raise_marks`), so no cursor a client holds skips what is written next.
+    ``db`` and its side files are replaced only once the copy is written and checked
+    and what they held is saved: a restore that fails leaves them as they were.
     """
     if not source.is_file():
         raise StoreError(f"{source} is not a file")
+    for path in (db, *(Path(f"{db}{suffix}") for suffix in SIDE_FILES)):
+        if path.exists() and not path.is_file():
+            raise StoreError(f"{path} is not a file; move it away first")
     verdict = integrity(source)
     if verdict != "ok":
         raise StoreError(f"{source} failed its integrity check ({verdict}); not restoring it")
@@ -218,10 +257,16 @@ def restore(source: Path, db: Path) -> Replaced | None:
             f"{source} has schema version {version}, newer than this board understands "
             f"({schema_version()}); upgrade the board first"
         )
-    db.parent.mkdir(parents=True, exist_ok=True)
-    with owning(db):
-        replaced, marks = _set_aside(db, source) if db.exists() else (None, None)
-        for leftover in (Path(f"{db}-wal"), Path(f"{db}-shm")):
-            leftover.unlink(missing_ok=True)  # what they held is in what was set aside
-        _copy(source, db, ids_above=marks)
+    try:
+        db.parent.mkdir(parents=True, exist_ok=True)
+        with owning(db):
+            replaced, marks = _set_aside(db, source) if db.exists() else (None, None)
+            staged = db.with_name(f".{db.name}.restoring")
+            _copy(source, staged, ids_above=marks)
+            for suffix in SIDE_FILES:  # what they held is in what was saved
+                Path(f"{db}{suffix}").unlink(missing_ok=True)
+            staged.replace(db)
+            _sync_folder(db.parent)
+    except OSError as exc:
+        raise StoreError(f"could not restore {source} to {db}: {exc}") from exc
     return replaced
