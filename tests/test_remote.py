@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from board.server.hub import Event, Hub, Signal
+from board.server.hub import Event, Hub, Signal, Waiter
 from board.server.services.remote import take_in
 from tests.support.boardtest import World
 from tests.test_events import published
@@ -147,6 +147,34 @@ async def test_a_message_id_no_board_committed_moves_no_head_and_hides_no_messag
     finally:
         hub.unsubscribe(waiter)
     assert hub.last_id == unheard["id"]
+
+
+async def test_one_who_comes_to_wait_while_the_head_is_read_is_given_the_message(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nobody waits, so the take reads only the newest id; a page or stream that opens during
+    that read finds the hub's head before the message and skips its own read: the message is
+    read back and given to it, not passed by."""
+    posted = await world.bot.post("@pb for the one who comes", channel="general")
+    ctx = world.board.ctx
+    hub = await elsewhere(world)
+    hub.last_id = posted["id"] - 1
+    read = ctx.db.read
+    came: list[Waiter] = []
+
+    async def arriving(fn: Callable[[Any], Awaitable[Any]]) -> Any:
+        if not came:
+            came.append(hub.subscribe([("all", 0)]))
+            assert hub.at_head(posted["id"] - 1)
+        return await read(fn)
+
+    monkeypatch.setattr(ctx.db, "read", arriving)
+    await take_in(ctx, [{"t": "message", "id": posted["id"]}])
+    (waiter,) = came
+    try:
+        assert [e.id for e in waiter.take()] == [posted["id"]]
+    finally:
+        hub.unsubscribe(waiter)
 
 
 async def test_a_gap_takes_in_once_what_committed_after_the_last_message_heard(

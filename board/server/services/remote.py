@@ -103,13 +103,17 @@ async def take_in(ctx: Context, items: list[dict[str, Any]]) -> None:
     """
     items = await _once(ctx, items)
     message_ids = [int(item["id"]) for item in items if item.get("t") == "message"]
+    newest = 0
+    if message_ids and not ctx.hub.awaits_messages():
+        newest = await _newest(ctx, message_ids)
+    # Decided after that read: one who came to wait during it found the head where it was and
+    # skipped its own read, so the messages are read back for it.
     wanted = bool(message_ids) and ctx.hub.awaits_messages()
     if wanted and len(message_ids) > READ_BACK_AT_MOST:
         log.warning("%d messages to read back: every waiter reads them from the database", len(message_ids))
-        ctx.hub.fell_behind(await _newest(ctx, message_ids))
+        ctx.hub.fell_behind(newest or await _newest(ctx, message_ids))
         wanted = False
     events = await _read_back(ctx, message_ids) if wanted else {}
-    newest = await _newest(ctx, message_ids) if message_ids and not wanted else 0
     for item in items:
         kind = item.get("t")
         if kind == "message":
