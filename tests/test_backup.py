@@ -5,12 +5,16 @@ from __future__ import annotations
 import resource
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from board.client import BoardAPIError, BoardClient
+from board.server.store import backup as store
+from board.server.store.writer import StoreError
 from tests.support.damage import mangle_schema, overwrite_index
 from tests.support.load import LOAD_ENV, add_humans, humans, integrity, load, missing
 from tests.support.processes import board_env, command, kill, serve, wait_healthy
@@ -211,11 +215,19 @@ def test_a_damaged_database_is_refused_as_a_copy_and_set_aside_by_a_restore(
     assert integrity(db) == [("ok",)]
     with sqlite3.connect(db) as conn:
         handles = {row[0] for row in conn.execute("SELECT handle FROM agents WHERE kind = 'human'")}
-        (raised,) = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'agents'").fetchone()
+        marks = dict(conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
+        counted = {
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE sql LIKE '%AUTOINCREMENT%'")
+        }
     assert handles == {"al"}
     # A damaged index leaves the marks readable; a schema that does not parse hides them,
-    # and new ids start far above the copy's instead.
-    assert raised == mark if damage == "index" else raised > mark + 10**8
+    # and new ids start far above the copy's instead, in every table that counts its ids
+    # (messages too, which the copy has none of yet).
+    if damage == "index":
+        assert marks["agents"] == mark
+    else:
+        assert set(marks) == counted and "messages" in counted
+        assert marks["agents"] > mark + 10**8 and min(marks.values()) > 10**8
 
 
 def test_a_restore_that_cannot_save_what_it_replaces_changes_nothing(tmp_path: Path) -> None:
@@ -246,3 +258,38 @@ def test_a_restore_that_cannot_save_what_it_replaces_changes_nothing(tmp_path: P
     assert db.read_bytes() == before
     assert [p.name for p in (tmp_path / "backups").iterdir()] == []
     assert not list(tmp_path.glob(".*"))  # no partial copy left behind
+
+
+def test_a_restore_stopped_before_its_last_rename_leaves_the_database_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restore removes the database's WAL before it renames the copy into place: the WAL's
+    commits are in the file by then (checkpointed), so stopping in between loses none."""
+    db = tmp_path / "board.db"
+    humans(db, ["al"])
+    store.backup(db, tmp_path / "copy.db")
+    died = (  # a writer that committed and died before any checkpoint: the commit is in the WAL only
+        "import os, sqlite3, sys\n"
+        "conn = sqlite3.connect(sys.argv[1])\n"
+        "conn.execute('PRAGMA wal_autocheckpoint = 0')\n"
+        "conn.execute('CREATE TABLE notes (body TEXT)')\n"
+        "conn.execute(\"INSERT INTO notes VALUES ('in the WAL only')\")\n"
+        "conn.commit()\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", died, str(db)], check=True, timeout=60)
+    assert Path(f"{db}-wal").stat().st_size > 0
+    rename = Path.replace
+
+    def stopped(self: Path, target: Any) -> Path:
+        if self.name == ".board.db.restoring":
+            raise OSError(28, "No space left on device")
+        return rename(self, target)
+
+    monkeypatch.setattr(Path, "replace", stopped)
+    with pytest.raises(StoreError, match="No space left on device"):
+        store.restore(tmp_path / "copy.db", db)
+    monkeypatch.undo()
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT body FROM notes").fetchall() == [("in the WAL only",)]
+    assert integrity(db) == [("ok",)]

@@ -150,6 +150,23 @@ def _marks(path: Path) -> dict[str, int]:
     return {str(name): seq for name, seq in rows if isinstance(seq, int)}
 
 
+def _counted(path: Path) -> list[str]:
+    """The AUTOINCREMENT tables of a database: those with a high-water mark, once they have a row."""
+    with _read_only(path) as conn:
+        rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall()
+    return [str(name) for name, sql in rows if "AUTOINCREMENT" in str(sql).upper()]
+
+
+def _settle(db: Path) -> None:
+    """Bring what a database's side files hold into the file, as the board's next open would:
+    a rollback journal a crash left is played back, the WAL checkpointed and emptied. Removing
+    them then loses nothing, wherever a restore stops. A database too damaged for it is left
+    as it is (its files were kept first)."""
+    with contextlib.suppress(*UNREADABLE), contextlib.closing(sqlite3.connect(db, timeout=5)) as conn:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+
 def _raise_marks(conn: sqlite3.Connection, marks: Mapping[str, int]) -> None:
     """Raise each AUTOINCREMENT table's high-water mark in ``conn`` to at least ``marks``'s.
 
@@ -202,36 +219,43 @@ def _set_aside(db: Path, source: Path) -> tuple[Replaced, dict[str, int]]:
     A whole database is copied through the checked path. A damaged one (the case ``board
     doctor`` sends people here for) cannot be: its files are copied there as they are, WAL
     and rollback journal too, for whoever wants to dig in them. When even its marks do not
-    read, new ids start :data:`UNREAD_MARKS_MARGIN` above the copy's.
+    read, new ids start :data:`UNREAD_MARKS_MARGIN` above the copy's, in every table that
+    counts its ids. Either way the database is then settled (:func:`_settle`).
     """
     folder = db.parent / "backups"
     try:
         folder.mkdir(exist_ok=True)
         saved = backup(db, folder)
     except Damaged as exc:
-        damage = exc.verdict
+        kept = _keep(db, _dated(folder, "-damaged"))
+        _settle(db)
+        try:
+            marks = _marks(db)
+        except UNREADABLE:
+            own = _marks(source)
+            marks = {name: own.get(name, 0) + UNREAD_MARKS_MARGIN for name in _counted(source)}
+        return Replaced(kept, exc.verdict), marks
     except OSError as exc:
         raise StoreError(f"could not save the database it replaces in {folder}: {exc}") from exc
-    else:
-        return Replaced(saved), _marks(saved)
-    try:
-        marks = _marks(db)
-    except UNREADABLE:
-        marks = {name: seq + UNREAD_MARKS_MARGIN for name, seq in _marks(source).items()}
-    kept = _dated(folder, "-damaged")
+    _settle(db)
+    return Replaced(saved), _marks(saved)
+
+
+def _keep(db: Path, kept: Path) -> Path:
+    """Copy a database's files to ``kept`` as they are, synced; all of them or none."""
     try:
         for suffix in ("", *SIDE_FILES):
             if Path(f"{db}{suffix}").exists():
                 shutil.copyfile(f"{db}{suffix}", f"{kept}{suffix}")
                 with open(f"{kept}{suffix}", "rb") as fh:
                     os.fsync(fh.fileno())
-        _sync_folder(folder)
+        _sync_folder(kept.parent)
     except OSError as exc:
         for suffix in ("", *SIDE_FILES):
             with contextlib.suppress(OSError):
                 Path(f"{kept}{suffix}").unlink(missing_ok=True)
-        raise StoreError(f"could not keep the damaged database it replaces in {folder}: {exc}") from exc
-    return Replaced(kept, damage), marks
+        raise StoreError(f"could not keep the damaged database it replaces in {kept.parent}: {exc}") from exc
+    return kept
 
 
 def restore(source: Path, db: Path) -> Replaced | None:
