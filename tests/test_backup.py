@@ -93,14 +93,17 @@ def test_restore_refuses_while_a_board_serves_the_database(tmp_path: Path) -> No
     env = board_env()
     humans(db, ["al"])
     assert board(env, "backup", str(tmp_path / "copy.db"), "--db", str(db)).returncode == 0
-    served = serve(db, env=env)
+    link = tmp_path / "link.db"  # another name for the same file: the same lock
+    link.symlink_to(db)
+    served = serve(link, env=env)
     try:
         wait_healthy(served)
         before = db.read_bytes()
-        refused = board(env, "restore", str(tmp_path / "copy.db"), "--db", str(db))
-        assert refused.returncode != 0
-        assert "running board" in refused.stderr and "board ctl stop" in refused.stderr
-        assert db.read_bytes() == before
+        for name in (db, link):
+            refused = board(env, "restore", str(tmp_path / "copy.db"), "--db", str(name))
+            assert refused.returncode != 0
+            assert "running board" in refused.stderr and "board ctl stop" in refused.stderr
+            assert db.read_bytes() == before and link.is_symlink()
         assert not (tmp_path / "backups").exists()
     finally:
         kill(served.proc)
@@ -122,6 +125,15 @@ def test_backup_and_restore_refuse_what_they_cannot_do_cleanly(tmp_path: Path) -
     assert db.read_bytes() == before
 
     assert board(env, "restore", str(tmp_path / "absent.db"), "--db", str(db)).returncode != 0
+
+    (tmp_path / "empty.db").write_bytes(b"")  # SQLite reads an empty file as an empty database
+    empty = board(env, "restore", str(tmp_path / "empty.db"), "--db", str(db))
+    assert empty.returncode == 1 and "is not a board's database (it has no schema version)" in empty.stderr
+    assert db.read_bytes() == before and not (tmp_path / "backups").exists()
+
+    wal = board(env, "backup", f"{db}-wal", "--db", str(db))
+    assert wal.returncode == 1 and "is the database's own wal file" in wal.stderr
+    assert not Path(f"{db}-wal").exists()
 
 
 def test_restore_over_a_stopped_board_keeps_the_database_it_replaces(tmp_path: Path) -> None:
@@ -293,3 +305,20 @@ def test_a_restore_stopped_before_its_last_rename_leaves_the_database_whole(
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT body FROM notes").fetchall() == [("in the WAL only",)]
     assert integrity(db) == [("ok",)]
+
+
+def test_a_table_an_older_copy_lacks_keeps_the_mark_of_the_database_it_replaces(tmp_path: Path) -> None:
+    """A copy from before a migration has no table the migration makes; the board's next open
+    makes it, and its first id must still come above those the replaced database gave out."""
+    db, copy = tmp_path / "board.db", tmp_path / "copy.db"
+    humans(db, ["al"])
+    store.backup(db, copy)
+    with sqlite3.connect(copy) as conn:  # as a copy of a schema before fleet orders
+        conn.execute("DROP TABLE fleet_orders")
+    with sqlite3.connect(db) as conn:  # orders given and gone: only the mark says so
+        conn.execute("INSERT OR REPLACE INTO sqlite_sequence (name, seq) VALUES ('fleet_orders', 77)")
+    store.restore(copy, db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE fleet_orders (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT)")
+        made = conn.execute("INSERT INTO fleet_orders (body) VALUES ('first after the restore')")
+        assert made.lastrowid == 78

@@ -21,7 +21,7 @@ from ..launcher.config import state_root
 from ..launcher.daemon import PID_FILE as BOT_PID
 from ..launcher.daemon import running_pid
 from ..server.settings import Settings, config_path, local_url, state_dir
-from ..server.store.backup import UNREADABLE, integrity, stored_version
+from ..server.store.backup import UNREADABLE, integrity, lock_path, stored_version
 from ..server.store.schema import schema_version
 from ..server.store.urls import redacted
 from .check import Check
@@ -202,7 +202,7 @@ def files(settings: Settings, env: Mapping[str, str]) -> list[Check]:
             )
         )
     if not settings.database_url:
-        lock = Path(f"{settings.db}.lock")
+        lock = lock_path(settings.db)
         holder = running_pid(lock)
         if holder is not None and ctl.health(local_url(settings)) is None:
             found.append(

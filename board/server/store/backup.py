@@ -132,6 +132,8 @@ def backup(db: Path, dest: Path) -> Path:
         dest = _dated(dest)
     if dest.exists():
         raise StoreError(f"{dest} already exists; name a new file or a folder")
+    if dest.resolve() in {Path(f"{db.resolve()}{suffix}") for suffix in SIDE_FILES}:
+        raise StoreError(f"{dest} is the database's own {dest.name.rsplit('-', 1)[-1]} file; name another")
     dest.parent.mkdir(parents=True, exist_ok=True)
     _copy(db, dest)
     return dest
@@ -173,13 +175,15 @@ def _raise_marks(conn: sqlite3.Connection, marks: Mapping[str, int]) -> None:
     A restore puts back an older copy, whose marks are below ids clients have already seen:
     a bot's ``since`` cursor, an inbox or audit cursor. New rows would take those ids again and
     a reader past them would never see the new rows; above the replaced database's marks, they
-    cannot. Tables the copy does not have, or has without AUTOINCREMENT, are left alone.
+    cannot. A table the copy does not have yet (an older schema, which the board's next open
+    migrates) gets its mark all the same: SQLite counts from a table's row in
+    ``sqlite_sequence`` when the table is made. One it has without AUTOINCREMENT is left alone.
     """
     for name, mark in marks.items():
         sql = conn.execute(
             "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
         ).fetchone()
-        if sql is None or "AUTOINCREMENT" not in str(sql[0]).upper():
+        if sql is not None and "AUTOINCREMENT" not in str(sql[0]).upper():
             continue
         raised = conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?", (mark, name))
         if not raised.rowcount:
@@ -187,17 +191,23 @@ def _raise_marks(conn: sqlite3.Connection, marks: Mapping[str, int]) -> None:
     conn.commit()
 
 
+def lock_path(db: str | Path) -> Path:
+    """The board's lock file for the database at ``db``: beside the file itself, so that every
+    name for it (a symbolic link, a relative path) takes the same lock."""
+    return Path(f"{Path(db).resolve()}.lock")
+
+
 @contextlib.contextmanager
 def owning(db: Path) -> Iterator[None]:
     """Hold the board's lock on ``db`` (the one ``board serve`` takes), or refuse: it is being served."""
-    lock_path = f"{db}.lock"
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    lock = lock_path(db)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise StoreError(
-                f"{db} is being served by a running board (lock {lock_path} is held); "
+                f"{db} is being served by a running board (lock {lock} is held); "
                 "stop it first (board ctl stop)."
             ) from None
         yield
@@ -276,6 +286,8 @@ def restore(source: Path, db: Path) -> Replaced | None:
     if verdict != "ok":
         raise StoreError(f"{source} failed its integrity check ({verdict}); not restoring it")
     version = stored_version(source)
+    if version == 0:  # an empty file, or another program's database: no board wrote it
+        raise StoreError(f"{source} is not a board's database (it has no schema version); not restoring it")
     if version > schema_version():
         raise StoreError(
             f"{source} has schema version {version}, newer than this board understands "
@@ -293,4 +305,7 @@ def restore(source: Path, db: Path) -> Replaced | None:
             _sync_folder(db.parent)
     except OSError as exc:
         raise StoreError(f"could not restore {source} to {db}: {exc}") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            db.with_name(f".{db.name}.restoring").unlink(missing_ok=True)
     return replaced

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from . import requests
-from .backup import UNREADABLE, said
+from .backup import UNREADABLE, lock_path, said
 from .connection import Owned, SqliteConnection, drive
 from .dialects import SQLITE
 from .jsoncolumns import readable_json
@@ -216,15 +216,15 @@ class Database(Store):
             self._lock_fd = None
 
     def _take_lock(self) -> None:
-        lock_path = f"{self.path}.lock"
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        lock = lock_path(self.path)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             raise StoreError(
                 f"{self.path} is already served by another board process "
-                f"(lock {lock_path} is held); stop that one first."
+                f"(lock {lock} is held); stop that one first."
             ) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
