@@ -294,7 +294,7 @@ def test_a_restore_stopped_before_its_last_rename_leaves_the_database_whole(
     rename = Path.replace
 
     def stopped(self: Path, target: Any) -> Path:
-        if self.name == ".board.db.restoring":
+        if self.name == ".board.db.partial":
             raise OSError(28, "No space left on device")
         return rename(self, target)
 

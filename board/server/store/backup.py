@@ -76,6 +76,24 @@ def stored_version(path: Path) -> int:
         return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
+@contextlib.contextmanager
+def _staged(dest: Path, failing: str) -> Iterator[Path]:
+    """A name beside ``dest`` to write it under: renamed onto ``dest`` (its folder synced) when
+    the block ends well, removed when it does not. A file system's error is a
+    :class:`StoreError` starting with ``failing``."""
+    tmp = dest.with_name(f".{dest.name}.partial")
+    try:
+        tmp.unlink(missing_ok=True)
+        yield tmp
+        tmp.replace(dest)
+        _sync_folder(dest.parent)
+    except OSError as exc:
+        raise StoreError(f"{failing}: {exc}") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
 def _copy(path: Path, dest: Path, ids_above: Mapping[str, int] | None = None) -> None:
     """Write a snapshot of the database at ``path`` to ``dest`` through a checked, synced temporary file.
 
@@ -83,9 +101,7 @@ def _copy(path: Path, dest: Path, ids_above: Mapping[str, int] | None = None) ->
     Raises :class:`Damaged` when the database is, and a plain :class:`StoreError` when the copy
     could not be written (a full disk, a read-only folder): then nothing was written.
     """
-    tmp = dest.with_name(f".{dest.name}.partial")
-    try:
-        tmp.unlink(missing_ok=True)
+    with _staged(dest, f"could not write {dest}") as tmp:
         try:
             with contextlib.closing(sqlite3.connect(tmp)) as target, _read_only(path) as source:
                 source.backup(target)  # all pages in one step: one read snapshot of the source
@@ -101,13 +117,6 @@ def _copy(path: Path, dest: Path, ids_above: Mapping[str, int] | None = None) ->
             raise Damaged(verdict, dest)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
-        tmp.replace(dest)
-        _sync_folder(dest.parent)
-    except OSError as exc:
-        raise StoreError(f"could not write {dest}: {exc}") from exc
-    finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
 
 
 def _sync_folder(folder: Path) -> None:
@@ -297,15 +306,10 @@ def restore(source: Path, db: Path) -> Replaced | None:
         db.parent.mkdir(parents=True, exist_ok=True)
         with owning(db):
             replaced, marks = _set_aside(db, source) if db.exists() else (None, None)
-            staged = db.with_name(f".{db.name}.restoring")
-            _copy(source, staged, ids_above=marks)
-            for suffix in SIDE_FILES:  # what they held is in what was saved
-                Path(f"{db}{suffix}").unlink(missing_ok=True)
-            staged.replace(db)
-            _sync_folder(db.parent)
-    except OSError as exc:
+            with _staged(db, f"could not restore {source} to {db}") as staged:
+                _copy(source, staged, ids_above=marks)
+                for suffix in SIDE_FILES:  # what they held is in what was saved
+                    Path(f"{db}{suffix}").unlink(missing_ok=True)
+    except OSError as exc:  # the folder or the lock file
         raise StoreError(f"could not restore {source} to {db}: {exc}") from exc
-    finally:
-        with contextlib.suppress(OSError):
-            db.with_name(f".{db.name}.restoring").unlink(missing_ok=True)
     return replaced
