@@ -21,8 +21,9 @@ from ..launcher.config import state_root
 from ..launcher.daemon import PID_FILE as BOT_PID
 from ..launcher.daemon import running_pid
 from ..server.settings import Settings, config_path, local_url, state_dir
-from ..server.store.backup import UNREADABLE, integrity, lock_path, stored_version
+from ..server.store.backup import integrity, stored_version
 from ..server.store.schema import schema_version
+from ..server.store.sqlitefile import FILE_ERRORS, lock_path
 from ..server.store.urls import redacted
 from .check import Check
 
@@ -99,7 +100,7 @@ def _sqlite(settings: Settings) -> tuple[list[Check], bool]:
         found = Check("database integrity", "ok", f"{path}: integrity_check ok")
     try:
         version = stored_version(path)
-    except UNREADABLE:
+    except FILE_ERRORS:
         return [found, Check("database schema", "skip", "the database does not read")], False
     schema = _schema(version, str(path))
     return [found, schema], found.status == "ok" and schema.status == "ok"

@@ -20,11 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .schema import schema_version
+from .sqlitefile import FILE_ERRORS, error_text, lock_path
 from .writer import StoreError
-
-#: What reading a damaged file raises: SQLite's errors, and Python's strict decoding of a
-#: message that quotes the damaged bytes (``malformed database schema (...)``).
-UNREADABLE = (sqlite3.Error, UnicodeDecodeError)
 
 
 class Damaged(StoreError):
@@ -53,20 +50,13 @@ def _read_only(path: Path) -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
-def said(exc: Exception) -> str:
-    """What SQLite said in one of :data:`UNREADABLE`, however damaged its bytes."""
-    if isinstance(exc, UnicodeDecodeError):
-        return bytes(exc.object).decode("utf-8", "replace")
-    return str(exc)
-
-
 def integrity(path: Path, most: int = 100) -> str:
     """``PRAGMA integrity_check`` of a database file: ``ok`` or what is wrong (``most`` problems)."""
     try:
         with _read_only(path) as conn:
             rows = conn.execute(f"PRAGMA integrity_check({int(most)})").fetchall()
-    except UNREADABLE as exc:
-        return said(exc)
+    except FILE_ERRORS as exc:
+        return error_text(exc)
     return "; ".join(str(row[0]) for row in rows)
 
 
@@ -107,10 +97,10 @@ def _copy(path: Path, dest: Path, ids_above: Mapping[str, int] | None = None) ->
                 source.backup(target)  # all pages in one step: one read snapshot of the source
                 _raise_marks(target, ids_above or {})
                 target.execute("PRAGMA journal_mode = DELETE")  # a copy is one self-contained file
-        except UNREADABLE as exc:  # the source's damage, or the copy's own write failing
+        except FILE_ERRORS as exc:  # the source's damage, or the copy's own write failing
             verdict = integrity(path)
             if verdict == "ok":
-                raise StoreError(f"could not write {dest}: {said(exc)}") from None
+                raise StoreError(f"could not write {dest}: {error_text(exc)}") from None
             raise Damaged(verdict, dest) from None
         verdict = integrity(tmp)
         if verdict != "ok":  # damaged pages the source's reads did not touch, copied as they were
@@ -173,7 +163,7 @@ def _settle(db: Path) -> None:
     a rollback journal a crash left is played back, the WAL checkpointed and emptied. Removing
     them then loses nothing, wherever a restore stops. A database too damaged for it is left
     as it is (its files were kept first)."""
-    with contextlib.suppress(*UNREADABLE), contextlib.closing(sqlite3.connect(db, timeout=5)) as conn:
+    with contextlib.suppress(*FILE_ERRORS), contextlib.closing(sqlite3.connect(db, timeout=5)) as conn:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
@@ -198,12 +188,6 @@ def _raise_marks(conn: sqlite3.Connection, marks: Mapping[str, int]) -> None:
         if not raised.rowcount:
             conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", (name, mark))
     conn.commit()
-
-
-def lock_path(db: str | Path) -> Path:
-    """The board's lock file for the database at ``db``: beside the file itself, so that every
-    name for it (a symbolic link, a relative path) takes the same lock."""
-    return Path(f"{Path(db).resolve()}.lock")
 
 
 @contextlib.contextmanager
@@ -250,7 +234,7 @@ def _set_aside(db: Path, source: Path) -> tuple[Replaced, dict[str, int]]:
         _settle(db)
         try:
             marks = _marks(db)
-        except UNREADABLE:
+        except FILE_ERRORS:
             own = _marks(source)
             marks = {name: own.get(name, 0) + UNREAD_MARKS_MARGIN for name in _counted(source)}
         return Replaced(kept, exc.verdict), marks

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from . import requests
-from .backup import UNREADABLE, lock_path, said
 from .connection import Owned, SqliteConnection, drive
 from .dialects import SQLITE
 from .jsoncolumns import readable_json
 from .schema import current_version, migrate
+from .sqlitefile import FILE_ERRORS, error_text, lock_path
 from .writer import Job, Outcome, Store, StoreError, Write
 
 log = logging.getLogger(__name__)
@@ -182,8 +182,8 @@ class Database(Store):
 
     async def _failed(self, exc: BaseException) -> NoReturn:
         await self.close()
-        if isinstance(exc, UNREADABLE):  # not a database, damaged, locked too long
-            raise StoreError(f"{self.path}: cannot open the database: {said(exc)}.") from exc
+        if isinstance(exc, FILE_ERRORS):  # not a database, damaged, locked too long
+            raise StoreError(f"{self.path}: cannot open the database: {error_text(exc)}.") from exc
         raise exc
 
     def _prepare(self) -> None:
