@@ -109,6 +109,46 @@ def test_restore_refuses_while_a_board_serves_the_database(tmp_path: Path) -> No
         kill(served.proc)
 
 
+async def test_an_admin_command_and_a_restore_refuse_each_other(tmp_path: Path) -> None:
+    """An admin command may run beside a board, but not beside a restore: what it wrote into
+    the file being replaced would be in neither database. Each refuses while the other has
+    the file, in one line, and changes nothing; once it is free, each runs."""
+    from board.server.store.db import Database
+
+    db = tmp_path / "board.db"
+    env = board_env()
+    await add_humans(db, ["al"])
+    assert board(env, "backup", str(tmp_path / "copy.db"), "--db", str(db)).returncode == 0
+    files = [db, *(Path(f"{db}{suffix}") for suffix in store.SIDE_FILES)]
+
+    def contents() -> dict[str, bytes | None]:
+        return {path.name: path.read_bytes() if path.exists() else None for path in files}
+
+    before = contents()
+
+    with store.owning(db):  # what a restore holds while it replaces the file
+        refused = board(env, "admin", "token", "al", "--db", str(db))
+    assert refused.returncode == 1, refused.stderr
+    assert "is being replaced by a restore or a move to PostgreSQL" in refused.stderr
+    assert "Traceback" not in refused.stderr and refused.stdout == ""
+    assert contents() == before
+
+    admin = Database(db)  # what an admin command holds while it runs
+    await admin.open()
+    try:
+        opened = contents()
+        waiting = board(env, "restore", str(tmp_path / "copy.db"), "--db", str(db))
+        assert waiting.returncode == 1, waiting.stderr
+        assert "is open in another board command" in waiting.stderr and "Traceback" not in waiting.stderr
+        assert contents() == opened and not (tmp_path / "backups").exists()
+    finally:
+        await admin.close()
+
+    assert board(env, "admin", "token", "al", "--db", str(db)).returncode == 0
+    restored = board(env, "restore", str(tmp_path / "copy.db"), "--db", str(db))
+    assert restored.returncode == 0, restored.stderr
+
+
 def test_backup_and_restore_refuse_what_they_cannot_do_cleanly(tmp_path: Path) -> None:
     db = tmp_path / "board.db"
     env = board_env()

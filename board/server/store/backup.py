@@ -10,7 +10,6 @@ database or nothing.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import sqlite3
@@ -20,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .schema import schema_version
-from .sqlitefile import FILE_ERRORS, error_text, lock_path
+from .sqlitefile import FILE_ERRORS, error_text, flocked, lock_path, open_lock_path
 from .writer import StoreError
 
 
@@ -192,20 +191,26 @@ def _raise_marks(conn: sqlite3.Connection, marks: Mapping[str, int]) -> None:
 
 @contextlib.contextmanager
 def owning(db: Path) -> Iterator[None]:
-    """Hold the board's lock on ``db`` (the one ``board serve`` takes), or refuse: it is being served."""
-    lock = lock_path(db)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
+    """Hold ``db`` alone: the board's lock (the one ``board serve`` takes) and the open lock,
+    both exclusive (sqlitefile's docstring); or refuse, naming who has it."""
+    with contextlib.ExitStack() as held:
+        lock = lock_path(db)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.callback(os.close, flocked(lock))
         except BlockingIOError:
             raise StoreError(
                 f"{db} is being served by a running board (lock {lock} is held); "
                 "stop it first (board ctl stop)."
             ) from None
+        lock = open_lock_path(db)
+        try:
+            held.callback(os.close, flocked(lock))
+        except BlockingIOError:
+            raise StoreError(
+                f"{db} is open in another board command (lock {lock} is held); "
+                "run this again when it has finished."
+            ) from None
         yield
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True)

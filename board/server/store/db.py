@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import logging
 import os
 import sqlite3
@@ -29,7 +28,7 @@ from .connection import Owned, SqliteConnection, drive
 from .dialects import SQLITE
 from .jsoncolumns import readable_json
 from .schema import current_version, migrate
-from .sqlitefile import FILE_ERRORS, error_text, lock_path
+from .sqlitefile import FILE_ERRORS, error_text, flocked, lock_path, open_lock_path
 from .writer import Job, Outcome, Store, StoreError, Write
 
 log = logging.getLogger(__name__)
@@ -141,7 +140,7 @@ class Database(Store):
         self._writer: Owned | None = None
         self._pool: asyncio.Queue[Owned] = asyncio.Queue()
         self._all_readers: list[Owned] = []
-        self._lock_fd: int | None = None
+        self._lock_fds: list[int] = []  # the locks held (_take_locks)
         self._closing = threading.Event()
         self._folder: Owned | None = None  # folds the log while the writer is idle
         self._folding = False
@@ -154,8 +153,11 @@ class Database(Store):
             await self._open_readers()
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self.exclusive:
-            self._take_lock()
+        try:
+            self._take_locks()
+        except BaseException:
+            self._let_go()
+            raise
         try:
             self._writer = Owned(self.path, _configure)
             await self._writer.open()
@@ -211,24 +213,36 @@ class Database(Store):
         if self._writer is not None:
             await self._writer.close()  # after the batch its thread may still be running
             self._writer = None
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        self._let_go()
 
-    def _take_lock(self) -> None:
-        lock = lock_path(self.path)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    def _let_go(self) -> None:
+        while self._lock_fds:
+            os.close(self._lock_fds.pop())
+
+    def _take_locks(self) -> None:
+        """The open lock, shared, for every process that writes; the board's lock too for the
+        one that serves the file (sqlitefile's docstring)."""
+        lock = open_lock_path(self.path)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self._lock_fds.append(flocked(lock, shared=True))
         except BlockingIOError:
-            os.close(fd)
+            raise StoreError(
+                f"{self.path} is being replaced by a restore or a move to PostgreSQL "
+                f"(lock {lock} is held); run this again when it is done."
+            ) from None
+        if not self.exclusive:
+            return
+        lock = lock_path(self.path)
+        try:
+            fd = flocked(lock)
+        except BlockingIOError:
             raise StoreError(
                 f"{self.path} is already served by another board process "
                 f"(lock {lock} is held); stop that one first."
             ) from None
+        self._lock_fds.append(fd)
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
-        self._lock_fd = fd
 
     # -- writes ----------------------------------------------------------------
 

@@ -1,8 +1,21 @@
-"""What anything that opens the board's SQLite file needs: the one lock every name of the
-file takes, and the errors a damaged file raises, said whatever its bytes."""
+"""What anything that opens the board's SQLite file needs: the locks every name of the file
+takes, and the errors a damaged file raises, said whatever its bytes.
+
+Two locks, both ``flock`` on files beside the database, which the kernel frees when their
+holder dies:
+
+- **The board's lock** (:func:`lock_path`), exclusive: one ``board serve`` a file, and no
+  restore or move while one serves it.
+- **The open lock** (:func:`open_lock_path`): every process that opens the file to write
+  (``board serve``, each ``board admin`` command) holds it shared; a restore or a move to
+  PostgreSQL holds it exclusive. So an admin command and a restore refuse each other instead
+  of writing into a file that is being replaced (the write would be in neither database).
+"""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 from pathlib import Path
 
@@ -22,3 +35,21 @@ def lock_path(db: str | Path) -> Path:
     """The board's lock file for the database at ``db``: beside the file itself, so that every
     name for it (a symbolic link, a relative path) takes the same lock."""
     return Path(f"{Path(db).resolve()}.lock")
+
+
+def open_lock_path(db: str | Path) -> Path:
+    """The open lock for the database at ``db`` (the module's docstring), beside it likewise."""
+    return Path(f"{Path(db).resolve()}.open.lock")
+
+
+def flocked(lock: Path, *, shared: bool = False) -> int:
+    """An open descriptor of ``lock`` holding it (``shared`` or exclusive), never waiting:
+    :class:`BlockingIOError` when another process holds it in a way that excludes this one.
+    The lock lasts until the descriptor is closed."""
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
