@@ -154,7 +154,12 @@ def _counted(path: Path) -> list[str]:
     """The AUTOINCREMENT tables of a database: those with a high-water mark, once they have a row."""
     with _read_only(path) as conn:
         rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall()
-    return [str(name) for name, sql in rows if "AUTOINCREMENT" in str(sql).upper()]
+    return [str(name) for name, sql in rows if _counts_ids(sql)]
+
+
+def _counts_ids(table_sql: object) -> bool:
+    """Whether a table, by its ``CREATE TABLE``, keeps a high-water mark of its ids."""
+    return "AUTOINCREMENT" in str(table_sql).upper()
 
 
 def _settle(db: Path) -> None:
@@ -181,7 +186,7 @@ def _raise_marks(conn: sqlite3.Connection, marks: Mapping[str, int]) -> None:
         sql = conn.execute(
             "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
         ).fetchone()
-        if sql is not None and "AUTOINCREMENT" not in str(sql[0]).upper():
+        if sql is not None and not _counts_ids(sql[0]):
             continue
         raised = conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?", (mark, name))
         if not raised.rowcount:
