@@ -199,22 +199,10 @@ def owning(db: Path) -> Iterator[None]:
     """Hold ``db`` alone: the board's lock (the one ``board serve`` takes) and the open lock,
     both exclusive (sqlitefile's docstring); or refuse, naming who has it."""
     with contextlib.ExitStack() as held:
-        lock = lock_path(db)
-        try:
-            held.callback(os.close, flocked(lock))
-        except BlockingIOError:
-            raise StoreError(
-                f"{db} is being served by a running board (lock {lock} is held); "
-                "stop it first (board ctl stop)."
-            ) from None
-        lock = open_lock_path(db)
-        try:
-            held.callback(os.close, flocked(lock))
-        except BlockingIOError:
-            raise StoreError(
-                f"{db} is open in another board command (lock {lock} is held); "
-                "run this again when it has finished."
-            ) from None
+        served = f"{db} is being served by a running board"
+        held.callback(os.close, flocked(lock_path(db), served, "stop it first (board ctl stop)."))
+        busy = f"{db} is open in another board command"
+        held.callback(os.close, flocked(open_lock_path(db), busy, "run this again when it has finished."))
         yield
 
 

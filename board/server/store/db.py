@@ -222,24 +222,14 @@ class Database(Store):
     def _take_locks(self) -> None:
         """The open lock, shared, for every process that writes; the board's lock too for the
         one that serves the file (sqlitefile's docstring)."""
-        lock = open_lock_path(self.path)
-        try:
-            self._lock_fds.append(flocked(lock, shared=True))
-        except BlockingIOError:
-            raise StoreError(
-                f"{self.path} is being replaced by a restore or a move to PostgreSQL "
-                f"(lock {lock} is held); run this again when it is done."
-            ) from None
+        replaced = f"{self.path} is being replaced by a restore or a move to PostgreSQL"
+        self._lock_fds.append(
+            flocked(open_lock_path(self.path), replaced, "run this again when it is done.", shared=True)
+        )
         if not self.exclusive:
             return
-        lock = lock_path(self.path)
-        try:
-            fd = flocked(lock)
-        except BlockingIOError:
-            raise StoreError(
-                f"{self.path} is already served by another board process "
-                f"(lock {lock} is held); stop that one first."
-            ) from None
+        served = f"{self.path} is already served by another board process"
+        fd = flocked(lock_path(self.path), served, "stop that one first.")
         self._lock_fds.append(fd)
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())

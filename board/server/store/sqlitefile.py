@@ -19,6 +19,8 @@ import os
 import sqlite3
 from pathlib import Path
 
+from .writer import StoreError
+
 #: What reading a damaged file raises: SQLite's errors, and Python's strict decoding of a
 #: message that quotes the damaged bytes (``malformed database schema (...)``).
 FILE_ERRORS = (sqlite3.Error, UnicodeDecodeError)
@@ -42,14 +44,17 @@ def open_lock_path(db: str | Path) -> Path:
     return Path(f"{Path(db).resolve()}.open.lock")
 
 
-def flocked(lock: Path, *, shared: bool = False) -> int:
-    """An open descriptor of ``lock`` holding it (``shared`` or exclusive), never waiting:
-    :class:`BlockingIOError` when another process holds it in a way that excludes this one.
-    The lock lasts until the descriptor is closed."""
+def flocked(lock: Path, held: str, then: str, *, shared: bool = False) -> int:
+    """An open descriptor of ``lock`` holding it (``shared`` or exclusive), never waiting; the
+    lock lasts until the descriptor is closed. When another process holds it in a way that
+    excludes this one: :class:`StoreError` saying what that means (``held``), the lock, and
+    what to do (``then``)."""
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-    except BaseException:
+    except BaseException as exc:
         os.close(fd)
+        if isinstance(exc, BlockingIOError):
+            raise StoreError(f"{held} (lock {lock} is held); {then}") from None
         raise
     return fd
