@@ -6,6 +6,7 @@ items a PostgreSQL notification would carry and reads the messages back from the
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from board.server.hub import Event, Hub, Signal, Waiter
 from board.server.services.remote import take_in
+from board.server.store.postgres import given_up
 from tests.support.boardtest import World
 from tests.test_events import published
 
@@ -175,6 +177,28 @@ async def test_one_who_comes_to_wait_while_the_head_is_read_is_given_the_message
         assert [e.id for e in waiter.take()] == [posted["id"]]
     finally:
         hub.unsubscribe(waiter)
+
+
+async def test_a_take_given_up_leaves_no_reader_at_the_head_until_a_later_message(world: World) -> None:
+    """A take whose read keeps failing is given up with this process's own message in it, and
+    another's committed after that one: a reader at the own message's id must still read the
+    database, and so get the other's. Published after ``behind``, the own message told the hub
+    it was at the head again, and a long-poll there waited past the message it never got."""
+    ctx = world.board.ctx
+    async with published(ctx) as written:
+        heard = await world.bot.post("heard before", channel="general")
+        own = await world.bot.post("this process's own, in the take given up", channel="general")
+        lost = await world.peer.post("another's, after it: its read given up", channel="general")
+    hub = await elsewhere(world)
+    hub.passed(heard["id"])
+    event = next(e for e in written if e.id == own["id"])
+    await take_in(ctx, given_up([{"t": "local", "items": [event]}]))
+    assert not hub.at_head(own["id"])
+    started = time.monotonic()
+    got = await world.human.messages(workspace="proj", since=own["id"], wait=5)
+    assert [m["id"] for m in got["messages"]] == [lost["id"]] and time.monotonic() - started < 4
+    hub.publish(event)  # heard again, late: at or below the head, it proves nothing more
+    assert not hub.at_head(own["id"])
 
 
 async def test_a_gap_takes_in_once_what_committed_after_the_last_message_heard(

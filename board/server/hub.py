@@ -236,7 +236,14 @@ class Hub:
     def passed(self, message_id: int) -> None:
         """A committed message nobody here waited for, not published: the head moves past it
         all the same (a reader at the head skips its read, :func:`~.services.longpoll.poll`)."""
-        self.last_id, self.unsure = max(self.last_id, message_id), False  # ids commit in order
+        self._heard(message_id)
+
+    def _heard(self, message_id: int) -> None:
+        """A message published or passed: the head moves to it. Only a message above the head
+        shows that every one before it was heard (ids commit in order), so only such a one ends
+        :attr:`unsure`; one at or below it (this process's own, heard late) does not."""
+        if message_id > self.last_id:
+            self.last_id, self.unsure = message_id, False
         self._remember(message_id)
 
     def knows(self, message_id: int) -> bool:
@@ -272,8 +279,7 @@ class Hub:
     def publish(self, event: Event | Signal) -> None:
         self.published += 1
         if isinstance(event, Event):
-            self.last_id, self.unsure = max(self.last_id, event.id), False  # ids commit in order
-            self._remember(event.id)
+            self._heard(event.id)
         for key in event.index_keys():
             for waiter in self._by_key.get(key, ()):
                 waiter.deliver(event)

@@ -76,8 +76,8 @@ async def test_a_take_given_up_still_publishes_what_it_told_besides_messages(
     monkeypatch.setattr(postgres, "RETAKES", 2)
     signal = {"t": "signal", "key": ["routines", 0], "id": 8}
     taken = await failing_takes(database, failures=3, own=signal)
-    assert kinds(taken) == [["message"], ["gap", "local"], ["gap", "local"], ["behind", "local"]]
-    assert taken[-1] == [{"t": "behind"}, {"t": "local", "items": [signal]}]
+    assert kinds(taken) == [["message"], ["gap", "local"], ["gap", "local"], ["local", "behind"]]
+    assert taken[-1] == [{"t": "local", "items": [signal]}, {"t": "behind"}]
 
 
 async def failing_takes(url: str, failures: int, own: dict[str, Any]) -> Taken:

@@ -701,13 +701,15 @@ class PostgresStore(Store):
         return [{"t": "gap", "after": min(firsts)}, *rest]
 
     async def _give_up(self, told: list[dict[str, Any]]) -> None:
-        """A take given up: every waiter reads the messages it could not from the database
-        (``behind``), and what it told besides them is published (this process's own events
-        and signals, the others' signals): none of that needs the read that keeps failing."""
+        """A take given up: what it told besides messages is published (this process's own
+        events and signals, the others' signals), none of which needs the read that keeps
+        failing; then every waiter reads the messages it could not from the database
+        (``behind``). In that order: an own event of the take may come before a message given
+        up, and published after ``behind`` it would tell the hub it is at the head again."""
         if self.on_remote is None:
             return
         try:
-            await self.on_remote([{"t": "behind"}, *told])
+            await self.on_remote(given_up(told))
         except Exception:
             log.exception("could not publish what %d items given up told besides messages", len(told))
 
@@ -832,6 +834,12 @@ class PostgresStore(Store):
         finally:
             await self._revive(conn)
             self._pool.put_nowait(conn)
+
+
+def given_up(told: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What a take given up hands on: what it told besides messages, then ``behind``
+    (:meth:`PostgresStore._give_up` says why in that order)."""
+    return [*told, {"t": "behind"}]
 
 
 def _has_rows(cursor: Any) -> bool:
