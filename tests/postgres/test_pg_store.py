@@ -17,6 +17,7 @@ from board.client import BoardAPIError, BoardClient
 from board.server.api.keys import CONTEXT, OUTBOX
 from board.server.outbox.dispatch import Dispatcher
 from board.server.services import remote
+from board.server.store import messages as message_store
 from board.server.store import postgres
 from board.server.store.dialects import BOARD, LOCKS
 from board.server.store.postgres import PostgresStore
@@ -126,7 +127,7 @@ async def test_a_gap_too_large_to_read_back_sends_every_waiter_to_the_database(
     """B misses more messages than it reads back at once (its listener down while A wrote on):
     it reads none back, and every waiter for messages reads them from the database from its own
     cursor instead: a long-poll answers them, a wake stream ends with ``more`` at its cursor
-    and, opened again there, sends them. Memory holds their ids, not their events."""
+    and, opened again there, sends them. Memory holds no more ids than it reads back."""
     monkeypatch.setattr(remote, "READ_BACK_AT_MOST", 1)
     b = await start_board(tmp_path / "b", database_url=database_url(world))
     read_back: list[int] = []
@@ -145,6 +146,15 @@ async def test_a_gap_too_large_to_read_back_sends_every_waiter_to_the_database(
     real = remote.events_of
     monkeypatch.setattr(remote, "events_of", counted)
     monkeypatch.setattr(postgres, "_plain", listener_gated)
+    gap_reads: list[int] = []  # how many ids each gap's read held (both boards' listeners are cut)
+    ids_after = message_store.ids_after
+
+    async def gap_read(conn: Any, after: int, limit: int) -> list[int]:
+        found = await ids_after(conn, after=after, limit=limit)
+        gap_reads.append(len(found))
+        return found
+
+    monkeypatch.setattr(message_store, "ids_after", gap_read)
     try:
         bot_on_b = b.client(world.bot.token)
         since = int((await bot_on_b.me())["cursor"])
@@ -159,7 +169,7 @@ async def test_a_gap_too_large_to_read_back_sends_every_waiter_to_the_database(
                 )
             posted = [
                 (await world.peer.post(f"@pb {n} while B cannot hear", channel="general"))["id"]
-                for n in (1, 2)
+                for n in (1, 2, 3)
             ]
             heard_again.set()
             mail = await asyncio.wait_for(inbox, WOKEN_WITHIN)
@@ -178,6 +188,7 @@ async def test_a_gap_too_large_to_read_back_sends_every_waiter_to_the_database(
     assert lines == [{"cursor": since, "end": "more"}]
     assert backlog == posted
     assert not set(posted) & set(read_back)
+    assert gap_reads and max(gap_reads) <= 2  # the read stops one past what is read back
 
 
 @postgresql_only

@@ -38,11 +38,10 @@ def describe(item: Any) -> dict[str, Any] | None:
 
 #: Messages read back in one transaction at most: a larger take is read in slices.
 MAX_READ = 256
-#: Ids of messages committed while not listening, read in one transaction at most.
-MISSED_READ = 1000
 #: Messages one take reads back at most. Past it (a gap of a long outage while the others
 #: wrote on) none is: every waiter for messages reads them from the database instead
-#: (:meth:`~..hub.Hub.fell_behind`), so memory holds ids, not every event missed.
+#: (:meth:`~..hub.Hub.fell_behind`), so memory holds at most this many ids, not every
+#: message missed.
 READ_BACK_AT_MOST = 1000
 
 
@@ -177,14 +176,20 @@ async def _missed(ctx: Context, after: int) -> list[dict[str, Any]]:
     """What the notifications a lost connection took with it would have told: the messages
     committed after ``after``, the last one heard of (ids commit in order), as their
     notifications; and any token may have been revoked meanwhile, so the token cache
-    starts again, and so do the quiet hours kept in memory (a change told meanwhile is lost)."""
+    starts again, and so do the quiet hours kept in memory (a change told meanwhile is lost).
+
+    More than :data:`READ_BACK_AT_MOST` (a long outage while the others wrote on) are not
+    read at all: every waiter for messages reads them from the database, up to the newest."""
     ctx.tokens.drop_all()
     ctx.quiet.drop()
-    missed: list[int] = []
-    while batch := await ctx.db.read(
-        functools.partial(store.ids_after, after=missed[-1] if missed else after, limit=MISSED_READ)
-    ):
-        missed += batch
+    missed = await ctx.db.read(functools.partial(store.ids_after, after=after, limit=READ_BACK_AT_MOST + 1))
+    if len(missed) > READ_BACK_AT_MOST:
+        log.warning(
+            "more than %d messages committed while not listening: every waiter reads them from the database",
+            READ_BACK_AT_MOST,
+        )
+        ctx.hub.fell_behind(await ctx.db.read(store.max_id))
+        return []
     if missed:
         log.warning("reading back %d messages committed while not listening", len(missed))
     return [{"t": "message", "id": message_id} for message_id in missed]
