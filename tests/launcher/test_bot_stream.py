@@ -6,7 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
+import pytest
+
 from board.server.hub import Waiter
+from board.server.principal import Principal
+from board.server.services.reach import WaitMarks
+from board.server.store.writer import DatabaseUnreachable
 from tests.launcher.botrun import BotProcess, LiveBoard, mention, one_reply, replies
 from tests.launcher.fakeharness import Fake
 from tests.support.boardtest import Board, World, eventually
@@ -60,3 +65,36 @@ async def test_a_daemon_streams_and_survives_a_cut_stream_and_a_board_restart(
         assert len(found) == 1, found
     assert sorted(wake_ids(fake)) == answered  # each message ran in exactly one turn
     assert bot.proc is not None and bot.proc.poll() is None
+
+
+async def test_a_daemon_whose_stream_a_database_error_breaks_falls_back_and_answers(
+    live: LiveBoard,
+    world: World,
+    fake: Fake,
+    make_bot: Callable[..., BotProcess],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The database stops answering while a stream is open (its next write fails): the board
+    cuts the stream, which its daemon takes as a break, and it long-polls and answers. The
+    error's answer written into the stream instead read as more of it, and the daemon hung."""
+    fake.script(*[{"do": "reply"}] * 4)
+    bot = await make_bot(BOT_STREAM_RETRY="1").start().started()
+    assert live.board is not None
+    board = live.board
+    await eventually(lambda: len(streams(board)) == 1, "the daemon's wake stream")
+    touch = WaitMarks.touch
+    failures = [DatabaseUnreachable("the database does not answer")]
+
+    async def failing_once(marks: WaitMarks, p: Principal) -> None:
+        if failures:
+            raise failures.pop()
+        await touch(marks, p)
+
+    monkeypatch.setattr(WaitMarks, "touch", failing_once)
+    answered = [await mention(world, "while the database hiccups")]
+    await one_reply(world, answered[-1])
+    assert not failures and bot.events("stream_fallback")
+    await eventually(lambda: len(bot.events("streaming")) >= 2, "the daemon to stream again")
+    answered.append(await mention(world, "on the new stream"))
+    await one_reply(world, answered[-1])
+    assert sorted(wake_ids(fake)) == answered  # each message ran in exactly one turn

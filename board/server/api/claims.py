@@ -7,6 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from ..services import actions, claims, wakes, wakestream
+from .errors import begin
 from .responses import INT, STR, TIME, array, obj, page, ref
 from .route import Answer, Call, Route, bearer_token
 
@@ -55,7 +56,7 @@ async def stream(call: Call) -> web.StreamResponse:
         headers={"Content-Type": NDJSON, "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     )
     try:
-        await response.prepare(call.request)
+        await begin(call.request, response)
         async for chunk in feed.lines():
             await response.write(chunk)
         await response.write_eof()

@@ -1,4 +1,10 @@
-"""Every failure leaves as the one JSON error envelope; no trace reaches a client."""
+"""Every failure leaves as the one JSON error envelope; no trace reaches a client.
+
+A streamed answer whose headers are sent (:func:`begin`) can no longer be answered with an
+error: one after that cuts the connection, which every stream's reader takes as a break
+(the daemon falls back to long-polling, a page's event source connects again). Answered
+in the middle of the stream, the error would be read as more of it.
+"""
 
 from __future__ import annotations
 
@@ -43,22 +49,44 @@ def _from_http(exc: web.HTTPException) -> BoardError:
     return InvalidArgument(exc.reason)
 
 
+#: The streamed answer a request has begun (:func:`begin`).
+BEGUN = web.RequestKey("begun", web.StreamResponse)
+
+
+async def begin(request: web.Request, response: web.StreamResponse) -> None:
+    """Send a streamed answer's headers: from here on an error cuts the connection instead
+    of being answered (the module's docstring)."""
+    await response.prepare(request)
+    request[BEGUN] = response
+
+
 @web.middleware
 async def error_middleware(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
 ) -> web.StreamResponse:
     try:
         return await handler(request)
-    except BoardError as exc:
-        return error_response(exc)
+    except ConnectionResetError:
+        raise  # the client left mid-answer: nothing to tell it, the access log says so
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        return error_response(_from_http(exc))
-    except ConnectionResetError:
-        raise  # the client left mid-answer: nothing to tell it, the access log says so
+        return _answer(request, _from_http(exc))
+    except BoardError as exc:
+        return _answer(request, exc)
     except Exception:
-        return error_response(unexpected(request.method, request.path))
+        return _answer(request, unexpected(request.method, request.path))
+
+
+def _answer(request: web.Request, exc: BoardError) -> web.StreamResponse:
+    """The error's envelope, or, when a streamed answer has begun, that answer cut short."""
+    begun: web.StreamResponse | None = request.get(BEGUN)
+    if begun is None:
+        return error_response(exc)
+    log.warning("%s %s: cut its stream short: %s", request.method, request.path, exc.message)
+    if request.transport is not None:
+        request.transport.abort()
+    return begun  # the server's write of its end finds the connection closed
 
 
 def unexpected(method: str, path: str) -> Unavailable:

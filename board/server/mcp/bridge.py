@@ -15,6 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..api.errors import begin
 from ..api.routing import read_body
 
 Scope = MutableMapping[str, Any]
@@ -66,7 +67,7 @@ async def serve(request: web.Request, app: AsgiApp, extra: dict[str, Any]) -> we
             response = web.StreamResponse(status=message["status"])
             for name, value in message.get("headers", []):
                 response.headers.add(name.decode("latin-1"), value.decode("latin-1"))
-            await response.prepare(request)
+            await begin(request, response)
         elif message["type"] == "http.response.body":
             assert response is not None, "the application sent a body before its start"
             await response.write(message.get("body", b""))

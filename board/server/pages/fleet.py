@@ -18,6 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..api.errors import begin
 from ..errors import NotFound
 from ..services import fleet, fleet_history, registry, sessions, wakes
 from .people import NEWEST
@@ -142,7 +143,7 @@ async def events(call: PageCall) -> web.StreamResponse:
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     )
     try:  # a closed tab ends this with ConnectionResetError, logged as the client gone
-        await response.prepare(call.request)
+        await begin(call.request, response)
         await response.write(b": open\n\n")
         sent = ""
         while not ctx.hub.closed:

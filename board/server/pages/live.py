@@ -22,6 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..api.errors import begin
 from ..hub import Event, Signal
 from ..jsonvalues import encode
 from ..services import inbox_watch, live, reach, routines, sessions
@@ -95,7 +96,7 @@ async def events(call: PageCall) -> web.StreamResponse:
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     )
     try:
-        await response.prepare(request)
+        await begin(request, response)
         await response.write(b": open\n\n")
         await response.write(_inbox_frame(await watch.start()))
         async for batch in feed.batches():
