@@ -474,18 +474,28 @@ class Bot:
 
     async def read_stream(self) -> None:
         """Hold the wake stream until the board ends it: each message as it is published, the
-        cursor moving as the long-poll's would. A break raises (UNAVAILABLE) to fall back."""
+        cursor moving as the long-poll's would. A break raises (UNAVAILABLE) to fall back.
+
+        A stream's first line is ``held`` when the board holds the bot; any other first line
+        says it does not, so a hold kept from before (it ended while the daemon was away, or
+        the stream broke) ends here, as a long-poll's unheld answer ends it. A pool's watch
+        list moves with its projects (:meth:`refresh_loop`): the stream, opened with the old
+        one, is opened again with the new at its next line (a beat at the latest)."""
+        watch = list(self.watch())
         stream = await self.client.wake_stream(
             since=self.read_position,
             limit=self.timing.batch_max,
-            watch=list(self.watch()),
+            watch=watch,
             goal=self.cfg.goal if self.pool is None else None,
             beat=self.timing.beat,
         )
         self.log.event("streaming", since=self.read_position)
-        ended = None
+        ended, first = None, True
         async with stream:
             async for line in stream:
+                if first and "held" not in line:
+                    self.note_hold(None)
+                first = False
                 if "message" in line:
                     self.receive([line["message"]])
                 elif "held" in line:
@@ -494,6 +504,9 @@ class Bot:
                     ended = line["end"]
                     if ended == "lifted":
                         self.note_hold(None)
+                if ended is None and list(self.watch()) != watch:
+                    self.log.event("stream_rewatch", watch=list(self.watch()))
+                    return
         if ended is None:  # cut short without its end line (a proxy?): not a stream to retry at once
             raise BoardAPIError(
                 0, "UNAVAILABLE", "the wake stream ended without its end line", retryable=True

@@ -257,6 +257,89 @@ async def test_a_board_without_the_stream_is_long_polled_and_the_stream_tried_la
     assert rig.board.stream_tries == 1  # not again before BOT_STREAM_RETRY (60 s) has passed
 
 
+class StreamLines:
+    """One wake stream: the lines a test puts in, then silence until the daemon hangs up."""
+
+    def __init__(self) -> None:
+        self.lines: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    async def __aenter__(self) -> StreamLines:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        while True:
+            yield await self.lines.get()
+
+
+class StreamBoard(MemoryBoard):
+    """A board with the stream: each one the daemon opens, and what it asked for, kept."""
+
+    def __init__(self, state_path: Path) -> None:
+        super().__init__(state_path)
+        self.streams: list[tuple[dict[str, Any], StreamLines]] = []
+        self.opened = asyncio.Event()
+
+    async def wake_stream(self, **params: Any) -> Any:
+        self.streams.append((params, StreamLines()))
+        self.opened.set()
+        return self.streams[-1][1]
+
+
+HOLD = {"reason": "budget", "which": "bot", "measure": "wakes", "limit": 1, "spent": 1}
+
+
+async def test_a_stream_that_opens_unheld_ends_a_hold_kept_from_before(tmp_path: Path) -> None:
+    """The daemon stopped while held, and the hold ended while it was away: the stream it opens
+    has no ``held`` line, and its first line ends the hold it kept, as an unheld long-poll does."""
+    state = BotState()
+    state.held = dict(HOLD)
+    async with running_bot(tmp_path, state=state, board_cls=StreamBoard) as rig:
+        board = rig.board
+        assert isinstance(board, StreamBoard)
+        log = rig.bot.log.stream = io.StringIO()
+        await board.opened.wait()
+        assert rig.bot.state.held == HOLD
+        board.streams[0][1].lines.put_nowait({"cursor": 0, "beat": True})
+        for _ in range(200):
+            if rig.bot.state.held is None:
+                break
+            await asyncio.sleep(0.01)
+        assert rig.bot.state.held is None and rig.bot.state_file.load().held is None
+        assert '"event": "hold_ended"' in log.getvalue()
+
+
+async def test_a_stream_is_opened_again_when_the_watch_list_moves(tmp_path: Path) -> None:
+    """A pool's projects change (a new project channel): the stream opened with the old list is
+    opened again with the new one at its next line, from where the first one was."""
+    async with running_bot(tmp_path, board_cls=StreamBoard) as rig:
+        board = rig.board
+        assert isinstance(board, StreamBoard)
+        await board.opened.wait()
+        first, stream = board.streams[0]
+        message = {
+            "id": 1,
+            "body": "hi",
+            "author": "alice",
+            "thread_id": 1,
+            "for_me": True,
+            "kind": "channel",
+        }
+        board.messages.append(message)
+        stream.lines.put_nowait({"cursor": 1, "message": message})
+        await rig.turn_started(1)
+        board.opened.clear()
+        rig.bot.watch = lambda: ("ops",)  # type: ignore[method-assign]
+        stream.lines.put_nowait({"cursor": 1, "beat": True})
+        await asyncio.wait_for(board.opened.wait(), 5)
+        rig.harness.finish()
+        await rig.settled(1)
+    assert [params["watch"] for params, _ in board.streams] == [list(first["watch"]), ["ops"]]
+    assert board.streams[1][0]["since"] == 1
+
+
 async def test_the_cursor_moves_only_after_the_wake_and_receipts(rig: Harnessed) -> None:
     first = rig.board.add()
     await rig.turn_started(1)
