@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 
 from board.server.clock import ManualClock
-from board.server.hub import Waiter
+from board.server.hub import Signal, Waiter
 from board.server.pages import fleet as fleet_page
 from board.server.services import fleet
 from board.server.store.connection import Connection
@@ -240,3 +240,38 @@ async def test_a_bots_page_words_its_wakes_outcomes_as_its_card_does(world: Worl
     assert status == 200, text
     rows = re.findall(r"<tr><td>.*?</td><td>.*?</td><td>([^<]*)</td>", text)
     assert rows == ["the harness did not start", "timed out", "failed", "ok"]
+
+
+async def test_a_fleet_stream_that_fails_once_begun_is_cut_with_no_error_page_in_it(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its cards fail to render after the stream's first event (the database stopped answering):
+    the connection is cut, which the page's event source takes as a break and opens again. The
+    error page written into the open stream read as more of it, and the connection stayed."""
+    real = fleet.fleet
+    calls = 0
+
+    async def failing_after_the_first(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            raise RuntimeError("the cards failed to render")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(fleet, "fleet", failing_after_the_first)
+    alice = await sign_in(world.board)
+    cookies = "; ".join(f"{cookie.key}={cookie.value}" for cookie in alice.http.cookie_jar)
+    reader, writer = await asyncio.open_connection("127.0.0.1", world.board.port)
+    try:
+        writer.write(f"GET /fleet/events HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {cookies}\r\n\r\n".encode())
+        await writer.drain()
+        received = await reader.readuntil(b"event: fleet")
+        world.board.ctx.hub.publish(Signal(fleet.CHANGES, 1))
+        async with asyncio.timeout(10):  # the board cuts it: the read ends
+            received += await reader.read()
+    finally:
+        writer.close()
+        await alice.close()
+    assert calls == 2
+    assert received.startswith(b"HTTP/1.1 200") and received.count(b"HTTP/1.1") == 1
+    assert b"UNAVAILABLE" not in received and b"<html" not in received.lower()

@@ -23,7 +23,7 @@ from urllib.parse import quote, urlsplit
 import jinja2
 from aiohttp import web
 
-from ..api.errors import unexpected
+from ..api.errors import BEGUN, unexpected
 from ..api.keys import CONTEXT
 from ..clock import Clock
 from ..errors import BoardError
@@ -251,14 +251,16 @@ def endpoint(route: PageRoute) -> Callable[[web.Request], Awaitable[web.StreamRe
             call = PageCall(request, ctx, session, dict(form))  # the handler's to change; ``form`` is kept
             answer = await perform(ctx, principal, route, Sent(call))
             return _page(request, session, answer)
-        except BoardError as exc:
+        except web.HTTPException:
+            raise
+        except Exception as exc:
+            if BEGUN in request:  # a stream already begun is cut, not answered (api.errors)
+                raise
+            if not isinstance(exc, BoardError):
+                return _error_page(request, session, unexpected(request.method, request.path))
             if trusted and route.refill is not None:
                 return await _refilled(route.refill, PageCall(request, ctx, session, form), exc)
             return _error_page(request, session, exc)
-        except web.HTTPException:
-            raise
-        except Exception:
-            return _error_page(request, session, unexpected(request.method, request.path))
 
     handle.__name__ = getattr(route.handler, "__name__", "handle")
     return handle
