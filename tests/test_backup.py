@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import resource
 import sqlite3
 import subprocess
@@ -147,6 +148,51 @@ async def test_an_admin_command_and_a_restore_refuse_each_other(tmp_path: Path) 
     assert board(env, "admin", "token", "al", "--db", str(db)).returncode == 0
     restored = board(env, "restore", str(tmp_path / "copy.db"), "--db", str(db))
     assert restored.returncode == 0, restored.stderr
+
+
+async def test_a_lock_file_no_board_can_take_is_named_and_one_root_makes_is_the_folder_owner_s(
+    tmp_path: Path,
+) -> None:
+    """A lock file that cannot be opened stops an admin command in one line that names it. One
+    made by root (an admin command run with sudo) belongs to the folder's owner, the board's
+    user, who could not take it otherwise and whose board would then not start."""
+    db = tmp_path / "data" / "board.db"
+    env = board_env()
+    await add_humans(db, ["al"])
+    lock = Path(f"{db}.open.lock")
+    lock.unlink(missing_ok=True)
+    lock.mkdir()
+    refused = board(env, "admin", "token", "al", "--db", str(db))
+    assert refused.returncode == 1 and f"cannot open the lock file {lock}: Is a directory" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    lock.rmdir()
+    if os.geteuid() != 0:
+        return
+    os.chown(db.parent, 65534, 65534)  # the board's own user owns its folder
+    made = board(env, "admin", "token", "al", "--db", str(db))
+    assert made.returncode == 0, made.stderr
+    assert (lock.stat().st_uid, lock.stat().st_gid) == (65534, 65534)
+
+
+def test_a_restore_through_a_symbolic_link_replaces_the_file_it_names(tmp_path: Path) -> None:
+    """The board's path may be a link to the file elsewhere: the restore replaces that file,
+    which the board opens, not the link (which it replaced with a file the board never read)."""
+    db = tmp_path / "disk" / "board.db"
+    link = tmp_path / "board.db"
+    env = board_env()
+    humans(db, ["al"])
+    link.symlink_to(db)
+    assert board(env, "backup", str(tmp_path / "copy.db"), "--db", str(link)).returncode == 0
+    humans(db, ["bo"])
+    restored = board(env, "restore", str(tmp_path / "copy.db"), "--db", str(link))
+    assert restored.returncode == 0, restored.stderr
+    assert link.is_symlink() and link.resolve() == db
+    conn = sqlite3.connect(db)
+    try:
+        handles = {row[0] for row in conn.execute("SELECT handle FROM agents")}
+        assert "al" in handles and "bo" not in handles  # bo came after the copy
+    finally:
+        conn.close()
 
 
 def test_backup_and_restore_refuse_what_they_cannot_do_cleanly(tmp_path: Path) -> None:

@@ -270,6 +270,7 @@ def restore(source: Path, db: Path) -> Replaced | None:
     """
     if not source.is_file():
         raise StoreError(f"{source} is not a file")
+    db = db.resolve()  # through a symbolic link, the file the board opens is what is replaced
     for path in (db, *(Path(f"{db}{suffix}") for suffix in SIDE_FILES)):
         if path.exists() and not path.is_file():
             raise StoreError(f"{path} is not a file; move it away first")

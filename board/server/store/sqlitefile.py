@@ -48,13 +48,25 @@ def flocked(lock: Path, held: str, then: str, *, shared: bool = False) -> int:
     """An open descriptor of ``lock`` holding it (``shared`` or exclusive), never waiting; the
     lock lasts until the descriptor is closed. When another process holds it in a way that
     excludes this one: :class:`StoreError` saying what that means (``held``), the lock, and
-    what to do (``then``)."""
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    what to do (``then``); one too when the lock file cannot be opened.
+
+    Made by root (an admin command run with sudo), the file is given its folder's owner, as
+    SQLite gives a database's own side files: the board's user must be able to take it next."""
+    failed = f"cannot open the lock file {lock}"
     try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise StoreError(f"{failed}: {exc.strerror or exc}") from exc
+    try:
+        if os.geteuid() == 0:
+            folder = lock.parent.stat()
+            os.fchown(fd, folder.st_uid, folder.st_gid)
         fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
     except BaseException as exc:
         os.close(fd)
         if isinstance(exc, BlockingIOError):
             raise StoreError(f"{held} (lock {lock} is held); {then}") from None
+        if isinstance(exc, OSError):
+            raise StoreError(f"{failed}: {exc.strerror or exc}") from exc
         raise
     return fd
