@@ -273,7 +273,8 @@ class Hub:
         held = {w for (kind, _), waiters in self._by_key.items() if kind in EVENT_KEYS for w in waiters}
         for waiter in held:
             waiter.behind = True
-            waiter.events = []
+            # Its messages are read again; a signal buffered (a hold's lift) is not, so it stays.
+            waiter.events = [event for event in waiter.events if isinstance(event, Signal)]
             waiter.wake()
 
     def publish(self, event: Event | Signal) -> None:
