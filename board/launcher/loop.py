@@ -480,7 +480,8 @@ class Bot:
         says it does not, so a hold kept from before (it ended while the daemon was away, or
         the stream broke) ends here, as a long-poll's unheld answer ends it. A pool's watch
         list moves with its projects (:meth:`refresh_loop`): the stream, opened with the old
-        one, is opened again with the new at its next line (a beat at the latest)."""
+        one, is opened again with the new at its next beat, or its first line a beat after the
+        last look."""
         watch = list(self.watch())
         stream = await self.client.wake_stream(
             since=self.read_position,
@@ -491,6 +492,7 @@ class Bot:
         )
         self.log.event("streaming", since=self.read_position)
         ended, first = None, True
+        look_again = time.monotonic() + self.timing.beat  # the list costs a look at each checkout
         async with stream:
             async for line in stream:
                 if first and "held" not in line:
@@ -504,9 +506,11 @@ class Bot:
                     ended = line["end"]
                     if ended == "lifted":
                         self.note_hold(None)
-                if ended is None and list(self.watch()) != watch:
-                    self.log.event("stream_rewatch", watch=list(self.watch()))
-                    return
+                if ended is None and ("beat" in line or time.monotonic() >= look_again):
+                    look_again = time.monotonic() + self.timing.beat
+                    if (now_watched := list(self.watch())) != watch:
+                        self.log.event("stream_rewatch", watch=now_watched)
+                        return
         if ended is None:  # cut short without its end line (a proxy?): not a stream to retry at once
             raise BoardAPIError(
                 0, "UNAVAILABLE", "the wake stream ended without its end line", retryable=True
