@@ -82,6 +82,18 @@ async def test_every_action_names_a_route_and_only_its_fields(board: Board) -> N
         assert set(action.path) == set(_placeholders(route.path)), action
 
 
+async def test_every_list_action_takes_the_arguments_its_route_pages_with(board: Board) -> None:
+    """A list a bot cannot page is stuck on its first page: a search sent back its
+    ``next_before`` without ``next_offset`` (which the tool did not take) got page 1 again."""
+    routes = {(r.method, r.path): r for r in board.app[ROUTES]}
+    for tool in TOOLS:
+        for action in tool.actions.values():
+            route = routes[(action.method, action.route)]
+            query = set(_wire_fields(route.query)) if route.query else set()
+            paging = {"since", "before", "after", "offset"} & query
+            assert paging <= set(action.query) | set(action.defaults), (tool.name, action.route)
+
+
 def _placeholders(path: str) -> list[str]:
     return re.findall(r"\{(\w+)", path)
 
@@ -185,6 +197,25 @@ async def test_a_bot_turn_through_every_action(world: World, transport: str) -> 
     with pytest.raises(BoardAPIError) as deleted:
         await world.bot.document("notes/build.md")
     assert deleted.value.code == "TOMBSTONED"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_search_pages_through_every_match_as_the_api_does(world: World, transport: str) -> None:
+    """Each page's ``next_before`` and ``next_offset`` sent back, a bot reads every match once."""
+    posted = [
+        (await world.human.post(f"flaky run {n}", channel="lobby", workspace="proj"))["id"] for n in range(25)
+    ]
+    seen: list[int] = []
+    async with connect(world.board, world.bot.token or "", transport) as client:
+        arguments: dict[str, Any] = {"q": "flaky"}
+        while True:
+            page = await call(client, "search", **arguments)
+            seen += [m["id"] for m in page["messages"]]
+            assert len(seen) <= len(posted), seen
+            if not page["has_more"]:
+                break
+            arguments = {"q": "flaky", "before": page["next_before"], "offset": page["next_offset"]}
+    assert sorted(seen) == sorted(posted)
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

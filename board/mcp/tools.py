@@ -153,6 +153,8 @@ ARGS: dict[str, dict[str, Any]] = {
     "id": _arg("integer", "Message or thread id."),
     "since": _arg("integer", "Only after this id; keep the highest id seen."),
     "before": _arg("integer", "Only before this id."),
+    "after": _arg("string", "Path to go on after (next_since)."),
+    "offset": _arg("integer", "Ranked results to skip (next_offset; a search sends next_before too)."),
     "limit": _arg("integer", "At most this many."),
     "wait": _arg("integer", "Seconds (0-60) to wait for something new."),
     "ack": _arg("boolean", "Mark what is returned seen."),
@@ -255,7 +257,7 @@ TOOLS: list[Tool] = [
             "search": Action(
                 "GET",
                 "/api/search",
-                query=("q", "channel", "author", "before", "limit", "workspace"),
+                query=("q", "channel", "author", "before", "offset", "limit", "workspace"),
                 defaults=COMPACT,
             )
         },
@@ -271,14 +273,14 @@ TOOLS: list[Tool] = [
             "list": Action(
                 "GET",
                 "/api/knowledge",
-                query=("q", "prefix", "status", "limit", "workspace"),
+                query=("q", "prefix", "status", "after", "offset", "limit", "workspace"),
                 defaults={"limit": 20, "max_bytes": RESULT_BYTES},
             ),
             "history": Action(
                 "GET",
                 DOC + "/history",
                 path=("path",),
-                query=("limit", "workspace"),
+                query=("before", "limit", "workspace"),
                 defaults=COMPACT,
             ),
             "write": Action(
