@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from playwright.async_api import Browser as Chromium
 from playwright.async_api import expect
 
+from board.client import BoardAPIError
 from board.server.store import messages as store
 from board.server.store.search import (
     SNIPPET_CHARS,
@@ -98,6 +99,26 @@ async def test_the_workspace_column_is_not_searched_as_words(world: World) -> No
         assert (await world.bot.search(f"w{workspace_id}"))["messages"] == []
     said = await world.bot.post("the token w2 in a body", channel="lobby")
     assert [m["id"] for m in (await world.bot.search("w2"))["messages"]] == [said["id"]]
+
+
+async def test_a_search_that_would_read_the_whole_index_is_refused_and_a_word_twice_counts_once(
+    world: World,
+) -> None:
+    """One-letter prefixes stand for most of the index's words, and many of them made one short
+    query read it all: a prefix needs two letters (of the part the index ends it with), and a
+    search holds at most eight words. Words given again count once."""
+    said = await world.bot.post("deploy the db to staging", channel="lobby")
+    for q, why in [
+        ("a*", "A prefix needs at least 2 letters before its *: a*."),
+        ("deploy s*", "A prefix needs at least 2 letters before its *: s*."),
+        ("db.s*", "A prefix needs at least 2 letters before its *: db.s*."),
+        (" ".join(f"w{n}" for n in range(9)), "Search for at most 8 words."),
+    ]:
+        with pytest.raises(BoardAPIError) as refused:
+            await world.bot.search(q)
+        assert (refused.value.code, refused.value.message) == ("INVALID_ARGUMENT", why), q
+    twice = " ".join(["deploy", "DEPLOY", "db", "de*", "st*"] * 4)  # 20 words, 4 different
+    assert [m["id"] for m in (await world.bot.search(twice))["messages"]] == [said["id"]]
 
 
 def test_relevance_weighs_repeats_rare_words_and_length() -> None:
