@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import re
 import sqlite3
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -225,6 +226,28 @@ def test_a_snippet_escapes_the_text_s_own_asterisks_and_backslashes() -> None:
     assert snippet(deploy, "compute 2 ** 8 then deploy") == r"compute 2 \*\* 8 then **deploy**"
     assert snippet(deploy, r"in C:\ci\ run deploy") == r"in C:\\ci\\ run **deploy**"
     assert snippet(deploy, "**deploy** now") == r"**deploy**\*\* now"  # the stretch begins at a word
+
+
+def test_a_snippet_of_a_text_with_no_word_python_knows_is_escaped_and_bounded() -> None:
+    """An emoji is a word to the index (PostgreSQL under C, SQLite for some) and none to
+    Python: such a text came back whole, its own ``*`` and ``\\`` unescaped."""
+    smile = Terms((("🙂", False),))
+    assert snippet(smile, "🙂 ** 🙂 \\") == "🙂 \\*\\* 🙂 \\\\"
+    long = snippet(smile, "🙂 " * 5000 + "** *")
+    assert len(long) <= SNIPPET_CHARS + 1 and long.endswith("…") and "**" not in long
+
+
+def test_a_word_written_with_its_marks_apart_is_one_word_of_the_snippet() -> None:
+    """A text in decomposed form (NFD: a letter, then its accent) gives the snippet its
+    composed form gives, decomposed: an accent inside a word split it in two, and the
+    snippet began in the middle of one."""
+    composed = (
+        "Hier soir, mais nous avons déjà noté que la réunion du comité a été reportée à la "
+        "semaine prochaine, comme prévu par le règlement intérieur de l'équipe."
+    )
+    week = Terms((("semaine", False),))
+    expected = unicodedata.normalize("NFD", snippet(week, composed))
+    assert snippet(week, unicodedata.normalize("NFD", composed)) == expected
 
 
 def test_a_database_s_snippet_is_cut_to_whole_marks() -> None:

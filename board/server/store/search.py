@@ -172,9 +172,15 @@ def snippet(terms: Terms, text: str, words: int = 16) -> str:
     spans = sorted(found.span() for pattern in terms.patterns(lowered) for found in pattern.finditer(scanned))
     if origin is not None:  # a match ends where the next folded character begins: with its marks
         spans = [(origin[a], _after(origin, b, len(text))) for a, b in spans if b > a]
-    tokens = [(a, _with_marks(text, b)) for a, b in (found.span() for found in _WORD.finditer(text))]
-    if not tokens:
-        return text
+    tokens: list[tuple[int, int]] = []
+    for found in _WORD.finditer(text):
+        a, b = found.start(), _with_marks(text, found.end())
+        if tokens and tokens[-1][1] == a:  # a combining mark inside a word: one word to the index
+            tokens[-1] = (tokens[-1][0], b)
+        else:
+            tokens.append((a, b))
+    if not tokens:  # only characters no word here is made of (an emoji the index counts as one)
+        tokens = [(0, len(text))]  # the text as one word: cut and escaped all the same
     first = 0
     if len(tokens) > words:
         starts = [a for a, _ in spans]
