@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from board.client import BoardAPIError, BoardClient
-from tests.support.boardtest import PgDatabase, World, db_rows, snapshot
+from tests.support.boardtest import PgDatabase, World, db_rows, held, snapshot
 from tests.support.refusals import refused
 
 
@@ -452,6 +453,26 @@ async def test_a_moved_bot_hears_no_more_of_a_thread_it_posted_in(world: World) 
     await world.human.post("one more question", reply_to=int(root["id"]))
     assert (await world.bot.inbox(since=int(thanks["id"])))["messages"] == []
     assert (await world.bot.wake(since=int(thanks["id"]), wait=0))["messages"] == []
+
+
+async def test_a_moved_bot_is_woken_by_nothing_of_the_workspace_it_left(world: World) -> None:
+    """A bot moved out of proj is still among the recipients of a conversation it was in there
+    and of a thread it held and marked done. The stored read hides those; a long-poll held on the
+    inbox or the wake feed was answered with them as they were posted: another workspace's text."""
+    conversation = (await world.peer.open_conversation(["pb"], "pairing"))["conversation"]
+    root = await world.human.post("ship it", channel="lobby", workspace="proj")
+    await world.bot.claim(int(root["id"]))
+    await world.bot.done(int(root["id"]), "shipped")
+    await world.human.set_bots("other", ["ob", "pb"])
+    cursor = int((await world.bot.me())["cursor"])
+    inbox = asyncio.create_task(world.bot.inbox(since=cursor, wait=3))
+    wake = asyncio.create_task(world.bot.wake(since=cursor, wait=3))
+    await held(world.board, 2)
+    await world.peer.post("a secret of proj", conversation=conversation["id"])
+    await world.human.post("one more thing, in proj", reply_to=int(root["id"]))
+    assert (await inbox)["messages"] == [] and (await wake)["messages"] == []
+    mine = await world.human.post("@pb over here", channel="lobby", workspace="other")
+    assert [m["id"] for m in (await world.bot.inbox(since=cursor, wait=3))["messages"]] == [mine["id"]]
 
 
 async def test_a_moved_bots_inbox_lists_nothing_of_the_workspace_it_left(world: World) -> None:

@@ -20,7 +20,7 @@ from ..store import identity as identity_store
 from ..store import messages as store
 from ..store import workspaces as workspace_store
 from ..store.connection import Connection
-from ..store.messages import InboxFilter, MessageFilter
+from ..store.messages import MessageFilter
 from ..store.rows import MessageRow, WorkspaceRow
 from ..store.search import Terms, snippet
 from ..store.writer import emit
@@ -286,7 +286,7 @@ class InboxQuery:
 
 async def inbox(ctx: Context, p: Principal, q: InboxQuery) -> Page:
     head = {"cursor": q.since}  # the cursor as the inbox's own read saw it: it never skips
-    flt = InboxFilter(agent_id=p.agent_id, since=q.since)
+    flt = scope.inbox_of(p, q.since)
 
     async def fetch() -> list[dict[str, Any]]:
         async def read(conn: Connection) -> list[dict[str, Any]]:

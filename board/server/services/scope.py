@@ -122,6 +122,12 @@ def require_every_workspace(p: Principal, refusal: str) -> None:
         raise Forbidden(refusal)
 
 
+def inbox_of(p: Principal, since: int) -> message_store.InboxFilter:
+    """``p``'s inbox after ``since``, held to the workspaces ``p`` reaches as a stored read is."""
+    reaches_all = p.kind != "bot" or p.is_admin_bot
+    return message_store.InboxFilter(p.agent_id, since, home_id=None if reaches_all else p.workspace_id)
+
+
 def bot_reaches(home_slug: str | None, home_id: int | None, workspace_id: int) -> bool:
     """Whether a bot living in workspace ``home`` reaches ``workspace_id``: its own, or any from admin."""
     return home_slug == ADMIN_WORKSPACE or home_id == workspace_id

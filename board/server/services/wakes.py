@@ -158,7 +158,7 @@ async def wake_scope(
             keys.append(("thread", thread_id))
         if pending:
             keys.append(("workspace", workspace["id"]))  # to hear a watched channel's first post
-        inbox = InboxFilter(agent_id=p.agent_id, since=since)
+        inbox = scope.inbox_of(p, since)
         watched = WatchFilter(
             workspace_id=workspace["id"],
             channel_ids=tuple(channel_ids),

@@ -107,13 +107,21 @@ class InboxFilter:
 
     agent_id: int
     since: int
+    #: The one workspace the inbox's bot reaches (None: every one, for a human or an admin bot),
+    #: as :data:`REACHED` keeps a stored read to it: a bot moved out of a workspace may still
+    #: be among a message's recipients there (a conversation it was in, a thread it held).
+    home_id: int | None = None
 
     def where(self) -> tuple[str, list[Any]]:
         return f"i.agent_id = ? AND i.message_id > ? AND {REACHED}", [self.agent_id, self.since]
 
     def matches(self, event: Event) -> bool:
         """Whether the published message landed in this inbox after the cursor."""
-        return self.agent_id in event.recipients and event.id > self.since
+        return (
+            self.agent_id in event.recipients
+            and event.id > self.since
+            and (self.home_id is None or event.workspace_id == self.home_id)
+        )
 
     def reason(self, event: Event) -> str | None:
         """Why a matching message is in the inbox (the stored read's ``reason``)."""
