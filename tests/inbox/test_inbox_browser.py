@@ -198,12 +198,18 @@ async def _raised(page: Page, count: int) -> list[dict[str, Any]]:
     raise AssertionError(f"raised {raised}, not {count}")
 
 
-async def _fail_a_run(world: World, scheduled_for: str) -> int:
-    """A run of routine tidy (proposed and approved the first time) that fails; its id."""
+async def _fail_a_run(world: World, scheduled_for: str, told: Page | None = None) -> int:
+    """A run of routine tidy (proposed and approved the first time) that fails; its id.
+
+    ``told``: a hidden tab that raises the proposal before it is approved. Approved at once,
+    the proposal may no longer await anyone by the time the tab's stream reads it (a busy
+    machine), and a version nobody needs to approve raises nothing."""
     runner = world.board.client(await auth.runner_token(world.board.ctx))
     if scheduled_for.startswith("2026-11-30"):
         fields = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "Do it."}
         await world.bot.propose_routine("tidy", **fields)
+        if told is not None:
+            await _raised(told, 1)
         await world.human.approve_version("tidy", 1, "go")
     run = await runner.create_run("tidy", 1, scheduled_for)
     await runner.start_run("tidy", run["id"])
@@ -218,7 +224,7 @@ async def test_a_failed_run_and_a_proposal_to_review_notify_a_hidden_tab_each_ki
     await world.human.patch_workspace("proj", review="all")  # alice's own writes too
     context, tab = await _signed_in(chromium, world, tmp_path, "/c/lobby?workspace=proj")
     await _hide(tab.page, True)
-    first = await _fail_a_run(world, "2026-11-30T02:00:00Z")
+    first = await _fail_a_run(world, "2026-11-30T02:00:00Z", told=tab.page)
     await world.bot.put_document("rules.md", "# Rules\n\nBe kind.\n", 0, "seed the rules")
     await world.human.put_document("mine.md", "# Mine\n", 0, "my own", workspace="proj")  # not told
     raised = await _raised(tab.page, 3)
