@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -13,7 +15,7 @@ import pytest
 from board.server.clock import ManualClock
 from board.server.hub import Event
 from board.server.services import auth, live, posting, sessions
-from tests.support.boardtest import World, db_rows
+from tests.support.boardtest import World, db_rows, held, start_board, stop_board
 from tests.support.pages_support import Browser, sign_in
 
 
@@ -282,3 +284,33 @@ async def test_a_closed_tab_is_logged_as_a_client_gone_not_a_server_error(
     assert getattr(line, "gone", False) is True
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info], caplog.text
     await alice.close()
+
+
+async def test_a_tab_that_reads_nothing_is_cut_once_its_buffer_is_full(tmp_path: Path) -> None:
+    """A tab whose socket is full (a frozen or throttled browser) holds the board's write of its
+    stream: the events meant for it waited in its buffer without end, each with its rendered
+    views. Past BOARD_STREAM_BUFFER of them the board drops the connection, as it drops a wake
+    stream's; the browser's event source connects again and catches up (or reloads)."""
+    board = await start_board(tmp_path, stream_buffer=5, write_rate=1000.0, write_burst=10_000)
+    try:
+        human = await board.human("alice")
+        await human.create_workspace("proj", "Project")
+        tab = await sign_in(board)
+        cookies = "; ".join(f"{cookie.key}={cookie.value}" for cookie in tab.http.cookie_jar)
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a reader that reads nothing
+        sock.connect(("127.0.0.1", board.port))
+        sock.sendall(
+            f"GET /events?workspace=proj HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {cookies}\r\n\r\n".encode()
+        )
+        await held(board)
+        big = "x" * 15_000
+        posted = 0
+        while board.ctx.hub.waiting:  # cut once five events wait behind its full socket
+            await human.post(f"{posted} {big}", channel="lobby", workspace="proj")
+            posted += 1
+            assert posted < 2000, "the stream was never cut"
+        sock.close()
+        await tab.close()
+    finally:
+        await stop_board(board)

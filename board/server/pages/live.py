@@ -91,6 +91,8 @@ async def events(call: PageCall) -> web.StreamResponse:
     signals = (ended, *watch.keys())
     feed = await live.open_feed(call.ctx, call.p, q.workspace, q.since if since is None else since, signals)
     request = call.request
+    if request.transport is not None:
+        feed.on_overflow(request.transport.abort)  # a tab too far behind: dropped, it reconnects
     cookie = request.cookies.get(sessions.COOKIE)
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}

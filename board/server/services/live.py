@@ -11,7 +11,7 @@ again through its own scoped handler.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,14 +58,20 @@ class Feed:
         self.workspace_id: int | None = workspace[1] if workspace is not None else None
         self.since = since if workspace is not None else None
         # Before the catch-up read, so nothing falls between; held under the viewer, whose
-        # streams and long-polls together stay within the hub's cap.
-        self.waiter = ctx.hub.subscribe(keys, p.agent_id)
+        # streams and long-polls together stay within the hub's cap. A tab that reads nothing
+        # (its socket full) is cut once BOARD_STREAM_BUFFER events wait for it, as a wake
+        # stream is, rather than followed by a buffer that grows without end.
+        self.waiter = ctx.hub.subscribe(keys, p.agent_id, bound=ctx.settings.stream_buffer)
         # With no cursor the feed starts at what was published when it subscribed, not when it is
         # first read: a message published while the stream still opens (its inbox read) is told.
         self.opened_at = ctx.hub.last_id
 
     def close(self) -> None:
         self.ctx.hub.unsubscribe(self.waiter)
+
+    def on_overflow(self, cut: Callable[[], None]) -> None:
+        """Run ``cut`` (drop the connection) when the tab falls too far behind."""
+        self.waiter.cut = cut
 
     async def batches(self) -> AsyncIterator[list[dict[str, Any] | Event | Arrival | Signal]]:
         """Batches of messages after ``since``, arrivals in the viewer's inbox and signals of the
@@ -95,7 +101,7 @@ class Feed:
                 return
             if self.waiter.released:
                 raise Released()
-            if self.waiter.behind:
+            if self.waiter.behind or self.waiter.overflowed:
                 raise TooFarBehind()
             if not woke:
                 yield []
