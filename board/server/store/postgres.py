@@ -460,6 +460,8 @@ class PostgresStore(Store):
                     await _simple(raw, "RELEASE job; SAVEPOINT job")
                 try:
                     result = await asyncio.create_task(self._job(job, conn), context=job.context)
+                    if _failed(conn):  # it swallowed the server's refusal: undone like any failure
+                        raise StoreError("the database refused the write (a refusal was caught, not raised)")
                 except Exception as exc:  # the job's own error goes back to its caller
                     await _simple(raw, "ROLLBACK TO job")
                     outcomes.append((False, exc))
