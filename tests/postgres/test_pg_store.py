@@ -501,7 +501,9 @@ async def test_every_connection_finds_a_silent_server_out_and_a_url_setting_wins
     listener's, a duty's) in about a minute, the system's default being two hours; one awaiting
     an answer gives up after 30 s of data unacknowledged, where TCP would try for some fifteen
     minutes, and connecting after 10 s. The writer's and the readers' transactions are ended by
-    the server after a minute idle: a process frozen mid-batch lets go of the write lock."""
+    the server after a minute idle: a process frozen mid-batch lets go of the write lock. The
+    server keeps alive a connection that only waits alike, so a duty's lock goes with a dead
+    host's session within a minute, not the server's default two hours."""
     url = pg_cluster.fresh_database()
     own = url + ("&" if "?" in url else "?") + "keepalives_idle=7"
     for given, idle in ((url, "30"), (own, "7")):
@@ -520,6 +522,13 @@ async def test_every_connection_finds_a_silent_server_out_and_a_url_setting_wins
             assert shown is not None and shown[0] == "1min"
             shown = await (await plain.execute("SHOW idle_in_transaction_session_timeout")).fetchone()
             assert shown is not None and shown[0] == "0"  # a duty's lock is held outside any transaction
+            # ... and the server lets go of it when this host goes silent, not two hours later
+            server_side = []
+            for setting in ("tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count"):
+                shown = await (await plain.execute(f"SHOW {setting}")).fetchone()
+                server_side.append(shown[0] if shown is not None else None)
+            shown = await (await plain.execute("SHOW tcp_user_timeout")).fetchone()
+            assert server_side == ["30", "10", "3"] and shown is not None and shown[0] == "30000"
         finally:
             await plain.close()
             await board.close()

@@ -325,10 +325,23 @@ def _bounded(url: str, options: str = "") -> str:
     return psycopg.conninfo.make_conninfo(url, **wanted)
 
 
+#: The server's side of :data:`_LINK`, for a connection that sits idle outside a transaction
+#: (a duty's lock, the listener): the server's own defaults keep a session whose host died or
+#: was cut off for some two hours, and a duty's lock with it, so that no process took the duty
+#: over. Any role may set these; over a Unix socket they do nothing.
+_SERVER_LINK = (
+    "-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3 "
+    "-c tcp_user_timeout=30000"
+)
+
+
 async def _plain(url: str, name: str = "bot-board") -> psycopg.AsyncConnection[Any]:
     """A connection of its own, outside any transaction (listening, locks held for a duty),
-    under ``name`` in ``pg_stat_activity``."""
-    return await psycopg.AsyncConnection.connect(_bounded(url), autocommit=True, application_name=name)
+    under ``name`` in ``pg_stat_activity``, that the server drops within a minute of its
+    host's silence (:data:`_SERVER_LINK`)."""
+    return await psycopg.AsyncConnection.connect(
+        _bounded(url, options=_SERVER_LINK), autocommit=True, application_name=name
+    )
 
 
 def _payloads(items: list[dict[str, Any]]) -> Iterator[str]:
