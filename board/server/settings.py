@@ -96,8 +96,9 @@ class Settings:
     stream_buffer: int = field(
         default=1000,
         metadata={
-            "help": "Events a daemon's wake stream may fall behind its reader before the board cuts it "
-            "(the daemon reconnects with its cursor)."
+            "help": "Events a daemon's wake stream, or a page's live stream, may fall behind its reader "
+            "before the board cuts it (the daemon reconnects with its cursor, the page's event source "
+            "with its last event)."
         },
     )
     unreachable_after: int = field(
