@@ -162,9 +162,10 @@ async def test_a_lock_file_no_board_can_take_is_named_and_one_root_makes_is_the_
     lock = Path(f"{db}.open.lock")
     lock.unlink(missing_ok=True)
     lock.mkdir()
+    tokens = _count_tokens(db)
     refused = board(env, "admin", "token", "al", "--db", str(db))
     assert refused.returncode == 1 and f"cannot open the lock file {lock}: Is a directory" in refused.stderr
-    assert "Traceback" not in refused.stderr
+    assert "Traceback" not in refused.stderr and refused.stdout == "" and _count_tokens(db) == tokens
     lock.rmdir()
     if os.geteuid() != 0:
         return
@@ -191,6 +192,14 @@ def test_a_restore_through_a_symbolic_link_replaces_the_file_it_names(tmp_path: 
     try:
         handles = {row[0] for row in conn.execute("SELECT handle FROM agents")}
         assert "al" in handles and "bo" not in handles  # bo came after the copy
+    finally:
+        conn.close()
+
+
+def _count_tokens(db: Path) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute("SELECT count(*) FROM tokens").fetchone()[0])
     finally:
         conn.close()
 

@@ -118,6 +118,7 @@ async def test_a_search_that_would_read_the_whole_index_is_refused_and_a_word_tw
         with pytest.raises(BoardAPIError) as refused:
             await world.bot.search(q)
         assert (refused.value.code, refused.value.message) == ("INVALID_ARGUMENT", why), q
+    assert (await world.bot.search("e\u0301t*"))["messages"] == []  # an accent typed apart: one letter more
     twice = " ".join(["deploy", "DEPLOY", "db", "de*", "st*"] * 4)  # 20 words, 4 different
     assert [m["id"] for m in (await world.bot.search(twice))["messages"]] == [said["id"]]
 

@@ -7,7 +7,6 @@ against the same filter the stored read applies.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -22,7 +21,7 @@ from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..store.messages import MessageFilter
 from ..store.rows import MessageRow, WorkspaceRow
-from ..store.search import Terms, snippet
+from ..store.search import Terms, snippet, word_parts
 from ..store.writer import emit
 from ..validation import arg
 from . import claims, delivery, loopguard, replies, scope, worktrees
@@ -357,7 +356,11 @@ async def receipts(ctx: Context, p: Principal, req: Receipts) -> dict[str, Any]:
 
 @dataclass
 class SearchQuery:
-    q: str = arg(min_len=1, max_len=200, help="Words to find (all of them); word* for a prefix.")
+    q: str = arg(
+        min_len=1,
+        max_len=200,
+        help="Words to find (all of them, at most 8); word* for a prefix of 2 letters or more.",
+    )
     workspace: str | None = arg(None, pattern=SLUG_PATTERN)
     channel: str | None = arg(None, pattern=SLUG_PATTERN)
     author: str | None = arg(None, max_len=32)
@@ -387,7 +390,7 @@ def fts_query(text: str) -> Terms:
         word = word.rstrip("*")
         if not word or any(word.casefold() == w.casefold() and prefix == p for w, p in terms):
             continue
-        parts = [part for part in re.split(r"[\W_]+", word) if part]  # as the index splits it
+        parts = word_parts(word)
         if prefix and parts and len(parts[-1]) < SHORTEST_PREFIX:
             raise InvalidArgument(
                 f"A prefix needs at least {SHORTEST_PREFIX} letters before its *: {word}*.", field="q"

@@ -137,8 +137,7 @@ def _phrase(word: str, prefix: bool, lowered: bool = False) -> re.Pattern[str]:
     The first part comes first and what stands before it is looked at after, so the scan
     skips to the part's letters instead of trying the look-behind at every character; the
     gaps between parts never take a NUL (``_counts`` joins texts with one)."""
-    folded = _fold(word)[0]  # then split: a combining mark typed apart is no word break
-    parts = [re.escape(part.lower() if lowered else part) for part in re.split(r"[\W_]+", folded) if part]
+    parts = [re.escape(part.lower() if lowered else part) for part in word_parts(word)]
     if not parts:
         return _NEVER
     tail = r"[^\W_]*" if prefix else r"(?![^\W_])"
@@ -147,6 +146,12 @@ def _phrase(word: str, prefix: bool, lowered: bool = False) -> re.Pattern[str]:
 
 
 _NEVER = re.compile(r"(?!)")
+
+
+def word_parts(word: str) -> list[str]:
+    """The words the index reads in ``word`` (``db.py``: ``db``, ``py``), folded first: a
+    combining mark typed apart is no word break."""
+    return [part for part in re.split(r"[\W_]+", _fold(word)[0]) if part]
 
 
 def _fold(text: str) -> tuple[str, list[int]]:
