@@ -256,6 +256,50 @@ async def test_a_revoked_or_rotated_token_ends_its_stream_before_another_message
         stream.close()
 
 
+async def test_a_stream_ends_at_once_when_its_bot_moves_or_is_revoked(world: World) -> None:
+    """A stream ended on a revocation or a move only when something woke it: a post, or its
+    beat. Held with a long beat through the change, it now ends at once, with nothing after."""
+    w = world
+    for change in ("revoke", "move"):
+        bot = await w.board.bot(f"quiet-{change}", "proj")
+        stream = await bot.wake_stream(since=await _cursor(bot), beat=60)
+        lines = aiter(stream)
+        await held(w.board)
+        if change == "revoke":
+            await w.human.revoke_token(f"quiet-{change}")
+        else:
+            await w.human.set_bots("other", ["ob", f"quiet-{change}"])
+        line = await asyncio.wait_for(anext(lines), WITHIN)
+        assert line["end"] == "revoked", change
+        stream.close()
+
+
+async def test_a_profiles_new_watch_ends_its_bots_streams_and_reaches_them_reopened(world: World) -> None:
+    """A stream watched what its bot's profile gave when it opened, for as long as it stayed
+    open: a channel added to the profile's watch never woke the bot. The change now ends the
+    stream (``rescoped``), and opened again at its cursor it carries the new watch."""
+    w = world
+    bot = await w.board.bot("profiled", "proj")
+    await w.human.create_profile("watcher", "proj", "claude", bots=["profiled"])
+    since = await _cursor(bot)
+    stream = await bot.wake_stream(since=since, beat=60)
+    lines = aiter(stream)
+    await held(w.board)
+    before = await w.peer.post("disk at 80%, not watched yet", channel="ops")
+    await w.human.update_profile("watcher", identity="a calmer bot")  # nothing the feed reads
+    await w.human.update_profile("watcher", watch=["ops"])
+    assert await asyncio.wait_for(_rest(lines), WITHIN) == [{"cursor": since, "end": "rescoped"}]
+    stream.close()
+    async with await bot.wake_stream(since=since, beat=60) as again:
+        first = await _until(aiter(again), before["id"])
+    assert [(m["message"]["id"], m["message"]["watched"]) for m in first] == [(before["id"], True)]
+    # Its own watch, given by the daemon, wins over the profile's, as before.
+    async with await bot.wake_stream(since=since, watch=["random"], beat=60) as own:
+        await held(w.board)
+        mine = await w.peer.post("chatter", channel="random")
+        assert [m["message"]["id"] for m in await _until(aiter(own), mine["id"])] == [mine["id"]]
+
+
 async def test_a_wake_that_reaches_the_budget_holds_the_stream_until_the_lift(world: World) -> None:
     w = world
     await w.human.set_budget("pb", budget_wakes=1)

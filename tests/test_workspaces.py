@@ -475,6 +475,31 @@ async def test_a_moved_bot_is_woken_by_nothing_of_the_workspace_it_left(world: W
     assert [m["id"] for m in (await world.bot.inbox(since=cursor, wait=3))["messages"]] == [mine["id"]]
 
 
+@pytest.mark.parametrize("change", ["move", "revoke"])
+async def test_a_bots_held_long_polls_answer_at_once_when_it_moves_or_loses_its_token(
+    world: World, change: str
+) -> None:
+    """A long-poll held through a move or a revocation was held to the end of its wait (up to a
+    minute), then refused, since the credential it began with no longer stands for what it
+    was. It is now refused at once, and nothing of the workspace it left is answered."""
+    cursor = int((await world.bot.me())["cursor"])
+    polls = [
+        asyncio.create_task(world.bot.messages(channel="lobby", workspace="proj", since=cursor, wait=30)),
+        asyncio.create_task(world.bot.inbox(since=cursor, wait=30)),
+        asyncio.create_task(world.bot.wake(since=cursor, wait=30)),
+    ]
+    await held(world.board, 3)
+    if change == "move":
+        await world.human.set_bots("other", ["ob", "pb"])
+    else:
+        await world.human.revoke_token("pb")
+    answers = await asyncio.wait_for(asyncio.gather(*polls, return_exceptions=True), 10)
+    assert [getattr(answer, "code", answer) for answer in answers] == ["UNAUTHENTICATED"] * 3
+    assert world.board.ctx.hub.waiting == 0
+    asked_again = world.bot.messages(channel="lobby", workspace="proj", since=cursor)
+    await refused(asked_again, "NOT_FOUND" if change == "move" else "UNAUTHENTICATED")
+
+
 async def test_a_moved_bots_inbox_lists_nothing_of_the_workspace_it_left(world: World) -> None:
     """What had reached a bot's inbox in proj was still listed, counted and given to its wake
     feed after its move to other: messages of a workspace it can no longer read."""

@@ -411,6 +411,26 @@ async def test_a_token_revoked_through_a_is_refused_on_b_within_seconds(pair: Pa
         assert snapshot(pair.where) == before
 
 
+async def test_a_stream_and_a_long_poll_held_on_b_end_at_once_when_a_revokes_their_token(pair: Pair) -> None:
+    """B is told of the revocation, and drops the token, before its held requests hear of it:
+    asked again at once, they are refused, not answered from B's cache."""
+    [token] = await workspace_bots(pair, 1)
+    async with BoardClient(pair.a.url, pair.human) as human, BoardClient(pair.b.url, token) as bot_b:
+        since = int((await bot_b.me())["cursor"])
+        poll = asyncio.create_task(bot_b.inbox(since=since, wait=30))
+        async with await bot_b.wake_stream(since=since, beat=60) as stream:
+            await longpolls(pair.b.url, 2)
+            await human.revoke_token("bot00")
+            async with asyncio.timeout(WOKEN_WITHIN):
+                assert [line async for line in stream] == [{"cursor": since, "end": "revoked"}]
+                with pytest.raises(BoardAPIError) as refusal:
+                    await poll
+        assert refusal.value.code == "UNAUTHENTICATED"
+        with pytest.raises(BoardAPIError) as again:
+            await bot_b.wake_stream(since=since)
+        assert again.value.code == "UNAUTHENTICATED"
+
+
 async def test_watches_recorded_through_a_reach_the_loop_guard_on_b(pair: Pair) -> None:
     """Both bots' tokens are cached on B from their posts there; then their daemons say on A
     that they watch #ops. B is told to forget the cached principals, so the two bots answering

@@ -14,7 +14,7 @@ from .quietcache import QUIET, QuietCache
 from .ratelimit import RateLimiter
 from .reach import WaitMarks
 from .rendered import RenderedMessages
-from .tokencache import TokenCache
+from .tokencache import TokenCache, reach_key
 
 
 @dataclass
@@ -35,6 +35,7 @@ class Context:
     def __post_init__(self) -> None:
         self.hub = Hub(self.settings.max_waits)
         self.db.publish = self.publish  # what a write emits reaches the hub after its commit
+        self.tokens.on_reach = lambda agent_id: self.hub.publish(Signal(reach_key(agent_id), 0))
         self.read_counts = ReadCounts(self.db, self.clock)
         self.waits = WaitMarks(self.db, self.clock, self.settings.unreachable_after)
         if self.limiter is None:

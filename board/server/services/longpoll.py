@@ -11,8 +11,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from ..hub import Event, Key
+from ..hub import Event, Key, Signal
 from .context import Context
+from .tokencache import reach_key
 
 MAX_WAIT = 60
 
@@ -30,7 +31,9 @@ async def poll(
     """``fetch()``; if empty and ``wait`` > 0, the matching events of the next ``wait`` s.
 
     The wait is held under ``owner`` (the caller's agent id), which holds at most
-    ``BOARD_MAX_WAITS`` at once: a newer one ends this one early, with what it has.
+    ``BOARD_MAX_WAITS`` at once: a newer one ends this one early, with what it has. So does
+    a change of what the owner's token reaches (:func:`~.tokencache.reach_key`): ``match``
+    and ``fetch`` answer for the reach the call began with.
 
     A reader already at the head (``since`` at or past the last id this board has
     published) skips the read: nothing newer exists, and anything committed from
@@ -38,7 +41,8 @@ async def poll(
     """
     if not wait:
         return await fetch()
-    waiter = ctx.hub.subscribe(keys, owner)
+    reach = reach_key(owner)
+    waiter = ctx.hub.subscribe([*keys, reach], owner)
     try:
         at_head = since is not None and ctx.hub.at_head(since)
         items = [] if at_head else await fetch()
@@ -50,10 +54,11 @@ async def poll(
             woken = await waiter.wait(remaining)
             if waiter.behind:  # what was missed is in the database, after the caller's cursor
                 return await fetch()
+            taken = waiter.take()
+            if any(isinstance(event, Signal) and event.key == reach for event in taken):
+                return []
             found = [
-                item
-                for event in waiter.take()
-                if isinstance(event, Event) and (item := match(event)) is not None
+                item for event in taken if isinstance(event, Event) and (item := match(event)) is not None
             ]
             if found:
                 return sorted(found, key=lambda item: item["id"])

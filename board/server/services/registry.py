@@ -366,6 +366,8 @@ PROFILE_FIELDS = (
     *WORKTREE_FIELDS,
     "bots",
 )
+#: What a profile gives its bots' wake feeds (services/wakes.py): a change ends their streams.
+RESCOPES = frozenset({"watch", "goal", "bots"})
 
 
 def _unique(items: list[str]) -> list[str]:
@@ -416,7 +418,7 @@ async def _bot_ids(
 
 
 async def create_profile(ctx: Context, p: Principal, req: NewProfile) -> dict[str, Any]:
-    async def write(conn: Connection) -> dict[str, Any]:
+    async def write(conn: Connection) -> tuple[dict[str, Any], list[int]]:
         workspace = await scope.resolve(conn, p, req.workspace)
         actions.require(p, "profile.write")  # once the workspace is seen: out of scope stays NOT_FOUND
         scope.require_writable(workspace)
@@ -457,15 +459,18 @@ async def create_profile(ctx: Context, p: Principal, req: NewProfile) -> dict[st
             workspace=workspace["slug"],
             details={"harness": req.harness, "skills": skills, "bots": bots},
         )
-        return (await profile_dicts(conn, [await store.profile(conn, req.name)]))[0]
+        return (await profile_dicts(conn, [await store.profile(conn, req.name)]))[0], bot_ids
 
-    return await ctx.db.write(write)
+    answer, bot_ids = await ctx.db.write(write)
+    for agent_id in bot_ids:  # their wake feeds take the profile's watch and goal now
+        ctx.tokens.forget_agent(agent_id)
+    return answer
 
 
 async def update_profile(ctx: Context, p: Principal, name: str, req: ProfileUpdate) -> dict[str, Any]:
     """Change a profile; fields left out keep their value."""
 
-    async def write(conn: Connection) -> dict[str, Any]:
+    async def write(conn: Connection) -> tuple[dict[str, Any], set[int]]:
         row = await _visible_profile(conn, p, name)
         actions.require(p, "profile.write")
         workspace = await workspace_store.by_id(conn, row["workspace_id"])
@@ -508,11 +513,14 @@ async def update_profile(ctx: Context, p: Principal, name: str, req: ProfileUpda
         values["updated_by"] = p.handle
         if req.skills is not None:
             await store.set_profile_skills(conn, row["id"], await _skill_ids(conn, _unique(req.skills)))
+        changed = [f for f in PROFILE_FIELDS if getattr(req, f) is not None]
+        # Bots whose wake feed it shaped or now shapes: their streams end to be opened anew.
+        rescoped = set(await store.profile_bot_ids(conn, row["id"])) if RESCOPES & {*changed} else set()
         if req.bots is not None:
             ids = await _bot_ids(conn, workspace, _unique(req.bots), name)
             await store.set_profile_bots(conn, row["id"], ids)
+            rescoped |= set(ids)
         await store.update_profile(conn, row["id"], values)
-        changed = [f for f in PROFILE_FIELDS if getattr(req, f) is not None]
         if any(f in budgets.LIMIT_COLUMNS for f in changed):
             budgets.changed(await store.profile_bot_ids(conn, row["id"]))
         await audit.record(
@@ -526,9 +534,12 @@ async def update_profile(ctx: Context, p: Principal, name: str, req: ProfileUpda
         )
         fresh = await store.profile(conn, name)
         assert fresh is not None  # updated in this transaction
-        return (await profile_dicts(conn, [fresh]))[0]
+        return (await profile_dicts(conn, [fresh]))[0], rescoped
 
-    return await ctx.db.write(write)
+    answer, rescoped = await ctx.db.write(write)
+    for agent_id in rescoped:
+        ctx.tokens.forget_agent(agent_id)
+    return answer
 
 
 # -- what other services ask of the registry -------------------------------------------

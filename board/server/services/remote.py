@@ -137,7 +137,7 @@ async def take_in(ctx: Context, items: list[dict[str, Any]]) -> None:
             ctx.hub.fell_behind(None)
         elif kind == "forget":
             if isinstance(agent := item.get("agent"), int):
-                ctx.tokens.drop_agent(agent)
+                ctx.tokens.drop_agent(agent, reach=item.get("reach") is not False)
             else:
                 log.warning("ignored a forget no board wrote: %.80r", item)
         else:
@@ -203,4 +203,6 @@ def connect(ctx: Context) -> None:
         await take_in(ctx, items)
 
     ctx.db.on_remote = arrived
-    ctx.tokens.on_forget = lambda agent_id: ctx.db.announce({"t": "forget", "agent": agent_id})
+    ctx.tokens.on_forget = lambda agent_id, reach: ctx.db.announce(
+        {"t": "forget", "agent": agent_id, "reach": reach}
+    )

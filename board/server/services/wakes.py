@@ -173,7 +173,7 @@ async def wake_scope(
     wake, moved = await ctx.db.read(resolve)
     if moved is not None:  # the loop guard's record of who watches what (services/loopguard.py)
         await ctx.db.write(lambda conn: watch_store.replace(conn, p.agent_id, moved))
-        ctx.tokens.forget_agent(p.agent_id)  # its principal carries what it watched (services/auth.py)
+        ctx.tokens.forget_agent(p.agent_id, reach=False)  # its principal carries what it watched
     return wake
 
 

@@ -14,8 +14,10 @@ board writes each line as it happens. Every line is one JSON object carrying
   held more than ``limit`` messages, or this process missed more messages than it
   reads back at once (:meth:`~..hub.Hub.fell_behind`); ``lifted``: the hold ended; ``shutdown``: the
   board is stopping; ``revoked``: the token the stream was opened with no longer stands
-  for the bot as it was (revoked, rotated, or the bot moved to another workspace).
-  Reconnect with the cursor (and, after ``revoked``, a token that is live).
+  for the bot as it was (revoked, rotated, or the bot moved to another workspace);
+  ``rescoped``: what the stream was opened to watch changed (its profile's watch, goal or
+  bots), so the daemon reads its profile again. Reconnect with the cursor (and, after
+  ``revoked``, a token that is live).
 
 The first lines are the backlog after ``since`` (at most ``limit``, as a long-poll
 answers), then the live events. The feed's scope, filters and views are the
@@ -40,6 +42,7 @@ from ..validation import arg
 from . import actions, auth, budgets
 from .context import Context
 from .messages import event_view
+from .tokencache import reach_key
 from .wakes import WakeScope, wake_scope
 
 
@@ -75,9 +78,13 @@ class WakeStream:
         self.ctx, self.p, self.q, self.wake = ctx, p, q, wake
         self.token = token  # asked again before each line: a stream outlives no revocation
         self.budget_keys = (budgets.lifted_key(p.agent_id), budgets.spent_key(p.workspace_id or 0))
+        self.reach = reach_key(p.agent_id)
         # Within the bot's BOARD_MAX_WAITS: RATE_LIMITED (hub.Full) when its streams fill them.
         self.waiter: Waiter = ctx.hub.subscribe(
-            [*wake.keys, *self.budget_keys], p.agent_id, pinned=True, bound=ctx.settings.stream_buffer
+            [*wake.keys, *self.budget_keys, self.reach],
+            p.agent_id,
+            pinned=True,
+            bound=ctx.settings.stream_buffer,
         )
         self.cursor = q.since
         self.sent_at = 0.0  # the event loop's time of the last line sent
@@ -96,6 +103,15 @@ class WakeStream:
             return None
         key = ("wake-line", self.wake.view, *sorted(fields.items()))
         return event.view(key, lambda: message_line(event_view(event, self.wake.view, **fields)))
+
+    async def _ended(self, taken: list[Event | Signal]) -> bytes | None:
+        """The end line when the token no longer stands for the bot, or when what the bot
+        reaches changed (:func:`~.tokencache.reach_key`, which also wakes the stream)."""
+        if await self._revoked():
+            return self._mark(end="revoked")
+        if any(isinstance(event, Signal) and event.key == self.reach for event in taken):
+            return self._mark(end="rescoped")
+        return None
 
     async def _revoked(self) -> bool:
         """Whether the stream's token no longer stands for the bot it was opened as (revoked,
@@ -141,8 +157,8 @@ class WakeStream:
             if waiter.behind:  # the reader reads what was missed from the database
                 yield self._mark(end="more")
                 return
-            if await self._revoked():
-                yield self._mark(end="revoked")
+            if (ended := await self._ended(taken)) is not None:
+                yield ended
                 return
             # On every pass, not only a beat's: a stream busy enough never to beat still has its
             # daemon waiting (touch writes at most every 30 s), or the bot would turn unreachable
@@ -179,8 +195,8 @@ class WakeStream:
             taken, due = await self._wait()
             if hub.closed:
                 return
-            if await self._revoked():
-                yield self._mark(end="revoked")
+            if (ended := await self._ended(taken)) is not None:
+                yield ended
                 return
             budget_moved = any(isinstance(e, Signal) and e.key in self.budget_keys for e in taken)
             if (due or budget_moved) and await budgets.feed_hold(ctx, self.p.agent_id, 0) is None:
