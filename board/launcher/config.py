@@ -181,6 +181,26 @@ def token_for(handle: str | None, environ: Mapping[str, str]) -> str:
     return read_token_file(state_dir(environ, handle) / "token")
 
 
+def wake_filters(
+    options: Options, environ: Mapping[str, str], profile: Mapping[str, Any]
+) -> tuple[tuple[str, ...], int | None]:
+    """The channels and the goal thread the wake feed is asked for: each the flag's, else the
+    environment's, else the profile's. Read again when the board ends the stream ``rescoped``
+    (the profile changed), so a running bot follows its profile's watch and goal."""
+    watch = parse_list(options.watch if options.watch is not None else environ.get("BOT_WATCH"))
+    if options.watch is None and not environ.get("BOT_WATCH"):
+        watch = parse_list(profile.get("watch"))
+    for slug in watch:
+        if not CHANNEL.fullmatch(slug):
+            raise ConfigError(f"watch: {slug!r} is not a channel slug")
+    goal_raw = options.goal if options.goal is not None else environ.get("BOT_GOAL") or profile.get("goal")
+    try:
+        goal = int(goal_raw) if goal_raw not in (None, "") else None
+    except (TypeError, ValueError):
+        raise ConfigError(f"goal must be a thread id, not {goal_raw!r}") from None
+    return watch, goal
+
+
 def resolve(
     options: Options,
     environ: Mapping[str, str],
@@ -202,17 +222,7 @@ def resolve(
     repo = Path(str(repo_raw)).expanduser().resolve()
     if not repo.is_dir():
         raise ConfigError(f"repo {repo} is not a directory")
-    watch = parse_list(options.watch if options.watch is not None else environ.get("BOT_WATCH"))
-    if options.watch is None and not environ.get("BOT_WATCH"):
-        watch = parse_list(prof.get("watch"))
-    for slug in watch:
-        if not CHANNEL.fullmatch(slug):
-            raise ConfigError(f"watch: {slug!r} is not a channel slug")
-    goal_raw = options.goal if options.goal is not None else environ.get("BOT_GOAL") or prof.get("goal")
-    try:
-        goal = int(goal_raw) if goal_raw not in (None, "") else None
-    except (TypeError, ValueError):
-        raise ConfigError(f"goal must be a thread id, not {goal_raw!r}") from None
+    watch, goal = wake_filters(options, environ, prof)
     jitter = (
         options.jitter
         if options.jitter is not None

@@ -33,6 +33,7 @@ from .config import (
     resolve,
     state_dir,
     token_for,
+    wake_filters,
 )
 from .logs import LOG_FILE, EventLog
 from .loop import Bot, Fatal, Timing, backoff
@@ -212,6 +213,12 @@ async def run(options: Options, environ: Mapping[str, str], *, timing: Timing | 
     pool = None
     if cfg.pool is not None:
         pool = Pool(cfg.pool, client, log, clone_timeout=clone_timeout, environ=environ)
+    profile = cfg.profile
+
+    async def rescope() -> tuple[tuple[str, ...], int | None]:
+        assert profile is not None  # given only with one
+        return wake_filters(options, environ, await client.profile(profile))
+
     bot = Bot(
         cfg,
         client,
@@ -222,6 +229,7 @@ async def run(options: Options, environ: Mapping[str, str], *, timing: Timing | 
         # The board's first turn names the profile's skills; the daemon names its own.
         skills_note=prompt_note(skills) if skills else "",
         timing=timing,
+        rescope=rescope if profile is not None else None,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

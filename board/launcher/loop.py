@@ -45,14 +45,14 @@ import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from ..client import BoardAPIError, BoardClient
 from ..processes import end_group, same_process, start_time
-from .config import BotConfig
+from .config import BotConfig, ConfigError
 from .harnesses import Adapter, TurnRequest, TurnResult
 from .harnesses.base import plain, trim
 from .logs import EventLog
@@ -181,6 +181,10 @@ class TurnRunner(Protocol):
     ) -> tuple[TurnResult, ProcessOutcome | None]: ...
 
 
+#: Reads the watch and goal the bot's profile gives now (``config.wake_filters``).
+Rescope = Callable[[], Awaitable[tuple[tuple[str, ...], int | None]]]
+
+
 @dataclass
 class Lane:
     """One harness session and the messages waiting for its next turn."""
@@ -239,8 +243,12 @@ class Bot:
         runner: TurnRunner = run_turn,
         uniform: Callable[[float, float], float] = random.uniform,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rescope: Rescope | None = None,
     ) -> None:
         self.cfg = cfg
+        #: The watch and goal as the profile now gives them (config.wake_filters), read when the
+        #: board ends the stream ``rescoped``; None: the daemon runs with no profile.
+        self.rescope = rescope
         self.client = client
         self.adapter = adapter
         self.log = log
@@ -293,15 +301,25 @@ class Bot:
             try:
                 return await fn()
             except BoardAPIError as exc:
-                if exc.code == "UNAUTHENTICATED":
+                if exc.code == "UNAUTHENTICATED" and not await self.token_stands():
                     raise Fatal(f"the board refused the bot's token ({exc.message})") from exc
-                if not (exc.code in ("UNAVAILABLE", "RATE_LIMITED") or exc.retryable):
+                if not (exc.code in ("UNAUTHENTICATED", "UNAVAILABLE", "RATE_LIMITED") or exc.retryable):
                     raise
                 attempt += 1
                 delay = exc.retry_after or backoff(attempt, self.timing.retry_first, self.timing.retry_cap)
                 if attempt == 1 or attempt % 10 == 0:
                     self.log.event("board_retry", call=what, code=exc.code, attempt=attempt, delay_s=delay)
                 await self.sleep(delay)
+
+    async def token_stands(self) -> bool:
+        """Whether the bot's token still signs it in, after a call was refused as unauthenticated:
+        a long-poll held while its bot moved to another workspace is refused so (what it waited
+        for was the old workspace's), and is asked again; a revoked token stops the daemon."""
+        try:
+            await self.client.me()
+        except BoardAPIError as exc:
+            return exc.code != "UNAUTHENTICATED"
+        return True
 
     def save(self) -> None:
         self.state_file.save(self.state)
@@ -455,10 +473,14 @@ class Bot:
 
     async def read_loop(self) -> None:
         """Read the wake stream; while it cannot be had (it broke, or an older board has none),
-        long-poll, and try the stream again ``stream_retry`` seconds later."""
+        long-poll, and try the stream again ``stream_retry`` seconds later. A profile's change
+        told meanwhile ended no stream of this daemon's: the profile is read again first."""
         stream_from = 0.0  # monotonic time from which the stream is tried again
         while True:
             if time.monotonic() >= stream_from:
+                if stream_from:  # back from long-polling
+                    stream_from = 0.0
+                    await self.follow_profile()
                 try:
                     await self.read_stream()
                     continue  # the board ended it (backlog past the limit, a lift, a restart): reconnect
@@ -515,6 +537,22 @@ class Bot:
             raise BoardAPIError(
                 0, "UNAVAILABLE", "the wake stream ended without its end line", retryable=True
             )
+        if ended == "rescoped":
+            await self.follow_profile()
+
+    async def follow_profile(self) -> None:
+        """Take the watch and goal the profile gives now. Unread (the board unreachable, the
+        profile gone or refused), the daemon keeps what it had and logs why."""
+        if self.rescope is None:
+            return
+        try:
+            watch, goal = await self.rescope()
+        except (BoardAPIError, ConfigError) as exc:
+            self.log.event("rescope_failed", error=str(exc))
+            return
+        if (watch, goal) != (self.cfg.watch, self.cfg.goal):
+            self.cfg = replace(self.cfg, watch=watch, goal=goal)
+            self.log.event("rescoped", watch=list(watch), goal=goal)
 
     async def poll_once(self, wait: int) -> None:
         """One long-poll of the wake feed, up to ``wait`` s, retried while the board cannot be reached."""

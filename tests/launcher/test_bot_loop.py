@@ -271,7 +271,10 @@ class StreamLines:
 
     async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
         while True:
-            yield await self.lines.get()
+            line = await self.lines.get()
+            yield line
+            if "end" in line:  # the last line, as the board's stream has it
+                return
 
 
 class StreamBoard(MemoryBoard):
@@ -338,6 +341,73 @@ async def test_a_stream_is_opened_again_when_the_watch_list_moves(tmp_path: Path
         await rig.settled(1)
     assert [params["watch"] for params, _ in board.streams] == [list(first["watch"]), ["ops"]]
     assert board.streams[1][0]["since"] == 1
+
+
+async def test_a_stream_ended_rescoped_reads_the_profile_again_and_opens_with_its_watch(
+    tmp_path: Path,
+) -> None:
+    """The board ends the stream ``rescoped`` when the bot's profile changed what it watches: the
+    daemon reads the profile (its watch and goal) and opens the stream again with them. A
+    profile that cannot be read keeps the watch it had; so does the daemon after a long-poll."""
+    profiles: list[tuple[tuple[str, ...], int | None] | BoardAPIError] = [
+        (("deploys",), 7),
+        BoardAPIError(503, "UNAVAILABLE", "The database does not answer."),
+    ]
+
+    async def rescope() -> tuple[tuple[str, ...], int | None]:
+        answer = profiles.pop(0)
+        if isinstance(answer, BoardAPIError):
+            raise answer
+        return answer
+
+    async with running_bot(tmp_path, board_cls=StreamBoard) as rig:
+        board = rig.board
+        assert isinstance(board, StreamBoard)
+        rig.bot.rescope = rescope
+        for _ in range(2):
+            await asyncio.wait_for(board.opened.wait(), 5)
+            board.opened.clear()
+            board.streams[-1][1].lines.put_nowait({"cursor": 0, "end": "rescoped"})
+        await asyncio.wait_for(board.opened.wait(), 5)
+    assert [(params["watch"], params["goal"]) for params, _ in board.streams] == [
+        ([], None),
+        (["deploys"], 7),
+        (["deploys"], 7),  # the profile could not be read: what the daemon had
+    ]
+    assert profiles == []
+
+
+async def test_a_daemon_back_from_long_polling_reads_its_profile_before_it_streams(tmp_path: Path) -> None:
+    """A ``rescoped`` end sent while the daemon long-polled (its stream broken) never reached it:
+    when it streams again, it reads its profile first."""
+
+    class Broken(StreamBoard):
+        refusals = 1
+
+        async def wake_stream(self, **params: Any) -> Any:
+            if self.refusals:
+                self.refusals -= 1
+                raise BoardAPIError(503, "UNAVAILABLE", "The board is restarting.")
+            return await super().wake_stream(**params)
+
+        async def wake(self, **_: Any) -> dict[str, Any]:
+            await asyncio.sleep(0.01)  # a long-poll that found nothing
+            return {"messages": [], "has_more": False}
+
+    read: list[str] = []
+
+    async def rescope() -> tuple[tuple[str, ...], int | None]:
+        read.append("profile")
+        return ("deploys",), None
+
+    async with running_bot(tmp_path, board_cls=Broken) as rig:
+        board = rig.board
+        assert isinstance(board, Broken)
+        rig.bot.rescope = rescope
+        rig.bot.timing = Timing(wait=1, stream_retry=0.05)
+        await asyncio.wait_for(board.opened.wait(), 5)
+    assert read == ["profile"]
+    assert [params["watch"] for params, _ in board.streams] == [["deploys"]]
 
 
 async def test_the_cursor_moves_only_after_the_wake_and_receipts(rig: Harnessed) -> None:
@@ -529,6 +599,31 @@ async def test_a_refused_token_stops_the_daemon(tmp_path: Path) -> None:
         async def wake(self, **_: Any) -> dict[str, Any]:
             raise BoardAPIError(401, "UNAUTHENTICATED", "Unknown token.")
 
+        async def me(self) -> dict[str, Any]:
+            raise BoardAPIError(401, "UNAUTHENTICATED", "Unknown token.")
+
     with pytest.raises(Fatal):
         async with running_bot(tmp_path, board_cls=Revoked):
             await asyncio.sleep(0.05)
+
+
+async def test_a_long_poll_refused_while_the_token_still_signs_in_is_asked_again(tmp_path: Path) -> None:
+    """The board refuses a long-poll held while its bot moved to another workspace (what it
+    waited for was the old one's). The daemon took that for a revoked token and stopped."""
+
+    class Moved(MemoryBoard):
+        refused = 1
+
+        async def wake(self, **params: Any) -> dict[str, Any]:
+            if self.refused:
+                self.refused -= 1
+                raise BoardAPIError(401, "UNAUTHENTICATED", "The credential this wait was held with changed.")
+            return await super().wake(**params)
+
+    async with running_bot(tmp_path, board_cls=Moved) as rig:
+        first = rig.board.add("in the new workspace")
+        await rig.turn_started(1)
+        rig.harness.finish()
+        await rig.settled(1)
+        assert [ids for _, ids in rig.harness.calls] == [[first]]
+        assert vars(rig.board)["refused"] == 0  # refused once, then asked again

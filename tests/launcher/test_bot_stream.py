@@ -98,3 +98,25 @@ async def test_a_daemon_whose_stream_a_database_error_breaks_falls_back_and_answ
     answered.append(await mention(world, "on the new stream"))
     await one_reply(world, answered[-1])
     assert sorted(wake_ids(fake)) == answered  # each message ran in exactly one turn
+
+
+async def test_a_running_daemon_follows_its_profiles_new_watch(
+    live: LiveBoard, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    """A daemon started with ``--profile`` read the profile's watch once, at start: a channel
+    added to the profile while it ran never woke the bot. The board now ends its stream
+    (``rescoped``); the daemon reads its profile again and streams with the new watch."""
+    fake.script({"do": "reply"})
+    await world.human.create_channel("deploys", workspace="proj")
+    await world.human.create_profile("runner", "proj", "claude", bots=["pb"])
+    bot = await make_bot(args=["--profile", "runner"]).start().started()
+    assert live.board is not None
+    board = live.board
+    await eventually(lambda: len(streams(board)) == 1, "the daemon's wake stream")
+    await world.human.update_profile("runner", watch=["deploys"])
+    await eventually(lambda: bot.events("rescoped"), "the daemon to read its profile again")
+    assert [e["watch"] for e in bot.events("rescoped")] == [["deploys"]]
+    await eventually(lambda: len(bot.events("streaming")) == 2 and len(streams(board)) == 1, "a new stream")
+    stuck = await world.peer.post("the deploy is stuck", channel="deploys", workspace="proj")
+    await one_reply(world, int(stuck["id"]))
+    assert wake_ids(fake) == [int(stuck["id"])]
