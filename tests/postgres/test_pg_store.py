@@ -21,6 +21,7 @@ from board.server.store import messages as message_store
 from board.server.store import postgres
 from board.server.store.dialects import BOARD, LOCKS
 from board.server.store.postgres import PostgresStore
+from board.server.store.writer import DatabaseUnreachable
 from routines.runner import Runner
 from tests.support.boardtest import (
     LONG_WAIT,
@@ -558,3 +559,35 @@ async def test_a_url_s_own_server_options_keep_the_idle_limit_and_may_set_it(
     monkeypatch.setenv("PGOPTIONS", "-c statement_timeout=3000")
     assert await shown(url) == ["1min", "3s"]
     assert await shown(own) == ["1min", "4s"]  # libpq reads PGOPTIONS only where a URL sets none
+
+
+@postgresql_only
+async def test_a_read_the_server_ends_for_sitting_idle_is_unavailable_and_the_next_one_runs(
+    world: World,
+) -> None:
+    """The server ends a transaction idle past ``idle_in_transaction_session_timeout`` with
+    SQLSTATE 25P03, which psycopg raises as an InternalError, not an OperationalError: the
+    read's caller got it raw (500, "Internal error") instead of 503, and the next read on
+    that connection failed too until the store found it broken."""
+    url = psycopg.conninfo.make_conninfo(
+        database_url(world), options="-c idle_in_transaction_session_timeout=200"
+    )
+    store = PostgresStore(url, readers=1)
+    await store.open()
+    try:
+
+        async def dawdles(conn: Any) -> Any:
+            await conn.execute("SELECT 1")
+            await asyncio.sleep(1.0)  # the server ends the session meanwhile
+            return await (await conn.execute("SELECT 2")).fetchone()
+
+        with pytest.raises(DatabaseUnreachable):
+            await store.read(dawdles)
+
+        async def quick(conn: Any) -> Any:
+            return await (await conn.execute("SELECT 3")).fetchone()
+
+        row = await store.read(quick)
+        assert row is not None and row[0] == 3
+    finally:
+        await store.close()

@@ -844,8 +844,10 @@ class PostgresStore(Store):
             finally:
                 with contextlib.suppress(psycopg.Error):
                     await raw.execute("ROLLBACK" if _failed(conn) else "COMMIT")
-        except psycopg.OperationalError as exc:
-            raise self._unreachable(conn, exc) from exc
+        except psycopg.Error as exc:  # of any class: the server ends an idle transaction with 25P03
+            if (failure := self._unreachable(conn, exc)) is exc:
+                raise
+            raise failure from exc
         finally:
             await self._revive(conn)
             self._pool.put_nowait(conn)
