@@ -17,6 +17,10 @@ from typing import Any
 import pytest
 
 from board.client import BoardAPIError, BoardClient
+from board.server.principal import Principal
+from board.server.services import wakestream
+from board.server.services.context import Context
+from board.server.services.wakes import wake_scope
 from tests.support.boardtest import World, eventually, held, start_board, stop_board
 
 STAMP = "%Y-%m-%dT%H:%M:%SZ"
@@ -277,7 +281,8 @@ async def test_a_stream_ends_at_once_when_its_bot_moves_or_is_revoked(world: Wor
 async def test_a_profiles_new_watch_ends_its_bots_streams_and_reaches_them_reopened(world: World) -> None:
     """A stream watched what its bot's profile gave when it opened, for as long as it stayed
     open: a channel added to the profile's watch never woke the bot. The change now ends the
-    stream (``rescoped``), and opened again at its cursor it carries the new watch."""
+    stream (``rescoped``), and opened again at its cursor it carries the new watch. A save that
+    leaves the watch and goal as they were (the page sends every field) ends nothing."""
     w = world
     bot = await w.board.bot("profiled", "proj")
     await w.human.create_profile("watcher", "proj", "claude", bots=["profiled"])
@@ -286,18 +291,43 @@ async def test_a_profiles_new_watch_ends_its_bots_streams_and_reaches_them_reope
     lines = aiter(stream)
     await held(w.board)
     before = await w.peer.post("disk at 80%, not watched yet", channel="ops")
-    await w.human.update_profile("watcher", identity="a calmer bot")  # nothing the feed reads
+    await w.human.update_profile("watcher", identity="a calmer bot", watch=[], bots=["profiled"])
+    still = await w.human.post("@profiled still there?", channel="lobby", workspace="proj")
+    assert [line["message"]["id"] for line in await _until(lines, still["id"])] == [still["id"]]
     await w.human.update_profile("watcher", watch=["ops"])
-    assert await asyncio.wait_for(_rest(lines), WITHIN) == [{"cursor": since, "end": "rescoped"}]
+    assert await asyncio.wait_for(_rest(lines), WITHIN) == [{"cursor": still["id"], "end": "rescoped"}]
     stream.close()
     async with await bot.wake_stream(since=since, beat=60) as again:
-        first = await _until(aiter(again), before["id"])
-    assert [(m["message"]["id"], m["message"]["watched"]) for m in first] == [(before["id"], True)]
+        first = await _until(aiter(again), still["id"])
+    assert [(m["message"]["id"], m["message"]["watched"]) for m in first] == [
+        (before["id"], True),
+        (still["id"], False),
+    ]
     # Its own watch, given by the daemon, wins over the profile's, as before.
-    async with await bot.wake_stream(since=since, watch=["random"], beat=60) as own:
+    async with await bot.wake_stream(since=still["id"], watch=["random"], beat=60) as own:
         await held(w.board)
         mine = await w.peer.post("chatter", channel="random")
         assert [m["message"]["id"] for m in await _until(aiter(own), mine["id"])] == [mine["id"]]
+
+
+async def test_a_change_committed_while_a_stream_opens_ends_it_at_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A profile's change that committed after the stream read its scope, and before it held its
+    place in the hub, reached no stream: this one would have watched the old list for days."""
+    w = world
+    bot = await w.board.bot("opening", "proj")
+
+    async def changed_meanwhile(ctx: Context, p: Principal, *args: Any, **kwargs: Any) -> Any:
+        scope = await wake_scope(ctx, p, *args, **kwargs)
+        ctx.tokens.forget_agent(p.agent_id)  # as a profile's save does once it commits
+        return scope
+
+    monkeypatch.setattr(wakestream, "wake_scope", changed_meanwhile)
+    async with await bot.wake_stream(since=await _cursor(bot), beat=60) as stream:
+        assert await asyncio.wait_for(_rest(aiter(stream)), WITHIN) == [
+            {"cursor": await _cursor(bot), "end": "rescoped"}
+        ]
 
 
 async def test_a_wake_that_reaches_the_budget_holds_the_stream_until_the_lift(world: World) -> None:

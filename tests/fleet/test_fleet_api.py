@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from board.cli import main
 from board.client import BoardClient
 from board.server.clock import ManualClock
-from tests.support.boardtest import World
+from tests.support.boardtest import World, held
 from tests.support.fleettest import Keeper, enroll_keeper, keeper_with_bots
 from tests.support.refusals import refused
 
@@ -189,6 +189,25 @@ async def test_assign_refuses_what_does_not_fit(world: World) -> None:
     assigned = await human.assign_bot("box2", "proj-dev", "pb")
     assert (assigned["machine"], assigned["profile"], assigned["desired"]) == ("box2", "proj-dev", "running")
     assert "pb" in (await human.profile("proj-dev"))["bots"]
+
+
+async def test_assigning_a_streaming_bot_to_a_profile_ends_its_stream_for_the_profiles_watch(
+    world: World,
+) -> None:
+    """Assigning links the bot to the profile, whose watch and goal its wake feed then takes: a
+    stream the bot already held ends (``rescoped``), to be opened again with them."""
+    await world.human.create_profile("ops-watch", "proj", "claude", watch=["ops"])
+    await enroll_keeper(world.board, world.human, "m1")
+    since = int((await world.bot.me())["cursor"])
+    async with await world.bot.wake_stream(since=since, beat=60) as stream:
+        await held(world.board)
+        await world.human.assign_bot("m1", "ops-watch", "pb")
+        rest = await asyncio.wait_for(_rest(stream), 10)
+    assert rest == [{"cursor": since, "end": "rescoped"}]
+
+
+async def _rest(lines: Any) -> list[dict[str, Any]]:
+    return [line async for line in lines]
 
 
 async def test_unassign_stops_the_bot_and_revokes_its_tokens(world: World) -> None:

@@ -417,7 +417,7 @@ async def test_a_stream_and_a_long_poll_held_on_b_end_at_once_when_a_revokes_the
     [token] = await workspace_bots(pair, 1)
     async with BoardClient(pair.a.url, pair.human) as human, BoardClient(pair.b.url, token) as bot_b:
         since = int((await bot_b.me())["cursor"])
-        poll = asyncio.create_task(bot_b.inbox(since=since, wait=30))
+        poll = asyncio.create_task(bot_b.inbox(since=since, wait=LONG_WAIT))  # twice WOKEN_WITHIN
         async with await bot_b.wake_stream(since=since, beat=60) as stream:
             await longpolls(pair.b.url, 2)
             await human.revoke_token("bot00")

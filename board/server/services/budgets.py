@@ -33,6 +33,7 @@ from . import actions, audit, scope
 from .context import Context
 from .longpoll import MAX_WAIT
 from .posting import post_event
+from .tokencache import reach_key
 
 MEASURES = store.MEASURES
 LIMIT_COLUMNS = tuple(f"budget_{m}" for m in MEASURES)
@@ -274,7 +275,7 @@ async def feed_hold(ctx: Context, agent_id: int, wait: int) -> Hold | None:
     await tell(ctx, agent_id, hold)
     if not wait:
         return hold
-    waiter = ctx.hub.subscribe([lifted_key(agent_id)], agent_id)
+    waiter = ctx.hub.subscribe([lifted_key(agent_id), reach_key(agent_id)], agent_id)
     try:
         # Read again once subscribed: a change committed in between is not missed.
         hold = await ctx.db.read(lambda conn: hold_of(conn, agent_id, ctx.now()))

@@ -552,7 +552,7 @@ async def assign(ctx: Context, p: Principal, req: Assignment) -> dict[str, Any]:
     """Put a bot on a machine with a profile; its desired state is running."""
     actions.require(p, "fleet.assign")
 
-    async def write(conn: Connection) -> dict[str, Any]:
+    async def write(conn: Connection) -> tuple[dict[str, Any], int]:
         now = ctx.now()
         machine = await store.machine_by_name(conn, req.machine)
         if machine is None:
@@ -599,9 +599,11 @@ async def assign(ctx: Context, p: Principal, req: Assignment) -> dict[str, Any]:
             details={"machine": machine["name"], "profile": profile["name"], "new": agent is None},
         )
         _changed()
-        return _bot_dict(await store.bot(conn, req.handle), now, [])
+        return _bot_dict(await store.bot(conn, req.handle), now, []), agent_id
 
-    return await ctx.db.write(write)
+    answer, agent_id = await ctx.db.write(write)
+    ctx.tokens.forget_agent(agent_id)  # a daemon it runs already takes the profile's watch and goal
+    return answer
 
 
 async def order(ctx: Context, p: Principal, handle: str, kind: str) -> dict[str, Any]:

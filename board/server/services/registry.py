@@ -366,8 +366,6 @@ PROFILE_FIELDS = (
     *WORKTREE_FIELDS,
     "bots",
 )
-#: What a profile gives its bots' wake feeds (services/wakes.py): a change ends their streams.
-RESCOPES = frozenset({"watch", "goal", "bots"})
 
 
 def _unique(items: list[str]) -> list[str]:
@@ -514,12 +512,16 @@ async def update_profile(ctx: Context, p: Principal, name: str, req: ProfileUpda
         if req.skills is not None:
             await store.set_profile_skills(conn, row["id"], await _skill_ids(conn, _unique(req.skills)))
         changed = [f for f in PROFILE_FIELDS if getattr(req, f) is not None]
-        # Bots whose wake feed it shaped or now shapes: their streams end to be opened anew.
-        rescoped = set(await store.profile_bot_ids(conn, row["id"])) if RESCOPES & {*changed} else set()
+        before = set(await store.profile_bot_ids(conn, row["id"]))
+        after = before
         if req.bots is not None:
             ids = await _bot_ids(conn, workspace, _unique(req.bots), name)
             await store.set_profile_bots(conn, row["id"], ids)
-            rescoped |= set(ids)
+            after = set(ids)
+        # The bots whose wake feed it shaped or now shapes, if what it gives them moved (a page
+        # saves every field, changed or not): their streams end, to be opened anew.
+        moved = (values["watch"], values["goal"]) != (current["watch"], current["goal"])
+        rescoped = (before | after) if moved else before ^ after
         await store.update_profile(conn, row["id"], values)
         if any(f in budgets.LIMIT_COLUMNS for f in changed):
             budgets.changed(await store.profile_bot_ids(conn, row["id"]))

@@ -137,7 +137,8 @@ async def take_in(ctx: Context, items: list[dict[str, Any]]) -> None:
             ctx.hub.fell_behind(None)
         elif kind == "forget":
             if isinstance(agent := item.get("agent"), int):
-                ctx.tokens.drop_agent(agent, reach=item.get("reach") is not False)
+                # An older process tells no "reach": it ended no held request, and still does not.
+                ctx.tokens.drop_agent(agent, reach=item.get("reach") is True)
             else:
                 log.warning("ignored a forget no board wrote: %.80r", item)
         else:

@@ -39,6 +39,7 @@ from . import actions, audit, claims, outbound, scope
 from .context import Context
 from .longpoll import MAX_WAIT
 from .posting import board_principal, post_event
+from .tokencache import reach_key
 
 NAME_PATTERN = r"[a-z0-9][a-z0-9-]{1,62}"
 SLUG_PATTERN = r"[a-z0-9._-]{2,64}"
@@ -231,7 +232,8 @@ async def list_routines(ctx: Context, p: Principal, q: RoutineList) -> dict[str,
 
     if q.since is None or not q.wait:
         return await ctx.db.read(read)
-    waiter = ctx.hub.subscribe([CHANGES], p.agent_id)  # counted against its held requests
+    # Counted against its held requests; its credential's change answers it at once.
+    waiter = ctx.hub.subscribe([CHANGES, reach_key(p.agent_id)], p.agent_id)
     try:
         page = await ctx.db.read(read)
         if page["cursor"] > q.since:

@@ -139,6 +139,9 @@ class WakeStream:
         """The stream's lines, several at once when they come together; ends at ``end``."""
         ctx, hub, waiter = self.ctx, self.ctx.hub, self.waiter
         self.sent_at = asyncio.get_running_loop().time()
+        if (ended := await self._ended(list(waiter.events))) is not None:  # changed while it opened
+            yield ended
+            return
         hold = await budgets.feed_hold(ctx, self.p.agent_id, 0)
         if hold is None:
             await ctx.waits.touch(self.p)  # a daemon waits for this bot: its messages are reachable
@@ -210,6 +213,14 @@ async def open_stream(ctx: Context, p: Principal, token: str, q: WakeStreamQuery
     """The bot's stream, in scope and within its hold of requests, before any line is sent:
     a refusal is still an error answer. ``token`` is the one ``p`` was read from."""
     actions.require(p, "wake.feed")
-    return WakeStream(
-        ctx, p, token, q, await wake_scope(ctx, p, q.since, q.watch, q.goal, q.view, daemon=True)
-    )
+    # A change committed while the scope is read would reach no stream: it is heard from here.
+    told = ctx.hub.subscribe([reach_key(p.agent_id)], request=False)
+    try:
+        stream = WakeStream(
+            ctx, p, token, q, await wake_scope(ctx, p, q.since, q.watch, q.goal, q.view, daemon=True)
+        )
+    finally:
+        ctx.hub.unsubscribe(told)
+    for signal in told.take():
+        stream.waiter.deliver(signal)  # the stream ends at its first look
+    return stream
