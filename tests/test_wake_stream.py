@@ -323,11 +323,30 @@ async def test_a_change_committed_while_a_stream_opens_ends_it_at_once(
         ctx.tokens.forget_agent(p.agent_id)  # as a profile's save does once it commits
         return scope
 
+    since = await _cursor(bot)
+    for n in range(3):  # a backlog past the stream's limit, read in the old scope
+        await w.human.post(f"@opening number {n}", channel="lobby", workspace="proj")
     monkeypatch.setattr(wakestream, "wake_scope", changed_meanwhile)
-    async with await bot.wake_stream(since=await _cursor(bot), beat=60) as stream:
-        assert await asyncio.wait_for(_rest(aiter(stream)), WITHIN) == [
-            {"cursor": await _cursor(bot), "end": "rescoped"}
-        ]
+    async with await bot.wake_stream(since=since, limit=1, beat=60) as stream:
+        assert await asyncio.wait_for(_rest(aiter(stream)), WITHIN) == [{"cursor": since, "end": "rescoped"}]
+
+
+async def test_a_profiles_new_bots_end_the_streams_of_those_taken_in_or_let_go_only(world: World) -> None:
+    """A new list of bots changes the feed of the bots it takes in or lets go, not of those it
+    keeps: only theirs end."""
+    w = world
+    bots = {handle: await w.board.bot(handle, "proj") for handle in ("kept", "dropped", "joining")}
+    await w.human.create_profile("crew", "proj", "claude", watch=["ops"], bots=["kept", "dropped"])
+    streams = {h: await bot.wake_stream(since=await _cursor(bot), beat=60) for h, bot in bots.items()}
+    await held(w.board, 3)
+    await w.human.update_profile("crew", bots=["kept", "joining"])
+    for handle in ("dropped", "joining"):
+        assert (await asyncio.wait_for(anext(aiter(streams[handle])), WITHIN))["end"] == "rescoped"
+    note = await w.peer.post("ops: still watched by the one kept", channel="ops")
+    line = await asyncio.wait_for(anext(aiter(streams["kept"])), WITHIN)
+    assert line["message"]["id"] == note["id"] and line["message"]["watched"] is True
+    for stream in streams.values():
+        stream.close()
 
 
 async def test_a_wake_that_reaches_the_budget_holds_the_stream_until_the_lift(world: World) -> None:

@@ -473,14 +473,10 @@ class Bot:
 
     async def read_loop(self) -> None:
         """Read the wake stream; while it cannot be had (it broke, or an older board has none),
-        long-poll, and try the stream again ``stream_retry`` seconds later. A profile's change
-        told meanwhile ended no stream of this daemon's: the profile is read again first."""
+        long-poll, and try the stream again ``stream_retry`` seconds later."""
         stream_from = 0.0  # monotonic time from which the stream is tried again
         while True:
             if time.monotonic() >= stream_from:
-                if stream_from:  # back from long-polling
-                    stream_from = 0.0
-                    await self.follow_profile()
                 try:
                     await self.read_stream()
                     continue  # the board ended it (backlog past the limit, a lift, a restart): reconnect
@@ -494,28 +490,51 @@ class Bot:
             # The long-poll ends by the time the stream is due again.
             await self.poll_once(max(1, min(self.timing.wait, math.ceil(stream_from - time.monotonic()))))
 
+    def feed_filters(self) -> tuple[list[str], int | None]:
+        """The watch and goal the feed is asked for: a pool's projects' channels, else the bot's."""
+        return list(self.watch()), (self.cfg.goal if self.pool is None else None)
+
     async def read_stream(self) -> None:
         """Hold the wake stream until the board ends it: each message as it is published, the
         cursor moving as the long-poll's would. A break raises (UNAVAILABLE) to fall back.
 
         A stream's first line is ``held`` when the board holds the bot; any other first line
         says it does not, so a hold kept from before (it ended while the daemon was away, or
-        the stream broke) ends here, as a long-poll's unheld answer ends it. A pool's watch
-        list moves with its projects (:meth:`refresh_loop`): the stream, opened with the old
-        one, is opened again with the new at its next beat, or its first line a beat after the
-        last look."""
-        watch = list(self.watch())
+        the stream broke) ends here, as a long-poll's unheld answer ends it.
+
+        The stream is opened again when the watch or goal it was opened with moved
+        (``stream_rewatch``), looked at once it opens, at every beat, and at a line a beat
+        after the last look: a pool's watch list moves with its projects
+        (:meth:`refresh_loop`), and a profile's watch and goal with the profile. A daemon run
+        with a profile reads it once the board holds the stream (its answer began), and at
+        every beat until that read succeeds: a change committed before then is read there,
+        and one after ends the stream ``rescoped``, so none is missed however the last stream
+        ended or the daemon waited meanwhile."""
+        watch, goal = opened = self.feed_filters()
         stream = await self.client.wake_stream(
             since=self.read_position,
             limit=self.timing.batch_max,
             watch=watch,
-            goal=self.cfg.goal if self.pool is None else None,
+            goal=goal,
             beat=self.timing.beat,
         )
         self.log.event("streaming", since=self.read_position)
+        owed = self.rescope is not None
+
+        async def moved() -> bool:
+            nonlocal owed
+            if owed:
+                owed = not await self.follow_profile()
+            if (now := self.feed_filters()) != opened:
+                self.log.event("stream_rewatch", watch=now[0], goal=now[1])
+                return True
+            return False
+
         ended, first = None, True
         look_again = time.monotonic() + self.timing.beat  # the list costs a look at each checkout
         async with stream:
+            if await moved():
+                return
             async for line in stream:
                 if first and "held" not in line:
                     self.note_hold(None)
@@ -530,42 +549,38 @@ class Bot:
                         self.note_hold(None)
                 if ended is None and ("beat" in line or time.monotonic() >= look_again):
                     look_again = time.monotonic() + self.timing.beat
-                    if (now_watched := list(self.watch())) != watch:
-                        self.log.event("stream_rewatch", watch=now_watched)
+                    if await moved():
                         return
         if ended is None:  # cut short without its end line (a proxy?): not a stream to retry at once
             raise BoardAPIError(
                 0, "UNAVAILABLE", "the wake stream ended without its end line", retryable=True
             )
-        if ended == "rescoped":
-            await self.follow_profile()
 
-    async def follow_profile(self) -> None:
-        """Take the watch and goal the profile gives now. Unread (the board unreachable, the
-        profile gone or refused), the daemon keeps what it had and logs why."""
+    async def follow_profile(self) -> bool:
+        """Take the watch and goal the profile gives now; whether it could be read. Unread (the
+        board unreachable, the profile gone or refused), the daemon keeps what it had and logs
+        why."""
         if self.rescope is None:
-            return
+            return True
         try:
             watch, goal = await self.rescope()
         except (BoardAPIError, ConfigError) as exc:
             self.log.event("rescope_failed", error=str(exc))
-            return
+            return False
         if (watch, goal) != (self.cfg.watch, self.cfg.goal):
             self.cfg = replace(self.cfg, watch=watch, goal=goal)
             self.log.event("rescoped", watch=list(watch), goal=goal)
+        return True
 
     async def poll_once(self, wait: int) -> None:
         """One long-poll of the wake feed, up to ``wait`` s, retried while the board cannot be reached."""
         since = self.read_position
+        watch, goal = self.feed_filters()
         try:
             page = await self.call(
                 "wake",
                 lambda: self.client.wake(
-                    since=since,
-                    wait=wait,
-                    limit=self.timing.batch_max,
-                    watch=list(self.watch()),
-                    goal=self.cfg.goal if self.pool is None else None,
+                    since=since, wait=wait, limit=self.timing.batch_max, watch=watch, goal=goal
                 ),
             )
         except BoardAPIError as exc:  # not a bot's token, a goal out of scope, ...

@@ -116,7 +116,9 @@ async def test_a_running_daemon_follows_its_profiles_new_watch(
     await world.human.update_profile("runner", watch=["deploys"])
     await eventually(lambda: bot.events("rescoped"), "the daemon to read its profile again")
     assert [e["watch"] for e in bot.events("rescoped")] == [["deploys"]]
-    await eventually(lambda: len(bot.events("streaming")) == 2 and len(streams(board)) == 1, "a new stream")
+    # Ended rescoped, opened again, and once the profile is read, again with its watch.
+    await eventually(lambda: len(bot.events("streaming")) == 3 and len(streams(board)) == 1, "a new stream")
+    assert [e["watch"] for e in bot.events("stream_rewatch")] == [["deploys"]]
     stuck = await world.peer.post("the deploy is stuck", channel="deploys", workspace="proj")
     await one_reply(world, int(stuck["id"]))
     assert wake_ids(fake) == [int(stuck["id"])]

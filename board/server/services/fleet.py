@@ -552,7 +552,7 @@ async def assign(ctx: Context, p: Principal, req: Assignment) -> dict[str, Any]:
     """Put a bot on a machine with a profile; its desired state is running."""
     actions.require(p, "fleet.assign")
 
-    async def write(conn: Connection) -> tuple[dict[str, Any], int]:
+    async def write(conn: Connection) -> tuple[dict[str, Any], int | None]:
         now = ctx.now()
         machine = await store.machine_by_name(conn, req.machine)
         if machine is None:
@@ -564,6 +564,7 @@ async def assign(ctx: Context, p: Principal, req: Assignment) -> dict[str, Any]:
         assert workspace is not None  # a profile's workspace outlives it
         scope.require_writable(workspace)
         agent = await identity_store.agent_by_handle(conn, req.handle)
+        taken_in = None  # a bot the profile takes in: a stream it holds takes the profile's watch
         if agent is None:
             auth.check_handle(req.handle)
             agent_id = await identity_store.insert_agent(
@@ -587,6 +588,7 @@ async def assign(ctx: Context, p: Principal, req: Assignment) -> dict[str, Any]:
                     f"{req.handle} runs with profile {other}; take it out of that profile first.",
                     profile=other,
                 )
+            taken_in = agent_id if other is None else None
         await registry_store.link_bot(conn, profile["id"], agent_id)
         await store.assign(conn, agent_id, machine["id"], profile["id"], p.handle, now)
         await audit.record(
@@ -599,10 +601,11 @@ async def assign(ctx: Context, p: Principal, req: Assignment) -> dict[str, Any]:
             details={"machine": machine["name"], "profile": profile["name"], "new": agent is None},
         )
         _changed()
-        return _bot_dict(await store.bot(conn, req.handle), now, []), agent_id
+        return _bot_dict(await store.bot(conn, req.handle), now, []), taken_in
 
-    answer, agent_id = await ctx.db.write(write)
-    ctx.tokens.forget_agent(agent_id)  # a daemon it runs already takes the profile's watch and goal
+    answer, taken_in = await ctx.db.write(write)
+    if taken_in is not None:
+        ctx.tokens.forget_agent(taken_in)
     return answer
 
 

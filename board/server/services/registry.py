@@ -520,7 +520,7 @@ async def update_profile(ctx: Context, p: Principal, name: str, req: ProfileUpda
             after = set(ids)
         # The bots whose wake feed it shaped or now shapes, if what it gives them moved (a page
         # saves every field, changed or not): their streams end, to be opened anew.
-        moved = (values["watch"], values["goal"]) != (current["watch"], current["goal"])
+        moved = (set(values["watch"]), values["goal"]) != (set(current["watch"]), current["goal"])
         rescoped = (before | after) if moved else before ^ after
         await store.update_profile(conn, row["id"], values)
         if any(f in budgets.LIMIT_COLUMNS for f in changed):
