@@ -239,11 +239,12 @@ async def test_what_a_stream_is_refused_for(world: World) -> None:
     assert w.board.ctx.hub.waiting == 0
 
 
-async def test_a_revoked_or_rotated_token_ends_its_stream_before_another_message(world: World) -> None:
-    """A stream is its token's: once the token is revoked (or rotated), nothing more is sent on
-    it, and it ends with ``end: revoked``, however long it was held open before."""
+async def test_a_revoked_rotated_or_moved_token_ends_its_stream_at_once(world: World) -> None:
+    """A stream is its token's: once the token is revoked or rotated, or its bot moved to another
+    workspace, nothing more is sent on it, and it ends with ``end: revoked`` at once, however long
+    its beat. It used to end only when something woke it: a post, or its beat."""
     w = world
-    for change in ("revoke", "rotate"):
+    for change in ("revoke", "rotate", "move"):
         bot = await w.board.bot(f"gone-{change}", "proj")
         stream = await bot.wake_stream(since=await _cursor(bot), beat=60)
         lines = aiter(stream)
@@ -252,29 +253,12 @@ async def test_a_revoked_or_rotated_token_ends_its_stream_before_another_message
         assert (await _until(lines, seen["id"]))[-1]["cursor"] == seen["id"]
         if change == "revoke":
             await w.human.revoke_token(f"gone-{change}")
-        else:
+        elif change == "rotate":
             await bot.rotate()
-        await w.human.post(f"@gone-{change} after: not for the old token", channel="lobby", workspace="proj")
+        else:
+            await w.human.set_bots("other", ["ob", f"gone-{change}"])
         rest = await asyncio.wait_for(_rest(lines), WITHIN)
         assert rest == [{"cursor": seen["id"], "end": "revoked"}], change
-        stream.close()
-
-
-async def test_a_stream_ends_at_once_when_its_bot_moves_or_is_revoked(world: World) -> None:
-    """A stream ended on a revocation or a move only when something woke it: a post, or its
-    beat. Held with a long beat through the change, it now ends at once, with nothing after."""
-    w = world
-    for change in ("revoke", "move"):
-        bot = await w.board.bot(f"quiet-{change}", "proj")
-        stream = await bot.wake_stream(since=await _cursor(bot), beat=60)
-        lines = aiter(stream)
-        await held(w.board)
-        if change == "revoke":
-            await w.human.revoke_token(f"quiet-{change}")
-        else:
-            await w.human.set_bots("other", ["ob", f"quiet-{change}"])
-        line = await asyncio.wait_for(anext(lines), WITHIN)
-        assert line["end"] == "revoked", change
         stream.close()
 
 
