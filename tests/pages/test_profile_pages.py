@@ -7,6 +7,7 @@ with what was typed and the error in one line, and the database is as it was.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from board.server.services.registry import HARNESSES
-from tests.support.boardtest import World, db_rows, snapshot
+from tests.support.boardtest import World, db_rows, held, snapshot
 from tests.support.fleettest import enroll_keeper
 from tests.support.pages_support import Browser, sign_in
 
@@ -142,6 +143,33 @@ async def test_saving_the_form_writes_the_whole_profile_and_keeps_its_bots(world
         assert profile["bots"] == ["pb"]  # not on the form: kept
         status, page = await b.get(location)
         assert "Saved: version 2, by alice" in page
+    finally:
+        await b.close()
+
+
+async def test_a_page_save_ends_the_bots_streams_only_when_it_moves_their_watch(world: World) -> None:
+    """The form sends every field: a save that changes the model alone, watch as it was, leaves
+    a bot's wake stream open; one with a new watch ends it (``rescoped``), for the bot's daemon
+    to take the watch."""
+    await world.human.create_profile("proj-dev", "proj", "claude", watch=["lobby"], bots=["pb"])
+    b = await signed_in(world)
+    form = {"harness": "claude", "repo": "", "skills": "", "flags": "", "identity": ""}
+    form |= {"command_template": "", "command_session_field": "", "watch": "lobby"}
+    since = int((await world.bot.me())["cursor"])
+    try:
+        async with await world.bot.wake_stream(since=since, beat=60) as stream:
+            lines = aiter(stream)
+            await held(world.board)
+            saved = await b.post("/fleet/profiles/proj-dev", form | {"base_version": "1", "model": "m2"})
+            assert saved == (303, "/fleet/profiles/proj-dev")
+            note = await world.human.post("@pb after the save", channel="lobby", workspace="proj")
+            assert (await asyncio.wait_for(anext(lines), 10))["message"]["id"] == note["id"]
+            saved = await b.post(
+                "/fleet/profiles/proj-dev", form | {"base_version": "2", "watch": "lobby, ops"}
+            )
+            assert saved == (303, "/fleet/profiles/proj-dev")
+            assert await asyncio.wait_for(anext(lines), 10) == {"cursor": note["id"], "end": "rescoped"}
+        assert (await world.human.profile("proj-dev"))["watch"] == ["lobby", "ops"]
     finally:
         await b.close()
 
