@@ -331,6 +331,15 @@ async def test_a_profiles_new_bots_end_the_streams_of_those_taken_in_or_let_go_o
     assert line["message"]["id"] == note["id"] and line["message"]["watched"] is True
     for stream in streams.values():
         stream.close()
+    # Moved to another workspace, a bot is no longer the profile's (its link stays behind): a
+    # change of the profile's watch there ends its stream no more.
+    await w.human.set_bots("other", ["ob", "kept"])
+    kept = bots["kept"]
+    async with await kept.wake_stream(since=await _cursor(kept), beat=60) as moved:
+        await held(w.board)
+        await w.human.update_profile("crew", watch=["random"])
+        there = await w.human.post("@kept welcome", channel="lobby", workspace="other")
+        assert (await asyncio.wait_for(anext(aiter(moved)), WITHIN))["message"]["id"] == there["id"]
 
 
 async def test_a_wake_that_reaches_the_budget_holds_the_stream_until_the_lift(world: World) -> None:

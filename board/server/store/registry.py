@@ -210,8 +210,15 @@ async def profile_bots(conn: Connection, profile_ids: list[int]) -> dict[int, li
 
 
 async def profile_bot_ids(conn: Connection, profile_id: int) -> list[int]:
-    """The ids of the bots that run with a profile."""
-    rows = await all_rows(conn, "SELECT agent_id FROM bot_profiles WHERE profile_id = ?", (profile_id,))
+    """The ids of the bots that run with a profile: a link left behind when a bot moved to
+    another workspace does not count (as for :func:`profiles_of_bots`)."""
+    rows = await all_rows(
+        conn,
+        """SELECT bp.agent_id FROM bot_profiles bp JOIN profiles p ON p.id = bp.profile_id
+           JOIN agents a ON a.id = bp.agent_id
+           WHERE bp.profile_id = ? AND a.workspace_id = p.workspace_id""",
+        (profile_id,),
+    )
     return [int(r["agent_id"]) for r in rows]
 
 
