@@ -185,8 +185,8 @@ def wake_filters(
     options: Options, environ: Mapping[str, str], profile: Mapping[str, Any]
 ) -> tuple[tuple[str, ...], int | None]:
     """The channels and the goal thread the wake feed is asked for: each the flag's, else the
-    environment's, else the profile's. Read again when the board ends the stream ``rescoped``
-    (the profile changed), so a running bot follows its profile's watch and goal."""
+    environment's, else the profile's. Read again once the board holds each wake stream
+    (``Bot.read_stream``), so a running bot follows its profile's watch and goal."""
     watch = parse_list(options.watch if options.watch is not None else environ.get("BOT_WATCH"))
     if options.watch is None and not environ.get("BOT_WATCH"):
         watch = parse_list(profile.get("watch"))

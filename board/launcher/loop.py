@@ -246,8 +246,8 @@ class Bot:
         rescope: Rescope | None = None,
     ) -> None:
         self.cfg = cfg
-        #: The watch and goal as the profile now gives them (config.wake_filters), read when the
-        #: board ends the stream ``rescoped``; None: the daemon runs with no profile.
+        #: The watch and goal as the profile now gives them (config.wake_filters), read once the
+        #: board holds each stream (:meth:`read_stream`); None: the daemon runs with no profile.
         self.rescope = rescope
         self.client = client
         self.adapter = adapter

@@ -24,7 +24,7 @@ TTL_SECONDS = 10.0
 
 def reach_key(agent_id: int) -> Key:
     """The hub key an agent's held requests also wait on: told, on every board process, once
-    what its token reaches changed (revoked, rotated, moved, its profile's watch or goal) and
+    what its token reaches changed (revoked, rotated, moved, its profile's watch, goal or bots) and
     its cached principals are gone. A long-poll answers at once with what it has, a wake
     stream ends (``revoked`` or ``rescoped``): asked again, each resolves its new reach."""
     return ("reach", agent_id)
