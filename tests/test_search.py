@@ -102,6 +102,30 @@ async def test_the_workspace_column_is_not_searched_as_words(world: World) -> No
     assert [m["id"] for m in (await world.bot.search("w2"))["messages"]] == [said["id"]]
 
 
+async def test_words_beside_any_punctuation_and_in_any_case_or_accent_are_found_on_every_store(
+    world: World,
+) -> None:
+    """What a bot writes (an em dash, curly quotes, an emoji, a capital with an accent) splits
+    and folds alike on SQLite and PostgreSQL, and what is no word of a body stays unfound."""
+    fix = await world.bot.post("the fix\u2014a \u201cone-liner\u201d for \u00c9cole", channel="lobby")
+    party = await world.bot.post("party\U0001f389 at the cafe\u0301, deploy\u00a0staging", channel="lobby")
+    expected = {
+        "fix": [fix],
+        "one-liner": [fix],
+        "ecole": [fix],
+        "\u00e9cole": [fix],
+        "\u00c9COLE": [fix],
+        "party": [party],
+        "caf\u00e9": [party],
+        "staging": [party],
+        "fixa": [],
+        "liner-one": [],
+    }
+    for words, messages in expected.items():
+        found = (await world.bot.search(words))["messages"]
+        assert [m["id"] for m in found] == [m["id"] for m in messages], words
+
+
 async def test_a_search_that_would_read_the_whole_index_is_refused_and_a_word_twice_counts_once(
     world: World,
 ) -> None:

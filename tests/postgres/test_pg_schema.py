@@ -21,7 +21,9 @@ from typing import Any
 import psycopg
 import pytest
 
+from board.server.services.messages import fts_query
 from board.server.store.dialects import SQLITE
+from board.server.store.postgres import PostgresStore
 from board.server.store.schema import migrations, schema_version
 from tests.support.pgcluster import INSTALL_HINT, PgCluster, wanted_stores
 
@@ -600,6 +602,51 @@ def test_message_search_finds_the_body_s_words(
         "SELECT id FROM messages WHERE search_vector @@ plainto_tsquery('simple', 'deploy staging')"
     )
     assert [m for (m,) in found] == [hit]
+
+
+#: board_words as migrations 0001 to 0032 had it: split at ASCII punctuation only.
+WORDS_BEFORE_0033 = """CREATE OR REPLACE FUNCTION board_words(text TEXT) RETURNS tsvector
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT to_tsvector('simple', regexp_replace(text, '[[:punct:]]+', ' ', 'g'))
+$$"""
+
+
+async def test_the_upgrade_reads_every_stored_message_and_document_anew(
+    pg: psycopg.Connection[Any], lobby_bots: tuple[int, int]
+) -> None:
+    """Migration 0033 computes again what a board before it stored with the old words."""
+    ann, _ = lobby_bots
+    pg.execute(WORDS_BEFORE_0033)
+    pg.execute("ALTER TABLE messages DROP COLUMN search_vector")
+    pg.execute(
+        "ALTER TABLE messages ADD COLUMN search_vector tsvector"
+        " GENERATED ALWAYS AS (board_words(body)) STORED"
+    )
+    pg.execute("CREATE INDEX messages_search ON messages USING gin (search_vector)")
+    hit, _ = post(pg, ann, "the fix\u2014a \u201cone-liner\u201d for \u00c9cole")
+    revise(pg, document(pg, workspace(pg), "notes/steps.md"), 1, title="D\u00e9ploiement\u2014\u00e9tapes")
+    pg.execute("UPDATE board_schema SET version = 32")
+
+    def found(words: str) -> tuple[list[int], list[str]]:
+        query = fts_query(words).tsquery()
+        messages = pg.execute(
+            "SELECT id FROM messages WHERE search_vector @@ to_tsquery('simple', %s)", (query,)
+        )
+        documents = pg.execute(
+            """SELECT d.path FROM kb_search s JOIN kb_documents d ON d.id = s.document_id
+               WHERE s.search_vector @@ to_tsquery('simple', %s)""",
+            (query,),
+        )
+        return [m for (m,) in messages], [path for (path,) in documents]
+
+    assert found("fix") == ([], []) and found("etapes") == ([], [])
+    info = pg.info
+    store = PostgresStore(f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}", readers=1)
+    await store.open()
+    await store.close()
+    assert one(pg, "SELECT version FROM board_schema") == schema_version()
+    assert found("fix") == found("ecole") == found("one-liner") == ([hit], [])
+    assert found("etapes") == found("d\u00e9ploiement") == ([], ["notes/steps.md"])
 
 
 # -- the cluster fixture -----------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from board.server.services.messages import fts_query
-from board.server.store.search import Terms
+from board.server.store.search import Terms, index_words
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +48,24 @@ def test_any_words_make_a_query_the_server_parses(
         ("db", "see store/db.py for it", True),
         ("store/db*", "see store/db.py for it", True),
         ("py.db", "see store/db.py for it", False),
+        # split at every character that is neither a letter nor a digit, as SQLite's unicode61
+        ("fix", "the fix—a one-liner", True),
+        ("one-liner", "a “one-liner”", True),
+        ("liner one", "a “one-liner”", True),
+        ("party", "party🎉 tonight", True),
+        ("b", "a«b»c", True),
+        ("deploy", "deploy\u00a0staging", True),
+        ("snake", "snake_case", True),
+        ("fixa", "the fix—a one-liner", False),
+        # case folded for every script, Latin accents taken off, whatever the character type
+        ("école", "ÉCOLE", True),
+        ("ecole", "École", True),
+        ("école", "ecole", True),
+        ("naive", "cafe\u0301 naïve", True),
+        ("café", "cafe\u0301 naïve", True),
+        ("σας", "ΣΑΣ", True),
+        ("日本語", "日本語のテキスト", False),  # a run of letters is one word, as in unicode61
+        ("日本語のテキスト", "日本語のテキスト", True),
     ],
 )
 def test_words_match_as_on_sqlite(pg: psycopg.Connection, typed: str, body: str, found: bool) -> None:
@@ -56,3 +74,16 @@ def test_words_match_as_on_sqlite(pg: psycopg.Connection, typed: str, body: str,
         "SELECT board_words(%s) @@ to_tsquery('simple', %s)", (body, fts_query(typed).tsquery())
     ).fetchone()
     assert row is not None and row[0] is found
+
+
+letters_and_more = st.characters(exclude_categories=["Cs", "Cn", "Co"], exclude_characters="\x00")
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet=letters_and_more, max_size=40))
+def test_a_search_reads_a_texts_words_as_the_index_does(pg: psycopg.Connection, text: str) -> None:
+    """index_words (how a search's words are split) is board_words (how the index splits a
+    body), for any text: a word a search splits otherwise is a phrase the index never holds."""
+    row = pg.execute("SELECT array(SELECT lexeme FROM unnest(board_words(%s)))", (text,)).fetchone()
+    assert row is not None
+    assert sorted(row[0]) == sorted(set(index_words(text)))

@@ -294,6 +294,20 @@ async def test_a_database_not_in_utf8_is_refused_before_it_is_migrated(pg_cluste
         assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone() == (0,)
 
 
+async def test_a_server_without_icu_is_refused_before_the_database_is_migrated(pg_cluster: PgCluster) -> None:
+    """The search's words are ICU's letters and digits (migration 0033): a server built
+    without ICU has no ``und-x-icu`` collation, as this database is made to have none."""
+    from board.server.store.writer import StoreError
+
+    url = pg_cluster.fresh_database()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute('DROP COLLATION "und-x-icu"')
+    with pytest.raises(StoreError, match=r"no ICU collations \(it was built without ICU\)"):
+        await PostgresStore(url).open()
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone() == (0,)
+
+
 @pytest.mark.parametrize("bad", ["mysql://board@db/board", "sqlite:///board.db"])
 async def test_a_url_that_is_not_postgresql_is_refused(bad: str, tmp_path: Any) -> None:
     from board.server.settings import Settings

@@ -278,6 +278,18 @@ def require_utf8(raw: psycopg.BaseConnection[Any], where: str) -> None:
         )
 
 
+async def _require_icu(raw: psycopg.AsyncConnection[Any], where: str) -> None:
+    """Refuse a server built without ICU, before migrating: the search reads a text's letters
+    and digits as ICU has them, whatever the database's character type (migration 0033)."""
+    cursor = await raw.execute("SELECT 1 FROM pg_collation WHERE collname = 'und-x-icu'")
+    if await cursor.fetchone() is None:
+        raise StoreError(
+            f"{where}: this PostgreSQL server has no ICU collations (it was built without ICU); "
+            "the board's search needs them: use a build with ICU, as the PostgreSQL project's "
+            "and the major distributions' packages are (docs/scale.md)"
+        )
+
+
 def _own_it(raw: psycopg.AsyncConnection[Any]) -> str:
     """What to run when the board's role may not create in its database: PostgreSQL 15 and later
     give CREATE in a new database's public schema to its owner alone (docs/scale.md)."""
@@ -400,6 +412,7 @@ class PostgresStore(Store):
         try:
             self._writer = await self._connection()
             require_utf8(self._writer.raw, self.where)
+            await _require_icu(self._writer.raw, self.where)
             try:
                 await migrate(self._writer, POSTGRESQL, self.where)
             except StoreError as exc:

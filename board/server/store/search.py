@@ -50,11 +50,11 @@ class Terms:
         return "ws : (" + " OR ".join(f'"w{int(i)}"' for i in workspace_ids) + ") AND " + body
 
     def tsquery(self) -> str:
-        """Each word split at ASCII punctuation, as the index is (``board_words``): a word of
-        several parts is a phrase of them, as FTS5 reads a quoted ``"db.py"``."""
+        """Each word read as the index reads a text (:func:`index_words`): a word of several
+        parts is a phrase of them, as FTS5 reads a quoted ``"db.py"``."""
         phrases = []
         for word, prefix in self.words:
-            parts = [_lexeme(part) for part in _PUNCTUATION.split(word) if part]
+            parts = [_lexeme(part) for part in index_words(word)]
             if not parts:
                 continue
             if prefix:
@@ -72,8 +72,24 @@ class Terms:
         return all(word.isascii() for word, _ in self.words)
 
 
-#: What PostgreSQL's [[:punct:]] is in the C locale: every ASCII punctuation mark.
-_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]+")
+def index_words(text: str) -> list[str]:
+    """The words PostgreSQL's ``board_words`` (migration 0033) reads in ``text``, in the same
+    steps: case folded, accents taken off (NFD, then the marks U+0300 to U+036F), split at every
+    character that is neither a letter nor a decimal digit (ICU's ``[[:alnum:]]``, which
+    Python's ``\\w`` is not: it also takes ``²`` and ``_``)."""
+    if text.isascii():
+        return _ASCII_WORD.findall(text.lower())
+    folded = _LATIN_ACCENTS.sub("", unicodedata.normalize("NFD", text.lower()))
+    return "".join(ch if _letter_or_digit(ch) else " " for ch in folded).split()
+
+
+def _letter_or_digit(ch: str) -> bool:
+    category = unicodedata.category(ch)
+    return category[0] == "L" or category == "Nd"
+
+
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+_LATIN_ACCENTS = re.compile("[\u0300-\u036f]+")
 
 
 def _lexeme(text: str) -> str:
