@@ -15,6 +15,7 @@ envelope of 10-api.md instead, and nothing of what was sent.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import signal
@@ -131,8 +132,11 @@ def body_deadline_middleware(seconds: float) -> Callable[..., Awaitable[web.Stre
         request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
         if request.body_exists:
+            # A body that came whole with its headers (most of them) has nothing left to wait for:
+            # no timer is armed for it (about 4 % of the event loop's time a post at 128 posters).
+            deadline = contextlib.nullcontext() if request.content.is_eof() else asyncio.timeout(seconds)
             try:
-                async with asyncio.timeout(seconds):
+                async with deadline:
                     if request.content_type in FORMS:
                         await request.post()  # kept by the request: a multipart stream reads once
                     else:
