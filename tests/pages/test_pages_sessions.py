@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -13,7 +16,7 @@ from board.server.errors import RateLimited
 from board.server.pages.routing import local_path
 from board.server.services import sessions
 from board.server.services.ratelimit import RateLimiter
-from tests.support.boardtest import Board, World, db_rows, snapshot, start_board, stop_board
+from tests.support.boardtest import Board, World, db_rows, held, snapshot, start_board, stop_board
 from tests.support.pages_support import browser, login_link, sign_in
 
 
@@ -114,6 +117,39 @@ async def test_signing_out_ends_the_session_everywhere(world: World) -> None:
         async with http.get(world.board.url + "/api/me") as resp:
             assert resp.status == 401
     await alice.close()
+
+
+async def _held_messages(session: Any, url: str, since: int) -> dict[str, Any]:
+    """A long-poll of the lobby held with the session's cookie: its status and answer."""
+    lobby = {"workspace": "proj", "channel": "lobby", "since": str(since), "wait": "30"}
+    async with session.http.get(url + "/api/messages", params=lobby) as resp:
+        return {"status": resp.status, **(await resp.json())}
+
+
+@pytest.mark.parametrize("how", ["signed out", "another session's new password"])
+async def test_a_sessions_held_long_polls_are_refused_as_soon_as_it_ends(world: World, how: str) -> None:
+    """A long-poll held with a session is refused as soon as the session ends, not at the end
+    of its wait, and what is posted after takes no part in it; another session's goes on."""
+    alice, other = await sign_in(world.board), await sign_in(world.board)
+    url = world.board.url
+    since = int((await world.bot.me())["cursor"])
+    signed_out = asyncio.create_task(_held_messages(alice, url, since))
+    goes_on = asyncio.create_task(_held_messages(other, url, since))
+    await held(world.board, 2)
+    started = time.monotonic()
+    if how == "signed out":
+        assert (await alice.post("/logout", {}))[0] == 303
+    else:
+        assert (await other.post("/settings/password", {"password": "correct horse battery"}))[0] == 200
+    answer = await asyncio.wait_for(signed_out, 10)
+    assert answer["status"] == 401 and answer["error"]["code"] == "UNAUTHENTICATED"
+    assert time.monotonic() - started < 10  # its wait was 30 s
+    posted = await world.bot.post("after the sign-out", channel="lobby")
+    answer = await asyncio.wait_for(goes_on, 35)
+    assert answer["status"] == 200
+    assert [m["id"] for m in answer["messages"]] in ([], [posted["id"]])
+    await alice.close()
+    await other.close()
 
 
 async def test_password_sign_in_and_its_limits(board: Board) -> None:

@@ -32,6 +32,7 @@ from . import actions, audit
 from .auth import hash_secret, principal_from_row
 from .context import Context
 from .ratelimit import RateLimiter
+from .tokencache import reach_key
 
 COOKIE = "board_session"
 MIN_PASSWORD = 10
@@ -216,12 +217,20 @@ def ended(agent_id: int) -> Key:
     return ("sessions", agent_id)
 
 
+def _tell_ended(agent_id: int) -> None:
+    """Tell, on every board process, what a human holds that a session of theirs ended: their
+    pages' streams (:func:`ended`) and their held API long-polls (:func:`.tokencache.reach_key`).
+    Each asks its own credential again: the ended session's are refused at once, the others go on."""
+    emit(Signal(ended(agent_id), 0))
+    emit(Signal(reach_key(agent_id), 0))
+
+
 async def sign_out(ctx: Context, cookie: str) -> None:
     async def write(conn: Connection) -> None:
         row = await store.live(conn, hash_secret(cookie), ctx.now())
         if await store.revoke(conn, hash_secret(cookie), ctx.now()) and row is not None:
             await audit.record(conn, ctx, principal_from_row(row), "session.revoke", row["handle"])
-            emit(Signal(ended(principal_from_row(row).agent_id), 0))
+            _tell_ended(principal_from_row(row).agent_id)
 
     await ctx.db.write(write)
 
@@ -244,7 +253,7 @@ async def set_password(ctx: Context, p: Principal, current: str, new: str, cooki
         await store.set_password(conn, p.agent_id, hashed, ctx.now())
         ended_sessions = await store.revoke_others(conn, p.agent_id, hash_secret(cookie), ctx.now())
         await audit.record(conn, ctx, p, "password.set", p.handle, details={"sessions_ended": ended_sessions})
-        emit(Signal(ended(p.agent_id), 0))
+        _tell_ended(p.agent_id)
 
     await ctx.db.write(write)
 
