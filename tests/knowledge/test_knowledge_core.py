@@ -352,6 +352,18 @@ async def test_a_search_snippet_marks_only_the_hits_of_a_body_with_its_own_aster
     assert "Note\\*\\*" in cut and "2 \\*\\* 8" in cut and "C:\\\\tmp" in cut, cut
 
 
+async def test_a_search_snippet_marks_a_word_found_beside_punctuation_or_without_its_accent(
+    world: World,
+) -> None:
+    """The snippet marks what the search matched, as the index reads words: PostgreSQL's own
+    headline would read ``fix\u2014a`` as one word and ``\u00c9cole`` as no ``ecole``."""
+    body = "Intro words that come first.\n\n" + "filler " * 40 + "the fix\u2014a one-liner for \u00c9cole\n"
+    await world.bot.put_document("notes.md", body, 0, "r")
+    for words, marked in (("ecole", "**\u00c9cole**"), ("fix", "**fix**")):
+        [cut] = [d["snippet"] for d in (await world.bot.knowledge(q=words))["documents"]]
+        assert marked in cut and cut.count("**") == 2, (words, cut)
+
+
 async def test_a_search_snippet_of_long_words_is_bounded_and_keeps_its_match(world: World) -> None:
     """The database's snippet is sixteen words, which a word of thousands of characters (a log
     line, a hash) makes as long as the document: it is cut to characters around its match."""

@@ -21,7 +21,7 @@ from ..store import workspaces as workspace_store
 from ..store.connection import Connection
 from ..store.messages import MessageFilter
 from ..store.rows import MessageRow, WorkspaceRow
-from ..store.search import Terms, snippet, word_parts
+from ..store.search import Terms, index_words, snippet, word_parts
 from ..store.writer import emit
 from ..validation import arg
 from . import claims, delivery, loopguard, replies, scope, worktrees
@@ -390,8 +390,9 @@ def fts_query(text: str) -> Terms:
         word = word.rstrip("*")
         if not word or any(word.casefold() == w.casefold() and prefix == p for w, p in terms):
             continue
-        parts = word_parts(word)
-        if prefix and parts and len(parts[-1]) < SHORTEST_PREFIX:
+        # The word's last part as either store's index reads it (they part on a few characters).
+        last = [parts[-1] for parts in (word_parts(word), index_words(word)) if parts]
+        if prefix and last and min(map(len, last)) < SHORTEST_PREFIX:
             raise InvalidArgument(
                 f"A prefix needs at least {SHORTEST_PREFIX} letters before its *: {word}*.", field="q"
             )

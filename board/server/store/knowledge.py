@@ -288,14 +288,14 @@ def _matching(conn: Connection, match: Terms) -> tuple[str, str, str, str]:
 
 
 def _snippet(conn: Connection) -> str:
-    """The database's snippet of a document's body, its matches between ``search.START`` and
-    ``search.STOP`` (``search.bounded`` makes it Markdown)."""
+    """What a document's snippet is cut from: SQLite's own snippet of its body, its matches
+    between ``search.START`` and ``search.STOP`` (``search.bounded`` makes it Markdown); on
+    PostgreSQL the body itself (``snippet_text``), which ``search.snippet`` cuts as it cuts a
+    message's: ``ts_headline`` reads words by the database's character type, not as the
+    index does (migration 0033), and would mark none of ``École`` for ``ecole``."""
     if conn.dialect == "postgresql":
-        return (
-            "ts_headline('simple', r.body, q.query, 'StartSel=' || chr(2) || ', StopSel=' || chr(3) || "
-            "', MaxFragments=1, MaxWords=16, MinWords=4') AS snippet"
-        )
-    return "snippet(kb_fts, 2, char(2), char(3), '…', 16) AS snippet"
+        return "NULL AS snippet, r.body AS snippet_text"
+    return "snippet(kb_fts, 2, char(2), char(3), '…', 16) AS snippet, NULL AS snippet_text"
 
 
 async def search(

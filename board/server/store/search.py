@@ -73,13 +73,16 @@ class Terms:
 
 
 def index_words(text: str) -> list[str]:
-    """The words PostgreSQL's ``board_words`` (migration 0033) reads in ``text``, in the same
-    steps: case folded, accents taken off (NFD, then the marks U+0300 to U+036F), split at every
-    character that is neither a letter nor a decimal digit (ICU's ``[[:alnum:]]``, which
-    Python's ``\\w`` is not: it also takes ``²`` and ``_``)."""
+    """The words PostgreSQL's index reads in ``text`` (``board_text``, migration 0033), in the
+    same steps: case folded (a final sigma a sigma), accents taken off (NFD, then the marks
+    U+0300 to U+036F), split at every character that is neither a letter nor a decimal digit
+    (ICU's ``[[:alnum:]]``, which Python's ``\\w`` is not: it also takes ``²`` and ``_``). Equal
+    for every character both Python's and the server's Unicode know; one only the newer
+    knows (a script added since) is a letter to one and a break to the other."""
     if text.isascii():
         return _ASCII_WORD.findall(text.lower())
-    folded = _LATIN_ACCENTS.sub("", unicodedata.normalize("NFD", text.lower()))
+    folded = _COMBINING_DIACRITICS.sub("", unicodedata.normalize("NFD", text.lower()))
+    folded = folded.replace(_FINAL_SIGMA, _SIGMA)
     return "".join(ch if _letter_or_digit(ch) else " " for ch in folded).split()
 
 
@@ -89,7 +92,8 @@ def _letter_or_digit(ch: str) -> bool:
 
 
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
-_LATIN_ACCENTS = re.compile("[\u0300-\u036f]+")
+_COMBINING_DIACRITICS = re.compile("[\u0300-\u036f]+")
+_FINAL_SIGMA, _SIGMA = "\u03c2", "\u03c3"
 
 
 def _lexeme(text: str) -> str:

@@ -14,7 +14,7 @@ from ...principal import Principal
 from ...store import knowledge as store
 from ...store.connection import Connection
 from ...store.rows import Row
-from ...store.search import bounded
+from ...store.search import bounded, snippet
 from .. import scope
 from ..context import Context
 from ..messages import fts_query
@@ -57,7 +57,8 @@ async def list_documents(ctx: Context, p: Principal, slug: str | None, q: Knowle
     for row in rows:
         item = doc_item(row, now, historical=historical)
         if match is not None:
-            item["snippet"] = bounded(row["snippet"])
+            text = row["snippet_text"]  # PostgreSQL's: the body (store.knowledge._snippet)
+            item["snippet"] = snippet(match, text) if text is not None else bounded(row["snippet"] or "")
         items.append(item)
     ids = {row["path"]: row["document_id"] for row in rows}
     page = bounded_page(ctx, "documents", items, q.limit, q.max_bytes, descending=False, key="path")

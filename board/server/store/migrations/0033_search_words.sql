@@ -1,25 +1,36 @@
 -- PostgreSQL's search reads a text's words as SQLite's does (unicode61): split at every
--- character that is not a letter or a digit, case folded for every script, Latin accents
--- taken off. It split at ASCII punctuation only, so `fix—a`, `“quoted”`, `party🎉` or a
--- no-break space made one word of their neighbours, and `École` was not `école` under a C
--- character type. Letters and digits are ICU's, whatever the database's character type;
--- store/search.py reads a search's words the same way (`index_words`). ASCII text keeps
--- the faster path: its letters are the same under every locale, and to_tsvector folds its
--- case. Every message's search vector is computed again (a rewrite of the table) and
--- every live document's index row. SQLite's index is unchanged.
+-- character that is not a letter or a digit, case folded for every script, accents taken
+-- off. It split at ASCII punctuation only, so `fix—a`, `“quoted”`, `party🎉` or a no-break
+-- space made one word of their neighbours, and `École` was not `école` under a C character
+-- type. Letters, digits and case are ICU's (Unicode's), whatever the database's character
+-- type. A search splits its words in the same steps (`index_words` in store/search.py).
+--
+-- board_text is the text as the index reads it, before to_tsvector parses its words. ASCII
+-- text keeps the cheaper path, its letters and case ASCII's under every locale (a Turkish
+-- one's lower case of I is ı). A final sigma is a sigma: lowercasing a whole text decides
+-- it by the letters after it, which a search's word alone does not have.
+--
+-- Every message's search vector is computed again (a rewrite of the table, then its
+-- statistics, which the dropped column took with it) and every live document's index row.
+-- SQLite's index is unchanged.
 -- [postgresql]
+CREATE FUNCTION board_text(text TEXT) RETURNS TEXT
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN octet_length(text) = char_length(text)
+        THEN regexp_replace(lower(text COLLATE "und-x-icu"), '[^a-z0-9 ]+', ' ', 'g')
+        ELSE regexp_replace(translate(regexp_replace(
+            normalize(lower(text COLLATE "und-x-icu"), NFD), '[\u0300-\u036f]+', '', 'g'), 'ς', 'σ'),
+            '[^[:alnum:] ]+', ' ', 'g')
+    END
+$$;
 CREATE OR REPLACE FUNCTION board_words(text TEXT) RETURNS tsvector
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT to_tsvector('simple', CASE WHEN octet_length(text) = char_length(text)
-        THEN regexp_replace(text, '[^[:alnum:] ]+', ' ', 'g')
-        ELSE regexp_replace(
-            regexp_replace(normalize(lower(text COLLATE "und-x-icu"), NFD), '[\u0300-\u036f]+', '', 'g'),
-            '[^[:alnum:] ]+', ' ', 'g')
-    END)
+    SELECT to_tsvector('simple', board_text(text))
 $$;
 ALTER TABLE messages DROP COLUMN search_vector;
 ALTER TABLE messages ADD COLUMN search_vector tsvector GENERATED ALWAYS AS (board_words(body)) STORED;
 CREATE INDEX messages_search ON messages USING gin (search_vector);
+ANALYZE messages;
 UPDATE kb_search s SET search_vector = kb_search_vector(d.path, r.title, r.body)
     FROM kb_documents d JOIN kb_revisions r ON r.id = d.current_id
     WHERE s.document_id = d.id;
