@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import subprocess
+import time
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any, cast
@@ -576,6 +577,26 @@ async def test_a_url_s_own_server_options_keep_the_idle_limit_and_may_set_it(
 
 
 @postgresql_only
+async def test_a_read_held_behind_a_lock_is_unavailable_in_time_and_the_next_one_runs(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read waiting on a lock (a migration rewriting the table, an operator's LOCK TABLE)
+    waited as long as the lock was held, its request and a reader connection with it. It
+    is now 503 past the read deadline, and reads run again once the lock is gone."""
+    monkeypatch.setattr(postgres, "READ_TIMEOUT", 300)
+    await world.bot.post("before the lock", channel="lobby")
+    with psycopg.connect(database_url(world)) as locker:
+        locker.execute("LOCK TABLE messages IN ACCESS EXCLUSIVE MODE")
+        started = time.monotonic()
+        with pytest.raises(BoardAPIError) as refused:
+            await world.bot.messages(channel="lobby", workspace="proj")
+        assert refused.value.code == "UNAVAILABLE" and refused.value.status == 503
+        assert time.monotonic() - started < 10
+        locker.rollback()
+    listed = await world.bot.messages(channel="lobby", workspace="proj")
+    assert [m["body"] for m in listed["messages"]][-1] == "before the lock"
+
+
 async def test_a_read_the_server_ends_for_sitting_idle_is_unavailable_and_the_next_one_runs(
     world: World,
 ) -> None:

@@ -323,6 +323,11 @@ _LINK = {
 #: How long the server lets a writer's or reader's transaction sit idle before it ends it (ms).
 #: A batch never waits on anything but its own statements.
 IDLE_IN_TRANSACTION = 60_000
+#: How long a read's statement may run (ms, the server's ``statement_timeout`` within the read's
+#: transaction): one waiting behind a lock (a migration's rewrite of a table, an operator's
+#: ``LOCK TABLE``) is unavailable then, rather than holding its request and a reader
+#: connection for as long as the lock is held. A read takes milliseconds.
+READ_TIMEOUT = 30_000
 
 
 def _bounded(url: str, options: str = "") -> str:
@@ -850,13 +855,18 @@ class PostgresStore(Store):
 
     async def _read(self, conn: PostgresConnection, fn: Job[T]) -> T:
         try:
-            await self._begin(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+            await self._begin(conn, f"{begin}; SET LOCAL statement_timeout = {int(READ_TIMEOUT)}")
             raw = conn.raw
             try:
                 return await fn(conn)
             finally:
                 with contextlib.suppress(psycopg.Error):
                     await raw.execute("ROLLBACK" if _failed(conn) else "COMMIT")
+        except psycopg.errors.QueryCanceled as exc:
+            raise DatabaseUnreachable(
+                f"{self.where}: a read ran past {READ_TIMEOUT / 1000:g} s: {' '.join(str(exc).split())}"
+            ) from exc
         except psycopg.Error as exc:  # of any class: the server ends an idle transaction with 25P03
             if (failure := self._unreachable(conn, exc)) is exc:
                 raise
