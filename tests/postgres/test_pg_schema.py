@@ -650,6 +650,39 @@ async def test_the_upgrade_reads_every_stored_message_and_document_anew(
     assert found("etapes") == found("d\u00e9ploiement") == ([], ["notes/steps.md"])
 
 
+def test_a_dump_restores_into_an_empty_database_and_its_search_still_works(
+    pg: psycopg.Connection[Any], pg_cluster: PgCluster, lobby_bots: tuple[int, int], tmp_path: Path
+) -> None:
+    """The backup docs/scale.md gives (pg_dump, then pg_restore into an empty database):
+    pg_restore runs with no search path, so a function the messages table computes its
+    search vector with must name what it calls as itself (board_words, migration 0033)."""
+    ann, _ = lobby_bots
+    hit, _ = post(pg, ann, "the fix\u2014a one-liner for \u00c9cole")
+    info = pg.info
+    source = f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
+    dump = tmp_path / "board.dump"
+    bindir = pg_cluster.bindir
+    subprocess.run([str(bindir / "pg_dump"), "--format=custom", f"--file={dump}", source], check=True)
+    target = pg_cluster.fresh_database()
+    try:
+        restored = subprocess.run(
+            [str(bindir / "pg_restore"), "--no-owner", "--exit-on-error", f"--dbname={target}", str(dump)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert restored.returncode == 0, restored.stderr
+        with psycopg.connect(target, autocommit=True) as copy:
+            query = fts_query("ecole fix").tsquery()
+            found = copy.execute(
+                "SELECT id FROM messages WHERE search_vector @@ to_tsquery('simple', %s)", (query,)
+            ).fetchall()
+            assert found == [(hit,)]
+            assert one(copy, "SELECT version FROM board_schema") == schema_version()
+    finally:
+        pg_cluster.drop_database(target)
+
+
 # -- the cluster fixture -----------------------------------------------------------------------------
 
 TEST_USING_THE_CLUSTER = """

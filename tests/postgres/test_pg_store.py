@@ -295,6 +295,21 @@ async def test_a_database_not_in_utf8_is_refused_before_it_is_migrated(pg_cluste
         assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone() == (0,)
 
 
+async def test_a_server_older_than_the_oldest_the_board_runs_on_is_refused_before_migrating(
+    pg_cluster: PgCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from board.server.store.writer import StoreError
+
+    monkeypatch.setattr(postgres, "OLDEST_SERVER", 990000)  # this one is older than a 99
+    url = pg_cluster.fresh_database()
+    with pytest.raises(
+        StoreError, match=r"this PostgreSQL server is version \d+; the board needs 99 or newer"
+    ):
+        await PostgresStore(url).open()
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone() == (0,)
+
+
 async def test_a_server_without_icu_is_refused_before_the_database_is_migrated(pg_cluster: PgCluster) -> None:
     """The search's words are ICU's letters and digits (migration 0033): a server built
     without ICU has no ``und-x-icu`` collation, as this database is made to have none."""
@@ -597,6 +612,7 @@ async def test_a_read_held_behind_a_lock_is_unavailable_in_time_and_the_next_one
     assert [m["body"] for m in listed["messages"]][-1] == "before the lock"
 
 
+@postgresql_only
 async def test_a_read_the_server_ends_for_sitting_idle_is_unavailable_and_the_next_one_runs(
     world: World,
 ) -> None:

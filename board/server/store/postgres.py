@@ -278,9 +278,20 @@ def require_utf8(raw: psycopg.BaseConnection[Any], where: str) -> None:
         )
 
 
-async def _require_icu(raw: psycopg.AsyncConnection[Any], where: str) -> None:
-    """Refuse a server built without ICU, before migrating: the search reads a text's letters
-    and digits as ICU has them, whatever the database's character type (migration 0033)."""
+#: The oldest PostgreSQL the board runs on (``server_version_num``): 14 keeps a function's body
+#: of SQL as what it names (migration 0033), so that pg_restore can rebuild the schema.
+OLDEST_SERVER = 140000
+
+
+async def _require_server(raw: psycopg.AsyncConnection[Any], where: str) -> None:
+    """Refuse, before migrating, a server older than :data:`OLDEST_SERVER` or built without
+    ICU: the search reads a text's letters and digits as ICU has them, whatever the
+    database's character type (migration 0033)."""
+    if raw.info.server_version < OLDEST_SERVER:
+        raise StoreError(
+            f"{where}: this PostgreSQL server is version {raw.info.server_version // 10000}; "
+            f"the board needs {OLDEST_SERVER // 10000} or newer (docs/scale.md)"
+        )
     cursor = await raw.execute("SELECT 1 FROM pg_collation WHERE collname = 'und-x-icu'")
     if await cursor.fetchone() is None:
         raise StoreError(
@@ -417,7 +428,7 @@ class PostgresStore(Store):
         try:
             self._writer = await self._connection()
             require_utf8(self._writer.raw, self.where)
-            await _require_icu(self._writer.raw, self.where)
+            await _require_server(self._writer.raw, self.where)
             try:
                 await migrate(self._writer, POSTGRESQL, self.where)
             except StoreError as exc:
