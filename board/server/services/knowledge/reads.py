@@ -54,10 +54,10 @@ async def list_documents(ctx: Context, p: Principal, slug: str | None, q: Knowle
 
     workspace, rows = await ctx.db.read(read)
     items = []
-    for row in rows:
+    for at, row in enumerate(rows):
         item = doc_item(row, now, historical=historical)
-        if match is not None:
-            text = row["snippet_text"]  # PostgreSQL's: the body (store.knowledge._snippet)
+        if match is not None and at < q.limit:  # not the row that only says there are more
+            text = row["snippet_text"]  # PostgreSQL's: the body's start (store.knowledge._snippet)
             item["snippet"] = snippet(match, text) if text is not None else bounded(row["snippet"] or "")
         items.append(item)
     ids = {row["path"]: row["document_id"] for row in rows}
