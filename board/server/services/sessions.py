@@ -253,7 +253,8 @@ async def set_password(ctx: Context, p: Principal, current: str, new: str, cooki
         await store.set_password(conn, p.agent_id, hashed, ctx.now())
         ended_sessions = await store.revoke_others(conn, p.agent_id, hash_secret(cookie), ctx.now())
         await audit.record(conn, ctx, p, "password.set", p.handle, details={"sessions_ended": ended_sessions})
-        _tell_ended(p.agent_id)
+        if ended_sessions:
+            _tell_ended(p.agent_id)
 
     await ctx.db.write(write)
 
