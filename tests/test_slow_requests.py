@@ -77,6 +77,24 @@ async def test_a_trickled_body_is_closed_within_the_body_timeout_and_writes_noth
     assert (await hasty.bot.request("GET", "/healthz"))["ok"]  # the board itself is fine
 
 
+async def test_a_chunked_body_whose_end_never_comes_is_closed_within_the_body_timeout(hasty: World) -> None:
+    """Its data came whole, its last chunk never does: a body not yet ended keeps its deadline
+    (only one that came whole with its headers is read without one)."""
+    before = snapshot(hasty.board.db_path)
+    body = json.dumps({"channel": "general", "body": "chunked"}).encode()
+    head = (
+        b"POST /api/messages HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        + f"Authorization: Bearer {hasty.bot.token}\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+    )
+    chunk = f"{len(body):x}\r\n".encode() + body + b"\r\n"
+    elapsed, said = await asyncio.to_thread(closed_after, hasty.board.port, [head + chunk], 0.1)
+    assert elapsed < BODY_TIMEOUT + 2 and b"201" not in said
+    assert snapshot(hasty.board.db_path) == before
+    # the same body, ended: answered
+    ended = head.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n") + chunk + b"0\r\n\r\n"
+    assert b" 201 " in (await asyncio.to_thread(closed_after, hasty.board.port, [ended], 0.5))[1]
+
+
 async def test_a_request_within_the_deadlines_is_answered_on_a_kept_alive_connection(hasty: World) -> None:
     for _ in range(3):
         assert (await hasty.bot.request("GET", "/healthz"))["ok"]
