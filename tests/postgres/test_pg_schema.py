@@ -617,7 +617,7 @@ async def test_the_upgrade_reads_every_stored_message_and_document_anew(
     """Migration 0033 computes again what a board before it stored with the old words."""
     ann, _ = lobby_bots
     pg.execute(WORDS_BEFORE_0033)
-    pg.execute("DROP FUNCTION board_text(TEXT)")  # 0033 made it
+    pg.execute("DROP FUNCTION board_text(TEXT); DROP FUNCTION board_text_wide(TEXT)")  # 0033 made them
     pg.execute("ALTER TABLE messages DROP COLUMN search_vector")
     pg.execute(
         "ALTER TABLE messages ADD COLUMN search_vector tsvector"
