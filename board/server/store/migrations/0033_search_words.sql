@@ -10,7 +10,7 @@
 -- one's lower case of I is ı, the C collation's i). A final sigma is a sigma: lowercasing a
 -- whole text decides it by the letters after it, which a search's word alone does not have.
 --
--- Every message's search vector is computed again (a rewrite of the table, then its
+-- Every message's search vector is computed again (a rewrite of the table, then the column's
 -- statistics, which the dropped column took with it) and every live document's index row.
 -- SQLite's index is unchanged.
 -- [postgresql]
@@ -38,7 +38,14 @@ RETURN to_tsvector('simple', board_text(text));
 ALTER TABLE messages DROP COLUMN search_vector;
 ALTER TABLE messages ADD COLUMN search_vector tsvector GENERATED ALWAYS AS (board_words(body)) STORED;
 CREATE INDEX messages_search ON messages USING gin (search_vector);
-ANALYZE messages;
+-- The search column's statistics went with it: without them a rare word's search walks every
+-- id instead of the index, until autovacuum comes. Not on a new board's empty table, whose
+-- statistics would say it stays empty: the planner would scan it whole as it fills.
+DO $$ BEGIN
+    IF EXISTS (SELECT FROM messages) THEN
+        ANALYZE messages (search_vector);
+    END IF;
+END $$;
 UPDATE kb_search s SET search_vector = kb_search_vector(d.path, r.title, r.body)
     FROM kb_documents d JOIN kb_revisions r ON r.id = d.current_id
     WHERE s.document_id = d.id;
