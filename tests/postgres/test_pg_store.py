@@ -612,6 +612,34 @@ async def test_a_read_held_behind_a_lock_is_unavailable_in_time_and_the_next_one
     assert [m["body"] for m in listed["messages"]][-1] == "before the lock"
 
 
+async def test_reads_queued_behind_reads_held_by_a_lock_wait_one_deadline_not_one_each(
+    pg_cluster: PgCluster, pg_template: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With its one reader held by a lock, ten reads queued for it waited a deadline for each
+    read ahead of them (five seconds for the last): the wait for a connection is bounded too."""
+    monkeypatch.setattr(postgres, "READ_TIMEOUT", 500)
+    url = pg_cluster.fresh_database(like=pg_template)
+    store = PostgresStore(url, readers=1)
+    await store.open()
+
+    async def count(conn: Any) -> Any:
+        return await (await conn.execute("SELECT count(*) FROM messages")).fetchone()
+
+    try:
+        with psycopg.connect(url) as locker:
+            locker.execute("LOCK TABLE messages IN ACCESS EXCLUSIVE MODE")
+            started = time.monotonic()
+            answers = await asyncio.gather(*(store.read(count) for _ in range(10)), return_exceptions=True)
+            waited = time.monotonic() - started
+            locker.rollback()
+        assert all(isinstance(answer, DatabaseUnreachable) for answer in answers), answers
+        assert waited < 3, waited  # two deadlines at most: the pool's, then the statement's
+        assert (await store.read(count))[0] >= 0  # the reader serves again once the lock is gone
+    finally:
+        await store.close()
+    pg_cluster.drop_database(url)
+
+
 @postgresql_only
 async def test_a_read_the_server_ends_for_sitting_idle_is_unavailable_and_the_next_one_runs(
     world: World,

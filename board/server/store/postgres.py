@@ -859,9 +859,17 @@ class PostgresStore(Store):
         """Run ``fn`` in a read-only, repeatable-read transaction: one consistent snapshot.
 
         The connection goes back to the pool once the read is over, even when the
-        caller stopped waiting (the read runs as a task of its own).
+        caller stopped waiting (the read runs as a task of its own). Waiting for a free
+        connection is bounded as a statement is (:data:`READ_TIMEOUT`): behind reads held by
+        a lock, a queue of them would wait a deadline for each read ahead of it.
         """
-        conn = await self._pool.get()
+        try:
+            async with asyncio.timeout(READ_TIMEOUT / 1000):
+                conn = await self._pool.get()
+        except TimeoutError:
+            raise DatabaseUnreachable(
+                f"{self.where}: no connection to read on within {READ_TIMEOUT / 1000:g} s"
+            ) from None
         return await asyncio.shield(asyncio.get_running_loop().create_task(self._read(conn, fn)))
 
     async def _read(self, conn: PostgresConnection, fn: Job[T]) -> T:
@@ -883,6 +891,9 @@ class PostgresStore(Store):
                 raise
             raise failure from exc
         finally:
+            if conn.in_transaction and not conn.raw.broken:  # a begin that failed halfway
+                with contextlib.suppress(psycopg.Error):
+                    await conn.raw.execute("ROLLBACK")
             await self._revive(conn)
             self._pool.put_nowait(conn)
 
