@@ -18,9 +18,11 @@ import pytest
 
 from board.client import BoardAPIError, BoardClient
 from board.server.principal import Principal
-from board.server.services import wakestream
+from board.server.services import tokencache, wakestream
 from board.server.services.context import Context
 from board.server.services.wakes import wake_scope
+from board.server.store import identity as identity_store
+from board.server.store.connection import Connection
 from tests.support.boardtest import World, eventually, held, start_board, stop_board
 
 STAMP = "%Y-%m-%dT%H:%M:%SZ"
@@ -259,6 +261,58 @@ async def test_a_revoked_rotated_or_moved_token_ends_its_stream_at_once(world: W
             await w.human.set_bots("other", ["ob", f"gone-{change}"])
         rest = await asyncio.wait_for(_rest(lines), WITHIN)
         assert rest == [{"cursor": seen["id"], "end": "revoked"}], change
+        stream.close()
+
+
+async def test_a_post_to_many_streams_asks_no_token_and_an_untold_revocation_ends_at_a_reset_or_beat(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each stream's token used to be asked again before every line, from the token cache: once
+    the cached entries had expired (after ten seconds), one post to a channel a thousand daemons
+    watch read the database a thousand times before its first line went out (264 ms against
+    45 for the posts after it, in `bench wake`). A stream now asks when a change may have come:
+    its reach key's signal (every revocation, rotation and move: the test above), the token cache
+    starting again after a change that went untold (a lost PostgreSQL notification), and its beat."""
+    w = world
+    monkeypatch.setattr(tokencache, "TTL_SECONDS", -1.0)  # every entry has expired once it is put
+    asked: list[str] = []
+    real = identity_store.principal_by_token
+
+    async def counted(conn: Connection, token_hash: str) -> Any:
+        asked.append(token_hash)
+        return await real(conn, token_hash)
+
+    monkeypatch.setattr(identity_store, "principal_by_token", counted)
+    bots = [await w.board.bot(f"watcher{i}", "proj") for i in range(6)]
+    since = await _cursor(w.bot)
+    streams = [await bot.wake_stream(since=since, watch=["ops"], beat=60) for bot in bots]
+    lines = [aiter(stream) for stream in streams]
+    await held(w.board, len(streams))
+    for body in ("disk at 70%", "disk at 80%"):
+        asked.clear()  # after the first post: by then every stream has asked once, as it opened
+        posted = await w.peer.post(body, channel="ops")
+        for each in lines:
+            assert (await _until(each, posted["id"]))[-1]["cursor"] == posted["id"]
+    assert len(asked) == 1  # the poster's own request; none of the six streams'
+
+    async def revoke_untold(handle: str) -> None:
+        sql = "UPDATE tokens SET revoked_at = ? WHERE agent_id = (SELECT id FROM agents WHERE handle = ?)"
+        await w.board.ctx.db.write(lambda conn: conn.execute(sql, (w.board.ctx.now(), handle)))
+
+    await revoke_untold("watcher0")
+    await revoke_untold("watcher1")
+    w.board.ctx.tokens.drop_all()  # what the board does when it may have missed a change
+    after = await w.peer.post("disk at 90%", channel="ops")
+    for each in lines[:2]:
+        assert await asyncio.wait_for(_rest(each), WITHIN) == [{"cursor": posted["id"], "end": "revoked"}]
+    for each in lines[2:]:
+        assert (await _until(each, after["id"]))[-1]["cursor"] == after["id"]
+
+    beating = await bots[2].wake_stream(since=after["id"], watch=["ops"], beat=1)
+    await revoke_untold("watcher2")
+    ended = await asyncio.wait_for(_rest(aiter(beating)), WITHIN)
+    assert ended == [{"cursor": after["id"], "end": "revoked"}]
+    for stream in (*streams, beating):
         stream.close()
 
 

@@ -33,8 +33,10 @@ def reach_key(agent_id: int) -> Key:
 class TokenCache:
     def __init__(self) -> None:
         self._entries: dict[str, tuple[Principal, float]] = {}
-        #: Bumped by every :meth:`drop_agent`.
+        #: Bumped by every :meth:`drop_agent` and :meth:`drop_all`.
         self.generation = 0
+        #: Bumped by every :meth:`drop_all`: a change to any token may have gone untold.
+        self.resets = 0
         #: Tells the board's other processes to drop the agent too (``services.remote``).
         self.on_forget: Callable[[int, bool], None] | None = None
         #: Tells this process's held requests of the agent (the hub, wired by the context).
@@ -71,6 +73,7 @@ class TokenCache:
         """Forget every entry: a change this cache was to be told of may have been missed."""
         self._entries.clear()
         self.generation += 1
+        self.resets += 1
 
     def drop_agent(self, agent_id: int, *, reach: bool = True) -> None:
         self.generation += 1

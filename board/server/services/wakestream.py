@@ -76,7 +76,8 @@ class WakeStream:
 
     def __init__(self, ctx: Context, p: Principal, token: str, q: WakeStreamQuery, wake: WakeScope) -> None:
         self.ctx, self.p, self.q, self.wake = ctx, p, q, wake
-        self.token = token  # asked again before each line: a stream outlives no revocation
+        self.token = token  # asked again whenever it may have changed (_ended)
+        self.resets = ctx.tokens.resets
         self.budget_keys = (budgets.lifted_key(p.agent_id), budgets.spent_key(p.workspace_id or 0))
         self.reach = reach_key(p.agent_id)
         # Within the bot's BOARD_MAX_WAITS: RATE_LIMITED (hub.Full) when its streams fill them.
@@ -104,18 +105,27 @@ class WakeStream:
         key = ("wake-line", self.wake.view, *sorted(fields.items()))
         return event.view(key, lambda: message_line(event_view(event, self.wake.view, **fields)))
 
-    async def _ended(self, taken: list[Event | Signal]) -> bytes | None:
+    async def _ended(self, taken: list[Event | Signal], *, ask: bool = False) -> bytes | None:
         """The end line when the token no longer stands for the bot, or when what the bot
-        reaches changed (:func:`~.tokencache.reach_key`, which also wakes the stream)."""
-        if await self._revoked():
+        reaches changed (:func:`~.tokencache.reach_key`, which also wakes the stream).
+
+        The token is asked again (``ask``: on opening and at each beat) when its reach key
+        was signalled, which every revocation, rotation and move does on every process, or
+        when the token cache started again (a change may have gone untold). Not before every
+        line: a thousand streams woken by one post would each ask, and once their cached
+        entries have expired, read the database a thousand times before the first line."""
+        reached = any(isinstance(event, Signal) and event.key == self.reach for event in taken)
+        ask = ask or reached or self.resets != self.ctx.tokens.resets
+        if ask and await self._revoked():
             return self._mark(end="revoked")
-        if any(isinstance(event, Signal) and event.key == self.reach for event in taken):
+        if reached:
             return self._mark(end="rescoped")
         return None
 
     async def _revoked(self) -> bool:
         """Whether the stream's token no longer stands for the bot it was opened as (revoked,
         rotated, or the bot moved). Read from the token cache, which every such change empties."""
+        self.resets = self.ctx.tokens.resets
         try:
             return await auth.authenticate(self.ctx, self.token) != self.p
         except Unauthenticated:
@@ -139,7 +149,7 @@ class WakeStream:
         """The stream's lines, several at once when they come together; ends at ``end``."""
         ctx, hub, waiter = self.ctx, self.ctx.hub, self.waiter
         self.sent_at = asyncio.get_running_loop().time()
-        if (ended := await self._ended(list(waiter.events))) is not None:  # changed while it opened
+        if (ended := await self._ended(list(waiter.events), ask=True)) is not None:  # changed while it opened
             yield ended
             return
         hold = await budgets.feed_hold(ctx, self.p.agent_id, 0)
@@ -160,7 +170,7 @@ class WakeStream:
             if waiter.behind:  # the reader reads what was missed from the database
                 yield self._mark(end="more")
                 return
-            if (ended := await self._ended(taken)) is not None:
+            if (ended := await self._ended(taken, ask=due)) is not None:
                 yield ended
                 return
             # On every pass, not only a beat's: a stream busy enough never to beat still has its
@@ -198,7 +208,7 @@ class WakeStream:
             taken, due = await self._wait()
             if hub.closed:
                 return
-            if (ended := await self._ended(taken)) is not None:
+            if (ended := await self._ended(taken, ask=due)) is not None:
                 yield ended
                 return
             budget_moved = any(isinstance(e, Signal) and e.key in self.budget_keys for e in taken)
