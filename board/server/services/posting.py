@@ -31,7 +31,7 @@ from .context import Context
 
 SLUG_PATTERN = r"[a-z0-9._-]{2,64}"
 TAG_PATTERN = r"[A-Za-z0-9._:/-]{1,32}"
-MAX_BODY = 16_000
+MAX_BODY = store.MAX_BODY
 MAX_META_BYTES = 8192
 MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9._-]{2,32})")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .connection import Connection
+from .registry import LINKED_BOTS
 from .rows import Row, one
 
 #: The measures, as their columns are named (``budget_<measure>``).
@@ -30,8 +31,7 @@ async def profile_of_bot(conn: Connection, agent_id: int) -> Row | None:
     return await one(
         conn,
         f"""SELECT p.name, {", ".join(f"p.budget_{m}" for m in MEASURES)} FROM profiles p
-            JOIN bot_profiles bp ON bp.profile_id = p.id JOIN agents a ON a.id = bp.agent_id
-            WHERE bp.agent_id = ? AND a.workspace_id = p.workspace_id""",
+            {LINKED_BOTS} WHERE bp.agent_id = ?""",
         (agent_id,),
     )
 

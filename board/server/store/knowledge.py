@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .connection import Connection
+from .messages import MAX_BODY
 from .rows import DocumentRow, Row, all_rows, count, one
 from .search import Terms
 
@@ -289,7 +290,7 @@ def _matching(conn: Connection, match: Terms) -> tuple[str, str, str, str]:
 
 #: Characters of a document's body its snippet is cut from on PostgreSQL: a message's most, so
 #: a page of documents costs what a page of messages does (a body may hold 200,000).
-SNIPPET_FROM = 16_000
+SNIPPET_FROM = MAX_BODY
 
 
 def _snippet(conn: Connection) -> str:

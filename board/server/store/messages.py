@@ -13,6 +13,9 @@ from .jsoncolumns import read_json
 from .rows import MessageRow, Row, all_rows, count, one
 from .search import WINDOW, Terms, relevance
 
+#: A message body's most characters: a longer post is refused (services/posting.py).
+MAX_BODY = 16_000
+
 SELECT = """SELECT m.id, m.workspace_id, w.slug AS workspace, m.channel_id, c.slug AS channel,
     m.conversation_id, m.kind, a.handle AS author, a.kind AS author_kind, m.body, m.reply_to,
     m.thread_id, m.tags, m.mentions, m.meta, m.created_at, m.author_id"""

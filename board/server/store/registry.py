@@ -25,6 +25,12 @@ PROFILE_SELECT = """SELECT p.id, p.name, p.workspace_id, w.slug AS workspace, w.
     p.worktrees, p.max_worktrees, p.base_branch, p.version, p.created_at, p.updated_at,
     p.updated_by FROM profiles p JOIN workspaces w ON w.id = p.workspace_id"""
 
+#: Joined to ``profiles p``: the bots that run with each profile (``bp``, ``a``). A link counts
+#: only while its bot is in the profile's workspace: one left behind when a bot moved to another
+#: workspace does not.
+LINKED_BOTS = """JOIN bot_profiles bp ON bp.profile_id = p.id
+    JOIN agents a ON a.id = bp.agent_id AND a.workspace_id = p.workspace_id"""
+
 
 # -- skills ----------------------------------------------------------------------------
 
@@ -191,16 +197,14 @@ async def set_profile_skills(conn: Connection, profile_id: int, skill_ids: list[
 
 
 async def profile_bots(conn: Connection, profile_ids: list[int]) -> dict[int, list[str]]:
-    """Handles of the bots that run with each profile and are in its workspace."""
+    """Handles of the bots that run with each profile (:data:`LINKED_BOTS`)."""
     if not profile_ids:
         return {}
     marks = ",".join("?" * len(profile_ids))
     rows = await all_rows(
         conn,
-        f"""SELECT bp.profile_id, a.handle FROM bot_profiles bp JOIN agents a ON a.id = bp.agent_id
-            JOIN profiles p ON p.id = bp.profile_id
-            WHERE bp.profile_id IN ({marks}) AND a.workspace_id = p.workspace_id
-            ORDER BY bp.profile_id, a.handle""",
+        f"""SELECT bp.profile_id, a.handle FROM profiles p {LINKED_BOTS}
+            WHERE bp.profile_id IN ({marks}) ORDER BY bp.profile_id, a.handle""",
         tuple(profile_ids),
     )
     found: dict[int, list[str]] = {i: [] for i in profile_ids}
@@ -210,31 +214,23 @@ async def profile_bots(conn: Connection, profile_ids: list[int]) -> dict[int, li
 
 
 async def profile_bot_ids(conn: Connection, profile_id: int) -> list[int]:
-    """The ids of the bots that run with a profile: a link left behind when a bot moved to
-    another workspace does not count (as for :func:`profiles_of_bots`)."""
+    """The ids of the bots that run with a profile (:data:`LINKED_BOTS`)."""
     rows = await all_rows(
         conn,
-        """SELECT bp.agent_id FROM bot_profiles bp JOIN profiles p ON p.id = bp.profile_id
-           JOIN agents a ON a.id = bp.agent_id
-           WHERE bp.profile_id = ? AND a.workspace_id = p.workspace_id""",
+        f"SELECT bp.agent_id FROM profiles p {LINKED_BOTS} WHERE bp.profile_id = ?",
         (profile_id,),
     )
     return [int(r["agent_id"]) for r in rows]
 
 
 async def profiles_of_bots(conn: Connection, agent_ids: list[int]) -> dict[int, str]:
-    """The profile of its own workspace each of these bots runs with, by bot id.
-
-    A link left behind when a bot moved to another workspace does not count.
-    """
+    """The profile of its own workspace each of these bots runs with, by bot id (:data:`LINKED_BOTS`)."""
     if not agent_ids:
         return {}
     marks = ",".join("?" * len(agent_ids))
     rows = await all_rows(
         conn,
-        f"""SELECT bp.agent_id, p.name FROM bot_profiles bp JOIN profiles p ON p.id = bp.profile_id
-            JOIN agents a ON a.id = bp.agent_id
-            WHERE bp.agent_id IN ({marks}) AND a.workspace_id = p.workspace_id""",
+        f"SELECT bp.agent_id, p.name FROM profiles p {LINKED_BOTS} WHERE bp.agent_id IN ({marks})",
         tuple(agent_ids),
     )
     return {row["agent_id"]: row["name"] for row in rows}
@@ -254,9 +250,7 @@ async def profile_for_bot(conn: Connection, agent_id: int) -> Row | None:
     """The profile a bot runs with, if it is linked to one of its own workspace."""
     return await one(
         conn,
-        f"""{PROFILE_SELECT} JOIN bot_profiles bp ON bp.profile_id = p.id
-            JOIN agents a ON a.id = bp.agent_id
-            WHERE bp.agent_id = ? AND a.workspace_id = p.workspace_id""",
+        f"{PROFILE_SELECT} {LINKED_BOTS} WHERE bp.agent_id = ?",
         (agent_id,),
     )
 
