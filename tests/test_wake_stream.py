@@ -268,13 +268,13 @@ async def test_a_post_to_many_streams_asks_no_token_and_an_untold_revocation_end
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each stream's token used to be asked again before every line, from the token cache: once
-    the cached entries had expired (after ten seconds), one post to a channel a thousand daemons
+    the cached entries had expired, one post to a channel a thousand daemons
     watch read the database a thousand times before its first line went out (264 ms against
     45 for the posts after it, in `bench wake`). A stream now asks when a change may have come:
     its reach key's signal (every revocation, rotation and move: the test above), the token cache
     starting again after a change that went untold (a lost PostgreSQL notification), and its beat."""
     w = world
-    monkeypatch.setattr(tokencache, "TTL_SECONDS", -1.0)  # every entry has expired once it is put
+    monkeypatch.setattr(tokencache, "TTL_SECONDS", (-1.0, -1.0))  # every entry has expired once put
     asked: list[str] = []
     real = identity_store.principal_by_token
 

@@ -13,13 +13,17 @@ from the workspace, watch list or token it had then.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 
 from ..hub import Key
 from ..principal import Principal
 
-TTL_SECONDS = 10.0
+#: How long a cached principal lives, drawn between these for each entry. Entries put together
+#: (a thousand daemons connecting at once, then re-polling after each post) would otherwise
+#: expire together, and one post would read each of their tokens again before it is answered.
+TTL_SECONDS = (10.0, 20.0)
 
 
 def reach_key(agent_id: int) -> Key:
@@ -58,7 +62,7 @@ class TokenCache:
             return
         if len(self._entries) > 10_000:
             self._entries.clear()
-        self._entries[token_hash] = (principal, time.monotonic() + TTL_SECONDS)
+        self._entries[token_hash] = (principal, time.monotonic() + random.uniform(*TTL_SECONDS))
 
     def forget_agent(self, agent_id: int, *, reach: bool = True) -> None:
         """Drop what is cached for ``agent_id`` here and on every other board process, and with
