@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -187,7 +188,11 @@ async def test_a_token_holds_at_most_max_waits_streams(world: World) -> None:
             stream.close()
 
 
-async def test_a_reader_that_falls_behind_is_cut_and_resumes_from_its_cursor(tmp_path: Path) -> None:
+async def test_a_reader_that_falls_behind_is_cut_and_resumes_from_its_cursor(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The access log says the board cut the stream: it used to read as a client that left."""
+    caplog.set_level(logging.INFO, logger="board.access")
     board = await start_board(tmp_path, stream_buffer=5, write_rate=1000.0, write_burst=10_000)
     try:
         human = await board.human("alice")
@@ -218,6 +223,9 @@ async def test_a_reader_that_falls_behind_is_cut_and_resumes_from_its_cursor(tmp
         whole = [json.loads(raw) for raw in body.split(b"\n")[:-1] if raw.startswith(b"{")]
         cursor = whole[-1]["cursor"] if whole else since
         assert cursor < posted[-1]  # it was cut before the end
+        [cut] = [r for r in caplog.records if getattr(r, "route", "") == "/api/wake/stream"]
+        assert getattr(cut, "cut", None) is True and getattr(cut, "gone", None) is True
+        assert cut.getMessage() == "GET /api/wake/stream 200 (cut: the reader fell behind)"
         async with await bot.wake_stream(since=cursor, watch=["ops"], limit=500) as stream:
             rest = await _until(aiter(stream), posted[-1])
         assert [line["message"]["id"] for line in rest] == [i for i in posted if i > cursor]

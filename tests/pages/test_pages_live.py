@@ -281,7 +281,8 @@ async def test_a_closed_tab_is_logged_as_a_client_gone_not_a_server_error(
         await asyncio.sleep(0.05)
     [line] = logged()
     assert line.levelno == logging.INFO and getattr(line, "status", None) == 200, line.getMessage()
-    assert getattr(line, "gone", False) is True
+    assert getattr(line, "gone", False) is True and getattr(line, "cut", None) is False
+    assert line.getMessage().endswith(" 200 (client went away)")
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info], caplog.text
     await alice.close()
 

@@ -24,6 +24,21 @@ _ids = random.Random()
 CLIENT_GONE = 499
 """Logged for a client that left before any answer went out (nginx's "client closed request")."""
 
+#: Set on a request whose stream the board dropped (a reader too far behind): the log says so,
+#: where it would otherwise read as a client that went away.
+CUT = web.RequestKey("cut", bool)
+
+
+def cutter(request: web.Request) -> Callable[[], None]:
+    """What drops a stream's connection when its reader falls too far behind, marking it cut."""
+
+    def cut() -> None:
+        request[CUT] = True
+        if request.transport is not None:
+            request.transport.abort()  # unflushed bytes and all
+
+    return cut
+
 
 def _sent(request: web.Request) -> bool:
     """Whether a stream's headers (and so its status) reached the client before it left."""
@@ -67,7 +82,7 @@ async def metrics_middleware(
             request.method,
             route,
             status,
-            " (client went away)" if gone else "",
+            (" (cut: the reader fell behind)" if request.get(CUT) else " (client went away)") if gone else "",
             extra={
                 "method": request.method,
                 "route": route,
@@ -75,6 +90,7 @@ async def metrics_middleware(
                 "ms": round(seconds * 1000, 2),
                 "request_id": rid,
                 "gone": gone,
+                "cut": bool(request.get(CUT)),
             },
         )
         logs.request_id.reset(token)

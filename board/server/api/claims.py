@@ -7,6 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from ..services import actions, claims, wakes, wakestream
+from .access import cutter
 from .errors import begin
 from .responses import INT, STR, TIME, array, obj, page, ref
 from .route import Answer, Call, Route, bearer_token
@@ -49,9 +50,7 @@ async def stream(call: Call) -> web.StreamResponse:
     # The feed is for bots, whose credential is a bearer token: the stream checks it as it goes.
     token = bearer_token(call.request.headers) or ""
     feed = await wakestream.open_stream(call.ctx, call.p, token, call.query)
-    transport = call.request.transport
-    if transport is not None:
-        feed.on_overflow(transport.abort)  # a reader too far behind: drop it, unflushed bytes and all
+    feed.on_overflow(cutter(call.request))
     response = web.StreamResponse(
         headers={"Content-Type": NDJSON, "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     )

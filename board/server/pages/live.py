@@ -22,6 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..api.access import cutter
 from ..api.errors import begin
 from ..hub import Event, Signal
 from ..jsonvalues import encode
@@ -91,8 +92,7 @@ async def events(call: PageCall) -> web.StreamResponse:
     signals = (ended, *watch.keys())
     feed = await live.open_feed(call.ctx, call.p, q.workspace, q.since if since is None else since, signals)
     request = call.request
-    if request.transport is not None:
-        feed.on_overflow(request.transport.abort)  # a tab too far behind: dropped, it reconnects
+    feed.on_overflow(cutter(request))  # a tab too far behind: dropped, it reconnects
     cookie = request.cookies.get(sessions.COOKIE)
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
