@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from board.client import BoardAPIError, BoardClient
+from board.server.services import messages, wakes
+from board.server.services.context import Context
 from tests.support.boardtest import LONG_WAIT, WOKEN_WITHIN, World, held
 
 
@@ -134,3 +136,37 @@ async def test_a_wait_held_by_a_token_revoked_meanwhile_answers_unauthenticated(
             with pytest.raises(BoardAPIError) as refused:
                 await asyncio.wait_for(waiting, WOKEN_WITHIN)
             assert (refused.value.status, refused.value.code) == (401, "UNAUTHENTICATED"), (change, feed)
+
+
+@pytest.mark.parametrize("feed", ["wake", "channel"])
+async def test_a_change_committed_while_a_long_poll_reads_its_scope_answers_it_at_once(
+    world: World, monkeypatch: pytest.MonkeyPatch, feed: str
+) -> None:
+    """A change to what the caller's token reaches (a revocation, a move, its profile's watch)
+    that committed after its long-poll had read its scope, and before the wait held its place in
+    the hub, answered the wait only at its end, a minute on, from the scope it no longer had. It
+    is heard from before the scope is read (as a wake stream's is), and answers at once."""
+    module = wakes if feed == "wake" else messages
+    real = module.poll
+
+    async def changed_meanwhile(ctx: Context, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        ctx.tokens.forget_agent(kwargs["owner"])  # as a profile's save does once it commits
+        return await real(ctx, *args, **kwargs)
+
+    await world.peer.post("the channel's first post", channel="ops")
+    monkeypatch.setattr(module, "poll", changed_meanwhile)
+    since = (await world.bot.me())["cursor"]
+    if feed == "wake":
+        waiting = world.bot.wake(since=since, wait=LONG_WAIT)
+    else:
+        waiting = world.bot.messages(workspace="proj", channel="ops", since=since, wait=LONG_WAIT)
+    page = await asyncio.wait_for(waiting, WOKEN_WITHIN)
+    assert page["messages"] == []
+    # Asked again, it waits in its scope as it stands, and is woken by what it is for.
+    monkeypatch.setattr(module, "poll", real)
+    again = asyncio.create_task(
+        world.bot.messages(workspace="proj", channel="ops", since=since, wait=LONG_WAIT)
+    )
+    await held(world.board)
+    posted = await world.peer.post("disk at 80%", channel="ops")
+    assert [m["id"] for m in (await asyncio.wait_for(again, WOKEN_WITHIN))["messages"]] == [posted["id"]]

@@ -320,7 +320,20 @@ async def test_a_post_to_many_streams_asks_no_token_and_an_untold_revocation_end
     await revoke_untold("watcher2")
     ended = await asyncio.wait_for(_rest(aiter(beating)), WITHIN)
     assert ended == [{"cursor": after["id"], "end": "revoked"}]
-    for stream in (*streams, beating):
+
+    # A stream busy enough never to beat asks within ASK_WITHIN (here a second) of its last ask.
+    monkeypatch.setattr(wakestream, "ASK_WITHIN", (1.0, 1.0))
+    busy = await bots[3].wake_stream(since=after["id"], watch=["ops"], beat=60)
+    reading = asyncio.ensure_future(_rest(aiter(busy)))
+    await revoke_untold("watcher3")
+    for n in range(100):
+        if reading.done():
+            break
+        await w.peer.post(f"disk at {n}%", channel="ops")
+        await asyncio.sleep(0.1)
+    *sent, last = await asyncio.wait_for(reading, WITHIN)  # long before its beat of 60 s
+    assert all("message" in line for line in sent) and last["end"] == "revoked", last
+    for stream in (*streams, beating, busy):
         stream.close()
 
 

@@ -26,7 +26,7 @@ from ..store.writer import emit
 from ..validation import arg
 from . import claims, delivery, loopguard, replies, scope, worktrees
 from .context import Context
-from .longpoll import poll
+from .longpoll import poll, reach_heard
 from .paging import Page, bounded_page
 from .posting import SLUG_PATTERN
 
@@ -217,15 +217,16 @@ async def list_messages(ctx: Context, p: Principal, q: MessageQuery) -> Page:
         items = await ctx.db.read(resolve_and_read)
         return message_page(ctx, items, q, descending=descending, cursor=head["cursor"])
 
-    flt, keys = await ctx.db.read(resolve)
+    with reach_heard(ctx, p.agent_id) as heard:
+        flt, keys = await ctx.db.read(resolve)
 
-    async def fetch() -> list[dict[str, Any]]:
-        return render(await ctx.db.read(lambda conn: rows(conn, flt)), q.view)
+        async def fetch() -> list[dict[str, Any]]:
+            return render(await ctx.db.read(lambda conn: rows(conn, flt)), q.view)
 
-    def match(event: Event) -> dict[str, Any] | None:
-        return event_view(event, q.view) if flt.matches(event) else None
+        def match(event: Event) -> dict[str, Any] | None:
+            return event_view(event, q.view) if flt.matches(event) else None
 
-    items = await poll(ctx, keys, q.wait, fetch, match, owner=p.agent_id, since=q.since)
+        items = await poll(ctx, keys, q.wait, fetch, match, owner=p.agent_id, since=q.since, heard=heard)
     return message_page(ctx, items, q, descending=descending, cursor=head["cursor"], rendered=True)
 
 

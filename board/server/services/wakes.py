@@ -29,7 +29,7 @@ from ..store.messages import InboxFilter, WatchFilter
 from ..validation import arg, rfc3339
 from . import actions, audit, budgets, delivery, loopguard, registry, scope
 from .context import Context
-from .longpoll import poll
+from .longpoll import poll, reach_heard
 from .messages import event_view, message_page, render, rows_to_messages
 from .paging import Page, bounded_page
 
@@ -181,16 +181,19 @@ async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
     actions.require(p, "wake.feed")
     if (hold := await budgets.feed_hold(ctx, p.agent_id, q.wait)) is not None:
         return held_page(ctx, q, hold)
-    wake = await wake_scope(ctx, p, q.since, q.watch, q.goal, q.view, daemon=q.wait > 0)
-    if q.wait:  # a daemon waits for this bot: its messages are not unreachable
-        await ctx.waits.touch(p)
-    head = {"cursor": q.since}
+    with reach_heard(ctx, p.agent_id) as heard:
+        wake = await wake_scope(ctx, p, q.since, q.watch, q.goal, q.view, daemon=q.wait > 0)
+        if q.wait:  # a daemon waits for this bot: its messages are not unreachable
+            await ctx.waits.touch(p)
+        head = {"cursor": q.since}
 
-    async def fetch() -> list[dict[str, Any]]:
-        head["cursor"], items = await wake.fetch(ctx, q.limit)
-        return items
+        async def fetch() -> list[dict[str, Any]]:
+            head["cursor"], items = await wake.fetch(ctx, q.limit)
+            return items
 
-    items = await poll(ctx, wake.keys, q.wait, fetch, wake.match, owner=p.agent_id, since=q.since)
+        items = await poll(
+            ctx, wake.keys, q.wait, fetch, wake.match, owner=p.agent_id, since=q.since, heard=heard
+        )
     if items and (hold := await budgets.feed_hold(ctx, p.agent_id, 0)) is not None:
         return held_page(ctx, q, hold)  # a wake recorded while this feed waited reached the limit
     return message_page(ctx, items, q, descending=False, cursor=head["cursor"], rendered=True)

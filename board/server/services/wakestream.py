@@ -30,6 +30,7 @@ reader that falls ``BOARD_STREAM_BUFFER`` events behind is cut.
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,7 @@ from ..principal import Principal
 from ..validation import arg
 from . import actions, auth, budgets
 from .context import Context
+from .longpoll import reach_heard
 from .messages import event_view
 from .tokencache import reach_key
 from .wakes import WakeScope, wake_scope
@@ -71,6 +73,13 @@ def message_line(item: dict[str, Any]) -> bytes:
     return line({"cursor": item["id"], "message": item})
 
 
+#: The longest a stream goes without asking for its token again, drawn between these after each
+#: ask: a stream that sends a line more often than it beats asks no later than this. A change no
+#: signal told of (an announcement to the other PostgreSQL processes that was lost) ends it
+#: within this, and streams that opened together do not ask together.
+ASK_WITHIN = (60.0, 90.0)
+
+
 class WakeStream:
     """One daemon's stream: subscribed before its backlog is read, so nothing falls between."""
 
@@ -78,6 +87,7 @@ class WakeStream:
         self.ctx, self.p, self.q, self.wake = ctx, p, q, wake
         self.token = token  # asked again whenever it may have changed (_ended)
         self.resets = ctx.tokens.resets
+        self.ask_by = 0.0  # the event loop's time by which the token is asked again
         self.budget_keys = (budgets.lifted_key(p.agent_id), budgets.spent_key(p.workspace_id or 0))
         self.reach = reach_key(p.agent_id)
         # Within the bot's BOARD_MAX_WAITS: RATE_LIMITED (hub.Full) when its streams fill them.
@@ -110,12 +120,14 @@ class WakeStream:
         reaches changed (:func:`~.tokencache.reach_key`, which also wakes the stream).
 
         The token is asked again (``ask``: on opening and at each beat) when its reach key
-        was signalled, which every revocation, rotation and move does on every process, or
-        when the token cache started again (a change may have gone untold). Not before every
-        line: a thousand streams woken by one post would each ask, and once their cached
-        entries have expired, read the database a thousand times before the first line."""
+        was signalled, which every revocation, rotation and move does on every process, when
+        the token cache started again (a change may have gone untold), and :data:`ASK_WITHIN`
+        after it was last asked. Not before every line: a thousand streams woken by one post
+        would each ask, and once their cached entries had expired, read the database a
+        thousand times before the first line went out."""
         reached = any(isinstance(event, Signal) and event.key == self.reach for event in taken)
-        ask = ask or reached or self.resets != self.ctx.tokens.resets
+        stale = self.resets != self.ctx.tokens.resets or asyncio.get_running_loop().time() >= self.ask_by
+        ask = ask or reached or stale
         if ask and await self._revoked():
             return self._mark(end="revoked")
         if reached:
@@ -126,6 +138,7 @@ class WakeStream:
         """Whether the stream's token no longer stands for the bot it was opened as (revoked,
         rotated, or the bot moved). Read from the token cache, which every such change empties."""
         self.resets = self.ctx.tokens.resets
+        self.ask_by = asyncio.get_running_loop().time() + random.uniform(*ASK_WITHIN)
         try:
             return await auth.authenticate(self.ctx, self.token) != self.p
         except Unauthenticated:
@@ -223,14 +236,8 @@ async def open_stream(ctx: Context, p: Principal, token: str, q: WakeStreamQuery
     """The bot's stream, in scope and within its hold of requests, before any line is sent:
     a refusal is still an error answer. ``token`` is the one ``p`` was read from."""
     actions.require(p, "wake.feed")
-    # A change committed while the scope is read would reach no stream: it is heard from here.
-    told = ctx.hub.subscribe([reach_key(p.agent_id)], request=False)
-    try:
-        stream = WakeStream(
-            ctx, p, token, q, await wake_scope(ctx, p, q.since, q.watch, q.goal, q.view, daemon=True)
-        )
-    finally:
-        ctx.hub.unsubscribe(told)
-    for signal in told.take():
-        stream.waiter.deliver(signal)  # the stream ends at its first look
+    with reach_heard(ctx, p.agent_id) as heard:
+        wake = await wake_scope(ctx, p, q.since, q.watch, q.goal, q.view, daemon=True)
+        stream = WakeStream(ctx, p, token, q, wake)
+        heard(stream.waiter)  # a change while the scope was read: the stream ends at its first look
     return stream
