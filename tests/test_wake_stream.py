@@ -317,14 +317,19 @@ async def test_a_post_to_many_streams_asks_no_token_and_an_untold_revocation_end
         assert (await _until(each, after["id"]))[-1]["cursor"] == after["id"]
 
     beating = await bots[2].wake_stream(since=after["id"], watch=["ops"], beat=1)
+    beats = aiter(beating)
+    assert (await asyncio.wait_for(anext(beats), WITHIN))["beat"] is True  # it asked as it opened
     await revoke_untold("watcher2")
-    ended = await asyncio.wait_for(_rest(aiter(beating)), WITHIN)
+    ended = await asyncio.wait_for(_rest(beats), WITHIN)
     assert ended == [{"cursor": after["id"], "end": "revoked"}]
 
     # A stream busy enough never to beat asks within ASK_WITHIN (here a second) of its last ask.
     monkeypatch.setattr(wakestream, "ASK_WITHIN", (1.0, 1.0))
     busy = await bots[3].wake_stream(since=after["id"], watch=["ops"], beat=60)
-    reading = asyncio.ensure_future(_rest(aiter(busy)))
+    busy_lines = aiter(busy)
+    first = await w.peer.post("disk at 95%", channel="ops")
+    assert (await _until(busy_lines, first["id"]))[-1]["cursor"] == first["id"]  # it asked as it opened
+    reading = asyncio.ensure_future(_rest(busy_lines))
     await revoke_untold("watcher3")
     for n in range(100):
         if reading.done():

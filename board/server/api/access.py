@@ -33,9 +33,10 @@ def cutter(request: web.Request) -> Callable[[], None]:
     """What drops a stream's connection when its reader falls too far behind, marking it cut."""
 
     def cut() -> None:
-        request[CUT] = True
-        if request.transport is not None:
-            request.transport.abort()  # unflushed bytes and all
+        transport = request.transport
+        if transport is not None and not transport.is_closing():  # else the client left first
+            request[CUT] = True
+            transport.abort()  # unflushed bytes and all
 
     return cut
 

@@ -179,9 +179,9 @@ async def wake_scope(
 
 async def feed(ctx: Context, p: Principal, q: WakeQuery) -> Page:
     actions.require(p, "wake.feed")
-    if (hold := await budgets.feed_hold(ctx, p.agent_id, q.wait)) is not None:
-        return held_page(ctx, q, hold)
     with reach_heard(ctx, p.agent_id) as heard:
+        if (hold := await budgets.feed_hold(ctx, p.agent_id, q.wait)) is not None:
+            return held_page(ctx, q, hold)
         wake = await wake_scope(ctx, p, q.since, q.watch, q.goal, q.view, daemon=q.wait > 0)
         if q.wait:  # a daemon waits for this bot: its messages are not unreachable
             await ctx.waits.touch(p)
