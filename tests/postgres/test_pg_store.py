@@ -404,6 +404,42 @@ async def test_a_read_after_close_opens_no_connection_that_nothing_would_close(w
 
 
 @postgresql_only
+async def test_a_store_closed_while_a_read_reconnects_leaves_no_connection_open(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read that found its server connection gone reconnects; if the store closed meanwhile,
+    the new connection was kept by a store that would never close it again."""
+    url = database_url(world)
+    store = PostgresStore(url, readers=1)
+    await store.open()
+    real_connect, connecting, go_on = postgres._connect, asyncio.Event(), asyncio.Event()
+    made: list[Any] = []
+
+    async def held_for_the_read(to: str) -> Any:
+        task = asyncio.current_task()  # the read runs as a task of its own; others reconnect at once
+        if task is None or getattr(task.get_coro(), "__qualname__", "") != "PostgresStore._read":
+            return await real_connect(to)
+        connecting.set()
+        await go_on.wait()
+        made.append(await real_connect(to))
+        return made[-1]
+
+    async def one(conn: Any) -> Any:
+        return await (await conn.execute("SELECT 1")).fetchone()
+
+    monkeypatch.setattr(postgres, "_connect", held_for_the_read)
+    assert drop_connections(url) > 0  # as a server restart would
+    reading = asyncio.ensure_future(store.read(one))
+    await asyncio.wait_for(connecting.wait(), 10)
+    await store.close()
+    go_on.set()
+    with pytest.raises(psycopg.Error):
+        await reading
+    [fresh] = made
+    assert fresh.raw.closed  # closed by the store, not left to a store that is gone
+
+
+@postgresql_only
 async def test_a_process_waiting_for_a_duty_keeps_waiting_through_a_database_outage(world: World) -> None:
     """A second process asks for the ``notify`` duty every so often; asked while the server is
     down, the answer is "not yours", not an error that would end its dispatcher for good."""

@@ -567,8 +567,8 @@ class PostgresStore(Store):
         The new one takes the old one's place in ``conn``, so the pool and the writer keep
         the object they hold. A failed reconnection keeps the broken one: its next use
         fails at once (callers get a retryable error) and tries again. A connection the
-        store no longer owns (it was closed, with a read still in flight) is not revived:
-        nothing would ever close the new one.
+        store no longer owns (it was closed, with a read still in flight, or while this
+        reconnected) is not revived: nothing would ever close the new one.
         """
         if not self._lost(conn):
             return
@@ -576,6 +576,10 @@ class PostgresStore(Store):
             fresh = await _connect(self.url)
         except psycopg.Error as exc:
             log.warning("cannot reconnect to %s: %s", self.where, exc)
+            return
+        if conn not in self._all:  # the store closed meanwhile
+            with contextlib.suppress(psycopg.Error):
+                await fresh.raw.close()
             return
         log.info("reconnected to %s", self.where)
         conn.raw = fresh.raw
