@@ -264,6 +264,14 @@ async def _connect(url: str) -> PostgresConnection:
     return PostgresConnection(raw)
 
 
+async def _roll_back(conn: PostgresConnection) -> None:
+    """End a transaction a failure left open on a connection that still works, so that the
+    connection's next user begins afresh; a broken one is revived instead (``_revive``)."""
+    if conn.in_transaction and not conn.raw.broken:
+        with contextlib.suppress(psycopg.Error):
+            await conn.raw.execute("ROLLBACK")
+
+
 def require_utf8(raw: psycopg.BaseConnection[Any], where: str) -> None:
     """Refuse a database in another encoding than UTF8, before anything is written to it.
 
@@ -527,9 +535,7 @@ class PostgresStore(Store):
                 log.warning("write batch of %d failed: %s", len(batch), failure)
             else:
                 log.exception("write batch of %d failed", len(batch))
-            if conn.in_transaction and not conn.raw.broken:
-                with contextlib.suppress(psycopg.Error):
-                    await conn.raw.execute("ROLLBACK")
+            await _roll_back(conn)
             outcomes = [(False, failure)] * len(batch)
             await self._revive(conn)
         return outcomes
@@ -895,9 +901,7 @@ class PostgresStore(Store):
                 raise
             raise failure from exc
         finally:
-            if conn.in_transaction and not conn.raw.broken:  # a begin that failed halfway
-                with contextlib.suppress(psycopg.Error):
-                    await conn.raw.execute("ROLLBACK")
+            await _roll_back(conn)  # a begin that failed halfway
             await self._revive(conn)
             self._pool.put_nowait(conn)
 
