@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import signal
 import subprocess
 import time
 from collections.abc import Awaitable
@@ -706,3 +708,118 @@ async def test_a_read_the_server_ends_for_sitting_idle_is_unavailable_and_the_ne
         assert row is not None and row[0] == 3
     finally:
         await store.close()
+
+
+@postgresql_only
+async def test_a_write_behind_a_held_write_lock_is_unavailable_in_time_changes_nothing_and_the_next_one_runs(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process's batch held up with the write lock (its process frozen, its server
+    process stopped) held every write of this one for as long: the batch is now 503 past
+    the write deadline, with nothing of it written, and writes run again once the lock is free."""
+    monkeypatch.setattr(postgres, "WRITE_TIMEOUT", 300)
+    await world.bot.post("before the lock", channel="lobby")
+    with psycopg.connect(database_url(world)) as locker:
+        locker.execute(f"SELECT pg_advisory_xact_lock({BOARD}, {LOCKS['writes']})")
+        started = time.monotonic()
+        with pytest.raises(BoardAPIError) as refused:
+            await world.bot.post("behind the lock", channel="lobby")
+        assert refused.value.code == "UNAVAILABLE" and refused.value.status == 503
+        assert time.monotonic() - started < 10
+        locker.rollback()
+    await world.bot.post("after the lock", channel="lobby")
+    listed = await world.bot.messages(channel="lobby", workspace="proj")
+    bodies = [m["body"] for m in listed["messages"]]
+    assert {"before the lock", "after the lock"} <= set(bodies) and "behind the lock" not in bodies
+
+
+def backend_pid(conn: Any) -> int:
+    return int(conn.raw.info.backend_pid)
+
+
+async def test_a_stopped_server_process_holds_a_write_or_a_read_a_deadline_not_forever(
+    pg_cluster: PgCluster, pg_template: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server process stopped while its connection stays up (``kill -STOP``) hears neither
+    a statement's timeout nor a cancel, and a write or read on it waited for ever. The board
+    now ends it: 503 within a few seconds of the deadline, nothing written, and once the
+    process runs again the next write and read succeed, on new connections."""
+    monkeypatch.setattr(postgres, "WRITE_TIMEOUT", 300)
+    monkeypatch.setattr(postgres, "READ_TIMEOUT", 300)
+    url = pg_cluster.fresh_database(like=pg_template)
+    store = PostgresStore(url, readers=1)
+    await store.open()
+
+    async def note(body: str) -> Any:
+        async def write(conn: Any) -> Any:
+            return await conn.execute(
+                "INSERT INTO workspaces (slug, name, created_at) VALUES (?, ?, '2026-12-07T00:00:00Z')",
+                (body, body),
+            )
+
+        return await store.write(write)
+
+    async def notes(conn: Any) -> list[str]:
+        rows = await (await conn.execute("SELECT slug FROM workspaces WHERE slug LIKE 'note-%'")).fetchall()
+        return sorted(row[0] for row in rows)
+
+    try:
+        assert store._writer is not None
+        writer = backend_pid(store._writer)
+        (reader,) = [backend_pid(conn) for conn in store._all if conn is not store._writer]
+        stopped = [writer, reader]
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            answers = await asyncio.gather(note("note-lost"), store.read(notes), return_exceptions=True)
+            waited = time.monotonic() - started
+        finally:
+            for pid in stopped:
+                os.kill(pid, signal.SIGCONT)
+        assert all(isinstance(a, DatabaseUnreachable) and "ran past" in str(a) for a in answers), answers
+        assert waited < 20, waited  # the deadline, then psycopg's wait for its cancel (5 s)
+        await note("note-kept")
+        assert await store.read(notes) == ["note-kept"]
+        assert store._writer is not None and backend_pid(store._writer) != writer
+    finally:
+        await store.close()
+    pg_cluster.drop_database(url)
+
+
+@postgresql_only
+async def test_a_write_known_to_be_long_has_the_time_it_asks_for_and_its_batch_with_it(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deleting a whole workspace is one transaction that may take a minute on a large one:
+    held to a post's deadline it could never be done. It asks for its own (``allowed``), and
+    a job that asks for more gives its whole batch more; every other write keeps its deadline.
+    Each is held past the deadline by another process's batch holding the write lock."""
+    await world.human.archive_workspace("proj")
+    monkeypatch.setattr(postgres, "WRITE_TIMEOUT", 200)  # ms
+
+    async def held_up(call: Awaitable[Any]) -> Any:
+        async with await psycopg.AsyncConnection.connect(database_url(world)) as locker:
+            await locker.execute(f"SELECT pg_advisory_xact_lock({BOARD}, {LOCKS['writes']})")
+            task = asyncio.ensure_future(call)
+            await asyncio.sleep(0.5)  # past the deadline
+            await locker.rollback()
+            return await task
+
+    with pytest.raises(BoardAPIError) as refused:
+        await held_up(world.human.create_workspace("another"))
+    assert refused.value.code == "UNAVAILABLE"
+    deleted = await held_up(world.human.delete_workspace("proj", "proj"))
+    assert deleted["deleted"] == "proj"
+
+    store = world.board.app[CONTEXT].db
+
+    async def slept(conn: Any) -> Any:
+        return await (await conn.execute("SELECT 'slept'")).fetchone()
+
+    together: Any = await held_up(  # one batch: both queued before the writer runs
+        asyncio.gather(store.write(slept, allowed=10.0), store.write(slept), return_exceptions=True)
+    )
+    assert [row[0] for row in together] == ["slept", "slept"], together
+    with pytest.raises(DatabaseUnreachable, match=r"a write batch ran past 0\.2 s"):
+        await held_up(store.write(slept))

@@ -266,10 +266,13 @@ async def _connect(url: str) -> PostgresConnection:
 
 async def _roll_back(conn: PostgresConnection) -> None:
     """End a transaction a failure left open on a connection that still works, so that the
-    connection's next user begins afresh; a broken one is revived instead (``_revive``)."""
+    connection's next user begins afresh; a broken one is revived instead (``_revive``). Bounded
+    as a statement is, for a server process that stopped between two statements: psycopg then
+    closes the connection (:data:`WRITE_TIMEOUT`)."""
     if conn.in_transaction and not conn.raw.broken:
-        with contextlib.suppress(psycopg.Error):
-            await conn.raw.execute("ROLLBACK")
+        with contextlib.suppress(psycopg.Error, TimeoutError):
+            async with asyncio.timeout(READ_TIMEOUT / 1000):
+                await conn.raw.execute("ROLLBACK")
 
 
 def require_utf8(raw: psycopg.BaseConnection[Any], where: str) -> None:
@@ -345,8 +348,15 @@ IDLE_IN_TRANSACTION = 60_000
 #: How long a read's statement may run (ms, the server's ``statement_timeout`` within the read's
 #: transaction): one waiting behind a lock (a migration's rewrite of a table, an operator's
 #: ``LOCK TABLE``) is unavailable then, rather than holding its request and a reader
-#: connection for as long as the lock is held. A read takes milliseconds.
+#: connection for as long as the lock is held. A read takes milliseconds. The board bounds the
+#: whole read by it too (:data:`WRITE_TIMEOUT` says why).
 READ_TIMEOUT = 30_000
+#: How long a write batch may take (ms), from its begin to its commit: its wait for the write
+#: lock (another process's batch held up), its statements and its commit. Bounded by the board,
+#: as a read is too, because a server process that is stopped (``kill -STOP``) while its
+#: connection stays up hears neither its own timeout nor a cancel: psycopg, cancelled, asks the
+#: server to cancel, waits a few seconds, then closes the connection, which is made anew.
+WRITE_TIMEOUT = 30_000
 
 
 def _bounded(url: str, options: str = "") -> str:
@@ -497,47 +507,62 @@ class PostgresStore(Store):
         notification with the commit. A savepoint is released before the next one is taken,
         so a batch holds one subtransaction at a time, never the hundreds that would make
         every reader's snapshot look up ``pg_subtrans``.
+
+        A batch may take :data:`WRITE_TIMEOUT` (or what a job of it asks, :func:`_allowed`),
+        from its begin to its commit.
         """
         assert self._writer is not None
         conn = self._writer
-        outcomes: list[Outcome] = []
+        started = asyncio.get_running_loop().time()
+        deadline = asyncio.timeout(_allowed(batch))
         try:
-            await self._begin(conn, f"BEGIN; {_LOCK}; SAVEPOINT job")
-            raw = conn.raw
-            self._fill(batch)  # what queued while the lock was awaited joins this batch
-            for i, job in enumerate(batch):
-                if i:
-                    await _simple(raw, "RELEASE job; SAVEPOINT job")
-                try:
-                    result = await asyncio.create_task(self._job(job, conn), context=job.context)
-                    if _failed(conn):  # it swallowed the server's refusal: undone like any failure
-                        raise StoreError("the database refused the write (a refusal was caught, not raised)")
-                except Exception as exc:  # the job's own error goes back to its caller
-                    await _simple(raw, "ROLLBACK TO job")
-                    outcomes.append((False, exc))
-                else:
-                    outcomes.append((True, result))
-            committed = [job for job, (ok, _) in zip(batch, outcomes, strict=True) if ok]
-            notifications, held = self._hold(raw, committed)
-            try:
-                await _simple(raw, "; ".join([*notifications, "COMMIT"]))
-            except BaseException:
-                if held is not None:  # if the server committed it, its notification is read back
-                    held.committed.set_result(False)
-                    with contextlib.suppress(ValueError):  # unless a take let it go meanwhile
-                        self._held.remove(held)
-                raise
-            if held is not None:
-                held.committed.set_result(True)
+            async with deadline:
+                await self._begin(conn, f"BEGIN; {_LOCK}; SAVEPOINT job")
+                self._fill(batch)  # what queued while the lock was awaited joins this batch
+                deadline.reschedule(started + _allowed(batch))
+                return await self._run_jobs(conn, batch)
         except Exception as exc:
-            failure = self._unreachable(conn, exc)
+            failure: Exception
+            if deadline.expired():
+                failure = self._overran("a write batch", _allowed(batch))
+            else:
+                failure = self._unreachable(conn, exc)
             if isinstance(failure, DatabaseUnreachable):
                 log.warning("write batch of %d failed: %s", len(batch), failure)
             else:
                 log.exception("write batch of %d failed", len(batch))
             await _roll_back(conn)
-            outcomes = [(False, failure)] * len(batch)
             await self._revive(conn)
+            return [(False, failure)] * len(batch)
+
+    async def _run_jobs(self, conn: PostgresConnection, batch: list[Write]) -> list[Outcome]:
+        """Each job of the begun ``batch`` in a savepoint of its own, then the commit."""
+        raw = conn.raw
+        outcomes: list[Outcome] = []
+        for i, job in enumerate(batch):
+            if i:
+                await _simple(raw, "RELEASE job; SAVEPOINT job")
+            try:
+                result = await asyncio.create_task(self._job(job, conn), context=job.context)
+                if _failed(conn):  # it swallowed the server's refusal: undone like any failure
+                    raise StoreError("the database refused the write (a refusal was caught, not raised)")
+            except Exception as exc:  # the job's own error goes back to its caller
+                await _simple(raw, "ROLLBACK TO job")
+                outcomes.append((False, exc))
+            else:
+                outcomes.append((True, result))
+        committed = [job for job, (ok, _) in zip(batch, outcomes, strict=True) if ok]
+        notifications, held = self._hold(raw, committed)
+        try:
+            await _simple(raw, "; ".join([*notifications, "COMMIT"]))
+        except BaseException:
+            if held is not None:  # if the server committed it, its notification is read back
+                held.committed.set_result(False)
+                with contextlib.suppress(ValueError):  # unless a take let it go meanwhile
+                    self._held.remove(held)
+            raise
+        if held is not None:
+            held.committed.set_result(True)
         return outcomes
 
     async def _begin(self, conn: PostgresConnection, begin: str) -> None:
@@ -566,6 +591,10 @@ class PostgresStore(Store):
         if self._lost(conn):
             return DatabaseUnreachable(f"{self.where}: {' '.join(str(exc).split())}")
         return exc
+
+    def _overran(self, what: str, seconds: float) -> DatabaseUnreachable:
+        """What the caller of ``what``, ended at its deadline, is told: the database does not answer."""
+        return DatabaseUnreachable(f"{self.where}: {what} ran past {seconds:g} s")
 
     async def _revive(self, conn: PostgresConnection) -> None:
         """Give ``conn`` a new server connection when the server dropped its own.
@@ -883,19 +912,28 @@ class PostgresStore(Store):
         return await asyncio.shield(asyncio.get_running_loop().create_task(self._read(conn, fn)))
 
     async def _read(self, conn: PostgresConnection, fn: Job[T]) -> T:
+        """``fn`` in its transaction, bounded by the server (each statement) and by the board
+        (the whole read, for a server process that hears nothing; :data:`WRITE_TIMEOUT` says
+        why)."""
+        deadline = asyncio.timeout(READ_TIMEOUT / 1000)
         try:
-            begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-            await self._begin(conn, f"{begin}; SET LOCAL statement_timeout = {int(READ_TIMEOUT)}")
-            raw = conn.raw
-            try:
-                return await fn(conn)
-            finally:
-                with contextlib.suppress(psycopg.Error):
-                    await raw.execute("ROLLBACK" if _failed(conn) else "COMMIT")
+            async with deadline:
+                begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+                await self._begin(conn, f"{begin}; SET LOCAL statement_timeout = {int(READ_TIMEOUT)}")
+                raw = conn.raw
+                try:
+                    return await fn(conn)
+                finally:
+                    with contextlib.suppress(psycopg.Error):
+                        await raw.execute("ROLLBACK" if _failed(conn) else "COMMIT")
         except psycopg.errors.QueryCanceled as exc:
             raise DatabaseUnreachable(
                 f"{self.where}: a read ran past {READ_TIMEOUT / 1000:g} s: {' '.join(str(exc).split())}"
             ) from exc
+        except TimeoutError as exc:
+            if not deadline.expired():  # the read's own
+                raise
+            raise self._overran("a read", READ_TIMEOUT / 1000) from exc
         except psycopg.Error as exc:  # of any class: the server ends an idle transaction with 25P03
             if (failure := self._unreachable(conn, exc)) is exc:
                 raise
@@ -904,6 +942,11 @@ class PostgresStore(Store):
             await _roll_back(conn)  # a begin that failed halfway
             await self._revive(conn)
             self._pool.put_nowait(conn)
+
+
+def _allowed(batch: list[Write]) -> float:
+    """Seconds ``batch`` may take: :data:`WRITE_TIMEOUT`, or more where a job of it asks."""
+    return max(WRITE_TIMEOUT / 1000, *(job.allowed or 0.0 for job in batch))
 
 
 def given_up(told: list[dict[str, Any]]) -> list[dict[str, Any]]:

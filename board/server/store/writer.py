@@ -59,6 +59,9 @@ class Write:
 
     fn: Job[Any]
     request: Mark | None = None
+    #: Seconds its batch may take where a store bounds a batch (PostgreSQL), if more than its
+    #: own bound: for a write known to be long, such as deleting a whole workspace.
+    allowed: float | None = None
     outbox: list[Any] = field(default_factory=list)
     context: contextvars.Context = field(default_factory=contextvars.copy_context)
     future: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
@@ -161,17 +164,17 @@ class Store(ABC):
         while not self._queue.empty():
             _fail(self._queue.get_nowait(), "the database closed before this write ran")
 
-    async def write(self, fn: Job[T], request: Mark | None = None) -> T:
+    async def write(self, fn: Job[T], request: Mark | None = None, *, allowed: float | None = None) -> T:
         """Run ``fn`` in the writer's next transaction; return once it is committed.
 
         What ``fn`` emitted is published in the writer, in commit order, right after
         the commit and before any later write, so a long-poll never sees message 11
         before message 10. With ``request``, the call it runs for is recorded in the
-        same savepoint (:func:`.requests.record`).
+        same savepoint (:func:`.requests.record`). ``allowed``: :attr:`Write.allowed`.
         """
         if self._task is None:
             raise StoreError("the database is not open")
-        job = Write(fn, request)
+        job = Write(fn, request, allowed)
         self._queue.put_nowait(job)
         return cast(T, await job.future)
 
@@ -234,8 +237,8 @@ class ForRequest(Store):
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    async def write(self, fn: Job[T], request: Mark | None = None) -> T:
-        return await self._store.write(fn, request or self.request)
+    async def write(self, fn: Job[T], request: Mark | None = None, *, allowed: float | None = None) -> T:
+        return await self._store.write(fn, request or self.request, allowed=allowed)
 
     async def read(self, fn: Job[T]) -> T:
         return await self._store.read(fn)
