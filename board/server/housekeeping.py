@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from . import logs
 from .api.keys import CONTEXT, OUTBOX
 from .outbox.dispatch import Dispatcher
 from .sweep import sweep
@@ -31,7 +32,7 @@ async def _sweep_forever(app: web.Application) -> None:
                 if report.nudged or report.released or report.flagged:
                     log.info("sweep: %s", report.as_dict())
         except Exception:
-            log.exception("sweep failed; trying again next time")
+            logs.failed(log, "sweep failed; trying again next time")
 
 
 async def housekeeping(app: web.Application) -> AsyncIterator[None]:

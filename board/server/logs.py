@@ -11,6 +11,8 @@ import logging
 import sys
 from datetime import UTC, datetime
 
+from .store.writer import DatabaseUnreachable
+
 #: The id of the HTTP request being served (also sent back as ``X-Request-Id``).
 request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("log_request_id", default=None)
 
@@ -42,3 +44,14 @@ def configure(level: str, path: str | None = None) -> None:
     for handler in handlers:
         handler.setFormatter(JsonFormatter())
     logging.basicConfig(level=level, handlers=handlers, force=True)
+
+
+def failed(logger: logging.Logger, message: str, *args: object) -> None:
+    """Log the exception being handled by a loop that tries again: where the database does not
+    answer, one warning naming it (every pass of every loop fails alike while it is down, and
+    a trace says nothing more); any other failure with its trace."""
+    exc = sys.exc_info()[1]
+    if isinstance(exc, DatabaseUnreachable):
+        logger.warning(f"{message} (%s)", *args, exc)
+    else:
+        logger.exception(message, *args)

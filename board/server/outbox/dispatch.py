@@ -24,6 +24,7 @@ from typing import Any
 
 import aiohttp
 
+from .. import logs
 from ..clock import parse_time
 from ..hub import Waiter
 from ..services import outbound
@@ -110,7 +111,7 @@ class Dispatcher:
                     await self.send_due()
                     idle = await self._idle_for()
                 except Exception:
-                    log.exception("outbox: a pass failed; trying again")
+                    logs.failed(log, "outbox: a pass failed; trying again")
                 if self._stopping.is_set():
                     return
                 await waiter.wait(idle)

@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Literal
 
+from ... import logs
 from ...clock import Clock, iso
 from ...store import knowledge as store
 from ...store.writer import Store
@@ -59,7 +60,7 @@ class ReadCounts:
             try:
                 await self.flush()
             except Exception:  # a lost count must not fail the read that noted it
-                log.exception("could not write knowledge read counts")
+                logs.failed(log, "could not write knowledge read counts")
 
     async def flush(self) -> None:
         """Write every count gathered so far in one write."""
