@@ -10,22 +10,26 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from board.client import BoardClient
-from board.server.clock import ManualClock
+from board.server import sweep as sweep_module
+from board.server.clock import ManualClock, iso
 from board.server.services.context import Context
+from board.server.store import requests as request_store
 from board.server.store.db import Database
-from board.server.sweep import sweep
+from board.server.sweep import REQUESTS_KEPT, sweep
 from tests.support.boardtest import (
     LONG_WAIT,
     WOKEN_WITHIN,
     Board,
     Where,
     World,
+    db_execute,
     db_rows,
     held,
     populate,
@@ -306,3 +310,34 @@ async def test_mail_a_moved_bot_can_no_longer_read_is_neither_flagged_nor_listed
     clock.advance(31 * MINUTE)
     assert (await sweep(w.board.ctx)).flagged == 0
     assert (await w.human.claims(stalled=True))["unseen"] == []
+
+
+async def test_a_backlog_past_its_keep_is_pruned_whole_in_bounded_transactions(
+    clocked_world: World, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first sweep after a long stop finds every request id that expired meanwhile (a
+    busy fleet's day: millions) and deleted them in its one transaction, holding the writer
+    for as long. They go in transactions of ``PRUNE_AT_MOST`` each, one after another, until
+    none is left; the ids still kept stay."""
+    monkeypatch.setattr(sweep_module, "PRUNE_AT_MOST", 2)
+    expired = iso(clock.now() - timedelta(seconds=REQUESTS_KEPT + 60))
+    kept = iso(clock.now() - timedelta(seconds=REQUESTS_KEPT - 60))
+    for n, at in enumerate([expired] * 5 + [kept]):
+        db_execute(
+            clocked_world.board.db_path,
+            "INSERT INTO requests (agent_id, request_id, fingerprint, status, response, created_at)"
+            " VALUES (1, ?, 'f', 201, '{}', ?)",
+            (f"r{n}", at),
+        )
+    each: list[int] = []
+    prune = request_store.prune
+
+    async def counted(conn: Any, before: str, at_most: int) -> int:
+        each.append(await prune(conn, before, at_most))
+        return each[-1]
+
+    monkeypatch.setattr(request_store, "prune", counted)
+    report = await sweep(clocked_world.board.ctx)
+    assert report.pruned_requests == 5 and each == [2, 2, 1]
+    left = db_rows(clocked_world.board.db_path, "SELECT request_id FROM requests WHERE agent_id = 1")
+    assert left == [("r5",)]

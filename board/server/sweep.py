@@ -30,10 +30,15 @@ REQUESTS_KEPT = 7 * 86400
 NOTIFICATIONS_KEPT = 30 * 86400
 #: A forge redelivers a delivery within days; its id is kept 90 to answer a late one 409.
 DELIVERIES_KEPT = 90 * 86400
-#: Seconds a sweep may take where writes are bounded (PostgreSQL: 30 s a batch). Each pass
-#: prunes a few minutes' rows; the first after a long stop prunes all that expired meanwhile,
-#: in one transaction, which on a busy board takes longer than a post's deadline.
-ALLOWED = 600.0
+#: Rows of each kind a sweep's transaction prunes at most. A pass prunes a few minutes' worth;
+#: the first after a long stop finds all that expired meanwhile (a day of a busy fleet's
+#: request ids: millions), and prunes them in transactions of this many, one after another,
+#: so that no transaction holds the writer for long.
+PRUNE_AT_MOST = 5_000
+
+
+#: Rows pruned in one transaction: request ids, sent notifications, intake deliveries.
+Pruned = tuple[int, int, int]
 
 
 @dataclass
@@ -44,6 +49,11 @@ class SweepReport:
     pruned_requests: int = 0
     pruned_notifications: int = 0
     pruned_deliveries: int = 0
+
+    def count(self, pruned: Pruned) -> None:
+        self.pruned_requests += pruned[0]
+        self.pruned_notifications += pruned[1]
+        self.pruned_deliveries += pruned[2]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -57,11 +67,12 @@ class SweepReport:
 
 
 async def sweep(ctx: Context) -> SweepReport:
-    """One pass; its event messages are published after it commits."""
+    """One pass; its event messages are published after it commits. A backlog of rows past
+    their keep is pruned after it, :data:`PRUNE_AT_MOST` of each kind a transaction."""
     stall_before = ctx.ago(ctx.settings.stall_after)
     release_before = ctx.ago(ctx.settings.release_after)
 
-    async def write(conn: Connection) -> SweepReport:
+    async def write(conn: Connection) -> tuple[SweepReport, Pruned]:
         report = SweepReport()
         board = await board_principal(conn)
         for claim in await store.stale_claims(conn, stall_before, release_before, BATCH):
@@ -79,9 +90,20 @@ async def sweep(ctx: Context) -> SweepReport:
         report.flagged = await store.flag_unseen(
             conn, ctx.ago(AWAY_AFTER), ctx.ago(UNSEEN_AFTER), ctx.now(), BATCH
         )
-        report.pruned_requests = await request_store.prune(conn, ctx.ago(REQUESTS_KEPT))
-        report.pruned_notifications = await notification_store.prune_sent(conn, ctx.ago(NOTIFICATIONS_KEPT))
-        report.pruned_deliveries = await intake_store.prune_deliveries(conn, ctx.ago(DELIVERIES_KEPT))
-        return report
+        return report, await _prune(conn, ctx)
 
-    return await ctx.db.write(write, allowed=ALLOWED)
+    report, pruned = await ctx.db.write(write)
+    report.count(pruned)
+    while PRUNE_AT_MOST in pruned:  # a backlog: the rest in transactions of their own, other writes between
+        pruned = await ctx.db.write(lambda conn: _prune(conn, ctx))
+        report.count(pruned)
+    return report
+
+
+async def _prune(conn: Connection, ctx: Context) -> Pruned:
+    """Prune at most :data:`PRUNE_AT_MOST` rows of each kind past its keep."""
+    return (
+        await request_store.prune(conn, ctx.ago(REQUESTS_KEPT), PRUNE_AT_MOST),
+        await notification_store.prune_sent(conn, ctx.ago(NOTIFICATIONS_KEPT), PRUNE_AT_MOST),
+        await intake_store.prune_deliveries(conn, ctx.ago(DELIVERIES_KEPT), PRUNE_AT_MOST),
+    )

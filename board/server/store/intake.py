@@ -178,9 +178,13 @@ async def deliveries(conn: Connection, source_id: int | None, before: int, limit
     )
 
 
-async def prune_deliveries(conn: Connection, before: str) -> int:
-    """Forget deliveries received before ``before``; how many."""
-    cur = await conn.execute("DELETE FROM intake_deliveries WHERE received_at < ?", (before,))
+async def prune_deliveries(conn: Connection, before: str, at_most: int) -> int:
+    """Forget at most ``at_most`` deliveries received before ``before``; how many."""
+    cur = await conn.execute(
+        """DELETE FROM intake_deliveries WHERE id IN
+           (SELECT id FROM intake_deliveries WHERE received_at < ? LIMIT ?)""",
+        (before, at_most),
+    )
     return cur.rowcount
 
 

@@ -290,7 +290,11 @@ async def by_idem_key(conn: Connection, idem_key: str) -> Row | None:
     return await one(conn, f"{NOTIFICATION} WHERE idem_key = ?", (idem_key,))
 
 
-async def prune_sent(conn: Connection, before: str) -> int:
-    """Delete sent notifications sent before ``before``; how many."""
-    cursor = await conn.execute("DELETE FROM notifications WHERE state = 'sent' AND sent_at < ?", (before,))
+async def prune_sent(conn: Connection, before: str, at_most: int) -> int:
+    """Delete at most ``at_most`` notifications sent before ``before``; how many."""
+    cursor = await conn.execute(
+        """DELETE FROM notifications WHERE id IN
+           (SELECT id FROM notifications WHERE state = 'sent' AND sent_at < ? LIMIT ?)""",
+        (before, at_most),
+    )
     return max(cursor.rowcount, 0)

@@ -86,6 +86,11 @@ async def put(
     )
 
 
-async def prune(conn: Connection, before: str) -> int:
-    cur = await conn.execute("DELETE FROM requests WHERE created_at < ?", (before,))
+async def prune(conn: Connection, before: str, at_most: int) -> int:
+    """Forget at most ``at_most`` calls recorded before ``before``; how many."""
+    cur = await conn.execute(
+        """DELETE FROM requests WHERE (agent_id, request_id) IN
+           (SELECT agent_id, request_id FROM requests WHERE created_at < ? LIMIT ?)""",
+        (before, at_most),
+    )
     return cur.rowcount
