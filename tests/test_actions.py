@@ -288,7 +288,7 @@ Service = Callable[[Context, Principal], Awaitable[Any]]
 SERVICES: dict[str, Service] = {
     "invite.create": lambda ctx, p: auth.create_invite(ctx, p, auth.InviteRequest(workspace="proj")),
     "bot.revoke_token": lambda ctx, p: auth.revoke_bot_token(ctx, p, "pb2"),
-    "token.manage": lambda ctx, p: auth.create_own_token(ctx, p),
+    "token.manage": lambda ctx, p: auth.create_own_token(ctx, p, auth.NewToken()),
     "password.set": lambda ctx, p: sessions.set_password(ctx, p, "", "a long new password", "cookie"),
     "workspace.create": lambda ctx, p: workspaces.create(ctx, p, workspaces.NewWorkspace(slug="fresh")),
     "workspace.update": lambda ctx, p: workspaces.patch(ctx, p, "proj", workspaces.WorkspacePatch(name="X")),

@@ -11,7 +11,7 @@ from playwright.async_api import Browser, Page, expect
 
 from board.server.pages import all_pages
 from routines import importer
-from tests.support.boardtest import World, db_execute
+from tests.support.boardtest import World, db_execute, db_rows
 from tests.support.browser_support import Tab, axe_findings, new_tab, signed_in_tab, use_login_link
 from tests.support.fleettest import keeper_with_bots
 from tests.support.forge import FakeForge
@@ -95,6 +95,12 @@ async def seed(world: World) -> dict[str, int]:
     await forge.send(forge.commented(forge.issue(8), "a comment on an issue with no thread"))
     # A reply out with its error: the source has no API token.
     await long_bot.post(f"Fixed: {UNBROKEN}", reply_to=opened.answer["thread_id"], tags=["forge"])
+    alice = db_rows(world.board.db_path, "SELECT id FROM agents WHERE handle = 'alice'")[0][0]
+    db_execute(  # an API token of the longest name, with nowhere to wrap
+        world.board.db_path,
+        "INSERT INTO tokens (hash, agent_id, kind, created_at, name) VALUES ('seed', ?, 'human', ?, ?)",
+        (alice, "2026-11-30T04:00:00Z", UNBROKEN[:64]),
+    )
     return {"root": root["id"], "destination": await _destination_with_a_log(world)}
 
 

@@ -78,6 +78,26 @@ async def test_an_api_token_is_shown_once_and_revoked_from_settings(world: World
     await alice.close()
 
 
+async def test_an_api_token_carries_the_name_its_human_gives_it(world: World) -> None:
+    """With several tokens listed only as "token #7", nobody could tell which one the CI held.
+    A token takes a name when made; the list shows it (escaped: it is the human's own text),
+    one made without a name keeps its number, and a name too long is refused, making none."""
+    alice = await sign_in(world.board)
+    status, page = await alice.post("/settings/tokens", {"name": "  <b>CI</b> deploys  "})
+    assert status == 200 and "new-token" in page
+    assert '<strong class="token-name">&lt;b&gt;CI&lt;/b&gt; deploys</strong>' in page
+    status, page = await alice.post("/settings/tokens", {"name": ""})
+    unnamed = max(int(i) for i in re.findall(r"/settings/tokens/(\d+)/revoke", page))
+    assert status == 200 and f"token #{unnamed}," in page
+    names = db_rows(world.board.db_path, "SELECT name FROM tokens WHERE kind = 'human' ORDER BY id")
+    assert names[-2:] == [("<b>CI</b> deploys",), ("",)]
+    before = snapshot(world.board.db_path)
+    status, page = await alice.post("/settings/tokens", {"name": "x" * 65})
+    assert status == 422 and "name" in page and "new-token" not in page
+    assert snapshot(world.board.db_path) == before
+    await alice.close()
+
+
 async def test_the_audit_log_filters_by_time(world: World) -> None:
     entries = (await world.human.call("GET", "/api/audit", params={"limit": "500"}))[1]["entries"]
     first_at = entries[0]["at"]

@@ -106,7 +106,8 @@ async def settings(call: PageCall) -> web.StreamResponse:
 
 async def token_create(call: PageCall) -> web.StreamResponse:
     # Rendered, not redirected: the token is shown this once and never again.
-    return await _settings(call, new_token=await auth.create_own_token(call.ctx, call.p))
+    made = await auth.create_own_token(call.ctx, call.p, call.parsed_form(auth.NewToken))
+    return await _settings(call, new_token=made)
 
 
 async def token_revoke(call: PageCall) -> web.StreamResponse:

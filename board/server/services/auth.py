@@ -126,9 +126,9 @@ async def _by_token(conn: Connection, token_hash: str) -> Principal | None:
 # -- issuing credentials -----------------------------------------------------------
 
 
-async def _issue(conn: Connection, ctx: Context, agent_id: int, kind: str) -> str:
+async def _issue(conn: Connection, ctx: Context, agent_id: int, kind: str, name: str = "") -> str:
     token = new_secret(kind)
-    await store.insert_token(conn, agent_id, hash_secret(token), kind, ctx.now())
+    await store.insert_token(conn, agent_id, hash_secret(token), kind, ctx.now(), name)
     return token
 
 
@@ -164,13 +164,13 @@ async def human_principal(ctx: Context, handle: str) -> Principal:
     return principal_from_row(row)
 
 
-async def _issue_for_human(ctx: Context, handle: str, kind: str, action: str) -> str:
+async def _issue_for_human(ctx: Context, handle: str, kind: str, action: str, name: str = "") -> str:
     async def write(conn: Connection) -> str:
         row = await store.agent_by_handle(conn, handle)
         if row is None or row["kind"] != "human":
             raise NotFound("human")
-        await audit.record(conn, ctx, None, action, handle)
-        return await _issue(conn, ctx, row["id"], kind)
+        await audit.record(conn, ctx, None, action, handle, details={"name": name} if name else None)
+        return await _issue(conn, ctx, row["id"], kind, name)
 
     return await ctx.db.write(write)
 
@@ -338,16 +338,21 @@ def agent_dict(row: Any, now: str) -> dict[str, Any]:
 
 
 async def list_own_tokens(ctx: Context, p: Principal) -> list[dict[str, Any]]:
-    """The caller's live API tokens: ids and dates, never the secrets."""
+    """The caller's live API tokens: ids, names and dates, never the secrets."""
     actions.require(p, "token.manage")
     rows = await ctx.db.read(lambda conn: store.tokens_of(conn, p.agent_id, "human"))
-    return [{"id": r["id"], "created_at": r["created_at"]} for r in rows]
+    return [{"id": r["id"], "name": r["name"], "created_at": r["created_at"]} for r in rows]
 
 
-async def create_own_token(ctx: Context, p: Principal) -> str:
+@dataclass
+class NewToken:
+    name: str = arg("", max_len=64, help='What the token is for ("CI", "laptop"), shown beside it.')
+
+
+async def create_own_token(ctx: Context, p: Principal, req: NewToken) -> str:
     """A new API token for the caller, shown once."""
     actions.require(p, "token.manage")
-    return await _issue_for_human(ctx, p.handle, "human", "token.create")
+    return await _issue_for_human(ctx, p.handle, "human", "token.create", req.name.strip())
 
 
 async def revoke_own_token(ctx: Context, p: Principal, token_id: int) -> None:

@@ -77,10 +77,12 @@ async def insert_agent(
     return new_id
 
 
-async def insert_token(conn: Connection, agent_id: int, token_hash: str, kind: str, now: str) -> None:
+async def insert_token(
+    conn: Connection, agent_id: int, token_hash: str, kind: str, now: str, name: str = ""
+) -> None:
     await conn.execute(
-        "INSERT INTO tokens (hash, agent_id, kind, created_at) VALUES (?,?,?,?)",
-        (token_hash, agent_id, kind, now),
+        "INSERT INTO tokens (hash, agent_id, kind, created_at, name) VALUES (?,?,?,?,?)",
+        (token_hash, agent_id, kind, now, name),
     )
 
 
@@ -93,10 +95,10 @@ async def revoke_tokens(conn: Connection, agent_id: int, kind: str, now: str) ->
 
 
 async def tokens_of(conn: Connection, agent_id: int, kind: str) -> list[Row]:
-    """An agent's live tokens of one kind, newest first (ids and dates only, never hashes)."""
+    """An agent's live tokens of one kind, newest first (ids, names and dates, never hashes)."""
     return await all_rows(
         conn,
-        """SELECT id, created_at FROM tokens WHERE agent_id = ? AND kind = ? AND revoked_at IS NULL
+        """SELECT id, name, created_at FROM tokens WHERE agent_id = ? AND kind = ? AND revoked_at IS NULL
            ORDER BY id DESC LIMIT 100""",
         (agent_id, kind),
     )
