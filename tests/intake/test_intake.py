@@ -8,17 +8,22 @@ leave every table as it was; a bot can neither read nor set a source.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import psycopg
 import pytest
 
 from board.client import BoardAPIError
 from board.server.markdown import markdown
+from board.server.store import intake as intake_store
+from board.server.store.postgres import PostgresStore
 from board.server.sweep import sweep
 from tests.support.boardtest import World, snapshot
 from tests.support.forge import FakeForge
+from tests.support.pgcluster import PgCluster
 
 SECRET = "s3cret-webhook-key-of-some-length"
 FORGES = ("github", "forgejo")
@@ -404,3 +409,58 @@ async def test_hostile_payload_values_are_stored_as_text_the_stores_hold(
     await refused(world, forge.send(forge.opened(huge)), 422, "INVALID_ARGUMENT")
     forge.repository = "acme/" + "x" * 5000
     await refused(world, forge.send(forge.opened(forge.issue(14))), 404, "NOT_FOUND")
+
+
+async def test_an_issue_follows_its_first_label_by_code_point_whatever_the_database_orders(
+    pg_cluster: PgCluster,
+) -> None:
+    """The mapping an issue with two mapped labels follows is its first label's. On a PostgreSQL
+    database of another collation than C (most clusters: en_US and the like), ``ORDER BY label``
+    put ``api`` before ``Bug``, where SQLite puts ``Bug`` first: the same issue went to another
+    bot on each store. The order is now the labels' code points on both."""
+    name = f"board_icu_{os.getpid()}"
+    with psycopg.connect(pg_cluster.url, autocommit=True) as admin:
+        admin.execute(
+            f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'"
+            " LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C'"
+        )
+    url = pg_cluster.database_url(name)
+    store = PostgresStore(url, readers=1)
+    await store.open()
+    now = "2026-12-07T00:00:00Z"
+
+    async def mapped(conn: Any) -> int:
+        async def made(sql: str, params: tuple[Any, ...]) -> int:
+            return int((await (await conn.execute(sql + " RETURNING id", params)).fetchone())[0])
+
+        ws = await made("INSERT INTO workspaces (slug, name, created_at) VALUES ('w', 'w', ?)", (now,))
+        source = await made(
+            "INSERT INTO intake_sources (name, forge, secret, created_at, updated_at)"
+            " VALUES ('acme', 'github', 's', ?, ?)",
+            (now, now),
+        )
+        for label in ("api", "Bug", ""):
+            await made(
+                "INSERT INTO intake_mappings (source_id, repository, label, workspace_id, channel)"
+                " VALUES (?, 'acme/app', ?, ?, 'issues')",
+                (source, label, ws),
+            )
+        return source
+
+    try:
+        source = await store.write(mapped)
+
+        async def labels(conn: Any) -> tuple[list[str], list[str], bool]:
+            ordered = await (await conn.execute("SELECT 'api' < 'Bug'")).fetchone()
+            return (
+                [row["label"] for row in await intake_store.mappings_for(conn, source, "acme/app")],
+                [row["label"] for row in await intake_store.mappings(conn, [source])],
+                bool(ordered[0]),
+            )
+
+        for_issue, listed, collated = await store.read(labels)
+        assert collated  # the database's own order is not the code points'
+        assert for_issue == listed == ["", "Bug", "api"]
+    finally:
+        await store.close()
+        pg_cluster.drop_database(url)

@@ -456,8 +456,8 @@ async def _act(conn: Connection, ctx: Context, signed: Signed, rows: list[Row]) 
 
 
 def _mapping_for(d: forge.Delivery, rows: list[Row]) -> Row | None:
-    """The mapping an issue follows: that of its mapped label first in alphabetical order, else
-    the repository's own.
+    """The mapping an issue follows: that of its mapped label first by code point (the order
+    :func:`~..store.intake.mappings_for` gives), else the repository's own.
 
     A ``labeled`` delivery opens a thread only for a mapped label (the one added, on GitHub).
     """

@@ -99,20 +99,19 @@ async def mappings(conn: Connection, source_ids: list[int]) -> list[Row]:
     if not source_ids:
         return []
     marks = ", ".join("?" * len(source_ids))
-    return await all_rows(
-        conn,
-        f"{MAPPINGS} WHERE m.source_id IN ({marks}) ORDER BY m.source_id, m.repository, m.label",
-        tuple(source_ids),
-    )
+    rows = await all_rows(conn, f"{MAPPINGS} WHERE m.source_id IN ({marks})", tuple(source_ids))
+    return sorted(rows, key=lambda row: (row["source_id"], row["repository"], row["label"]))
 
 
 async def mappings_for(conn: Connection, source_id: int, repository: str) -> list[Row]:
-    """A repository's mappings, the one without a label first."""
-    return await all_rows(
-        conn,
-        f"{MAPPINGS} WHERE m.source_id = ? AND m.repository = ? ORDER BY m.label",
-        (source_id, repository),
+    """A repository's mappings by label, the one without a label first. The labels are put in
+    order here, by their characters' code points, not by the database: PostgreSQL orders
+    text by its collation (``api`` before ``Bug`` in most), SQLite by code point (``Bug``
+    first), and an issue with both labels would go to another bot on each."""
+    rows = await all_rows(
+        conn, f"{MAPPINGS} WHERE m.source_id = ? AND m.repository = ?", (source_id, repository)
     )
+    return sorted(rows, key=lambda row: row["label"])
 
 
 async def delivery_taken(conn: Connection, source_id: int, delivery: str) -> bool:
