@@ -85,15 +85,23 @@ async def test_an_api_token_carries_the_name_its_human_gives_it(world: World) ->
     alice = await sign_in(world.board)
     status, page = await alice.post("/settings/tokens", {"name": "  <b>CI</b> deploys  "})
     assert status == 200 and "new-token" in page
-    assert '<strong class="token-name">&lt;b&gt;CI&lt;/b&gt; deploys</strong>' in page
+    assert '<strong class="token-name"><bdi>&lt;b&gt;CI&lt;/b&gt; deploys</bdi></strong>' in page
     status, page = await alice.post("/settings/tokens", {"name": ""})
     unnamed = max(int(i) for i in re.findall(r"/settings/tokens/(\d+)/revoke", page))
     assert status == 200 and f"token #{unnamed}," in page
-    names = db_rows(world.board.db_path, "SELECT name FROM tokens WHERE kind = 'human' ORDER BY id")
-    assert names[-2:] == [("<b>CI</b> deploys",), ("",)]
+    made = db_rows(world.board.db_path, "SELECT id, name FROM tokens WHERE kind = 'human' ORDER BY id")
+    assert [name for _, name in made[-2:]] == ["<b>CI</b> deploys", ""] and made[-1][0] == unnamed
+    entries = (await world.human.call("GET", "/api/audit", params={"action": "token.create"}))[1]["entries"]
+    named = [e for e in entries if e["details"].get("token") == made[-2][0]]
+    assert (
+        len(named) == 1
+        and named[0]["actor"] == "alice"
+        and named[0]["details"]["name"] == "<b>CI</b> deploys"
+    )
     before = snapshot(world.board.db_path)
     status, page = await alice.post("/settings/tokens", {"name": "x" * 65})
-    assert status == 422 and "name" in page and "new-token" not in page
+    assert status == 422 and "new-token" not in page
+    assert "The name is 65 characters; at most 64 are allowed." in page
     assert snapshot(world.board.db_path) == before
     await alice.close()
 

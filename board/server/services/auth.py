@@ -126,10 +126,17 @@ async def _by_token(conn: Connection, token_hash: str) -> Principal | None:
 # -- issuing credentials -----------------------------------------------------------
 
 
-async def _issue(conn: Connection, ctx: Context, agent_id: int, kind: str, name: str = "") -> str:
-    token = new_secret(kind)
-    await store.insert_token(conn, agent_id, hash_secret(token), kind, ctx.now(), name)
+async def _issue(conn: Connection, ctx: Context, agent_id: int, kind: str) -> str:
+    token, _ = await _issued(conn, ctx, agent_id, kind)
     return token
+
+
+async def _issued(
+    conn: Connection, ctx: Context, agent_id: int, kind: str, name: str = ""
+) -> tuple[str, int]:
+    """A new token of ``kind`` for the agent: its secret, and its row's id."""
+    token = new_secret(kind)
+    return token, await store.insert_token(conn, agent_id, hash_secret(token), kind, ctx.now(), name)
 
 
 async def add_human(ctx: Context, handle: str) -> str:
@@ -164,13 +171,13 @@ async def human_principal(ctx: Context, handle: str) -> Principal:
     return principal_from_row(row)
 
 
-async def _issue_for_human(ctx: Context, handle: str, kind: str, action: str, name: str = "") -> str:
+async def _issue_for_human(ctx: Context, handle: str, kind: str, action: str) -> str:
     async def write(conn: Connection) -> str:
         row = await store.agent_by_handle(conn, handle)
         if row is None or row["kind"] != "human":
             raise NotFound("human")
-        await audit.record(conn, ctx, None, action, handle, details={"name": name} if name else None)
-        return await _issue(conn, ctx, row["id"], kind, name)
+        await audit.record(conn, ctx, None, action, handle)
+        return await _issue(conn, ctx, row["id"], kind)
 
     return await ctx.db.write(write)
 
@@ -350,9 +357,16 @@ class NewToken:
 
 
 async def create_own_token(ctx: Context, p: Principal, req: NewToken) -> str:
-    """A new API token for the caller, shown once."""
+    """A new API token for the caller, shown once; its audit row names it as revoking it does."""
     actions.require(p, "token.manage")
-    return await _issue_for_human(ctx, p.handle, "human", "token.create", req.name.strip())
+    name = req.name.strip()
+
+    async def write(conn: Connection) -> str:
+        token, made = await _issued(conn, ctx, p.agent_id, "human", name)
+        await audit.record(conn, ctx, p, "token.create", p.handle, details={"token": made, "name": name})
+        return token
+
+    return await ctx.db.write(write)
 
 
 async def revoke_own_token(ctx: Context, p: Principal, token_id: int) -> None:

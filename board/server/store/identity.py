@@ -79,8 +79,9 @@ async def insert_agent(
 
 async def insert_token(
     conn: Connection, agent_id: int, token_hash: str, kind: str, now: str, name: str = ""
-) -> None:
-    await conn.execute(
+) -> int:
+    """Keep a new token's hash; its id."""
+    return await conn.insert(
         "INSERT INTO tokens (hash, agent_id, kind, created_at, name) VALUES (?,?,?,?,?)",
         (token_hash, agent_id, kind, now, name),
     )
