@@ -22,6 +22,7 @@ from board.server.clock import ManualClock, iso
 from board.server.services.context import Context
 from board.server.store import requests as request_store
 from board.server.store.db import Database
+from board.server.store.writer import DatabaseUnreachable
 from board.server.sweep import REQUESTS_KEPT, sweep
 from tests.support.boardtest import (
     LONG_WAIT,
@@ -330,14 +331,57 @@ async def test_a_backlog_past_its_keep_is_pruned_whole_in_bounded_transactions(
             (f"r{n}", at),
         )
     each: list[int] = []
+    batches: set[int] = set()  # the writer's count of committed batches, as each prune ran
     prune = request_store.prune
+    ctx = clocked_world.board.ctx
 
     async def counted(conn: Any, before: str, at_most: int) -> int:
+        batches.add(ctx.db.stats.batches)
         each.append(await prune(conn, before, at_most))
         return each[-1]
 
     monkeypatch.setattr(request_store, "prune", counted)
-    report = await sweep(clocked_world.board.ctx)
-    assert report.pruned_requests == 5 and each == [2, 2, 1]
+    report = await sweep(ctx)
+    assert report.pruned_requests == 5 and each == [2, 2, 1] and len(batches) == 3
     left = db_rows(clocked_world.board.db_path, "SELECT request_id FROM requests WHERE agent_id = 1")
     assert left == [("r5",)]
+
+
+async def test_a_backlog_prune_that_fails_leaves_the_pass_reported_and_the_rest_to_the_next(
+    clocked_world: World,
+    clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The pass's decisions are committed before a backlog is pruned on: a prune that fails
+    then (the database gone a moment) is one warning, the pass's report is still returned
+    with what it nudged, and the next pass prunes what is left."""
+    await _claimed_thread(clocked_world)
+    clock.advance(31 * MINUTE)
+    monkeypatch.setattr(sweep_module, "PRUNE_AT_MOST", 1)
+    expired = iso(clock.now() - timedelta(seconds=REQUESTS_KEPT + 60))
+    for n in range(3):
+        db_execute(
+            clocked_world.board.db_path,
+            "INSERT INTO requests (agent_id, request_id, fingerprint, status, response, created_at)"
+            " VALUES (1, ?, 'f', 201, '{}', ?)",
+            (f"r{n}", expired),
+        )
+    prune = request_store.prune
+    calls = 0
+
+    async def fails_second(conn: Any, before: str, at_most: int) -> int:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise DatabaseUnreachable("the database went away")
+        return await prune(conn, before, at_most)
+
+    monkeypatch.setattr(request_store, "prune", fails_second)
+    report = await sweep(clocked_world.board.ctx)
+    assert len(report.nudged) == 1 and report.pruned_requests == 1
+    assert [r.getMessage() for r in caplog.records if r.name == "board.server.sweep"] == [
+        "sweep: pruning a backlog failed; the next pass goes on with it (the database went away)"
+    ]
+    monkeypatch.setattr(request_store, "prune", prune)
+    assert (await sweep(clocked_world.board.ctx)).pruned_requests == 2

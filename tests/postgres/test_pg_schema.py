@@ -626,7 +626,8 @@ async def test_the_upgrade_reads_every_stored_message_and_document_anew(
     pg.execute("CREATE INDEX messages_search ON messages USING gin (search_vector)")
     hit, _ = post(pg, ann, "the fix\u2014a \u201cone-liner\u201d for \u00c9cole")
     revise(pg, document(pg, workspace(pg), "notes/steps.md"), 1, title="D\u00e9ploiement\u2014\u00e9tapes")
-    pg.execute("ALTER TABLE tokens DROP COLUMN name")  # 0034, which a board at 32 has not run either
+    pg.execute("ALTER TABLE tokens DROP COLUMN name")  # 0034 and 0035, which a board at 32 has not run
+    pg.execute("DROP INDEX notifications_sent")
     pg.execute("UPDATE board_schema SET version = 32")
 
     def found(words: str) -> tuple[list[int], list[str]]:
