@@ -98,10 +98,8 @@ async def sweep(ctx: Context) -> SweepReport:
 
     report, pruned = await ctx.db.write(write)
     report.count(pruned)
-    try:
-        while (
-            PRUNE_AT_MOST in pruned
-        ):  # a backlog: the rest in transactions of their own, other writes between
+    try:  # a backlog: the rest in transactions of their own, other writes between them
+        while PRUNE_AT_MOST in pruned:
             pruned = await ctx.db.write(lambda conn: _prune(conn, ctx))
             report.count(pruned)
     except Exception:  # what the pass decided is committed and reported; the next pass prunes on

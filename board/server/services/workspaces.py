@@ -162,6 +162,11 @@ class DeleteWorkspace:
     confirm: str = arg(max_len=64, help="The workspace's slug, typed again.")
 
 
+#: Seconds a workspace's deletion may take where writes are bounded (PostgreSQL: 30 s a batch):
+#: it deletes every message of the workspace in one transaction, some 20,000 a second there.
+DELETE_ALLOWED = 600.0
+
+
 async def delete(ctx: Context, p: Principal, slug: str, req: DeleteWorkspace) -> dict[str, Any]:
     async def write(conn: Connection) -> tuple[dict[str, Any], list[int]]:
         row = await scope.visible_workspace(conn, p, slug)
@@ -190,11 +195,6 @@ async def delete(ctx: Context, p: Principal, slug: str, req: DeleteWorkspace) ->
     for agent_id in bots:
         ctx.tokens.forget_agent(agent_id)
     return result
-
-
-#: Seconds a workspace's deletion may take where writes are bounded (PostgreSQL: 30 s a batch):
-#: it deletes every message of the workspace in one transaction, some 20,000 a second there.
-DELETE_ALLOWED = 600.0
 
 
 @dataclass

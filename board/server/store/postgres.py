@@ -926,12 +926,8 @@ class PostgresStore(Store):
                 finally:
                     with contextlib.suppress(psycopg.Error):
                         await raw.execute("ROLLBACK" if _failed(conn) else "COMMIT")
-        except psycopg.errors.QueryCanceled as exc:
-            raise DatabaseUnreachable(
-                f"{self.where}: a read ran past {READ_TIMEOUT / 1000:g} s: {' '.join(str(exc).split())}"
-            ) from exc
-        except TimeoutError as exc:
-            if not deadline.expired():  # the read's own
+        except (psycopg.errors.QueryCanceled, TimeoutError) as exc:  # the server's deadline, or the board's
+            if isinstance(exc, TimeoutError) and not deadline.expired():  # the read's own
                 raise
             raise self._overran("a read", READ_TIMEOUT / 1000) from exc
         except psycopg.Error as exc:  # of any class: the server ends an idle transaction with 25P03
