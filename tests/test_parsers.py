@@ -8,13 +8,13 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from board.server.clock import iso, parse_time
 from board.server.errors import BoardError, InvalidArgument
 from board.server.services.channels import parse_seen
-from board.server.services.messages import MessageQuery, fts_query
+from board.server.services.messages import MAX_WORDS, MessageQuery, fts_query
 from board.server.services.posting import PostMessage
 from board.server.validation import arg, parse_body, parse_query
 
@@ -57,12 +57,19 @@ def test_query_strings_parse_or_fail_cleanly(query: dict[str, str]) -> None:
 
 
 @given(st.text(max_size=200))
+@example("0 1 2 3 4 5 6 7 8")  # nine words: one more than a search takes
+@example("a* b")  # a prefix of one letter
 def test_fts_queries_are_quoted_words(text: str) -> None:
+    words = {(w.rstrip("*").casefold(), w.endswith("*")) for w in text.split() if w.rstrip("*")}
     try:
         match = fts_query(text)
-    except InvalidArgument:
-        assert not [w for w in text.split() if w.rstrip("*")]
+    except InvalidArgument as exc:
+        if exc.message.startswith("A prefix needs"):
+            assert any(prefix for _, prefix in words)
+        else:
+            assert not words or len(words) > MAX_WORDS
         return
+    assert 1 <= len(words) <= MAX_WORDS
     for term in match.fts5().split(" "):
         assert term.startswith('"') and (term.endswith('"') or term.endswith('"*'))
 
