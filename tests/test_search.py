@@ -26,6 +26,7 @@ from board.server.store.search import (
     bounded,
     relevance,
     snippet,
+    start_of,
 )
 from tests.support.boardtest import World
 from tests.support.browser_support import signed_in_tab
@@ -335,3 +336,13 @@ async def test_the_search_page_goes_on_down_the_window_then_to_the_older_one(
         assert link is None or ("workspace=proj" in link and "limit=3" in link)  # the filters go along
     assert sorted(seen) == sorted(posted)  # each match once: the window's pages, then the older window
     await alice.close()
+
+
+def test_the_start_a_snippet_is_cut_from_leaves_out_a_word_the_limit_falls_inside() -> None:
+    assert start_of("one two", 7) == ("one two", False)
+    assert start_of("one two three", 8) == ("one two ", True)  # at the limit: the word begins
+    assert start_of("one two three", 9) == ("one two ", True)  # "t" of "three": left out
+    assert start_of("one two three", 7) == ("one two", True)  # at the limit: a space
+    assert start_of("Ecole e\u0301cole", 8) == ("Ecole ", True)  # a mark belongs to its letter
+    assert start_of("Ecole e\u0301cole", 7) == ("Ecole ", True)
+    assert start_of("a" * 20, 10) == ("a" * 10, True)  # one word past the limit: cut inside it

@@ -289,19 +289,20 @@ def _matching(conn: Connection, match: Terms) -> tuple[str, str, str, str]:
 
 
 #: Characters of a document's body its snippet is cut from on PostgreSQL: a message's most, so
-#: a page of documents costs what a page of messages does (a body may hold 200,000).
+#: a page of documents costs what a page of messages does (a body may hold 200,000). One more
+#: is read, to tell a body cut there (``search.start_of``) from one that ends there.
 SNIPPET_FROM = MAX_BODY
 
 
 def _snippet(conn: Connection) -> str:
     """What a document's snippet is cut from: SQLite's own snippet of its body, its matches
     between ``search.START`` and ``search.STOP`` (``search.bounded`` makes it Markdown); on
-    PostgreSQL the body's first :data:`SNIPPET_FROM` characters (``snippet_text``), which
+    PostgreSQL the body's first :data:`SNIPPET_FROM` characters and one (``snippet_text``), which
     ``search.snippet`` cuts as it cuts a message's: ``ts_headline`` reads words by the
     database's character type, not as the index does (migration 0033), and would mark no
     ``École`` for ``ecole``. A match past them leaves the snippet the body's first words."""
     if conn.dialect == "postgresql":
-        return f"NULL AS snippet, left(r.body, {SNIPPET_FROM}) AS snippet_text"
+        return f"NULL AS snippet, left(r.body, {SNIPPET_FROM + 1}) AS snippet_text"
     return "snippet(kb_fts, 2, char(2), char(3), '…', 16) AS snippet, NULL AS snippet_text"
 
 

@@ -186,11 +186,12 @@ def _fold(text: str) -> tuple[str, list[int]]:
     return "".join(folded), origin
 
 
-def snippet(terms: Terms, text: str, words: int = 16) -> str:
+def snippet(terms: Terms, text: str, words: int = 16, *, cut: bool = False) -> str:
     """The stretch of ``text`` of at most ``words`` words that holds most of the search's
     matches, each match in ``**``, with ``…`` where the text goes on (as FTS5's
     ``snippet()`` has it, for every store alike): Markdown, the text's own ``*`` and ``\\``
-    escaped (``\\*``, ``\\\\``)."""
+    escaped (``\\*``, ``\\\\``). ``cut``: ``text`` is the start of a longer one
+    (:func:`start_of`), so it goes on past its end too."""
     folded, origin = (text, None) if text.isascii() else _fold(text)
     lowered = origin is None and terms.ascii()
     scanned = (folded.lower() if lowered else folded).replace(_JOIN, " ")  # as _counts reads it
@@ -232,8 +233,27 @@ def snippet(terms: Terms, text: str, words: int = 16) -> str:
         at = b
     out.append(_escaped(text[at:end]))
     before = first > 0 or begin > whole[0]
-    after = last < len(tokens) - 1 or end < whole[1]
+    after = last < len(tokens) - 1 or end < whole[1] or cut
     return ("…" if before else "") + "".join(out) + ("…" if after else "")
+
+
+def start_of(text: str, at_most: int) -> tuple[str, bool]:
+    """The first ``at_most`` characters of ``text`` for :func:`snippet` to cut from, without
+    a word the limit falls inside (with its combining marks, which belong to it) unless it is
+    the only one; and whether that is less than the whole text."""
+    if len(text) <= at_most:
+        return text, False
+    head = text[:at_most]
+    if _continues_word(text[at_most]):
+        kept = len(head)
+        while kept and _continues_word(head[kept - 1]):
+            kept -= 1
+        head = head[:kept] or head  # one word to the limit and past it: cut inside it
+    return head, True
+
+
+def _continues_word(ch: str) -> bool:
+    return bool(_WORD.match(ch)) or bool(unicodedata.combining(ch))
 
 
 def _escaped(text: str) -> str:

@@ -14,7 +14,7 @@ from ...principal import Principal
 from ...store import knowledge as store
 from ...store.connection import Connection
 from ...store.rows import Row
-from ...store.search import bounded, snippet
+from ...store.search import Terms, bounded, snippet, start_of
 from .. import scope
 from ..context import Context
 from ..messages import fts_query
@@ -57,8 +57,7 @@ async def list_documents(ctx: Context, p: Principal, slug: str | None, q: Knowle
     for at, row in enumerate(rows):
         item = doc_item(row, now, historical=historical)
         if match is not None and at < q.limit:  # not the row that only says there are more
-            text = row["snippet_text"]  # PostgreSQL's: the body's start (store.knowledge._snippet)
-            item["snippet"] = snippet(match, text) if text is not None else bounded(row["snippet"] or "")
+            item["snippet"] = _snippet(match, row)
         items.append(item)
     ids = {row["path"]: row["document_id"] for row in rows}
     page = bounded_page(ctx, "documents", items, q.limit, q.max_bytes, descending=False, key="path")
@@ -71,6 +70,15 @@ async def list_documents(ctx: Context, p: Principal, slug: str | None, q: Knowle
         page["as_of"], page["valid_at"] = as_of, valid_at
     await ctx.read_counts.add([ids[item["path"]] for item in page["documents"]], "shown")
     return page
+
+
+def _snippet(match: Terms, row: Row) -> str:
+    """A hit's snippet: SQLite's, or on PostgreSQL one cut from the body's start
+    (store.knowledge._snippet), with ``…`` after it where the body went on."""
+    if row["snippet_text"] is None:
+        return bounded(row["snippet"] or "")
+    text, cut = start_of(row["snippet_text"], store.SNIPPET_FROM)
+    return snippet(match, text, cut=cut)
 
 
 async def get_document(
