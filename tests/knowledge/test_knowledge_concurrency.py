@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from typing import Any
 
 import pytest
@@ -48,11 +47,9 @@ async def append_lines(client: BoardClient, name: str, path: str) -> int:
 async def test_sixteen_writers_lose_no_update(world: World) -> None:
     await world.bot.put_document("log.md", "# Log\n", 0, "start")
     writers = [await world.board.bot(f"writer{n:02d}", "proj") for n in range(WRITERS)]
-    started = time.monotonic()
     conflicts = await asyncio.gather(
         *(append_lines(client, f"w{n:02d}", "log.md") for n, client in enumerate(writers))
     )
-    elapsed = time.monotonic() - started
     doc = await world.bot.document("log.md")
     lines = doc["body"].splitlines()[1:]
     assert len(lines) == WRITERS * CYCLES
@@ -64,7 +61,6 @@ async def test_sixteen_writers_lose_no_update(world: World) -> None:
     history = await world.bot.document_history("log.md", limit=1, view="compact")
     assert history["revisions"][0]["revision"] == WRITERS * CYCLES + 1
     assert sum(conflicts) > 0, "the writers never collided; the test proved nothing"
-    assert elapsed < 60
 
 
 #: What the other writer's revision copies of the first (the rest are the table's defaults).
