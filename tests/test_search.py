@@ -346,3 +346,4 @@ def test_the_start_a_snippet_is_cut_from_leaves_out_a_word_the_limit_falls_insid
     assert start_of("Ecole e\u0301cole", 8) == ("Ecole ", True)  # a mark belongs to its letter
     assert start_of("Ecole e\u0301cole", 7) == ("Ecole ", True)
     assert start_of("a" * 20, 10) == ("a" * 10, True)  # one word past the limit: cut inside it
+    assert start_of("  " + "a" * 20, 10) == ("  " + "a" * 8, True)

@@ -380,15 +380,16 @@ async def test_a_search_snippet_at_the_cut_ends_in_whole_words_and_says_the_body
 ) -> None:
     """PostgreSQL's snippet is cut from the body's first 16,000 characters: a hit that ends
     there is followed by ``…``, as the body goes on, and a word the cut falls inside is no
-    half word in the snippet (a prefix search would mark ``implem``)."""
+    half word in the snippet (a prefix search would mark ``implemen``)."""
     filler = "filler " * 2284  # 15,988 characters
     ends_there = filler + "abcde deploy after the cut " + "filler " * 50  # "deploy": 15,994 to 16,000
-    split_there = filler + "abcdef implementation after " + "filler " * 50  # across 16,000
+    split_there = filler + "abc implementation after " + "filler " * 50  # 15,992 to 16,006
     await world.bot.put_document("ends.md", ends_there, 0, "r")
     await world.bot.put_document("split.md", split_there, 0, "r")
     for q, path, body in (("deploy", "ends.md", ends_there), ("implem*", "split.md", split_there)):
         [cut] = [d["snippet"] for d in (await world.bot.knowledge(q=q))["documents"] if d["path"] == path]
         assert cut.endswith("…"), (q, cut[-40:])
         assert set(cut.replace("**", "").strip("…").split()) <= set(body.split()), (q, cut[-40:])
+        assert "implemen**" not in cut, cut[-40:]
     [cut] = [d["snippet"] for d in (await world.bot.knowledge(q="deploy"))["documents"]]
     assert "**deploy**" in cut, cut[-40:]  # PostgreSQL's ends with it: "filler abcde **deploy**…"

@@ -248,7 +248,7 @@ def start_of(text: str, at_most: int) -> tuple[str, bool]:
         kept = len(head)
         while kept and _continues_word(head[kept - 1]):
             kept -= 1
-        head = head[:kept] or head  # one word to the limit and past it: cut inside it
+        head = head[:kept] if _WORD.search(head, 0, kept) else head  # the only word: cut inside it
     return head, True
 
 
