@@ -89,7 +89,10 @@ install_package() {  # $1: "upgrade" to reinstall the same version too
         # and stop the board at start. So a checkout is built from a clean copy of it.
         build_copy=$(mktemp -d) || die "could not make a temporary folder"
         trap 'rm -rf "$build_copy"' EXIT
-        tar -C "$spec" --exclude=./build --exclude=./.venv --exclude=./.git --exclude='*.egg-info' -cf - . \
+        # Caches stay out: tools write to them while the copy is read (a test run beside it).
+        tar -C "$spec" --exclude=./build --exclude=./.venv --exclude=./.git --exclude='*.egg-info' \
+            --exclude=./.mypy_cache --exclude=./.ruff_cache --exclude=./.pytest_cache \
+            --exclude=./.hypothesis --exclude=./.schemathesis --exclude=__pycache__ -cf - . \
             | tar -C "$build_copy" -xf - || die "could not copy $spec to build it"
     fi
     if [ "${1:-}" = upgrade ]; then
