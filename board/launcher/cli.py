@@ -22,6 +22,7 @@ import click
 
 from ..client import BoardAPIError, BoardClient
 from ..local_board import board_option
+from ..processes import same_process, start_time
 from ..token_input import token_option
 from .config import DEFAULT_STOP_GRACE, ConfigError, Options, check_handle, state_root
 from .daemon import PID_FILE, running_pid
@@ -250,10 +251,13 @@ def stop(handle: str, timeout: float) -> None:
         return
     if pid <= 0:
         raise click.ClickException(f"{path} is locked but names no pid")
+    started = start_time(pid)
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if running_pid(path) is None:
+        # The daemon lets its lock go as its loop ends, before the interpreter has wound down:
+        # stopped is the process gone too (a zombie its parent has not reaped counts as gone).
+        if running_pid(path) is None and not same_process(pid, started):
             click.echo(f"{handle}: stopped (pid {pid})")
             return
         time.sleep(0.1)

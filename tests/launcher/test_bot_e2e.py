@@ -7,6 +7,7 @@ batching, failures, and the daemon or the board going away and coming back.
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -279,6 +280,44 @@ async def test_sigterm_lets_a_running_turn_finish_and_stop_status_logs_work(
     stopped = cli("stop", "pb")
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
     assert bot.proc is not None and bot.proc.poll() == 0
+
+
+#: A daemon that winds down slowly: it lets its pid lock go on SIGTERM, as ``bot run`` does
+#: when its loop ends, and exits a while later, as an interpreter on a loaded machine may.
+SLOW_EXIT = """
+import signal, sys, time
+from pathlib import Path
+from board.launcher.daemon import PidLock
+lock = PidLock(Path(sys.argv[1]))
+lock.acquire()
+signal.signal(signal.SIGTERM, lambda *_: (lock.release(), time.sleep(1.5), sys.exit(0)))
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_bot_stop_returns_once_the_daemon_is_gone_not_when_its_lock_is(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = {**os.environ, "BOT_STATE_DIR": str(tmp_path)}
+    pid_file = tmp_path / "pb" / "bot.pid"
+    with subprocess.Popen(
+        [sys.executable, "-c", SLOW_EXIT, str(pid_file)], stdout=subprocess.PIPE, text=True
+    ) as daemon:
+        try:
+            assert daemon.stdout is not None and daemon.stdout.readline() == "ready\n"
+            stopped = subprocess.run(
+                [sys.executable, "-m", "board", "bot", "stop", "pb"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            assert stopped.returncode == 0 and f"pb: stopped (pid {daemon.pid})" in stopped.stdout, stopped
+            assert daemon.poll() == 0  # gone when bot stop said so, not still winding down
+        finally:
+            daemon.kill()
 
 
 async def test_a_third_failure_in_a_row_on_a_thread_releases_the_claim(
