@@ -1,14 +1,15 @@
 """/fleet in a real browser, with a real keeper running a real ``bot run`` daemon.
 
-Stopping the bot with its button shows ``stopping…`` at once, ends its process
-group, and the card turns to ``stopped`` over the page's live stream without a
-reload, the last orders too; its Start button brings it back the same way. The
-add-a-machine form shows the installer's one line. A bot whose profile names a
-missing repo says why in one line on its card, the line ``board doctor`` prints
-too. Every state shows in a word and a colour of its own, on a desktop and on a
-phone with no sideways scroll. Unassigning one bot on its page stops it alone.
-Removing the machine asks first, naming its bot, then the keeper, refused, stops
-the daemon.
+Stopping the bot with its button shows ``stopping…`` at once, and still after a
+render that raced the click; it ends its process group, and the card turns to
+``stopped`` over the page's live stream without a reload, the last orders too; its
+Start button brings it back the same way. An order the board refuses reads ``not
+sent`` and gives the buttons back. The add-a-machine form shows the installer's one
+line. A bot whose profile names a missing repo says why in one line on its card, the
+line ``board doctor`` prints too. Every state shows in a word and a colour of its
+own, on a desktop and on a phone with no sideways scroll. Unassigning one bot on its
+page stops it alone. Removing the machine asks first, naming its bot, then the
+keeper, refused, stops the daemon.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tests.support.boardtest import World, eventually
 from tests.support.browser_support import Tab, signed_in_tab
 from tests.support.doctor_support import doctor_async, doctor_env
 from tests.support.fleettest import BADGES, keeper_with_bots
+from tests.support.held_stream import hold_fleet_stream
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -53,7 +55,9 @@ async def test_stop_and_start_a_bot_from_its_card(
     await world.human.assign_bot("box1", "proj-dev", "fb")
     bot = await running(world, "fb")
     pgid = bot["pid"]
-    tab = await fleet_tab(chromium, world, tmp_path)
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    held = await hold_fleet_stream(tab.page)
+    await tab.page.goto(world.board.url + "/fleet")
     card = tab.page.locator("#machine-box1")
     await expect(card).to_have_attribute("data-status", "online")
     row = tab.page.locator("#bot-fb")
@@ -62,8 +66,15 @@ async def test_stop_and_start_a_bot_from_its_card(
     await tab.shot("01-running")
     tab.page.on("framenavigated", lambda frame: tab.dialogs.append(f"navigated to {frame.url}"))
 
+    before = await held.drawn()
     await row.locator("button[name=stop]").click()
     assert await row.locator(".badge.state").text_content() == "stopping…"  # at once, before any answer
+    # A render that left the board before the order was recorded, drawn after the click: the card
+    # still says the order is on its way, its buttons still off, until a render knows the order.
+    await held.replay(before)
+    assert await row.locator(".badge.state").text_content() == "stopping…"
+    assert await row.locator("button:disabled").count() == 3
+    await held.let_go()
     await expect(tab.page.locator("#bot-fb")).to_have_attribute("data-state", "stopped", timeout=60_000)
     await expect(tab.page.locator("#bot-fb .badge.state")).to_have_text("stopped")
     await expect(tab.page.locator("#last-orders li").first).to_contain_text("stop fb on box1 by alice")
@@ -93,6 +104,35 @@ async def test_stop_and_start_a_bot_from_its_card(
     await tab.page.click("#bot-fb a")
     await expect(tab.page.locator("#log-tail")).not_to_be_empty()
     await tab.shot("05-bot")
+
+
+async def test_an_order_the_board_refuses_reads_not_sent_and_no_render_marks_it_again(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    box9 = await keeper_with_bots(world, "box9", "s1")
+    running_s1 = {"handle": "s1", "state": "running", "pid": 7}
+    await box9.client.fleet_report({"interval": 3600, "bots": [running_s1]})
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    held = await hold_fleet_stream(tab.page)
+    await tab.page.goto(world.board.url + "/fleet")
+    card = tab.page.locator("#bot-s1")
+    await expect(card).to_have_attribute("data-state", "running")
+    before = await held.drawn()
+    # A token from another session: the board refuses the form (as it would after a sign-out).
+    await card.locator("form.bot-action input[name=csrf]").evaluate_all(
+        "inputs => inputs.forEach((i) => { i.value = 'not-this-session'; })"
+    )
+    await card.locator("button[name=stop]").click()
+    await expect(card.locator(".badge.state")).to_have_text("not sent")
+    await expect(card.locator(".badge.state")).to_have_class(re.compile(r"\btone-bad\b"))
+    assert await card.locator("button:enabled").count() == 3  # try again
+    await tab.shot("01b-not-sent")
+    assert [o for o in (await world.human.fleet())["orders"] if o["handle"] == "s1"] == []
+    await held.replay(before)  # nothing was sent, so a render says what the board knows
+    await expect(card.locator(".badge.state")).to_have_text("running")
+    assert await card.locator("button:enabled").count() == 3
+    await held.let_go()
+    assert tab.errors == []
 
 
 async def test_a_broken_bot_says_why_in_one_line_on_its_card_and_in_board_doctor(

@@ -3,9 +3,9 @@
 The thread page shows each bot's worktree: its branch, state, commits ahead and the
 diffstat as preformatted text. On /fleet a bot's kept worktree is a row with its
 thread, branch, state, age and size; its Remove button reads ``removing…`` at once,
-the keeper removes the worktree on the machine (the branch stays), the row leaves
-the card over the live stream without a reload, and the thread's record reads
-``removed``.
+and still after a render that raced the click; the keeper removes the worktree on
+the machine (the branch stays), the row leaves the card over the live stream
+without a reload, and the thread's record reads ``removed``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from tests.keeper.keeperrun import KeeperProcess, running, state
 from tests.keeper.test_keeper_worktrees import add_worktree, branches, make_repo
 from tests.support.boardtest import World, eventually
 from tests.support.browser_support import Tab, axe_findings, signed_in_tab
+from tests.support.held_stream import hold_fleet_stream
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -92,10 +93,19 @@ async def test_the_thread_shows_the_branch_and_remove_on_fleet_removes_the_kept_
     await expect(tab.page.locator("#worktrees-fb .facts")).to_contain_text("worktrees 1 ·")
     await tab.shot("02-fleet-kept")
     assert await axe_findings(tab.page) == []
+    held = await hold_fleet_stream(tab.page)
+    await tab.page.reload()
+    await expect(row).to_have_attribute("data-state", "kept")
     tab.page.on("framenavigated", lambda frame: tab.dialogs.append(f"navigated to {frame.url}"))
 
+    before = await held.drawn()
     await row.locator("button").click()
     assert await row.locator(".worktree-state").text_content() == "removing…"  # at once
+    # A render from before the order was recorded, drawn after the click: still removing, no button.
+    await held.replay(before)
+    assert await row.locator(".worktree-state").text_content() == "removing…"
+    assert await row.locator("button").is_disabled()
+    await held.let_go()
     await expect(tab.page.locator(f"#worktree-fb-{thread_id}")).to_have_count(0, timeout=60_000)
     await expect(tab.page.locator("#last-orders li").first).to_contain_text(
         f"remove_worktree fb #{thread_id} on box1 by alice"

@@ -16,6 +16,7 @@ from markupsafe import Markup, escape
 
 from ..clock import parse_time
 from ..markdown import markdown
+from ..services.fleet import RECENT_ORDERS
 from ..services.fleet_view import BADGES, PENDING, WAKE_OUTCOMES, last_line
 from ..services.routines import RUN_STATES
 
@@ -175,6 +176,7 @@ def environment() -> jinja2.Environment:
     env.globals["claim_line"] = claim_line
     env.globals["fleet_badges"] = BADGES
     env.globals["fleet_pending"] = PENDING
+    env.globals["recent_orders"] = RECENT_ORDERS
     env.globals["wake_outcomes"] = WAKE_OUTCOMES
     env.globals["run_states"] = RUN_STATES
     return env
