@@ -30,6 +30,7 @@ from tests.launcher.fakeharness import FAKES_BIN, SANDBOX_ENV, Fake, read_jsonl
 from tests.support.boardtest import Board, World, eventually, populate
 
 ROOT = Path(__file__).resolve().parents[2]
+LOG_TAIL = 60  # of a daemon's log lines, printed after a test that failed
 
 
 def free_port() -> int:
@@ -252,6 +253,11 @@ async def make_bot(
     yield make
     for bot in made:
         await bot.close()
+        # What each daemon did, shown with a failure (pytest prints a failed test's teardown output).
+        log = bot.state_dir / "bot.log"
+        if log.exists():
+            tail = log.read_text().splitlines()[-LOG_TAIL:]
+            print(f"{bot.handle}'s last {LOG_TAIL} log lines:", *tail, sep="\n")
     for call in fake.calls():
         kill_later(call.get("grandchild_pid"))
 

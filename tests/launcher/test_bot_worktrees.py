@@ -120,7 +120,9 @@ async def test_two_threads_at_once_get_two_worktrees_each_with_only_its_own_comm
         await eventually(
             partial(calls_in, fake, folder(bot, thread)), f"a turn in thread {thread}'s worktree"
         )
-    await eventually(lambda: all(sent(bot, t) == ["live"] for t in (a, b)), "both turns' records")
+    # Two turns at once, each with its board calls and its worktree's git inspection: on a
+    # machine busy with other tests this took more than eventually's default of 15 s.
+    await eventually(lambda: all(sent(bot, t) == ["live"] for t in (a, b)), "both turns' records", 60)
 
     assert sorted(worktrees(bot)) == sorted(str(folder(bot, t)) for t in (a, b))
     assert {f"bot/pb/t{a}", f"bot/pb/t{b}"} <= set(branches(bot))
@@ -628,7 +630,9 @@ async def test_pool_mode_gives_two_threads_of_one_project_channel_two_worktrees_
     trees = {t: pool / "wordsnap.worktrees" / f"pb-t{t}" for t in (a, b)}
     for thread, path in trees.items():
         await eventually(partial(calls_in, fake, path), f"a turn in thread {thread}'s worktree")
-    await eventually(lambda: all(sent(bot, t) == ["live"] for t in (a, b)), "both turns' records")
+    # Two turns at once, each with its board calls and its worktree's git inspection: on a
+    # machine busy with other tests this took more than eventually's default of 15 s.
+    await eventually(lambda: all(sent(bot, t) == ["live"] for t in (a, b)), "both turns' records", 60)
 
     listed = git(checkout, "worktree", "list", "--porcelain").splitlines()
     paths = {line.split(" ", 1)[1] for line in listed if line.startswith("worktree ")}
