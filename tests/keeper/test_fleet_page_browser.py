@@ -18,6 +18,7 @@ import asyncio
 import re
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.async_api import Browser, Locator, expect
@@ -49,6 +50,16 @@ async def fleet_tab(chromium: Browser, world: World, tmp_path: Path, width: int 
     return tab
 
 
+def with_orders(render: dict[str, Any], newer: list[dict[str, str]]) -> dict[str, Any]:
+    """render with orders newer than any on the board put first in its last orders."""
+    items = "".join(
+        f'<li data-order="{10**9 - n}" data-handle="{o["handle"]}" data-kind="{o["kind"]}" data-target="">'
+        f"#{10**9 - n} {o['kind']} {o['handle']}</li>"
+        for n, o in enumerate(newer)
+    )
+    return render | {"orders": re.sub(r"(<ul[^>]*>)", lambda m: m[1] + items, render["orders"], count=1)}
+
+
 async def test_stop_and_start_a_bot_from_its_card(
     chromium: Browser, world: World, keeper: KeeperProcess, tmp_path: Path
 ) -> None:
@@ -56,8 +67,7 @@ async def test_stop_and_start_a_bot_from_its_card(
     bot = await running(world, "fb")
     pgid = bot["pid"]
     tab = await signed_in_tab(chromium, world, tmp_path)
-    held = await hold_fleet_stream(tab.page)
-    await tab.page.goto(world.board.url + "/fleet")
+    held = await hold_fleet_stream(tab.page, world.board.url + "/fleet")
     card = tab.page.locator("#machine-box1")
     await expect(card).to_have_attribute("data-status", "online")
     row = tab.page.locator("#bot-fb")
@@ -74,6 +84,14 @@ async def test_stop_and_start_a_bot_from_its_card(
     await held.replay(before)
     assert await row.locator(".badge.state").text_content() == "stopping…"
     assert await row.locator("button:disabled").count() == 3
+    # Nor does a render whose newer order is another bot's, or another kind of order of fb's.
+    for other in ({"handle": "fc", "kind": "stop"}, {"handle": "fb", "kind": "start"}):
+        await held.replay(with_orders(before, [other]))
+        assert await row.locator(".badge.state").text_content() == "stopping…"
+    # A full list of newer orders may have pushed this one out: that render's word stands.
+    cap = int(await tab.page.locator("#orders").get_attribute("data-cap") or 0)
+    await held.replay(with_orders(before, [{"handle": "fc", "kind": "stop"}] * cap))
+    assert await row.locator(".badge.state").text_content() == "running"
     await held.let_go()
     await expect(tab.page.locator("#bot-fb")).to_have_attribute("data-state", "stopped", timeout=60_000)
     await expect(tab.page.locator("#bot-fb .badge.state")).to_have_text("stopped")
@@ -113,12 +131,11 @@ async def test_an_order_the_board_refuses_reads_not_sent_and_no_render_marks_it_
     running_s1 = {"handle": "s1", "state": "running", "pid": 7}
     await box9.client.fleet_report({"interval": 3600, "bots": [running_s1]})
     tab = await signed_in_tab(chromium, world, tmp_path)
-    held = await hold_fleet_stream(tab.page)
-    await tab.page.goto(world.board.url + "/fleet")
+    held = await hold_fleet_stream(tab.page, world.board.url + "/fleet")
     card = tab.page.locator("#bot-s1")
     await expect(card).to_have_attribute("data-state", "running")
     before = await held.drawn()
-    # A token from another session: the board refuses the form (as it would after a sign-out).
+    # A token from another session: the board refuses the form with its error page.
     await card.locator("form.bot-action input[name=csrf]").evaluate_all(
         "inputs => inputs.forEach((i) => { i.value = 'not-this-session'; })"
     )

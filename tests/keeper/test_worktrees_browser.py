@@ -93,8 +93,7 @@ async def test_the_thread_shows_the_branch_and_remove_on_fleet_removes_the_kept_
     await expect(tab.page.locator("#worktrees-fb .facts")).to_contain_text("worktrees 1 ·")
     await tab.shot("02-fleet-kept")
     assert await axe_findings(tab.page) == []
-    held = await hold_fleet_stream(tab.page)
-    await tab.page.reload()
+    held = await hold_fleet_stream(tab.page, tab.page.url)
     await expect(row).to_have_attribute("data-state", "kept")
     tab.page.on("framenavigated", lambda frame: tab.dialogs.append(f"navigated to {frame.url}"))
 

@@ -30,7 +30,8 @@ from tests.launcher.fakeharness import FAKES_BIN, SANDBOX_ENV, Fake, read_jsonl
 from tests.support.boardtest import Board, World, eventually, populate
 
 ROOT = Path(__file__).resolve().parents[2]
-LOG_TAIL = 60  # of a daemon's log lines, printed after a test that failed
+LOG_TAIL = 60  # of a daemon's log lines, and OUTPUT_TAIL characters of its output, shown with a failure
+OUTPUT_TAIL = 4000
 
 
 def free_port() -> int:
@@ -253,13 +254,14 @@ async def make_bot(
     yield make
     for bot in made:
         await bot.close()
-        # What each daemon did, shown with a failure (pytest prints a failed test's teardown output).
-        log = bot.state_dir / "bot.log"
-        if log.exists():
-            tail = log.read_text().splitlines()[-LOG_TAIL:]
-            print(f"{bot.handle}'s last {LOG_TAIL} log lines:", *tail, sep="\n")
     for call in fake.calls():
         kill_later(call.get("grandchild_pid"))
+    # What each daemon did and said: pytest shows a test's teardown output when the test failed.
+    for handle, bot in {bot.handle: bot for bot in made}.items():  # a handle's runs share a log
+        with contextlib.suppress(OSError):
+            tail = (bot.state_dir / "bot.log").read_text(errors="replace").splitlines()[-LOG_TAIL:]
+            print(f"{handle}'s last {LOG_TAIL} log lines:", *tail, sep="\n")
+        print(f"{handle}'s output:", bot.output()[-OUTPUT_TAIL:], sep="\n")
 
 
 async def mention(world: World, text: str = "please look", channel: str = "general") -> int:

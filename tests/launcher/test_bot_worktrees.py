@@ -100,6 +100,22 @@ async def claimed(world: World, message_id: int) -> int:
     return message_id
 
 
+async def saved_sessions(bot: BotProcess, count: int) -> dict[str, Any]:
+    """The daemon's state file once it holds count sessions, each worktree's among them: it is
+    saved again after a turn's record is sent, so under load a test that read it at once would
+    see an older one."""
+
+    def saved() -> dict[str, Any] | None:
+        found = bot.state()
+        sessions = found.get("sessions", {})
+        worktrees_done = all(
+            e.get("session") in sessions.values() for e in found.get("worktrees", {}).values()
+        )
+        return found if len(sessions) == count and worktrees_done else None
+
+    return await eventually(saved, f"{count} sessions saved")
+
+
 def calls_in(fake: Fake, path: Path) -> list[dict[str, Any]]:
     return [c for c in fake.calls() if c.get("step") and c["cwd"] == str(path)]
 
@@ -122,7 +138,7 @@ async def test_two_threads_at_once_get_two_worktrees_each_with_only_its_own_comm
         )
     # Two turns at once, each with its board calls and its worktree's git inspection: on a
     # machine busy with other tests this took more than eventually's default of 15 s.
-    await eventually(lambda: all(sent(bot, t) == ["live"] for t in (a, b)), "both turns' records", 60)
+    await eventually(lambda: all(sent(bot, t) == ["live"] for t in (a, b)), "both turns' records", timeout=60)
 
     assert sorted(worktrees(bot)) == sorted(str(folder(bot, t)) for t in (a, b))
     assert {f"bot/pb/t{a}", f"bot/pb/t{b}"} <= set(branches(bot))
@@ -133,7 +149,7 @@ async def test_two_threads_at_once_get_two_worktrees_each_with_only_its_own_comm
     turns = [e for e in bot.events() if e["event"] in ("turn_started", "turn_ended")]
     assert [e["event"] for e in turns] == ["turn_started", "turn_started", "turn_ended", "turn_ended"]
     assert {e["lane"] for e in turns} == {f"t{a}", f"t{b}"}
-    state = bot.state()
+    state = await saved_sessions(bot, 2)
     assert set(state["sessions"]) == {f"t{a}", f"t{b}"}
     assert state["sessions"][f"t{a}"] != state["sessions"][f"t{b}"]
     for thread in (a, b):
@@ -632,7 +648,7 @@ async def test_pool_mode_gives_two_threads_of_one_project_channel_two_worktrees_
         await eventually(partial(calls_in, fake, path), f"a turn in thread {thread}'s worktree")
     # Two turns at once, each with its board calls and its worktree's git inspection: on a
     # machine busy with other tests this took more than eventually's default of 15 s.
-    await eventually(lambda: all(sent(bot, t) == ["live"] for t in (a, b)), "both turns' records", 60)
+    await eventually(lambda: all(sent(bot, t) == ["live"] for t in (a, b)), "both turns' records", timeout=60)
 
     listed = git(checkout, "worktree", "list", "--porcelain").splitlines()
     paths = {line.split(" ", 1)[1] for line in listed if line.startswith("worktree ")}
@@ -644,12 +660,7 @@ async def test_pool_mode_gives_two_threads_of_one_project_channel_two_worktrees_
     turns = [e for e in bot.events() if e["event"] in ("turn_started", "turn_ended")]
     assert [e["event"] for e in turns] == ["turn_started", "turn_started", "turn_ended", "turn_ended"]
 
-    # The state file is written after the turn's last record is sent: wait for both sessions in it.
-    def both_saved() -> dict[str, Any] | None:
-        found = bot.state()
-        return found if len(found.get("sessions", {})) == 2 else None
-
-    state = await eventually(both_saved, "both sessions saved")
+    state = await saved_sessions(bot, 2)
     assert set(state["sessions"]) == {f"t{a}", f"t{b}"}
     assert state["sessions"][f"t{a}"] != state["sessions"][f"t{b}"]
     assert {k: (e["path"], e["state"], e["base"]) for k, e in state["worktrees"].items()} == {

@@ -15,9 +15,6 @@ from typing import Any
 
 from playwright.async_api import Page, Route, expect
 
-#: Part of a replayed render and of no real one: it shows the replay has been drawn.
-REPLAYED = '<i id="replayed" hidden></i>'
-
 
 class HeldStream:
     """Every ``/fleet/events`` connection the page opens waits until replayed or let go."""
@@ -26,6 +23,7 @@ class HeldStream:
         self.page = page
         self.holding = True
         self.routes: asyncio.Queue[Route] = asyncio.Queue()
+        self.replays = 0
 
     async def take(self, route: Route) -> None:
         """The page's route for its stream: held, or sent on to the board."""
@@ -48,14 +46,16 @@ class HeldStream:
 
         The tab opens a new connection a moment later, and it is held too until ``let_go``.
         """
+        self.replays += 1
+        drawn = f'<i class="replayed" data-replay="{self.replays}" hidden></i>'  # in no real render
         route = await asyncio.wait_for(self.routes.get(), 30)
-        event = json.dumps({"html": render["html"] + REPLAYED, "orders": render["orders"]})
+        event = json.dumps({"html": render["html"] + drawn, "orders": render["orders"]})
         await route.fulfill(
             status=200,
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"},
             body=f"retry: 100\nevent: fleet\ndata: {event}\n\n",
         )
-        await expect(self.page.locator("#replayed")).to_have_count(1)
+        await expect(self.page.locator(f'i.replayed[data-replay="{self.replays}"]')).to_have_count(1)
 
     async def let_go(self) -> None:
         """The held connections, and every one after, reach the board."""
@@ -64,8 +64,9 @@ class HeldStream:
             await self.routes.get_nowait().continue_()
 
 
-async def hold_fleet_stream(page: Page) -> HeldStream:
-    """Hold the page's next ``/fleet/events`` connections (from its next load on)."""
+async def hold_fleet_stream(page: Page, url: str) -> HeldStream:
+    """Open url (/fleet) in page, its stream connections held from this load on."""
     held = HeldStream(page)
     await page.route("**/fleet/events", held.take)
+    await page.goto(url)
     return held

@@ -176,7 +176,7 @@ def environment() -> jinja2.Environment:
     env.globals["claim_line"] = claim_line
     env.globals["fleet_badges"] = BADGES
     env.globals["fleet_pending"] = PENDING
-    env.globals["recent_orders"] = RECENT_ORDERS
+    env.globals["fleet_orders_cap"] = RECENT_ORDERS
     env.globals["wake_outcomes"] = WAKE_OUTCOMES
     env.globals["run_states"] = RUN_STATES
     return env

@@ -12,83 +12,86 @@
     fetch(form.action, { method: "POST", body: new FormData(form), credentials: "same-origin", redirect: "manual" })
       .then((r) => { if (r.type !== "opaqueredirect") refused(); }, refused); // done: a redirect to /fleet
 
+  // How an order shows on what it is for: a bot's card, or a kept worktree's row.
+  const LOOKS = {
+    bot: {
+      badge: ".badge.state", pending: "badge state tone-busy pending", refused: "badge state tone-bad",
+      buttons: "form.bot-action button", flag: (el, kind) => { el.dataset.pending = kind; },
+    },
+    worktree: {
+      badge: ".worktree-state", pending: "badge worktree-state tone-busy", refused: "badge worktree-state tone-bad",
+      buttons: "form.worktree-action button", flag: (el) => { el.dataset.removing = "true"; },
+    },
+  };
+  const show = (el, look, badgeClass, words, disabled) => {
+    const badge = el.querySelector(look.badge);
+    if (badge) { badge.className = badgeClass; badge.textContent = words; }
+    el.querySelectorAll(look.buttons).forEach((b) => { b.disabled = disabled; });
+  };
+
   // Orders sent from this tab that no render has shown yet, by the id of what they mark. A
   // render can leave the board before an order is recorded and arrive after the click: it would
   // draw the bot (or the worktree) as it was, its buttons live again. So each unseen order is
-  // marked again after every render, until the last orders hold it: an order of its bot, kind
-  // and target newer than any this tab knew at the click. That render says what became of it.
+  // marked again after every render, until the last orders hold it (an order of its bot, kind
+  // and target newer than the newest the tab knew at the click) or what it marks has left the
+  // page: from that render on, the board's word stands.
   const unseen = new Map();
   const shownOrders = () =>
     orders ? [...orders.querySelectorAll("li[data-order]")].map((li) => ({ ...li.dataset, id: Number(li.dataset.order) })) : [];
-  const newestOrder = () => Math.max(0, ...shownOrders().map((o) => o.id));
-  const holds = (sent) => {
-    const shown = shownOrders();
-    const list = orders?.querySelector("ul.orders");
-    // Newest first: a full list whose every order came after the click has pushed this one out.
-    if (list && shown.length >= Number(list.dataset.cap) && shown.every((o) => o.id > sent.after)) return true;
+  const holds = (shown, sent) => {
+    // Newest first: a full list of orders all newer than the tab knew may have pushed it out.
+    const cap = Number(orders?.querySelector("ul.orders")?.dataset.cap);
+    if (shown.length >= cap && shown.every((o) => o.id > sent.after)) return true;
     return shown.some((o) => o.id > sent.after && o.handle === sent.handle && o.kind === sent.kind && o.target === sent.target);
   };
-  const send = (form, id, mark, refused) => {
-    const [, , , handle, ...rest] = new URL(form.action).pathname.split("/").map(decodeURIComponent); // /fleet/bots/{handle}/…
-    const kind = rest[0] === "worktrees" ? "remove_worktree" : rest[0];
-    const sent = { handle, kind, target: rest[0] === "worktrees" ? rest[1] : "", after: newestOrder(), mark };
-    unseen.set(id, sent);
-    mark(document.getElementById(id));
+  const mark = (sent) => {
+    const el = document.getElementById(sent.id);
+    if (!el) return false;
+    sent.look.flag(el, sent.kind);
+    show(el, sent.look, sent.look.pending, sent.words, true);
+    return true;
+  };
+  const orderOf = (form) => {
+    // /fleet/bots/{handle}/{action}, or /fleet/bots/{handle}/worktrees/{thread}/remove
+    const [, , , handle, action, thread] = new URL(form.action).pathname.split("/").map(decodeURIComponent);
+    return action === "worktrees" ? { handle, kind: "remove_worktree", target: thread } : { handle, kind: action, target: "" };
+  };
+  const send = (form, el, look, words) => {
+    const sent = { ...orderOf(form), id: el.id, look, words, after: Math.max(0, ...shownOrders().map((o) => o.id)) };
+    unseen.set(sent.id, sent);
+    mark(sent);
     post(form, () => {
       // Not sent (refused, or the board unreachable): say so, and let the person try again.
-      unseen.delete(id);
-      refused(document.getElementById(id));
+      unseen.delete(sent.id);
+      const now = document.getElementById(sent.id);
+      if (now) show(now, look, look.refused, "not sent", false);
     });
-  };
-
-  const markRemoving = (row) => {
-    if (!row) return;
-    row.dataset.removing = "true";
-    const state = row.querySelector(".worktree-state");
-    if (state) { state.className = "badge worktree-state tone-busy"; state.textContent = "removing…"; }
-    row.querySelectorAll("form.worktree-action button").forEach((b) => { b.disabled = true; });
-  };
-  const markPending = (action, words) => (bot) => {
-    if (!bot) return;
-    bot.dataset.pending = action;
-    const badge = bot.querySelector(".badge.state");
-    if (badge) { badge.className = "badge state tone-busy pending"; badge.textContent = words; }
-    bot.querySelectorAll("form.bot-action button").forEach((b) => { b.disabled = true; });
-  };
-  const notSent = (badgeSelector, buttonSelector) => (element) => {
-    const badge = element?.querySelector(badgeSelector);
-    if (badge) { badge.classList.remove("tone-busy", "pending"); badge.classList.add("tone-bad"); badge.textContent = "not sent"; }
-    element?.querySelectorAll(buttonSelector).forEach((b) => { b.disabled = false; });
   };
 
   machines.addEventListener("submit", (event) => {
     const removal = event.target.closest("form.worktree-action");
-    if (removal) {
+    const row = removal?.closest("tr.worktree");
+    if (removal && row) {
       // A kept worktree's Remove: the row reads "removing…" until its keeper has done it. One
       // the board knows held uncommitted work asks first: its keeper would refuse it.
       event.preventDefault();
       if (removal.dataset.warning && !window.confirm(removal.dataset.warning)) return;
-      const row = removal.closest("tr.worktree");
-      if (row) send(removal, row.id, markRemoving, notSent(".worktree-state", "form.worktree-action button"));
+      send(removal, row, LOOKS.worktree, "removing…");
       return;
     }
     const form = event.target.closest("form.bot-action");
-    if (!form) return;
+    const bot = form?.closest("article.bot");
+    if (!form || !bot) return;
     event.preventDefault();
-    const bot = form.closest("article.bot");
-    const action = new URL(form.action).pathname.split("/").pop();
-    // data-pending: the server's word for the order on its way ("stopping…").
-    if (bot) send(form, bot.id, markPending(action, form.dataset.pending), notSent(".badge.state", "form.bot-action button"));
+    send(form, bot, LOOKS.bot, form.dataset.pending); // the server's word for it ("stopping…")
   });
   const source = new EventSource("/fleet/events");
   source.addEventListener("fleet", (e) => {
     const live = JSON.parse(e.data); // rendered and escaped by the server's templates
     machines.innerHTML = live.html;
     if (orders) orders.innerHTML = live.orders;
-    unseen.forEach((sent, id) => {
-      if (holds(sent)) unseen.delete(id);
-      else sent.mark(document.getElementById(id));
-    });
+    const shown = shownOrders();
+    unseen.forEach((sent, id) => { if (holds(shown, sent) || !mark(sent)) unseen.delete(id); });
   });
   source.addEventListener("open", () => document.body.classList.add("live"));
   // The session ended (signed out, expired, or its password changed elsewhere).
