@@ -30,8 +30,7 @@ from tests.launcher.fakeharness import FAKES_BIN, SANDBOX_ENV, Fake, read_jsonl
 from tests.support.boardtest import Board, World, eventually, populate
 
 ROOT = Path(__file__).resolve().parents[2]
-LOG_TAIL = 60  # of a daemon's log lines, and OUTPUT_TAIL characters of its output, shown with a failure
-OUTPUT_TAIL = 4000
+LOG_TAIL = 60  # of a daemon's log lines, and of its other output (a traceback), shown with a failure
 
 
 def free_port() -> int:
@@ -261,7 +260,8 @@ async def make_bot(
         with contextlib.suppress(OSError):
             tail = (bot.state_dir / "bot.log").read_text(errors="replace").splitlines()[-LOG_TAIL:]
             print(f"{handle}'s last {LOG_TAIL} log lines:", *tail, sep="\n")
-        print(f"{handle}'s output:", bot.output()[-OUTPUT_TAIL:], sep="\n")
+        said = [line for line in bot.output().splitlines() if not line.startswith("{")]  # not its log
+        print(f"{handle}'s other output:", *said[-LOG_TAIL:], sep="\n")
 
 
 async def mention(world: World, text: str = "please look", channel: str = "general") -> int:

@@ -65,9 +65,15 @@ async def test_a_failed_turn_is_failed_with_the_wakes_outcome_and_error(
     assert wake["outcome"] == "failed" and wake["error"]
     assert failed["reason"] == f"failed: {wake['error']}"[:500]
     assert failed["at"] == wake["ended_at"]
-    # The daemon's report of the failure is pb's post in the thread: still failed, not replied.
-    thread = await world.human.thread(posted)
-    assert any(m["author"] == "pb" and "failed" in m["body"] for m in thread["messages"])
+
+    # The daemon's report of the failure is pb's post in the thread, sent after the wake's record:
+    # the message is still failed, not replied.
+    async def report() -> list[dict[str, Any]]:
+        thread = await world.human.thread(posted)
+        return [m for m in thread["messages"] if m["author"] == "pb" and "failed" in m["body"]]
+
+    await eventually(report, "pb's report of the failure")
+    assert (await pb_state(world, posted))["state"] == "failed"
 
 
 async def wake_test(

@@ -673,8 +673,9 @@ async def test_pool_mode_gives_two_threads_of_one_project_channel_two_worktrees_
     asked = await world.human.post("@pb what is 2+2", channel="misc", workspace="proj")
     await eventually(lambda: len(bot.events("turn_ended")) >= 3, "the turn in misc")
     assert [c["BOARD_WAKE_IDS"] for c in calls_in(fake, pool / "misc")] == [str(asked["id"])]
-    assert set(bot.state()["sessions"]) == {f"t{a}", f"t{b}", "misc"}
-    assert set(bot.state()["worktrees"]) == {str(a), str(b)}
+    after = await saved_sessions(bot, 3)
+    assert set(after["sessions"]) == {f"t{a}", f"t{b}", "misc"}
+    assert set(after["worktrees"]) == {str(a), str(b)}
     assert not (pool / "misc.worktrees").exists() and not sent(bot, int(asked["id"]))
 
     # Done with a commit: kept, in the channel's checkout. A restarted daemon takes the other up again.
