@@ -25,7 +25,7 @@ import pytest
 from board.keeper.config import STATE_FILE
 from board.launcher.daemon import PID_FILE, running_pid
 from tests.keeper.keeperrun import KeeperProcess, daemons, fleet_bot, group_gone, running, state
-from tests.launcher.botrun import LiveBoard
+from tests.launcher.botrun import LiveBoard, wakes
 from tests.launcher.fakeharness import Fake
 from tests.support.boardtest import World, eventually
 from tests.support.doctor_support import doctor_async, doctor_env
@@ -253,7 +253,8 @@ async def test_a_mention_wakes_the_bot_and_the_report_shows_the_wake(
 
     bot = await eventually(woke, "the wake on the fleet report", 60, 0.1)
     wake = bot["last_wake"]
-    recorded = (await world.human.wakes(bot="fb"))["wakes"]
+    # The daemon saves its last wake (which its keeper reports) before it records the wake.
+    recorded = await eventually(lambda: wakes(world.human, "fb"), "the wake record", 30)
     # The fake prices its usage model: the report carries the cost the wake record has.
     assert wake["outcome"] == "ok" and wake["cost_usd"] == pytest.approx(recorded[-1]["cost_usd"])
     assert wake["cost_usd"] > 0

@@ -109,7 +109,8 @@ async def test_the_thread_shows_the_branch_and_remove_on_fleet_removes_the_kept_
     await expect(tab.page.locator("#last-orders li").first).to_contain_text(
         f"remove_worktree fb #{thread_id} on box1 by alice"
     )
-    await expect(tab.page.locator("#last-orders li").first).to_contain_text("done")
+    # Acknowledged in a report after the one that no longer lists the worktree.
+    await expect(tab.page.locator("#last-orders li").first).to_contain_text("done", timeout=30_000)
     await tab.shot("03-fleet-removed")
     assert tab.dialogs == [] and tab.errors == []  # no reload: the page never navigated
     assert not kept.exists() and f"bot/fb/t{thread_id}" in branches(repo)

@@ -156,6 +156,7 @@ async def test_wake_test_exits_held_and_on_its_timeout(
     assert "held" in out and "budget: 1 of 1 wakes a day, set on bot" in out
     fake.script({"do": "hang", "seconds": 30})
     await make_bot().start().started()
-    code, out = await wake_test(live, world, "pb", "--timeout", "3")
+    # 10 s: time for the daemon to take the probe and post its receipt on a loaded machine.
+    code, out = await wake_test(live, world, "pb", "--timeout", "10")
     assert code == 6, out
-    assert out.splitlines()[-1] == "no reply within 3 s (still woken)", out
+    assert out.splitlines()[-1] == "no reply within 10 s (still woken)", out

@@ -230,7 +230,7 @@ async def test_watched_posts_wait_a_jitter_and_mentions_do_not(
     await world.human.create_channel("general", workspace="proj")
     bot = await make_bot(args=["--watch", "general", "--jitter", "1.5"]).start().started()
     watched = await world.human.post("anyone around?", channel="general", workspace="proj")
-    await eventually(lambda: bot.events("turn_started"), "the watched turn", 10)
+    await eventually(lambda: bot.events("turn_started"), "the watched turn", 30)
     jitter = bot.events("jitter")
     assert len(jitter) == 1 and 0 <= jitter[0]["delay_s"] <= 1.5
     started = bot.events("turn_started")[0]

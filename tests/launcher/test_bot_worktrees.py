@@ -81,7 +81,8 @@ async def board_records(world: World, thread: int) -> list[dict[str, Any]]:
 
 async def check_records(world: World, bot: BotProcess, thread: int, states: list[str]) -> None:
     """The daemon sent these states, in order, the board took every one, and keeps the last."""
-    assert sent(bot, thread) == states
+    # A record's log line follows the event that led to it (worktree_kept, then worktree_record).
+    await eventually(lambda: sent(bot, thread) == states, f"the daemon to send {states!r}", timeout=30)
     assert not [e for e in bot.events("worktree_record_failed") if e["thread"] == thread]
 
     async def kept() -> list[dict[str, Any]] | None:  # the daemon logs a record as it sends it
@@ -89,7 +90,7 @@ async def check_records(world: World, bot: BotProcess, thread: int, states: list
         mine = [r for r in records if r["bot"] == bot.handle]
         return records if [r["state"] for r in mine] == states[-1:] else None
 
-    records = await eventually(kept, f"the board to keep {states[-1]!r}", timeout=5)
+    records = await eventually(kept, f"the board to keep {states[-1]!r}", timeout=30)
     mine = [r for r in records if r["bot"] == bot.handle]
     assert len(mine) == 1 and mine[0]["state"] == states[-1], records
 
@@ -125,8 +126,9 @@ async def test_two_threads_at_once_get_two_worktrees_each_with_only_its_own_comm
 ) -> None:
     make_repo(tmp_path / "repo")
     fake.script(
-        {"do": "commit", "path": "one.txt", "text": "1", "message": "first change", "delay": 1.5},
-        {"do": "commit", "path": "two.txt", "text": "2", "message": "second change", "delay": 1.5},
+        # Turns of 4 s: the second starts before the first ends, however slowly it is checked out.
+        {"do": "commit", "path": "one.txt", "text": "1", "message": "first change", "delay": 4},
+        {"do": "commit", "path": "two.txt", "text": "2", "message": "second change", "delay": 4},
         {"do": "ok"},
     )
     bot = await make_bot(args=WT).start().started()
@@ -210,7 +212,7 @@ async def test_a_done_thread_with_a_commit_keeps_its_branch_and_says_so_once(
     assert bot.state()["worktrees"][str(thread)]["uncommitted"] == 0  # its keeper reports it clean
 
     said = await eventually(
-        lambda: _kept_replies(world, thread), "the reply naming the kept branch", timeout=10
+        lambda: _kept_replies(world, thread), "the reply naming the kept branch", timeout=30
     )
     body = said[0]["body"]
     assert branch in body and "1 commit ahead of `main`" in body
@@ -250,7 +252,7 @@ async def test_a_thread_the_bot_was_only_mentioned_in_closes_its_worktree_when_d
     assert not await reaches_pb()
     await world.human.done(thread, "the issue was closed")
     assert await reaches_pb()
-    await eventually(lambda: bot.events("worktree_kept"), "the worktree to be kept", timeout=10)
+    await eventually(lambda: bot.events("worktree_kept"), "the worktree to be kept", timeout=30)
     await check_records(world, bot, thread, ["live", "kept"])
     assert len(bot.events("turn_ended")) == 1
 
@@ -268,7 +270,7 @@ async def test_a_kept_worktree_deleted_by_hand_reads_removed_on_its_thread_with_
         [record] = await board_records(world, thread)
         return record if record["state"] == "removed" else None
 
-    record = await eventually(removed, "the record to read removed", timeout=10)
+    record = await eventually(removed, "the record to read removed", timeout=30)
     assert [c["subject"] for c in record["commits"]] == ["fix it"] and record["ahead"] == 1
     assert "removed outside the board" in record["detail"]
     # The daemon tells the board before it forgets the entry and writes its state file.
@@ -290,9 +292,8 @@ async def test_a_third_thread_waits_for_one_of_two_worktrees(
     second = await mention(world, "two")
     await eventually(lambda: len(bot.events("turn_ended")) >= 2, "two turns")
     third = await mention(world, "three")
-    await eventually(lambda: bot.events("worktree_waiting"), "the third thread to wait")
+    await eventually(lambda: sent(bot, third) == ["waiting"], "the third thread's waiting record")
     assert bot.events("worktree_waiting")[0]["thread"] == third
-    assert sent(bot, third) == ["waiting"]
     await eventually(lambda: len(bot.events("turn_ended")) >= 2, "nothing more")
     assert not calls_in(fake, folder(bot, third)) and len(worktrees(bot)) == 2
 
@@ -421,13 +422,13 @@ async def test_a_checkout_gone_after_start_holds_the_thread_and_says_why_on_it(
         records = await board_records(world, thread)
         return records if [r["state"] for r in records] == ["waiting"] else None
 
-    (record,) = await eventually(waiting, "the thread's record to read waiting", timeout=10)
+    (record,) = await eventually(waiting, "the thread's record to read waiting", timeout=30)
     assert record["detail"].startswith("no worktree: git worktree list: fatal: cannot change to")
     (message,) = (await world.human.thread(thread))["messages"]
     assert [(d["state"], d["reason"]) for d in message["delivery"]] == [
         ("held", f"worktrees: {record['detail']}")
     ]
-    await eventually(lambda: len(bot.events("worktree_failed")) >= 2, "a second try", timeout=10)
+    await eventually(lambda: len(bot.events("worktree_failed")) >= 2, "a second try", timeout=30)
     assert sent(bot, thread) == ["waiting"]  # once per run of failures, not once a try
     assert not fake.calls()
 
@@ -558,9 +559,13 @@ async def test_a_handoff_to_a_bot_on_the_same_checkout_starts_its_worktree_from_
     assert sorted(worktrees(a)) == sorted(str(folder(bot, thread)) for bot in (a, b))
     assert b.state()["worktrees"][str(thread)]["state"] == "live"
     assert a.state()["worktrees"][str(thread)]["state"] == "kept"
-    # The board keeps both: pb's kept (with its commit) and pb2's live.
-    records = {r["bot"]: r for r in await board_records(world, thread)}
-    assert set(records) == {"pb", "pb2"}, records
+
+    # The board keeps both: pb's kept (with its commit) and pb2's live (sent after its log line).
+    async def both() -> dict[str, dict[str, Any]] | None:
+        found = {r["bot"]: r for r in await board_records(world, thread)}
+        return found if found.keys() == {"pb", "pb2"} and found["pb2"]["state"] == "live" else None
+
+    records = await eventually(both, "the board to keep both records", timeout=30)
     assert records["pb"]["state"] == "kept" and records["pb"]["ahead"] == 1
     assert records["pb"]["branch"] == f"bot/pb/t{thread}"
     assert records["pb"]["commits"][0]["subject"] == "part one"
@@ -632,8 +637,9 @@ async def test_pool_mode_gives_two_threads_of_one_project_channel_two_worktrees_
     await project_channel(tmp_path, world)
     await world.human.create_channel("misc", topic="anything else", workspace="proj")
     fake.script(
-        {"do": "commit", "path": "one.txt", "text": "1", "message": "first change", "delay": 1.5},
-        {"do": "commit", "path": "two.txt", "text": "2", "message": "second change", "delay": 1.5},
+        # Turns of 4 s: the second starts before the first ends, however slowly it is checked out.
+        {"do": "commit", "path": "one.txt", "text": "1", "message": "first change", "delay": 4},
+        {"do": "commit", "path": "two.txt", "text": "2", "message": "second change", "delay": 4},
         {"do": "ok"},
     )
     pool = tmp_path / "pool"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,7 +72,13 @@ async def test_two_boards_on_one_database_send_each_notification_once(
     assert sorted(dispatching) == [False, True], dispatching
     subjects = sorted(r.json()["id"] for r in receiver.at("/hook/a"))
     assert len(subjects) == len(set(subjects)) == 10
-    states = db_rows(first.db_path, "SELECT state, attempts FROM notifications")
+
+    # A row is marked sent once its batch has been tried, after the receiver has it.
+    def settled() -> list[tuple[Any, ...]] | None:
+        found = db_rows(first.db_path, "SELECT state, attempts FROM notifications")
+        return found if len(found) == 10 and all(state in ("sent", "failed") for state, _ in found) else None
+
+    states = await eventually(settled, "ten notifications sent or failed", timeout=30)
     assert sorted(states) == [("sent", 1)] * 10
 
 
