@@ -84,6 +84,7 @@ async def test_stop_and_start_a_bot_from_its_card(
     await held.replay(before)
     assert await row.locator(".badge.state").text_content() == "stopping…"
     assert await row.locator("button:disabled").count() == 3
+    await tab.shot("01b-stopping-after-a-raced-render")
     # Nor does a render whose newer order is another bot's, or another kind of order of fb's.
     for other in ({"handle": "fc", "kind": "stop"}, {"handle": "fb", "kind": "start"}):
         await held.replay(with_orders(before, [other]))
