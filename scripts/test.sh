@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up a virtual environment in .venv from this checkout, check lint, format and types,
 # and run the whole test suite. Extra arguments go to pytest (for example:
-# bash scripts/test.sh -q -k claims, or -n 0 to run it in one process).
+# bash scripts/test.sh -q -k claims, or -n 4 to run it in four worker processes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,7 +15,6 @@ python=${PYTHON:-python3}
 .venv/bin/ruff check --quiet .
 .venv/bin/ruff format --check --quiet .
 .venv/bin/mypy board routines tests
-# In four worker processes, a test module's tests all in one of them (docs/testing.md: most
-# tests wait on a board, a daemon or a browser); BOARD_TEST_WORKERS=0 runs them in this process.
-# A later -n overrides it.
-exec .venv/bin/python -m pytest -n "${BOARD_TEST_WORKERS:-4}" --dist loadfile "$@"
+# In this process; BOARD_TEST_WORKERS=4 in four worker processes, a test module's tests all in
+# one of them (docs/testing.md: twice as fast, not yet as steady). A later -n overrides it.
+exec .venv/bin/python -m pytest -n "${BOARD_TEST_WORKERS:-0}" --dist loadfile "$@"
