@@ -788,6 +788,57 @@ async def test_a_stopped_server_process_holds_a_write_or_a_read_a_deadline_not_f
 
 
 @postgresql_only
+async def test_a_stopped_listener_is_found_out_and_its_process_wakes_again(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B's listener's server process stopped while its connection stays up (``kill -STOP``):
+    keepalives still pass and nothing is heard, not even B's own notifications, so B's own
+    posts waited for ever to be published and no long-poll held on B woke. A listener that
+    hears nothing for a while asks its server for an answer, and one that gets none in time
+    listens again on a new connection, with a gap: the mention wakes its bot, once."""
+    monkeypatch.setattr(postgres, "LISTEN_QUIET", 1.0)
+    monkeypatch.setattr(postgres, "LISTEN_ANSWER", 1.0)
+    url = database_url(world)
+    others = listener_pids(url)
+    b = await start_board(tmp_path / "b", database_url=url)
+    try:
+        (listener,) = set(listener_pids(url)) - set(others)
+        bot_on_b, peer_on_b = b.client(world.bot.token), b.client(world.peer.token)
+        since = int((await bot_on_b.me())["cursor"])
+        wait = asyncio.create_task(bot_on_b.inbox(since=since, wait=LONG_WAIT))
+        await held(b)
+        os.kill(listener, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            mention = await peer_on_b.post("@pb are you there?", channel="general")
+            mail = await asyncio.wait_for(wait, WOKEN_WITHIN)
+            woken = time.monotonic() - started
+            await eventually(lambda: len(set(listener_pids(url)) - set(others)) == 2, "B listening again")
+        finally:
+            os.kill(listener, signal.SIGCONT)
+        assert [m["id"] for m in mail["messages"]] == [mention["id"]]
+        # the quiet second, the answer's second, psycopg's 5 s wait for its cancel, a second's pause
+        assert woken < 15, woken
+        again = asyncio.create_task(bot_on_b.inbox(since=mention["id"], wait=LONG_WAIT))
+        await held(b)
+        second = await peer_on_b.post("@pb and now?", channel="general")
+        assert [m["id"] for m in (await asyncio.wait_for(again, WOKEN_WITHIN))["messages"]] == [second["id"]]
+    finally:
+        await stop_board(b)
+
+
+def listener_pids(url: str) -> list[int]:
+    """The server processes of the board's notification connections on ``url``'s database."""
+    with psycopg.connect(url, autocommit=True) as admin:
+        rows = admin.execute(
+            """SELECT pid FROM pg_stat_activity
+               WHERE datname = current_database() AND application_name = %s""",
+            (postgres.LISTENER,),
+        ).fetchall()
+    return sorted(int(row[0]) for row in rows)
+
+
+@postgresql_only
 async def test_a_write_known_to_be_long_has_the_time_it_asks_for_and_its_batch_with_it(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -70,6 +70,12 @@ ARRIVED = 64  # payloads heard and not yet handed on; the listener waits when th
 #: Batches of this process's own held for their notification at most; past it the oldest is
 #: published at once (its order among the other processes' commits no longer kept).
 MAX_HELD = 1024
+#: Seconds a listener may hear nothing before it asks its server for an answer: a server
+#: process stopped while its connection stays up (``kill -STOP``) sends nothing, yet the
+#: kernel still answers keepalives, so silence alone never ends the connection ...
+LISTEN_QUIET = 10.0
+#: ... and seconds it waits for that answer before it listens again on a new connection.
+LISTEN_ANSWER = 5.0
 
 
 @functools.lru_cache(maxsize=4096)
@@ -674,7 +680,8 @@ class PostgresStore(Store):
     # -- what the other processes committed -----------------------------------
 
     async def _listen(self, listening: asyncio.Future[None]) -> None:
-        """Queue the other processes' notifications for :meth:`_take`, reconnecting on loss.
+        """Queue the other processes' notifications for :meth:`_take`, reconnecting on loss,
+        and when the server, asked after :data:`LISTEN_QUIET` of silence, does not answer.
 
         What was notified while the connection was lost never arrives: on listening again a
         ``gap`` item is queued first, for the taker to read what it may have hidden.
@@ -697,10 +704,15 @@ class PostgresStore(Store):
                     cur = await raw.execute("SELECT COALESCE(MAX(id), 0) FROM messages")
                     self._heard = int((await cur.fetchone() or (0,))[0])
                     listening.set_result(None)
-                async for note in raw.notifies():
-                    items = self._items(note.payload)
-                    if items:
-                        await self._arrived.put(items)
+                while True:
+                    quiet = True
+                    async for note in raw.notifies(timeout=LISTEN_QUIET):
+                        quiet = False
+                        items = self._items(note.payload)
+                        if items:
+                            await self._arrived.put(items)
+                    if quiet:
+                        await _answers(raw, LISTEN_ANSWER)
             except Exception as exc:  # not the server's doing: the same, with where it came from
                 unexpected = not isinstance(exc, psycopg.Error)
                 log.warning("lost the notification connection (%s); reconnecting", exc, exc_info=unexpected)
@@ -955,6 +967,16 @@ def _has_rows(cursor: Any) -> bool:
     """Whether the statement answered with rows (none of them, maybe), without ``description``."""
     result = cursor.pgresult
     return result is not None and result.status == psycopg.pq.ExecStatus.TUPLES_OK
+
+
+async def _answers(raw: psycopg.AsyncConnection[Any], within: float) -> None:
+    """Raise as for a lost connection when ``raw``'s server process does not answer in time
+    (psycopg's cancel of the unanswered statement adds its own wait of 5 s)."""
+    try:
+        async with asyncio.timeout(within):
+            await raw.execute("SELECT 1")
+    except TimeoutError:
+        raise psycopg.OperationalError(f"the server did not answer in {within:g} s") from None
 
 
 def _failed(conn: PostgresConnection) -> bool:
