@@ -38,9 +38,8 @@
   const unseen = new Map();
   const shownOrders = () =>
     orders ? [...orders.querySelectorAll("li[data-order]")].map((li) => ({ ...li.dataset, id: Number(li.dataset.order) })) : [];
-  const holds = (shown, sent) => {
+  const holds = (shown, cap, sent) => {
     // Newest first: a full list of orders all newer than the tab knew may have pushed it out.
-    const cap = Number(orders?.querySelector("ul.orders")?.dataset.cap);
     if (shown.length >= cap && shown.every((o) => o.id > sent.after)) return true;
     return shown.some((o) => o.id > sent.after && o.handle === sent.handle && o.kind === sent.kind && o.target === sent.target);
   };
@@ -91,7 +90,8 @@
     machines.innerHTML = live.html;
     if (orders) orders.innerHTML = live.orders;
     const shown = shownOrders();
-    unseen.forEach((sent, id) => { if (holds(shown, sent) || !mark(sent)) unseen.delete(id); });
+    const cap = Number(orders?.querySelector("ul.orders")?.dataset.cap);
+    unseen.forEach((sent, id) => { if (holds(shown, cap, sent) || !mark(sent)) unseen.delete(id); });
   });
   source.addEventListener("open", () => document.body.classList.add("live"));
   // The session ended (signed out, expired, or its password changed elsewhere).
