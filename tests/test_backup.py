@@ -7,6 +7,7 @@ import resource
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -335,6 +336,66 @@ def test_a_damaged_database_is_refused_as_a_copy_and_set_aside_by_a_restore(
     else:
         assert set(marks) == counted and "messages" in counted
         assert marks["agents"] > mark + 10**8 and min(marks.values()) > 10**8
+
+
+def test_a_copy_a_crash_left_with_its_rollback_journal_is_read_as_committed_and_left_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """A program wrote to a backup copy and was killed in the middle: the copy's file holds
+    half a transaction and its journal the pages to put back. Read only, SQLite may not play
+    the journal back and answers every read with an error, so the copy was refused as damaged.
+    It is read as its next open would read it (the journal played back, on a copy elsewhere):
+    it backs up and restores as what was committed, and its two files are not touched."""
+    db = tmp_path / "board.db"
+    env = board_env()
+    humans(db, ["al"])
+    copy = tmp_path / "copy.db"
+    assert board(env, "backup", str(copy), "--db", str(db)).returncode == 0
+    humans(db, ["bo"])
+    with subprocess.Popen(
+        [sys.executable, "-c", _KILLED_MID_WRITE, str(copy)], stdout=subprocess.PIPE, text=True
+    ) as writer:
+        try:
+            assert writer.stdout is not None and writer.stdout.readline() == "written\n"
+        finally:
+            writer.kill()
+    journal = Path(f"{copy}-journal")
+    before = (copy.read_bytes(), journal.read_bytes())
+    assert before[1]  # hot: a read-only reader may not play it back
+    read_only = sqlite3.connect(f"{copy.as_uri()}?mode=ro", uri=True)
+    with pytest.raises(sqlite3.OperationalError, match="attempt to write a readonly database"):
+        read_only.execute("SELECT count(*) FROM agents").fetchall()
+    read_only.close()
+
+    played_back = set(Path(tempfile.gettempdir()).glob("board-journal-*"))
+    again = tmp_path / "again.db"
+    copied = board(env, "backup", str(again), "--db", str(copy))
+    assert copied.returncode == 0, copied.stderr
+    put_back = board(env, "restore", str(copy), "--db", str(db))
+    assert put_back.returncode == 0, put_back.stderr
+    for restored in (again, db):
+        assert integrity(restored) == [("ok",)]
+        with sqlite3.connect(restored) as conn:
+            handles = {row[0] for row in conn.execute("SELECT handle FROM agents WHERE kind = 'human'")}
+            assert handles == {"al"}  # the killed write's rows are not there
+            assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'junk'").fetchone() == (0,)
+    assert (copy.read_bytes(), journal.read_bytes()) == before
+    assert set(Path(tempfile.gettempdir()).glob("board-journal-*")) == played_back  # removed
+
+
+#: Writes to the database named by argv[1] in rollback-journal mode, with a cache of a page so
+#: that the transaction's pages reach the file before its commit, then waits to be killed.
+_KILLED_MID_WRITE = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA cache_size = 1")
+conn.execute("BEGIN")
+conn.execute("UPDATE agents SET handle = handle || '-gone'")
+conn.execute("CREATE TABLE junk AS SELECT randomblob(3000) AS b FROM (SELECT 1 UNION SELECT 2) , agents")
+conn.execute("INSERT INTO junk SELECT randomblob(3000) FROM junk, junk AS j2")
+print("written", flush=True)
+time.sleep(60)
+"""
 
 
 def test_a_restore_that_cannot_save_what_it_replaces_changes_nothing(tmp_path: Path) -> None:

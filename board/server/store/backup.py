@@ -13,6 +13,7 @@ import contextlib
 import os
 import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -41,12 +42,43 @@ UNREAD_MARKS_MARGIN = 1_000_000_000
 
 @contextlib.contextmanager
 def _read_only(path: Path) -> Iterator[sqlite3.Connection]:
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
-    conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
-    try:
+    """``path`` as the next open of it would read it, without writing to it.
+
+    A rollback journal a crash left beside it (a copy taken in the middle of a write, a
+    program that wrote to a backup and died) must be played back before the file reads
+    whole, which a read-only connection may not do: it answers every read with ``attempt to
+    write a readonly database``, and the copy looked damaged. The journal is then played
+    back on a copy of both files in a temporary folder, and that copy is read instead.
+    """
+    with contextlib.ExitStack() as stack:
+        conn = stack.enter_context(
+            contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5))
+        )
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorname", "") != "SQLITE_READONLY_ROLLBACK":
+                raise
+            conn.close()
+            copy = _played_back(path, stack)
+            conn = stack.enter_context(contextlib.closing(sqlite3.connect(copy, timeout=5)))
+        conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
         yield conn
-    finally:
-        conn.close()
+
+
+def _played_back(path: Path, stack: contextlib.ExitStack) -> Path:
+    """A copy of ``path`` and its rollback journal in a temporary folder (removed with
+    ``stack``), the journal played back into it."""
+    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="board-journal-")))
+    copy = folder / "board.db"
+    try:
+        shutil.copyfile(path, copy)
+        shutil.copyfile(f"{path}-journal", f"{copy}-journal")
+    except OSError as exc:
+        raise StoreError(f"could not play back the rollback journal beside {path} on a copy: {exc}") from exc
+    with contextlib.closing(sqlite3.connect(copy, timeout=5)) as conn:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    return copy
 
 
 def integrity(path: Path, most: int = 100) -> str:
@@ -54,7 +86,7 @@ def integrity(path: Path, most: int = 100) -> str:
     try:
         with _read_only(path) as conn:
             rows = conn.execute(f"PRAGMA integrity_check({int(most)})").fetchall()
-    except FILE_ERRORS as exc:
+    except (*FILE_ERRORS, StoreError) as exc:
         return error_text(exc)
     return "; ".join(str(row[0]) for row in rows)
 
