@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -18,8 +18,9 @@ from board.client import BoardAPIError, BoardClient
 from board.server.store import backup as store
 from board.server.store.writer import StoreError
 from tests.support.damage import mangle_schema, overwrite_index
+from tests.support.doctor_support import doctor, doctor_env
 from tests.support.load import LOAD_ENV, add_humans, humans, integrity, load, missing
-from tests.support.processes import board_env, command, kill, serve, wait_healthy
+from tests.support.processes import board_env, command, free_port, kill, serve, wait_healthy
 
 
 def board(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -338,16 +339,11 @@ def test_a_damaged_database_is_refused_as_a_copy_and_set_aside_by_a_restore(
         assert marks["agents"] > mark + 10**8 and min(marks.values()) > 10**8
 
 
-def test_a_copy_a_crash_left_with_its_rollback_journal_is_read_as_committed_and_left_as_it_was(
-    tmp_path: Path,
-) -> None:
-    """A program wrote to a backup copy and was killed in the middle: the copy's file holds
-    half a transaction and its journal the pages to put back. Read only, SQLite may not play
-    the journal back and answers every read with an error, so the copy was refused as damaged.
-    It is read as its next open would read it (the journal played back, on a copy elsewhere):
-    it backs up and restores as what was committed, and its two files are not touched."""
+def crashed_copy(tmp_path: Path, env: dict[str, str]) -> tuple[Path, Path]:
+    """A board's database holding al and bo, and a backup copy of it holding al that a
+    program was killed in the middle of writing to: its file holds half a transaction and
+    its journal the pages to put back. Read only, SQLite may not play that journal back."""
     db = tmp_path / "board.db"
-    env = board_env()
     humans(db, ["al"])
     copy = tmp_path / "copy.db"
     assert board(env, "backup", str(copy), "--db", str(db)).returncode == 0
@@ -359,28 +355,79 @@ def test_a_copy_a_crash_left_with_its_rollback_journal_is_read_as_committed_and_
             assert writer.stdout is not None and writer.stdout.readline() == "written\n"
         finally:
             writer.kill()
-    journal = Path(f"{copy}-journal")
-    before = (copy.read_bytes(), journal.read_bytes())
-    assert before[1]  # hot: a read-only reader may not play it back
+    assert Path(f"{copy}-journal").stat().st_size
     read_only = sqlite3.connect(f"{copy.as_uri()}?mode=ro", uri=True)
     with pytest.raises(sqlite3.OperationalError, match="attempt to write a readonly database"):
         read_only.execute("SELECT count(*) FROM agents").fetchall()
     read_only.close()
+    return db, copy
 
-    played_back = set(Path(tempfile.gettempdir()).glob("board-journal-*"))
+
+def files(copy: Path) -> tuple[bytes, bytes]:
+    return copy.read_bytes(), Path(f"{copy}-journal").read_bytes()
+
+
+def test_a_copy_a_crash_left_with_its_rollback_journal_is_read_as_committed_and_left_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """Such a copy was refused as damaged by a backup, a restore and the doctor. It is read as
+    its next open would read it (the journal played back on a copy in the temporary folder),
+    named through a link too: it backs up and restores as what was committed, the doctor finds
+    it whole, its two files are not touched, and the temporary folder is left empty."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = board_env(TMPDIR=str(scratch))
+    db, copy = crashed_copy(tmp_path, env)
+    before = files(copy)
+    link = tmp_path / "link.db"
+    link.symlink_to(copy)
+
     again = tmp_path / "again.db"
-    copied = board(env, "backup", str(again), "--db", str(copy))
+    copied = board(env, "backup", str(again), "--db", str(link))
     assert copied.returncode == 0, copied.stderr
-    put_back = board(env, "restore", str(copy), "--db", str(db))
+    put_back = board(env, "restore", str(link), "--db", str(db))
     assert put_back.returncode == 0, put_back.stderr
     for restored in (again, db):
         assert integrity(restored) == [("ok",)]
-        with sqlite3.connect(restored) as conn:
+        with contextlib.closing(sqlite3.connect(restored)) as conn:
             handles = {row[0] for row in conn.execute("SELECT handle FROM agents WHERE kind = 'human'")}
             assert handles == {"al"}  # the killed write's rows are not there
             assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'junk'").fetchone() == (0,)
-    assert (copy.read_bytes(), journal.read_bytes()) == before
-    assert set(Path(tempfile.gettempdir()).glob("board-journal-*")) == played_back  # removed
+    found = doctor(doctor_env(tmp_path, free_port(), TMPDIR=str(scratch)), "--db", str(link))
+    assert found.lines("database integrity") == [f"ok    database integrity: {link}: integrity_check ok"]
+    assert found.status("database schema") == ["ok"]
+    assert files(copy) == before
+    assert list(scratch.iterdir()) == []
+
+
+def test_no_room_to_play_a_journal_back_is_said_as_such_not_as_damage(tmp_path: Path) -> None:
+    """The journal is played back on a copy: with no room for it, the backup says so and
+    writes nothing. It does not call the copy damaged, which would send a person to restore."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = board_env(TMPDIR=str(scratch))
+    _, copy = crashed_copy(tmp_path, env)
+    before = files(copy)
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    full = subprocess.run(
+        command("backup", str(tmp_path / "again.db"), "--db", str(copy)),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=small_files,
+    )
+    assert full.returncode == 1 and "Traceback" not in full.stderr, full.stderr
+    assert full.stderr.startswith(
+        f"Error: could not play back the rollback journal beside {copy} on a copy in "
+    )
+    assert "damaged" not in full.stderr and "integrity" not in full.stderr
+    assert not (tmp_path / "again.db").exists()
+    assert files(copy) == before
+    assert list(scratch.iterdir()) == []
 
 
 #: Writes to the database named by argv[1] in rollback-journal mode, with a cache of a page so

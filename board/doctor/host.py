@@ -25,6 +25,7 @@ from ..server.store.backup import integrity, stored_version
 from ..server.store.schema import schema_version
 from ..server.store.sqlitefile import FILE_ERRORS, lock_path
 from ..server.store.urls import redacted
+from ..server.store.writer import StoreError
 from .check import Check
 
 
@@ -93,14 +94,18 @@ def _sqlite(settings: Settings) -> tuple[list[Check], bool]:
                 "start the board, which creates it, or point BOARD_DB (db in board.toml) at yours",
             )
         ], False
-    verdict = integrity(path, most=5)
+    try:
+        verdict = integrity(path, most=5)
+    except StoreError as exc:  # the check could not be made (no room to play a journal back)
+        fix = "the temporary folder (TMPDIR) needs room for a copy of the database"
+        return [Check("database integrity", "warn", str(exc), fix)], False
     if verdict != "ok":
         found = Check("database integrity", "fail", f"{path}: {verdict}", restore_fix(settings))
     else:
         found = Check("database integrity", "ok", f"{path}: integrity_check ok")
     try:
         version = stored_version(path)
-    except FILE_ERRORS:
+    except (*FILE_ERRORS, StoreError):
         return [found, Check("database schema", "skip", "the database does not read")], False
     schema = _schema(version, str(path))
     return [found, schema], found.status == "ok" and schema.status == "ok"

@@ -48,37 +48,65 @@ def _read_only(path: Path) -> Iterator[sqlite3.Connection]:
     program that wrote to a backup and died) must be played back before the file reads
     whole, which a read-only connection may not do: it answers every read with ``attempt to
     write a readonly database``, and the copy looked damaged. The journal is then played
-    back on a copy of both files in a temporary folder, and that copy is read instead.
+    back on a copy of both files in a temporary folder, and that copy is read instead. Not
+    being able to (no room there) is a :class:`StoreError`, never a verdict on the database.
     """
+    path = path.resolve()  # the journal lies beside the file itself, not beside a link to it
     with contextlib.ExitStack() as stack:
-        conn = stack.enter_context(
-            contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5))
-        )
-        try:
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
-        except sqlite3.OperationalError as exc:
-            if getattr(exc, "sqlite_errorname", "") != "SQLITE_READONLY_ROLLBACK":
-                raise
+        conn = _opened(stack, f"{path.as_uri()}?mode=ro")
+        if _held_by_journal(conn):
             conn.close()
             copy = _played_back(path, stack)
-            conn = stack.enter_context(contextlib.closing(sqlite3.connect(copy, timeout=5)))
+            conn = _opened(stack, copy.as_uri() if copy else f"{path.as_uri()}?mode=ro")
         conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
         yield conn
 
 
-def _played_back(path: Path, stack: contextlib.ExitStack) -> Path:
+def _opened(stack: contextlib.ExitStack, uri: str) -> sqlite3.Connection:
+    return stack.enter_context(contextlib.closing(sqlite3.connect(uri, uri=True, timeout=5)))
+
+
+def _held_by_journal(conn: sqlite3.Connection) -> bool:
+    """Whether read-only ``conn`` reads nothing until a rollback journal is played back. The
+    header is read, not the schema: a schema that does not parse is the caller's to find."""
+    try:
+        conn.execute("PRAGMA user_version").fetchall()
+    except sqlite3.OperationalError as exc:
+        if getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_ROLLBACK":
+            return True
+        raise
+    return False
+
+
+def _played_back(path: Path, stack: contextlib.ExitStack) -> Path | None:
     """A copy of ``path`` and its rollback journal in a temporary folder (removed with
-    ``stack``), the journal played back into it."""
+    ``stack``), the journal played back into it; ``None`` when the journal went meanwhile
+    (another connection played it back in place). The journal is copied first: played back
+    whole, it puts back its pages however far such a playback had gone when the file was
+    copied."""
     folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="board-journal-")))
     copy = folder / "board.db"
+    failed = f"could not play back the rollback journal beside {path} on a copy in {folder}"
     try:
-        shutil.copyfile(path, copy)
         shutil.copyfile(f"{path}-journal", f"{copy}-journal")
+        shutil.copyfile(path, copy)
+    except FileNotFoundError:
+        return None
     except OSError as exc:
-        raise StoreError(f"could not play back the rollback journal beside {path} on a copy: {exc}") from exc
-    with contextlib.closing(sqlite3.connect(copy, timeout=5)) as conn:
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        raise StoreError(f"{failed}: {exc}") from exc
+    try:
+        with contextlib.closing(sqlite3.connect(copy, timeout=5)) as conn:
+            conn.execute("PRAGMA user_version").fetchall()
+    except sqlite3.OperationalError as exc:  # the copy's own write, not the database's damage
+        if getattr(exc, "sqlite_errorname", "").startswith(
+            ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN")
+        ):
+            raise StoreError(f"{failed}: {exc}") from exc
+        raise
     return copy
+
+
+_NO_ROOM = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN")  # the copy could not be written
 
 
 def integrity(path: Path, most: int = 100) -> str:
@@ -86,7 +114,7 @@ def integrity(path: Path, most: int = 100) -> str:
     try:
         with _read_only(path) as conn:
             rows = conn.execute(f"PRAGMA integrity_check({int(most)})").fetchall()
-    except (*FILE_ERRORS, StoreError) as exc:
+    except FILE_ERRORS as exc:
         return error_text(exc)
     return "; ".join(str(row[0]) for row in rows)
 
