@@ -409,21 +409,11 @@ def test_no_room_to_play_a_journal_back_is_said_as_such_not_as_damage(tmp_path: 
     _, copy = crashed_copy(tmp_path, env)
     before = files(copy)
 
-    def small_files() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
-
-    full = subprocess.run(
-        command("backup", str(tmp_path / "again.db"), "--db", str(copy)),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=small_files,
+    full = on_a_full_disk(env, 4096, "backup", str(tmp_path / "again.db"), "--db", str(copy))
+    said = (
+        f"Error: could not play back the rollback journal beside {copy} on a copy in {scratch}/board-journal-"
     )
-    assert full.returncode == 1 and "Traceback" not in full.stderr, full.stderr
-    assert full.stderr.startswith(
-        f"Error: could not play back the rollback journal beside {copy} on a copy in "
-    )
+    assert full.stderr.startswith(said), full.stderr
     assert "damaged" not in full.stderr and "integrity" not in full.stderr
     assert not (tmp_path / "again.db").exists()
     assert files(copy) == before
@@ -445,6 +435,20 @@ time.sleep(60)
 """
 
 
+def on_a_full_disk(env: dict[str, str], limit: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """``board ARGS`` unable to write a file past ``limit`` bytes, as on a full disk; it must
+    fail with one line, no traceback."""
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    failed = subprocess.run(
+        command(*args), env=env, capture_output=True, text=True, timeout=120, preexec_fn=small_files
+    )
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr, failed.stderr
+    return failed
+
+
 def test_a_restore_that_cannot_save_what_it_replaces_changes_nothing(tmp_path: Path) -> None:
     """A full disk (here, a limit on the size of a file the restore may write) stops the
     restore before it replaces anything: the database is neither lost nor called damaged."""
@@ -456,18 +460,7 @@ def test_a_restore_that_cannot_save_what_it_replaces_changes_nothing(tmp_path: P
     before = db.read_bytes()
     limit = db.stat().st_size // 2
 
-    def small_files() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    full = subprocess.run(
-        command("restore", str(tmp_path / "copy.db"), "--db", str(db)),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=small_files,
-    )
-    assert full.returncode == 1 and "Traceback" not in full.stderr, full.stderr
+    full = on_a_full_disk(env, limit, "restore", str(tmp_path / "copy.db"), "--db", str(db))
     assert full.stderr.startswith(f"Error: could not write {tmp_path}/backups/board-")
     assert "damaged" not in full.stderr and "integrity" not in full.stderr
     assert db.read_bytes() == before
