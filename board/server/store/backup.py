@@ -78,6 +78,9 @@ def _held_by_journal(conn: sqlite3.Connection) -> bool:
     return False
 
 
+_NO_ROOM = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN")  # the copy could not be written
+
+
 def _played_back(path: Path, stack: contextlib.ExitStack) -> Path | None:
     """A copy of ``path`` and its rollback journal in a temporary folder (removed with
     ``stack``), the journal played back into it; ``None`` when the journal went meanwhile
@@ -98,15 +101,10 @@ def _played_back(path: Path, stack: contextlib.ExitStack) -> Path | None:
         with contextlib.closing(sqlite3.connect(copy, timeout=5)) as conn:
             conn.execute("PRAGMA user_version").fetchall()
     except sqlite3.OperationalError as exc:  # the copy's own write, not the database's damage
-        if getattr(exc, "sqlite_errorname", "").startswith(
-            ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN")
-        ):
+        if getattr(exc, "sqlite_errorname", "").startswith(_NO_ROOM):
             raise StoreError(f"{failed}: {exc}") from exc
         raise
     return copy
-
-
-_NO_ROOM = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN")  # the copy could not be written
 
 
 def integrity(path: Path, most: int = 100) -> str:
