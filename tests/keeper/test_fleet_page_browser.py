@@ -4,7 +4,9 @@ Stopping the bot with its button shows ``stopping…`` at once, and still after 
 render that raced the click; it ends its process group, and the card turns to
 ``stopped`` over the page's live stream without a reload, the last orders too; its
 Start button brings it back the same way. An order the board refuses reads ``not
-sent`` and gives the buttons back. The add-a-machine form shows the installer's one
+sent`` and gives the buttons back. A render the same as the page is not drawn; a new one
+keeps the keyboard's focus where it was, and waits while a link is pressed, so that it
+cannot take the click away. The add-a-machine form shows the installer's one
 line. A bot whose profile names a missing repo says why in one line on its card, the
 line ``board doctor`` prints too. Every state shows in a word and a colour of its
 own, on a desktop and on a phone with no sideways scroll. Unassigning one bot on its
@@ -149,6 +151,45 @@ async def test_an_order_the_board_refuses_reads_not_sent_and_no_render_marks_it_
     await held.replay(before)  # nothing was sent, so a render says what the board knows
     await expect(card.locator(".badge.state")).to_have_text("running")
     assert await card.locator("button:enabled").count() == 3
+    await held.let_go()
+    assert tab.errors == []
+
+
+async def test_a_render_keeps_the_focus_and_waits_for_a_press_to_end(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    box9 = await keeper_with_bots(world, "box9", "s1")
+    running_s1 = {"handle": "s1", "state": "running", "pid": 7}
+    await box9.client.fleet_report({"interval": 3600, "bots": [running_s1]})
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    held = await hold_fleet_stream(tab.page, world.board.url + "/fleet")
+    stop = tab.page.locator("#bot-s1 button[name=stop]")
+    remove = tab.page.locator("#machine-box9 .remove-machine")
+    before = await held.drawn()
+    # The same render again is not drawn: the focused button stays the element it was.
+    await stop.focus()
+    await stop.evaluate("b => { b.dataset.kept = 'yes'; }")
+    await held.send(before)
+    await held.reconnected()
+    await expect(stop).to_have_attribute("data-kept", "yes")
+    await expect(stop).to_be_focused()
+    # A new render puts the focus back on the same button of the same card.
+    await held.replay(before)
+    await expect(stop).not_to_have_attribute("data-kept", "yes")
+    await expect(stop).to_be_focused()
+    await tab.shot("01c-focus-kept")
+    # A render that comes between the press on a link and its release waits for the release:
+    # drawn at once, it would take the link away under the pointer and the click with it.
+    box = await remove.bounding_box()
+    assert box is not None
+    await tab.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    await tab.page.mouse.down()
+    await held.send(before | {"html": before["html"] + '<i class="pressed-through"></i>'})
+    await expect(tab.page.locator("#machines")).to_have_attribute("data-waiting", "render")
+    await expect(tab.page.locator("i.pressed-through")).to_have_count(0)
+    await tab.page.mouse.up()
+    await tab.page.wait_for_url("**/fleet/machines/box9/remove")
+    await expect(tab.page.locator("#to-unassign")).to_have_text(re.compile(r"^s1 "))
     await held.let_go()
     assert tab.errors == []
 

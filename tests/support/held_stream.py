@@ -48,14 +48,24 @@ class HeldStream:
         """
         self.replays += 1
         drawn = f'<i class="replayed" data-replay="{self.replays}" hidden></i>'  # in no real render
+        await self.send(render | {"html": render["html"] + drawn})
+        await expect(self.page.locator(f'i.replayed[data-replay="{self.replays}"]')).to_have_count(1)
+
+    async def send(self, render: dict[str, Any]) -> None:
+        """Answer the held connection with ``render`` and end it, drawn or not."""
         route = await asyncio.wait_for(self.routes.get(), 30)
-        event = json.dumps({"html": render["html"] + drawn, "orders": render["orders"]})
+        event = json.dumps({"html": render["html"], "orders": render["orders"]})
         await route.fulfill(
             status=200,
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"},
             body=f"retry: 100\nevent: fleet\ndata: {event}\n\n",
         )
-        await expect(self.page.locator(f'i.replayed[data-replay="{self.replays}"]')).to_have_count(1)
+
+    async def reconnected(self) -> None:
+        """Return once the tab has opened its next connection: it has read all the last one sent."""
+        async with asyncio.timeout(30):
+            while self.routes.empty():
+                await asyncio.sleep(0.02)
 
     async def let_go(self) -> None:
         """The held connections, and every one after, reach the board."""

@@ -84,14 +84,61 @@
     event.preventDefault();
     send(form, bot, LOOKS.bot, form.dataset.pending); // the server's word for it ("stopping…")
   });
-  const source = new EventSource("/fleet/events");
-  source.addEventListener("fleet", (e) => {
-    const live = JSON.parse(e.data); // rendered and escaped by the server's templates
-    machines.innerHTML = live.html;
-    if (orders) orders.innerHTML = live.orders;
+
+  // A render replaces the cards' elements. One drawn between a press and its release would
+  // swallow the click (the two would land on different elements), and one drawn while a
+  // control has the keyboard's focus would drop it. So a render waits while a pointer is
+  // pressed on the cards, until the click (for PRESS_MS at most: a release the page never
+  // heard must not stop it for good); a render the same as the last one drawn is not drawn;
+  // and the focus goes back to the same control of the same card.
+  const PRESS_MS = 5000;
+  const RELEASE_MS = 350;
+  const FOCUSABLE = "a[href], button, input, select, textarea, summary";
+  const normal = (html) => { const t = document.createElement("template"); t.innerHTML = html; return t.innerHTML; };
+  const drawn = { html: machines.innerHTML, orders: orders ? orders.innerHTML : "" };
+  let pressed = 0; // when a pointer went down on the cards; 0 when none is down
+  let waiting = null; // the newest render, until it is drawn
+  const focused = () => {
+    const el = document.activeElement;
+    if (!el || !machines.contains(el)) return null;
+    const scope = el.closest("[id]");
+    return { id: scope.id, at: [...scope.querySelectorAll(FOCUSABLE)].indexOf(el) };
+  };
+  const draw = (live) => {
+    const html = normal(live.html);
+    const list = orders ? normal(live.orders) : "";
+    if (html === drawn.html && list === drawn.orders) return;
+    const focus = focused();
+    machines.innerHTML = html; // both, so that no order's mark outlives the render that saw it
+    if (orders) orders.innerHTML = list;
+    Object.assign(drawn, { html, orders: list });
+    if (focus) document.getElementById(focus.id)?.querySelectorAll(FOCUSABLE)[focus.at]?.focus({ preventScroll: true });
     const shown = shownOrders();
     const cap = Number(orders?.querySelector("ul.orders")?.dataset.cap);
     unseen.forEach((sent, id) => { if (holds(shown, cap, sent) || !mark(sent)) unseen.delete(id); });
+  };
+  let after = 0; // the timer that ends a press whose click never came
+  const ended = () => {
+    clearTimeout(after);
+    pressed = 0;
+    if (!waiting) return;
+    const live = waiting;
+    waiting = null;
+    delete machines.dataset.waiting;
+    draw(live);
+  };
+  machines.addEventListener("pointerdown", () => { pressed = Date.now(); });
+  // The click comes after the release: at once from a mouse, a moment later from a tap.
+  window.addEventListener("pointerup", () => { clearTimeout(after); after = setTimeout(ended, RELEASE_MS); }, true);
+  window.addEventListener("click", () => setTimeout(ended), true);
+  window.addEventListener("pointercancel", ended, true);
+  window.addEventListener("blur", ended);
+
+  const source = new EventSource("/fleet/events");
+  source.addEventListener("fleet", (e) => {
+    waiting = JSON.parse(e.data); // rendered and escaped by the server's templates
+    if (pressed && Date.now() - pressed < PRESS_MS) machines.dataset.waiting = "render"; // drawn when it ends
+    else ended();
   });
   source.addEventListener("open", () => document.body.classList.add("live"));
   // The session ended (signed out, expired, or its password changed elsewhere).
