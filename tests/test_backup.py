@@ -8,6 +8,7 @@ import resource
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -418,6 +419,15 @@ def test_no_room_to_play_a_journal_back_is_said_as_such_not_as_damage(tmp_path: 
     assert not (tmp_path / "again.db").exists()
     assert files(copy) == before
     assert list(scratch.iterdir()) == []
+
+
+def test_a_temporary_folder_gone_is_said_as_such_not_as_damage(tmp_path: Path, monkeypatch: Any) -> None:
+    """The temporary folder removed under a running process: no folder can be made for the
+    copy, and the check says so instead of answering with a verdict on the database."""
+    _, copy = crashed_copy(tmp_path, board_env())
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    with pytest.raises(StoreError, match=f"beside {copy} on a copy in the temporary folder: .*No such file"):
+        store.integrity(copy)
 
 
 #: Writes to the database named by argv[1] in rollback-journal mode, with a cache of a page so

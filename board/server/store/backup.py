@@ -87,9 +87,13 @@ def _played_back(path: Path, stack: contextlib.ExitStack) -> Path | None:
     (another connection played it back in place). The journal is copied first: played back
     whole, it puts back its pages however far such a playback had gone when the file was
     copied."""
-    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="board-journal-")))
+    failed = f"could not play back the rollback journal beside {path} on a copy in"
+    try:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="board-journal-")))
+    except OSError as exc:  # no usable temporary folder, or no room for one more
+        raise StoreError(f"{failed} the temporary folder: {exc}") from exc
     copy = folder / "board.db"
-    failed = f"could not play back the rollback journal beside {path} on a copy in {folder}"
+    failed = f"{failed} {folder}"
     try:
         shutil.copyfile(f"{path}-journal", f"{copy}-journal")
         shutil.copyfile(path, copy)
