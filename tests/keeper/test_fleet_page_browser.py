@@ -4,9 +4,9 @@ Stopping the bot with its button shows ``stopping…`` at once, and still after 
 render that raced the click; it ends its process group, and the card turns to
 ``stopped`` over the page's live stream without a reload, the last orders too; its
 Start button brings it back the same way. An order the board refuses reads ``not
-sent`` and gives the buttons back. A render the same as the page is not drawn; a new one
-keeps the keyboard's focus where it was, and waits while a link is pressed, so that it
-cannot take the click away. The add-a-machine form shows the installer's one
+sent`` and gives the buttons back. A render the same as the last is not drawn; a new one
+keeps the keyboard's focus on its control, and waits while a link is pressed (5 s at most),
+so that it cannot take the click away. The add-a-machine form shows the installer's one
 line. A bot whose profile names a missing repo says why in one line on its card, the
 line ``board doctor`` prints too. Every state shows in a word and a colour of its
 own, on a desktop and on a phone with no sideways scroll. Unassigning one bot on its
@@ -31,7 +31,7 @@ from tests.support.boardtest import World, eventually
 from tests.support.browser_support import Tab, signed_in_tab
 from tests.support.doctor_support import doctor_async, doctor_env
 from tests.support.fleettest import BADGES, keeper_with_bots
-from tests.support.held_stream import hold_fleet_stream
+from tests.support.held_stream import HeldStream, hold_fleet_stream
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -127,16 +127,24 @@ async def test_stop_and_start_a_bot_from_its_card(
     await tab.shot("05-bot")
 
 
+async def s1_running_on_box9(chromium: Browser, world: World, tmp_path: Path) -> tuple[Tab, HeldStream]:
+    """/fleet with its stream held, showing bot s1 running on box9, a machine whose keeper
+    is this test's client."""
+    box9 = await keeper_with_bots(world, "box9", "s1")
+    await box9.client.fleet_report(
+        {"interval": 3600, "bots": [{"handle": "s1", "state": "running", "pid": 7}]}
+    )
+    tab = await signed_in_tab(chromium, world, tmp_path)
+    held = await hold_fleet_stream(tab.page, world.board.url + "/fleet")
+    await expect(tab.page.locator("#bot-s1")).to_have_attribute("data-state", "running")
+    return tab, held
+
+
 async def test_an_order_the_board_refuses_reads_not_sent_and_no_render_marks_it_again(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:
-    box9 = await keeper_with_bots(world, "box9", "s1")
-    running_s1 = {"handle": "s1", "state": "running", "pid": 7}
-    await box9.client.fleet_report({"interval": 3600, "bots": [running_s1]})
-    tab = await signed_in_tab(chromium, world, tmp_path)
-    held = await hold_fleet_stream(tab.page, world.board.url + "/fleet")
+    tab, held = await s1_running_on_box9(chromium, world, tmp_path)
     card = tab.page.locator("#bot-s1")
-    await expect(card).to_have_attribute("data-state", "running")
     before = await held.drawn()
     # A token from another session: the board refuses the form with its error page.
     await card.locator("form.bot-action input[name=csrf]").evaluate_all(
@@ -158,38 +166,68 @@ async def test_an_order_the_board_refuses_reads_not_sent_and_no_render_marks_it_
 async def test_a_render_keeps_the_focus_and_waits_for_a_press_to_end(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:
-    box9 = await keeper_with_bots(world, "box9", "s1")
-    running_s1 = {"handle": "s1", "state": "running", "pid": 7}
-    await box9.client.fleet_report({"interval": 3600, "bots": [running_s1]})
-    tab = await signed_in_tab(chromium, world, tmp_path)
-    held = await hold_fleet_stream(tab.page, world.board.url + "/fleet")
-    stop = tab.page.locator("#bot-s1 button[name=stop]")
-    remove = tab.page.locator("#machine-box9 .remove-machine")
+    tab, held = await s1_running_on_box9(chromium, world, tmp_path)
+    page, cards = tab.page, tab.page.locator("#machines")
+    stop, remove = page.locator("#bot-s1 button[name=stop]"), page.locator("#machine-box9 .remove-machine")
     before = await held.drawn()
+
+    def marked(name: str, html: str = before["html"]) -> dict[str, Any]:
+        return before | {"html": html + f'<i class="{name}"></i>'}
+
+    async def press(on: Locator, render: dict[str, Any]) -> None:
+        """The pointer pressed on ``on`` when ``render`` arrives: it waits."""
+        box = await on.bounding_box()
+        assert box is not None
+        await page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        await page.mouse.down()
+        await held.send(render)
+        await expect(cards).to_have_attribute("data-waiting", "render")
+
     # The same render again is not drawn: the focused button stays the element it was.
+    first = marked("first")
+    await held.send(first)
+    await expect(page.locator("i.first")).to_have_count(1)
     await stop.focus()
     await stop.evaluate("b => { b.dataset.kept = 'yes'; }")
-    await held.send(before)
+    await held.send(first)
     await held.reconnected()
     await expect(stop).to_have_attribute("data-kept", "yes")
     await expect(stop).to_be_focused()
-    # A new render puts the focus back on the same button of the same card.
-    await held.replay(before)
+    # A new render gives the focus back to the same button, though a link came before it.
+    claimed = re.sub(r'(<article[^>]* id="bot-s1"[^>]*>)', r'\1<a href="/t/42">#42</a>', before["html"])
+    assert claimed != before["html"]
+    await held.send(marked("second", claimed))
+    await expect(page.locator("i.second")).to_have_count(1)
     await expect(stop).not_to_have_attribute("data-kept", "yes")
     await expect(stop).to_be_focused()
     await tab.shot("01c-focus-kept")
-    # A render that comes between the press on a link and its release waits for the release:
-    # drawn at once, it would take the link away under the pointer and the click with it.
-    box = await remove.bounding_box()
-    assert box is not None
-    await tab.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    await tab.page.mouse.down()
-    await held.send(before | {"html": before["html"] + '<i class="pressed-through"></i>'})
-    await expect(tab.page.locator("#machines")).to_have_attribute("data-waiting", "render")
-    await expect(tab.page.locator("i.pressed-through")).to_have_count(0)
-    await tab.page.mouse.up()
-    await tab.page.wait_for_url("**/fleet/machines/box9/remove")
-    await expect(tab.page.locator("#to-unassign")).to_have_text(re.compile(r"^s1 "))
+    # So does one that comes while Space is down on a button: its click sends the order.
+    await page.keyboard.down(" ")
+    await held.send(marked("third"))
+    await expect(cards).to_have_attribute("data-waiting", "render")
+    await page.keyboard.up(" ")
+    await expect(page.locator("i.third")).to_have_count(1)
+    await expect(page.locator("#bot-s1 .badge.state")).to_have_text("stopping…")
+    assert [o["kind"] for o in (await world.human.fleet())["orders"] if o["handle"] == "s1"] == ["stop"]
+    # A press that makes no click (released off the link) lets the waiting render be drawn.
+    await press(remove, marked("fourth"))
+    await expect(page.locator("i.fourth")).to_have_count(0)
+    await page.mouse.move(1, 1)
+    await page.mouse.up()
+    await expect(page.locator("i.fourth")).to_have_count(1)
+    await expect(cards).not_to_have_attribute("data-waiting", "render")
+    # A render waits 5 s at most for a press to end.
+    await press(remove, marked("fifth"))
+    await expect(page.locator("i.fifth")).to_have_count(1, timeout=10_000)
+    await page.mouse.up()
+    assert page.url.endswith("/fleet")
+    # A render between the press on a link and its release waits for the click: drawn at once,
+    # it would take the link away under the pointer and the click with it.
+    await press(remove, marked("sixth"))
+    await expect(page.locator("i.sixth")).to_have_count(0)
+    await page.mouse.up()
+    await page.wait_for_url("**/fleet/machines/box9/remove")
+    await expect(page.locator("#to-unassign")).to_have_text(re.compile(r"^s1 "))
     await held.let_go()
     assert tab.errors == []
 

@@ -36,8 +36,10 @@
   // and target newer than the newest the tab knew at the click) or what it marks has left the
   // page: from that render on, the board's word stands.
   const unseen = new Map();
-  const shownOrders = () =>
-    orders ? [...orders.querySelectorAll("li[data-order]")].map((li) => ({ ...li.dataset, id: Number(li.dataset.order) })) : [];
+  let waiting = null; // the newest render, until it is drawn (below: it may wait for a click)
+  const parsed = (html) => { const t = document.createElement("template"); t.innerHTML = html; return t; };
+  const shownOrders = (root) =>
+    root ? [...root.querySelectorAll("li[data-order]")].map((li) => ({ ...li.dataset, id: Number(li.dataset.order) })) : [];
   const holds = (shown, cap, sent) => {
     // Newest first: a full list of orders all newer than the tab knew may have pushed it out.
     if (shown.length >= cap && shown.every((o) => o.id > sent.after)) return true;
@@ -56,7 +58,9 @@
     return action === "worktrees" ? { handle, kind: "remove_worktree", target: thread } : { handle, kind: action, target: "" };
   };
   const send = (form, el, look, words) => {
-    const sent = { ...orderOf(form), id: el.id, look, words, after: Math.max(0, ...shownOrders().map((o) => o.id)) };
+    // The newest orders this tab knows: a render waiting for this click holds newer ones.
+    const known = shownOrders(waiting && orders ? parsed(waiting.orders).content : orders);
+    const sent = { ...orderOf(form), id: el.id, look, words, after: Math.max(0, ...known.map((o) => o.id)) };
     unseen.set(sent.id, sent);
     mark(sent);
     post(form, () => {
@@ -85,59 +89,63 @@
     send(form, bot, LOOKS.bot, form.dataset.pending); // the server's word for it ("stopping…")
   });
 
-  // A render replaces the cards' elements. One drawn between a press and its release would
-  // swallow the click (the two would land on different elements), and one drawn while a
-  // control has the keyboard's focus would drop it. So a render waits while a pointer is
-  // pressed on the cards, until the click (for PRESS_MS at most: a release the page never
-  // heard must not stop it for good); a render the same as the last one drawn is not drawn;
-  // and the focus goes back to the same control of the same card.
+  // A render replaces the cards' elements. One drawn between a press and the click it makes
+  // would swallow the click (the press and the release would land on different elements), and
+  // one drawn while a control has the keyboard's focus would drop it. So a render waits while a
+  // pointer, or Space or Enter, is pressed on the cards, until the click (PRESS_MS at most: a
+  // release the page never heard must not stop the cards for good); a render the same as the
+  // last one drawn is not drawn; and the focus goes back to the same control of the same card.
   const PRESS_MS = 5000;
-  const RELEASE_MS = 350;
+  const RELEASE_MS = 350; // a tap's click comes a moment after its release
   const FOCUSABLE = "a[href], button, input, select, textarea, summary";
-  const normal = (html) => { const t = document.createElement("template"); t.innerHTML = html; return t.innerHTML; };
-  const drawn = { html: machines.innerHTML, orders: orders ? orders.innerHTML : "" };
-  let pressed = 0; // when a pointer went down on the cards; 0 when none is down
-  let waiting = null; // the newest render, until it is drawn
+  const drawn = { html: null, orders: null }; // the last render drawn, as the browser writes it
+  let pressed = false;
+  let timer = 0; // ends a press whose click does not come
+  const control = (el) => // what a control is, said the same way in the next render
+    [el.tagName, el.getAttribute("name"), el.getAttribute("href"), el.form?.getAttribute("action")].join("\n");
   const focused = () => {
     const el = document.activeElement;
     if (!el || !machines.contains(el)) return null;
-    const scope = el.closest("[id]");
-    return { id: scope.id, at: [...scope.querySelectorAll(FOCUSABLE)].indexOf(el) };
+    return { scope: el.closest("[id]").id, control: control(el) };
   };
   const draw = (live) => {
-    const html = normal(live.html);
-    const list = orders ? normal(live.orders) : "";
+    const html = parsed(live.html).innerHTML;
+    const list = orders ? parsed(live.orders).innerHTML : "";
     if (html === drawn.html && list === drawn.orders) return;
     const focus = focused();
     machines.innerHTML = html; // both, so that no order's mark outlives the render that saw it
     if (orders) orders.innerHTML = list;
     Object.assign(drawn, { html, orders: list });
-    if (focus) document.getElementById(focus.id)?.querySelectorAll(FOCUSABLE)[focus.at]?.focus({ preventScroll: true });
-    const shown = shownOrders();
+    if (focus) {
+      const scope = document.getElementById(focus.scope);
+      const same = [...(scope?.querySelectorAll(FOCUSABLE) || [])].find((el) => control(el) === focus.control);
+      same?.focus({ preventScroll: true });
+    }
+    const shown = shownOrders(orders);
     const cap = Number(orders?.querySelector("ul.orders")?.dataset.cap);
     unseen.forEach((sent, id) => { if (holds(shown, cap, sent) || !mark(sent)) unseen.delete(id); });
   };
-  let after = 0; // the timer that ends a press whose click never came
   const ended = () => {
-    clearTimeout(after);
-    pressed = 0;
-    if (!waiting) return;
-    const live = waiting;
-    waiting = null;
+    clearTimeout(timer);
+    pressed = false;
     delete machines.dataset.waiting;
-    draw(live);
+    if (waiting) draw(waiting);
+    waiting = null;
   };
-  machines.addEventListener("pointerdown", () => { pressed = Date.now(); });
-  // The click comes after the release: at once from a mouse, a moment later from a tap.
-  window.addEventListener("pointerup", () => { clearTimeout(after); after = setTimeout(ended, RELEASE_MS); }, true);
-  window.addEventListener("click", () => setTimeout(ended), true);
+  const press = () => { clearTimeout(timer); pressed = true; timer = setTimeout(ended, PRESS_MS); };
+  const release = () => { clearTimeout(timer); timer = setTimeout(ended, RELEASE_MS); };
+  machines.addEventListener("pointerdown", press);
+  machines.addEventListener("keydown", (e) => { if (e.key === " " || e.key === "Enter") press(); });
+  window.addEventListener("pointerup", () => { if (pressed) release(); }, true);
+  window.addEventListener("keyup", () => { if (pressed) release(); }, true);
+  window.addEventListener("click", () => { if (pressed) setTimeout(ended); }, true);
   window.addEventListener("pointercancel", ended, true);
   window.addEventListener("blur", ended);
 
   const source = new EventSource("/fleet/events");
   source.addEventListener("fleet", (e) => {
     waiting = JSON.parse(e.data); // rendered and escaped by the server's templates
-    if (pressed && Date.now() - pressed < PRESS_MS) machines.dataset.waiting = "render"; // drawn when it ends
+    if (pressed) machines.dataset.waiting = "render"; // drawn when the press ends
     else ended();
   });
   source.addEventListener("open", () => document.body.classList.add("live"));
