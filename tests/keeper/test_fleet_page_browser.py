@@ -209,6 +209,23 @@ async def test_a_render_keeps_the_focus_and_waits_for_a_press_to_end(
     await expect(page.locator("i.third")).to_have_count(1)
     await expect(page.locator("#bot-s1 .badge.state")).to_have_text("stopping…")
     assert [o["kind"] for o in (await world.human.fleet())["orders"] if o["handle"] == "s1"] == ["stop"]
+    # A key held down repeats its press, but the render still waits 5 s at most.
+    await page.locator("#bot-s1 a.handle").focus()
+    await page.keyboard.down(" ")
+    await held.send(marked("repeated"))
+    await expect(cards).to_have_attribute("data-waiting", "render")
+
+    async def repeat() -> None:
+        while True:
+            await asyncio.sleep(0.25)
+            await page.keyboard.down(" ")
+
+    repeating = asyncio.create_task(repeat())
+    try:
+        await expect(page.locator("i.repeated")).to_have_count(1, timeout=10_000)
+    finally:
+        repeating.cancel()
+    await page.keyboard.up(" ")
     # A press that makes no click (released off the link) lets the waiting render be drawn.
     await press(remove, marked("fourth"))
     await expect(page.locator("i.fourth")).to_have_count(0)

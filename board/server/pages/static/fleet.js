@@ -99,14 +99,15 @@
   const RELEASE_MS = 350; // a tap's click comes a moment after its release
   const FOCUSABLE = "a[href], button, input, select, textarea, summary";
   const drawn = { html: null, orders: null }; // the last render drawn, as the browser writes it
-  let pressed = false;
+  let pressed = ""; // "pointer" or "key" while one is pressed on the cards
+  let since = 0; // when the first press of a run of them began
   let timer = 0; // ends a press whose click does not come
   const control = (el) => // what a control is, said the same way in the next render
     [el.tagName, el.getAttribute("name"), el.getAttribute("href"), el.form?.getAttribute("action")].join("\n");
   const focused = () => {
     const el = document.activeElement;
     if (!el || !machines.contains(el)) return null;
-    return { scope: el.closest("[id]").id, control: control(el) };
+    return { scope: el.parentElement.closest("[id]").id, control: control(el) };
   };
   const draw = (live) => {
     const html = parsed(live.html).innerHTML;
@@ -127,17 +128,23 @@
   };
   const ended = () => {
     clearTimeout(timer);
-    pressed = false;
+    pressed = "";
     delete machines.dataset.waiting;
     if (waiting) draw(waiting);
     waiting = null;
   };
-  const press = () => { clearTimeout(timer); pressed = true; timer = setTimeout(ended, PRESS_MS); };
-  const release = () => { clearTimeout(timer); timer = setTimeout(ended, RELEASE_MS); };
-  machines.addEventListener("pointerdown", press);
-  machines.addEventListener("keydown", (e) => { if (e.key === " " || e.key === "Enter") press(); });
-  window.addEventListener("pointerup", () => { if (pressed) release(); }, true);
-  window.addEventListener("keyup", () => { if (pressed) release(); }, true);
+  const wait = (ms) => { clearTimeout(timer); timer = setTimeout(ended, Math.min(ms, since + PRESS_MS - Date.now())); };
+  const press = (by) => {
+    if (!pressed) since = Date.now();
+    pressed = by;
+    wait(PRESS_MS);
+  };
+  const release = (by) => { if (pressed === by) wait(RELEASE_MS); }; // a key's release ends no pointer's press
+  const PRESSING = new Set([" ", "Enter"]);
+  machines.addEventListener("pointerdown", () => press("pointer"));
+  machines.addEventListener("keydown", (e) => { if (PRESSING.has(e.key) && !e.repeat) press("key"); });
+  window.addEventListener("pointerup", () => release("pointer"), true);
+  window.addEventListener("keyup", (e) => { if (PRESSING.has(e.key)) release("key"); }, true);
   window.addEventListener("click", () => { if (pressed) setTimeout(ended); }, true);
   window.addEventListener("pointercancel", ended, true);
   window.addEventListener("blur", ended);
