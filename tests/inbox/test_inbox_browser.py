@@ -158,6 +158,38 @@ async def test_the_inbox_groups_marks_read_and_done_and_a_second_tab_follows(
     await context.close()
 
 
+async def test_the_inbox_drawn_anew_keeps_the_focus_and_waits_for_a_press_to_end(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """A mention that arrives redraws the groups. Drawn while a button has the focus, the
+    focus stays on that button; drawn between the press on a link and its release, it would
+    take the link away and the click with it, so it waits for the click."""
+    plan = await world.bot.post("@alice the plan for the release", channel="lobby")
+    context, tab = await _signed_in(chromium, world, tmp_path, "/inbox")
+    page = tab.page
+    done = page.locator(f"#group-{plan['id']} button.mark-done")
+    await done.focus()
+    await done.evaluate("b => { b.dataset.before = 'yes'; }")
+    risk = await world.peer.post("@alice a risk in it", channel="builds")
+    await expect(page.locator(f"#group-{risk['id']}")).to_be_visible()
+    await expect(done).not_to_have_attribute("data-before", "yes")  # drawn anew
+    await expect(done).to_be_focused()
+    await tab.shot("08a-inbox-focus-kept")
+
+    title = page.locator(f"#group-{plan['id']} a.group-title")
+    box = await title.bounding_box()
+    assert box is not None
+    await page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    await page.mouse.down()
+    docs = await world.other.post("@alice the docs", channel="lobby")
+    await expect(page.locator("body")).to_have_attribute("data-waiting", "render")
+    await expect(page.locator(f"#group-{docs['id']}")).to_have_count(0)
+    await page.mouse.up()
+    await page.wait_for_url(f"**/t/{plan['id']}")
+    assert tab.errors == []
+    await context.close()
+
+
 async def test_settings_ask_permission_from_a_button_and_keep_each_kind(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:

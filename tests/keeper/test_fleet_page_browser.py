@@ -167,7 +167,7 @@ async def test_a_render_keeps_the_focus_and_waits_for_a_press_to_end(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:
     tab, held = await s1_running_on_box9(chromium, world, tmp_path)
-    page, cards = tab.page, tab.page.locator("#machines")
+    page, waits = tab.page, tab.page.locator("body")
     stop, remove = page.locator("#bot-s1 button[name=stop]"), page.locator("#machine-box9 .remove-machine")
     before = await held.drawn()
 
@@ -181,7 +181,7 @@ async def test_a_render_keeps_the_focus_and_waits_for_a_press_to_end(
         await page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         await page.mouse.down()
         await held.send(render)
-        await expect(cards).to_have_attribute("data-waiting", "render")
+        await expect(waits).to_have_attribute("data-waiting", "render")
 
     # The same render again is not drawn: the focused button stays the element it was.
     first = marked("first")
@@ -204,7 +204,7 @@ async def test_a_render_keeps_the_focus_and_waits_for_a_press_to_end(
     # So does one that comes while Space is down on a button: its click sends the order.
     await page.keyboard.down(" ")
     await held.send(marked("third"))
-    await expect(cards).to_have_attribute("data-waiting", "render")
+    await expect(waits).to_have_attribute("data-waiting", "render")
     await page.keyboard.up(" ")
     await expect(page.locator("i.third")).to_have_count(1)
     await expect(page.locator("#bot-s1 .badge.state")).to_have_text("stopping…")
@@ -213,7 +213,7 @@ async def test_a_render_keeps_the_focus_and_waits_for_a_press_to_end(
     await page.locator("#bot-s1 a.handle").focus()
     await page.keyboard.down(" ")
     await held.send(marked("repeated"))
-    await expect(cards).to_have_attribute("data-waiting", "render")
+    await expect(waits).to_have_attribute("data-waiting", "render")
 
     async def repeat() -> None:
         while True:
@@ -232,7 +232,7 @@ async def test_a_render_keeps_the_focus_and_waits_for_a_press_to_end(
     await page.mouse.move(1, 1)
     await page.mouse.up()
     await expect(page.locator("i.fourth")).to_have_count(1)
-    await expect(cards).not_to_have_attribute("data-waiting", "render")
+    await expect(waits).not_to_have_attribute("data-waiting", "render")
     # A render waits 5 s at most for a press to end.
     await press(remove, marked("fifth"))
     await expect(page.locator("i.fifth")).to_have_count(1, timeout=10_000)

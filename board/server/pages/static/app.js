@@ -276,11 +276,13 @@
       .then((r) => (r.ok ? r.text() : null))
       .then((html) => {
         const doc = html && new DOMParser().parseFromString(html, "text/html");
-        const fresh = doc && doc.getElementById(id);
-        const there = document.getElementById(id);
-        if (fresh && there) there.replaceWith(fresh);
-        // What the page read highlights now (an inbox group's newest message) is highlighted here.
-        (doc?.body.dataset.forMe || "").split(",").filter(Boolean).forEach((m) => { forMe.add(m); highlight(m, true); });
+        window.boardLive.draw(id, () => { // once no press is under way: live.js
+          const fresh = doc && doc.getElementById(id);
+          const there = document.getElementById(id);
+          if (fresh && there) there.replaceWith(fresh);
+          // What the page read highlights now (an inbox group's newest message) is highlighted here.
+          (doc?.body.dataset.forMe || "").split(",").filter(Boolean).forEach((m) => { forMe.add(m); highlight(m, true); });
+        });
       })
       .finally(() => {
         reading = false;

@@ -36,7 +36,7 @@
   // and target newer than the newest the tab knew at the click) or what it marks has left the
   // page: from that render on, the board's word stands.
   const unseen = new Map();
-  let waiting = null; // the newest render, until it is drawn (below: it may wait for a click)
+  let waiting = null; // the newest render, until it is drawn (it may wait for a click: live.js)
   const parsed = (html) => { const t = document.createElement("template"); t.innerHTML = html; return t; };
   const shownOrders = (root) =>
     root ? [...root.querySelectorAll("li[data-order]")].map((li) => ({ ...li.dataset, id: Number(li.dataset.order) })) : [];
@@ -89,71 +89,27 @@
     send(form, bot, LOOKS.bot, form.dataset.pending); // the server's word for it ("stopping…")
   });
 
-  // A render replaces the cards' elements. One drawn between a press and the click it makes
-  // would swallow the click (the press and the release would land on different elements), and
-  // one drawn while a control has the keyboard's focus would drop it. So a render waits while a
-  // pointer, or Space or Enter, is pressed on the cards, until the click (PRESS_MS at most: a
-  // release the page never heard must not stop the cards for good); a render the same as the
-  // last one drawn is not drawn; and the focus goes back to the same control of the same card.
-  const PRESS_MS = 5000;
-  const RELEASE_MS = 350; // a tap's click comes a moment after its release
-  const FOCUSABLE = "a[href], button, input, select, textarea, summary";
+  // A render the same as the last one drawn is not drawn (a reconnected stream's first, most
+  // often); the others are drawn by live.js, which keeps the focus and waits for a press to end.
   const drawn = { html: null, orders: null }; // the last render drawn, as the browser writes it
-  let pressed = ""; // "pointer" or "key" while one is pressed on the cards
-  let since = 0; // when the first press of a run of them began
-  let timer = 0; // ends a press whose click does not come
-  const control = (el) => // what a control is, said the same way in the next render
-    [el.tagName, el.getAttribute("name"), el.getAttribute("href"), el.form?.getAttribute("action")].join("\n");
-  const focused = () => {
-    const el = document.activeElement;
-    if (!el || !machines.contains(el)) return null;
-    return { scope: el.parentElement.closest("[id]").id, control: control(el) };
-  };
   const draw = (live) => {
     const html = parsed(live.html).innerHTML;
     const list = orders ? parsed(live.orders).innerHTML : "";
     if (html === drawn.html && list === drawn.orders) return;
-    const focus = focused();
     machines.innerHTML = html; // both, so that no order's mark outlives the render that saw it
     if (orders) orders.innerHTML = list;
     Object.assign(drawn, { html, orders: list });
-    if (focus) {
-      const scope = document.getElementById(focus.scope);
-      const same = [...(scope?.querySelectorAll(FOCUSABLE) || [])].find((el) => control(el) === focus.control);
-      same?.focus({ preventScroll: true });
-    }
     const shown = shownOrders(orders);
     const cap = Number(orders?.querySelector("ul.orders")?.dataset.cap);
     unseen.forEach((sent, id) => { if (holds(shown, cap, sent) || !mark(sent)) unseen.delete(id); });
   };
-  const ended = () => {
-    clearTimeout(timer);
-    pressed = "";
-    delete machines.dataset.waiting;
-    if (waiting) draw(waiting);
-    waiting = null;
-  };
-  const wait = (ms) => { clearTimeout(timer); timer = setTimeout(ended, Math.min(ms, since + PRESS_MS - Date.now())); };
-  const press = (by) => {
-    if (!pressed) since = Date.now();
-    pressed = by;
-    wait(PRESS_MS);
-  };
-  const release = (by) => { if (pressed === by) wait(RELEASE_MS); }; // a key's release ends no pointer's press
-  const PRESSING = new Set([" ", "Enter"]);
-  machines.addEventListener("pointerdown", () => press("pointer"));
-  machines.addEventListener("keydown", (e) => { if (PRESSING.has(e.key) && !e.repeat) press("key"); });
-  window.addEventListener("pointerup", () => release("pointer"), true);
-  window.addEventListener("keyup", (e) => { if (PRESSING.has(e.key)) release("key"); }, true);
-  window.addEventListener("click", () => { if (pressed) setTimeout(ended); }, true);
-  window.addEventListener("pointercancel", ended, true);
-  window.addEventListener("blur", ended);
-
   const source = new EventSource("/fleet/events");
   source.addEventListener("fleet", (e) => {
     waiting = JSON.parse(e.data); // rendered and escaped by the server's templates
-    if (pressed) machines.dataset.waiting = "render"; // drawn when the press ends
-    else ended();
+    window.boardLive.draw("fleet", () => {
+      if (waiting) draw(waiting);
+      waiting = null;
+    });
   });
   source.addEventListener("open", () => document.body.classList.add("live"));
   // The session ended (signed out, expired, or its password changed elsewhere).
