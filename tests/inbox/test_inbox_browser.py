@@ -161,8 +161,8 @@ async def test_the_inbox_groups_marks_read_and_done_and_a_second_tab_follows(
 async def test_the_inbox_drawn_anew_keeps_the_focus_and_waits_for_a_press_to_end(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:
-    """A mention that arrives redraws the groups. Drawn while a button has the focus, the
-    focus stays on that button; drawn between the press on a link and its release, it would
+    """A mention that arrives redraws the groups. Drawn while a button (or a message j moved
+    to) has the focus, the focus stays there; drawn between the press on a link and its release, it would
     take the link away and the click with it, so it waits for the click."""
     plan = await world.bot.post("@alice the plan for the release", channel="lobby")
     context, tab = await _signed_in(chromium, world, tmp_path, "/inbox")
@@ -175,6 +175,12 @@ async def test_the_inbox_drawn_anew_keeps_the_focus_and_waits_for_a_press_to_end
     await expect(done).not_to_have_attribute("data-before", "yes")  # drawn anew
     await expect(done).to_be_focused()
     await tab.shot("08a-inbox-focus-kept")
+    await page.keyboard.press("j")  # to the newest group's message
+    risen = page.locator(f"#m{risk['id']}")
+    await expect(risen).to_be_focused()
+    await world.peer.post("@alice and a second one", channel="builds")
+    await expect(page.locator(".inbox-group")).to_have_count(3)
+    await expect(risen).to_be_focused()
 
     title = page.locator(f"#group-{plan['id']} a.group-title")
     box = await title.bounding_box()

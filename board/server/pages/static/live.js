@@ -1,10 +1,10 @@
 // Parts of a page its live stream draws anew (the fleet's cards, the inbox's groups, the
 // routines). Drawing a part replaces its elements. Between a press and the click it makes, that
 // would swallow the click: the press and the release land on different elements, so the
-// browser makes no click of them. While one of its controls has the keyboard's focus, it would
-// drop the focus. So a drawing waits while a pointer, or Space or Enter on a control, is pressed,
-// until the click (PRESS_MS at most from the first press: a release the page never heard must
-// not stop the page for good), and the focus goes back to the same control of the same part.
+// browser makes no click of them. While one of its elements has the keyboard's focus, it would
+// drop the focus. So a drawing waits while a pointer, or Space or Enter on what they click, is
+// pressed, until the click (PRESS_MS at most from the first press: a release the page never
+// heard must not stop the page for good), and the focus goes back to the same element.
 "use strict";
 
 window.boardLive = (function () {
@@ -12,7 +12,7 @@ window.boardLive = (function () {
   const RELEASE_MS = 350; // a tap's click comes a moment after its release
   const PRESSING = new Set([" ", "Enter"]);
   const CLICKED_BY_KEY = "a[href], button, summary, input[type=checkbox], input[type=radio], input[type=submit]";
-  const FOCUSABLE = "a[href], button, input, select, textarea, summary";
+  const FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]";
   const waiting = new Map(); // the newest drawing of each part, until the press ends
   let pressed = ""; // "pointer" or "key" while one is pressed
   let since = 0; // when the first press of a run of them began
@@ -30,10 +30,13 @@ window.boardLive = (function () {
     const was = scope && { id: scope.id, control: control(el) };
     drawing();
     if (!was || el.isConnected) return;
-    const same = [...(document.getElementById(was.id)?.querySelectorAll(FOCUSABLE) || [])].find(
-      (c) => control(c) === was.control,
-    );
-    same?.focus({ preventScroll: true });
+    // An element with an id of its own (a message j and k moved to) is found by it.
+    const same = el.id ? document.getElementById(el.id) : [
+      ...(document.getElementById(was.id)?.querySelectorAll(FOCUSABLE) || []),
+    ].find((c) => control(c) === was.control);
+    if (!same) return;
+    if (el.hasAttribute("tabindex") && !same.hasAttribute("tabindex")) same.tabIndex = el.tabIndex;
+    same.focus({ preventScroll: true });
   }
   function ended() {
     clearTimeout(timer);
