@@ -85,7 +85,7 @@ async def test_stop_and_start_a_bot_from_its_card(
     # still says the order is on its way, its buttons still off, until a render knows the order.
     await held.replay(before)
     assert await row.locator(".badge.state").text_content() == "stopping…"
-    assert await row.locator("button:disabled").count() == 3
+    assert await row.locator("button[aria-disabled=true]").count() == 3
     await tab.shot("01b-stopping-after-a-raced-render")
     # Nor does a render whose newer order is another bot's, or another kind of order of fb's.
     for other in ({"handle": "fc", "kind": "stop"}, {"handle": "fb", "kind": "start"}):
@@ -209,6 +209,16 @@ async def test_a_render_keeps_the_focus_and_waits_for_a_press_to_end(
     await expect(page.locator("i.third")).to_have_count(1)
     await expect(page.locator("#bot-s1 .badge.state")).to_have_text("stopping…")
     assert [o["kind"] for o in (await world.human.fleet())["orders"] if o["handle"] == "s1"] == ["stop"]
+    # Its buttons are off while the order is on its way, and the focus stays on Stop, there too
+    # after the next render; Space on it again sends nothing.
+    await expect(stop).to_have_attribute("aria-disabled", "true")
+    await expect(stop).to_be_focused()
+    await held.send(marked("stopping"))
+    await expect(page.locator("i.stopping")).to_have_count(1)
+    await expect(stop).to_have_attribute("aria-disabled", "true")
+    await expect(stop).to_be_focused()
+    await tab.shot("01d-focus-kept-on-a-pending-stop")
+    await page.keyboard.press(" ")
     # A key held down repeats its press, but the render still waits 5 s at most.
     await page.locator("#bot-s1 a.handle").focus()
     await page.keyboard.down(" ")
@@ -240,11 +250,20 @@ async def test_a_render_keeps_the_focus_and_waits_for_a_press_to_end(
     assert page.url.endswith("/fleet")
     # A render between the press on a link and its release waits for the click: drawn at once,
     # it would take the link away under the pointer and the click with it.
+    # A key's click meanwhile (Enter on Stop, focused from the page's script) ends only its own
+    # press: the render still waits, past the 350 ms a release would give it.
     await press(remove, marked("sixth"))
+    await stop.evaluate("b => b.addEventListener('click', () => { b.dataset.clicked = 'yes'; })")
+    await stop.focus()
+    await page.keyboard.press("Enter")
+    await expect(stop).to_have_attribute("data-clicked", "yes")
+    await page.wait_for_timeout(700)
+    await expect(waits).to_have_attribute("data-waiting", "render")
     await expect(page.locator("i.sixth")).to_have_count(0)
     await page.mouse.up()
     await page.wait_for_url("**/fleet/machines/box9/remove")
     await expect(page.locator("#to-unassign")).to_have_text(re.compile(r"^s1 "))
+    assert [o["kind"] for o in (await world.human.fleet())["orders"] if o["handle"] == "s1"] == ["stop"]
     await held.let_go()
     assert tab.errors == []
 

@@ -103,7 +103,7 @@ async def test_the_thread_shows_the_branch_and_remove_on_fleet_removes_the_kept_
     # A render from before the order was recorded, drawn after the click: still removing, no button.
     await held.replay(before)
     assert await row.locator(".worktree-state").text_content() == "removing…"
-    assert await row.locator("button").is_disabled()
+    assert await row.locator("button").get_attribute("aria-disabled") == "true"
     await held.let_go()
     await expect(tab.page.locator(f"#worktree-fb-{thread_id}")).to_have_count(0, timeout=60_000)
     await expect(tab.page.locator("#last-orders li").first).to_contain_text(

@@ -26,7 +26,11 @@
   const show = (el, look, badgeClass, words, disabled) => {
     const badge = el.querySelector(look.badge);
     if (badge) { badge.className = badgeClass; badge.textContent = words; }
-    el.querySelectorAll(look.buttons).forEach((b) => { b.disabled = disabled; });
+    // Turned off by aria-disabled, not disabled: a disabled button drops the keyboard's focus.
+    el.querySelectorAll(look.buttons).forEach((b) => {
+      if (disabled) b.setAttribute("aria-disabled", "true");
+      else b.removeAttribute("aria-disabled");
+    });
   };
 
   // Orders sent from this tab that no render has shown yet, by the id of what they mark. A
@@ -72,6 +76,7 @@
   };
 
   machines.addEventListener("submit", (event) => {
+    if (event.submitter?.getAttribute("aria-disabled") === "true") { event.preventDefault(); return; } // its order is on its way
     const removal = event.target.closest("form.worktree-action");
     const row = removal?.closest("tr.worktree");
     if (removal && row) {

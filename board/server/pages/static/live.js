@@ -3,8 +3,8 @@
 // would swallow the click: the press and the release land on different elements, so the
 // browser makes no click of them. While one of its elements has the keyboard's focus, it would
 // drop the focus. So a drawing waits while a pointer, or Space or Enter on what they click, is
-// pressed, until the click (PRESS_MS at most from the first press: a release the page never
-// heard must not stop the page for good), and the focus goes back to the same element.
+// pressed, until each press's own click (PRESS_MS at most from the first press: a release the
+// page never heard must not stop the page for good), and the focus goes back to the same element.
 "use strict";
 
 window.boardLive = (function () {
@@ -13,10 +13,9 @@ window.boardLive = (function () {
   const PRESSING = new Set([" ", "Enter"]);
   const CLICKED_BY_KEY = "a[href], button, summary, input[type=checkbox], input[type=radio], input[type=submit]";
   const FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]";
-  const waiting = new Map(); // the newest drawing of each part, until the press ends
-  let pressed = ""; // "pointer" or "key" while one is pressed
-  let since = 0; // when the first press of a run of them began
-  let timer = 0; // ends a press whose click does not come
+  const waiting = new Map(); // the newest drawing of each part, until every press ends
+  const pressed = new Map(); // "pointer" and "key", each to the timer that ends it if no click comes
+  let cap = 0; // ends every press PRESS_MS after the first of a run of them
 
   // What a control is, said the same way in the part drawn anew.
   const control = (el) => [
@@ -38,36 +37,46 @@ window.boardLive = (function () {
     if (el.hasAttribute("tabindex") && !same.hasAttribute("tabindex")) same.tabIndex = el.tabIndex;
     same.focus({ preventScroll: true });
   }
-  function ended() {
-    clearTimeout(timer);
-    pressed = "";
+  function ended(by) {
+    clearTimeout(pressed.get(by));
+    pressed.delete(by);
+    if (pressed.size) return; // the other press's click is still to come
+    clearTimeout(cap);
     delete document.body.dataset.waiting;
     const drawings = [...waiting.values()];
     waiting.clear();
     drawings.forEach(keepingFocus);
   }
-  const wait = (ms) => { clearTimeout(timer); timer = setTimeout(ended, Math.min(ms, since + PRESS_MS - Date.now())); };
+  const endedAll = () => [...pressed.keys()].forEach(ended);
   const press = (by) => {
-    if (!pressed) since = Date.now();
-    pressed = by;
-    wait(PRESS_MS);
+    if (!pressed.size) cap = setTimeout(endedAll, PRESS_MS);
+    clearTimeout(pressed.get(by)); // a release's timer from the press before
+    pressed.set(by, 0);
   };
-  const release = (by) => { if (pressed === by) wait(RELEASE_MS); }; // a key's release ends no pointer's press
+  const release = (by) => {
+    if (!pressed.has(by)) return;
+    clearTimeout(pressed.get(by));
+    pressed.set(by, setTimeout(() => ended(by), RELEASE_MS));
+  };
   document.addEventListener("pointerdown", () => press("pointer"), true);
   document.addEventListener("keydown", (e) => {
     if (PRESSING.has(e.key) && !e.repeat && e.target instanceof Element && e.target.matches(CLICKED_BY_KEY)) press("key");
   }, true);
   window.addEventListener("pointerup", () => release("pointer"), true);
   window.addEventListener("keyup", (e) => { if (PRESSING.has(e.key)) release("key"); }, true);
-  window.addEventListener("click", () => { if (pressed) setTimeout(ended); }, true); // after the click's own work
-  window.addEventListener("pointercancel", ended, true);
-  window.addEventListener("blur", ended);
+  // A click ends the press that made it (a key's has no pointer count), after the click's own work.
+  window.addEventListener("click", (e) => {
+    const by = e.detail ? "pointer" : "key";
+    if (pressed.has(by)) setTimeout(() => ended(by));
+  }, true);
+  window.addEventListener("pointercancel", () => ended("pointer"), true);
+  window.addEventListener("blur", endedAll);
 
   return {
     // Draw a part of the page now, or when the press under way ends: the newest drawing of each
     // part, in the order the parts first waited.
     draw(part, drawing) {
-      if (!pressed) { keepingFocus(drawing); return; }
+      if (!pressed.size) { keepingFocus(drawing); return; }
       waiting.set(part, drawing);
       document.body.dataset.waiting = "render";
     },
