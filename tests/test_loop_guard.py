@@ -76,6 +76,7 @@ async def test_a_thread_pauses_at_loop_hops_with_one_notice_and_a_human_resumes_
 
 async def test_a_pair_cannot_escape_by_opening_new_threads(guarded: World) -> None:
     w = guarded
+    watcher = await w.board.bot("pb3", "proj")
     burst = [await w.bot.post(f"@pb2 first thing {n}", channel="lobby", workspace="proj") for n in range(3)]
     assert {m["id"] for m in burst} <= await _for_me(w.peer)  # a burst one way is one turn
 
@@ -89,6 +90,10 @@ async def test_a_pair_cannot_escape_by_opening_new_threads(guarded: World) -> No
     assert not {m["id"] for m in roots[HOPS - 2 :]} & woken
     notices = [n for root in roots for n in await _notices(w.human, root["id"])]
     assert len(notices) == 1 and "@pb2 and @pb" in notices[0]["body"]
+    assert [tag.split(":")[0] for tag in notices[0]["tags"]] == ["loop-paused", "loop-pair"]
+    # The notice is the humans': it wakes no bot watching the channel either.
+    watched = await _watched(watcher, "lobby")
+    assert roots[0]["id"] in watched and notices[0]["id"] not in watched
 
     await w.human.post("@pb2 stop and tell me what you two found", channel="lobby", workspace="proj")
     after = await w.bot.post("@pb2 here is what we found", channel="lobby", workspace="proj")
@@ -158,13 +163,16 @@ async def test_mentions_in_claim_notes_are_their_bots_turns(guarded: World) -> N
     assert not {m["id"] for m in claims[HOPS - 1 :]} & woken
 
 
-async def test_a_held_message_wakes_no_bot_watching_its_channel(guarded: World) -> None:
+async def test_a_held_message_and_the_pause_s_notice_wake_no_bot_watching_its_channel(guarded: World) -> None:
     w = guarded
     watcher = await w.board.bot("pb3", "proj")
     root = await w.human.post("@pb look at this with @pb2", channel="lobby", workspace="proj")
     sent = await _volley(w, root["id"], HOPS)
+    (notice,) = await _notices(w.human, root["id"])
+    assert notice["tags"] == ["loop-paused"]
     watched = {m["id"] for m in (await watcher.wake(watch="lobby", limit=500))["messages"]}
     assert sent[0]["id"] in watched and sent[-1]["id"] not in watched
+    assert notice["id"] not in watched
 
 
 async def _watched(bot: BoardClient, channel: str) -> set[int]:
@@ -198,6 +206,7 @@ async def test_two_bots_watching_a_channel_and_answering_there_are_paused(guarde
     assert not {m["id"] for m in held} & woke and {sent[0]["id"], sent[1]["id"]} <= woke
     notices = await _notices(w.human, sent[HOPS - 1]["id"])
     assert len(notices) == 1 and "@pb2 and @pb both watch this channel" in notices[0]["body"]
+    assert notices[0]["id"] not in await _watched(w.bot, "ops") | await _watched(w.peer, "ops")
 
     await w.human.post("thanks, carry on", channel="ops", workspace="proj")  # a human resumes them
     after = await w.bot.post("status: still green", channel="ops", workspace="proj")

@@ -38,7 +38,7 @@ from ..store.rows import WorkspaceRow
 
 PAIR_WINDOW_S = 600
 HELD_TAG = "loop-held"
-THREAD_NOTICE_TAG = "loop-paused"
+NOTICE_TAG = "loop-paused"  # on every pause's notice, beside a pair's or a channel's own tag
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Verdict:
 
     held: bool = False
     notice: str | None = None
-    notice_tag: str = THREAD_NOTICE_TAG
+    notice_tag: str = NOTICE_TAG  # what finds the pause's notice again
 
 
 def tail_run(kinds: list[str]) -> int:

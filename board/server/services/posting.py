@@ -198,7 +198,7 @@ async def _loop_notice(
         workspace,
         verdict.notice or "",
         parent=thread,
-        tags=[verdict.notice_tag],
+        tags=list(dict.fromkeys([loopguard.NOTICE_TAG, verdict.notice_tag])),
         also_for=dict.fromkeys(humans, "paused"),
         parse_mentions=False,
         notify=False,

@@ -34,8 +34,9 @@ from .messages import event_view, message_page, render, rows_to_messages
 from .paging import Page, bounded_page
 
 # The tags of messages that wake no bot watching their channel: the loop guard's held
-# message and a budget hold's notice (each read by a person, neither a task for a bot).
-QUIET_TAGS = (loopguard.HELD_TAG, budgets.NOTICE_TAG)
+# message and its notice of a pause, and a budget hold's notice (each read by a person, none
+# a task for a bot).
+QUIET_TAGS = (loopguard.HELD_TAG, loopguard.NOTICE_TAG, budgets.NOTICE_TAG)
 
 
 @dataclass
