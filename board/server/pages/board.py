@@ -120,8 +120,12 @@ async def _board(
     except NotFound:
         if channel is None:
             raise
-        # A channel is created by its first post: a new name shows an empty stream to post in.
-        stream = {"roots": [], "older": None, "cursor": 0}
+        # A channel is created by its first post: a new name shows an empty stream to post in,
+        # live from the board's head (from 0, a busy workspace's past would be too much to
+        # catch up with, and the page would reload for ever).
+        newest = messages.MessageQuery(workspace=workspace, limit=1)
+        head = await messages.list_messages(call.ctx, call.p, newest)
+        stream = {"roots": [], "older": None, "cursor": head["cursor"]}
     thread = None
     if q.thread is not None:
         thread = await messages.thread(call.ctx, call.p, q.thread, messages.ThreadQuery(limit=200))
