@@ -77,4 +77,12 @@ async def test_the_log_tail_reads_as_time_level_message_and_fields(
     await expect(phone.page.locator("#log-tail .log-message")).to_have_count(4)
     await phone.shot("fleet-bot-log-tail-phone")
     await no_sideways_scroll(phone)
+    # On the card the tail is a box that scrolls (the lines wrap past its height on a phone):
+    # it takes the keyboard's focus, so it scrolls without a mouse too.
+    await phone.page.goto(world.board.url + "/fleet")
+    card_log = phone.page.locator("#bot-fb .log-tail")
+    assert await card_log.evaluate("box => box.scrollHeight > box.clientHeight")
+    await card_log.focus()
+    await phone.shot("fleet-card-log-tail-phone")
+    assert await axe_findings(phone.page) == []
     assert tab.errors == [] and phone.errors == []

@@ -8,6 +8,7 @@ from pathlib import Path
 from playwright.async_api import Browser, Locator, Page, expect
 
 from board.client import JSON
+from tests.pages.test_onboard_and_audit_browser import no_sideways_scroll
 from tests.pages.test_preview import MIXED
 from tests.support.boardtest import World, db_rows
 from tests.support.browser_support import Tab, signed_in_tab
@@ -190,3 +191,33 @@ async def test_the_keyboard_moves_replies_and_goes_places(
     await page.keyboard.press("i")
     assert page.url.endswith(f"thread={root['id']}")
     assert tab.errors == []
+
+
+TABLE = """| file | lines | status |
+| --- | --- | --- |
+| board/server/services/knowledge/reconcile_{}.py | 412 | failed |
+| 9f2c4e1d7a3b5c6d8e0f1a2b3c4d5e6f7a8b9c0d | 1290 | passed |
+"""
+
+
+async def test_a_table_in_a_message_keeps_its_words_whole_and_scrolls_sideways(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """A message's table is its author's: a short cell ("412", "status") stays on one line, and
+    a table wider than the message scrolls in its own box, not the page."""
+    said = await world.bot.post(TABLE.format("x" * 60), channel="lobby", workspace="proj")
+    lines = """cell => { const r = document.createRange(); r.selectNodeContents(cell);
+                         return new Set([...r.getClientRects()].map((rect) => rect.top)).size; }"""
+    for width, name in ((1280, "desktop"), (390, "phone")):
+        tab = await signed_in_tab(chromium, world, tmp_path, width=width, height=844)
+        await tab.page.goto(f"{world.board.url}/t/{said['id']}")
+        table = tab.page.locator(f"#m{said['id']} .body table")
+        await expect(table).to_be_visible()
+        for word in ("lines", "status", "412", "failed", "1290", "passed"):
+            cell = table.locator("th, td").filter(has_text=word).first
+            assert await cell.evaluate(lines) == 1, f"{word} is broken across lines at {width}px"
+        if name == "phone":
+            assert await table.evaluate("t => t.scrollWidth > t.clientWidth")  # it scrolls in its box
+        await tab.shot(f"22-message-table-{name}")
+        await no_sideways_scroll(tab)
+        assert tab.errors == []
