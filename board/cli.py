@@ -745,10 +745,12 @@ def _bot_line(bot: dict[str, Any]) -> str:
     hold = f" ({bot['hold']})" if bot.get("hold") else ""
     pending = f"; {bot['pending_words']}" if bot.get("pending_words") else ""
     wake = bot.get("last_wake") or {}
-    last = f"; last wake {wake['at']} {wake.get('outcome')}" if wake.get("at") else ""
+    last = f"; last wake {wake['at']}" if wake.get("at") else ""
+    if last and wake.get("outcome"):
+        last += f" {wake['outcome']}"
     return (
         f"  {bot['handle']} ({bot['workspace']}/{bot['profile']}): {said}{pid}{hold}, "
-        f"should be {bot['desired']}{pending}; restarts {bot.get('restarts', 0)}{last}"
+        f"should be {bot['desired']}{pending}; restarts {bot.get('restarts') or 0}{last}"
     )
 
 

@@ -156,6 +156,7 @@ async def test_fleet_ls_says_what_the_fleet_page_says(world: World) -> None:
     await box1.client.fleet_report(
         {"interval": 3600, "bots": [{"handle": "s1", "state": "running", "pid": 8}]}
     )
+    await world.human.assign_bot("box1", "proj-dev", "fresh")  # not reported by its keeper yet
     await world.human.fleet_order("s1", "stop")
     # Past box8's three intervals and the 2 s allowance, and a second more: times are kept to the
     # second, so a report late in one second and a read early in another look up to 1 s closer.
@@ -167,6 +168,7 @@ async def test_fleet_ls_says_what_the_fleet_page_says(world: World) -> None:
     lines = {line.split()[0]: line for line in result.out.splitlines() if line.startswith("  ")}
     assert "away (proj/proj-dev): machine offline, its keeper last said running pid 7," in lines["away"]
     assert "s1 (proj/proj-dev): running pid 8, should be stopped; stopping…;" in lines["s1"]
+    assert lines["fresh"] == "  fresh (proj/proj-dev): not reported, should be running; restarts 0"
 
 
 async def test_admin_enroll_code_is_issued_only_as_a_human_and_for_a_valid_name(world: World) -> None:
