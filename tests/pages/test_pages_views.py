@@ -349,6 +349,13 @@ async def test_workspaces_lists_the_bots_it_counts_with_their_kind(world: World)
     assert "/a/pb" not in other[: other.index("</section>")]  # another workspace's bots stay out
 
 
+async def test_a_workspace_s_name_keeps_its_direction_to_itself(world: World) -> None:
+    """A name ending in a right-to-left override reverses only itself, not the slug after it."""
+    await world.human.patch_workspace("proj", name="Project \u202eRTL")
+    [(_, page)] = await pages_as(world.board, "alice", "/workspaces")
+    assert "<h2><bdi>Project \u202eRTL</bdi> <small>proj</small>" in page
+
+
 def _seed_note(page: str) -> str:
     found = re.search(r'<p id="seed-who"[^>]*>(.*?)</p>', page, re.S)
     assert found is not None
