@@ -184,7 +184,9 @@ async def test_operator_errors_print_the_code_and_fail(world: World) -> None:
     db = database_env(world.board)
     failed_with(await cli("admin", "token", "nobody", **db), "NOT_FOUND")
     failed_with(await cli("admin", "token", "pb", **db), "NOT_FOUND")
-    failed_with(await cli("admin", "invite", "nowhere", **db), "NOT_FOUND")
+    nowhere = await cli("admin", "invite", "nowhere", **db)
+    failed_with(nowhere, "NOT_FOUND")
+    assert "No workspace nowhere: make it on /workspaces first." in nowhere.err
     failed_with(await cli("admin", "user", "add", "alice", **db), "NAME_CONFLICT")
     failed_with(await cli("admin", "user", "add", "no good", **db), "INVALID_ARGUMENT")
     bad_uses = await cli("admin", "invite", "proj", "--uses", "0", **db)

@@ -301,6 +301,8 @@ async def create_invite(ctx: Context, p: Principal | None, req: InviteRequest) -
 
     async def write(conn: Connection) -> dict[str, Any]:
         ws = await workspace_store.by_slug(conn, req.workspace)
+        if ws is None and p is None:  # the operator: no scope to hide it from
+            raise NotFound(message=f"No workspace {req.workspace}: make it on /workspaces first.")
         if ws is None:
             raise NotFound("workspace")
         if ws["archived_at"]:
