@@ -76,7 +76,8 @@ install_package() {  # $1: "upgrade" to reinstall the same version too
         || die "needs Python 3.11 or newer (set PYTHON=/path/to/python3.11)"
     local spec pip
     spec=$(package_spec)
-    mkdir -p "$BOARD_HOME" "$BOARD_STATE" "$BIN_DIR"
+    mkdir -p "$BOARD_HOME" "$BIN_DIR"
+    mkdir -p -m 700 "$BOARD_STATE"  # the database and its backups: no other local user reads them
     if [ ! -x "$venv/bin/python" ]; then
         "$PYTHON" -m venv "$venv" || die "could not create a virtual environment (on Debian: apt install python3-venv)"
         say "created the virtual environment $venv"

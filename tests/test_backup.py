@@ -255,6 +255,37 @@ def test_restore_over_a_stopped_board_keeps_the_database_it_replaces(tmp_path: P
     assert handles(db) == {"al"} and handles(saved) == {"al", "bo"}
 
 
+def _mode(path: Path) -> str:
+    return oct(path.stat().st_mode & 0o777)
+
+
+def test_the_database_its_side_files_and_every_copy_are_its_owner_s_alone(tmp_path: Path) -> None:
+    """The database holds secrets (a forge's token, a mail server's password): no other local
+    user may read it, its WAL, a backup, a restored copy or the one a restore set aside."""
+    db = tmp_path / "state" / "board.db"
+    env = board_env()
+    humans(db, ["al"])
+    assert _mode(db) == "0o600" and _mode(db.parent) == "0o700"
+    served = serve(db, env=env)
+    try:
+        wait_healthy(served)
+        for suffix in ("-wal", "-shm"):
+            assert _mode(Path(f"{db}{suffix}")) == "0o600", suffix
+        made = board(env, "backup", str(tmp_path / "copies" / "first.db"), "--db", str(db))
+        assert made.returncode == 0, made.stderr
+    finally:
+        kill(served.proc)
+    assert _mode(tmp_path / "copies" / "first.db") == "0o600" and _mode(tmp_path / "copies") == "0o700"
+    put_back = board(env, "restore", str(tmp_path / "copies" / "first.db"), "--db", str(db))
+    assert put_back.returncode == 0, put_back.stderr
+    (saved,) = (db.parent / "backups").iterdir()
+    assert _mode(db) == _mode(saved) == "0o600" and _mode(saved.parent) == "0o700"
+    # A database an earlier version made readable keeps its mode: the board does not change it.
+    db.chmod(0o644)
+    humans(db, ["bo"])
+    assert _mode(db) == "0o644"
+
+
 async def test_after_a_restore_new_messages_take_ids_no_reader_has_seen(tmp_path: Path) -> None:
     """The copy put back is older than what readers saw: ids it would hand out again lie at or
     below their cursors, and a reader past them would skip what is written next. New messages

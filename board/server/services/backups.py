@@ -32,7 +32,7 @@ async def take(ctx: Context, p: Principal) -> dict[str, Any]:
         raise BoardError(POSTGRES_BACKUPS)
     started = ctx.now()
     folder = backup_dir(ctx)
-    await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
+    await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True, mode=0o700)
     path = await asyncio.to_thread(store.backup, Path(ctx.settings.db), folder)
     size = path.stat().st_size
     await ctx.db.write(

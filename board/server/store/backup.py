@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .schema import schema_version
-from .sqlitefile import FILE_ERRORS, error_text, flocked, lock_path, open_lock_path
+from .sqlitefile import FILE_ERRORS, error_text, flocked, lock_path, open_lock_path, private_file
 from .writer import StoreError
 
 
@@ -135,6 +135,7 @@ def _staged(dest: Path, failing: str) -> Iterator[Path]:
     tmp = dest.with_name(f".{dest.name}.partial")
     try:
         tmp.unlink(missing_ok=True)
+        private_file(tmp)
         yield tmp
         tmp.replace(dest)
         _sync_folder(dest.parent)
@@ -194,7 +195,7 @@ def backup(db: Path, dest: Path) -> Path:
         raise StoreError(f"{dest} already exists; name a new file or a folder")
     if dest.resolve() in {Path(f"{db.resolve()}{suffix}") for suffix in SIDE_FILES}:
         raise StoreError(f"{dest} is the database's own {dest.name.rsplit('-', 1)[-1]} file; name another")
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     _copy(db, dest)
     return dest
 
@@ -287,7 +288,7 @@ def _set_aside(db: Path, source: Path) -> tuple[Replaced, dict[str, int]]:
     """
     folder = db.parent / "backups"
     try:
-        folder.mkdir(exist_ok=True)
+        folder.mkdir(exist_ok=True, mode=0o700)
         saved = backup(db, folder)
     except Damaged as exc:
         kept = _keep(db, _dated(folder, "-damaged"))
@@ -309,6 +310,7 @@ def _keep(db: Path, kept: Path) -> Path:
     try:
         for suffix in ("", *SIDE_FILES):
             if Path(f"{db}{suffix}").exists():
+                private_file(Path(f"{kept}{suffix}"))
                 shutil.copyfile(f"{db}{suffix}", f"{kept}{suffix}")
                 with open(f"{kept}{suffix}", "rb") as fh:
                     os.fsync(fh.fileno())
@@ -348,7 +350,7 @@ def restore(source: Path, db: Path) -> Replaced | None:
             f"({schema_version()}); upgrade the board first"
         )
     try:
-        db.parent.mkdir(parents=True, exist_ok=True)
+        db.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with owning(db):
             replaced, marks = _set_aside(db, source) if db.exists() else (None, None)
             with _staged(db, f"could not restore {source} to {db}") as staged:

@@ -28,7 +28,7 @@ from .connection import Owned, SqliteConnection, drive
 from .dialects import SQLITE
 from .jsoncolumns import readable_json
 from .schema import current_version, migrate
-from .sqlitefile import FILE_ERRORS, error_text, flocked, lock_path, open_lock_path
+from .sqlitefile import FILE_ERRORS, error_text, flocked, lock_path, open_lock_path, private_file
 from .writer import Job, Outcome, Store, StoreError, Write
 
 log = logging.getLogger(__name__)
@@ -152,12 +152,13 @@ class Database(Store):
         if self.read_only:
             await self._open_readers()
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
             self._take_locks()
         except BaseException:
             self._let_go()
             raise
+        private_file(self.path)
         try:
             self._writer = Owned(self.path, _configure)
             await self._writer.open()

@@ -58,9 +58,7 @@ def flocked(lock: Path, held: str, then: str, *, shared: bool = False) -> int:
     except OSError as exc:
         raise StoreError(f"{failed}: {exc.strerror or exc}") from exc
     try:
-        if os.geteuid() == 0:
-            folder = lock.parent.stat()
-            os.fchown(fd, folder.st_uid, folder.st_gid)
+        _folder_s_owner(fd, lock)
         fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
     except BaseException as exc:
         os.close(fd)
@@ -70,3 +68,28 @@ def flocked(lock: Path, held: str, then: str, *, shared: bool = False) -> int:
             raise StoreError(f"{failed}: {exc.strerror or exc}") from exc
         raise
     return fd
+
+
+def private_file(path: Path) -> None:
+    """Make ``path`` an empty file only its owner may read, unless a file is there already:
+    SQLite then writes the database (or a copy) into it, and gives its WAL and shared-memory
+    files the same mode. A board's database holds secrets (a forge's token, a mail server's
+    password), so no other local user may read it, nor a backup of it. Made by root, it is
+    given its folder's owner, as a lock is (:func:`flocked`). A file that cannot be made is
+    left to SQLite to say why."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:
+        return
+    try:
+        _folder_s_owner(fd, path)
+    finally:
+        os.close(fd)
+
+
+def _folder_s_owner(fd: int, path: Path) -> None:
+    """Run as root (an admin command run with sudo), give the file its folder's owner: the
+    board's user, who must be able to open it next."""
+    if os.geteuid() == 0:
+        folder = path.parent.stat()
+        os.fchown(fd, folder.st_uid, folder.st_gid)
