@@ -106,6 +106,18 @@ def health(url: str, timeout: float = 2.0) -> dict[str, object] | None:
     return answer if isinstance(answer, dict) else None
 
 
+def outside(board: Board) -> str | None:
+    """A board answering at the address with no pid file of ``board ctl``'s (a bare ``board
+    serve``, started in a terminal or by another tool), said in words; None when there is none."""
+    answer = health(board.url)
+    if answer is None or "pid" not in answer:
+        return None
+    return (
+        f"a board that `board ctl` did not start answers at {board.url} "
+        f"(pid {answer['pid']}, version {answer.get('version')})"
+    )
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -222,6 +234,9 @@ def start(board: Board) -> str:
             "`board ctl stop` it, or look at `board ctl logs`"
         )
     if not port_free(board.settings.bind, board.settings.port):
+        other = outside(board)
+        if other is not None:
+            raise CtlError(f"{other}; stop it where it was started, then `board ctl start`")
         raise CtlError(port_in_use_message(board.settings))
     if board.systemd:
         subprocess.run(["systemctl", "--user", "start", UNIT], check=True)
@@ -249,6 +264,9 @@ def stop(board: Board) -> str:
     pid = pid_of(board)
     if pid is None or not is_board(pid):
         board.pidfile.unlink(missing_ok=True)
+        other = outside(board)
+        if other is not None:
+            raise CtlError(f"{other}: left running; stop it where it was started")
         return "the board was not running"
     with contextlib.suppress(ProcessLookupError):  # gone already: end_group finds nothing to end
         if os.getpgid(pid) != pid:  # what `ctl start` starts leads its own group; this was started elsewhere
@@ -268,6 +286,9 @@ def stop(board: Board) -> str:
 def status(board: Board) -> tuple[bool, str]:
     pid = pid_of(board)
     if pid is None:
+        other = outside(board)
+        if other is not None:  # running, though not by `board ctl`: start and stop leave it be
+            return True, f"{other}; `board ctl start` and `stop` leave it as it is"
         return False, f"the board is not running (database {database_label(board.settings)})"
     answer = health(board.url)
     if answer is None or answer.get("pid") != pid:

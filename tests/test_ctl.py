@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import board_env, command, free_port, health
+from tests.support.processes import board_env, command, free_port, health, kill, serve, wait_healthy
 
 
 def ctl(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -129,6 +129,31 @@ def test_stop_leaves_a_board_it_did_not_start_running(home: dict[str, str], tmp_
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_board_started_outside_ctl_is_named_and_left_running(home: dict[str, str]) -> None:
+    """A bare `board serve` (the README's first way) writes no pid file: ctl still knows it for
+    a board, says so, and neither starts a second one nor stops it."""
+    port, db = int(home["BOARD_PORT"]), Path(home["BOARD_DB"])
+    db.parent.mkdir()
+    served = serve(db, port=port, env=home)
+    try:
+        wait_healthy(served)
+        url = f"http://127.0.0.1:{port}"
+        said = f"a board that `board ctl` did not start answers at {url} (pid {served.proc.pid},"
+        status = ctl(home, "status")
+        assert status.returncode == 0 and said in status.stdout
+        started = ctl(home, "start")
+        assert (
+            started.returncode == 1
+            and said in started.stderr
+            and "stop it where it was started" in started.stderr
+        )
+        stopped = ctl(home, "stop")
+        assert stopped.returncode == 1 and said in stopped.stderr and "left running" in stopped.stderr
+        assert served.proc.poll() is None and health(port)["pid"] == served.proc.pid
+    finally:
+        kill(served.proc)
 
 
 def test_status_names_the_postgresql_database_without_its_password(home: dict[str, str]) -> None:
