@@ -3,7 +3,8 @@
 It posts one probe mentioning the bot (tagged ``wake-test``) and reads the
 probe's delivery state for that bot until it is final or the wait runs out,
 printing each phase as it is seen: queued, woken (its daemon started a turn),
-replied. The probe asks for one word and no tools, so it costs one turn of the
+replied; a turn quicker than a read's interval shows its woken phase at the time
+of the bot's ``seen`` receipt. The probe asks for one word and no tools, so it costs one turn of the
 bot's harness: its prompt (the bot's turn prompt, plus the session's context
 when the session is resumed) in, a word out. The wake's recorded cost is printed.
 """
@@ -14,6 +15,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from ..client import BoardClient
@@ -58,12 +60,16 @@ async def wake_test(
     say(f"probe {probe['id']} posted in {bot['workspace']}/{channel}, mentioning @{handle}")
     phases: list[Phase] = []
     while True:
-        entry = _entry(await board.message(int(probe["id"])), handle)
+        message = await board.message(int(probe["id"]))
+        entry = _entry(message, handle)
         if entry is None:
             raise ValueError(f"the probe did not reach {handle}: it is not a bot this channel can mention")
         if not phases or phases[-1].state != entry["state"]:
-            phases.append(Phase(entry["state"], clock() - start, entry.get("at"), entry.get("reason")))
-            say(_line(phases))
+            seen = Phase(entry["state"], clock() - start, entry.get("at"), entry.get("reason"))
+            for phase in (_woken_unseen(phases, seen, message, handle), seen):
+                if phase is not None:
+                    phases.append(phase)
+                    say(_line(phases))
         state = entry["state"]
         if state in ("replied", "failed", "held", "unreachable"):
             break
@@ -82,6 +88,23 @@ async def wake_test(
 
 def _entry(message: dict[str, Any], handle: str) -> dict[str, Any] | None:
     return next((d for d in message.get("delivery") or [] if d["handle"] == handle), None)
+
+
+def _woken_unseen(phases: list[Phase], seen: Phase, message: dict[str, Any], handle: str) -> Phase | None:
+    """The ``woken`` phase a turn quicker than one read's interval went through unseen: its
+    time is the bot's ``seen`` receipt (which its daemon sends as the turn starts), on the
+    board's clock as the probe's own time is."""
+    if seen.state not in ("replied", "failed") or any(p.state == "woken" for p in phases):
+        return None
+    receipt = next((r for r in message.get("receipts") or [] if r["handle"] == handle), None)
+    if receipt is None or not receipt.get("seen_at"):
+        return None
+    after = (_parsed(receipt["seen_at"]) - _parsed(message["created_at"])).total_seconds()
+    return Phase("woken", min(max(after, 0.0), seen.after_s), receipt["seen_at"], None)
+
+
+def _parsed(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
 def _line(phases: list[Phase]) -> str:

@@ -126,6 +126,24 @@ async def test_wake_test_prints_each_phase_and_the_cost_of_a_real_daemons_turn(
     assert "reply with the single word `pong`" in fake.last_call()["prompt"]
 
 
+async def test_wake_test_prints_the_woken_phase_of_a_turn_quicker_than_its_reads(
+    live: LiveBoard, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    """Read every 4 s, a turn of a moment goes from queued to replied between two reads: its
+    woken phase is printed from the bot's seen receipt, in its place."""
+    fake.script({"do": "reply", "text": "pong"})
+    await make_bot().start().started()
+    code, out = await wake_test(live, world, "pb", "--timeout", "40", "--interval", "4")
+    assert code == 0, out
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines[1:4]] == ["queued", "woken", "replied"], out
+    probe = await world.human.message(int(lines[0].split()[1]))
+    [receipt] = [r for r in probe["receipts"] if r["handle"] == "pb"]
+    woken_after = float(lines[2].split()[2])
+    assert 0 <= woken_after <= float(lines[3].split()[2]) < 40
+    assert receipt["seen_at"] >= probe["created_at"]
+
+
 async def test_wake_test_exits_with_the_state_that_ended_it(
     live: LiveBoard, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
 ) -> None:
