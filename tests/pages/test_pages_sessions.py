@@ -10,6 +10,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from markupsafe import escape
 
 from board.server.clock import ManualClock
 from board.server.errors import RateLimited
@@ -162,6 +163,13 @@ async def test_password_sign_in_and_its_limits(board: Board) -> None:
     assert status == 403
     await alice.close()
     fresh = browser(board)
+    # A wrong password gives the form back, saying so, the name as typed (escaped), going on to
+    # the same page: only the password is typed again.
+    for typed in ("alice", '"><script>x</script>'):
+        status, page = await fresh.post("/login", {"handle": typed, "password": "nope", "next": "/settings"})
+        assert status == 401 and '<p class="refusal" id="refusal">Wrong name or password.</p>' in page
+        assert f'name="handle" autocomplete="username" required value="{escape(typed)}"' in page
+        assert 'name="next" value="/settings"' in page and "<script>x" not in page
     status, location = await fresh.post(
         "/login", {"handle": "alice", "password": "correct horse battery", "next": "/settings"}
     )

@@ -57,9 +57,12 @@ async def login(call: PageCall) -> web.StreamResponse:
             limits.check_password(address, handle)
             try:
                 opened = await sessions.sign_in_with_password(call.ctx, handle, call.form.get("password", ""))
-            except Unauthenticated:
+            except Unauthenticated as exc:
                 limits.failed(address, handle)
-                raise
+                # The form again, saying why, with the name as typed: only the password to retype.
+                return call.render(
+                    "login.html", status=exc.status, next=target, link_for=None, refusal=exc, handle=handle
+                )
             limits.succeeded(address, handle)
     except sessions.LoginLinkRefused as exc:
         return call.render("login.html", status=exc.status, next=target, link_for=None, refusal=exc)
