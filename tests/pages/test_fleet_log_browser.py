@@ -46,7 +46,8 @@ async def test_the_log_tail_reads_as_time_level_message_and_fields(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:
     box1 = await keeper_with_bots(world, "box1", "fb")
-    tail = [json.dumps(line) for line in LINES] + ["Traceback (most recent call last): <b>not bold</b>"]
+    plain = "Traceback (most recent call last): <b>not bold</b>\u202e)"
+    tail = [json.dumps(line) for line in LINES] + [plain]
     await box1.client.fleet_report(
         {"bots": [{"handle": "fb", "state": "running", "pid": 11, "log_tail": tail}]}
     )
@@ -64,7 +65,8 @@ async def test_the_log_tail_reads_as_time_level_message_and_fields(
     assert '"bot"' not in text and "bot=" not in text  # its own handle, said by the page already
     hostile = 'error board_retry call="<img src=x onerror=alert(1)>" code=UNAVAILABLE delay_s=2.5'
     assert hostile in text, text  # text, not HTML
-    assert text.rstrip().endswith("Traceback (most recent call last): <b>not bold</b>"), text
+    # A line that is not JSON as it is, but for a bidirectional override, which would reverse it.
+    assert text.rstrip().endswith("Traceback (most recent call last): <b>not bold</b>\\u202e)"), text
     assert await log.locator("img, b").count() == 0
     await tab.shot("fleet-bot-log-tail")
     assert await axe_findings(tab.page) == []

@@ -161,6 +161,15 @@ def log_entry(line: str, handle: str) -> LogEntry | None:
     )
 
 
+def log_plain(line: str) -> str:
+    """A log line that is not JSON, as it is but for what would not read as itself: a control
+    or a bidirectional character as its JSON escape, as in a JSON line's parts (an override
+    would reverse the line, and the text after it). A tab stays a tab."""
+    if line.isprintable():
+        return line
+    return "".join(c if c.isprintable() or c == "\t" else json.dumps(c)[1:-1] for c in line)
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("board.server.pages", "templates"),
@@ -173,6 +182,7 @@ def environment() -> jinja2.Environment:
     env.filters["when"] = when
     env.filters["last_line"] = last_line
     env.filters["log_entry"] = log_entry
+    env.filters["log_plain"] = log_plain
     env.globals["claim_line"] = claim_line
     env.globals["fleet_badges"] = BADGES
     env.globals["fleet_pending"] = PENDING
