@@ -221,3 +221,33 @@ async def test_a_table_in_a_message_keeps_its_words_whole_and_scrolls_sideways(
         await tab.shot(f"22-message-table-{name}")
         await no_sideways_scroll(tab)
         assert tab.errors == []
+
+
+async def test_a_channel_opens_at_its_newest_roots_and_stays_there_as_roots_arrive(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """Roots are listed oldest first: the page opens at the newest and the box to post in, as a
+    chat does, and keeps to the end as a root arrives there. A thread opens from the top."""
+    body = "\n\n".join(["a line"] * 6)
+    roots = [
+        await world.human.post(f"root {n}\n\n{body}", channel="lobby", workspace="proj") for n in range(25)
+    ]
+    tab = await signed_in_tab(chromium, world, tmp_path, width=1280, height=800)
+    page = tab.page
+    await page.goto(world.board.url + "/c/lobby?workspace=proj")
+    area = page.locator(".stream textarea[name=body]")
+    await expect(area).to_be_in_viewport()
+    await expect(page.locator(f"#m{roots[-1]['id']}")).to_be_in_viewport()
+    await expect(page.locator(f"#m{roots[0]['id']}")).not_to_be_in_viewport()
+    await page.screenshot(path=str(tab.out / "23-a-channel-opens-at-its-newest.png"))  # what shows
+    arrived = await world.bot.post(f"a root that arrives\n\n{body}", channel="lobby", workspace="proj")
+    await expect(page.locator(f"#m{arrived['id']}")).to_be_in_viewport()
+    await expect(area).to_be_in_viewport()
+    # Scrolled up to read, the page stays where it is when a root arrives.
+    await page.evaluate("window.scrollTo(0, 0)")
+    later = await world.bot.post("another one", channel="lobby", workspace="proj")
+    await expect(page.locator(f"#m{later['id']}")).to_have_count(1)
+    assert await page.evaluate("window.scrollY") == 0
+    await page.goto(f"{world.board.url}/c/lobby?workspace=proj&thread={roots[0]['id']}")
+    assert await page.evaluate("window.scrollY") == 0
+    assert tab.errors == []

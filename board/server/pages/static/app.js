@@ -92,6 +92,15 @@
   if (!seen.channel) { seen.channel = {}; seen.conversation = {}; }
   const here = body.dataset.channel;
   const hereConversation = body.dataset.conversation;
+  // A channel or a conversation opens at its newest roots and the box to post in, as a chat does
+  // (roots are listed oldest first), and stays there as roots arrive while it is there. Not on
+  // a thread, an anchor, an older page or the welcome steps, which read from the top, nor when
+  // the browser brings a page back where it was (back, forward, reload).
+  const atEnd = () => window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 80;
+  const toEnd = () => window.scrollTo(0, document.documentElement.scrollHeight);
+  if ((here || hereConversation) && !body.dataset.thread && !location.hash
+      && !new URLSearchParams(location.search).has("before") && !document.getElementById("get-started")
+      && (performance.getEntriesByType("navigation")[0]?.type || "navigate") === "navigate") toEnd();
   function markSeen(kind, key, id) {
     if (!key || !id) return;
     seen[kind][key] = Math.max(seen[kind][key] || 0, id);
@@ -134,8 +143,10 @@
     holder.innerHTML = html; // rendered and escaped by the server's template
     const node = holder.firstElementChild;
     node.classList.add("fresh");
+    const pinned = container.id === "roots" && atEnd();
     container.appendChild(node);
     document.getElementById("no-roots")?.remove();
+    if (pinned) toEnd();
     return node;
   }
 
