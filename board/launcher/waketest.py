@@ -36,6 +36,7 @@ class Phase:
     after_s: float  # since the probe was posted, as this command saw it
     at: str | None  # the board's time of the state
     reason: str | None
+    read: bool = True  # seen by a read; else taken from the board's record, to the second
 
 
 async def wake_test(
@@ -91,27 +92,29 @@ def _entry(message: dict[str, Any], handle: str) -> dict[str, Any] | None:
 
 
 def _woken_unseen(phases: list[Phase], seen: Phase, message: dict[str, Any], handle: str) -> Phase | None:
-    """The ``woken`` phase a turn quicker than one read's interval went through unseen: its
-    time is the bot's ``seen`` receipt (which its daemon sends as the turn starts), on the
-    board's clock as the probe's own time is."""
+    """The ``woken`` phase a turn quicker than one read's interval went through unseen: at the
+    bot's ``seen`` receipt (which its daemon sends as the turn starts), since the probe's own
+    time, both on the board's clock, which keeps whole seconds; within the reads around it."""
     if seen.state not in ("replied", "failed") or any(p.state == "woken" for p in phases):
         return None
     receipt = next((r for r in message.get("receipts") or [] if r["handle"] == handle), None)
     if receipt is None or not receipt.get("seen_at"):
         return None
-    after = (_parsed(receipt["seen_at"]) - _parsed(message["created_at"])).total_seconds()
-    return Phase("woken", min(max(after, 0.0), seen.after_s), receipt["seen_at"], None)
-
-
-def _parsed(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    after = (
+        datetime.fromisoformat(receipt["seen_at"]) - datetime.fromisoformat(message["created_at"])
+    ).total_seconds()
+    earliest = phases[-1].after_s if phases else 0.0
+    return Phase("woken", min(max(after, earliest), seen.after_s), receipt["seen_at"], None, read=False)
 
 
 def _line(phases: list[Phase]) -> str:
-    """The newest phase: when it was seen, and how long the step into it took."""
+    """The newest phase: when it was seen, and how long the step into it took (between two
+    phases a read saw: a phase from the board's record is to the second, and says so)."""
     phase = phases[-1]
+    if not phase.read:
+        return f"{phase.state:<11} after ~{phase.after_s:.0f} s  (by the bot's seen receipt, to the second)"
     text = f"{phase.state:<11} after {phase.after_s:6.2f} s"
-    if len(phases) > 1:
+    if len(phases) > 1 and phases[-2].read:
         before = phases[-2]
         text += f"  ({before.state}→{phase.state} {phase.after_s - before.after_s:.2f} s)"
     if phase.reason:
