@@ -329,7 +329,7 @@ mode_upgrade() {
     if [ -n "$on_postgresql" ]; then  # the SQLite file a move left behind is not the board's
         say "the board runs on PostgreSQL: no backup taken here; pg_dump takes one (docs/scale.md#backups)"
     elif [ -f "$BOARD_DB" ]; then
-        mkdir -p "$BOARD_STATE/backups"
+        mkdir -p -m 700 "$BOARD_STATE/backups"
         "$venv/bin/board" backup "$BOARD_STATE/backups"
     fi
     local keeper_ran=""

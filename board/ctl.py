@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .processes import end_group
 from .server.settings import Settings, local_url, state_dir
+from .server.store.sqlitefile import private_dir
 from .server.store.stores import database_label
 
 UNIT = "board"
@@ -202,7 +203,7 @@ def _wait_healthy(board: Board, pid_now: Iterator[int | None]) -> int:
 
 def _spawn(board: Board) -> Iterator[int | None]:
     """Start ``board serve`` in a session of its own, logging to its log; yields its pid while alive."""
-    board.logfile.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(board.logfile.parent)  # the state folder: the database's, once the board opens it
     with board.logfile.open("ab") as log:
         proc = subprocess.Popen(
             board.command(),
@@ -260,6 +261,9 @@ def is_board(pid: int) -> bool:
 def stop(board: Board) -> str:
     if board.systemd:
         subprocess.run(["systemctl", "--user", "stop", UNIT], check=True)
+        other = outside(board)
+        if other is not None:
+            raise CtlError(f"stopped systemd user unit {UNIT}.service, but {other}: left running")
         return f"stopped systemd user unit {UNIT}.service"
     pid = pid_of(board)
     if pid is None or not is_board(pid):

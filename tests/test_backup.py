@@ -280,6 +280,17 @@ def test_the_database_its_side_files_and_every_copy_are_its_owner_s_alone(tmp_pa
     assert put_back.returncode == 0, put_back.stderr
     (saved,) = (db.parent / "backups").iterdir()
     assert _mode(db) == _mode(saved) == "0o600" and _mode(saved.parent) == "0o700"
+    # A restore keeps the mode the operator gave the database it replaces (a backup group's).
+    db.chmod(0o640)
+    again = board(env, "restore", str(tmp_path / "copies" / "first.db"), "--db", str(db))
+    assert again.returncode == 0, again.stderr
+    assert _mode(db) == "0o640" and {_mode(kept) for kept in saved.parent.iterdir()} == {"0o600"}
+    if os.geteuid() == 0:  # an admin command run with sudo: what it makes is the folder owner's
+        os.chown(tmp_path / "copies", 65534, 65534)
+        made = board(env, "backup", str(tmp_path / "copies" / "by-root" / "b.db"), "--db", str(db))
+        assert made.returncode == 0, made.stderr
+        for path in (tmp_path / "copies" / "by-root", tmp_path / "copies" / "by-root" / "b.db"):
+            assert (path.stat().st_uid, path.stat().st_gid) == (65534, 65534), path
     # A database an earlier version made readable keeps its mode: the board does not change it.
     db.chmod(0o644)
     humans(db, ["bo"])

@@ -10,6 +10,7 @@ from ..errors import BoardError
 from ..principal import Principal
 from ..settings import state_dir
 from ..store import backup as store
+from ..store.sqlitefile import private_dir
 from . import actions, audit
 from .context import Context
 
@@ -32,7 +33,7 @@ async def take(ctx: Context, p: Principal) -> dict[str, Any]:
         raise BoardError(POSTGRES_BACKUPS)
     started = ctx.now()
     folder = backup_dir(ctx)
-    await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True, mode=0o700)
+    await asyncio.to_thread(private_dir, folder)
     path = await asyncio.to_thread(store.backup, Path(ctx.settings.db), folder)
     size = path.stat().st_size
     await ctx.db.write(

@@ -20,7 +20,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .schema import schema_version
-from .sqlitefile import FILE_ERRORS, error_text, flocked, lock_path, open_lock_path, private_file
+from .sqlitefile import (
+    FILE_ERRORS,
+    error_text,
+    flocked,
+    lock_path,
+    open_lock_path,
+    private_dir,
+    private_file,
+)
 from .writer import StoreError
 
 
@@ -135,7 +143,7 @@ def _staged(dest: Path, failing: str) -> Iterator[Path]:
     tmp = dest.with_name(f".{dest.name}.partial")
     try:
         tmp.unlink(missing_ok=True)
-        private_file(tmp)
+        private_file(tmp, new=True)
         yield tmp
         tmp.replace(dest)
         _sync_folder(dest.parent)
@@ -195,7 +203,7 @@ def backup(db: Path, dest: Path) -> Path:
         raise StoreError(f"{dest} already exists; name a new file or a folder")
     if dest.resolve() in {Path(f"{db.resolve()}{suffix}") for suffix in SIDE_FILES}:
         raise StoreError(f"{dest} is the database's own {dest.name.rsplit('-', 1)[-1]} file; name another")
-    dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dir(dest.parent)
     _copy(db, dest)
     return dest
 
@@ -288,7 +296,7 @@ def _set_aside(db: Path, source: Path) -> tuple[Replaced, dict[str, int]]:
     """
     folder = db.parent / "backups"
     try:
-        folder.mkdir(exist_ok=True, mode=0o700)
+        private_dir(folder)
         saved = backup(db, folder)
     except Damaged as exc:
         kept = _keep(db, _dated(folder, "-damaged"))
@@ -310,7 +318,7 @@ def _keep(db: Path, kept: Path) -> Path:
     try:
         for suffix in ("", *SIDE_FILES):
             if Path(f"{db}{suffix}").exists():
-                private_file(Path(f"{kept}{suffix}"))
+                private_file(Path(f"{kept}{suffix}"), new=True)
                 shutil.copyfile(f"{db}{suffix}", f"{kept}{suffix}")
                 with open(f"{kept}{suffix}", "rb") as fh:
                     os.fsync(fh.fileno())
@@ -350,11 +358,13 @@ def restore(source: Path, db: Path) -> Replaced | None:
             f"({schema_version()}); upgrade the board first"
         )
     try:
-        db.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(db.parent)
         with owning(db):
             replaced, marks = _set_aside(db, source) if db.exists() else (None, None)
             with _staged(db, f"could not restore {source} to {db}") as staged:
                 _copy(source, staged, ids_above=marks)
+                if db.exists():  # the mode the operator gave the database it replaces
+                    shutil.copymode(db, staged)
                 for suffix in SIDE_FILES:  # what they held is in what was saved
                     Path(f"{db}{suffix}").unlink(missing_ok=True)
     except OSError as exc:  # the folder or the lock file

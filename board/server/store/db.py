@@ -28,7 +28,7 @@ from .connection import Owned, SqliteConnection, drive
 from .dialects import SQLITE
 from .jsoncolumns import readable_json
 from .schema import current_version, migrate
-from .sqlitefile import FILE_ERRORS, error_text, flocked, lock_path, open_lock_path, private_file
+from .sqlitefile import FILE_ERRORS, error_text, flocked, lock_path, open_lock_path, private_dir, private_file
 from .writer import Job, Outcome, Store, StoreError, Write
 
 log = logging.getLogger(__name__)
@@ -152,7 +152,7 @@ class Database(Store):
         if self.read_only:
             await self._open_readers()
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.path.parent)
         try:
             self._take_locks()
         except BaseException:

@@ -14,6 +14,7 @@ holder dies:
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import sqlite3
@@ -70,19 +71,38 @@ def flocked(lock: Path, held: str, then: str, *, shared: bool = False) -> int:
     return fd
 
 
-def private_file(path: Path) -> None:
-    """Make ``path`` an empty file only its owner may read, unless a file is there already:
-    SQLite then writes the database (or a copy) into it, and gives its WAL and shared-memory
-    files the same mode. A board's database holds secrets (a forge's token, a mail server's
-    password), so no other local user may read it, nor a backup of it. Made by root, it is
-    given its folder's owner, as a lock is (:func:`flocked`). A file that cannot be made is
-    left to SQLite to say why."""
+def private_file(path: Path, *, new: bool = False) -> None:
+    """Make ``path`` an empty file only its owner may read, unless a file is there already
+    (``new``: then raise ``FileExistsError``, for a name just cleared, where a file found is
+    another's): SQLite then writes the database (or a copy) into it, and gives its WAL and
+    shared-memory files the same mode. A board's database holds secrets (a forge's token, a
+    mail server's password), so no other local user may read it, nor a copy of it. Any other
+    file that cannot be made is left to SQLite to say why."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        if new:
+            raise
+        return
     except OSError:
         return
     try:
-        _folder_s_owner(fd, path)
+        with contextlib.suppress(OSError):  # a file system that keeps no owners: it is 0600 anyway
+            _folder_s_owner(fd, path)
+    finally:
+        os.close(fd)
+
+
+def private_dir(path: Path) -> None:
+    """Make the folder ``path`` (and any above it) unless it exists, the last one only its
+    owner's to open (0700), for the database's files (:func:`private_file`)."""
+    if path.is_dir():
+        return
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with contextlib.suppress(OSError):
+            _folder_s_owner(fd, path)
     finally:
         os.close(fd)
 
