@@ -323,7 +323,11 @@ async def test_each_state_in_a_word_and_a_colour_on_a_desktop_and_a_phone(
                 {"handle": "w1", "state": "waking", "pid": 101, "cpu_percent": 3.5, "rss": 52428800},
                 {"handle": "b1", "state": "backoff", "backoff_s": 8.0, "restarts": 3},
                 {"handle": "s1", "state": "stopped"},
-                {"handle": "c1", "state": "crashed", "error": "Traceback\nRuntimeError: the harness died"},
+                {
+                    "handle": "c1",
+                    "state": "crashed",
+                    "error": "Traceback\nRuntimeError: the \u202eharness died",
+                },
                 {"handle": "m1", "state": "misconfigured", "error": "bot: repo /srv/gone is not a directory"},
                 {"handle": "p1", "state": "stopped", "log_tail": lines},
             ],
@@ -346,7 +350,8 @@ async def test_each_state_in_a_word_and_a_colour_on_a_desktop_and_a_phone(
         colours.setdefault(tone, set()).add(colour)
     assert all(len(c) == 1 for c in colours.values()), colours  # one colour per tone
     assert len({c for cs in colours.values() for c in cs}) == len(colours), colours  # a tone each
-    await expect(tab.page.locator("#bot-c1 .why")).to_have_text("RuntimeError: the harness died")
+    # A daemon's last line as it is but for a bidirectional override, which would reverse it.
+    await expect(tab.page.locator("#bot-c1 .why")).to_have_text("RuntimeError: the \\u202eharness died")
     await expect(tab.page.locator("#bot-p1 .log-tail")).to_contain_text("<b>not bold</b>")  # text, not HTML
     await expect(tab.page.locator("#bot-w1 .spark-cpu title")).to_have_text(
         "CPU, last 6 h: latest 3.5 %, peak 3.5 %"

@@ -10,7 +10,7 @@ from pathlib import Path
 from playwright.async_api import Browser, expect
 
 from tests.pages.test_onboard_and_audit_browser import no_sideways_scroll
-from tests.support.boardtest import World
+from tests.support.boardtest import World, eventually
 from tests.support.browser_support import axe_findings, signed_in_tab
 from tests.support.fleettest import keeper_with_bots
 
@@ -83,7 +83,8 @@ async def test_the_log_tail_reads_as_time_level_message_and_fields(
     # it takes the keyboard's focus, so it scrolls without a mouse too.
     await phone.page.goto(world.board.url + "/fleet")
     card_log = phone.page.locator("#bot-fb .log-tail")
-    assert await card_log.evaluate("box => box.scrollHeight > box.clientHeight")
+    overflows = "box => box.scrollHeight > box.clientHeight"
+    await eventually(lambda: card_log.evaluate(overflows), "the card's log tail laid out past its height")
     await card_log.focus()
     await phone.shot("fleet-card-log-tail-phone")
     assert await axe_findings(phone.page) == []

@@ -349,11 +349,28 @@ async def test_workspaces_lists_the_bots_it_counts_with_their_kind(world: World)
     assert "/a/pb" not in other[: other.index("</section>")]  # another workspace's bots stay out
 
 
-async def test_a_workspace_s_name_keeps_its_direction_to_itself(world: World) -> None:
-    """A name ending in a right-to-left override reverses only itself, not the slug after it."""
+async def test_names_keep_their_direction_to_themselves(world: World) -> None:
+    """A name ending in a right-to-left override reverses only itself, not what follows it: a
+    workspace's, a document's title, a destination's."""
     await world.human.patch_workspace("proj", name="Project \u202eRTL")
-    [(_, page)] = await pages_as(world.board, "alice", "/workspaces")
-    assert "<h2><bdi>Project \u202eRTL</bdi> <small>proj</small>" in page
+    await world.bot.put_document("spoof.md", "# Title \u202eRTL\n\nthe body\n", 0, "a title")
+    made = await world.human.create_destination(
+        "hook \u202eRTL", "webhook", url="http://127.0.0.1:9/hook", secret="s" * 32
+    )
+    destination = made["id"]
+    pages = await pages_as(
+        world.board,
+        "alice",
+        "/workspaces",
+        "/kb/proj/spoof.md",
+        "/settings",
+        f"/settings/destinations/{destination}",
+    )
+    workspaces, document, settings, one = (page for _, page in pages)
+    assert "<h2><bdi>Project \u202eRTL</bdi> <small>proj</small>" in workspaces
+    assert "<h1><bdi>Title \u202eRTL</bdi> <span" in document
+    assert f'<a href="/settings/destinations/{destination}"><bdi>hook \u202eRTL</bdi></a>' in settings
+    assert "/ <bdi>hook \u202eRTL</bdi></h1>" in one
 
 
 def _seed_note(page: str) -> str:

@@ -109,13 +109,19 @@ class LogEntry:
     fields: list[tuple[str, str]]
 
 
+def escaped_controls(text: str, keep: str = "\t") -> str:
+    """A daemon's text as it is but for what would not read as itself: each character that is
+    not printable (a line break, a control, a bidirectional override) as its JSON escape; one
+    in ``keep`` stays. An override would reverse the text, and what follows it on the page."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in keep else json.dumps(c)[1:-1] for c in text)
+
+
 def _cut(text: str, limit: int) -> str:
-    """``text`` within ``limit`` characters, each that is not printable as its JSON escape: a
-    line break, a control or a bidirectional override in a value would start a line that reads
-    as the daemon's own, or reorder the ones after it."""
-    shown = text[:limit]
-    if not shown.isprintable():
-        shown = "".join(c if c.isprintable() else json.dumps(c)[1:-1] for c in shown)
+    """``text`` within ``limit`` characters, with no character kept unescaped: a line break in a
+    value would start a line that reads as the daemon's own."""
+    shown = escaped_controls(text[:limit], keep="")
     return shown if len(shown) <= limit and len(text) <= limit else shown[: limit - 1] + "…"
 
 
@@ -161,15 +167,6 @@ def log_entry(line: str, handle: str) -> LogEntry | None:
     )
 
 
-def log_plain(line: str) -> str:
-    """A log line that is not JSON, as it is but for what would not read as itself: a control
-    or a bidirectional character as its JSON escape, as in a JSON line's parts (an override
-    would reverse the line, and the text after it). A tab stays a tab."""
-    if line.isprintable():
-        return line
-    return "".join(c if c.isprintable() or c == "\t" else json.dumps(c)[1:-1] for c in line)
-
-
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("board.server.pages", "templates"),
@@ -182,7 +179,7 @@ def environment() -> jinja2.Environment:
     env.filters["when"] = when
     env.filters["last_line"] = last_line
     env.filters["log_entry"] = log_entry
-    env.filters["log_plain"] = log_plain
+    env.filters["escaped_controls"] = escaped_controls
     env.globals["claim_line"] = claim_line
     env.globals["fleet_badges"] = BADGES
     env.globals["fleet_pending"] = PENDING
