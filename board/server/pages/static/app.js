@@ -100,7 +100,9 @@
   const toEnd = () => window.scrollTo(0, document.documentElement.scrollHeight);
   if ((here || hereConversation) && !body.dataset.thread && !location.hash
       && !new URLSearchParams(location.search).has("before") && !document.getElementById("get-started")
-      && (performance.getEntriesByType("navigation")[0]?.type || "navigate") === "navigate") toEnd();
+      && (performance.getEntriesByType("navigation")[0]?.type || "navigate") === "navigate") {
+    document.addEventListener("DOMContentLoaded", toEnd); // once the other scripts have drawn the box
+  }
   function markSeen(kind, key, id) {
     if (!key || !id) return;
     seen[kind][key] = Math.max(seen[kind][key] || 0, id);
