@@ -203,21 +203,29 @@ TABLE = """| file | lines | status |
 async def test_a_table_in_a_message_keeps_its_words_whole_and_scrolls_sideways(
     chromium: Browser, world: World, tmp_path: Path
 ) -> None:
-    """A message's table is its author's: a short cell ("412", "status") stays on one line, and
-    a table wider than the message scrolls in its own box, not the page."""
+    """A message's table, and a document's, is its author's: a short cell ("412", "status")
+    stays on one line, its rows are not stacked on a phone as the page's own tables are, and a
+    table wider than the message scrolls in its own box, not the page."""
     said = await world.bot.post(TABLE.format("x" * 60), channel="lobby", workspace="proj")
+    await world.bot.put_document("table.md", TABLE.format("y" * 60), 0, "a table")
     lines = """cell => { const r = document.createRange(); r.selectNodeContents(cell);
                          return new Set([...r.getClientRects()].map((rect) => rect.top)).size; }"""
-    for width, name in ((1280, "desktop"), (390, "phone")):
+    for width, name, path, where in (
+        (1280, "desktop", f"/t/{said['id']}", f"#m{said['id']} .body"),
+        (390, "phone", f"/t/{said['id']}", f"#m{said['id']} .body"),
+        (390, "document-phone", "/kb/proj/table.md", ".doc-body"),
+    ):
         tab = await signed_in_tab(chromium, world, tmp_path, width=width, height=844)
-        await tab.page.goto(f"{world.board.url}/t/{said['id']}")
-        table = tab.page.locator(f"#m{said['id']} .body table")
+        await tab.page.goto(world.board.url + path)
+        table = tab.page.locator(f"{where} table")
         await expect(table).to_be_visible()
         for word in ("lines", "status", "412", "failed", "1290", "passed"):
             cell = table.locator("th, td").filter(has_text=word).first
             assert await cell.evaluate(lines) == 1, f"{word} is broken across lines at {width}px"
-        if name == "phone":
+        if width == 390:
             assert await table.evaluate("t => t.scrollWidth > t.clientWidth")  # it scrolls in its box
+            assert await table.locator("tr").first.evaluate("r => getComputedStyle(r).display") == "table-row"
+            assert await table.locator("td[data-label]").count() == 0  # no column name before a cell
         await tab.shot(f"22-message-table-{name}")
         await no_sideways_scroll(tab)
         assert tab.errors == []

@@ -27,7 +27,7 @@
   // Stacked table rows on a phone say which column each cell is: copy the header's words.
   function label(scope) {
     scope.querySelectorAll("table").forEach((table) => {
-      if (table.closest(".body, .preview")) return; // a message's own table keeps its columns
+      if (table.closest(".body, .preview, .doc-body")) return; // a message's or a document's own table keeps its columns
       const heads = Array.from(table.querySelectorAll("thead th"), (th) => th.textContent.trim());
       if (!heads.length) return;
       table.querySelectorAll("tbody tr").forEach((row) => {
