@@ -38,7 +38,7 @@ from ..store.rows import WorkspaceRow
 
 PAIR_WINDOW_S = 600
 HELD_TAG = "loop-held"
-NOTICE_TAG = "loop-paused"  # on every pause's notice, beside a pair's or a channel's own tag
+NOTICE_TAG = "loop-paused"  # on every pause's notice (wakes.QUIET_TAGS)
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Verdict:
 
     held: bool = False
     notice: str | None = None
-    notice_tag: str = NOTICE_TAG  # what finds the pause's notice again
+    notice_tag: str | None = None  # a pair's or a channel's pause: what the guard finds it by again
 
 
 def tail_run(kinds: list[str]) -> int:

@@ -198,7 +198,7 @@ async def _loop_notice(
         workspace,
         verdict.notice or "",
         parent=thread,
-        tags=list(dict.fromkeys([loopguard.NOTICE_TAG, verdict.notice_tag])),
+        tags=[loopguard.NOTICE_TAG, *([verdict.notice_tag] if verdict.notice_tag else [])],
         also_for=dict.fromkeys(humans, "paused"),
         parse_mentions=False,
         notify=False,
