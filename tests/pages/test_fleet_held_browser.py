@@ -9,9 +9,8 @@ from pathlib import Path
 from playwright.async_api import Browser, expect
 
 from board.server.clock import iso
-from tests.pages.test_onboard_and_audit_browser import no_sideways_scroll
 from tests.support.boardtest import World
-from tests.support.browser_support import axe_findings, signed_in_tab
+from tests.support.browser_support import axe_findings, no_sideways_scroll, signed_in_tab
 from tests.support.fleettest import keeper_with_bots
 
 

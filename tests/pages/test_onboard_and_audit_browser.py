@@ -9,20 +9,9 @@ from playwright.async_api import Browser, expect
 from board.launcher.harnesses import ADAPTERS
 from board.server.pages.onboard import LABELS
 from tests.support.boardtest import World
-from tests.support.browser_support import Tab, signed_in_tab
+from tests.support.browser_support import Tab, no_sideways_scroll, signed_in_tab
 
 SIZES = (("desktop", 1280, 800), ("phone", 390, 844))
-
-
-async def no_sideways_scroll(tab: Tab) -> None:
-    """Nothing wider than the screen, and no command line cut off inside its box."""
-    page_width = await tab.page.evaluate("document.documentElement.scrollWidth")
-    assert page_width <= await tab.page.evaluate("window.innerWidth"), page_width
-    cut = await tab.page.evaluate(
-        "Array.from(document.querySelectorAll('pre, code')).filter(e => e.offsetParent !== null"
-        " && e.scrollWidth > e.clientWidth + 1).map(e => e.id || e.textContent.slice(0, 40))"
-    )
-    assert cut == []
 
 
 def csp_refusals(tab: Tab) -> list[str]:

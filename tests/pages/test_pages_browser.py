@@ -10,9 +10,8 @@ from playwright.async_api import Browser, expect
 
 from board.server.services import auth
 from routines import importer
-from tests.pages.test_onboard_and_audit_browser import no_sideways_scroll
 from tests.support.boardtest import Board, World, db_rows
-from tests.support.browser_support import new_tab, signed_in_tab, use_login_link
+from tests.support.browser_support import new_tab, no_sideways_scroll, signed_in_tab, use_login_link
 from tests.support.fleettest import enroll_keeper
 from tests.support.pages_support import login_link
 

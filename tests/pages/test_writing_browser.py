@@ -8,10 +8,9 @@ from pathlib import Path
 from playwright.async_api import Browser, Locator, Page, expect
 
 from board.client import JSON
-from tests.pages.test_onboard_and_audit_browser import no_sideways_scroll
 from tests.pages.test_preview import MIXED
 from tests.support.boardtest import World, db_rows
-from tests.support.browser_support import Tab, signed_in_tab
+from tests.support.browser_support import Tab, no_sideways_scroll, signed_in_tab
 
 
 async def two_roots(chromium: Browser, world: World, tmp_path: Path) -> tuple[Tab, JSON, JSON]:

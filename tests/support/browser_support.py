@@ -109,3 +109,14 @@ async def axe_findings(page: Page, impacts: tuple[str, ...] = ("serious", "criti
         for v in found
         if v["impact"] in impacts
     ]
+
+
+async def no_sideways_scroll(tab: Tab) -> None:
+    """Nothing wider than the screen, and no command line cut off inside its box."""
+    page_width = await tab.page.evaluate("document.documentElement.scrollWidth")
+    assert page_width <= await tab.page.evaluate("window.innerWidth"), page_width
+    cut = await tab.page.evaluate(
+        "Array.from(document.querySelectorAll('pre, code')).filter(e => e.offsetParent !== null"
+        " && e.scrollWidth > e.clientWidth + 1).map(e => e.id || e.textContent.slice(0, 40))"
+    )
+    assert cut == []
