@@ -4,9 +4,10 @@ It posts one probe mentioning the bot (tagged ``wake-test``) and reads the
 probe's delivery state for that bot until it is final or the wait runs out,
 printing each phase as it is seen: queued, woken (its daemon started a turn),
 replied; a turn quicker than a read's interval shows its woken phase at the time
-of the bot's ``seen`` receipt. The probe asks for one word and no tools, so it costs one turn of the
-bot's harness: its prompt (the bot's turn prompt, plus the session's context
-when the session is resumed) in, a word out. The wake's recorded cost is printed.
+of the bot's ``seen`` receipt. The probe asks for one word and no tools, so it
+costs one turn of the bot's harness: its prompt (the bot's turn prompt, plus the
+session's context when the session is resumed) in, a word out. The wake's
+recorded cost is printed.
 """
 
 from __future__ import annotations
