@@ -19,7 +19,7 @@ import pytest
 
 from board.client import BoardAPIError, BoardClient
 from board.server.services.auth import hash_secret
-from tests.support.boardtest import World, database_env, db_rows
+from tests.support.boardtest import World, database_env, db_rows, snapshot
 from tests.support.fleettest import keeper_with_bots
 from tests.support.processes import board_env, command, free_port
 
@@ -182,6 +182,7 @@ async def test_admin_enroll_code_is_issued_only_as_a_human_and_for_a_valid_name(
 
 async def test_operator_errors_print_the_code_and_fail(world: World) -> None:
     db = database_env(world.board)
+    before = snapshot(world.board.db_path)
     failed_with(await cli("admin", "token", "nobody", **db), "NOT_FOUND")
     failed_with(await cli("admin", "token", "pb", **db), "NOT_FOUND")
     nowhere = await cli("admin", "invite", "nowhere", **db)
@@ -191,6 +192,7 @@ async def test_operator_errors_print_the_code_and_fail(world: World) -> None:
     failed_with(await cli("admin", "user", "add", "no good", **db), "INVALID_ARGUMENT")
     bad_uses = await cli("admin", "invite", "proj", "--uses", "0", **db)
     assert bad_uses.status == 2 and "--uses" in bad_uses.err
+    assert snapshot(world.board.db_path) == before  # no refusal wrote anything
 
 
 # -- client verbs ------------------------------------------------------------------
