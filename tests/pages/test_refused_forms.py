@@ -8,11 +8,14 @@ did not stop). A form whose CSRF token fails is shown no text: that is the error
 from __future__ import annotations
 
 import html
+import io
 import re
 from pathlib import Path
+from urllib.parse import urlencode
 
 from playwright.async_api import Browser, expect
 
+from board.server.pages.routing import FORM_TOO_LARGE
 from board.server.services.posting import MAX_BODY
 from tests.support.boardtest import World, db_rows
 from tests.support.browser_support import signed_in_tab
@@ -56,6 +59,24 @@ async def test_a_refused_post_or_reply_keeps_its_text_on_its_page(world: World) 
     finally:
         await session.close()
     assert messages(world) == before  # nothing refused was written
+
+
+async def test_a_form_over_the_board_s_limit_on_a_body_gets_the_error_page(world: World) -> None:
+    """Past 1 MB the board reads none of the form, so it cannot be shown again: the page
+    says so, as a page (the API's JSON error would be read as a blank page of text)."""
+    before = messages(world)
+    session = await sign_in(world.board)
+    try:
+        form = urlencode({"workspace": "proj", "body": "x" * (1024 * 1024), "csrf": session.csrf})
+        sent = io.BytesIO(form.encode())  # as a stream: aiohttp warns of a large body given whole
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        async with session.http.post(f"{session.url}/c/lobby", data=sent, headers=headers) as resp:
+            status, page = resp.status, await resp.text()
+        assert status == 413 and 'class="card error"' in page and "<!doctype html>" in page.lower()
+        assert html.escape(FORM_TOO_LARGE) in page and "LIMIT_EXCEEDED" not in page[:20]
+    finally:
+        await session.close()
+    assert messages(world) == before
 
 
 async def test_in_a_browser_the_refused_text_is_back_in_the_form(

@@ -26,7 +26,7 @@ from aiohttp import web
 from ..api.errors import BEGUN, unexpected
 from ..api.keys import CONTEXT
 from ..clock import Clock
-from ..errors import BoardError
+from ..errors import BoardError, LimitExceeded
 from ..pipeline import Answer, RequestId, perform, request_id
 from ..principal import Principal
 from ..services import actions, requests, sessions
@@ -39,6 +39,9 @@ T = TypeVar("T")
 
 TEMPLATES = web.AppKey("templates", jinja2.Environment)
 SIGN_IN_LIMITS = web.AppKey("sign_in_limits", sessions.SignInLimits)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+#: The app's page handlers, so that a refusal before one runs is still answered as a page.
+PAGE_HANDLERS: web.AppKey[frozenset[Handler]] = web.AppKey("page_handlers")
 
 #: Pages load scripts, styles and images from the board only; nothing inline runs.
 SECURITY_HEADERS = {
@@ -232,7 +235,7 @@ def clear_session_cookie(response: web.StreamResponse) -> None:
     response.del_cookie(sessions.COOKIE, path="/")
 
 
-def endpoint(route: PageRoute) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+def endpoint(route: PageRoute) -> Handler:
     async def handle(request: web.Request) -> web.StreamResponse:
         ctx = request.app[CONTEXT]
         session = await sessions.resolve(ctx, request.cookies.get(sessions.COOKIE))
@@ -314,5 +317,25 @@ def setup(app: web.Application, routes: list[PageRoute], clock: Clock) -> None:
     """Add the page routes, the templates and the sign-in limits to the app."""
     app[TEMPLATES] = environment()
     app[SIGN_IN_LIMITS] = sessions.SignInLimits(clock.monotonic)
-    for route in routes:
-        app.router.add_route(route.method, route.path, endpoint(route))
+    handlers = [endpoint(route) for route in routes]
+    for route, handle in zip(routes, handlers, strict=True):
+        app.router.add_route(route.method, route.path, handle)
+    app[PAGE_HANDLERS] = frozenset(handlers)
+
+
+#: What a form over the board's 1 MB limit on a request's body is told: it is refused as it comes.
+FORM_TOO_LARGE = "The form is over 1 MB, more than the board reads; nothing was saved."
+
+
+@web.middleware
+async def oversized_forms(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A form over the board's limit on a body, sent to a page, answered with the error page
+    rather than the API's JSON. The body is read, and refused, before any route runs
+    (``body_deadline_middleware``), so this stands between that and the API's errors."""
+    try:
+        return await handler(request)
+    except web.HTTPRequestEntityTooLarge:
+        if request.match_info.handler not in request.app[PAGE_HANDLERS]:
+            raise
+        session = await sessions.resolve(request.app[CONTEXT], request.cookies.get(sessions.COOKIE))
+        return _error_page(request, session, LimitExceeded(FORM_TOO_LARGE))
