@@ -87,4 +87,16 @@ async def test_the_log_tail_reads_as_time_level_message_and_fields(
     await card_log.focus()
     await phone.shot("fleet-card-log-tail-phone")
     assert await axe_findings(phone.page) == []
+    # Scrolled up to older lines, the box stays there through the next render, and keeps the
+    # focus; it used to go back to the newest lines. (Its lines stack from the end: 0 is there.)
+    up = await card_log.evaluate("box => (box.scrollTop = box.clientHeight - box.scrollHeight)")
+    assert up < 0, up
+    later = {**LINES[1], "at": "2026-12-05T11:56:00.000Z", "trigger_ids": [43]}
+    await box1.client.fleet_report(
+        {"bots": [{"handle": "fb", "state": "running", "pid": 11, "log_tail": [*tail, json.dumps(later)]}]}
+    )
+    await expect(card_log.locator(".log-at").last).to_have_text("11:56:00")
+    assert await card_log.evaluate("box => box.scrollTop") == up
+    await expect(card_log).to_be_focused()
+    await phone.shot("fleet-card-log-tail-scrolled-up")
     assert tab.errors == [] and phone.errors == []

@@ -5,6 +5,8 @@
 // drop the focus. So a drawing waits while a pointer, or Space or Enter on what they click, is
 // pressed, until each press's own click (PRESS_MS at most from the first press: a release the
 // page never heard must not stop the page for good), and the focus goes back to the same element.
+// A box that scrolls in its own right (a bot's log tail, marked data-keep-scroll) would go back
+// to its start: one the person scrolled keeps where they scrolled it to.
 "use strict";
 
 window.boardLive = (function () {
@@ -23,6 +25,19 @@ window.boardLive = (function () {
     el.tagName === "BUTTON" ? el.textContent.trim() : "",
   ].join("\n");
 
+  // A scrolling box is known by its part's id and what it marks itself as.
+  const box = (el) => `${el.parentElement?.closest("[id]")?.id}\n${el.dataset.keepScroll}`;
+  const boxes = () => document.querySelectorAll("[data-keep-scroll]");
+
+  function keepingPlace(drawing) {
+    const scrolled = new Map([...boxes()].filter((el) => el.scrollTop || el.scrollLeft)
+      .map((el) => [box(el), [el.scrollTop, el.scrollLeft]]));
+    keepingFocus(drawing);
+    if (scrolled.size) boxes().forEach((el) => {
+      const at = scrolled.get(box(el));
+      if (at) [el.scrollTop, el.scrollLeft] = at;
+    });
+  }
   function keepingFocus(drawing) {
     const el = document.activeElement;
     const scope = el && el !== document.body ? el.parentElement?.closest("[id]") : null;
@@ -45,7 +60,7 @@ window.boardLive = (function () {
     delete document.body.dataset.waiting;
     const drawings = [...waiting.values()];
     waiting.clear();
-    drawings.forEach(keepingFocus);
+    drawings.forEach(keepingPlace);
   }
   const endedAll = () => [...pressed.keys()].forEach(ended);
   const press = (by) => {
@@ -76,7 +91,7 @@ window.boardLive = (function () {
     // Draw a part of the page now, or when the press under way ends: the newest drawing of each
     // part, in the order the parts first waited.
     draw(part, drawing) {
-      if (!pressed.size) { keepingFocus(drawing); return; }
+      if (!pressed.size) { keepingPlace(drawing); return; }
       waiting.set(part, drawing);
       document.body.dataset.waiting = "render";
     },
