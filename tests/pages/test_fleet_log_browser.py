@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from playwright.async_api import Browser, expect
 
@@ -13,7 +14,7 @@ from tests.support.boardtest import World, eventually
 from tests.support.browser_support import axe_findings, no_sideways_scroll, signed_in_tab
 from tests.support.fleettest import keeper_with_bots
 
-LINES = [
+LINES: list[dict[str, Any]] = [
     {"at": "2026-12-05T11:54:20.123Z", "bot": "fb", "event": "started", "version": "0.9.0", "cursor": 0},
     {
         "at": "2026-12-05T11:54:21.004Z",
