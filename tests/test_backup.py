@@ -259,6 +259,21 @@ def _mode(path: Path) -> str:
     return oct(path.stat().st_mode & 0o777)
 
 
+def test_a_database_named_by_a_link_to_a_file_not_made_yet_is_made_its_owner_s_alone(tmp_path: Path) -> None:
+    target = tmp_path / "data" / "real.db"
+    target.parent.mkdir()
+    link = tmp_path / "board.db"
+    link.symlink_to(target)
+    humans(link, ["al"])
+    assert link.is_symlink() and _mode(target) == "0o600"
+    looped = tmp_path / "loop.db"
+    looped.symlink_to(looped)
+    with pytest.raises(StoreError, match=r"loop\.db: a loop of symbolic links"):
+        humans(looped, ["al"])
+    assert looped.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["board.db", "data", "loop.db"]  # nothing made
+
+
 def test_the_database_its_side_files_and_every_copy_are_its_owner_s_alone(tmp_path: Path) -> None:
     """The database holds secrets (a forge's token, a mail server's password): no other local
     user may read it, its WAL, a backup, a restored copy or the one a restore set aside."""

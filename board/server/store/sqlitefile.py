@@ -37,12 +37,19 @@ def error_text(exc: Exception) -> str:
 def lock_path(db: str | Path) -> Path:
     """The board's lock file for the database at ``db``: beside the file itself, so that every
     name for it (a symbolic link, a relative path) takes the same lock."""
-    return Path(f"{Path(db).resolve()}.lock")
+    return Path(f"{_resolved(db)}.lock")
 
 
 def open_lock_path(db: str | Path) -> Path:
     """The open lock for the database at ``db`` (the module's docstring), beside it likewise."""
-    return Path(f"{Path(db).resolve()}.open.lock")
+    return Path(f"{_resolved(db)}.open.lock")
+
+
+def _resolved(db: str | Path) -> Path:
+    try:
+        return Path(db).resolve()
+    except RuntimeError:  # Python 3.11's word for a loop of links (3.13 raises OSError)
+        raise StoreError(f"{db}: a loop of symbolic links; name the database's file itself") from None
 
 
 def flocked(lock: Path, held: str, then: str, *, shared: bool = False) -> int:
@@ -83,6 +90,9 @@ def private_file(path: Path, *, new: bool = False) -> None:
     except FileExistsError:
         if new:
             raise
+        if path.is_symlink() and not os.path.exists(path):  # a link to a file not made yet:
+            with contextlib.suppress(OSError, RuntimeError):  # SQLite would make it as the umask says
+                private_file(path.resolve())  # (a loop of links is left to SQLite to say why)
         return
     except OSError:
         return
