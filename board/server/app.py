@@ -21,7 +21,7 @@ from .housekeeping import housekeeping, outbox
 from .mcp.endpoint import add_routes as add_mcp_routes
 from .mcp.endpoint import mcp_transport
 from .pages import install as install_pages
-from .pages.routing import oversized_forms
+from .pages.routing import page_errors
 from .pipeline import TEST_SIGKILL
 from .services import remote
 from .services.auth import Presence
@@ -47,7 +47,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, exclusive: boo
     Raises ``ValueError`` for a ``BOARD_PUBLIC_URL`` that is not an http(s) URL.
     """
     hosts = Hosts.from_settings(settings)
-    middlewares = [metrics_middleware, error_middleware, gate_middleware(hosts), oversized_forms]
+    middlewares = [metrics_middleware, error_middleware, gate_middleware(hosts), page_errors]
     middlewares.append(body_deadline_middleware(settings.body_timeout))
     app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY)
     app[HOSTS] = hosts

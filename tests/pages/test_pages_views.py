@@ -405,3 +405,29 @@ async def test_a_forms_refusal_calls_its_fields_as_a_bodys_do(world: World) -> N
     assert status == 413
     assert "The body is 16,001 characters" in html.unescape(page)
     await alice.close()
+
+
+async def test_an_address_no_page_has_gets_the_error_page_and_the_api_keeps_its_json(world: World) -> None:
+    """A mistyped or guessed address, or a form's address opened, is answered as a page (with
+    the board's menu, in the person's language), not with the API's JSON envelope."""
+    alice = await sign_in(world.board)
+    try:
+        wrong = ("/routines/nightly-tidy/nope", "/kb/proj/", "/no-such-page", "/logout", "/settings/tokens")
+        for path in wrong:
+            status, page = await alice.get(path)
+            assert status == 404 and 'class="card error" data-code="NOT_FOUND"' in page, (path, page[:200])
+            assert "<title>404 not found · Bot Board</title>" in page and 'action="/logout"' in page, path
+        _, page = await alice.get("/logout")
+        assert "This address takes a form sent from its page" in page
+        for path in ("/api/no-such-route", "/api/me/nope"):
+            status, body = await alice.get(path)
+            assert status == 404 and json.loads(body)["error"]["code"] == "NOT_FOUND", (path, body[:200])
+        status, body = await alice.get("/static/no-such.css")  # an asset, not a page
+        assert status == 404 and "card error" not in body
+    finally:
+        await alice.close()
+    wrong_url = world.board.url + "/no-such-page"
+    async with aiohttp.ClientSession() as signed_out, signed_out.get(wrong_url) as resp:
+        page = await resp.text()  # no session: the page, without the menu
+        assert resp.status == 404 and resp.content_type == "text/html", page[:200]
+        assert 'class="card error"' in page and 'action="/logout"' not in page

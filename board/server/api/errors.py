@@ -37,7 +37,8 @@ def error_response(exc: BoardError) -> web.Response:
     return json_response(exc.to_json(), exc.status, headers)
 
 
-def _from_http(exc: web.HTTPException) -> BoardError:
+def from_http(exc: web.HTTPException) -> BoardError:
+    """aiohttp's refusal of a request (no route, a method, a body too large) as the board's error."""
     if exc.status == 404:
         return NotFound("route")
     if exc.status == 405:
@@ -71,7 +72,7 @@ async def error_middleware(
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        return _answer(request, _from_http(exc))
+        return _answer(request, from_http(exc))
     except BoardError as exc:
         return _answer(request, exc)
     except Exception:

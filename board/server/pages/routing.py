@@ -23,10 +23,11 @@ from urllib.parse import quote, urlsplit
 import jinja2
 from aiohttp import web
 
-from ..api.errors import BEGUN, unexpected
+from ..api.errors import BEGUN, from_http, unexpected
 from ..api.keys import CONTEXT
 from ..clock import Clock
-from ..errors import BoardError, LimitExceeded
+from ..errors import BoardError, LimitExceeded, NotFound
+from ..mcp.endpoint import PATH as MCP_PATH
 from ..pipeline import Answer, RequestId, perform, request_id
 from ..principal import Principal
 from ..services import actions, requests, sessions
@@ -325,17 +326,38 @@ def setup(app: web.Application, routes: list[PageRoute], clock: Clock) -> None:
 
 #: What a form over the board's 1 MB limit on a request's body is told: it is refused as it comes.
 FORM_TOO_LARGE = "The form is over 1 MB, more than the board reads; nothing was saved."
+#: The addresses whose refusals stay the API's JSON even where no route has them.
+NOT_PAGES = ("/api", MCP_PATH)
 
 
 @web.middleware
-async def oversized_forms(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """A form over the board's limit on a body, sent to a page, answered with the error page
-    rather than the API's JSON. The body is read, and refused, before any route runs
-    (``body_deadline_middleware``), so this stands between that and the API's errors."""
+async def page_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """aiohttp's refusal of a request for a page answered with the error page, not the API's
+    JSON: an address no route has outside the API (mistyped, guessed, or a form's address
+    opened), and a form over the board's limit on a body, which is read and refused before
+    any route runs (``body_deadline_middleware``): this stands between that and the API's
+    errors."""
     try:
         return await handler(request)
-    except web.HTTPRequestEntityTooLarge:
-        if request.match_info.handler not in request.app[PAGE_HANDLERS]:
+    except web.HTTPException as exc:
+        if exc.status < 400 or BEGUN in request or not _for_a_page(request):
             raise
         session = await sessions.resolve(request.app[CONTEXT], request.cookies.get(sessions.COOKIE))
-        return _error_page(request, session, LimitExceeded(FORM_TOO_LARGE))
+        return _error_page(request, session, _page_error(exc))
+
+
+def _for_a_page(request: web.Request) -> bool:
+    if request.match_info.handler in request.app[PAGE_HANDLERS]:
+        return True
+    unrouted = request.match_info.http_exception is not None
+    return unrouted and not any(request.path == p or request.path.startswith(p + "/") for p in NOT_PAGES)
+
+
+def _page_error(exc: web.HTTPException) -> BoardError:
+    if exc.status == 413:
+        return LimitExceeded(FORM_TOO_LARGE)
+    if exc.status == 404:
+        return NotFound(message="There is no page at this address: check it, or start from the board.")
+    if exc.status == 405:
+        return NotFound(message="This address takes a form sent from its page; it has nothing to show.")
+    return from_http(exc)
