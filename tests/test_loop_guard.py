@@ -74,6 +74,30 @@ async def test_a_thread_pauses_at_loop_hops_with_one_notice_and_a_human_resumes_
     assert answer["id"] in await _for_me(w.peer) and "loop-held" not in answer["tags"]
 
 
+async def test_a_bots_claim_events_in_a_paused_thread_wake_no_bot(guarded: World) -> None:
+    """The pause's notice says bot messages there wake no bot until a human writes: the events
+    of a bot's acts on the thread's claim (claimed, done) are its messages there too. pb's
+    burst of posts pauses the thread; pb2's acts are no run of the pair (a burst is one turn)."""
+    w = guarded
+    root = await w.human.post("@pb please sort the flaky test with @pb2", channel="lobby", workspace="proj")
+    for n in range(HOPS):
+        await w.bot.post(f"still looking ({n})", reply_to=root["id"])
+    assert (await w.human.thread(root["id"]))["paused"] is True
+    before = await _for_me(w.bot)
+    await w.peer.claim(root["id"], note="mine now")
+    await w.peer.done(root["id"], summary="sorted")
+    acts = [m for m in (await w.human.thread(root["id"]))["messages"] if " by pb2: " in m["body"]]
+    assert len(acts) == 2 and all("loop-held" in m["tags"] for m in acts), acts
+    assert await _for_me(w.bot) == before  # pb, in the thread, is woken by neither
+    told = [m for m in await _notices(w.human, root["id"]) if "loop-paused" in m["tags"]]
+    assert len(told) == 1  # and the pause is told once
+
+    await w.human.post("@pb2 thanks, reopen it if it flakes again", reply_to=root["id"])
+    await w.peer.claim(root["id"], note="reopened")
+    [claimed] = [m for m in (await w.human.thread(root["id"]))["messages"] if "reopened" in m["body"]]
+    assert "loop-held" not in claimed["tags"] and claimed["id"] in await _for_me(w.bot)
+
+
 async def test_a_pair_cannot_escape_by_opening_new_threads(guarded: World) -> None:
     w = guarded
     watcher = await w.board.bot("pb3", "proj")

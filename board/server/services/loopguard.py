@@ -83,16 +83,18 @@ async def screen(
     in ``channel``, its id and slug, None in a conversation).
 
     ``event``: the board writes it for ``author`` (a claim, a handoff...); the thread's
-    run counts messages, so only the pair's and the channel's see it.
+    run counts messages, so it adds none to it, but in a thread paused already it is held
+    as the bot's messages there are (the pause's notice says so); the pair's and the
+    channel's runs count it.
     """
     hops = int(workspace["loop_hops"])
     if not author.is_bot or hops == 0:
         return Verdict()
-    if thread_id is not None and not event:
-        run = 1 + tail_run(await store.thread_tail_kinds(conn, thread_id, hops))
+    if thread_id is not None:
+        run = (0 if event else 1) + tail_run(await store.thread_tail_kinds(conn, thread_id, hops))
         if run >= hops:
             notice = None
-            if run == hops:
+            if run == hops and not event:
                 notice = (
                     f"Paused: {run} bot messages in a row in this thread with no human. "
                     "Bot messages here wake no bot until a human writes in this thread."
