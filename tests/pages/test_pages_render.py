@@ -11,8 +11,7 @@ import pytest
 from board.server import markdown as markdown_module
 from board.server.clock import iso
 from board.server.markdown import first_line, markdown
-from board.server.pages.lookup import highlight
-from board.server.pages.render import claim_line, log_entry, relative, when
+from board.server.pages.render import claim_line, highlight, log_entry, relative, when
 
 
 def test_raw_html_is_text() -> None:

@@ -431,3 +431,22 @@ async def test_an_address_no_page_has_gets_the_error_page_and_the_api_keeps_its_
         page = await resp.text()  # no session: the page, without the menu
         assert resp.status == 404 and resp.content_type == "text/html", page[:200]
         assert 'class="card error"' in page and 'action="/logout"' not in page
+
+
+async def test_a_knowledge_search_marks_its_hits_and_says_when_nothing_matches(world: World) -> None:
+    body = "# Notes\n\n## Section one\n\nSome **bold** <b>words</b>\n"
+    await world.bot.put_document("notes.md", body, 0, "start")
+    alice = await sign_in(world.board)
+    try:
+        status, page = await alice.get("/kb?workspace=proj&q=section")
+        assert status == 200 and '<a href="/kb/proj/notes.md">notes.md</a>' in page
+        [shown] = re.findall(r'<span class="snippet">(.*?)</span>', page, re.S)
+        # The hit marked; the text's own asterisks as text, not Markdown's escapes; HTML as text.
+        assert "<mark>Section</mark>" in shown and "**Section**" not in shown, shown
+        assert "Some **bold** &lt;b&gt;words" in shown and "\\*" not in shown, shown
+        status, page = await alice.get("/kb?workspace=proj&q=nowhere")
+        assert status == 200 and "No document in proj matches “nowhere”." in page
+        status, page = await alice.get("/kb?workspace=proj")
+        assert "No document in proj matches" not in page and "notes.md" in page
+    finally:
+        await alice.close()

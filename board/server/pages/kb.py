@@ -32,12 +32,13 @@ async def index(call: PageCall) -> web.StreamResponse:
         q.workspace = workspaces.first_to_show(spaces)
     q.limit = 500 if q.q is None else q.limit
     page = await reads.list_documents(call.ctx, call.p, q.workspace, q)
+    found = page["documents"]
     return call.render(
         "kb.html",
         workspaces=spaces,
         workspace=q.workspace,
         q=q,
-        folders=tree(page["documents"]) if q.q is None else [("", page["documents"])],
+        folders=tree(found) if q.q is None else [("", found)] if found else [],  # none: the page says so
         next_after=page.get("next_since") or page.get("next_after"),
     )
 

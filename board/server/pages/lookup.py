@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
 
 from aiohttp import web
-from markupsafe import Markup, escape
 
 from ..errors import InvalidArgument, NotFound
 from ..services import audit, messages
@@ -16,24 +14,6 @@ from .people import NEWEST
 from .routing import PageCall, PageRoute
 
 AUDIT_PAGE = 50  # rows of the audit page
-#: A snippet's pieces: an escaped character (``\\*``, ``\\\\``), a mark (``**``), or text.
-PIECE = re.compile(r"\\([\\*])|(\*\*)|([^\\*]+|[\\*])")
-
-
-def highlight(snippet: str) -> Markup:
-    """A search snippet (Markdown: hits in ``**``, the text's own ``*`` and ``\\`` escaped)
-    with its hits marked, everything else escaped as HTML."""
-    out, marked = [], False
-    for found in PIECE.finditer(snippet):
-        literal, mark, text = found.groups()
-        if mark:
-            out.append(Markup("</mark>" if marked else "<mark>"))
-            marked = not marked
-        else:
-            out.append(escape(literal or text))
-    if marked:
-        out.append(Markup("</mark>"))
-    return Markup("").join(out)
 
 
 def more_results(q: messages.SearchQuery, page: dict[str, Any]) -> str | None:
@@ -48,7 +28,7 @@ def more_results(q: messages.SearchQuery, page: dict[str, Any]) -> str | None:
 async def search(call: PageCall) -> web.StreamResponse:
     typed = call.request.query
     if not typed.get("q"):
-        return call.render("search.html", q=None, typed=typed, results=[], more=None, highlight=highlight)
+        return call.render("search.html", q=None, typed=typed, results=[], more=None)
     try:
         q = call.query(messages.SearchQuery)
         page = await messages.search(call.ctx, call.p, q)
@@ -62,7 +42,6 @@ async def search(call: PageCall) -> web.StreamResponse:
             typed=typed,
             refusal=refused,
             results=[],
-            highlight=highlight,
         )
     # Messages only: the same words in a document are found on Knowledge, so the page says where.
     documents = "/kb?" + urlencode({k: v for k, v in {"workspace": q.workspace, "q": q.q}.items() if v})
@@ -72,7 +51,6 @@ async def search(call: PageCall) -> web.StreamResponse:
         typed=typed,
         results=page["messages"],
         more=more_results(q, page),
-        highlight=highlight,
         documents=documents,
     )
 

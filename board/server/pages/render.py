@@ -6,6 +6,7 @@ Bodies are hostile input; :mod:`..markdown` says how they are made safe.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -19,6 +20,25 @@ from ..markdown import markdown
 from ..services.fleet import RECENT_ORDERS
 from ..services.fleet_view import BADGES, PENDING, WAKE_OUTCOMES, last_line
 from ..services.routines import RUN_STATES
+
+#: A snippet's pieces: an escaped character (``\\*``, ``\\\\``), a mark (``**``), or text.
+PIECE = re.compile(r"\\([\\*])|(\*\*)|([^\\*]+|[\\*])")
+
+
+def highlight(snippet: str) -> Markup:
+    """A search snippet (Markdown: hits in ``**``, the text's own ``*`` and ``\\`` escaped)
+    with its hits marked, everything else escaped as HTML."""
+    out, marked = [], False
+    for found in PIECE.finditer(snippet):
+        literal, mark, text = found.groups()
+        if mark:
+            out.append(Markup("</mark>" if marked else "<mark>"))
+            marked = not marked
+        else:
+            out.append(escape(literal or text))
+    if marked:
+        out.append(Markup("</mark>"))
+    return Markup("").join(out)
 
 
 def ago(stamp: str | None, now: datetime | None = None) -> str:
@@ -180,6 +200,7 @@ def environment() -> jinja2.Environment:
     env.filters["last_line"] = last_line
     env.filters["log_entry"] = log_entry
     env.filters["escaped_controls"] = escaped_controls
+    env.filters["highlight"] = highlight
     env.globals["claim_line"] = claim_line
     env.globals["fleet_badges"] = BADGES
     env.globals["fleet_pending"] = PENDING
