@@ -258,3 +258,38 @@ async def test_a_channel_opens_at_its_newest_roots_and_stays_there_as_roots_arri
     await page.goto(f"{world.board.url}/c/lobby?workspace=proj&thread={roots[0]['id']}")
     assert await page.evaluate("window.scrollY") == 0
     assert tab.errors == []
+
+
+async def test_the_audit_and_a_documents_history_keep_short_columns_whole_and_compare_shows_its_diff(
+    chromium: Browser, world: World, tmp_path: Path
+) -> None:
+    """A reason of one long token used to let the table squeeze its short columns to a letter a
+    line ("wor/dsn/ap", "sett/led"). Compare opens at its diff with the pair it compared."""
+    long = "because-" + "x" * 124
+    for revision, reason in enumerate((long, "second look", "third look")):
+        await world.bot.put_document("notes.md", f"# Notes\n\nrevision {revision}\n", revision, reason)
+    lines = """cell => { const r = document.createRange(); r.selectNodeContents(cell);
+                         return new Set([...r.getClientRects()].map((rect) => rect.top)).size; }"""
+    tab = await signed_in_tab(chromium, world, tmp_path, width=1280, height=800)
+    page = tab.page
+    await page.goto(world.board.url + "/audit")
+    row = page.locator("table.audit tr", has_text="because-").first
+    for label in ("actor", "workspace", "action", "time", "target"):
+        assert await row.locator(f'td[data-label="{label}"]').evaluate(lines) == 1, label
+    await tab.shot("24-audit-long-reason")
+    await no_sideways_scroll(tab)
+
+    await page.goto(world.board.url + "/kb/proj/notes.md")
+    first = page.locator("table.history tr#rev-1")
+    for cell in (2, 3, 4, 6):  # r1, its status, its author, when
+        assert await first.locator(f"td:nth-child({cell + 1})").evaluate(lines) == 1, cell
+    await page.locator('input[name="from"][value="1"]').check()
+    await page.locator('input[name="to"][value="3"]').check()
+    await page.get_by_role("button", name="Compare").click()
+    await expect(page.locator("#diff")).to_be_in_viewport()
+    assert page.url.endswith("#diff") and "from=1" in page.url and "to=3" in page.url
+    await expect(page.locator('input[name="from"][value="1"]')).to_be_checked()
+    await expect(page.locator('input[name="to"][value="3"]')).to_be_checked()
+    await page.screenshot(path=str(tab.out / "25-compare-opens-at-its-diff.png"))
+    await no_sideways_scroll(tab)
+    assert tab.errors == []
