@@ -45,6 +45,22 @@ class _BoardOption(click.Option):
             self.opts = opts
 
 
+def check_board_url(url: str) -> str:
+    """url, unless it lacks http:// or https://: then ValueError saying what to add. The client
+    cannot call such an address at all, and would report it as the board being down."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme.lower() in ("http", "https") and rest:
+        return url
+    raise ValueError(f"{url!r} has no http:// or https://: give it as http://{rest if sep else url}")
+
+
+def _checked(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    try:
+        return check_board_url(value)
+    except ValueError as exc:  # named --board alone, as in the help
+        raise click.BadParameter(str(exc), ctx, param, param_hint="'--board'") from None
+
+
 def board_option(*, announced: bool = False, renamed: bool = False) -> Callable[[F], F]:
     """``--board URL`` (or BOARD_URL), else this machine's board, passed as ``board_url``.
 
@@ -66,6 +82,7 @@ def board_option(*, announced: bool = False, renamed: bool = False) -> Callable[
         cls=_BoardOption,
         envvar=BOARD_VAR,
         default=default,
+        callback=_checked,
         show_default=("BOARD_PUBLIC_URL, else " if announced else "") + DEFAULT_SHOWN,
         help=f"{what} [{BOARD_VAR}].",
     )

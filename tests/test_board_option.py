@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterator
 
 import click
+import pytest
+from click.testing import CliRunner
 
 from board.cli import main as board_main
 from board.keeper.cli import main as keeper_main
@@ -67,3 +69,21 @@ def test_every_board_address_option_is_board_and_the_old_name_is_never_shown() -
         "bot wake-test",
         "keeper enroll",
     }
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (["kb", "ls"], {"BOARD_URL": "127.0.0.1:18431"}),
+        (["kb", "ls", "--url", "127.0.0.1:18431"], {}),
+        (["read", "--board", "127.0.0.1:18431"], {}),
+    ],
+)
+def test_an_address_without_http_is_refused_before_any_call(args: list[str], env: dict[str, str]) -> None:
+    """The client cannot call it, and would say the board cannot be reached, as if it were down."""
+    result = CliRunner().invoke(board_main, args, env={"BOARD_TOKEN": "bb_x", **env})
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == (
+        "Error: Invalid value for '--board': '127.0.0.1:18431' has no http:// or https://: "
+        "give it as http://127.0.0.1:18431"
+    )
