@@ -19,7 +19,8 @@ import fcntl
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -96,8 +97,12 @@ def running_pid(path: Path) -> int | None:
         os.close(fd)
 
 
-async def _until_reachable(fn: Any, log: EventLog | None, what: str) -> Any:
-    """fn() with retries while the board cannot be reached (start-up must survive that)."""
+Retried = Callable[[BoardAPIError, int, float], None]  # the error, the attempt, the delay before the next
+
+
+async def _until_reachable(fn: Any, retried: Retried, cap: float) -> Any:
+    """fn() with retries while the board cannot be reached (start-up must survive that), each
+    reported to retried; the waits double from 0.5 s up to cap."""
     attempt = 0
     while True:
         try:
@@ -106,52 +111,102 @@ async def _until_reachable(fn: Any, log: EventLog | None, what: str) -> Any:
             if exc.code != "UNAVAILABLE":
                 raise
             attempt += 1
-            if log is not None and attempt in (1, 10, 100):
-                log.event("board_retry", call=what, code=exc.code, attempt=attempt)
-            await asyncio.sleep(backoff(attempt, 0.5, 30.0))
+            delay = backoff(attempt, 0.5, cap)
+            retried(exc, attempt, delay)
+            await asyncio.sleep(delay)
 
 
-async def _check_handle(client: BoardClient, handle: str) -> None:
-    """A handle given with someone else's token (a stand-in copied from a page) would answer that
-    bot's wakes under a name the board does not know. A refused token is left to the loop (exit 3)."""
+def _say_retry(url: str) -> Retried:
+    """One line on stderr per try that did not reach the board: before the pid lock and the log
+    exist, a daemon waiting in silence looks hung, and ``bot status`` calls it stopped."""
+
+    def say(exc: BoardAPIError, attempt: int, delay: float) -> None:
+        cause = exc.__cause__
+        reason = (str(cause) or type(cause).__name__) if cause is not None else exc.message
+        print(
+            f"bot: cannot reach the board at {url}: {reason}; retrying in {delay:g} s "
+            "(is it running? board ctl status)",
+            flush=True,
+            file=sys.stderr,
+        )
+
+    return say
+
+
+def _log_retry(log: EventLog, what: str) -> Retried:
+    def record(exc: BoardAPIError, attempt: int, delay: float) -> None:
+        if attempt in (1, 10, 100):
+            log.event("board_retry", call=what, code=exc.code, attempt=attempt, delay_s=delay)
+
+    return record
+
+
+def _not_a_bot(me: Mapping[str, Any], handle: str | None, environ: Mapping[str, str]) -> ConfigError:
+    """Why a human's (or the runner's) token cannot run a bot, and where the bot's own is."""
+    whose = f"{me['handle']}'s, a {me['kind']}'s token; a bot runs with its own"
+    if not environ.get("BOARD_TOKEN", "").strip():
+        assert handle is not None  # the token file is found by the handle
+        return ConfigError(
+            f"the token in {state_dir(environ, handle) / 'token'} is {whose}: put {handle}'s there"
+        )
+    if handle:
+        where = f"{handle}'s token file, {state_dir(environ, handle) / 'token'}"
+    else:
+        where = "the bot's token file (name the bot with --handle)"
+    return ConfigError(f"BOARD_TOKEN is {whose}: unset BOARD_TOKEN and the daemon reads {where}")
+
+
+async def _identify(
+    client: BoardClient, handle: str | None, environ: Mapping[str, str], retried: Retried, cap: float
+) -> str:
+    """The bot's handle: the token's, and the one given must be it.
+
+    A handle given with someone else's token (a stand-in copied from a page) would answer that
+    bot's wakes under a name the board does not know; a human's token would get as far as the
+    wake feed, which is a bot's, and leave a state folder named after the human. With a handle
+    given, a refused token is left to the loop (exit 3)."""
     try:
-        me = await _until_reachable(client.me, None, "me")
-    except BoardAPIError:
-        return
-    if me["handle"] != handle:
+        me = await _until_reachable(client.me, retried, cap)
+    except BoardAPIError as exc:
+        if handle:
+            return handle
+        raise ConfigError(f"cannot learn the bot's handle: {exc.code}: {exc.message}") from None
+    if me["kind"] in ("human", "system"):  # a bot's kind is its harness label
+        raise _not_a_bot(me, handle, environ)
+    if handle and me["handle"] != handle:
         raise ConfigError(
             f"this token is {me['handle']}'s, not {handle}'s: "
             f"run with --handle {me['handle']}, or without --handle"
         )
+    return str(me["handle"])
 
 
 async def _configure(options: Options, environ: Mapping[str, str]) -> tuple[Any, BoardClient]:
-    """Resolve the configuration, asking the board for the profile and handle as needed."""
+    """Resolve the configuration, asking the board who the token is and for the profile."""
     url = board_url(options, environ)
     handle = options.handle or environ.get("BOT_HANDLE") or None
     token = token_for(handle, environ)
+    cap = _retry_cap(environ)
     client = BoardClient(url, token)
     try:
+        handle = await _identify(client, handle, environ, _say_retry(url), cap)
         profile = None
         name = options.profile or environ.get("BOT_PROFILE")
         if name:
             try:
-                profile = await _until_reachable(lambda: client.profile(name), None, "profile")
+                profile = await _until_reachable(lambda: client.profile(name), _say_retry(url), cap)
             except BoardAPIError as exc:
                 raise ConfigError(f"profile {name!r}: {exc.code}: {exc.message}") from None
-        if not handle:
-            try:
-                me = await _until_reachable(client.me, None, "me")
-            except BoardAPIError as exc:
-                raise ConfigError(f"cannot learn the bot's handle: {exc.code}: {exc.message}") from None
-            handle = str(me["handle"])
-        else:
-            await _check_handle(client, handle)
         cfg = resolve(options, environ, token=token, handle=handle, profile=profile)
     except BaseException:
         await client.close()
         raise
     return cfg, client
+
+
+def _retry_cap(environ: Mapping[str, str]) -> float:
+    """BOT_BOARD_RETRY_MAX: the longest wait between tries to reach the board."""
+    return max(parse_seconds("BOT_BOARD_RETRY_MAX", environ.get("BOT_BOARD_RETRY_MAX"), 30.0), 0.1)
 
 
 def _refused(exc: ConfigError) -> int:
@@ -161,8 +216,19 @@ def _refused(exc: ConfigError) -> int:
     return EXIT_CONFIG
 
 
-async def run(options: Options, environ: Mapping[str, str], *, timing: Timing | None = None) -> int:
-    """bot run: the daemon's whole life; returns the process exit code."""
+@dataclass
+class _Ready:
+    """A daemon started up: what :func:`run` runs, and closes."""
+
+    bot: Bot
+    client: BoardClient
+    lock: PidLock
+    log: EventLog
+
+
+async def _start(options: Options, environ: Mapping[str, str], timing: Timing | None) -> _Ready | int:
+    """Everything before the loop: the configuration, the pid lock, the log, the skills; an exit
+    code when the daemon will not run. What it made is undone when it is cancelled."""
     try:
         cfg, client = await _configure(options, environ)
     except ConfigError as exc:
@@ -177,6 +243,7 @@ async def run(options: Options, environ: Mapping[str, str], *, timing: Timing | 
     cfg.state_dir.chmod(0o700)
     log = EventLog(cfg.state_dir / LOG_FILE, handle=cfg.handle, secrets=[cfg.token])
     try:
+        cap = _retry_cap(environ)
         adapter = make_adapter(cfg)
         clone_timeout = parse_seconds(
             "BOT_CLONE_TIMEOUT", environ.get("BOT_CLONE_TIMEOUT"), DEFAULT_CLONE_TIMEOUT
@@ -198,18 +265,21 @@ async def run(options: Options, environ: Mapping[str, str], *, timing: Timing | 
                 home=Path(environ.get("HOME") or Path.home()),
                 log=log,
             ),
-            log,
-            "skills",
+            _log_retry(log, "skills"),
+            cap,
         )
         if timing is None:
-            retry_cap = parse_seconds("BOT_BOARD_RETRY_MAX", environ.get("BOT_BOARD_RETRY_MAX"), 30.0)
             stream_retry = parse_seconds("BOT_STREAM_RETRY", environ.get("BOT_STREAM_RETRY"), 60.0)
-            timing = Timing(retry_cap=max(retry_cap, 0.1), stream_retry=stream_retry)
+            timing = Timing(retry_cap=cap, stream_retry=stream_retry)
     except ConfigError as exc:
         log.event("config_error", error=str(exc))
         lock.release()
         await client.close()
         return _refused(exc)
+    except BaseException:
+        lock.release()
+        await client.close()
+        raise
     pool = None
     if cfg.pool is not None:
         pool = Pool(cfg.pool, client, log, clone_timeout=clone_timeout, environ=environ)
@@ -231,29 +301,53 @@ async def run(options: Options, environ: Mapping[str, str], *, timing: Timing | 
         timing=timing,
         rescope=rescope if profile is not None else None,
     )
+    return _Ready(bot, client, lock, log)
+
+
+async def run(options: Options, environ: Mapping[str, str], *, timing: Timing | None = None) -> int:
+    """bot run: the daemon's whole life; returns the process exit code.
+
+    SIGTERM and SIGINT are taken from the first moment: one that comes while the daemon still
+    starts (waiting for a board that is down, cloning a skill) ends the start and exits 0."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    ready: _Ready | None = None
 
     def on_signal(signum: int) -> None:
-        if stop.is_set():
-            bot.abort()
-        else:
-            log.event("signal", signal=signal.Signals(signum).name)
+        if ready is not None and stop.is_set():
+            ready.bot.abort()
+        elif not stop.is_set():
+            if ready is not None:
+                ready.log.event("signal", signal=signal.Signals(signum).name)
             stop.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal, sig)
     try:
-        await bot.run(stop)
-    except Fatal as exc:
-        log.event("fatal", error=str(exc))
-        return EXIT_AUTH
-    except Exception as exc:
-        log.event("crashed", error=f"{type(exc).__name__}: {exc}")
-        return EXIT_CRASH
+        stopper = asyncio.ensure_future(stop.wait())
+        starting = asyncio.ensure_future(_start(options, environ, timing))
+        await asyncio.wait({starting, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            starting.cancel()
+            await asyncio.gather(starting, return_exceptions=True)
+            return EXIT_OK
+        stopper.cancel()
+        started = starting.result()
+        if isinstance(started, int):
+            return started
+        ready = started
+        try:
+            await ready.bot.run(stop)
+        except Fatal as exc:
+            ready.log.event("fatal", error=str(exc))
+            return EXIT_AUTH
+        except Exception as exc:
+            ready.log.event("crashed", error=f"{type(exc).__name__}: {exc}")
+            return EXIT_CRASH
+        finally:
+            await ready.client.close()
+            ready.lock.release()
+        return EXIT_OK
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
-        await client.close()
-        lock.release()
-    return EXIT_OK
