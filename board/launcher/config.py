@@ -353,6 +353,7 @@ def make_adapter(cfg: BotConfig) -> Adapter:
             env[name] = value  # the environment wins over the profile, as everywhere
     try:
         adapter = adapter_from_env(cfg.harness, env)
+        adapter.check_program(env)
         adapter.check_environment(env, os.geteuid())
     except ValueError as exc:
         raise ConfigError(str(exc)) from None

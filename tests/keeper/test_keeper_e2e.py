@@ -24,7 +24,7 @@ import pytest
 
 from board.keeper.config import STATE_FILE
 from board.launcher.daemon import PID_FILE, running_pid
-from tests.keeper.keeperrun import KeeperProcess, daemons, fleet_bot, group_gone, running, state
+from tests.keeper.keeperrun import KeeperProcess, daemons, fleet_bot, group_gone, kill_under, running, state
 from tests.launcher.botrun import LiveBoard, wakes
 from tests.launcher.fakeharness import Fake
 from tests.support.boardtest import World, eventually
@@ -113,6 +113,47 @@ async def test_a_missing_repo_is_misconfigured_and_not_restarted_until_a_human_r
     found = await doctor_async(env)
     assert found.lines("bot confused") == [] and found.status("keeper box1") == ["ok"], found.text
     assert found.status("pid files") == ["ok"], found.text  # the keeper and its bot hold their locks
+
+
+async def test_a_harness_not_installed_on_the_machine_is_misconfigured_saying_what_to_set(
+    world: World, live: LiveBoard, fake: Fake, tmp_path: Path
+) -> None:
+    """Its daemon once ran (``running``) and answered every mention with a post saying it could
+    not start codex; now it exits 2 at start, and the card and board doctor say why."""
+    (tmp_path / "repo").mkdir()
+    await world.human.create_profile("codex-dev", "proj", "codex", repo=str(tmp_path / "repo"))
+    path = f"{tmp_path / 'bin'}{os.pathsep}{Path(sys.executable).parent}"  # python3, but no codex
+    keeper = KeeperProcess(tmp_path, fake, PATH=path)
+    code_, out = await keeper.enroll(live.url, (await world.human.enroll_code("box1"))["code"])
+    assert code_ == 0, out
+    keeper.start()
+    try:
+        mentioned = await world.human.post("@cx please look", channel="lobby", workspace="proj")
+        await world.human.assign_bot("box1", "codex-dev", "cx")
+        bot = await state(world, "cx", "misconfigured")
+        why = (
+            "bot: cannot run codex: no 'codex' on PATH; install codex, or set BOT_CODEX_BIN to its "
+            f"full path (PATH is {path})"
+        )
+        assert bot["last_exit_code"] == 2 and bot["error"].splitlines()[-1] == why
+        for _ in range(3):
+            await next_report(world)
+        starts = [e for e in keeper.events("state") if e["bot"] == "cx" and e["state"] == "starting"]
+        assert len(starts) == 1  # not restarted: it would fail the same way
+        thread = await world.human.thread(mentioned["id"])
+        assert [m["author"] for m in thread["messages"]] == ["alice"] and not fake.calls()
+
+        env = doctor_env(tmp_path / "doctor", live.port, BOARD_DB=str(live.db_path))
+        env.update(KEEPER_STATE_DIR=str(keeper.dir), BOT_STATE_DIR=str(keeper.bots_dir))
+        found = await doctor_async(env)
+        assert found.code == 1
+        [line] = found.lines("bot cx")
+        assert line.startswith(f"FAIL  bot cx on box1: misconfigured: {why} — "), line
+    finally:
+        if keeper.proc is not None and keeper.proc.poll() is None:
+            keeper.proc.kill()
+            keeper.proc.wait()
+        kill_under(tmp_path)
 
 
 async def next_report(world: World) -> None:

@@ -17,7 +17,9 @@ from board.launcher.config import (
     state_root,
     token_for,
 )
-from tests.launcher.fakeharness import SANDBOX_ENV
+from tests.launcher.fakeharness import FAKES_BIN, SANDBOX_ENV
+
+ON_PATH = {"PATH": str(FAKES_BIN), **SANDBOX_ENV}  # the fake harnesses, found as the real ones would be
 
 
 def test_state_directory_defaults_to_xdg_state_and_can_be_moved(tmp_path: Path) -> None:
@@ -86,11 +88,11 @@ def test_configuration_errors_say_what_to_change(tmp_path: Path) -> None:
 
 def test_profile_flags_apply_unless_the_environment_sets_its_own(tmp_path: Path) -> None:
     profile = {"harness": "claude", "flags": "--max-turns 5"}
-    cfg = resolve(Options(repo=str(tmp_path)), SANDBOX_ENV, token="t", handle="pb", profile=profile)
+    cfg = resolve(Options(repo=str(tmp_path)), ON_PATH, token="t", handle="pb", profile=profile)
     assert make_adapter(cfg).flags == ("--max-turns", "5")
     cfg = resolve(
         Options(repo=str(tmp_path)),
-        {"BOT_CLAUDE_FLAGS": "--max-turns 9", **SANDBOX_ENV},
+        {"BOT_CLAUDE_FLAGS": "--max-turns 9", **ON_PATH},
         token="t",
         handle="pb",
         profile=profile,
@@ -98,10 +100,10 @@ def test_profile_flags_apply_unless_the_environment_sets_its_own(tmp_path: Path)
     assert make_adapter(cfg).flags == ("--max-turns", "9")
     locked = resolve(
         Options(repo=str(tmp_path)),
-        {},
+        ON_PATH,
         token="t",
         handle="pb",
         profile={"harness": "claude", "flags": "--resume x"},
     )
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="may not set --resume"):
         make_adapter(locked)

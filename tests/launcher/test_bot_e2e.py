@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.launcher.botrun import BotProcess, LiveBoard, mention, one_reply, replies, wakes
-from tests.launcher.fakeharness import Fake, alive
+from tests.launcher.fakeharness import FAKES_BIN, Fake, alive
 from tests.support.boardtest import World, eventually, held
 
 HARNESSES = ["claude", "codex", "opencode", "copilot", "gemini"]
@@ -476,6 +477,35 @@ async def test_a_profile_on_the_board_sets_the_harness_watch_identity_and_skills
     assert call["persona"] == "codex" and call["BOARD_WAKE_IDS"] == str(watched["id"])
     assert "You review pull requests for the proj team." in call["prompt"]  # composed by the board
     assert "review-rules" in call["prompt"] and "the diff is up" in call["prompt"]
+
+
+async def test_a_harness_that_is_not_installed_is_refused_at_start_and_answers_nothing(
+    tmp_path: Path, world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    """Started anyway, the daemon answered every mention with a post saying it could not start
+    codex. It exits 2 instead (a keeper then shows it misconfigured), naming what to set."""
+    fake.script({"do": "reply", "text": "codex, found by its variable"})
+    first = await mention(world)
+    path = f"{tmp_path / 'bin'}{os.pathsep}{Path(sys.executable).parent}"  # python3 for the fake; no codex
+    bot = make_bot("codex", PATH=path).start()
+    assert await bot.wait_exit() == 2
+    assert bot.output().splitlines()[-1] == (  # the line a keeper shows as the reason
+        "bot: cannot run codex: no 'codex' on PATH; install codex, or set BOT_CODEX_BIN to its full path "
+        f"(PATH is {path})"
+    )
+    assert not fake.calls() and await replies(world.human, first, "pb") == []
+
+    bot = make_bot("codex", PATH=path, BOT_CODEX_BIN=str(FAKES_BIN / "codex")).start()
+    assert (await one_reply(world, first))["body"] == "codex, found by its variable"
+    await bot.close()
+
+    agent = make_bot("command", PATH=path, BOT_COMMAND_TEMPLATE="no-such-agent {prompt}").start()
+    assert await agent.wait_exit() == 2
+    assert (
+        agent.output()
+        .splitlines()[-1]
+        .startswith("bot: cannot run command: no 'no-such-agent' on PATH; start ")
+    )
 
 
 async def test_a_handle_that_is_not_the_tokens_is_refused_at_start(

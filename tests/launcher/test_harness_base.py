@@ -1,6 +1,9 @@
-"""Shared adapter machinery: flag merging, JSON scanning, prompt checks, registry."""
+"""Shared adapter machinery: flag merging, JSON scanning, prompt checks, registry, finding the program."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +21,7 @@ from board.launcher.harnesses.base import (
     safe_prompt,
     trim,
 )
+from tests.launcher.fakeharness import FAKES_BIN
 
 SPEC = FlagSpec(
     aliases={"-m": "--model", "-c": "--config"},
@@ -140,3 +144,62 @@ def test_bad_env_flags_are_reported_at_configuration() -> None:
 def test_request_flags_are_checked_too() -> None:
     with pytest.raises(FlagError, match=r"TurnRequest\.flags"):
         get_adapter("claude").argv(TurnRequest(prompt="p", flags=("--resume", "x")))
+
+
+@pytest.mark.parametrize("name", [n for n in ADAPTERS if n != "command"])
+def test_a_harness_on_path_or_named_by_its_bin_variable_is_found(name: str, tmp_path: Path) -> None:
+    adapter_from_env(name, {"PATH": str(FAKES_BIN)}).check_program({"PATH": str(FAKES_BIN)})
+    named = {f"BOT_{name.upper()}_BIN": str(FAKES_BIN / name), "PATH": str(tmp_path)}
+    adapter_from_env(name, named).check_program(named)
+
+
+@pytest.mark.parametrize("name", [n for n in ADAPTERS if n != "command"])
+def test_a_harness_not_on_path_is_refused_naming_the_program_the_variable_and_path(
+    name: str, tmp_path: Path
+) -> None:
+    environ = {"PATH": f"{tmp_path}{os.pathsep}{tmp_path / 'also'}"}
+    with pytest.raises(ValueError) as info:
+        adapter_from_env(name, environ).check_program(environ)
+    var = f"BOT_{name.upper()}_BIN"
+    assert str(info.value) == (
+        f"cannot run {name}: no {name!r} on PATH; install {name}, or set {var} to its full path "
+        f"(PATH is {environ['PATH']})"
+    )
+
+
+def test_a_bin_variable_naming_no_program_is_refused_naming_the_variable(tmp_path: Path) -> None:
+    not_run = tmp_path / "codex"
+    not_run.write_text("#!/bin/sh\n")  # there, but not executable
+    for given, problem in [
+        (str(tmp_path / "gone" / "codex"), f"{tmp_path / 'gone' / 'codex'} is not an executable file"),
+        (str(not_run), f"{not_run} is not an executable file"),
+        ("codex-nightly", "no 'codex-nightly' on PATH"),
+    ]:
+        environ = {"BOT_CODEX_BIN": given, "PATH": str(tmp_path)}
+        with pytest.raises(ValueError) as info:
+            adapter_from_env("codex", environ).check_program(environ)
+        assert str(info.value).startswith(
+            f"cannot run codex: {problem}; set BOT_CODEX_BIN to the program's full path"
+        ), info.value
+
+
+def test_the_command_templates_program_is_checked_too(tmp_path: Path) -> None:
+    environ = {"PATH": os.environ["PATH"], "BOT_COMMAND_TEMPLATE": "sh -c 'echo hi' {prompt}"}
+    adapter_from_env("command", environ).check_program(environ)
+    environ = {"PATH": str(tmp_path), "BOT_COMMAND_TEMPLATE": "no-such-agent --json {prompt}"}
+    with pytest.raises(ValueError) as info:
+        adapter_from_env("command", environ).check_program(environ)
+    assert str(info.value) == (
+        "cannot run command: no 'no-such-agent' on PATH; start BOT_COMMAND_TEMPLATE (or the profile's "
+        "command template) with a program on PATH or its full path, or set BOT_COMMAND_BIN "
+        f"(PATH is {tmp_path})"
+    )
+
+
+def test_a_program_found_only_from_the_turns_folder_is_not_refused(tmp_path: Path) -> None:
+    """A relative program, or a relative folder on PATH, is looked up from the folder each turn
+    runs in (the repo, a pool channel's, a worktree), which start cannot know for certain."""
+    relative = {"PATH": str(tmp_path), "BOT_COMMAND_TEMPLATE": "./agent.sh {prompt}"}
+    adapter_from_env("command", relative).check_program(relative)
+    dotted = {"PATH": f"{tmp_path}{os.pathsep}bin"}
+    adapter_from_env("codex", dotted).check_program(dotted)

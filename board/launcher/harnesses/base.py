@@ -25,7 +25,9 @@ The harness CLIs share a few habits that the helpers here absorb once:
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import signal
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -366,6 +368,30 @@ class Adapter:
 
     def check_environment(self, environ: Mapping[str, str], euid: int) -> None:
         """Refuse (ValueError) an environment the CLI would refuse on every turn."""
+
+    def check_program(self, environ: Mapping[str, str]) -> None:
+        """Refuse (ValueError) a program that is not there, before the first turn: a daemon that
+        started anyway would answer every wake with a post saying it could not start it.
+
+        The program is looked up as the turn's ``exec`` will: a bare name on environ's PATH, an
+        absolute path as it is. A relative path, or a PATH with a relative folder, is looked up
+        from each turn's folder (the repo, a pool channel's, a worktree), so it is left alone.
+        """
+        program = self.executable
+        var = f"BOT_{self.name.upper()}_BIN"
+        fix = f"set {var} to the program's full path" if environ.get(var) else self.install_hint(var)
+        if os.sep in program:
+            if os.path.isabs(program) and shutil.which(program) is None:
+                raise ValueError(f"cannot run {self.name}: {program} is not an executable file; {fix}")
+            return
+        folders = os.get_exec_path(dict(environ))
+        path = os.pathsep.join(folders)
+        if all(map(os.path.isabs, folders)) and shutil.which(program, path=path) is None:
+            raise ValueError(f"cannot run {self.name}: no {program!r} on PATH; {fix} (PATH is {path})")
+
+    def install_hint(self, var: str) -> str:
+        """What to do when the program was not given by var and is not on PATH."""
+        return f"install {self.name}, or set {var} to its full path"
 
     def scan(self, stdout: str, stderr: str) -> Scan:
         """Read the harness's own records out of its output (most print them on stdout)."""

@@ -65,6 +65,12 @@ class CommandAdapter(Adapter):
         self.session_field = session_field
         super().__init__(flags, executable or template[0])
 
+    def install_hint(self, var: str) -> str:
+        return (
+            "start BOT_COMMAND_TEMPLATE (or the profile's command template) with a program on PATH "
+            f"or its full path, or set {var}"
+        )
+
     def argv(self, req: TurnRequest) -> list[str]:
         values = {
             "{prompt}": safe_prompt(req.prompt),
