@@ -28,7 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from ..launcher.config import state_dir
-from ..launcher.daemon import EXIT_AUTH, EXIT_CONFIG, PID_FILE, running_pid
+from ..launcher.daemon import (
+    EXIT_AUTH,
+    EXIT_CONFIG,
+    KEEPER_FILE,
+    PID_FILE,
+    AlreadyRunning,
+    PidLock,
+    running_pid,
+)
 from ..launcher.logs import EventLog
 from ..launcher.loop import backoff
 from ..launcher.state import write_atomic
@@ -123,6 +131,7 @@ class Supervisor:
         self.changed = asyncio.Event()  # something the board should hear about soon
         self._stops: dict[str, asyncio.Task[None]] = {}
         self._removals: set[asyncio.Task[None]] = set()
+        self._claims: dict[str, PidLock] = {}  # the bots this keeper keeps running: see _claim
         self.sizes = worktrees.Sizes()  # each bot worktree's size on disk, measured at most once a minute
         self.code = processes.installed_code()
 
@@ -317,6 +326,31 @@ class Supervisor:
                 and now >= slot.next_start
             ):
                 await self._start(slot)
+        self._claim()
+
+    def _claim(self) -> None:
+        """Hold ``keeper.pid`` in the state directory of each bot this keeper keeps running (the
+        board wants it running, and it is not left crashed or misconfigured), and of no other:
+        ``bot stop`` reads it and refuses, since this keeper would start the daemon again at its
+        next look.
+
+        A lock the keeper holds, rather than a mark on the daemon (a variable in its environment,
+        its parent's pid): it covers a daemon adopted from the keeper before, or started by hand,
+        the same as one this keeper started, and the kernel lets it go the moment the keeper
+        ends, so a keeper that was killed leaves nothing behind that would refuse a stop it
+        would not undo.
+        """
+        for handle, slot in self.slots.items():
+            keeps = slot.desired == "running" and slot.state not in ("crashed", "misconfigured")
+            if keeps and handle not in self._claims:
+                lock = PidLock(self.bot_dir(handle) / KEEPER_FILE)
+                with contextlib.suppress(AlreadyRunning, OSError):  # tried again at the next look
+                    lock.acquire()
+                    self._claims[handle] = lock
+            elif not keeps and handle in self._claims:
+                self._claims.pop(handle).release()
+        for handle in set(self._claims) - set(self.slots):
+            self._claims.pop(handle).release()
 
     def _renew(self, slot: Slot) -> None:
         """Restart, between two turns, a daemon running the code from before an upgrade: the
@@ -415,4 +449,7 @@ class Supervisor:
         """Wait for stops under way; the bots that run keep running (the keeper may be restarting)."""
         if self._stops or self._removals:
             await asyncio.gather(*self._stops.values(), *self._removals, return_exceptions=True)
+        for lock in self._claims.values():
+            lock.release()
+        self._claims.clear()
         self.save()

@@ -2,8 +2,9 @@
 
 ``run`` is the daemon itself (in the foreground: systemd, the keeper or a
 terminal keeps it); ``status``, ``stop`` and ``logs`` read the bots' state
-directories, so they work for daemons started any way; ``wake-test`` asks the
-board whether a bot answers, and how fast.
+directories, so they work for daemons started any way (``stop`` leaves a bot a
+keeper runs to the keeper); ``wake-test`` asks the board whether a bot answers,
+and how fast.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ..local_board import board_option
 from ..processes import same_process, start_time
 from ..token_input import token_option
 from .config import DEFAULT_STOP_GRACE, ConfigError, Options, check_handle, state_root
-from .daemon import PID_FILE, running_pid
+from .daemon import KEEPER_FILE, PID_FILE, running_pid
 from .daemon import run as run_daemon
 from .logs import LOG_FILE, tail
 from .state import StateFile
@@ -243,8 +244,18 @@ def status(handle: str | None, as_json: bool) -> None:
     help="Seconds to wait for the daemon to exit.",
 )
 def stop(handle: str, timeout: float) -> None:
-    """Stop HANDLE's daemon (SIGTERM: a running turn may finish, within its grace)."""
-    path = _bot_dirs(handle)[0] / PID_FILE
+    """Stop HANDLE's daemon (SIGTERM: a running turn may finish, within its grace).
+
+    Not a bot a keeper runs: the keeper would start it again within a second or two.
+    """
+    folder = _bot_dirs(handle)[0]
+    keeper = running_pid(folder / KEEPER_FILE)
+    if keeper is not None:
+        raise click.ClickException(
+            f"{handle}: not stopped: the keeper (pid {keeper}) runs this bot and would start it again; "
+            f"stop it with `board fleet stop {handle}`, or its Stop button on /fleet"
+        )
+    path = folder / PID_FILE
     pid = running_pid(path)
     if pid is None:
         click.echo(f"{handle}: not running")

@@ -43,6 +43,8 @@ from .skills import install, install_from_board, prompt_note
 from .state import StateFile
 
 PID_FILE = "bot.pid"
+# Locked by the keeper that keeps this bot running (board.keeper.supervisor): bot stop refuses then.
+KEEPER_FILE = "keeper.pid"
 EXIT_OK, EXIT_CONFIG, EXIT_AUTH, EXIT_RUNNING, EXIT_CRASH = 0, 2, 3, 4, 1
 
 

@@ -10,6 +10,7 @@ the board is down, and its wake, with its cost, on the fleet report.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -23,7 +24,7 @@ import psutil
 import pytest
 
 from board.keeper.config import STATE_FILE
-from board.launcher.daemon import PID_FILE, running_pid
+from board.launcher.daemon import KEEPER_FILE, PID_FILE, running_pid
 from tests.keeper.keeperrun import KeeperProcess, daemons, fleet_bot, group_gone, kill_under, running, state
 from tests.launcher.botrun import LiveBoard, wakes
 from tests.launcher.fakeharness import Fake
@@ -164,6 +165,65 @@ async def next_report(world: World) -> None:
         return bool((await world.human.fleet())["machines"][0]["last_report_at"] > before)
 
     await eventually(later, "another report", 30, 0.1)
+
+
+async def bot_stop(keeper: KeeperProcess, handle: str) -> tuple[int, str]:
+    """``bot stop HANDLE`` as a person on the machine runs it (the board keeps serving meanwhile)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *("-m", "board", "bot", "stop", handle),
+        env=keeper.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    return int(proc.returncode or 0), out.decode(errors="replace").strip()
+
+
+async def test_bot_stop_refuses_a_bot_the_keeper_runs_and_changes_nothing(
+    world: World, keeper: KeeperProcess
+) -> None:
+    """It said "stopped" and exited 0, and the keeper started the bot again within two seconds,
+    counted as a restart: the bot kept waking and spending while its owner thought it off."""
+    assert keeper.proc is not None
+    await world.human.assign_bot("box1", "proj-dev", "fb")
+    bot = await running(world, "fb")
+    refusal = (
+        f"Error: fb: not stopped: the keeper (pid {keeper.proc.pid}) runs this bot and would start it "
+        "again; stop it with `board fleet stop fb`, or its Stop button on /fleet"
+    )
+    assert await bot_stop(keeper, "fb") == (1, refusal)
+    for _ in range(3):
+        await next_report(world)
+    after = await fleet_bot(world, "fb")
+    assert after is not None and after["state"] == "running"
+    assert (after["pid"], after["restarts"]) == (bot["pid"], 0)
+    assert [p.pid for p in daemons(keeper, "fb")] == [bot["pid"]]
+    assert [e["state"] for e in keeper.events("state") if e["bot"] == "fb"] == ["starting", "running"]
+
+    # Stopped on the board, it is the keeper's no longer: bot stop has nothing to refuse.
+    await world.human.fleet_order("fb", "stop")
+    await state(world, "fb", "stopped")
+    assert await bot_stop(keeper, "fb") == (0, "fb: not running")
+
+    # A daemon the next keeper adopts is its as much as one it started.
+    await world.human.fleet_order("fb", "start")
+    bot = await running(world, "fb")
+    await keeper.stop()
+    new = keeper.start().proc
+    assert new is not None
+    kept = keeper.bots_dir / "fb" / KEEPER_FILE
+    await eventually(lambda: running_pid(kept) == new.pid, "the new keeper to keep fb")
+    code, said = await bot_stop(keeper, "fb")
+    assert code == 1 and f"the keeper (pid {new.pid}) runs this bot" in said, said
+    assert (await fleet_bot(world, "fb"))["pid"] == bot["pid"] and psutil.pid_exists(bot["pid"])  # type: ignore[index]
+
+    # A keeper that is killed keeps nothing: the kernel drops its lock, and bot stop works.
+    new.kill()
+    new.wait()
+    assert await bot_stop(keeper, "fb") == (0, f"fb: stopped (pid {bot['pid']})")
+    assert daemons(keeper, "fb") == []
 
 
 async def test_restarted_keeper_adopts_its_bot(world: World, keeper: KeeperProcess) -> None:
