@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -17,10 +18,18 @@ from board.local_board import board_option
 from board.token_input import token_option
 
 from . import importer
-from .runner import FileClock, Runner
+from .runner import FileClock, Runner, TokenRefused
 
 if TYPE_CHECKING:
     from aiohttp import web
+
+#: The exit code of a runner whose token the board refused: ``bot run``'s for the same.
+EXIT_REFUSED = 3
+#: What to do about a refused token, after the refusal.
+NEW_TOKEN = (
+    "Make a runner token with `board admin runner-token` (on the board's machine) and give it "
+    "in a file of mode 0600 (--token-file, BOARD_ROUTINES_TOKEN_FILE) or in BOARD_ROUTINES_TOKEN."
+)
 
 
 @click.group()
@@ -45,7 +54,10 @@ def routines() -> None:
     help="Read the time from this file (RFC 3339): tests move it.",
 )
 def run(board_url: str, token: str, check_every: float, clock_file: Path | None) -> None:
-    """Run the routines runner on its own, until interrupted."""
+    """Run the routines runner on its own, until interrupted.
+
+    Exits 3 when the board refuses the token (unknown, revoked, or not a runner's).
+    """
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # its job bookkeeping is ours to say
 
@@ -55,8 +67,13 @@ def run(board_url: str, token: str, check_every: float, clock_file: Path | None)
             await Runner(board, clock, check_every=check_every).run()
 
     click.echo(f"routines: running against {board_url}", err=True)
-    with contextlib.suppress(KeyboardInterrupt):
+    try:
         asyncio.run(go())
+    except KeyboardInterrupt:
+        pass
+    except TokenRefused as exc:
+        click.echo(f"routines: {exc}. {NEW_TOKEN}", err=True)
+        sys.exit(EXIT_REFUSED)
 
 
 @routines.command("import")

@@ -43,6 +43,8 @@ log = logging.getLogger("routines")
 
 #: Refusals that mean another runner, or a human, got there first: nothing to do.
 LOST_RACE = ("NAME_CONFLICT", "VERSION_CONFLICT")
+#: Refusals of the token itself (unknown or revoked, or not a runner's): asking again cannot help.
+REFUSED = ("UNAUTHENTICATED", "FORBIDDEN")
 LONG_POLL_SECONDS = 50
 RETRY_SECONDS = 2.0
 #: Seconds a stopping runner waits for its cancelled passes to end (each ends at its next await).
@@ -75,6 +77,14 @@ class FileClock:
 Clock = WallClock | FileClock
 
 
+class TokenRefused(Exception):
+    """The board refused the runner's token: the runner stops, and a human makes it a new one."""
+
+    def __init__(self, refusal: BoardAPIError) -> None:
+        super().__init__(f"the board refused the runner's token ({refusal.code}: {refusal.message})")
+        self.refusal = refusal
+
+
 class Runner:
     """Runs every approved routine of one board at its times, exactly once per time."""
 
@@ -86,16 +96,24 @@ class Runner:
         self._lock = asyncio.Lock()
         self._jobs: dict[str, tuple[Any, ...]] = {}  # routine -> what its job was made from
         self._started = False  # the first pass after start makes catch-up runs
-        self._passes: set[asyncio.Task[Any]] = set()  # the passes APScheduler fired, under way
+        self._passes: set[asyncio.Task[Any]] = set()  # the passes under way, and the follow of changes
+        self._refused: asyncio.Future[TokenRefused] | None = None  # set by a pass the board refused
 
     async def run(self) -> None:
-        """Until cancelled: follow the board's changes and fire the checks.
+        """Until cancelled, or the board refuses the token: follow the board's changes and fire
+        the checks.
 
         Cancelled (the board stopping, or its duty lost to another process), it returns once
         the passes under way have ended too, not beside the next holder's runner. A pass
         stopped between two board calls leaves the board whole: each call is one write, and a
         run it left running is followed by whichever runner checks next.
+
+        A token the board refuses (unknown, revoked, or not a runner's) raises
+        :class:`TokenRefused`, after the passes under way have ended: every later call would
+        be refused the same. Any other failure to reach the board is retried.
         """
+        refused: asyncio.Future[TokenRefused] = asyncio.get_running_loop().create_future()
+        self._refused = refused
         self.scheduler.add_job(
             self._fired,
             IntervalTrigger(seconds=self.check_every, timezone=UTC),
@@ -105,8 +123,13 @@ class Runner:
             misfire_grace_time=None,
         )
         self.scheduler.start()
+        follow = asyncio.create_task(self._follow_changes(), name="routines-follow")
+        self._passes.add(follow)  # ended with the passes, however the runner stops
         try:
-            await self._follow_changes()
+            await asyncio.wait((follow, refused), return_when=asyncio.FIRST_COMPLETED)
+            if follow.done():
+                follow.result()  # what ended it: a refusal it met itself, or a crash
+            raise refused.result()
         finally:
             self.scheduler.shutdown(wait=False)  # fires nothing more
             await self._end_passes()
@@ -141,6 +164,10 @@ class Runner:
             await self.check_all()
         except asyncio.CancelledError:
             log.info("routines: a check stopped with the runner")
+        except TokenRefused as exc:
+            assert self._refused is not None
+            if not self._refused.done():
+                self._refused.set_result(exc)
         finally:
             self._passes.discard(task)
 
@@ -151,6 +178,8 @@ class Runner:
             try:
                 page = await self.client.routines(since=cursor, wait=wait)
             except BoardAPIError as exc:
+                if exc.code in REFUSED:
+                    raise TokenRefused(exc) from exc
                 log.warning("routines: cannot read the board (%s); retrying", exc.code)
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
@@ -201,6 +230,8 @@ class Runner:
                 for routine in routines:
                     await self.check(routine, now)
             except BoardAPIError as exc:
+                if exc.code in REFUSED:
+                    raise TokenRefused(exc) from exc
                 log.warning("routines: check failed (%s: %s)", exc.code, exc.message)
             except Exception:  # the next check tries again; a runner that dies runs nothing
                 log.exception("routines: check failed")

@@ -17,6 +17,7 @@ import pytest
 from board.server.clock import ManualClock
 from board.server.services import auth
 from tests.support.boardtest import PgDatabase, World, db_rows
+from tests.support.processes import free_port
 from tests.support.routines_support import RunnerProcess, Time, propose_and_approve, runs, start_runner, until
 
 
@@ -27,8 +28,8 @@ class Scene:
     token: str
     runners: list[RunnerProcess]
 
-    def runner(self, name: str = "runner") -> RunnerProcess:
-        runner = start_runner(self.world.board, self.token, self.time, name)
+    def runner(self, name: str = "runner", token: str | None = None, url: str | None = None) -> RunnerProcess:
+        runner = start_runner(self.world.board, token or self.token, self.time, name, url)
         self.runners.append(runner)
         return runner
 
@@ -100,6 +101,45 @@ async def test_an_unapproved_version_never_runs_and_approving_runs_it_at_its_nex
     assert prompt["channel"] == "routines" and "Tidy up." in prompt["body"]
     inbox = await bot.inbox()
     assert run["message_id"] in [m["id"] for m in inbox["messages"]]
+
+
+async def test_a_token_the_board_does_not_know_stops_the_runner_with_exit_3_and_what_to_do(
+    scene: Scene,
+) -> None:
+    """It asked again every 2 s, for ever, saying only that it could not read the board."""
+    runner = scene.runner(token="br_bad")
+    assert await runner.ended() == 3
+    said = runner.output()
+    assert "the board refused the runner's token (UNAUTHENTICATED" in said
+    assert "board admin runner-token" in said and "BOARD_ROUTINES_TOKEN_FILE" in said
+    assert "retrying" not in said and "Traceback" not in said
+
+
+async def test_a_token_that_is_not_a_runners_stops_the_runner_at_the_first_run_it_would_create(
+    scene: Scene,
+) -> None:
+    """A human's token reads routines, so only the run's creation is refused: the runner ends
+    there, having made nothing, instead of failing every check."""
+    human = scene.world.human
+    await propose_and_approve(scene.world.bot, human, "often", "every 1m")
+    assert human.token is not None
+    runner = scene.runner(token=human.token)
+    scene.time.move_to("2026-11-30T04:01:00Z")
+    assert await runner.ended() == 3
+    said = runner.output()
+    assert "the board refused the runner's token (FORBIDDEN" in said and "board admin runner-token" in said
+    assert await runs(human, "often") == []
+    assert (await human.audit(action="routine.run.create", limit=500))["entries"] == []
+
+
+async def test_a_board_that_cannot_be_reached_is_asked_again_until_it_answers(scene: Scene) -> None:
+    runner = scene.runner(url=f"http://127.0.0.1:{free_port()}")
+
+    async def asked_again() -> bool:
+        return runner.output().count("cannot read the board (UNAVAILABLE); retrying") >= 2
+
+    await until(asked_again, "two retries", (runner,))
+    assert runner.proc.poll() is None
 
 
 async def test_a_second_runner_creates_no_duplicate_run(scene: Scene) -> None:

@@ -63,11 +63,23 @@ class RunnerProcess:
     def stop(self) -> None:
         kill(self.proc)
 
+    async def ended(self, timeout: float = 30) -> int:
+        """The exit code of a runner that exits by itself; fails, with its output, if it does not."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while (code := self.proc.poll()) is None:
+            assert loop.time() < deadline, f"the runner did not exit:\n{self.output()}"
+            await asyncio.sleep(0.05)
+        return code
 
-def start_runner(board: Board, token: str, time_: Time | None, name: str = "runner") -> RunnerProcess:
-    """A runner checking every 0.2 s, on the test's clock file, or on the wall clock without one."""
+
+def start_runner(
+    board: Board, token: str, time_: Time | None, name: str = "runner", url: str | None = None
+) -> RunnerProcess:
+    """A runner checking every 0.2 s, on the test's clock file, or on the wall clock without one;
+    against ``url`` instead of the board's when given (a board that is not there)."""
     log = board.home / f"{name}-{time.monotonic_ns()}.log"
-    args = ["routines", "run", "--board", board.url, "--check-every", "0.2"]
+    args = ["routines", "run", "--board", url or board.url, "--check-every", "0.2"]
     if time_ is not None:
         args += ["--clock-file", str(time_.file)]
     with log.open("wb") as out:
