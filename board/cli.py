@@ -14,6 +14,7 @@ import click
 from .client import BoardAPIError, BoardClient
 from .doctor.check import MIN_FREE_MB
 from .local_board import board_option
+from .shown import escaped_controls, last_line
 from .token_input import token_option
 
 T = TypeVar("T")
@@ -736,20 +737,23 @@ def fleet() -> None:
 def _bot_line(bot: dict[str, Any]) -> str:
     """One bot as ``/fleet`` shows it, in the words the answer carries for the page: its state
     (its keeper's last word beside it when the page says otherwise: an offline machine, a held
-    bot) and an order on its way."""
+    bot), why a crashed or misconfigured one stopped (the last line of what its daemon printed,
+    escaped: a keeper's report is hostile text) and an order on its way."""
     state = bot["state"]
     said = bot["shown_words"]
     if bot["shown"] != state:
         said += f", its keeper last said {state}"
     pid = f" pid {bot['pid']}" if bot.get("pid") else ""
     hold = f" ({bot['hold']})" if bot.get("hold") else ""
+    reason = last_line(bot.get("error")) if state in ("misconfigured", "crashed") else ""
+    why = f" ({escaped_controls(reason, keep='')})" if reason else ""
     pending = f"; {bot['pending_words']}" if bot.get("pending_words") else ""
     wake = bot.get("last_wake") or {}
     last = f"; last wake {wake['at']}" if wake.get("at") else ""
     if last and wake.get("outcome"):
         last += f" {wake['outcome']}"
     return (
-        f"  {bot['handle']} ({bot['workspace']}/{bot['profile']}): {said}{pid}{hold}, "
+        f"  {bot['handle']} ({bot['workspace']}/{bot['profile']}): {said}{pid}{hold}{why}, "
         f"should be {bot['desired']}{pending}; restarts {bot.get('restarts') or 0}{last}"
     )
 

@@ -19,7 +19,7 @@ import pytest
 
 from board.client import BoardAPIError, BoardClient
 from board.server.services.auth import hash_secret
-from tests.support.boardtest import World, database_env, db_rows, snapshot
+from tests.support.boardtest import World, database_env, db_execute, db_rows, snapshot
 from tests.support.fleettest import keeper_with_bots
 from tests.support.processes import board_env, command, free_port
 
@@ -169,6 +169,58 @@ async def test_fleet_ls_says_what_the_fleet_page_says(world: World) -> None:
     assert "away (proj/proj-dev): machine offline, its keeper last said running pid 7," in lines["away"]
     assert "s1 (proj/proj-dev): running pid 8, should be stopped; stopping…;" in lines["s1"]
     assert lines["fresh"] == "  fresh (proj/proj-dev): not reported, should be running; restarts 0"
+
+
+async def test_fleet_ls_says_why_a_bot_stopped_with_its_daemons_text_escaped(world: World) -> None:
+    """A misconfigured or crashed bot's row said only its state, not the reason /fleet shows. The
+    reason comes from a keeper's report, hostile text: what the board lets in (a C1 control, a
+    bidirectional override) and what a row written by another program may hold (a terminal
+    escape) are printed escaped, never raw. A running bot's last error is no reason."""
+    box1 = await keeper_with_bots(world, "box1", "delta", "echo", "fox")
+    await box1.client.fleet_report(
+        {
+            "interval": 3600,
+            "bots": [
+                {
+                    "handle": "delta",
+                    "state": "misconfigured",
+                    "error": "usage: ...\nbot: repo /nope is not a directory\n",
+                },
+                {"handle": "echo", "state": "crashed", "error": "Traceback ...\nboom \u202egnp.exe\x9b31m"},
+                {"handle": "fox", "state": "running", "pid": 9, "error": "an old exit"},
+            ],
+        }
+    )
+    escape = json.dumps({"state": "crashed", "error": "cleared \x1b[2J\x1b]0;owned\x07 here"})
+    agent = "SELECT id FROM agents WHERE handle = ?"
+    db_execute(
+        world.board.db_path, f"UPDATE fleet_bots SET status = ? WHERE agent_id = ({agent})", (escape, "fox")
+    )
+    db_execute(
+        world.board.db_path, f"UPDATE fleet_bots SET state = ? WHERE agent_id = ({agent})", ("crashed", "fox")
+    )
+
+    result = await cli("fleet", "ls", **as_caller(world, world.human))
+    assert result.status == 0, result.err
+    lines = {line.split()[0]: line for line in result.out.splitlines() if line.startswith("  ")}
+    assert lines["delta"].startswith(
+        "  delta (proj/proj-dev): misconfigured (bot: repo /nope is not a directory), should be running;"
+    )
+    assert "crashed (boom \\u202egnp.exe\\u009b31m)," in lines["echo"]
+    assert "crashed (cleared \\u001b[2J\\u001b]0;owned\\u0007 here)," in lines["fox"]
+    assert not any(c in result.out for c in "\x1b\x07\u202e\x9b")
+    assert "Traceback" not in result.out and len(result.out.splitlines()) == 4  # the machine and its bots
+
+
+async def test_fleet_ls_gives_a_running_bot_no_reason(world: World) -> None:
+    box1 = await keeper_with_bots(world, "box1", "fox")
+    await box1.client.fleet_report(
+        {"interval": 3600, "bots": [{"handle": "fox", "state": "running", "pid": 9, "error": "an old exit"}]}
+    )
+    result = await cli("fleet", "ls", **as_caller(world, world.human))
+    assert result.status == 0, result.err
+    assert "  fox (proj/proj-dev): running pid 9, should be running; restarts 0" in result.out
+    assert "old exit" not in result.out
 
 
 async def test_admin_enroll_code_is_issued_only_as_a_human_and_for_a_valid_name(world: World) -> None:

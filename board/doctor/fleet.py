@@ -19,9 +19,9 @@ from ..server.services import fleet as fleet_service
 from ..server.services import routines as routine_service
 from ..server.services.auth import PRESENCE_WRITE_EVERY
 from ..server.services.context import Context
-from ..server.services.fleet_view import last_line
 from ..server.settings import Settings
 from ..server.store.stores import open_store
+from ..shown import escaped_controls, last_line
 from .check import Check, Status, ago
 
 #: Seconds a keeper's clock may be off the board's: schedules, claims and stale
@@ -115,7 +115,7 @@ def _bot(bot: dict[str, Any], machine: dict[str, Any]) -> Check | None:
     if state in UP:
         return None
     exit_code = f" (exit {bot['last_exit_code']})" if bot["last_exit_code"] is not None else ""
-    reason = last_line(bot["error"]) or f"exited{exit_code}"
+    reason = escaped_controls(last_line(bot["error"]), keep="") or f"exited{exit_code}"
     if state == "misconfigured":
         return Check(
             name,

@@ -156,6 +156,13 @@ async def test_the_board_measures_a_keepers_clock_as_its_report_arrives(world: W
             "crashed: RuntimeError: boom — read its log on /fleet/bots/fb1, fix the cause, then board fleet "
             "start fb1",
         ),
+        (  # a keeper's report is hostile: a bidirectional override or a C1 control is printed escaped
+            "crashed",
+            {"last_exit_code": 1, "error": "Traceback ...\nboom \u202egnp.exe\x9b31m"},
+            "FAIL",
+            "crashed: boom \\u202egnp.exe\\u009b31m — read its log on /fleet/bots/fb1, fix the cause, then "
+            "board fleet start fb1",
+        ),
         (
             "backoff",
             {"last_exit_code": 1, "error": ""},

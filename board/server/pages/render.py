@@ -15,10 +15,11 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from ...shown import escaped_controls, last_line
 from ..clock import parse_time
 from ..markdown import markdown
 from ..services.fleet import RECENT_ORDERS
-from ..services.fleet_view import BADGES, PENDING, WAKE_OUTCOMES, last_line
+from ..services.fleet_view import BADGES, PENDING, WAKE_OUTCOMES
 from ..services.routines import RUN_STATES
 
 #: A snippet's pieces: an escaped character (``\\*``, ``\\\\``), a mark (``**``), or text.
@@ -127,15 +128,6 @@ class LogEntry:
     tone: str
     message: str
     fields: list[tuple[str, str]]
-
-
-def escaped_controls(text: str, keep: str = "\t") -> str:
-    """A daemon's text as it is but for what would not read as itself: each character that is
-    not printable (a line break, a control, a bidirectional override) as its JSON escape; one
-    in ``keep`` stays. An override would reverse the text, and what follows it on the page."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() or c in keep else json.dumps(c)[1:-1] for c in text)
 
 
 def _cut(text: str, limit: int) -> str:

@@ -204,15 +204,3 @@ def machine_report(raw: Any) -> dict[str, Any]:
         "disk": _fields(report.get("disk"), USAGE_FIELDS),
         "keeper": _fields(report.get("keeper"), {"pid": int, "cpu_s": float, "rss": int}),
     }
-
-
-def last_line(text: str | None, limit: int = 400) -> str:
-    """The last non-blank line of a daemon's output, cut to ``limit`` at a word: why it stopped,
-    in one line (the fleet page's card and ``board doctor`` say the same). The daemon's own
-    refusals, with their advice, fit whole."""
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    line = lines[-1] if lines else ""
-    if len(line) <= limit:
-        return line
-    cut = line[: limit - 1]
-    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
