@@ -89,3 +89,23 @@ def test_a_text_field_s_pattern_matches_the_whole_value_in_the_schema_too() -> N
             assert not Draft202012Validator(field).is_valid("\N{SNOWMAN}ab"), f"{route.body.__name__}.{name}"
             checked += 1
     assert checked
+
+
+def test_a_text_that_may_not_be_blank_is_refused_blank_by_parser_and_schema_alike() -> None:
+    """A required reason or note of only white space: the parser refuses it, naming the field,
+    and the published schema does too, while it admits one that says something."""
+    checked = set()
+    for route in all_routes():
+        for name, kind, meta, _ in declared(route.body) if route.body is not None else ():
+            if meta.get("blank") is not False or kind is not str:
+                continue
+            assert route.body is not None
+            field = json_schema(route.body)["properties"][name]
+            assert not Draft202012Validator(field).is_valid(" \n\t"), f"{route.body.__name__}.{name}"
+            assert Draft202012Validator(field).is_valid(" why "), f"{route.body.__name__}.{name}"
+            required = {n: _minimal(k, m) for n, k, m, needed in declared(route.body) if needed and n != name}
+            with pytest.raises(BoardError) as refused:
+                parse_body(route.body, required | {name: " \n\t"})
+            assert refused.value.details.get("field") == name
+            checked.add(f"{route.body.__name__}.{name}")
+    assert {"Rejection.note", "DocumentWrite.reason", "DisputeRequest.reason"} <= checked

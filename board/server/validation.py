@@ -42,9 +42,13 @@ def arg(
     limit: bool = False,
     multiline: bool = False,
     time: bool = False,
+    blank: bool = True,
     name: str | None = None,
 ) -> Any:
     """A dataclass field with constraints; ``limit=True`` makes a too-long value LIMIT_EXCEEDED.
+
+    ``blank=False`` refuses a text that is empty or only white space: a required reason
+    or note must say something (a field with a ``pattern`` says what it takes there).
 
     ``time=True`` takes an RFC 3339 time and keeps it as stored (UTC, seconds).
 
@@ -63,6 +67,7 @@ def arg(
         "limit": limit,
         "multiline": multiline,
         "time": time,
+        "blank": blank,
     }
     if isinstance(default, list | dict):
         factory = type(default)
@@ -147,6 +152,8 @@ def _check_string(name: str, value: str, meta: Mapping[str, Any], query: bool) -
         raise InvalidArgument(
             f"{the(name, query=query)} contains control characters; remove them.", field=name
         )
+    if meta.get("blank") is False and not value.strip():
+        raise InvalidArgument(f"{the(name, query=query)} is blank; write something in it.", field=name)
     if meta.get("max_len") is not None and len(value) > meta["max_len"]:
         error = LimitExceeded if meta.get("limit") else InvalidArgument
         raise error(
@@ -343,6 +350,8 @@ def _schema_of(kind: Any, meta: Mapping[str, Any]) -> dict[str, Any]:
             if meta.get("pattern") is not None:
                 # The parser matches the whole value; a JSON Schema pattern only searches.
                 schema["pattern"] = f"^(?:{meta['pattern'].pattern})$"
+            elif meta.get("blank") is False:
+                schema["pattern"] = r"\S"  # searched for: one character that is not white space
             if meta.get("choices") is not None:
                 schema["enum"] = list(meta["choices"])
             if meta.get("time"):

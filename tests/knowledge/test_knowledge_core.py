@@ -96,6 +96,22 @@ async def test_encoded_traversal_reaches_the_check_and_is_refused(world: World, 
     assert snapshot(world.board.db_path) == before
 
 
+@pytest.mark.parametrize("reason", ["", "   ", "\n\t "])
+async def test_a_write_deletion_or_dispute_whose_reason_is_blank_is_refused_and_changes_nothing(
+    world: World, reason: str
+) -> None:
+    await world.bot.put_document("decisions/db.md", "# Database\n", 0, "first")
+    for call in (
+        world.bot.put_document("decisions/db.md", "# Database\n\nWAL.\n", 1, reason),
+        world.bot.delete_document("decisions/db.md", 1, reason),
+        world.peer.dispute("decisions/db.md", reason),
+    ):
+        error = await refused(call, "INVALID_ARGUMENT", message="The reason is blank", unchanged=world.board)
+        assert error.details.get("field") == "reason"
+    doc = await world.bot.document("decisions/db.md")
+    assert (doc["revision"], doc["status"], doc["reason"]) == (1, "settled", "first")
+
+
 async def test_paths_are_unique_without_regard_to_case(world: World) -> None:
     await world.bot.put_document("Guides/Setup.md", "# Setup\n", 0, "r")
     await refused(

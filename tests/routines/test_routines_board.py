@@ -15,6 +15,7 @@ from board.server.services import auth
 from board.server.services.routines import CHANGES
 from routines import schedule as schedules
 from tests.support.boardtest import World, held, snapshot
+from tests.support.pages_support import sign_in
 from tests.support.refusals import refused
 
 FIELDS: dict[str, Any] = {"workspace": "proj", "schedule": "0 2 * * *", "bot": "pb", "prompt": "Do it."}
@@ -74,6 +75,30 @@ async def test_approving_retires_the_approved_version_and_rejecting_keeps_the_re
         "routine.propose",
         "routine.reject",
     ]
+
+
+@pytest.mark.parametrize("note", ["   ", "\n\t \r\n"])
+async def test_a_rejection_whose_note_is_blank_is_refused_by_the_api_and_the_page_and_writes_nothing(
+    world: World, note: str
+) -> None:
+    """Three spaces were taken as the reason: the version was rejected and its card read
+    "Version 1 was rejected by alice ...:   "."""
+    await world.bot.propose_routine("tidy", **FIELDS)
+    session = await sign_in(world.board)
+    before = snapshot(world.board.db_path)
+    try:
+        error = await refused(world.human.reject_version("tidy", 1, note), "INVALID_ARGUMENT")
+        assert error.details.get("field") == "note" and "The note is blank" in error.message
+        status, page = await session.post("/routines/tidy/versions/1/reject", {"note": note})
+    finally:
+        await session.close()
+    assert status == 422 and 'class="card error"' in page and "The note is blank" in page
+
+    assert snapshot(world.board.db_path) == before  # no audit row, no line in the thread
+    assert [v["state"] for v in (await world.human.routine("tidy"))["versions"]] == ["pending"]
+    assert (await world.human.audit(action="routine.reject"))["entries"] == []
+    routine = await world.human.reject_version("tidy", 1, " not now ")
+    assert [(v["state"], v["note"]) for v in routine["versions"]] == [("rejected", " not now ")]
 
 
 async def test_run_now_needs_an_approved_version(world: World) -> None:

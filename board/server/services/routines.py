@@ -79,7 +79,7 @@ class Decision:
 
 @dataclass
 class Rejection:
-    note: str = arg(min_len=1, max_len=2000, multiline=True, help="Why: kept in the version's history.")
+    note: str = arg(blank=False, max_len=2000, multiline=True, help="Why: kept in the version's history.")
 
 
 @dataclass

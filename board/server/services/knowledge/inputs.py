@@ -34,7 +34,7 @@ WorkspaceArg = arg(None, pattern=SLUG_PATTERN, help="Workspace (humans, admin bo
 class DocumentWrite:
     body: str = arg(max_len=text.MAX_BODY_BYTES, limit=True, multiline=True)
     base_revision: int = arg(min=0, help="The latest revision you read; 0 creates.")
-    reason: str = arg(min_len=1, max_len=MAX_REASON, multiline=True)
+    reason: str = arg(blank=False, max_len=MAX_REASON, multiline=True)
     sources: list[Source] = arg([], max_items=MAX_SOURCES)
     valid_from: str | None = arg(None, max_len=40, help="Holds from (RFC 3339); absent keeps, '' clears.")
     valid_to: str | None = arg(None, max_len=40, help="Holds until (RFC 3339); absent keeps, '' clears.")
@@ -47,7 +47,7 @@ class DocumentWrite:
 class DocumentPatch:
     diff: str = arg(max_len=900_000, limit=True, multiline=True, help="Unified diff against base_revision.")
     base_revision: int = arg(min=0)
-    reason: str = arg(min_len=1, max_len=MAX_REASON, multiline=True)
+    reason: str = arg(blank=False, max_len=MAX_REASON, multiline=True)
     sources: list[Source] = arg([], max_items=MAX_SOURCES)
     valid_from: str | None = arg(None, max_len=40)
     valid_to: str | None = arg(None, max_len=40)
@@ -59,13 +59,13 @@ class DocumentPatch:
 @dataclass
 class DocumentDelete:
     base_revision: int = arg(min=1)
-    reason: str = arg(min_len=1, max_len=MAX_REASON, multiline=True)
+    reason: str = arg(blank=False, max_len=MAX_REASON, multiline=True)
     workspace: str | None = WorkspaceArg
 
 
 @dataclass
 class DisputeRequest:
-    reason: str = arg(min_len=1, max_len=MAX_REASON, multiline=True)
+    reason: str = arg(blank=False, max_len=MAX_REASON, multiline=True)
     sources: list[Source] = arg([], max_items=MAX_SOURCES)
     workspace: str | None = WorkspaceArg
 
@@ -88,7 +88,7 @@ class ReviewRequest:
 @dataclass
 class RedactRequest:
     revision: int = arg(min=1)
-    reason: str = arg(min_len=1, max_len=MAX_REASON, multiline=True)
+    reason: str = arg(blank=False, max_len=MAX_REASON, multiline=True)
     workspace: str | None = WorkspaceArg
 
 
