@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 #: The exit code of a runner whose token the board refused: ``bot run``'s for the same.
 EXIT_REFUSED = 3
+#: How a runner token begins (``board admin runner-token``): any other is a human's or a bot's.
+RUNNER_PREFIX = "br_"
 #: What to do about a refused token, after the refusal.
 NEW_TOKEN = (
     "Make a runner token with `board admin runner-token` (on the board's machine) and give it "
@@ -58,6 +60,12 @@ def run(board_url: str, token: str, check_every: float, clock_file: Path | None)
 
     Exits 3 when the board refuses the token (unknown, revoked, or not a runner's).
     """
+    if not token.startswith(RUNNER_PREFIX):  # a human's or a bot's reads routines but runs none
+        click.echo(
+            f"routines: the token is not a runner's (a runner's starts {RUNNER_PREFIX}). {NEW_TOKEN}",
+            err=True,
+        )
+        sys.exit(EXIT_REFUSED)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # its job bookkeeping is ours to say
 

@@ -44,6 +44,7 @@ log = logging.getLogger("routines")
 #: Refusals that mean another runner, or a human, got there first: nothing to do.
 LOST_RACE = ("NAME_CONFLICT", "VERSION_CONFLICT")
 #: Refusals of the token itself (unknown or revoked, or not a runner's): asking again cannot help.
+#: A check's FORBIDDEN is not one: it may be one routine's (its workspace archived).
 REFUSED = ("UNAUTHENTICATED", "FORBIDDEN")
 LONG_POLL_SECONDS = 50
 RETRY_SECONDS = 2.0
@@ -80,9 +81,9 @@ Clock = WallClock | FileClock
 class TokenRefused(Exception):
     """The board refused the runner's token: the runner stops, and a human makes it a new one."""
 
-    def __init__(self, refusal: BoardAPIError) -> None:
-        super().__init__(f"the board refused the runner's token ({refusal.code}: {refusal.message})")
-        self.refusal = refusal
+    @classmethod
+    def by(cls, refusal: BoardAPIError) -> TokenRefused:
+        return cls(f"the board refused the runner's token ({refusal.code}: {refusal.message})")
 
 
 class Runner:
@@ -179,7 +180,7 @@ class Runner:
                 page = await self.client.routines(since=cursor, wait=wait)
             except BoardAPIError as exc:
                 if exc.code in REFUSED:
-                    raise TokenRefused(exc) from exc
+                    raise TokenRefused.by(exc) from exc
                 log.warning("routines: cannot read the board (%s); retrying", exc.code)
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
@@ -230,8 +231,8 @@ class Runner:
                 for routine in routines:
                     await self.check(routine, now)
             except BoardAPIError as exc:
-                if exc.code in REFUSED:
-                    raise TokenRefused(exc) from exc
+                if exc.code == "UNAUTHENTICATED":  # revoked: every later call is refused the same
+                    raise TokenRefused.by(exc) from exc
                 log.warning("routines: check failed (%s: %s)", exc.code, exc.message)
             except Exception:  # the next check tries again; a runner that dies runs nothing
                 log.exception("routines: check failed")

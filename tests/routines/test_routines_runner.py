@@ -16,6 +16,7 @@ import pytest
 
 from board.server.clock import ManualClock
 from board.server.services import auth
+from routines.cli import RUNNER_PREFIX
 from tests.support.boardtest import PgDatabase, World, db_rows
 from tests.support.processes import free_port
 from tests.support.routines_support import RunnerProcess, Time, propose_and_approve, runs, start_runner, until
@@ -115,11 +116,12 @@ async def test_a_token_the_board_does_not_know_stops_the_runner_with_exit_3_and_
     assert "retrying" not in said and "Traceback" not in said
 
 
-async def test_a_token_that_is_not_a_runners_stops_the_runner_at_the_first_run_it_would_create(
+async def test_a_token_that_is_not_a_runners_stops_the_runner_before_any_run(
     scene: Scene,
 ) -> None:
-    """A human's token reads routines, so only the run's creation is refused: the runner ends
-    there, having made nothing, instead of failing every check."""
+    """A human's token reads routines, so only the run's creation would be refused: the runner
+    ends at start, having made nothing, instead of failing every check. A runner's token says
+    what it is by its prefix (br_), so no call is needed to tell."""
     human = scene.world.human
     await propose_and_approve(scene.world.bot, human, "often", "every 1m")
     assert human.token is not None
@@ -127,9 +129,11 @@ async def test_a_token_that_is_not_a_runners_stops_the_runner_at_the_first_run_i
     scene.time.move_to("2026-11-30T04:01:00Z")
     assert await runner.ended() == 3
     said = runner.output()
-    assert "the board refused the runner's token (FORBIDDEN" in said and "board admin runner-token" in said
+    assert "the token is not a runner's (a runner's starts br_)" in said, said
+    assert "board admin runner-token" in said
     assert await runs(human, "often") == []
     assert (await human.audit(action="routine.run.create", limit=500))["entries"] == []
+    assert auth.TOKEN_PREFIX["runner"] == RUNNER_PREFIX  # the prefix the runner tells one by
 
 
 async def test_a_board_that_cannot_be_reached_is_asked_again_until_it_answers(scene: Scene) -> None:
