@@ -33,6 +33,16 @@ def _link_open(self: RendererHTML, tokens: list[Token], idx: int, options: Optio
 
 _md.add_render_rule("link_open", _link_open)
 
+
+def _table_open(self: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+    """A table wider than its message scrolls sideways in its own box (app.css): the keyboard
+    must be able to scroll it too, so it takes the focus, as a box that scrolls must."""
+    tokens[idx].attrSet("tabindex", "0")
+    return self.renderToken(tokens, idx, options, env)
+
+
+_md.add_render_rule("table_open", _table_open)
+
 _cache: OrderedDict[str, Markup] = OrderedDict()
 CACHE_SIZE = 2000
 

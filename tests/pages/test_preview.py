@@ -48,7 +48,10 @@ async def test_the_preview_is_the_body_as_the_posted_message_renders_it(world: W
     preview = await world.human.request("POST", "/api/preview", json={"body": MIXED})
     assert snapshot(world.board.db_path) == before, "a preview wrote something"
     html = preview["html"]
-    assert "<table>" in html and '<a href="https://example.com/docs" rel="noopener nofollow">' in html
+    assert (
+        '<table tabindex="0">' in html
+        and '<a href="https://example.com/docs" rel="noopener nofollow">' in html
+    )
     assert '<code class="language-python">print(&quot;&lt;b&gt;hi&lt;/b&gt;&quot;)' in html
     assert "@pb" in html
     posted = await world.human.post(MIXED, channel="lobby", workspace="proj")

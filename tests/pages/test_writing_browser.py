@@ -10,7 +10,7 @@ from playwright.async_api import Browser, Locator, Page, expect
 from board.client import JSON
 from tests.pages.test_preview import MIXED
 from tests.support.boardtest import World, db_rows
-from tests.support.browser_support import Tab, no_sideways_scroll, signed_in_tab
+from tests.support.browser_support import Tab, axe_findings, no_sideways_scroll, signed_in_tab
 
 
 async def two_roots(chromium: Browser, world: World, tmp_path: Path) -> tuple[Tab, JSON, JSON]:
@@ -223,6 +223,11 @@ async def test_a_table_in_a_message_keeps_its_words_whole_and_scrolls_sideways(
             assert await cell.evaluate(lines) == 1, f"{word} is broken across lines at {width}px"
         if width == 390:
             assert await table.evaluate("t => t.scrollWidth > t.clientWidth")  # it scrolls in its box
+            await table.focus()  # and the keyboard scrolls it (axe: scrollable-region-focusable)
+            await tab.page.keyboard.press("ArrowRight")
+            await expect(table).to_be_focused()
+            assert await table.evaluate("t => t.scrollLeft") > 0
+            assert await axe_findings(tab.page) == []
             assert await table.locator("tr").first.evaluate("r => getComputedStyle(r).display") == "table-row"
             assert await table.locator("td[data-label]").count() == 0  # no column name before a cell
         await tab.shot(f"22-message-table-{name}")
