@@ -192,6 +192,12 @@ async def test_a_phone_opens_the_menu_by_keyboard(chromium: Browser, world: Worl
     await expect(nav).to_be_hidden()
     await expect(menu).to_be_focused()
     await expect(menu).to_have_attribute("aria-expanded", "false")
+    # Just opened, the focus is still on the button: Escape closes it from there too.
+    await page.keyboard.press("Enter")
+    await expect(nav).to_be_visible()
+    await page.keyboard.press("Escape")
+    await expect(nav).to_be_hidden()
+    await expect(menu).to_have_attribute("aria-expanded", "false")
     desktop = await signed_in_tab(chromium, world, tmp_path)
     await expect(desktop.page.get_by_role("button", name="Menu")).to_be_hidden()
     await expect(desktop.page.locator("#site-nav").get_by_role("link", name="Inbox")).to_be_visible()

@@ -10,7 +10,8 @@
     try { return localStorage.getItem(key) || ""; } catch (e) { return ""; }
   }
 
-  // A button that shows or hides the element it controls; Escape closes it and gives focus back.
+  // A button that shows or hides the element it controls. Escape closes it, from the button as
+  // from within (just opened, the focus is still on the button), and gives focus back.
   document.querySelectorAll("button[aria-controls][aria-expanded]").forEach((button) => {
     const target = document.getElementById(button.getAttribute("aria-controls"));
     if (!target) return;
@@ -19,9 +20,13 @@
       target.classList.toggle("open", open);
     };
     button.addEventListener("click", () => set(button.getAttribute("aria-expanded") !== "true"));
-    target.addEventListener("keydown", (e) => {
-      if (e.key === "Escape") { set(false); button.focus(); }
-    });
+    const close = (e) => {
+      if (e.key !== "Escape" || button.getAttribute("aria-expanded") !== "true") return;
+      set(false);
+      button.focus();
+    };
+    button.addEventListener("keydown", close);
+    target.addEventListener("keydown", close);
   });
 
   // Stacked table rows on a phone say which column each cell is: copy the header's words.
