@@ -354,6 +354,8 @@ class Bot:
         me = await self.call("me", self.client.me)
         self.workspace = str(me.get("workspace") or "")
         self.state = self.state_file.load()
+        if forgotten := self.state.take_harness(self.cfg.harness):
+            self.log.event("sessions_forgotten", harness=self.cfg.harness, sessions=forgotten)
         if self.state.watch_from is None:
             # A new bot: what was said in watched channels before it existed is history.
             self.state.watch_from = int(me.get("cursor") or 0)

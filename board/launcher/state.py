@@ -30,6 +30,8 @@ Why each field is kept:
   adopts them instead of making second ones; the keeper reads it too.
 - ``watch_from``: the board's cursor when the bot first started; older watched
   messages are history, not work.
+- ``harness``: the harness the sessions are of. A bot started with another
+  forgets them (:meth:`BotState.take_harness`): the new one cannot resume them.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class BotState:
     # Per thread id, its worktree: path, branch, base, state (live|kept), created_at, session, held.
     worktrees: dict[str, dict[str, Any]] = field(default_factory=dict)
     held: dict[str, Any] | None = None  # the board holds the bot's wakes: its daily budget (the feed's held)
+    harness: str | None = None  # the sessions' harness (a file from before it was kept: unknown)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BotState:
@@ -70,6 +73,23 @@ class BotState:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def take_harness(self, harness: str) -> list[str]:
+        """Run with ``harness`` from now on; the session keys forgotten because they were
+        another harness's. Resumed by this one, each failed its turn and cost a second, fresh
+        one (codex told to resume a claude session)."""
+        if self.harness in (None, harness):
+            self.harness = harness
+            return []
+        self.harness = harness
+        forgotten = sorted(self.sessions) + sorted(
+            f"t{thread}" for thread, tree in self.worktrees.items() if tree.get("session")
+        )
+        self.sessions.clear()
+        self.session_use.clear()
+        for tree in self.worktrees.values():
+            tree["session"] = None
+        return forgotten
 
     def mark_handled(self, ids: list[int], read_position: int, pending: set[int]) -> None:
         """Ids are done; move the cursor as far as nothing pending holds it back."""

@@ -377,6 +377,29 @@ async def test_a_gone_session_starts_fresh_once_and_says_so(
     assert [w["outcome"] for w in await wakes_recorded(world.human, 3)] == ["ok", "failed", "ok"]
 
 
+async def test_a_bot_started_with_another_harness_starts_its_sessions_afresh(
+    world: World, fake: Fake, make_bot: Callable[..., BotProcess]
+) -> None:
+    """Its sessions were the old harness's: codex told to resume a claude session failed the
+    turn, posted that its session no longer existed, and ran the batch again, a paid turn more."""
+    fake.script({"do": "reply", "text": "from claude"}, {"do": "reply", "text": "from codex"})
+    bot = await make_bot("claude").start().started()
+    first = await mention(world)
+    await one_reply(world, first)
+    await eventually(lambda: bot.state().get("sessions") == {"": fake.last_call()["session"]}, "kept")
+    bot.signal(signal.SIGTERM)
+    assert await bot.wait_exit() == 0
+    bot.argv[bot.argv.index("--harness") + 1] = "codex"
+    await bot.start().started()
+    second = await mention(world, "and now")
+    assert (await one_reply(world, second))["body"] == "from codex"
+    call = fake.last_call()
+    assert call["persona"] == "codex" and call["resume"] is None
+    assert [(e["harness"], e["sessions"]) for e in bot.events("sessions_forgotten")] == [("codex", [""])]
+    assert len([c for c in fake.calls() if c.get("step")]) == 2  # no turn failed and ran again
+    await eventually(lambda: bot.state().get("harness") == "codex", "the harness kept")
+
+
 def _git(*args: str, cwd: Path) -> None:
     import subprocess
 
