@@ -10,6 +10,7 @@ import aiohttp
 
 from board.server.clock import ManualClock
 from board.server.pages.board import STREAM_PAGE
+from board.server.pages.signin import SENT_AGAIN
 from board.server.services import auth
 from tests.support.boardtest import Board, World, db_rows, snapshot
 from tests.support.pages_support import pages_as, sign_in, tab_panels
@@ -76,6 +77,33 @@ async def test_an_api_token_is_shown_once_and_revoked_from_settings(world: World
         async with http.get(world.board.url + "/api/me", headers=headers) as resp:
             assert resp.status == 401
     await alice.close()
+
+
+async def test_a_token_form_sent_again_makes_no_second_token_and_says_where_the_first_is(
+    world: World,
+) -> None:
+    """The page a token's creation renders is the form's answer: reloading it sent the form
+    again and made a second live token, silently."""
+    alice = await sign_in(world.board)
+    try:
+        _, page = await alice.get("/settings")
+        sent = re.search(
+            r'<form method="post" action="/settings/tokens" id="token-form">(.*?)</form>', page, re.S
+        )
+        assert sent is not None
+        request_id = re.search(r'name="request_id" value="([^"]+)"', sent.group(1))
+        assert request_id is not None
+        form = {"name": "laptop", "request_id": request_id.group(1)}
+        status, first = await alice.post("/settings/tokens", form)
+        assert status == 200 and re.search(r'id="new-token">bh_', first)
+        before = snapshot(world.board.db_path)
+        status, again = await alice.post("/settings/tokens", form)  # the reload
+        assert status == 409 and 'id="new-token"' not in again and "bh_" not in again
+        assert html.escape(SENT_AGAIN) in again and 'data-code="REQUEST_ID_REUSE"' in again
+        assert again.count('<strong class="token-name"><bdi>laptop</bdi></strong>') == 1
+        assert snapshot(world.board.db_path) == before  # no second token
+    finally:
+        await alice.close()
 
 
 async def test_an_api_token_carries_the_name_its_human_gives_it(world: World) -> None:

@@ -4,15 +4,18 @@ The notification destinations' forms and pages are ``destinations.py``'s."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from ..errors import Forbidden, Unauthenticated
+from ..errors import Forbidden, RequestIdReuse, Unauthenticated
 from ..services import auth, destinations, inbox, sessions
 from .destinations import KIND_LABELS
 from .routing import (
+    NOTHING_KEPT,
     SIGN_IN_LIMITS,
+    Kept,
     PageCall,
     PageRoute,
     clear_session_cookie,
@@ -80,9 +83,12 @@ async def logout(call: PageCall) -> web.StreamResponse:
     return response
 
 
-async def _settings(call: PageCall, *, new_token: str | None = None, saved: str = "") -> web.Response:
+async def _settings(
+    call: PageCall, *, new_token: str | None = None, saved: str = "", kept: Kept = NOTHING_KEPT
+) -> web.Response:
     return call.render(
         "settings.html",
+        kept=kept,
         tokens=await auth.list_own_tokens(call.ctx, call.p),
         has_password=await sessions.has_password(call.ctx, call.p),
         new_token=new_token,
@@ -113,6 +119,22 @@ async def token_create(call: PageCall) -> web.StreamResponse:
     return await _settings(call, new_token=made)
 
 
+#: A token form sent again (the page reloaded after it): its token was made the first time.
+SENT_AGAIN = (
+    "This form was sent already, and the token it made is in the list above: it was shown that "
+    "once. Create another if you need one."
+)
+
+
+async def token_create_again(call: PageCall, kept: Kept) -> web.StreamResponse:
+    """The settings with the token form's refusal beside it. Sent again (a reload of the page its
+    first sending rendered), no second token is made: the page says where the first one is."""
+    error = kept.error
+    if isinstance(error, RequestIdReuse) and error.details.get("applied"):
+        kept = replace(kept, error=RequestIdReuse(SENT_AGAIN))
+    return await _settings(call, kept=kept)
+
+
 async def token_revoke(call: PageCall) -> web.StreamResponse:
     await auth.revoke_own_token(call.ctx, call.p, call.int_arg("id"))
     return redirect("/settings")
@@ -129,7 +151,13 @@ ROUTES = [
     PageRoute("POST", "/login", login, "Sign in and open a session.", public=True),
     PageRoute("POST", "/logout", logout, "Sign out: the session is revoked."),
     PageRoute("GET", "/settings", settings, "API tokens, password, notifications and destinations."),
-    PageRoute("POST", "/settings/tokens", token_create, "Create an API token, shown once."),
+    PageRoute(
+        "POST",
+        "/settings/tokens",
+        token_create,
+        "Create an API token, shown once.",
+        refill=token_create_again,
+    ),
     PageRoute("POST", "/settings/tokens/{id}/revoke", token_revoke, "Revoke an API token."),
     PageRoute("POST", "/settings/password", password, "Set or change the password."),
     PageRoute(
