@@ -13,7 +13,7 @@ import click
 
 from .client import BoardAPIError, BoardClient
 from .doctor.check import MIN_FREE_MB
-from .local_board import board_option
+from .local_board import board_option, refused
 from .shown import escaped_controls, last_line
 from .token_input import token_option
 
@@ -429,16 +429,19 @@ def _client_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return token_option("BOARD_TOKEN", "your token")(fn)
 
 
-def _call(board_url: str, token: str, fn: Callable[[BoardClient], Awaitable[Any]]) -> None:
+def _result(board_url: str, token: str, fn: Callable[[BoardClient], Awaitable[Any]]) -> Any:
     async def go() -> Any:
         async with BoardClient(board_url, token) as board:
             return await fn(board)
 
     try:
-        result = _run(go())
+        return _run(go())
     except BoardAPIError as exc:
-        raise click.ClickException(f"{exc.code}: {exc.message}") from None
-    click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+        raise refused(exc) from None
+
+
+def _call(board_url: str, token: str, fn: Callable[[BoardClient], Awaitable[Any]]) -> None:
+    click.echo(json.dumps(_result(board_url, token, fn), indent=2, ensure_ascii=False))
 
 
 # -- knowledge ---------------------------------------------------------------------
@@ -447,17 +450,6 @@ def _call(board_url: str, token: str, fn: Callable[[BoardClient], Awaitable[Any]
 @main.group()
 def kb() -> None:
     """The knowledge base: read, write, list, search, history, diff."""
-
-
-def _kb_call(board_url: str, token: str, fn: Callable[[BoardClient], Awaitable[Any]]) -> Any:
-    async def go() -> Any:
-        async with BoardClient(board_url, token) as board:
-            return await fn(board)
-
-    try:
-        return _run(go())
-    except BoardAPIError as exc:
-        raise click.ClickException(f"{exc.code}: {exc.message}") from None
 
 
 workspace_option = click.option("--workspace", help="Workspace (humans, admin bots).")
@@ -484,7 +476,7 @@ def kb_get(
     as_json: bool,
 ) -> None:
     """Print a document's body (its revision and status go to stderr)."""
-    doc = _kb_call(
+    doc = _result(
         board_url,
         token,
         lambda b: b.document(
@@ -555,7 +547,7 @@ def kb_ls(
     board_url: str, token: str, workspace: str | None, prefix: str | None, status: str | None, limit: int
 ) -> None:
     """List current documents: path, revision, status, title."""
-    page = _kb_call(
+    page = _result(
         board_url,
         token,
         lambda b: b.knowledge(workspace=workspace, prefix=prefix, status=status, limit=limit),
@@ -574,7 +566,7 @@ def kb_ls(
 @click.option("--limit", type=int, default=20, show_default=True)
 def kb_search(board_url: str, token: str, workspace: str | None, query: str, limit: int) -> None:
     """Full-text search of current documents, best first."""
-    page = _kb_call(board_url, token, lambda b: b.knowledge(workspace=workspace, q=query, limit=limit))
+    page = _result(board_url, token, lambda b: b.knowledge(workspace=workspace, q=query, limit=limit))
     for doc in page["documents"]:
         click.echo(f"{doc['path']}\tr{doc['revision']}\t{doc['status']}\t{doc['snippet']}")
 
@@ -586,7 +578,7 @@ def kb_search(board_url: str, token: str, workspace: str | None, query: str, lim
 @click.option("--limit", type=int, default=20, show_default=True)
 def kb_history(board_url: str, token: str, workspace: str | None, path: str, limit: int) -> None:
     """Revisions of a document, newest first."""
-    page = _kb_call(
+    page = _result(
         board_url, token, lambda b: b.document_history(path, workspace=workspace, limit=limit, view="compact")
     )
     for rev in page["revisions"]:
@@ -612,7 +604,7 @@ def kb_diff(
     to_revision: int | None,
 ) -> None:
     """A unified diff between two revisions."""
-    result = _kb_call(
+    result = _result(
         board_url,
         token,
         lambda b: b.document_diff(
@@ -763,7 +755,7 @@ def _bot_line(bot: dict[str, Any]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="The whole answer as JSON.")
 def fleet_ls(board_url: str, token: str, as_json: bool) -> None:
     """Every machine, online or stale, with its bots and their states."""
-    answer = _kb_call(board_url, token, lambda b: b.fleet(limit=500))
+    answer = _result(board_url, token, lambda b: b.fleet(limit=500))
     if as_json:
         click.echo(json.dumps(answer, indent=2, ensure_ascii=False))
         return

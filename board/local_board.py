@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from .client import BoardAPIError
 from .server.settings import announced_url, load, local_url
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -86,3 +87,17 @@ def board_option(*, announced: bool = False, renamed: bool = False) -> Callable[
         show_default=("BOARD_PUBLIC_URL, else " if announced else "") + DEFAULT_SHOWN,
         help=f"{what} [{BOARD_VAR}].",
     )
+
+
+def refused(exc: BoardAPIError) -> click.ClickException:
+    """A board's refusal as a terminal says it, with what to do about the two a person mends
+    there: a board that does not answer (nothing came back) and a token it does not know."""
+    text = f"{exc.code}: {exc.message}"
+    if exc.status == 0:
+        text += " (is the board running? `board ctl status` on its machine; and is --board its address?)"
+    elif exc.code == "UNAUTHENTICATED":
+        text += (
+            " (is the token this board's? `board admin token NAME` makes a human's; a bot's comes "
+            "with its invite)"
+        )
+    return click.ClickException(text)

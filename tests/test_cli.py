@@ -302,10 +302,16 @@ async def test_client_errors_print_the_boards_code_and_fail(world: World) -> Non
     failed_with(await cli("read", "--workspace", "nowhere", **human), "NOT_FOUND")
     failed_with(await cli("read", "--workspace", "other", **as_caller(world, world.bot)), "NOT_FOUND")
     failed_with(await cli("claim", "999999", **as_caller(world, world.bot)), "NOT_FOUND")
-    failed_with(await cli("read", BOARD_URL=world.board.url, BOARD_TOKEN="bb_wrong"), "UNAUTHENTICATED")
+    # The two a person mends at the terminal say what to do.
+    wrong = await cli("read", BOARD_URL=world.board.url, BOARD_TOKEN="bb_wrong")
+    failed_with(wrong, "UNAUTHENTICATED")
+    assert "is the token this board's? `board admin token NAME` makes a human's" in wrong.err, wrong.err
     nowhere = f"http://127.0.0.1:{free_port()}"
     assert world.human.token is not None
-    failed_with(await cli("read", BOARD_URL=nowhere, BOARD_TOKEN=world.human.token), "UNAVAILABLE")
+    down = await cli("read", BOARD_URL=nowhere, BOARD_TOKEN=world.human.token)
+    failed_with(down, "UNAVAILABLE")
+    assert "is the board running? `board ctl status` on its machine" in down.err, down.err
+    assert "board ctl status" not in wrong.err and "board admin token" not in down.err
     missing = await cli("read", BOARD_URL=world.board.url)
     assert missing.status == 2 and "--token" in missing.err
 

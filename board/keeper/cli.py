@@ -14,7 +14,7 @@ import click
 from ..client import BoardAPIError, BoardClient
 from ..launcher.config import ConfigError
 from ..launcher.daemon import running_pid
-from ..local_board import board_option
+from ..local_board import board_option, refused
 from ..processes import same_process
 from ..token_input import token_option
 from .config import PID_FILE, STATE_FILE, Timing, keeper_dir, load_enrollment, save_enrollment
@@ -42,7 +42,7 @@ def enroll(board_url: str, code: str) -> None:
     try:
         enrolled = asyncio.run(go())
     except BoardAPIError as exc:
-        raise click.ClickException(f"{exc.code}: {exc.message}") from None
+        raise refused(exc) from None
     save_enrollment(directory, board_url.rstrip("/"), enrolled["machine"], enrolled["token"])
     click.echo(f"Enrolled as machine {enrolled['machine']} on {board_url}; the token is in {directory}.")
     click.echo("Start the keeper with: keeper run")

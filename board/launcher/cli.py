@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import click
 
 from ..client import BoardAPIError, BoardClient
-from ..local_board import board_option
+from ..local_board import board_option, refused
 from ..processes import same_process, start_time
 from ..token_input import token_option
 from .config import DEFAULT_STOP_GRACE, ConfigError, Options, check_handle, state_root
@@ -337,7 +337,7 @@ def wake_test_command(
     try:
         code = asyncio.run(go())
     except BoardAPIError as exc:
-        raise click.ClickException(f"{exc.code}: {exc.message}") from None
+        raise refused(exc) from None
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     sys.exit(code)
