@@ -478,3 +478,19 @@ async def test_a_knowledge_search_marks_its_hits_and_says_when_nothing_matches(w
         assert "No document in proj matches" not in page and "notes.md" in page
     finally:
         await alice.close()
+
+
+async def test_a_mistyped_costs_filter_is_said_above_the_filter_as_typed(world: World) -> None:
+    """It was the bare error page: the filter, and what was typed in it, were gone."""
+    alice = await sign_in(world.board)
+    try:
+        status, page = await alice.get('/costs?bot=nob"ody&workspace=proj')
+        assert status == 404 and 'class="refusal" role="alert" data-code="NOT_FOUND"' in page
+        assert 'name="bot" value="nob&#34;ody"' in page and 'name="workspace" value="proj"' in page
+        assert 'id="total"' not in page and 'class="card error"' not in page
+        status, page = await alice.get("/costs?days=0")
+        assert status == 422 and 'data-code="INVALID_ARGUMENT"' in page and 'name="days"' in page
+        status, page = await alice.get("/costs")
+        assert status == 200 and 'id="total"' in page and 'class="refusal"' not in page
+    finally:
+        await alice.close()

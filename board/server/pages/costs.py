@@ -7,6 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..errors import InvalidArgument, NotFound
 from ..services import costs
 from .chart import cost_chart
 from .routing import PageCall, PageRoute
@@ -49,10 +50,16 @@ def as_shown(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 async def index(call: PageCall) -> web.StreamResponse:
-    q = call.query(costs.CostQuery)
-    answer = await costs.costs(call.ctx, call.p, q)
+    typed = call.request.query
+    try:
+        q = call.query(costs.CostQuery)
+        answer = await costs.costs(call.ctx, call.p, q)
+    except (InvalidArgument, NotFound) as refusal:
+        # A filter mistyped (a bot's name, a number of days) is said above the filter as typed,
+        # to be mended there, as the search does: an error page in its place lost the form.
+        return call.render("costs.html", status=refusal.status, typed=typed, refusal=refusal, costs=None)
     chart = cost_chart(answer["by_day"])
-    return call.render("costs.html", q=q, costs=as_shown(answer), chart=chart)
+    return call.render("costs.html", typed=typed, refusal=None, costs=as_shown(answer), chart=chart)
 
 
 ROUTES = [
