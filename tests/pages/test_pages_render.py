@@ -11,7 +11,7 @@ import pytest
 from board.server import markdown as markdown_module
 from board.server.clock import iso
 from board.server.markdown import first_line, markdown
-from board.server.pages.render import claim_line, highlight, log_entry, relative, when
+from board.server.pages.render import claim_line, heading_line, highlight, log_entry, relative, when
 
 
 def test_raw_html_is_text() -> None:
@@ -119,3 +119,9 @@ def test_a_log_line_shows_on_one_line_in_its_own_order_whatever_it_holds() -> No
     assert all(part.isprintable() for part in parts), parts
     assert entry.message == "ok\\r\\n12:00:01 fake_event" and entry.level == "info\\n12:00:00 error"
     assert dict(entry.fields) == {"a\\nb": "c", "word": '"abc\\u202edef"', "spaced": '"x \\u2028y"'}
+
+
+def test_a_heading_line_is_a_bodys_first_line_without_its_markdown() -> None:
+    assert heading_line("# Design notes\n\n## Section 0 Some **bold**") == "Design notes"
+    assert heading_line("```python\ndef f0(x):\n    return x\n```") == "python def f0(x): return x"
+    assert heading_line("x" * 100) == "x" * 79 + "…"

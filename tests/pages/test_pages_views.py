@@ -494,3 +494,16 @@ async def test_a_mistyped_costs_filter_is_said_above_the_filter_as_typed(world: 
         assert status == 200 and 'id="total"' in page and 'class="refusal"' not in page
     finally:
         await alice.close()
+
+
+async def test_an_inbox_group_is_headed_by_its_roots_first_line_without_its_markdown(world: World) -> None:
+    """It read "# Design notes ## Section 0 Some **bold**…", Markdown's marks and all."""
+    root = await world.bot.post(
+        "# Design notes for @alice\n\n## Section 0\n\nSome **bold** <b>words</b>",
+        channel="lobby",
+        workspace="proj",
+    )
+    [(status, page)] = await pages_as(world.board, "alice", "/inbox")
+    title = re.search(rf'<a class="group-title" href="/t/{root["id"]}">(.*?)</a>', page)
+    assert status == 200 and title is not None, page
+    assert title.group(1) == "Design notes for @alice", title.group(1)

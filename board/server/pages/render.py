@@ -17,7 +17,7 @@ from markupsafe import Markup, escape
 
 from ...shown import escaped_controls, last_line
 from ..clock import parse_time
-from ..markdown import markdown
+from ..markdown import first_line, markdown
 from ..services.fleet import RECENT_ORDERS
 from ..services.fleet_view import BADGES, PENDING, WAKE_OUTCOMES
 from ..services.routines import RUN_STATES
@@ -40,6 +40,17 @@ def highlight(snippet: str) -> Markup:
     if marked:
         out.append(Markup("</mark>"))
     return Markup("").join(out)
+
+
+def heading_line(text: str, most: int = 80) -> str:
+    """A message as one line of a heading: its first line without Markdown's marks (``# Design
+    notes`` reads ``Design notes``), else, for a body that is a code block, its code on one line
+    without the fence's backticks."""
+    line = first_line(text, most)
+    if line:
+        return line
+    flat = " ".join(text.replace("```", " ").split())
+    return flat if len(flat) <= most else flat[: most - 1].rstrip() + "…"
 
 
 def ago(stamp: str | None, now: datetime | None = None) -> str:
@@ -193,6 +204,7 @@ def environment() -> jinja2.Environment:
     env.filters["log_entry"] = log_entry
     env.filters["escaped_controls"] = escaped_controls
     env.filters["highlight"] = highlight
+    env.filters["heading_line"] = heading_line
     env.globals["claim_line"] = claim_line
     env.globals["fleet_badges"] = BADGES
     env.globals["fleet_pending"] = PENDING
