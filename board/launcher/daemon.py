@@ -69,8 +69,12 @@ class PidLock:
             raise AlreadyRunning(
                 f"a bot daemon already runs for this handle (pid {running_pid(self.path)})"
             ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except BaseException:  # a full disk: closed, the lock goes with it, not held for ever
+            os.close(fd)
+            raise
         self.fd = fd
 
     def release(self) -> None:
@@ -158,6 +162,15 @@ def _not_a_bot(me: Mapping[str, Any], handle: str | None, environ: Mapping[str, 
     return ConfigError(f"BOARD_TOKEN is {whose}: unset BOARD_TOKEN and the daemon reads {where}")
 
 
+class _TokenRefused(ConfigError):
+    """The board refused the token before the loop ran: exit 3, as the loop exits on one, so
+    that a keeper fetches the bot a new token (exit 2 would leave it misconfigured for good)."""
+
+    @classmethod
+    def by(cls, exc: BoardAPIError) -> _TokenRefused:
+        return cls(f"the board refused the token: {exc.code}: {exc.message}")
+
+
 async def _identify(
     client: BoardClient, handle: str | None, environ: Mapping[str, str], retried: Retried, cap: float
 ) -> str:
@@ -165,11 +178,13 @@ async def _identify(
 
     A handle given with someone else's token (a stand-in copied from a page) would answer that
     bot's wakes under a name the board does not know; a human's token would get as far as the
-    wake feed, which is a bot's, and leave a state folder named after the human. With a handle
-    given, a refused token is left to the loop (exit 3)."""
+    wake feed, which is a bot's, and leave a state folder named after the human. A refused token
+    exits 3 (:class:`_TokenRefused`)."""
     try:
         me = await _until_reachable(client.me, retried, cap)
     except BoardAPIError as exc:
+        if exc.code == "UNAUTHENTICATED":
+            raise _TokenRefused.by(exc) from None
         if handle:
             return handle
         raise ConfigError(f"cannot learn the bot's handle: {exc.code}: {exc.message}") from None
@@ -198,6 +213,8 @@ async def _configure(options: Options, environ: Mapping[str, str]) -> tuple[Any,
             try:
                 profile = await _until_reachable(lambda: client.profile(name), _say_retry(url), cap)
             except BoardAPIError as exc:
+                if exc.code == "UNAUTHENTICATED":  # revoked since the look above
+                    raise _TokenRefused.by(exc) from None
                 raise ConfigError(f"profile {name!r}: {exc.code}: {exc.message}") from None
         cfg = resolve(options, environ, token=token, handle=handle, profile=profile)
     except BaseException:
@@ -215,7 +232,7 @@ def _refused(exc: ConfigError) -> int:
     """Say why the daemon will not run, in words, as its last line: a terminal shows it, and the
     keeper's card and ``board doctor`` read the last line of its output, not the JSON log."""
     print(f"bot: {exc}", flush=True, file=sys.stderr)
-    return EXIT_CONFIG
+    return EXIT_AUTH if isinstance(exc, _TokenRefused) else EXIT_CONFIG
 
 
 @dataclass

@@ -117,3 +117,24 @@ async def test_a_humans_token_is_refused_with_the_way_to_the_bots_own(
     )
     assert not bot.state_root.exists()
     assert not fake.calls()
+
+
+@pytest.mark.parametrize("profile", [None, "proj-dev"], ids=["plain", "with-a-profile"])
+async def test_a_token_the_board_refuses_at_start_exits_3_not_2(
+    tmp_path: Path, world: World, fake: Fake, profile: str | None
+) -> None:
+    """A keeper fetches a bot a new token on exit 3 and leaves one that exits 2 misconfigured:
+    a bot whose token was revoked while it was stopped, started with its profile as the keeper
+    starts it, exited 2 and was never given a new one."""
+    args = ["--profile", profile] if profile else []
+    bot = BotProcess(
+        tmp_path, board_url=world.board.url, token="bb_revoked", handle="pb", fake=fake, args=args
+    )
+    bot.start()
+    try:
+        assert await bot.wait_exit() == 3
+    finally:
+        await bot.close()
+    said = bot.output()
+    assert "bot: the board refused the token: UNAUTHENTICATED" in said and "Traceback" not in said
+    assert fake.calls() == []
