@@ -447,6 +447,8 @@ async def test_an_address_no_page_has_gets_the_error_page_and_the_api_keeps_its_
             assert "<title>404 not found · Bot Board</title>" in page and 'action="/logout"' in page, path
         _, page = await alice.get("/logout")
         assert "This address takes a form sent from its page" in page
+        status, page = await alice.post("/costs", {})  # another method on a page's address
+        assert status == 422 and 'class="card error"' in page and "takes a form" not in page
         for path in ("/api/no-such-route", "/api/me/nope"):
             status, body = await alice.get(path)
             assert status == 404 and json.loads(body)["error"]["code"] == "NOT_FOUND", (path, body[:200])

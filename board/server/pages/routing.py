@@ -343,7 +343,7 @@ async def page_errors(request: web.Request, handler: Handler) -> web.StreamRespo
         if exc.status < 400 or BEGUN in request or not _for_a_page(request):
             raise
         session = await sessions.resolve(request.app[CONTEXT], request.cookies.get(sessions.COOKIE))
-        return _error_page(request, session, _page_error(exc))
+        return _error_page(request, session, _page_error(request, exc))
 
 
 def _for_a_page(request: web.Request) -> bool:
@@ -353,11 +353,11 @@ def _for_a_page(request: web.Request) -> bool:
     return unrouted and not any(request.path == p or request.path.startswith(p + "/") for p in NOT_PAGES)
 
 
-def _page_error(exc: web.HTTPException) -> BoardError:
+def _page_error(request: web.Request, exc: web.HTTPException) -> BoardError:
     if exc.status == 413:
         return LimitExceeded(FORM_TOO_LARGE)
     if exc.status == 404:
         return NotFound(message="There is no page at this address: check it, or start from the board.")
-    if exc.status == 405:
+    if exc.status == 405 and request.method == "GET":  # a form's address opened, or followed
         return NotFound(message="This address takes a form sent from its page; it has nothing to show.")
-    return from_http(exc)
+    return from_http(exc)  # another method: the API's word for it (HEAD on a page, a POST to one)
