@@ -743,7 +743,7 @@ def _bot_line(bot: dict[str, Any]) -> str:
     wake = bot.get("last_wake") or {}
     last = f"; last wake {wake['at']}" if wake.get("at") else ""
     if last and wake.get("outcome"):
-        last += f" {wake['outcome']}"
+        last += f" {escaped_controls(wake['outcome'], keep='')}"  # from a keeper's report: hostile
     return (
         f"  {bot['handle']} ({bot['workspace']}/{bot['profile']}): {said}{pid}{hold}{why}, "
         f"should be {bot['desired']}{pending}; restarts {bot.get('restarts') or 0}{last}"

@@ -186,7 +186,12 @@ async def test_fleet_ls_says_why_a_bot_stopped_with_its_daemons_text_escaped(wor
                     "state": "misconfigured",
                     "error": "usage: ...\nbot: repo /nope is not a directory\n",
                 },
-                {"handle": "echo", "state": "crashed", "error": "Traceback ...\nboom \u202egnp.exe\x9b31m"},
+                {
+                    "handle": "echo",
+                    "state": "crashed",
+                    "error": "Traceback ...\nboom \u202egnp.exe\x9b31m",
+                    "last_wake": {"at": "2026-12-07T10:00:00Z", "outcome": "od\u202egnp\x9b31m"},
+                },
                 {"handle": "fox", "state": "running", "pid": 9, "error": "an old exit"},
             ],
         }
@@ -208,6 +213,7 @@ async def test_fleet_ls_says_why_a_bot_stopped_with_its_daemons_text_escaped(wor
     )
     assert "crashed (boom \\u202egnp.exe\\u009b31m)," in lines["echo"]
     assert "crashed (cleared \\u001b[2J\\u001b]0;owned\\u0007 here)," in lines["fox"]
+    assert lines["echo"].endswith("last wake 2026-12-07T10:00:00Z od\\u202egnp\\u009b31m"), lines["echo"]
     assert not any(c in result.out for c in "\x1b\x07\u202e\x9b")
     assert "Traceback" not in result.out and len(result.out.splitlines()) == 4  # the machine and its bots
 
